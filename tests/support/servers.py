@@ -1,0 +1,118 @@
+"""Start and stop real servers (Debian's redis-server, minired subprocesses) on free loopback ports."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=1.0) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
+                    return
+        except OSError as exc:
+            last = exc
+        time.sleep(0.02)
+    raise RuntimeError(f"server on port {port} did not answer PING within {timeout}s: {last!r}")
+
+
+def redis_server_binary() -> str:
+    path = shutil.which("redis-server")
+    if not path:
+        raise RuntimeError(
+            "redis-server is not installed; the differential tests need it "
+            "(scripts/test.sh installs Debian's redis-server package)"
+        )
+    return path
+
+
+class RedisServer:
+    """A real redis-server on a free port, in a throwaway directory, persistence off."""
+
+    def __init__(self, *extra_args: str, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.extra_args = list(extra_args)
+        self.dir = tempfile.mkdtemp(prefix="redis-")
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}"
+
+    def start(self) -> "RedisServer":
+        args = [
+            redis_server_binary(), "--port", str(self.port), "--bind", self.host,
+            "--save", "", "--appendonly", "no", "--dir", self.dir,
+            "--daemonize", "no", "--loglevel", "warning", *self.extra_args,
+        ]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_ping(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "RedisServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class MiniredProcess:
+    """minired as a subprocess (python -m minired), on a free port."""
+
+    def __init__(self, *extra_args: str, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.extra_args = list(extra_args)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}"
+
+    def start(self) -> "MiniredProcess":
+        args = [sys.executable, "-m", "minired", "--port", str(self.port), *self.extra_args]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        wait_for_ping(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> "MiniredProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
