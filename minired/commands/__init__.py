@@ -1,0 +1,25 @@
+"""Command groups. Importing this package fills the command table (see table.py)."""
+from __future__ import annotations
+
+import importlib
+
+from .table import COMMANDS, CommandSpec, command, container_command, lookup  # noqa: F401
+
+GROUPS = (
+    "connection", "keys", "strings", "lists", "hashes", "sets", "zsets", "streams", "pubsub",
+    "transactions", "scripting", "server", "clock",
+)
+
+
+def load_all() -> dict:
+    """Import every group module present, registering its commands once."""
+    for group in GROUPS:
+        try:
+            importlib.import_module(f"{__name__}.{group}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{group}":
+                raise
+    return COMMANDS
+
+
+load_all()

@@ -1,0 +1,36 @@
+"""MINIRED ADVANCE / MINIRED CLOCK: move the server clock forward so tests need not sleep.
+
+Off unless the server was started with --time-control (or the embedding API's time_control):
+a production-like server must not let a client rewrite time for everyone.
+"""
+from __future__ import annotations
+
+from ..errors import RedisError, TIME_CONTROL_DISABLED
+from .args import parse_int
+from .table import command, container_command
+
+container_command("minired", "server", summary="minired's own test-support commands.")
+
+
+def _require_time_control(c) -> None:
+    if not c.server.config.time_control:
+        raise RedisError(TIME_CONTROL_DISABLED)
+
+
+@command("advance", arity=3, flags="admin noscript fast", parent="minired", group="server")
+def minired_advance(c, argv):
+    """Move the clock forward by N milliseconds; returns the new clock in ms."""
+    _require_time_control(c)
+    ms = parse_int(argv[2])
+    if ms < 0:
+        raise RedisError("ERR the clock only moves forward")
+    now = c.server.clock.advance(ms)
+    server = c.server
+    server.stats.expired_keys += server.keyspace.active_expire()
+    return now
+
+
+@command("clock", arity=2, flags="fast", parent="minired", group="server")
+def minired_clock(c, argv):
+    """The server clock in ms (Unix time plus any advance)."""
+    return c.server.clock.ms()

@@ -1,0 +1,305 @@
+"""Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT ..."""
+from __future__ import annotations
+
+import hmac
+import time
+
+from .. import REDIS_VERSION, errors, resp
+from ..errors import RedisError
+from ..resp import OK, Status, Verbatim
+from .args import parse_int
+from .table import command, container_command
+
+G = "connection"
+
+
+@command("ping", arity=-1, flags="fast sentinel", group=G)
+def ping(c, argv):
+    if len(argv) > 2:
+        raise errors.wrong_arity("ping")
+    if c.protocol == 2 and (c.channels or c.patterns):
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
+    return argv[1] if len(argv) == 2 else resp.PONG
+
+
+@command("echo", arity=2, flags="fast", group=G)
+def echo(c, argv):
+    return argv[1]
+
+
+def _check_password(c, password: bytes, username: bytes = b"default") -> None:
+    required = c.server.config.requirepass.encode()
+    if username != b"default" or not required or not hmac.compare_digest(password, required):
+        raise RedisError(errors.WRONGPASS)
+    c.authenticated = True
+
+
+@command("auth", arity=-2, flags="noscript loading stale fast no_auth allow_busy", group=G)
+def auth(c, argv):
+    if len(argv) > 3:
+        raise RedisError(errors.SYNTAX)
+    if len(argv) == 2 and not c.server.config.requirepass:
+        raise RedisError(errors.AUTH_NOT_CONFIGURED)
+    if len(argv) == 3:
+        _check_password(c, argv[2], argv[1])
+    else:
+        _check_password(c, argv[1])
+    return OK
+
+
+@command("hello", arity=-1, flags="noscript loading stale fast no_auth allow_busy", group=G)
+def hello(c, argv):
+    protocol = c.protocol
+    if len(argv) >= 2:
+        try:
+            protocol = int(argv[1])
+        except ValueError:
+            raise RedisError("ERR Protocol version is not an integer or out of range") from None
+        if protocol not in (2, 3):
+            raise RedisError(errors.NOPROTO)
+    i = 2
+    name = None
+    while i < len(argv):
+        option = argv[i].lower()
+        remaining = len(argv) - i - 1
+        if option == b"auth" and remaining >= 2:
+            _check_password(c, argv[i + 2], argv[i + 1])
+            i += 3
+        elif option == b"setname" and remaining >= 1:
+            name = _valid_name(argv[i + 1])
+            i += 2
+        else:
+            raise RedisError(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
+    if not c.authenticated:
+        raise RedisError("NOAUTH HELLO must be called with the client already authenticated, "
+                         "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                         "authenticate the client and select the RESP protocol version at the same time")
+    if name is not None:
+        c.name = name
+    c.protocol = protocol
+    return {
+        b"server": b"redis", b"version": REDIS_VERSION.encode(), b"proto": protocol,
+        b"id": c.id, b"mode": b"standalone", b"role": b"master", b"modules": [],
+    }
+
+
+@command("select", arity=2, flags="loading stale fast", group=G)
+def select(c, argv):
+    index = parse_int(argv[1])
+    if not 0 <= index < len(c.server.keyspace):
+        raise RedisError(errors.DB_INDEX_OUT_OF_RANGE)
+    c.select(index)
+    return OK
+
+
+@command("quit", arity=-1, flags="noscript loading stale fast no_auth allow_busy", group=G)
+def quit_(c, argv):
+    c.close_after_reply = True
+    return OK
+
+
+@command("reset", arity=1, flags="noscript loading stale fast no_auth allow_busy", group=G)
+def reset(c, argv):
+    server = c.server
+    c.multi = None
+    c.multi_failed = False
+    c.unwatch_all()
+    for hook in server.extensions.get("disconnect_hooks", ()):
+        hook(c)  # drops subscriptions and the like, as if the client had gone
+    c.select(0)
+    c.protocol = 2
+    c.name = b""
+    c.authenticated = not server.config.requirepass
+    return Status(b"RESET")
+
+
+# --- CLIENT ------------------------------------------------------------------------------------
+
+container_command("client", G, flags="sentinel", summary="A container for client connection commands.")
+
+
+def _valid_name(name: bytes) -> bytes:
+    if any(ch <= 32 or ch > 126 for ch in name):
+        raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
+    return name
+
+
+def client_info_line(c, current=None) -> str:
+    now = time.monotonic()
+    multi = len(c.multi) if c.multi is not None else -1
+    flags = c.flags or ("b" if c.blocked is not None else ("P" if c.channels or c.patterns else
+                        ("x" if c.multi is not None else "N")))
+    cmd = "client|info" if c is current else c.last_command.decode(errors="replace").lower()
+    return (
+        f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
+        f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
+        f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub=0 multi={multi} "
+        f"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
+        f"tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={c.protocol} "
+        f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
+    )
+
+
+@command("id", arity=2, flags="noscript loading stale", parent="client", group=G)
+def client_id(c, argv):
+    return c.id
+
+
+@command("setname", arity=3, flags="noscript loading stale", parent="client", group=G)
+def client_setname(c, argv):
+    c.name = _valid_name(argv[2])
+    return OK
+
+
+@command("getname", arity=2, flags="noscript loading stale", parent="client", group=G)
+def client_getname(c, argv):
+    return c.name or None
+
+
+@command("setinfo", arity=4, flags="noscript loading stale", parent="client", group=G)
+def client_setinfo(c, argv):
+    attr = argv[2].lower()
+    if attr not in (b"lib-name", b"lib-ver"):
+        raise RedisError(f"ERR Unrecognized option '{argv[2].decode(errors='replace')}'")
+    if any(ch < 33 or ch > 126 for ch in argv[3]):
+        raise RedisError(f"ERR {attr.decode()} cannot contain spaces, newlines or special characters.")
+    if attr == b"lib-name":
+        c.lib_name = argv[3]
+    else:
+        c.lib_ver = argv[3]
+    return OK
+
+
+@command("info", arity=2, flags="noscript loading stale", parent="client", group=G)
+def client_info(c, argv):
+    return Verbatim((client_info_line(c, c) + "\n").encode())
+
+
+@command("list", arity=-2, flags="admin noscript loading stale", parent="client", group=G)
+def client_list(c, argv):
+    clients = list(c.server.clients.values())
+    if len(argv) > 2:
+        option = argv[2].lower()
+        if option == b"id" and len(argv) > 3:
+            wanted = set()
+            for raw in argv[3:]:
+                wanted.add(parse_int(raw, "ERR Invalid client ID"))
+            clients = [x for x in clients if x.id in wanted]
+        elif option == b"type" and len(argv) == 4:
+            kind = argv[3].lower()
+            if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
+                raise RedisError(f"ERR Unknown client type '{argv[3].decode(errors='replace')}'")
+            if kind == b"pubsub":
+                clients = [x for x in clients if x.channels or x.patterns]
+            elif kind == b"normal":
+                clients = [x for x in clients if not (x.channels or x.patterns)]
+            else:
+                clients = []
+        else:
+            raise RedisError(errors.SYNTAX)
+    return Verbatim("".join(client_info_line(x, c) + "\n" for x in clients).encode())
+
+
+@command("kill", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
+def client_kill(c, argv):
+    clients = list(c.server.clients.values())
+    if len(argv) == 3:  # old form: CLIENT KILL addr:port
+        addr = argv[2].decode(errors="replace")
+        for other in clients:
+            if other.addr == addr:
+                other.close()
+                return OK
+        raise RedisError("ERR No such client")
+    if len(argv) % 2 != 0:
+        raise RedisError(errors.SYNTAX)
+    skipme = True
+    filters = []
+    for i in range(2, len(argv), 2):
+        option, value = argv[i].lower(), argv[i + 1]
+        if option == b"id":
+            wanted_id = parse_int(value, "ERR client-id should be greater than 0")
+            if wanted_id <= 0:
+                raise RedisError("ERR client-id should be greater than 0")
+            filters.append(lambda x, v=wanted_id: x.id == v)
+        elif option == b"addr":
+            filters.append(lambda x, v=value.decode(errors="replace"): x.addr == v)
+        elif option == b"laddr":
+            filters.append(lambda x, v=value.decode(errors="replace"): x.laddr == v)
+        elif option == b"type":
+            kind = value.lower()
+            if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
+                raise RedisError(f"ERR Unknown client type '{value.decode(errors='replace')}'")
+            if kind == b"pubsub":
+                filters.append(lambda x: bool(x.channels or x.patterns))
+            elif kind == b"normal":
+                filters.append(lambda x: not (x.channels or x.patterns))
+            else:
+                filters.append(lambda x: False)
+        elif option == b"user":
+            filters.append(lambda x, v=value: v == b"default")
+        elif option == b"skipme":
+            if value.lower() not in (b"yes", b"no"):
+                raise RedisError(errors.SYNTAX)
+            skipme = value.lower() == b"yes"
+        else:
+            raise RedisError(errors.SYNTAX)
+    killed = 0
+    for other in clients:
+        if skipme and other is c:
+            continue
+        if all(f(other) for f in filters):
+            if other is c:
+                c.close_after_reply = True
+            else:
+                other.close()
+            killed += 1
+    return killed
+
+
+@command("unblock", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
+def client_unblock(c, argv):
+    target_id = parse_int(argv[2])
+    with_error = False
+    if len(argv) == 4:
+        mode = argv[3].lower()
+        if mode not in (b"timeout", b"error"):
+            raise RedisError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        with_error = mode == b"error"
+    elif len(argv) > 4:
+        raise RedisError(errors.SYNTAX)
+    target = c.server.clients.get(target_id)
+    if target is None:
+        return 0
+    return 1 if c.server.blocking.unblock(target, with_error) else 0
+
+
+def _on_off(c, argv):
+    if argv[2].lower() not in (b"on", b"off"):
+        raise RedisError(errors.SYNTAX)
+    return OK
+
+
+for _name in ("no-evict", "no-touch"):
+    command(_name, arity=3, flags="admin noscript loading stale", parent="client", group=G)(_on_off)
+
+
+@command("reply", arity=3, flags="noscript loading stale", parent="client", group=G)
+def client_reply(c, argv):
+    mode = argv[2].lower()
+    if mode == b"on":
+        return OK
+    if mode in (b"off", b"skip"):
+        raise RedisError("ERR CLIENT REPLY OFF/SKIP is not supported by minired")
+    raise RedisError(errors.SYNTAX)
+
+
+@command("help", arity=2, flags="loading stale", parent="client", group=G)
+def client_help(c, argv):
+    return [Status(line.encode()) for line in (
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]",
+        "KILL <ip:port> | KILL <option> <value> [<option> <value> [...]]",
+        "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)",
+        "REPLY (ON|OFF|SKIP)", "HELP",
+    )]

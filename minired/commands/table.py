@@ -1,0 +1,152 @@
+"""The command table: every command declared once, next to its function, as Redis's command table.
+
+Dispatch, arity errors, COMMAND replies, script flag checks and key extraction (cluster hashing,
+script key checks) all read `COMMANDS`. A command is one decorated function in its group's file:
+
+    @command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1))
+    def lpush(c, argv): ...
+
+Handlers take the calling client and the full argv (argv[0] is the command name) and return a
+reply value (see resp.py) or raise RedisError.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+Handler = Callable[[Any, list], Any]
+
+# Flags as Redis names them in COMMAND output.
+KNOWN_FLAGS = frozenset({
+    "write", "readonly", "denyoom", "module", "admin", "pubsub", "noscript", "blocking",
+    "loading", "stale", "skip_monitor", "skip_slowlog", "asking", "fast", "no_auth",
+    "may_replicate", "sentinel", "only_sentinel", "no_mandatory_keys", "protected",
+    "no_async_loading", "no_multi", "movablekeys", "allow_busy", "allow_tracking",
+})
+
+
+@dataclass(eq=False)
+class CommandSpec:
+    name: str
+    handler: Handler | None
+    arity: int
+    flags: frozenset
+    first_key: int = 0
+    last_key: int = 0
+    step: int = 0
+    group: str = "generic"
+    # For commands whose keys depend on arguments (EVAL numkeys, XREAD STREAMS, ...):
+    # argv -> list of argv indexes holding keys.
+    key_finder: Callable[[list], list[int]] | None = None
+    parent: "CommandSpec | None" = None
+    subcommands: dict[bytes, "CommandSpec"] = field(default_factory=dict)
+    summary: str = ""
+    # Filled by dispatch: calls and microseconds, for INFO commandstats.
+    calls: int = 0
+    usec: int = 0
+    failed_calls: int = 0
+    rejected_calls: int = 0
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.parent.name}|{self.name}" if self.parent else self.name
+
+    def key_indexes(self, argv: list) -> list[int]:
+        """Positions of the keys in argv, for cluster hashing and script key checks."""
+        if self.key_finder is not None:
+            return self.key_finder(argv)
+        if not self.first_key:
+            return []
+        last = self.last_key if self.last_key >= 0 else len(argv) + self.last_key
+        return list(range(self.first_key, min(last, len(argv) - 1) + 1, self.step or 1))
+
+    def keys(self, argv: list) -> list[bytes]:
+        return [argv[i] for i in self.key_indexes(argv)]
+
+    def arity_ok(self, argc: int) -> bool:
+        arity = self.arity
+        return argc == arity if arity >= 0 else argc >= -arity
+
+
+COMMANDS: dict[bytes, CommandSpec] = {}
+
+
+def _parse_flags(flags: str) -> frozenset:
+    parsed = frozenset(flags.split())
+    unknown = parsed - KNOWN_FLAGS
+    if unknown:
+        raise ValueError(f"unknown command flags {sorted(unknown)}")
+    return parsed
+
+
+def _container(name: str, group: str) -> CommandSpec:
+    key = name.lower().encode()
+    spec = COMMANDS.get(key)
+    if spec is None:
+        spec = CommandSpec(name=name.lower(), handler=None, arity=-2, flags=frozenset(), group=group)
+        COMMANDS[key] = spec
+    return spec
+
+
+def command(name: str, arity: int, flags: str = "", keys: tuple[int, int, int] = (0, 0, 0),
+            group: str = "generic", key_finder: Callable[[list], list[int]] | None = None,
+            parent: str | None = None, summary: str = "") -> Callable[[Handler], Handler]:
+    """Declare a command (or, with `parent`, a subcommand such as CLIENT ID)."""
+
+    def register(handler: Handler) -> Handler:
+        parsed = _parse_flags(flags)
+        if key_finder is not None:
+            parsed = parsed | {"movablekeys"}
+        spec = CommandSpec(name=name.lower(), handler=handler, arity=arity, flags=parsed,
+                           first_key=keys[0], last_key=keys[1], step=keys[2], group=group,
+                           key_finder=key_finder, summary=summary or (handler.__doc__ or "").strip())
+        if parent is None:
+            key = spec.name.encode()
+            existing = COMMANDS.get(key)
+            if existing is not None and existing.handler is not None:
+                raise ValueError(f"command {name!r} declared twice")
+            if existing is not None:
+                spec.subcommands = existing.subcommands
+                for sub in spec.subcommands.values():
+                    sub.parent = spec
+            COMMANDS[key] = spec
+        else:
+            container = _container(parent, group)
+            spec.parent = container
+            container.subcommands[spec.name.encode()] = spec
+        handler.spec = spec  # type: ignore[attr-defined]
+        return handler
+
+    return register
+
+
+def container_command(name: str, group: str, flags: str = "", summary: str = "") -> CommandSpec:
+    """A command that only dispatches to subcommands (CLIENT, CONFIG, OBJECT, ...)."""
+    spec = _container(name, group)
+    spec.flags = _parse_flags(flags)
+    spec.summary = summary
+    return spec
+
+
+def lookup(argv: list) -> CommandSpec | None:
+    """The spec for argv (resolving subcommands), or None if the command is unknown."""
+    spec = COMMANDS.get(argv[0].lower())
+    if spec is None or not spec.subcommands or len(argv) < 2:
+        return spec
+    return spec.subcommands.get(argv[1].lower(), spec)
+
+
+# Key finders shared by several commands ---------------------------------------------------
+
+def keys_after_numkeys(numkeys_index: int) -> Callable[[list], list[int]]:
+    """Keys follow a numkeys argument (EVAL, FCALL, LMPOP, ZUNIONSTORE ...)."""
+
+    def find(argv: list) -> list[int]:
+        try:
+            count = int(argv[numkeys_index])
+        except (IndexError, ValueError):
+            return []
+        start = numkeys_index + 1
+        return list(range(start, min(start + max(count, 0), len(argv))))
+
+    return find

@@ -1,0 +1,91 @@
+"""From argv to reply: command lookup, arity, auth, MULTI queuing, pub/sub context, stats.
+
+`execute` is the one entry for client commands. `call` runs an already-validated spec and is
+what EXEC and scripts use, so every path shares the same table and checks.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import errors, resp
+from .commands.table import COMMANDS, CommandSpec
+from .errors import RedisError
+
+if TYPE_CHECKING:
+    from .client import Client
+
+log = logging.getLogger("minired")
+
+# Commands a transaction runs at once instead of queuing.
+_MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+# Commands a RESP2 client may send while subscribed.
+_SUBSCRIBED_ALLOWED = frozenset({"subscribe", "psubscribe", "ssubscribe", "unsubscribe",
+                                 "punsubscribe", "sunsubscribe", "ping", "quit", "reset"})
+
+
+def resolve(argv: list) -> CommandSpec | RedisError:
+    """The spec argv names, or the error Redis gives for an unknown command or bad arity."""
+    spec = COMMANDS.get(argv[0].lower())
+    if spec is None:
+        return errors.unknown_command(argv)
+    if spec.subcommands:
+        if len(argv) >= 2:
+            sub = spec.subcommands.get(argv[1].lower())
+            if sub is not None:
+                spec = sub
+            elif spec.handler is None:
+                return errors.unknown_subcommand(spec.name, argv[1])
+        elif spec.handler is None:
+            return errors.wrong_arity(spec.name)
+    arity = spec.arity
+    argc = len(argv)
+    if (argc != arity) if arity >= 0 else (argc < -arity):
+        return errors.wrong_arity(spec.full_name)
+    return spec
+
+
+def execute(c: "Client", argv: list) -> Any:
+    """Run one command from a client and return its reply value."""
+    spec = resolve(argv)
+    if type(spec) is RedisError:
+        if c.multi is not None:
+            c.multi_failed = True
+        return spec
+    flags = spec.flags
+    if not c.authenticated and "no_auth" not in flags:
+        if c.multi is not None:
+            c.multi_failed = True
+        return RedisError(errors.NOAUTH)
+    name = spec.name if spec.parent is None else spec.parent.name
+    if c.multi is not None and name not in _MULTI_IMMEDIATE:
+        if "no_multi" in flags:
+            c.multi_failed = True
+            return RedisError(errors.COMMAND_NOT_ALLOWED_IN_MULTI)
+        c.multi.append((spec, argv))
+        return resp.QUEUED
+    if c.protocol == 2 and (c.channels or c.patterns) and name not in _SUBSCRIBED_ALLOWED:
+        return RedisError(errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
+    server = c.server
+    if "denyoom" in flags and server.over_maxmemory():
+        return RedisError(errors.OOM)
+    return call(c, spec, argv)
+
+
+def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
+    """Run a validated command, counting it for INFO commandstats."""
+    start = time.perf_counter_ns()
+    try:
+        reply = spec.handler(c, argv)
+    except RedisError as exc:
+        reply = exc
+    except Exception as exc:  # a bug must cost one reply, never the server
+        log.exception("internal error running %r", argv[:1])
+        reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
+    spec.usec += (time.perf_counter_ns() - start) // 1000
+    spec.calls += 1
+    if type(reply) is RedisError:
+        spec.failed_calls += 1
+    c.last_command = argv[0]
+    return reply

@@ -1,0 +1,173 @@
+"""Start minired from Python: in this process (a background thread with its own event loop) or
+as a subprocess, on a free port; read its url; stop it.
+
+    with EmbeddedServer(time_control=True) as srv:
+        r = redis.Redis.from_url(srv.url)
+
+    with SubprocessServer() as srv:
+        ...
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from .config import Config
+
+
+class EmbeddedServer:
+    """A minired server running in a daemon thread of the current process."""
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", time_control: bool = False,
+                 use_uvloop: bool = True, **config: Any) -> None:
+        self.host = host
+        self.port = port
+        self.use_uvloop = use_uvloop
+        self.config = Config(bind=host, port=port, time_control=time_control, **config)
+        self.server: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> "EmbeddedServer":
+        self._thread = threading.Thread(target=self._run, name=f"minired-{self.port}", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise RuntimeError("minired did not start in time")
+        if self._error is not None:
+            raise RuntimeError(f"minired failed to start: {self._error}") from self._error
+        return self
+
+    def _new_loop(self) -> asyncio.AbstractEventLoop:
+        if self.use_uvloop:
+            try:
+                import uvloop
+                return uvloop.new_event_loop()
+            except ImportError:
+                pass
+        return asyncio.new_event_loop()
+
+    def _run(self) -> None:
+        from .server import Server
+        from .startup import prepare_server
+
+        loop = self._loop = self._new_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            self.server = prepare_server(Server(self.config))
+            loop.run_until_complete(self.server.start(self.host, self.port,
+                                                      self.config.get("unixsocket") or None))
+            self.port = self.server.port
+        except BaseException as exc:  # reported to the thread that called start()
+            self._error = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_until_complete(self.server.serve_until_stopped())
+        finally:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.close()
+
+    def call(self, fn, *args) -> Any:
+        """Run fn(*args) on the server's loop thread and return its result (direct data access)."""
+        if self._loop is None:
+            raise RuntimeError("server not started")
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = fn(*args)
+            except BaseException as exc:
+                box["error"] = exc
+            done.set()
+
+        self._loop.call_soon_threadsafe(run)
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    def advance_clock(self, ms: int) -> int:
+        return self.call(self.server.clock.advance, ms)
+
+    def flushall(self) -> None:
+        self.call(self.server.keyspace.flushall)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._loop is not None and self.server is not None and self._thread is not None \
+                and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self.server.request_shutdown)
+            self._thread.join(timeout)
+
+    def __enter__(self) -> "EmbeddedServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class SubprocessServer:
+    """minired in a child process, started with `python -m minired --port 0`; the port is read
+    from its ready line."""
+
+    def __init__(self, *args: str, time_control: bool = False, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = 0
+        self.args = list(args)
+        if time_control:
+            self.args.append("--time-control")
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> "SubprocessServer":
+        cmd = [sys.executable, "-m", "minired", "--port", "0", "--bind", self.host, *self.args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline().decode(errors="replace")
+            if not line:
+                break
+            if " ready on " in line:
+                self.port = int(line.split(" ready on ")[1].split()[0].rsplit(":", 1)[1])
+                return self
+        self.stop()
+        raise RuntimeError("minired subprocess did not report ready")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> "SubprocessServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

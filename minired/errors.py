@@ -1,0 +1,107 @@
+"""Every error text minired sends, in one place, worded exactly as Redis 7 words it."""
+from __future__ import annotations
+
+
+class RedisError(Exception):
+    """An error reply. Raised by commands or returned as a reply value; its text is the whole line."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        # hiredis drops the connection on an error that spans lines, so errors are always one line.
+        if "\n" in message or "\r" in message:
+            message = message.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+        self.message = message
+        super().__init__(message)
+
+    def __repr__(self) -> str:
+        return f"RedisError({self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RedisError) and other.message == self.message
+
+    def __hash__(self) -> int:
+        return hash(self.message)
+
+
+WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
+SYNTAX = "ERR syntax error"
+NOT_INTEGER = "ERR value is not an integer or out of range"
+NOT_FLOAT = "ERR value is not a valid float"
+OVERFLOW = "ERR increment or decrement would overflow"
+INCR_FLOAT_NAN = "ERR increment would produce NaN or Infinity"
+NO_SUCH_KEY = "ERR no such key"
+INDEX_OUT_OF_RANGE = "ERR index out of range"
+DB_INDEX_OUT_OF_RANGE = "ERR DB index is out of range"
+INVALID_EXPIRE = "ERR invalid expire time in '{}' command"
+SAME_OBJECT = "ERR source and destination objects are the same"
+OFFSET_OUT_OF_RANGE = "ERR offset is out of range"
+BIT_OFFSET = "ERR bit offset is not an integer or out of range"
+BIT_VALUE = "ERR bit is not an integer or out of range"
+STRING_TOO_LONG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
+TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range"
+TIMEOUT_NEGATIVE = "ERR timeout is negative"
+TIMEOUT_OUT_OF_RANGE = "ERR timeout is out of range"
+
+UNKNOWN_COMMAND = "ERR unknown command '{}', with args beginning with: {}"
+UNKNOWN_SUBCOMMAND = "ERR unknown subcommand '{}'. Try {} HELP."
+WRONG_ARITY = "ERR wrong number of arguments for '{}' command"
+
+NOAUTH = "NOAUTH Authentication required."
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+AUTH_NOT_CONFIGURED = (
+    "ERR AUTH <password> called without any password configured for the default user. "
+    "Are you sure your configuration is correct?"
+)
+NOPROTO = "NOPROTO unsupported protocol version"
+
+MULTI_NESTED = "ERR MULTI calls can not be nested"
+EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
+DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
+WATCH_IN_MULTI = "ERR WATCH inside MULTI is not allowed"
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+COMMAND_NOT_ALLOWED_IN_MULTI = "ERR Command not allowed inside a transaction"
+
+SUBSCRIBE_CONTEXT = (
+    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+    "are allowed in this context"
+)
+
+NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
+BUSY = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+NOTBUSY = "NOTBUSY No scripts in execution right now."
+UNKILLABLE = (
+    "UNKILLABLE Sorry the script already executed write commands against the dataset. "
+    "You can either wait the script termination or kill the server in a hard way using "
+    "the SHUTDOWN NOSAVE command."
+)
+
+OOM = "OOM command not allowed when used memory > 'maxmemory'."
+MAX_CLIENTS = "ERR max number of clients reached"
+
+PROTOCOL_INVALID_MULTIBULK = "ERR Protocol error: invalid multibulk length"
+PROTOCOL_INVALID_BULK = "ERR Protocol error: invalid bulk length"
+PROTOCOL_EXPECTED_DOLLAR = "ERR Protocol error: expected '$', got '{}'"
+PROTOCOL_BIG_MBULK = "ERR Protocol error: too big mbulk count string"
+PROTOCOL_BIG_BULK = "ERR Protocol error: too big bulk count string"
+PROTOCOL_BIG_INLINE = "ERR Protocol error: too big inline request"
+PROTOCOL_UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
+
+TIME_CONTROL_DISABLED = (
+    "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE"
+)
+
+
+def wrong_arity(name: str) -> RedisError:
+    return RedisError(WRONG_ARITY.format(name))
+
+
+def unknown_command(argv: list[bytes]) -> RedisError:
+    name = argv[0].decode("utf-8", "replace")
+    args = "".join(f"'{a.decode('utf-8', 'replace')[:128]}' " for a in argv[1:21])
+    return RedisError(UNKNOWN_COMMAND.format(name[:128], args))
+
+
+def unknown_subcommand(container: str, sub: bytes) -> RedisError:
+    return RedisError(UNKNOWN_SUBCOMMAND.format(sub.decode("utf-8", "replace")[:128], container.upper()))

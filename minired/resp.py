@@ -1,0 +1,402 @@
+"""Sans-IO RESP: request parsing (multibulk and inline) and reply encoding (RESP2 and RESP3).
+
+Nothing here touches a socket. `RequestParser.feed()` takes bytes, `parse()` returns the
+complete commands; `encode()` turns reply values into bytes for a protocol version.
+
+Reply values are plain Python values:
+  bytes / str            bulk string (str is UTF-8 encoded)
+  int                    integer (bool is a RESP3 boolean, 1/0 under RESP2)
+  float                  double (RESP3 `,`; bulk string under RESP2)
+  None                   null bulk (`$-1` / `_`)
+  NULL_ARRAY             null array (`*-1` / `_`), e.g. BLPOP timing out, EXEC aborted
+  list / tuple           array
+  dict                   map (flat array under RESP2)
+  set / frozenset        set (array under RESP2)
+  Status                 simple string (`+OK`)
+  Verbatim               verbatim string (RESP3 `=`; bulk under RESP2)
+  Push                   push frame (RESP3 `>`; array under RESP2)
+  Replies                several consecutive replies to one command (SUBSCRIBE a b)
+  RedisError             error line
+"""
+from __future__ import annotations
+
+import math
+
+from . import errors
+from .errors import RedisError
+
+MAX_BULK_LEN = 512 * 1024 * 1024
+MAX_MULTIBULK = 1024 * 1024
+MAX_INLINE = 64 * 1024
+
+
+class ProtocolError(Exception):
+    """Malformed input; `reply` is the exact error Redis sends before closing the connection."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.reply = RedisError(message)
+
+
+class Status(bytes):
+    """A simple-string reply such as +OK."""
+
+
+class Verbatim(bytes):
+    """A verbatim-string reply (RESP3 `=`), used by INFO and CLIENT INFO; bulk under RESP2."""
+
+
+class Push(list):
+    """A push frame (RESP3 `>`): pub/sub messages and subscription confirmations."""
+
+
+class Replies(list):
+    """Several replies produced by one command, encoded one after another."""
+
+
+class _NullArray:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL_ARRAY"
+
+
+NULL_ARRAY = _NullArray()
+OK = Status(b"OK")
+PONG = Status(b"PONG")
+QUEUED = Status(b"QUEUED")
+
+
+class RequestParser:
+    """Splits a client's byte stream into commands (lists of bytes arguments).
+
+    Never allocates from a length header: a bulk is sliced out only once all its bytes are here,
+    and while a command is incomplete the parser just records how many bytes it still needs.
+    """
+
+    __slots__ = ("_chunks", "_size", "_need", "max_bulk_len", "max_multibulk", "max_inline", "error")
+
+    def __init__(self, max_bulk_len: int = MAX_BULK_LEN, max_multibulk: int = MAX_MULTIBULK,
+                 max_inline: int = MAX_INLINE) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._need = 0
+        self.max_bulk_len = max_bulk_len
+        self.max_multibulk = max_multibulk
+        self.max_inline = max_inline
+        self.error: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet parsed into commands (the query buffer)."""
+        return self._size
+
+    def feed(self, data: bytes) -> None:
+        # Chunks are joined only when a parse can make progress, so a large bulk arriving in
+        # many reads is copied once rather than once per read.
+        if data:
+            self._chunks.append(bytes(data))
+            self._size += len(data)
+
+    def parse(self) -> list[list[bytes]]:
+        """Every complete command buffered so far. On malformed input, the commands before it
+        are returned and `self.error` is set; the connection should then reply and close."""
+        if self._size < self._need or self.error is not None or not self._size:
+            return []
+        chunks = self._chunks
+        buf = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        n = len(buf)
+        self._need = 0
+        commands: list[list[bytes]] = []
+        pos = 0
+        try:
+            while pos < n:
+                if buf[pos] == 42:  # '*'
+                    end = self._parse_multibulk(buf, pos, n, commands)
+                else:
+                    end = self._parse_inline(buf, pos, n, commands)
+                if end < 0:
+                    break
+                pos = end
+        except ProtocolError as exc:
+            self.error = exc
+            self._chunks = []
+            self._size = 0
+            return commands
+        if pos >= n:
+            self._chunks = []
+            self._size = 0
+        else:
+            rest = buf[pos:] if pos else buf
+            self._chunks = [rest]
+            self._size = len(rest)
+        return commands
+
+    def _parse_multibulk(self, buf: bytes, pos: int, n: int, out: list) -> int:
+        nl = buf.find(b"\r\n", pos)
+        if nl < 0:
+            if n - pos > self.max_inline:
+                raise ProtocolError(errors.PROTOCOL_BIG_MBULK)
+            return -1
+        try:
+            count = int(buf[pos + 1:nl])
+        except ValueError:
+            raise ProtocolError(errors.PROTOCOL_INVALID_MULTIBULK) from None
+        if count > self.max_multibulk:
+            raise ProtocolError(errors.PROTOCOL_INVALID_MULTIBULK)
+        p = nl + 2
+        if count <= 0:
+            return p
+        args = []
+        append = args.append
+        find = buf.find
+        max_bulk = self.max_bulk_len
+        for _ in range(count):
+            if p >= n:
+                self._need = n - pos + 1
+                return -1
+            if buf[p] != 36:  # '$'
+                raise ProtocolError(errors.PROTOCOL_EXPECTED_DOLLAR.format(chr(buf[p])))
+            nl = find(b"\r\n", p)
+            if nl < 0:
+                if n - p > self.max_inline:
+                    raise ProtocolError(errors.PROTOCOL_BIG_BULK)
+                self._need = n - pos + 1
+                return -1
+            try:
+                size = int(buf[p + 1:nl])
+            except ValueError:
+                raise ProtocolError(errors.PROTOCOL_INVALID_BULK) from None
+            if size < 0 or size > max_bulk:
+                raise ProtocolError(errors.PROTOCOL_INVALID_BULK)
+            start = nl + 2
+            stop = start + size
+            if stop + 2 > n:
+                # Remember how much must arrive before parsing is worth retrying: a large bulk
+                # arriving in many reads is then scanned once, not once per read.
+                self._need = stop + 2 - pos
+                return -1
+            append(buf[start:stop])
+            p = stop + 2
+        out.append(args)
+        return p
+
+    def _parse_inline(self, buf: bytes, pos: int, n: int, out: list) -> int:
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            if n - pos > self.max_inline:
+                raise ProtocolError(errors.PROTOCOL_BIG_INLINE)
+            return -1
+        line = buf[pos:nl]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        args = split_inline(line)
+        if args:
+            out.append(args)
+        return nl + 1
+
+
+_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b", ord("a"): b"\a"}
+_HEX = b"0123456789abcdefABCDEF"
+
+
+def split_inline(line: bytes) -> list[bytes]:
+    """Split an inline command like Redis's sdssplitargs: spaces separate, "..." and '...' quote."""
+    if b'"' not in line and b"'" not in line:
+        return line.split()
+    args: list[bytes] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in b" \t\n\r\v\f":
+            i += 1
+        if i >= n:
+            return args
+        current = bytearray()
+        in_double = in_single = False
+        while True:
+            if in_double:
+                if i >= n:
+                    raise ProtocolError(errors.PROTOCOL_UNBALANCED_QUOTES)
+                c = line[i]
+                if c == 92 and i + 3 < n and line[i + 1] == 120 and line[i + 2] in _HEX and line[i + 3] in _HEX:
+                    current.append(int(line[i + 2:i + 4], 16))
+                    i += 3
+                elif c == 92 and i + 1 < n:
+                    i += 1
+                    current += _ESCAPES.get(line[i], bytes([line[i]]))
+                elif c == 34:
+                    if i + 1 < n and line[i + 1] not in b" \t\n\r\v\f":
+                        raise ProtocolError(errors.PROTOCOL_UNBALANCED_QUOTES)
+                    i += 1
+                    break
+                else:
+                    current.append(c)
+            elif in_single:
+                if i >= n:
+                    raise ProtocolError(errors.PROTOCOL_UNBALANCED_QUOTES)
+                c = line[i]
+                if c == 92 and i + 1 < n and line[i + 1] == 39:
+                    i += 1
+                    current.append(39)
+                elif c == 39:
+                    if i + 1 < n and line[i + 1] not in b" \t\n\r\v\f":
+                        raise ProtocolError(errors.PROTOCOL_UNBALANCED_QUOTES)
+                    i += 1
+                    break
+                else:
+                    current.append(c)
+            else:
+                if i >= n:
+                    break
+                c = line[i]
+                if c in b" \t\n\r\v\f":
+                    break
+                if c == 34:
+                    in_double = True
+                elif c == 39:
+                    in_single = True
+                else:
+                    current.append(c)
+            i += 1
+        args.append(bytes(current))
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+def format_double(value: float) -> bytes:
+    """A double as Redis 7.0 prints it in replies: integral values without a fraction, else %.17g."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    if value.is_integer() and abs(value) < 2**53:
+        return b"%d" % value
+    return b"%.17g" % value
+
+
+def _encode_bulk(v, proto, out):
+    out.append(b"$%d\r\n%b\r\n" % (len(v), v))
+
+
+def _encode_str(v, proto, out):
+    _encode_bulk(v.encode("utf-8", "surrogateescape"), proto, out)
+
+
+def _encode_status(v, proto, out):
+    out.append(b"+%b\r\n" % v)
+
+
+def _encode_int(v, proto, out):
+    out.append(b":%d\r\n" % v)
+
+
+def _encode_bool(v, proto, out):
+    if proto == 3:
+        out.append(b"#t\r\n" if v else b"#f\r\n")
+    else:
+        out.append(b":1\r\n" if v else b":0\r\n")
+
+
+def _encode_none(v, proto, out):
+    out.append(b"_\r\n" if proto == 3 else b"$-1\r\n")
+
+
+def _encode_null_array(v, proto, out):
+    out.append(b"_\r\n" if proto == 3 else b"*-1\r\n")
+
+
+def _encode_double(v, proto, out):
+    text = format_double(v)
+    if proto == 3:
+        out.append(b",%b\r\n" % text)
+    else:
+        out.append(b"$%d\r\n%b\r\n" % (len(text), text))
+
+
+def _encode_error(v, proto, out):
+    out.append(b"-%b\r\n" % v.message.encode("utf-8", "replace"))
+
+
+def _encode_verbatim(v, proto, out):
+    if proto == 3:
+        out.append(b"=%d\r\ntxt:%b\r\n" % (len(v) + 4, v))
+    else:
+        _encode_bulk(v, proto, out)
+
+
+def _encode_array(v, proto, out):
+    out.append(b"*%d\r\n" % len(v))
+    for item in v:
+        _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+
+
+def _encode_push(v, proto, out):
+    out.append((b">%d\r\n" if proto == 3 else b"*%d\r\n") % len(v))
+    for item in v:
+        _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+
+
+def _encode_set(v, proto, out):
+    out.append((b"~%d\r\n" if proto == 3 else b"*%d\r\n") % len(v))
+    for item in v:
+        _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+
+
+def _encode_map(v, proto, out):
+    if proto == 3:
+        out.append(b"%%%d\r\n" % len(v))
+    else:
+        out.append(b"*%d\r\n" % (2 * len(v)))
+    for key, item in v.items():
+        _ENCODERS.get(type(key), _encode_other)(key, proto, out)
+        _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+
+
+def _encode_replies(v, proto, out):
+    for item in v:
+        _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+
+
+def _encode_other(v, proto, out):
+    # Subclasses and less common types: walk the MRO once and remember the answer.
+    for cls in type(v).__mro__:
+        encoder = _ENCODERS.get(cls)
+        if encoder is not None:
+            _ENCODERS[type(v)] = encoder
+            return encoder(v, proto, out)
+    raise TypeError(f"cannot encode reply of type {type(v).__name__}")
+
+
+_ENCODERS = {
+    bytes: _encode_bulk,
+    bytearray: _encode_bulk,
+    memoryview: _encode_bulk,
+    str: _encode_str,
+    Status: _encode_status,
+    int: _encode_int,
+    bool: _encode_bool,
+    type(None): _encode_none,
+    _NullArray: _encode_null_array,
+    float: _encode_double,
+    RedisError: _encode_error,
+    Verbatim: _encode_verbatim,
+    list: _encode_array,
+    tuple: _encode_array,
+    Push: _encode_push,
+    set: _encode_set,
+    frozenset: _encode_set,
+    dict: _encode_map,
+    Replies: _encode_replies,
+}
+
+
+def encode_into(value, proto: int, out: list) -> None:
+    """Append the encoding of one reply to `out` (a list of bytes chunks, joined by the caller)."""
+    _ENCODERS.get(type(value), _encode_other)(value, proto, out)
+
+
+def encode(value, proto: int = 2) -> bytes:
+    out: list[bytes] = []
+    _ENCODERS.get(type(value), _encode_other)(value, proto, out)
+    return b"".join(out)

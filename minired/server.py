@@ -1,0 +1,320 @@
+"""The network side: one asyncio Protocol per connection feeding bytes to the parser and running
+every complete command; all replies produced by one read are written together."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from collections import deque
+from typing import Any
+
+from . import REDIS_VERSION, __version__, dispatch, resp
+from .blocking import Block, BlockingManager
+from .client import Client
+from .config import Config
+from .keyspace import Keyspace
+
+log = logging.getLogger("minired")
+
+ACTIVE_EXPIRE_INTERVAL = 0.1
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.started = time.time()
+        self.started_monotonic = time.monotonic()
+        self.connections_received = 0
+        self.commands_processed = 0
+        self.rejected_connections = 0
+        self.expired_keys = 0
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+
+    def reset(self) -> None:
+        self.connections_received = 0
+        self.commands_processed = 0
+        self.rejected_connections = 0
+        self.expired_keys = 0
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+
+
+class Server:
+    """All state of one minired instance; the network listeners are attached by `start`."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self.keyspace = Keyspace(self.config.databases)
+        self.clock = self.keyspace.clock
+        self.blocking = BlockingManager(self.keyspace)
+        self.clients: dict[int, Client] = {}
+        self.stats = Stats()
+        self.run_id = os.urandom(20).hex()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.listeners: list[asyncio.AbstractServer] = []
+        self.port = 0
+        self.host = ""
+        self.stopped: asyncio.Event | None = None  # created in start(), on the server's loop
+        self._expire_task: asyncio.Task | None = None
+        # Filled in by the subsystems that need per-server state (pub/sub, scripting, ...).
+        self.extensions: dict[str, Any] = {}
+        self.last_save = int(time.time())
+        self.shutdown_requested = False
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 6379,
+                    unixsocket: str | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.blocking.loop = self.loop
+        self.stopped = asyncio.Event()
+        if port != -1 and host:
+            hosts = host.split()
+            for h in hosts:
+                srv = await self.loop.create_server(lambda: ClientProtocol(self), h, port,
+                                                    reuse_address=True, backlog=511)
+                self.listeners.append(srv)
+                if port == 0:
+                    port = srv.sockets[0].getsockname()[1]
+            self.host, self.port = hosts[0], port
+            self.config.set("port", port)
+        if unixsocket:
+            if os.path.exists(unixsocket):
+                os.unlink(unixsocket)
+            srv = await self.loop.create_unix_server(lambda: ClientProtocol(self), unixsocket)
+            perm = int(self.config.get("unixsocketperm") or "0", 8)
+            if perm:
+                os.chmod(unixsocket, perm)
+            self.listeners.append(srv)
+        self._expire_task = self.loop.create_task(self._active_expire_loop())
+
+    async def _active_expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
+            self.stats.expired_keys += self.keyspace.active_expire()
+            if self.keyspace.ready_keys:
+                self.blocking.serve_ready_keys()
+
+    def request_shutdown(self) -> None:
+        """Stop accepting, close every client, and let `serve_until_stopped` return."""
+        if self.shutdown_requested:
+            return
+        self.shutdown_requested = True
+        log.info("minired is shutting down")
+        for hook in self.extensions.get("shutdown_hooks", []):
+            try:
+                hook()
+            except Exception:
+                log.exception("shutdown hook failed")
+        for srv in self.listeners:
+            srv.close()
+        for client in list(self.clients.values()):
+            client.close()
+        if self._expire_task is not None:
+            self._expire_task.cancel()
+        if self.stopped is not None:
+            self.stopped.set()
+
+    async def serve_until_stopped(self) -> None:
+        assert self.stopped is not None
+        await self.stopped.wait()
+        for srv in self.listeners:
+            srv.close()
+            try:
+                await asyncio.wait_for(srv.wait_closed(), 1.0)
+            except (asyncio.TimeoutError, Exception):
+                pass
+
+    # --- hooks used by commands ------------------------------------------------------------------
+
+    def over_maxmemory(self) -> bool:
+        limit = self.config.maxmemory
+        return bool(limit) and used_memory() > limit
+
+    def after_command(self) -> None:
+        if self.keyspace.ready_keys:
+            self.blocking.serve_ready_keys()
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def used_memory() -> int:
+    """Resident memory of this process in bytes."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except OSError:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class ClientProtocol(asyncio.Protocol):
+    """One connection: bytes in -> parser -> dispatch -> replies out, with backpressure."""
+
+    __slots__ = ("server", "transport", "client", "parser", "pending", "paused_writing")
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.client: Client | None = None
+        self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
+        self.pending: deque = deque()
+        self.paused_writing = False
+
+    # --- asyncio callbacks -------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        server = self.server
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        peer = transport.get_extra_info("peername")
+        local = transport.get_extra_info("sockname")
+        addr = _format_addr(peer)
+        client = Client(server, addr=addr, laddr=_format_addr(local),
+                        fd=sock.fileno() if sock is not None else -1,
+                        send=self._write, close=self._close)
+        self.client = client
+        server.stats.connections_received += 1
+        if len(server.clients) >= server.config.maxclients:
+            server.stats.rejected_connections += 1
+            transport.write(b"-ERR max number of clients reached\r\n")
+            transport.close()
+            return
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        server.clients[client.id] = client
+        check = server.extensions.get("on_connect")
+        if check is not None:
+            check(client)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        client = self.client
+        if client is None:
+            return
+        client.closing = True
+        server = self.server
+        server.clients.pop(client.id, None)
+        server.blocking.disconnect(client)
+        client.unwatch_all()
+        for hook in server.extensions.get("disconnect_hooks", ()):
+            hook(client)
+        self.pending.clear()
+
+    def pause_writing(self) -> None:
+        # The client is not reading its replies: stop reading its commands until it catches up.
+        self.paused_writing = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.paused_writing = False
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        if client is None or client.closing:
+            return
+        self.server.stats.net_input_bytes += len(data)
+        parser = self.parser
+        parser.feed(data)
+        commands = parser.parse()
+        if parser.buffered > self.server.config.client_query_buffer_limit:
+            log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
+            self._close()
+            return
+        if client.blocked is not None or self.pending:
+            self.pending.extend(commands)
+            if client.blocked is None:
+                self._run_pending()
+        else:
+            self._run(commands)
+        if parser.error is not None and client.blocked is None and not self.pending:
+            self._protocol_error(parser.error)
+
+    # --- running commands ----------------------------------------------------------------------------
+
+    def _run(self, commands: list) -> None:
+        client = self.client
+        server = self.server
+        keyspace_ready = server.keyspace.ready_keys
+        execute = dispatch.execute
+        proto = client.protocol
+        out: list[bytes] = []
+        encode_into = resp.encode_into
+        count = 0
+        for index, argv in enumerate(commands):
+            reply = execute(client, argv)
+            count += 1
+            if type(reply) is Block:
+                if out:
+                    self._write(b"".join(out))
+                    out = []
+                server.blocking.block(client, reply, self._resume)
+                self.pending.extend(commands[index + 1:])
+                break
+            if proto != client.protocol:  # HELLO switched protocol mid-batch
+                proto = client.protocol
+            encode_into(reply, proto, out)
+            if keyspace_ready:
+                if out:
+                    self._write(b"".join(out))
+                    out = []
+                server.blocking.serve_ready_keys()
+            if client.close_after_reply or client.closing:
+                break
+        server.stats.commands_processed += count
+        if out:
+            self._write(b"".join(out))
+        if client.close_after_reply:
+            self._close()
+
+    def _run_pending(self) -> None:
+        batch = list(self.pending)
+        self.pending.clear()
+        self._run(batch)
+        if self.parser.error is not None and self.client.blocked is None and not self.pending:
+            self._protocol_error(self.parser.error)
+
+    def _resume(self) -> None:
+        if self.pending and self.server.loop is not None:
+            self.server.loop.call_soon(self._resume_now)
+
+    def _resume_now(self) -> None:
+        if self.client is not None and self.client.blocked is None and not self.client.closing:
+            self._run_pending()
+
+    def _protocol_error(self, error: resp.ProtocolError) -> None:
+        log.debug("protocol error from %s: %s", self.client.addr if self.client else "?", error)
+        self._write(resp.encode(error.reply, 2))
+        self._close()
+
+    def _write(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            self.server.stats.net_output_bytes += len(data)
+            transport.write(data)
+
+    def _close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+
+def _format_addr(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        return f"{addr[0]}:{addr[1]}"
+    if isinstance(addr, str):
+        return f"{addr}:0"
+    return ""
+
+
+def banner(server: Server) -> str:
+    where = f"{server.host}:{server.port}" if server.port else "unix socket"
+    return (f"minired {__version__} (Redis {REDIS_VERSION} compatible) ready on {where} "
+            f"pid={os.getpid()}")

@@ -1,0 +1,111 @@
+"""Key names of one queue.
+
+Every key of a queue carries the queue's name as its hash tag (``emq:{name}:…``), so
+all of them hash to one Redis Cluster slot and a Lua script may touch any set of them.
+Scripts never build key names themselves: the client builds them here and passes them
+in KEYS, which is what Redis Cluster (and any proxy that routes by declared keys)
+requires.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "emq"
+
+
+@dataclass(frozen=True)
+class QueueKeys:
+    name: str
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in "{}"):
+            raise ValueError(f"queue name must be non-empty and free of braces: {self.name!r}")
+        if any(c in self.prefix for c in "{}:"):
+            raise ValueError(f"key prefix must be free of braces and colons: {self.prefix!r}")
+
+    @property
+    def base(self) -> str:
+        return f"{self.prefix}:{{{self.name}}}"
+
+    def _key(self, suffix: str) -> str:
+        return f"{self.base}:{suffix}"
+
+    # --- lists and sets that hold job ids, one per state -----------------------------
+    @property
+    def wait(self) -> str:
+        """List; producers LPUSH, workers take from the tail (FIFO)."""
+        return self._key("wait")
+
+    @property
+    def active(self) -> str:
+        """List of jobs some worker holds a lock on (or held one until it expired)."""
+        return self._key("active")
+
+    @property
+    def delayed(self) -> str:
+        """Sorted set, score = server time (ms) at which the job becomes due."""
+        return self._key("delayed")
+
+    @property
+    def completed(self) -> str:
+        """Sorted set, score = server time (ms) of completion."""
+        return self._key("completed")
+
+    @property
+    def failed(self) -> str:
+        """Sorted set (the dead letter set), score = server time (ms) of final failure."""
+        return self._key("failed")
+
+    # --- queue-wide bookkeeping ----------------------------------------------------------
+    @property
+    def meta(self) -> str:
+        """Hash of queue settings; field ``paused`` present while the queue is paused."""
+        return self._key("meta")
+
+    @property
+    def marker(self) -> str:
+        """Sorted set with at most one member; workers BZPOPMIN it to sleep until work arrives."""
+        return self._key("marker")
+
+    @property
+    def metrics(self) -> str:
+        """Hash of monotonically increasing counters (added, completed, failed, ...)."""
+        return self._key("metrics")
+
+    @property
+    def events(self) -> str:
+        """Stream of job events, capped (XADD MAXLEN ~)."""
+        return self._key("events")
+
+    @property
+    def stalled_check(self) -> str:
+        """Throttle key (SET NX PX) so many workers do not all sweep at once."""
+        return self._key("stalled-check")
+
+    def wake(self, worker_id: str) -> str:
+        """A worker's private wake-up key, blocked on together with the marker."""
+        return self._key(f"wake:{worker_id}")
+
+    # --- per job ------------------------------------------------------------------------
+    def job(self, job_id: str) -> str:
+        """Hash with the job's payload, options and outcome."""
+        return self._key(f"job:{job_id}")
+
+    def lock(self, job_id: str) -> str:
+        """String holding the owning worker's token, with a PX expiry."""
+        return self._key(f"job:{job_id}:lock")
+
+    def dedup(self, dedup_id: str) -> str:
+        """Dedup marker (SET NX PX); its value is the job id that holds it."""
+        return self._key(f"de:{dedup_id}")
+
+    def effect(self, job_id: str, effect_name: str) -> str:
+        """Effect-guard marker: a dedup marker whose id is ``<job id>:<effect name>``."""
+        return self.dedup(f"{job_id}:{effect_name}")
+
+
+def registry_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Set of known queue names (used by the CLI to list queues). Deliberately outside any
+    queue's slot: it is only touched by plain SADD/SMEMBERS, never inside a script."""
+    return f"{prefix}:queues"

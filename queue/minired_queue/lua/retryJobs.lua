@@ -1,0 +1,23 @@
+--[[ retryJobs: move dead-lettered jobs back to wait with a fresh attempt budget.
+
+  KEYS[1] failed   KEYS[2] wait   KEYS[3] marker   then KEYS[3+i] candidate i's job hash
+  ARGV[i] candidate i's id
+
+  Only ids still in failed move (a concurrent retry or remove wins once).
+  Returns the ids moved.
+]]
+local moved = {}
+for i = 1, #ARGV do
+  local jobId = ARGV[i]
+  if redis.call('ZREM', KEYS[1], jobId) > 0 then
+    local jobKey = KEYS[3 + i]
+    redis.call('HSET', jobKey, 'attemptsMade', 0, 'stalledCounter', 0)
+    redis.call('HDEL', jobKey, 'failedReason', 'stacktrace', 'finishedOn')
+    redis.call('LPUSH', KEYS[2], jobId)
+    moved[#moved + 1] = jobId
+  end
+end
+if #moved > 0 then
+  redis.call('ZADD', KEYS[3], 0, '0')
+end
+return moved
