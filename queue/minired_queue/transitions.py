@@ -1,0 +1,227 @@
+"""Each queue transition as data: which script, which KEYS, which ARGV, how to read the reply.
+
+Nothing here does I/O, so the synchronous and asyncio code paths (and any port of the
+protocol) share one definition of every transition: ``call.run(client)`` or
+``await call.run_async(client)``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Sequence, TypeVar
+
+from .job import Job, JobSpec, text
+from .keys import QueueKeys
+from .scripts import LuaScript, script
+
+T = TypeVar("T")
+
+DEFAULT_EVENTS_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    script: LuaScript
+    keys: list[str]
+    args: list[Any]
+    parse: Callable[[Any], T]
+
+    def run(self, client: Any) -> T:
+        return self.parse(self.script.run(client, self.keys, self.args))
+
+    async def run_async(self, client: Any) -> T:
+        return self.parse(await self.script.run_async(client, self.keys, self.args))
+
+
+# --- replies --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AddResult:
+    job_id: str
+    created: bool  # False: the id existed already, or the dedup id was held by job_id
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """Reply of moveToActive. ``candidate`` is the job to ask for next ('' when wait is empty)."""
+
+    status: str  # 'active' | 'miss' | 'empty' | 'paused'
+    now_ms: int
+    next_due_ms: int  # earliest delayed job's due time, -1 when none
+    candidate: str | None = None
+    job: Job | None = None
+
+
+@dataclass(frozen=True)
+class FailOutcome:
+    status: str  # 'retry' | 'failed' | 'lost'
+    delay_ms: int = 0
+    attempts_made: int = 0
+
+
+@dataclass(frozen=True)
+class Promotion:
+    moved: int
+    next_due_ms: int
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    recovered: list[str]
+    failed: list[str]
+
+    def __add__(self, other: "SweepResult") -> "SweepResult":
+        return SweepResult(self.recovered + other.recovered, self.failed + other.failed)
+
+
+# --- transitions ----------------------------------------------------------------------
+def add_job(keys: QueueKeys, spec: JobSpec, events_cap: int = DEFAULT_EVENTS_CAP) -> Call[AddResult]:
+    backoff = spec.backoff
+    return Call(
+        script("addJob"),
+        [keys.wait, keys.delayed, keys.marker, keys.job(spec.id), keys.dedup(spec.dedup_id or ""),
+         keys.metrics, keys.events],
+        [spec.id, spec.payload(), spec.name, spec.attempts,
+         backoff.kind if backoff else "", backoff.delay_ms if backoff else 0,
+         spec.delay_ms, spec.dedup_id or "", spec.dedup_ttl_ms, events_cap],
+        lambda reply: AddResult(text(reply[0]), bool(reply[1])),
+    )
+
+
+def _parse_fetch(reply: list) -> Fetch:
+    status, now, due = text(reply[0]), int(reply[1]), int(reply[2])
+    if status == "active":
+        job_id = text(reply[4])
+        return Fetch(status, now, due, text(reply[3]), Job.from_hash(job_id, reply[5], state="active"))
+    if status == "miss":
+        return Fetch(status, now, due, text(reply[3]))
+    return Fetch(status, now, due)
+
+
+def move_to_active(keys: QueueKeys, candidate: str, token: str, lock_ttl_ms: int) -> Call[Fetch]:
+    return Call(
+        script("moveToActive"),
+        [keys.wait, keys.active, keys.delayed, keys.meta, keys.marker,
+         keys.job(candidate), keys.lock(candidate)],
+        [candidate, token, lock_ttl_ms],
+        _parse_fetch,
+    )
+
+
+def extend_lock(keys: QueueKeys, job_id: str, token: str, lock_ttl_ms: int) -> Call[bool]:
+    return Call(script("extendLock"), [keys.lock(job_id)], [token, lock_ttl_ms], lambda r: r == 1)
+
+
+def complete(keys: QueueKeys, job: Job, token: str, return_value: Any, remove: bool = False,
+             events_cap: int = DEFAULT_EVENTS_CAP) -> Call[bool]:
+    return Call(
+        script("complete"),
+        [keys.active, keys.completed, keys.lock(job.id), keys.job(job.id), keys.dedup(job.dedup_id or ""),
+         keys.metrics, keys.events],
+        [job.id, token, json.dumps(return_value, separators=(",", ":"), default=str),
+         "1" if remove else "0", events_cap],
+        lambda reply: text(reply) == "completed",
+    )
+
+
+def _parse_fail(reply: list) -> FailOutcome:
+    status = text(reply[0])
+    if status == "retry":
+        return FailOutcome(status, delay_ms=int(reply[1]))
+    if status == "failed":
+        return FailOutcome(status, attempts_made=int(reply[1]))
+    return FailOutcome(status)
+
+
+def retry_or_fail(keys: QueueKeys, job: Job, token: str, reason: str, stacktrace: str = "",
+                  unrecoverable: bool = False, events_cap: int = DEFAULT_EVENTS_CAP) -> Call[FailOutcome]:
+    return Call(
+        script("retryOrFail"),
+        [keys.active, keys.wait, keys.delayed, keys.failed, keys.marker, keys.lock(job.id), keys.job(job.id),
+         keys.dedup(job.dedup_id or ""), keys.metrics, keys.events],
+        [job.id, token, reason, stacktrace, "1" if unrecoverable else "0", events_cap],
+        _parse_fail,
+    )
+
+
+def release(keys: QueueKeys, job_id: str, token: str) -> Call[bool]:
+    return Call(
+        script("releaseJob"),
+        [keys.active, keys.wait, keys.marker, keys.lock(job_id), keys.job(job_id)],
+        [job_id, token],
+        lambda reply: text(reply) == "released",
+    )
+
+
+def promote_delayed(keys: QueueKeys, limit: int = 1000) -> Call[Promotion]:
+    return Call(
+        script("promoteDelayed"),
+        [keys.delayed, keys.wait, keys.marker],
+        [limit],
+        lambda reply: Promotion(int(reply[0]), int(reply[1]), int(reply[2])),
+    )
+
+
+def set_paused(keys: QueueKeys, paused: bool) -> Call[bool]:
+    return Call(script("setPaused"), [keys.meta, keys.marker], ["1" if paused else "0"], lambda r: r == 1)
+
+
+def move_stalled_to_wait(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]], max_stalled: int,
+                         events_cap: int = DEFAULT_EVENTS_CAP) -> Call[SweepResult]:
+    """``candidates``: (job id, dedup id) of jobs seen in active without a lock."""
+    job_keys: list[str] = []
+    for job_id, dedup_id in candidates:
+        job_keys += [keys.lock(job_id), keys.job(job_id), keys.dedup(dedup_id or "")]
+    return Call(
+        script("moveStalledJobsToWait"),
+        [keys.active, keys.wait, keys.failed, keys.marker, keys.metrics, keys.events, *job_keys],
+        [max_stalled, events_cap, *(job_id for job_id, _ in candidates)],
+        lambda reply: SweepResult([text(i) for i in reply[0]], [text(i) for i in reply[1]]),
+    )
+
+
+def remove_jobs(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]]) -> Call[list[str]]:
+    job_keys: list[str] = []
+    for job_id, dedup_id in candidates:
+        job_keys += [keys.job(job_id), keys.dedup(dedup_id or "")]
+    return Call(
+        script("removeJobs"),
+        [keys.wait, keys.delayed, keys.completed, keys.failed, keys.metrics, *job_keys],
+        [job_id for job_id, _ in candidates],
+        lambda reply: [text(i) for i in reply],
+    )
+
+
+def retry_jobs(keys: QueueKeys, job_ids: Sequence[str]) -> Call[list[str]]:
+    return Call(
+        script("retryJobs"),
+        [keys.failed, keys.wait, keys.marker, *(keys.job(i) for i in job_ids)],
+        list(job_ids),
+        lambda reply: [text(i) for i in reply],
+    )
+
+
+@dataclass(frozen=True)
+class RedisOp:
+    """One write of an effect applied by the effect guard, e.g. ``RedisOp("HINCRBY", key, "field", 1)``.
+    The key must carry the queue's hash tag (it shares the marker's slot)."""
+
+    command: str
+    key: str
+    args: tuple[Any, ...] = ()
+
+    def __init__(self, command: str, key: str, *args: Any) -> None:
+        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "args", args)
+
+
+def apply_effect_once(marker_key: str, ops: Sequence[RedisOp], ttl_ms: int, token: str) -> Call[bool]:
+    effect_keys: list[str] = []
+    encoded: list[Any] = []
+    for op in ops:
+        if op.key not in effect_keys:
+            effect_keys.append(op.key)
+        encoded += [len(op.args), op.command, 2 + effect_keys.index(op.key), *op.args]
+    return Call(script("applyEffectOnce"), [marker_key, *effect_keys], [ttl_ms, token, *encoded],
+                lambda reply: reply == 1)

@@ -1,0 +1,63 @@
+"""Servers shared by the whole suite: one real redis-server and one in-process minired per session
+(per xdist worker). Tests that need other configurations start their own."""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.differential import Differential
+from tests.support.respclient import RawClient
+from tests.support.servers import RedisServer
+
+
+@pytest.fixture(scope="session")
+def real_redis():
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def mini():
+    """An in-process minired with clock control, shared by the session."""
+    from minired.embed import EmbeddedServer
+
+    server = EmbeddedServer(port=0, time_control=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _flush(port: int) -> None:
+    client = RawClient(port)
+    try:
+        client.call("FLUSHALL")
+        client.call("SCRIPT", "FLUSH")
+        client.call("FUNCTION", "FLUSH")
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def diff(real_redis, mini):
+    """A Differential over a flushed real Redis and a flushed minired."""
+    _flush(real_redis.port)
+    _flush(mini.port)
+    pair = Differential(real_redis.port, mini.port)
+    try:
+        yield pair
+    finally:
+        pair.close()
+
+
+@pytest.fixture
+def mini_raw(mini):
+    """A raw RESP connection to the shared minired, on flushed data."""
+    _flush(mini.port)
+    client = RawClient(mini.port)
+    try:
+        yield client
+    finally:
+        client.close()

@@ -1,0 +1,32 @@
+"""Connection commands compared with real Redis."""
+
+
+def test_ping_echo_and_errors(diff):
+    diff.check("PING")
+    diff.check("PING", "hello")
+    diff.check("PING", "a", "b")
+    diff.check("ECHO", "x")
+    diff.check("ECHO")
+    diff.check("NOSUCHCOMMAND", "a", "b")
+    diff.check("NOSUCHCOMMAND")
+    diff.check("SELECT", "16")
+    diff.check("SELECT", "x")
+    diff.check("SELECT", "01")
+    diff.check("SELECT", "3")
+    diff.check("CLIENT", "FOO")
+    diff.check("CLIENT", "KILL")
+    diff.check("CLIENT", "GETNAME")
+    diff.check("CLIENT", "SETNAME", "a b")
+    diff.check("CLIENT", "SETNAME", "worker-1")
+    diff.check("CLIENT", "GETNAME")
+    diff.check("AUTH", "x")
+    diff.check("AUTH", "a", "b")
+    diff.check("HELLO", "4")
+    diff.check("HELLO", "x")
+
+
+def test_hello_3_reply_shape(diff):
+    redis_reply, mini_reply = diff.both("HELLO", "3")
+    assert [k for k, _ in mini_reply] == [k for k, _ in redis_reply]
+    assert dict(mini_reply)[b"proto"] == 3
+    diff.check("PING")
