@@ -1,0 +1,180 @@
+"""The sans-IO RESP core, tested on bytes alone: no sockets, no server."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minired import resp
+from minired.errors import RedisError
+from minired.resp import NULL_ARRAY, Push, Replies, RequestParser, Status, Verbatim, encode
+
+
+def multibulk(*args: bytes) -> bytes:
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in args)
+
+
+def parse_all(data: bytes, **limits) -> tuple[list, RedisError | None]:
+    parser = RequestParser(**limits)
+    parser.feed(data)
+    commands = parser.parse()
+    return commands, (parser.error.reply if parser.error else None)
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+def test_multibulk_and_inline_pipeline():
+    data = multibulk(b"SET", b"k", b"v") + b"PING\r\n" + multibulk(b"GET", b"k") + b"ECHO x\n"
+    commands, error = parse_all(data)
+    assert error is None
+    assert commands == [[b"SET", b"k", b"v"], [b"PING"], [b"GET", b"k"], [b"ECHO", b"x"]]
+
+
+def test_binary_safe_bulk():
+    value = bytes(range(256)) + b"\r\n\r\n"
+    commands, _ = parse_all(multibulk(b"SET", b"k", value))
+    assert commands == [[b"SET", b"k", value]]
+
+
+def test_empty_lines_and_empty_multibulk_are_skipped():
+    commands, error = parse_all(b"\r\n\n*0\r\n*-1\r\nPING\r\n")
+    assert error is None
+    assert commands == [[b"PING"]]
+
+
+@given(st.lists(st.lists(st.binary(max_size=40), min_size=1, max_size=6), min_size=1, max_size=8),
+       st.data())
+@settings(max_examples=150, deadline=None)
+def test_any_split_of_a_pipeline_parses_the_same(commands, data):
+    stream = b"".join(multibulk(*cmd) for cmd in commands)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
+    parser = RequestParser()
+    seen = []
+    previous = 0
+    for cut in cuts + [len(stream)]:
+        parser.feed(stream[previous:cut])
+        seen.extend(parser.parse())
+        previous = cut
+    assert parser.error is None
+    assert seen == commands
+    assert parser.buffered == 0
+
+
+def test_byte_by_byte_feeding():
+    stream = multibulk(b"LPUSH", b"queue", b"x" * 100) + b"PING\r\n"
+    parser = RequestParser()
+    seen = []
+    for i in range(len(stream)):
+        parser.feed(stream[i:i + 1])
+        seen.extend(parser.parse())
+    assert seen == [[b"LPUSH", b"queue", b"x" * 100], [b"PING"]]
+
+
+@pytest.mark.parametrize("line,expected", [
+    (b'SET "a b" c', [b"SET", b"a b", b"c"]),
+    (b"SET 'it''s' x", None),
+    (b'SET k "\\x41\\x42\\n"', [b"SET", b"k", b"AB\n"]),
+    (b"SET k 'a\\'b'", [b"SET", b"k", b"a'b"]),
+    (b'SET k "unterminated', None),
+    (b'SET k "a"b', None),
+    (b"  PING   ", [b"PING"]),
+    (b'ECHO ""', [b"ECHO", b""]),
+])
+def test_inline_quoting_like_sdssplitargs(line, expected):
+    commands, error = parse_all(line + b"\r\n")
+    if expected is None:
+        assert error == RedisError("ERR Protocol error: unbalanced quotes in request")
+    else:
+        assert error is None and commands == [expected]
+
+
+@pytest.mark.parametrize("data,message", [
+    (b"*x\r\n", "ERR Protocol error: invalid multibulk length"),
+    (b"*1048577\r\n", "ERR Protocol error: invalid multibulk length"),
+    (b"*2\r\n$3\r\nGET\r\n:1\r\n", "ERR Protocol error: expected '$', got ':'"),
+    (b"*1\r\n$-5\r\n", "ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$abc\r\n", "ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$600000000\r\n", "ERR Protocol error: invalid bulk length"),
+    (b"*1" + b"1" * 70000, "ERR Protocol error: too big mbulk count string"),
+    (b"*1\r\n$" + b"1" * 70000, "ERR Protocol error: too big bulk count string"),
+    (b"A" * 70000, "ERR Protocol error: too big inline request"),
+])
+def test_protocol_errors_match_redis(data, message):
+    commands, error = parse_all(data)
+    assert commands == []
+    assert error == RedisError(message)
+
+
+def test_commands_before_a_protocol_error_still_run():
+    commands, error = parse_all(b"PING\r\n" + multibulk(b"ECHO", b"a") + b"*x\r\n")
+    assert commands == [[b"PING"], [b"ECHO", b"a"]]
+    assert error is not None
+
+
+def test_large_length_header_allocates_nothing_before_the_data():
+    parser = RequestParser()
+    parser.feed(b"*1\r\n$500000000\r\n")
+    assert parser.parse() == []
+    assert parser.error is None
+    assert parser.buffered == len(b"*1\r\n$500000000\r\n")
+
+
+def test_configured_bulk_limit():
+    _, error = parse_all(b"*1\r\n$11\r\nhello world\r\n", max_bulk_len=10)
+    assert error == RedisError("ERR Protocol error: invalid bulk length")
+
+
+def test_a_large_bulk_in_many_chunks_is_assembled_once():
+    value = b"v" * 1_000_000
+    stream = multibulk(b"SET", b"k", value)
+    parser = RequestParser()
+    seen = []
+    for i in range(0, len(stream), 4096):
+        parser.feed(stream[i:i + 4096])
+        seen.extend(parser.parse())
+    assert seen == [[b"SET", b"k", value]]
+
+
+# --- replies ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value,resp2,resp3", [
+    (b"abc", b"$3\r\nabc\r\n", b"$3\r\nabc\r\n"),
+    ("é", b"$2\r\n\xc3\xa9\r\n", b"$2\r\n\xc3\xa9\r\n"),
+    (42, b":42\r\n", b":42\r\n"),
+    (-1, b":-1\r\n", b":-1\r\n"),
+    (None, b"$-1\r\n", b"_\r\n"),
+    (NULL_ARRAY, b"*-1\r\n", b"_\r\n"),
+    (True, b":1\r\n", b"#t\r\n"),
+    (1.5, b"$3\r\n1.5\r\n", b",1.5\r\n"),
+    (3.0, b"$1\r\n3\r\n", b",3\r\n"),
+    (float("inf"), b"$3\r\ninf\r\n", b",inf\r\n"),
+    (float("-inf"), b"$4\r\n-inf\r\n", b",-inf\r\n"),
+    (Status(b"OK"), b"+OK\r\n", b"+OK\r\n"),
+    (RedisError("ERR boom"), b"-ERR boom\r\n", b"-ERR boom\r\n"),
+    ([b"a", 1, None], b"*3\r\n$1\r\na\r\n:1\r\n$-1\r\n", b"*3\r\n$1\r\na\r\n:1\r\n_\r\n"),
+    ({b"k": b"v"}, b"*2\r\n$1\r\nk\r\n$1\r\nv\r\n", b"%1\r\n$1\r\nk\r\n$1\r\nv\r\n"),
+    ({b"m"}, b"*1\r\n$1\r\nm\r\n", b"~1\r\n$1\r\nm\r\n"),
+    (Push([b"message", b"c", b"x"]), b"*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nx\r\n",
+     b">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nx\r\n"),
+    (Verbatim(b"a=1"), b"$3\r\na=1\r\n", b"=7\r\ntxt:a=1\r\n"),
+    (Replies([1, 2]), b":1\r\n:2\r\n", b":1\r\n:2\r\n"),
+    ([], b"*0\r\n", b"*0\r\n"),
+])
+def test_reply_encoding(value, resp2, resp3):
+    assert encode(value, 2) == resp2
+    assert encode(value, 3) == resp3
+
+
+def test_error_text_is_always_one_line():
+    assert encode(RedisError("ERR line one\nline two\r\nthree"), 2) == b"-ERR line one line two three\r\n"
+
+
+def test_nested_structures():
+    value = [[b"a", [1, {b"x": None}]], NULL_ARRAY]
+    assert encode(value, 3) == b"*2\r\n*2\r\n$1\r\na\r\n*2\r\n:1\r\n%1\r\n$1\r\nx\r\n_\r\n_\r\n"
+
+
+def test_double_formatting_follows_redis_7_0():
+    assert resp.format_double(0.1) == b"0.10000000000000001"
+    assert resp.format_double(-0.0) == b"0"
+    assert resp.format_double(1e20) == b"1e+20"
