@@ -66,7 +66,8 @@ class Queue:
             calls = [add_job(self.keys, spec, self.events_cap) for spec in chunk]
             pipe = self.client.pipeline(transaction=False)
             for call in calls:
-                pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
+                # execute_command: ClusterPipeline blocks the evalsha() helper, not the command.
+                pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
             for call, reply in zip(calls, pipe.execute(raise_on_error=False)):
                 if isinstance(reply, NoScriptError):  # script cache flushed mid-batch
                     results.append(call.run(self.client))

@@ -1,0 +1,77 @@
+"""The effect guard: make a job's side effects happen once although the job may be
+delivered more than once.
+
+Delivery is at-least-once: a worker can finish a side effect and die before it records
+the job's outcome, and the job is then delivered again. The guard keys each effect by
+``<job id>:<effect name>`` in a dedup marker (``emq:{q}:de:<job id>:<effect>``, SET NX PX).
+
+* ``apply_once`` is for effects that are themselves Redis writes: marker and writes go
+  in one script, so the effect is applied exactly once, crash or no crash.
+* ``run_once`` is for anything else (an email, an HTTP call). It takes the marker
+  *before* running the effect and gives it back if the effect raises. A crash after the
+  marker is taken and before the effect completes leaves the effect skipped on
+  redelivery: at most once across crashes. For exactly once, the effect itself must be
+  idempotent under the same key (e.g. pass the marker's name as an idempotency key).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, TypeVar
+
+from .keys import QueueKeys
+from .scripts import script
+from .transitions import RedisOp, apply_effect_once
+
+T = TypeVar("T")
+
+DEFAULT_EFFECT_TTL_MS = 7 * 24 * 3600 * 1000  # outlive any plausible redelivery
+
+
+class EffectGuard:
+    def __init__(self, client: Any, keys: QueueKeys, ttl_ms: int = DEFAULT_EFFECT_TTL_MS) -> None:
+        self.client = client
+        self.keys = keys
+        self.ttl_ms = ttl_ms
+
+    def apply_once(self, job_id: str, effect: str, ops: Sequence[RedisOp], token: str = "-") -> bool:
+        """Apply ``ops`` atomically unless this job's ``effect`` was applied before."""
+        return apply_effect_once(self.keys.effect(job_id, effect), ops, self.ttl_ms, token).run(self.client)
+
+    def run_once(self, job_id: str, effect: str, fn: Callable[[], T], token: str = "-") -> tuple[bool, T | None]:
+        """Run ``fn`` unless this job's ``effect`` ran before. Returns (ran, fn's result)."""
+        marker = self.keys.effect(job_id, effect)
+        if not self.client.set(marker, token, nx=True, px=self.ttl_ms):
+            return False, None
+        try:
+            return True, fn()
+        except BaseException:
+            script("releaseEffect").run(self.client, [marker], [token])
+            raise
+
+    def was_applied(self, job_id: str, effect: str) -> bool:
+        return bool(self.client.exists(self.keys.effect(job_id, effect)))
+
+
+class AsyncEffectGuard:
+    """The same guard on a redis.asyncio client; ``fn`` may be a coroutine function."""
+
+    def __init__(self, client: Any, keys: QueueKeys, ttl_ms: int = DEFAULT_EFFECT_TTL_MS) -> None:
+        self.client = client
+        self.keys = keys
+        self.ttl_ms = ttl_ms
+
+    async def apply_once(self, job_id: str, effect: str, ops: Sequence[RedisOp], token: str = "-") -> bool:
+        return await apply_effect_once(self.keys.effect(job_id, effect), ops, self.ttl_ms,
+                                       token).run_async(self.client)
+
+    async def run_once(self, job_id: str, effect: str, fn: Callable[[], Any], token: str = "-") -> tuple[bool, Any]:
+        marker = self.keys.effect(job_id, effect)
+        if not await self.client.set(marker, token, nx=True, px=self.ttl_ms):
+            return False, None
+        try:
+            result = fn()
+            if hasattr(result, "__await__"):
+                result = await result
+            return True, result
+        except BaseException:
+            await script("releaseEffect").run_async(self.client, [marker], [token])
+            raise

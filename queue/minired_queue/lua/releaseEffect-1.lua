@@ -1,0 +1,11 @@
+--[[ releaseEffect: give up an effect marker this caller took, after the effect failed,
+  so the next delivery of the job tries the effect again.
+
+  KEYS[1] the effect's dedup marker   ARGV[1] the value the caller set (its lock token)
+
+  Returns 1 when released, 0 when the marker is gone or held by someone else.
+]]
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0

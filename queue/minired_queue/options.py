@@ -1,0 +1,101 @@
+"""Settings, counters and small decisions shared by the synchronous and asyncio workers."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import traceback
+import uuid
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
+
+from .job import Job
+from .transitions import Fetch
+
+MAX_STACKTRACE_CHARS = 4000
+
+
+@dataclass
+class WorkerOptions:
+    """``lock_ttl_ms``: how long a job stays owned without a heartbeat; the time a crashed
+    worker's jobs wait before the sweep may recover them. ``heartbeat_interval_s``
+    defaults to a third of the TTL, so two heartbeats can be missed before a lock lapses.
+    ``sweep_interval_s``: how often this worker offers to sweep (None: never); the sweep is
+    throttled queue-wide to the same interval. ``max_stalled``: stalls tolerated before a
+    job is failed. ``block_timeout_s``: longest single blocking wait. ``shutdown_grace_s``:
+    how long a stop waits for in-flight jobs before releasing them back to wait."""
+
+    concurrency: int = 1
+    lock_ttl_ms: int = 30_000
+    heartbeat_interval_s: float | None = None
+    sweep_interval_s: float | None = 5.0
+    max_stalled: int = 1
+    block_timeout_s: float = 5.0
+    shutdown_grace_s: float = 10.0
+    remove_on_complete: bool = False
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if self.lock_ttl_ms < 10:
+            raise ValueError("lock_ttl_ms must be >= 10")
+        if self.heartbeat_interval_s is None:
+            self.heartbeat_interval_s = self.lock_ttl_ms / 3000
+        if self.heartbeat_interval_s * 1000 >= self.lock_ttl_ms:
+            raise ValueError("heartbeat_interval_s must be shorter than the lock TTL")
+
+
+@dataclass
+class WorkerStats:
+    """What one worker did; cheap enough to read from a dashboard thread at any time."""
+
+    fetched: int = 0
+    completed: int = 0
+    retried: int = 0
+    failed: int = 0
+    lost: int = 0  # outcomes refused because the lock had passed to someone else
+    released: int = 0  # handed back to wait at shutdown
+    recovered: int = 0  # stalled jobs this worker's sweeps sent back to wait
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def bump(self, name: str, by: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + by)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+
+
+@dataclass
+class Hooks:
+    """Callbacks run in the worker (sync worker: in the job's thread). A hook that raises is
+    logged and ignored: it must not change the job's recorded outcome."""
+
+    on_completed: Callable[[Job, Any], Any] | None = None
+    on_failed: Callable[[Job, BaseException, str], Any] | None = None  # status: 'retry' | 'failed'
+    on_stalled: Callable[[list[str], list[str]], Any] | None = None  # recovered ids, failed ids
+    on_lock_lost: Callable[[Job], Any] | None = None
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(one-line reason, stack trace) as recorded on the job."""
+    reason = f"{type(exc).__name__}: {exc}".replace("\r", " ").replace("\n", " ")
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return reason, trace[-MAX_STACKTRACE_CHARS:]
+
+
+def block_timeout(fetch: Fetch, longest_s: float) -> float:
+    """How long to block on the marker: until the next delayed job is due, capped."""
+    timeout = longest_s
+    if fetch.next_due_ms >= 0:
+        timeout = min(timeout, (fetch.next_due_ms - fetch.now_ms) / 1000)
+    # BZPOPMIN treats 0 as forever; round up to the millisecond it understands.
+    return max(round(timeout, 3), 0.001)
+
+
+def delayed_job_due(fetch: Fetch) -> bool:
+    return 0 <= fetch.next_due_ms <= fetch.now_ms

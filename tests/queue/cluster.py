@@ -1,0 +1,86 @@
+"""A throwaway 3-master Redis Cluster on free loopback ports, for the queue's tests."""
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+
+import redis
+
+from tests.support.servers import RedisServer, free_port
+
+CLUSTER_BUS_OFFSET = 10000  # Redis puts a node's cluster bus on port + 10000
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_cluster_port(taken: set[int]) -> int:
+    """A free port whose cluster-bus port (port + 10000) is free and valid too."""
+    while True:
+        port = free_port()
+        if port not in taken and port + CLUSTER_BUS_OFFSET < 65536 and _port_is_free(port + CLUSTER_BUS_OFFSET):
+            return port
+
+
+class RedisClusterServers:
+    """``redis-server --cluster-enabled yes`` x N joined by ``redis-cli --cluster create``."""
+
+    def __init__(self, masters: int = 3) -> None:
+        ports: set[int] = set()
+        for _ in range(masters):
+            ports.add(_free_cluster_port(ports))
+        self.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                  "--cluster-node-timeout", "5000", port=port) for port in sorted(ports)]
+        self.host = "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return self.nodes[0].port
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}"
+
+    def start(self) -> "RedisClusterServers":
+        for node in self.nodes:
+            node.start()
+        cli = shutil.which("redis-cli")
+        if not cli:
+            raise RuntimeError("redis-cli is needed to create the test cluster")
+        subprocess.run([cli, "--cluster", "create", *(f"{self.host}:{n.port}" for n in self.nodes),
+                        "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        self._wait_until_ok()
+        return self
+
+    def _wait_until_ok(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = []
+            for node in self.nodes:
+                with redis.Redis(host=self.host, port=node.port) as r:
+                    info = r.execute_command("CLUSTER", "INFO")
+                    info = info.decode() if isinstance(info, bytes) else str(info)
+                    states.append("cluster_state:ok" in info)
+            if all(states):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the test cluster did not reach cluster_state:ok")
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def __enter__(self) -> "RedisClusterServers":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,102 @@
+"""Every queue test runs against three backends: minired (embedded, with clock control),
+a real redis-server, and a local 3-master Redis Cluster."""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from minired_queue.connection import connect, connect_async
+from minired_queue.queue import Queue
+from tests.queue.cluster import RedisClusterServers
+from tests.support.servers import RedisServer
+
+BACKENDS = ["minired", "redis", "cluster"]
+
+
+@pytest.fixture(scope="session")
+def minired_server():
+    from minired.embed import EmbeddedServer
+
+    server = EmbeddedServer(port=0, time_control=True).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def cluster_server():
+    with RedisClusterServers(masters=3) as servers:
+        yield servers
+
+
+@dataclass
+class Backend:
+    kind: str
+    url: str
+
+    @property
+    def cluster(self) -> bool:
+        return self.kind == "cluster"
+
+    @property
+    def has_clock_control(self) -> bool:
+        return self.kind == "minired"
+
+    def client(self, **options: Any):
+        return connect(self.url, cluster=self.cluster, **options)
+
+    def async_client(self, **options: Any):
+        return connect_async(self.url, cluster=self.cluster, **options)
+
+
+class Clock:
+    """Moves the server's clock: instantly on minired (MINIRED ADVANCE); on real Redis by
+    waiting, so tests there use TTLs of tens of milliseconds."""
+
+    def __init__(self, backend: Backend, client: Any) -> None:
+        self.backend = backend
+        self.client = client
+
+    def advance(self, ms: int) -> None:
+        if self.backend.has_clock_control:
+            self.client.execute_command("MINIRED", "ADVANCE", ms)
+        else:
+            time.sleep(ms / 1000)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> Backend:
+    server = request.getfixturevalue(f"{request.param}_server")
+    return Backend(request.param, server.url)
+
+
+@pytest.fixture
+def client(backend):
+    redis_client = backend.client()
+    yield redis_client
+    redis_client.close()
+
+
+@pytest.fixture
+def clock(backend, client) -> Clock:
+    return Clock(backend, client)
+
+
+@pytest.fixture
+def queue_name() -> str:
+    """A fresh queue per test: tests share servers but never keys."""
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def queue(client, queue_name) -> Queue:
+    return Queue(queue_name, client)
