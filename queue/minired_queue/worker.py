@@ -32,6 +32,10 @@ class ActiveJob:
         self.job = job
         self.token = token
         self._guard = guard
+        # For handlers that write to Redis themselves: the worker's client, and the queue's
+        # keys (build effect keys from keys.base so they share the queue's slot).
+        self.redis = guard.client
+        self.keys = guard.keys
         self._lock_lost = threading.Event()
 
     @property

@@ -1,0 +1,228 @@
+"""The asyncio worker: the same protocol as ``worker.Worker`` on redis.asyncio, with a task
+per in-flight job. Handlers may be coroutine functions or plain functions (run in a
+thread so they cannot stall the event loop and with it the heartbeats)."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import signal
+import time
+from typing import Any, Callable
+
+from .effects import AsyncEffectGuard
+from .errors import UnrecoverableError
+from .job import Job
+from .keys import QueueKeys
+from .options import Hooks, WorkerOptions, WorkerStats, block_timeout, delayed_job_due, describe_error, new_worker_id
+from .sweeper import AsyncSweeper
+from .transitions import (RedisOp, SweepResult, complete, extend_lock, move_to_active, promote_delayed, release,
+                          retry_or_fail)
+
+log = logging.getLogger(__name__)
+
+
+class AsyncActiveJob:
+    """What an async handler receives: the job, plus its effect guard."""
+
+    def __init__(self, job: Job, token: str, guard: AsyncEffectGuard) -> None:
+        self.job = job
+        self.token = token
+        self._guard = guard
+        # For handlers that write to Redis themselves: the worker's client, and the queue's
+        # keys (build effect keys from keys.base so they share the queue's slot).
+        self.redis = guard.client
+        self.keys = guard.keys
+        self.lock_lost = False  # set when a heartbeat finds the lock gone or taken
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @property
+    def data(self) -> Any:
+        return self.job.data
+
+    async def apply_once(self, effect: str, *ops: RedisOp) -> bool:
+        return await self._guard.apply_once(self.id, effect, ops, self.token)
+
+    async def run_once(self, effect: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
+        return await self._guard.run_once(self.id, effect, fn, self.token)
+
+
+class AsyncWorker:
+    def __init__(self, queue: str | QueueKeys, client: Any, handler: Callable[[AsyncActiveJob], Any],
+                 options: WorkerOptions | None = None, hooks: Hooks | None = None,
+                 guard: AsyncEffectGuard | None = None) -> None:
+        self.keys = queue if isinstance(queue, QueueKeys) else QueueKeys(queue)
+        self.client = client
+        self.handler = handler
+        self.options = options or WorkerOptions()
+        self.hooks = hooks or Hooks()
+        self.guard = guard or AsyncEffectGuard(client, self.keys)
+        self.id = new_worker_id()
+        self.stats = WorkerStats()
+        self.sweeper = AsyncSweeper(client, self.keys, self.options.max_stalled)
+        self._tokens = 0
+        self._candidate = ""
+        self._stopping = asyncio.Event()
+        self._in_flight: dict[str, tuple[AsyncActiveJob, asyncio.Task]] = {}
+
+    # --- lifecycle ----------------------------------------------------------------------
+    async def run(self, install_signal_handlers: bool = False) -> None:
+        """Process jobs until ``stop()`` (or SIGTERM/SIGINT if asked to install handlers)."""
+        if install_signal_handlers:
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, self.stop)
+        slots = asyncio.Semaphore(self.options.concurrency)
+        maintenance = asyncio.create_task(self._maintain())
+        try:
+            while not self._stopping.is_set():
+                await slots.acquire()
+                active = None
+                try:
+                    active = await self._fetch()
+                finally:
+                    if active is None:
+                        slots.release()
+                if active is not None:
+                    task = asyncio.create_task(self._process(active, slots))
+                    self._in_flight[active.id] = (active, task)
+        finally:
+            self._stopping.set()
+            await self._finish_in_flight()
+            maintenance.cancel()
+            await asyncio.gather(maintenance, return_exceptions=True)
+            await self.client.delete(self.keys.wake(self.id))
+
+    def stop(self) -> None:
+        """Stop fetching; in-flight jobs get ``shutdown_grace_s`` to finish, then are released."""
+        if not self._stopping.is_set():
+            self._stopping.set()
+            asyncio.get_running_loop().create_task(self._wake())
+
+    async def _wake(self) -> None:
+        try:
+            await self.client.zadd(self.keys.wake(self.id), {"stop": 0})
+        except Exception:
+            log.exception("could not wake worker %s", self.id)
+
+    # --- fetching -----------------------------------------------------------------------
+    async def _fetch(self) -> AsyncActiveJob | None:
+        while not self._stopping.is_set():
+            self._tokens += 1
+            token = f"{self.id}:{self._tokens}"
+            fetch = await move_to_active(self.keys, self._candidate, token,
+                                         self.options.lock_ttl_ms).run_async(self.client)
+            if delayed_job_due(fetch):
+                await promote_delayed(self.keys).run_async(self.client)
+            if fetch.status == "active":
+                self._candidate = fetch.candidate or ""
+                self.stats.bump("fetched")
+                return AsyncActiveJob(fetch.job, token, self.guard)
+            if fetch.status == "miss":
+                self._candidate = fetch.candidate or ""
+                continue
+            self._candidate = ""
+            if not delayed_job_due(fetch):
+                await self.client.bzpopmin([self.keys.marker, self.keys.wake(self.id)],
+                                           timeout=block_timeout(fetch, self.options.block_timeout_s))
+        return None
+
+    # --- processing ---------------------------------------------------------------------
+    async def _process(self, active: AsyncActiveJob, slots: asyncio.Semaphore) -> None:
+        try:
+            try:
+                if inspect.iscoroutinefunction(self.handler):
+                    result = await self.handler(active)
+                else:
+                    result = await asyncio.to_thread(self.handler, active)
+            except Exception as exc:
+                await self._record_failure(active, exc)
+            else:
+                await self._record_success(active, result)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("could not record the outcome of job %s", active.id)
+        finally:
+            self._in_flight.pop(active.id, None)
+            slots.release()
+
+    async def _record_success(self, active: AsyncActiveJob, result: Any) -> None:
+        done = await complete(self.keys, active.job, active.token, result,
+                              self.options.remove_on_complete).run_async(self.client)
+        if done:
+            self.stats.bump("completed")
+            await self._call_hook(self.hooks.on_completed, active.job, result)
+        else:
+            await self._lost(active)
+
+    async def _record_failure(self, active: AsyncActiveJob, exc: Exception) -> None:
+        reason, trace = describe_error(exc)
+        outcome = await retry_or_fail(self.keys, active.job, active.token, reason, trace,
+                                      unrecoverable=isinstance(exc, UnrecoverableError)).run_async(self.client)
+        if outcome.status == "lost":
+            await self._lost(active)
+            return
+        self.stats.bump("retried" if outcome.status == "retry" else "failed")
+        await self._call_hook(self.hooks.on_failed, active.job, exc, outcome.status)
+
+    async def _lost(self, active: AsyncActiveJob) -> None:
+        self.stats.bump("lost")
+        log.warning("job %s: lock lost, outcome discarded (another delivery owns it)", active.id)
+        await self._call_hook(self.hooks.on_lock_lost, active.job)
+
+    async def _call_hook(self, hook: Callable | None, *args: Any) -> None:
+        if hook is None:
+            return
+        try:
+            result = hook(*args)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("hook %r raised", hook)
+
+    # --- maintenance: heartbeat and sweep -------------------------------------------------
+    async def _maintain(self) -> None:
+        sweep_every = self.options.sweep_interval_s
+        next_sweep = time.monotonic()
+        while True:
+            await asyncio.sleep(self.options.heartbeat_interval_s)
+            try:
+                await self._renew_locks()
+                if sweep_every is not None and not self._stopping.is_set() and time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + sweep_every
+                    await self.sweep(throttle_ms=int(sweep_every * 1000))
+            except Exception:
+                log.exception("worker %s maintenance failed; retrying next beat", self.id)
+
+    async def _renew_locks(self) -> None:
+        for active, _ in list(self._in_flight.values()):
+            if active.lock_lost:
+                continue
+            if not await extend_lock(self.keys, active.id, active.token,
+                                     self.options.lock_ttl_ms).run_async(self.client):
+                active.lock_lost = True
+                log.warning("job %s: lock lost before it finished", active.id)
+
+    async def sweep(self, throttle_ms: int = 0) -> SweepResult:
+        result = await self.sweeper.sweep(throttle_ms)
+        if result.recovered or result.failed:
+            self.stats.bump("recovered", len(result.recovered))
+            await self._call_hook(self.hooks.on_stalled, result.recovered, result.failed)
+        return result
+
+    # --- shutdown -----------------------------------------------------------------------
+    async def _finish_in_flight(self) -> None:
+        tasks = [task for _, task in self._in_flight.values()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.options.shutdown_grace_s)
+        for active, task in list(self._in_flight.values()):
+            # Release first (the job goes back to wait at once), then cancel the handler.
+            active.lock_lost = True
+            if await release(self.keys, active.id, active.token).run_async(self.client):
+                self.stats.bump("released")
+            task.cancel()
+        self._in_flight.clear()

@@ -1,0 +1,223 @@
+"""A crash harness: real worker processes killed with SIGKILL mid-job while a queue drains.
+
+Shared by the demo (``minired-queue demo``), the crash test and ``bench/queue_crash.py``.
+Every job's handler applies two effects half-way through its work:
+
+* a guarded one (``apply_once``: dedup marker and write in one script), counted per job
+  in ``<queue>:chaos:guarded``;
+* an unguarded one (a plain HINCRBY), counted per job in ``<queue>:chaos:unguarded``.
+
+A worker killed after the effects and before recording the outcome makes the job come
+back through the sweep: the unguarded count then goes above one, the guarded never does.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .connection import connect
+from .job import JobSpec, text
+from .keys import QueueKeys
+from .queue import Queue
+from .transitions import RedisOp
+
+
+def guarded_key(keys: QueueKeys) -> str:
+    return f"{keys.base}:chaos:guarded"
+
+
+def unguarded_key(keys: QueueKeys) -> str:
+    return f"{keys.base}:chaos:unguarded"
+
+
+def effect_handler(job) -> dict:
+    """Sleep, apply both effects, sleep: a kill can land before, between or after them."""
+    work_s = job.data.get("work_ms", 5) / 2000
+    time.sleep(work_s)
+    job.redis.hincrby(unguarded_key(job.keys), job.id, 1)
+    job.apply_once("count", RedisOp("HINCRBY", guarded_key(job.keys), job.id, 1))
+    time.sleep(work_s)
+    return {"done": job.id}
+
+
+@dataclass
+class ChaosConfig:
+    url: str
+    queue: str
+    cluster: bool = False
+    jobs: int = 2000
+    workers: int = 3
+    concurrency: int = 3
+    kills: int = 6
+    kill_interval_s: tuple[float, float] = (0.2, 0.5)
+    work_ms: tuple[int, int] = (2, 10)
+    lock_ttl_ms: int = 1000
+    sweep_interval_s: float = 0.25
+    # A job may be hit by several kills in a row; this harness is about loss and
+    # duplication, not the stall limit, so it tolerates many stalls.
+    max_stalled: int = 50
+    time_limit_s: float = 120.0
+    seed: int | None = None
+
+
+@dataclass
+class ChaosReport:
+    jobs: int
+    completed: int
+    failed: int
+    missing: list[str]
+    deliveries: int
+    guarded_counts: dict[str, int]
+    unguarded_counts: dict[str, int]
+    kills: int
+    stalled_recovered: int
+    elapsed_s: float
+    events: list[str] = field(default_factory=list)
+
+    @property
+    def redeliveries(self) -> int:
+        return self.deliveries - self.jobs
+
+    @property
+    def guarded_total(self) -> int:
+        return sum(self.guarded_counts.values())
+
+    @property
+    def unguarded_total(self) -> int:
+        return sum(self.unguarded_counts.values())
+
+    @property
+    def guarded_duplicates(self) -> int:
+        return sum(n - 1 for n in self.guarded_counts.values() if n > 1)
+
+    @property
+    def unguarded_duplicates(self) -> int:
+        return sum(n - 1 for n in self.unguarded_counts.values() if n > 1)
+
+    def summary(self) -> str:
+        lost = len(self.missing)
+        return "\n".join([
+            f"jobs added                    {self.jobs}",
+            f"worker processes SIGKILLed    {self.kills}",
+            f"completed                     {self.completed}   (failed {self.failed}, lost {lost})",
+            f"deliveries                    {self.deliveries}   ({self.redeliveries} redeliveries)",
+            f"stalled jobs recovered        {self.stalled_recovered}   (by the sweep)",
+            f"effect with dedup marker      {self.guarded_total} applications, "
+            f"{self.guarded_duplicates} duplicates",
+            f"effect without dedup marker   {self.unguarded_total} applications, "
+            f"{self.unguarded_duplicates} duplicates",
+            f"elapsed                       {self.elapsed_s:.1f} s",
+        ])
+
+
+class WorkerProcesses:
+    """Worker subprocesses started through the real CLI."""
+
+    def __init__(self, config: ChaosConfig) -> None:
+        self.config = config
+        self.procs: list[subprocess.Popen] = []
+
+    def spawn(self) -> subprocess.Popen:
+        c = self.config
+        args = [sys.executable, "-m", "minired_queue.cli", "--url", c.url, *(["--cluster"] if c.cluster else []),
+                "worker", c.queue, f"{__name__}:effect_handler", "--concurrency", str(c.concurrency),
+                "--lock-ttl-ms", str(c.lock_ttl_ms), "--sweep-interval", str(c.sweep_interval_s),
+                "--max-stalled", str(c.max_stalled),
+                "--block-timeout", "1", "--grace", "5"]
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.procs.append(proc)
+        return proc
+
+    def alive(self) -> list[subprocess.Popen]:
+        return [p for p in self.procs if p.poll() is None]
+
+    def stop_all(self, timeout: float = 10.0) -> None:
+        for proc in self.alive():
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _busy_pids(queue: Queue) -> set[int]:
+    """Pids of workers holding an active job right now (the lock token names the pid)."""
+    ids = [text(i) for i in queue.client.lrange(queue.keys.active, 0, -1)]
+    pipe = queue.client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hget(queue.keys.job(job_id), "lockedBy")
+    pids = set()
+    for owner in pipe.execute():
+        if owner:
+            pids.add(int(text(owner).split(":")[1]))  # host:pid:nonce:counter
+    return pids
+
+
+def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -> ChaosReport:
+    rng = random.Random(config.seed)
+    client = connect(config.url, cluster=config.cluster)
+    queue = Queue(config.queue, client)
+    started = time.monotonic()
+    queue.add_many(JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"job-{n}")
+                   for n in range(config.jobs))
+    say(f"added {config.jobs} jobs to {config.queue!r}")
+
+    workers = WorkerProcesses(config)
+    for _ in range(config.workers):
+        workers.spawn()
+    say(f"started {config.workers} worker processes x {config.concurrency} slots")
+    kills, events = 0, []
+    deadline = started + config.time_limit_s
+    try:
+        while time.monotonic() < deadline:
+            counts = queue.counts()
+            if counts["completed"] + counts["failed"] >= config.jobs:
+                break
+            time.sleep(rng.uniform(*config.kill_interval_s))
+            if kills < config.kills:
+                busy = [p for p in workers.alive() if p.pid in _busy_pids(queue)]
+                if busy:
+                    victim = rng.choice(busy)
+                    victim.send_signal(signal.SIGKILL)
+                    victim.wait()
+                    kills += 1
+                    workers.spawn()
+                    events.append(f"SIGKILL worker pid {victim.pid} mid-job; replacement started")
+                    say(events[-1])
+    finally:
+        workers.stop_all()
+    elapsed = time.monotonic() - started
+
+    ids = [f"job-{n}" for n in range(config.jobs)]
+    pipe = client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.zscore(queue.keys.completed, job_id)
+        pipe.hget(queue.keys.job(job_id), "attemptsStarted")
+    replies = pipe.execute()
+    completed = [job_id for job_id, score in zip(ids, replies[0::2]) if score is not None]
+    counts = queue.counts()
+    report = ChaosReport(
+        jobs=config.jobs,
+        completed=len(completed),
+        failed=counts["failed"],
+        missing=sorted(set(ids) - set(completed)),
+        deliveries=sum(int(n or 0) for n in replies[1::2]),
+        guarded_counts={text(k): int(v) for k, v in client.hgetall(guarded_key(queue.keys)).items()},
+        unguarded_counts={text(k): int(v) for k, v in client.hgetall(unguarded_key(queue.keys)).items()},
+        kills=kills,
+        stalled_recovered=queue.metrics().get("stalled", 0),
+        elapsed_s=elapsed,
+        events=events,
+    )
+    client.close()
+    return report
