@@ -48,27 +48,26 @@ def resolve(argv: list) -> CommandSpec | RedisError:
 
 def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
-    spec = resolve(argv)
-    if type(spec) is RedisError:
-        if c.multi is not None:
-            c.multi_failed = True
-        return spec
-    flags = spec.flags
-    if not c.authenticated and "no_auth" not in flags:
+    spec = COMMANDS.get(argv[0].lower())
+    if spec is None or spec.subcommands or not spec.arity_ok(len(argv)):
+        spec = resolve(argv)
+        if type(spec) is RedisError:
+            if c.multi is not None:
+                c.multi_failed = True
+            return spec
+    if not c.authenticated and "no_auth" not in spec.flags:
         if c.multi is not None:
             c.multi_failed = True
         return RedisError(errors.NOAUTH)
-    name = spec.name if spec.parent is None else spec.parent.name
-    if c.multi is not None and name not in _MULTI_IMMEDIATE:
-        if "no_multi" in flags:
+    if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
+        if "no_multi" in spec.flags:
             c.multi_failed = True
             return RedisError(errors.COMMAND_NOT_ALLOWED_IN_MULTI)
         c.multi.append((spec, argv))
         return resp.QUEUED
-    if c.protocol == 2 and (c.channels or c.patterns) and name not in _SUBSCRIBED_ALLOWED:
+    if (c.channels or c.patterns) and c.protocol == 2 and spec.root_name not in _SUBSCRIBED_ALLOWED:
         return RedisError(errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
-    server = c.server
-    if "denyoom" in flags and server.over_maxmemory():
+    if spec.denyoom and c.server.over_maxmemory():
         return RedisError(errors.OOM)
     return call(c, spec, argv)
 

@@ -108,7 +108,7 @@ class RequestParser:
         n = len(buf)
         self._need = 0
         commands: list[list[bytes]] = []
-        pos = 0
+        pos = self._parse_canonical(buf, commands) if buf[0] == 42 else 0
         try:
             while pos < n:
                 if buf[pos] == 42:  # '*'
@@ -131,6 +131,41 @@ class RequestParser:
             self._chunks = [rest]
             self._size = len(rest)
         return commands
+
+    def _parse_canonical(self, buf: bytes, out: list) -> int:
+        """Fast path for what clients normally send: multibulk commands with canonical headers
+        and no CRLF inside arguments. One C-level split yields every argument as its own bytes
+        object; each command is accepted only if its headers re-encode exactly from the
+        arguments. Returns the offset where this path stopped; the general parser goes on from
+        there (partial commands, inline commands, odd headers, binary values with CRLF, and
+        every error case, so error replies always come from one place)."""
+        tokens = buf.split(b"\r\n")
+        last = len(tokens) - 1  # tokens[last] is whatever follows the final CRLF
+        max_bulk = self.max_bulk_len if self.max_bulk_len < len(buf) else -1
+        i = 0
+        while i < last:
+            header = tokens[i]
+            if header[:1] != b"*":
+                break
+            try:
+                count = int(header[1:])
+            except ValueError:
+                break
+            end = i + 1 + 2 * count
+            if count <= 0 or count > self.max_multibulk or end > last:
+                break
+            args = tokens[i + 2:end:2]
+            if tokens[i + 1:end:2] != [b"$%d" % len(a) for a in args]:
+                break
+            if max_bulk >= 0 and max(map(len, args)) > max_bulk:
+                break
+            if b"*%d" % count != header:
+                break
+            out.append(args)
+            i = end
+        if i == last:
+            return len(buf) - len(tokens[last])
+        return sum(map(len, tokens[:i])) + 2 * i
 
     def _parse_multibulk(self, buf: bytes, pos: int, n: int, out: list) -> int:
         nl = buf.find(b"\r\n", pos)

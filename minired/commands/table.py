@@ -47,9 +47,17 @@ class CommandSpec:
     failed_calls: int = 0
     rejected_calls: int = 0
 
+    def __post_init__(self) -> None:
+        self.denyoom = "denyoom" in self.flags
+
     @property
     def full_name(self) -> str:
         return f"{self.parent.name}|{self.name}" if self.parent else self.name
+
+    @property
+    def root_name(self) -> str:
+        """The top-level command's name (CLIENT for CLIENT ID)."""
+        return self.parent.name if self.parent else self.name
 
     def key_indexes(self, argv: list) -> list[int]:
         """Positions of the keys in argv, for cluster hashing and script key checks."""
@@ -124,6 +132,7 @@ def container_command(name: str, group: str, flags: str = "", summary: str = "")
     """A command that only dispatches to subcommands (CLIENT, CONFIG, OBJECT, ...)."""
     spec = _container(name, group)
     spec.flags = _parse_flags(flags)
+    spec.denyoom = "denyoom" in spec.flags
     spec.summary = summary
     return spec
 
