@@ -1,0 +1,56 @@
+"""Small tools the queue tests share."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from minired_queue.job import text
+from minired_queue.queue import Queue
+from minired_queue.transitions import Fetch, move_to_active
+
+
+def take(queue: Queue, token: str = "tok", lock_ttl_ms: int = 30_000) -> Fetch:
+    """moveToActive until it hands out a job or says there is none (as a worker does)."""
+    candidate = ""
+    for _ in range(100):
+        fetch = move_to_active(queue.keys, candidate, token, lock_ttl_ms).run(queue.client)
+        if fetch.status != "miss":
+            return fetch
+        candidate = fetch.candidate
+    raise AssertionError("moveToActive kept missing")
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def placement(queue: Queue) -> dict[str, list[str]]:
+    """Every job id by the state container holding it (lists may hold an id twice)."""
+    client, keys = queue.client, queue.keys
+    return {
+        "wait": [text(i) for i in client.lrange(keys.wait, 0, -1)],
+        "active": [text(i) for i in client.lrange(keys.active, 0, -1)],
+        "delayed": [text(i) for i in client.zrange(keys.delayed, 0, -1)],
+        "completed": [text(i) for i in client.zrange(keys.completed, 0, -1)],
+        "failed": [text(i) for i in client.zrange(keys.failed, 0, -1)],
+    }
+
+
+def assert_each_job_in_exactly_one_state(queue: Queue, job_ids: list[str]) -> None:
+    where: dict[str, list[str]] = {job_id: [] for job_id in job_ids}
+    for state, ids in placement(queue).items():
+        for job_id in ids:
+            where.setdefault(job_id, []).append(state)
+    bad = {job_id: states for job_id, states in where.items() if len(states) != 1}
+    assert not bad, f"jobs not in exactly one state: {bad}"
+
+
+def server_time_ms(client) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000

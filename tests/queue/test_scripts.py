@@ -1,0 +1,88 @@
+"""Key layout and the Lua scripts themselves."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+
+from minired_queue.keys import QueueKeys
+from minired_queue.scripts import SCRIPTS
+from minired_queue.transitions import (add_job, complete, move_stalled_to_wait, move_to_active, remove_jobs,
+                                       retry_or_fail)
+from minired_queue.job import Job, JobSpec
+
+EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "retryOrFail",
+                        "moveStalledJobsToWait", "promoteDelayed", "releaseJob", "setPaused",
+                        "removeJobs", "retryJobs", "applyEffectOnce", "releaseEffect"}
+
+# Names a script binds to KEYS[...] entries before passing them to redis.call.
+KEY_LOCALS = {"lockKey", "jobKey", "dedupKey"}
+
+
+def _code_only(lua: str) -> str:
+    without_blocks = re.sub(r"--\[\[.*?\]\]", "", lua, flags=re.S)
+    return re.sub(r"--[^\n]*", "", without_blocks)
+
+
+def test_every_transition_has_its_own_script():
+    assert set(SCRIPTS) == EXPECTED_TRANSITIONS
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_TRANSITIONS))
+def test_scripts_touch_only_keys_passed_in_KEYS(name):
+    """No key name is built inside Lua: the first argument of every keyed redis.call is a
+    KEYS entry (directly or through a local bound to one)."""
+    source = _code_only(SCRIPTS[name].source)
+    calls = re.findall(r"redis\.call\('(\w+)',\s*([^,)]+)", source)
+    assert calls
+    for command, first_arg in calls:
+        first_arg = first_arg.strip()
+        assert first_arg.startswith("KEYS[") or first_arg in KEY_LOCALS, (command, first_arg)
+    assert "emq" not in source
+
+
+def test_declared_key_counts_match_the_lua_headers():
+    for script in SCRIPTS.values():
+        highest = max((int(n) for n in re.findall(r"KEYS\[(\d+)\]", script.source)), default=0)
+        if script.numkeys is not None:
+            assert highest == script.numkeys, script.name
+
+
+def test_every_key_of_a_queue_is_in_one_cluster_slot():
+    keys = QueueKeys("orders")
+    job = Job.from_hash("j1", {"data": "1", "dedupId": "d1"})
+    calls = [add_job(keys, JobSpec(1, job_id="j1", dedup_id="d1")), move_to_active(keys, "j1", "t", 10),
+             complete(keys, job, "t", None), retry_or_fail(keys, job, "t", "boom"),
+             move_stalled_to_wait(keys, [("j1", "d1"), ("j2", None)], 1), remove_jobs(keys, [("j1", "d1")])]
+    slots = {key_slot(k.encode()) for call in calls for k in call.keys}
+    slots |= {key_slot(k.encode()) for k in (keys.events, keys.wake("w"), keys.effect("j1", "e"))}
+    assert slots == {key_slot(b"{orders}")}
+
+
+def test_key_names_follow_the_documented_layout():
+    keys = QueueKeys("mail")
+    assert (keys.wait, keys.active, keys.delayed, keys.failed) == (
+        "emq:{mail}:wait", "emq:{mail}:active", "emq:{mail}:delayed", "emq:{mail}:failed")
+    assert keys.job("7") == "emq:{mail}:job:7"
+    assert keys.lock("7") == "emq:{mail}:job:7:lock"
+    assert keys.dedup("abc") == "emq:{mail}:de:abc"
+    with pytest.raises(ValueError):
+        QueueKeys("bad{name}")
+
+
+def test_noscript_falls_back_and_reloads(backend, client, queue):
+    queue.add({"n": 1})
+    if backend.cluster:
+        client.execute_command("SCRIPT", "FLUSH", target_nodes=RedisCluster.PRIMARIES)
+    else:
+        client.script_flush()
+    queue.add({"n": 2})  # EVALSHA answers NOSCRIPT; EVAL runs it and caches it again
+    assert queue.counts()["wait"] == 2
+    if backend.cluster:
+        client.execute_command("SCRIPT", "FLUSH", target_nodes=RedisCluster.PRIMARIES)
+    else:
+        client.script_flush()
+    queue.add_many([JobSpec({"n": i}) for i in range(3, 10)])  # the pipelined path recovers too
+    assert queue.counts()["wait"] == 9
