@@ -73,6 +73,7 @@ def test_throttled_sweeps_run_once_per_interval(queue, clock):
     clock.advance(LOCK_TTL_MS * 2)
     sweeper = Sweeper(queue.client, queue.keys)
     assert len(sweeper.sweep(throttle_ms=60_000).recovered) == 2
+    queue.drain()
     [late] = _stall(queue, 1)
     clock.advance(LOCK_TTL_MS * 2)
     assert sweeper.sweep(throttle_ms=60_000).recovered == []  # another sweep ran within the minute
