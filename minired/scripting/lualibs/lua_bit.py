@@ -1,0 +1,188 @@
+"""bit (LuaBitOp 1.0.2, as built into Redis 7.0): 32-bit operations on Lua numbers.
+
+Lua 5.1 has no integer operators, so the arithmetic is done in Python; the Lua
+side converts and checks arguments (so error texts name the call site) and
+passes only numbers across.
+
+Number conversion follows LuaBitOp's barg(): the argument is added to 2^52+2^51
+as a double and the low 32 bits of the result's IEEE-754 representation are
+the operand.  That rounds fractions to nearest-even and wraps modulo 2^32,
+with LuaBitOp's own results for huge values.  Results are signed 32-bit.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from . import load_chunk, lua_safe
+
+_MAGIC = 6755399441055744.0  # 2^52 + 2^51
+_DOUBLE = struct.Struct("<d")
+_UINT64 = struct.Struct("<Q")
+
+
+def _barg(n: float) -> int:
+    bits = _UINT64.unpack(_DOUBLE.pack(float(n) + _MAGIC))[0]
+    return bits & 0xFFFFFFFF
+
+
+def _signed(b: int) -> int:
+    b &= 0xFFFFFFFF
+    return b - 0x100000000 if b & 0x80000000 else b
+
+
+def _tobit(x: float) -> int:
+    return _signed(_barg(x))
+
+
+def _bnot(x: float) -> int:
+    return _signed(~_barg(x))
+
+
+def _band(*xs: float) -> int:
+    b = 0xFFFFFFFF
+    for x in xs:
+        b &= _barg(x)
+    return _signed(b)
+
+
+def _bor(*xs: float) -> int:
+    b = 0
+    for x in xs:
+        b |= _barg(x)
+    return _signed(b)
+
+
+def _bxor(*xs: float) -> int:
+    b = 0
+    for x in xs:
+        b ^= _barg(x)
+    return _signed(b)
+
+
+def _lshift(x: float, n: float) -> int:
+    return _signed(_barg(x) << (_barg(n) & 31))
+
+
+def _rshift(x: float, n: float) -> int:
+    return _signed(_barg(x) >> (_barg(n) & 31))
+
+
+def _arshift(x: float, n: float) -> int:
+    return _signed(_signed(_barg(x)) >> (_barg(n) & 31))
+
+
+def _rol(x: float, n: float) -> int:
+    b, s = _barg(x), _barg(n) & 31
+    return _signed((b << s) | (b >> (32 - s)))
+
+
+def _ror(x: float, n: float) -> int:
+    b, s = _barg(x), _barg(n) & 31
+    return _signed((b >> s) | (b << (32 - s)))
+
+
+def _bswap(x: float) -> int:
+    return _signed(int.from_bytes(_barg(x).to_bytes(4, "little"), "big"))
+
+
+def _tohex(x: float, n: float | None) -> bytes:
+    b = _barg(x)
+    width = 8 if n is None else _signed(_barg(n))
+    digits = "0123456789abcdef"
+    if width < 0:
+        width, digits = -width, "0123456789ABCDEF"
+    width = min(width, 8)
+    out = []
+    for _ in range(width):
+        out.append(digits[b & 15])
+        b >>= 4
+    return "".join(reversed(out)).encode()
+
+
+_BIT_LUA = r"""
+local support, tobit, bnot, band, bor, bxor, lshift, rshift, arshift, rol, ror, bswap, tohex = ...
+local typeerror = support.typeerror
+local type, tonumber, select, error, unpack = type, tonumber, select, error, unpack
+
+local function failed()
+  error('bit: internal error', 3)
+end
+
+-- barg() argument check: numbers and numeric strings; anything else is an
+-- error naming the argument (luaL_typerror).
+local function num(v, narg, nargs, fname)
+  if type(v) == 'number' then return v end
+  local n = type(v) == 'string' and tonumber(v)
+  if not n then typeerror(3, narg, 'number', v, nargs, fname) end
+  return n
+end
+
+local function unary(op, fname)
+  return function(...)
+    local nargs = select('#', ...)
+    local r = op(num((...), 1, nargs, fname))
+    if r == nil then failed() end
+    return r
+  end
+end
+
+local function shift(op, fname)
+  return function(...)
+    local nargs = select('#', ...)
+    local x, n = ...
+    x = num(x, 1, nargs, fname)
+    n = num(n, 2, nargs, fname)
+    local r = op(x, n)
+    if r == nil then failed() end
+    return r
+  end
+end
+
+-- band/bor/bxor check argument 1, then the others from the last one down.
+local function variadic(op, fname)
+  return function(...)
+    local nargs = select('#', ...)
+    local args = {...}
+    args[1] = num(args[1], 1, nargs, fname)
+    for i = nargs, 2, -1 do args[i] = num(args[i], i, nargs, fname) end
+    local r = op(unpack(args, 1, nargs > 0 and nargs or 1))
+    if r == nil then failed() end
+    return r
+  end
+end
+
+local M = {
+  tobit = unary(tobit, 'tobit'),
+  bnot = unary(bnot, 'bnot'),
+  bswap = unary(bswap, 'bswap'),
+  band = variadic(band, 'band'),
+  bor = variadic(bor, 'bor'),
+  bxor = variadic(bxor, 'bxor'),
+  lshift = shift(lshift, 'lshift'),
+  rshift = shift(rshift, 'rshift'),
+  arshift = shift(arshift, 'arshift'),
+  rol = shift(rol, 'rol'),
+  ror = shift(ror, 'ror'),
+}
+
+function M.tohex(...)
+  local nargs = select('#', ...)
+  local x, n = ...
+  x = num(x, 1, nargs, 'tohex')
+  -- lua_isnone: an explicit nil width is an error, a missing one means 8.
+  if nargs >= 2 then n = num(n, 2, nargs, 'tohex') end
+  local r = tohex(x, n)
+  if r == nil then failed() end
+  return r
+end
+
+return M
+"""
+
+
+def create(lua: Any, support: Any) -> Any:
+    """Build the ``bit`` table for one Lua runtime."""
+    ops = (_tobit, _bnot, _band, _bor, _bxor, _lshift, _rshift, _arshift,
+           _rol, _ror, _bswap, _tohex)
+    return load_chunk(lua, _BIT_LUA, "lualibs.bit", support, *(lua_safe(op) for op in ops))
