@@ -1,0 +1,204 @@
+"""The synchronous worker: processing, concurrency, wake-up, retries, dead letters,
+heartbeats, its own sweeps, and graceful stop."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from minired_queue import Backoff
+from minired_queue.errors import UnrecoverableError
+from minired_queue.options import Hooks, WorkerOptions
+from minired_queue.worker import Worker
+
+from .helpers import take, wait_until
+
+
+@pytest.fixture
+def start_worker(backend, queue):
+    started: list[Worker] = []
+
+    def start(handler, hooks: Hooks | None = None, **options) -> Worker:
+        options = {"block_timeout_s": 1.0, **options}
+        worker = Worker(queue.keys, backend.client(), handler, WorkerOptions(**options), hooks)
+        started.append(worker.start())
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop(wait=True, timeout=15)
+        worker.client.close()
+
+
+def _completed(queue, n: int):
+    return lambda: queue.counts()["completed"] == n
+
+
+def test_processes_jobs_and_records_results(queue, start_worker):
+    seen = []
+    hooks = Hooks(on_completed=lambda job, result: seen.append((job.id, result)))
+    ids = [queue.add({"n": n}) for n in range(20)]
+    worker = start_worker(lambda job: job.data["n"] * 2, hooks, concurrency=2)
+    wait_until(_completed(queue, 20))
+    assert [queue.get_job(i).return_value for i in ids] == [n * 2 for n in range(20)]
+    wait_until(lambda: len(seen) == 20)
+    assert sorted(seen) == sorted((i, n * 2) for n, i in enumerate(ids))
+    assert worker.stats.completed == 20 and worker.stats.fetched == 20
+
+
+def test_concurrency_runs_that_many_jobs_at_once(queue, start_worker):
+    together = threading.Barrier(4)
+
+    def handler(job):
+        together.wait(10)  # breaks (and the job fails) unless 4 handlers run at the same time
+        return "ok"
+
+    for n in range(8):
+        queue.add({"n": n})
+    start_worker(handler, concurrency=4)
+    wait_until(_completed(queue, 8))
+    assert queue.counts()["failed"] == 0
+
+
+def test_an_idle_worker_sleeps_without_polling_and_wakes_within_milliseconds(queue, start_worker):
+    started_at = []
+    worker = start_worker(lambda job: started_at.append(time.monotonic()), block_timeout_s=30.0)
+    time.sleep(0.3)  # let it go to sleep
+    calls = []
+    original = worker.client.execute_command
+    worker.client.execute_command = lambda *args, **kw: (calls.append(args[0]), original(*args, **kw))[1]
+    time.sleep(0.5)
+    assert calls == []  # asleep in BZPOPMIN, not polling
+    for _ in range(3):
+        added_at = time.monotonic()
+        queue.add({"n": 1})
+        wait_until(lambda: len(started_at) and started_at[-1] > added_at, interval=0.001)
+        latency_ms = (started_at[-1] - added_at) * 1000
+        print(f"\nwake-up latency {latency_ms:.1f} ms")
+        assert latency_ms < 100
+        started_at.clear()
+
+
+def test_failed_attempts_retry_with_backoff_then_complete(queue, start_worker):
+    statuses = []
+    attempts = []
+
+    def flaky(job):
+        attempts.append(time.monotonic())
+        if len(attempts) < 3:
+            raise ConnectionError("upstream down")
+        return "finally"
+
+    job_id = queue.add({"n": 1}, attempts=3, backoff=Backoff.fixed(50))
+    start_worker(flaky, Hooks(on_failed=lambda job, exc, status: statuses.append(status)))
+    wait_until(_completed(queue, 1))
+    job = queue.get_job(job_id)
+    assert (job.attempts_made, job.attempts_started, job.return_value) == (2, 3, "finally")
+    assert statuses == ["retry", "retry"]
+    assert all(b - a >= 0.04 for a, b in zip(attempts, attempts[1:]))  # the backoff was honoured
+    assert queue.metrics()["retried"] == 2
+
+
+def test_dead_letter_after_max_attempts_records_the_error(queue, start_worker):
+    statuses = []
+
+    def broken(job):
+        raise ValueError("cannot parse invoice")
+
+    job_id = queue.add({"n": 1}, attempts=2, backoff=Backoff.exponential(10))
+    worker = start_worker(broken, Hooks(on_failed=lambda job, exc, status: statuses.append(status)))
+    wait_until(lambda: queue.counts()["failed"] == 1)
+    job = queue.get_job(job_id)
+    assert job.failed_reason == "ValueError: cannot parse invoice"
+    assert "ValueError" in job.stacktrace and "broken" in job.stacktrace
+    assert job.attempts_made == 2
+    wait_until(lambda: statuses == ["retry", "failed"])
+    assert (worker.stats.retried, worker.stats.failed) == (1, 1)
+    assert [j.id for j in queue.failed_jobs()] == [job_id]
+
+
+def test_unrecoverable_error_skips_the_remaining_attempts(queue, start_worker):
+    def refuse(job):
+        raise UnrecoverableError("account closed")
+
+    job_id = queue.add({"n": 1}, attempts=5)
+    start_worker(refuse)
+    wait_until(lambda: queue.counts()["failed"] == 1)
+    assert queue.get_job(job_id).attempts_made == 1
+
+
+def test_heartbeats_keep_a_job_longer_than_its_lock_ttl(queue, start_worker):
+    job_id = queue.add({"n": 1})
+    # The worker sweeps every 20 ms itself: any lapse of the lock would be reclaimed.
+    start_worker(lambda job: time.sleep(0.6) or "slow", lock_ttl_ms=150, heartbeat_interval_s=0.03,
+                 sweep_interval_s=0.02)
+    wait_until(_completed(queue, 1))
+    job = queue.get_job(job_id)
+    assert (job.attempts_started, job.stalled_counter) == (1, 0)
+
+
+def test_workers_sweep_up_the_jobs_of_a_dead_worker(queue, start_worker):
+    job_id = queue.add({"n": 1})
+    assert take(queue, token="crashed:1", lock_ttl_ms=50).status == "active"
+    recovered = []
+    start_worker(lambda job: "rescued", Hooks(on_stalled=lambda ids, failed: recovered.extend(ids)),
+                 sweep_interval_s=0.05, lock_ttl_ms=1000)
+    wait_until(_completed(queue, 1))
+    job = queue.get_job(job_id)
+    assert (job.return_value, job.stalled_counter, job.attempts_started) == ("rescued", 1, 2)
+    assert recovered == [job_id]
+
+
+def test_delayed_jobs_are_picked_up_when_due(queue, start_worker):
+    started = []
+    start_worker(lambda job: started.append(time.monotonic()), block_timeout_s=30.0)
+    added_at = time.monotonic()
+    queue.add({"n": 1}, delay_ms=150)
+    wait_until(_completed(queue, 1))
+    assert 0.1 <= started[0] - added_at < 1.0  # woke for the due time, not the 30 s block timeout
+
+
+def test_stop_lets_in_flight_jobs_finish(queue, start_worker):
+    running = threading.Event()
+    job_id = queue.add({"n": 1})
+    worker = start_worker(lambda job: running.set() or time.sleep(0.3) or "done", shutdown_grace_s=5)
+    assert running.wait(5)
+    worker.stop(wait=True, timeout=10)
+    assert not worker._thread.is_alive()
+    assert queue.get_job(job_id).state == "completed"
+    queue.add({"n": 2})
+    time.sleep(0.2)
+    assert queue.counts()["wait"] == 1  # a stopped worker fetches nothing more
+
+
+def test_stop_past_the_grace_period_releases_in_flight_jobs(queue, start_worker):
+    running, finish = threading.Event(), threading.Event()
+
+    def stuck(job):
+        running.set()
+        finish.wait(10)
+        return "too late"
+
+    job_id = queue.add({"n": 1})
+    worker = start_worker(stuck, shutdown_grace_s=0.1)
+    assert running.wait(5)
+    worker.stop(wait=True, timeout=10)
+    assert worker.stats.released == 1
+    job = queue.get_job(job_id)
+    assert job.state == "wait" and job.attempts_made == 0
+    finish.set()  # the abandoned handler finishes; its outcome is refused
+    wait_until(lambda: worker.stats.lost == 1)
+    assert queue.get_job(job_id).state == "wait"
+
+
+def test_scripts_are_loaded_once_then_called_by_sha(queue, start_worker):
+    calls = []
+    queue.add({"n": 1})
+    worker = start_worker(lambda job: None)
+    wait_until(_completed(queue, 1))
+    original = worker.client.execute_command
+    worker.client.execute_command = lambda *args, **kw: (calls.append(args[0]), original(*args, **kw))[1]
+    queue.add({"n": 2})
+    wait_until(_completed(queue, 2))
+    assert "EVALSHA" in calls and "EVAL" not in calls
