@@ -58,6 +58,7 @@ class Client:
         self.watched: list[WatchRecord] = []
         self.channels: set[bytes] = set()
         self.patterns: set[bytes] = set()
+        self.shard_channels: set[bytes] = set()
         # Set while the client waits in a blocking command (see blocking.py).
         self.blocked: Any = None
         self.closing = False

@@ -65,7 +65,8 @@ def execute(c: "Client", argv: list) -> Any:
             return RedisError(errors.COMMAND_NOT_ALLOWED_IN_MULTI)
         c.multi.append((spec, argv))
         return resp.QUEUED
-    if (c.channels or c.patterns) and c.protocol == 2 and spec.root_name not in _SUBSCRIBED_ALLOWED:
+    if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
+            and spec.root_name not in _SUBSCRIBED_ALLOWED):
         return RedisError(errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
     if spec.denyoom and c.server.over_maxmemory():
         return RedisError(errors.OOM)

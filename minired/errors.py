@@ -67,6 +67,9 @@ SUBSCRIBE_CONTEXT = (
     "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
     "are allowed in this context"
 )
+PUBSUB_SUBCOMMAND_ARITY = (
+    "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP."
+)
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 BUSY = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."

@@ -17,7 +17,7 @@ G = "connection"
 def ping(c, argv):
     if len(argv) > 2:
         raise errors.wrong_arity("ping")
-    if c.protocol == 2 and (c.channels or c.patterns):
+    if c.protocol == 2 and (c.channels or c.patterns or c.shard_channels):
         return [b"pong", argv[1] if len(argv) == 2 else b""]
     return argv[1] if len(argv) == 2 else resp.PONG
 
@@ -133,7 +133,7 @@ def client_info_line(c, current=None) -> str:
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
-        f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub=0 multi={multi} "
+        f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
         f"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
         f"tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={c.protocol} "
         f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
