@@ -1,68 +1,248 @@
-"""Server configuration: every parameter CONFIG GET/SET knows, as strings, with Redis's defaults.
+"""Server configuration: every parameter CONFIG GET/SET knows, with Redis's defaults, types,
+ranges and error texts.
 
-Parameters that mean something to minired are read through typed properties; the rest are
-stored and echoed back so clients that set them (maxmemory-policy, notify-keyspace-events, ...)
-keep working.
+Values are kept as the strings CONFIG GET answers. Parameters that mean something to minired
+are read through typed properties (read on use, so CONFIG SET takes effect for the next
+connection or command); the rest are validated, stored and echoed back so clients that set
+them (maxmemory-policy, notify-keyspace-events, ...) keep working.
 """
 from __future__ import annotations
 
-DEFAULTS: dict[str, str] = {
-    "bind": "127.0.0.1",
-    "port": "6379",
-    "unixsocket": "",
-    "unixsocketperm": "0",
-    "databases": "16",
-    "requirepass": "",
-    "protected-mode": "yes",
-    "maxclients": "10000",
-    "timeout": "0",
-    "tcp-keepalive": "300",
-    "proto-max-bulk-len": "536870912",
-    "client-query-buffer-limit": "1073741824",
-    "client-output-buffer-limit": "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-    "busy-reply-threshold": "5000",
-    "maxmemory": "0",
-    "maxmemory-policy": "noeviction",
-    "maxmemory-samples": "5",
-    "appendonly": "no",
-    "appendfsync": "everysec",
-    "appendfilename": "appendonly.aof",
-    "dir": ".",
-    "dbfilename": "dump.rdb",
-    "save": "",
-    "loglevel": "notice",
-    "logfile": "",
-    "notify-keyspace-events": "",
-    "hz": "10",
-    "list-max-listpack-size": "-2",
-    "list-compress-depth": "0",
-    "hash-max-listpack-entries": "128",
-    "hash-max-listpack-value": "64",
-    "set-max-intset-entries": "512",
-    "zset-max-listpack-entries": "128",
-    "zset-max-listpack-value": "64",
-    "stream-node-max-bytes": "4096",
-    "stream-node-max-entries": "100",
-    "lazyfree-lazy-eviction": "no",
-    "lazyfree-lazy-expire": "no",
-    "lazyfree-lazy-server-del": "no",
-    "lazyfree-lazy-user-del": "no",
-    "lazyfree-lazy-user-flush": "no",
-    "slowlog-log-slower-than": "10000",
-    "slowlog-max-len": "128",
-    "latency-monitor-threshold": "0",
-    "activerehashing": "yes",
-    "lua-replicate-commands": "yes",
-    "cluster-enabled": "no",
-    "replica-read-only": "yes",
-    "daemonize": "no",
-    "io-threads": "1",
-    "enable-debug-command": "no",
-    # minired's own: opt-in clock control for tests (MINIRED ADVANCE).
-    "time-control": "no",
-}
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
-# Old names Redis still accepts, mapped to the current one.
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_UINT_MAX = 2**32 - 1
+_LLONG_MAX = 2**63 - 1
+_ULLONG_MAX = 2**64 - 1
+
+
+class ConfigError(ValueError):
+    """A value CONFIG SET (or the command line) refuses; the text is Redis's reason."""
+
+
+Normalizer = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: str
+    # Checks a new value and returns the text CONFIG GET will show; raises ConfigError.
+    normalize: Normalizer
+    # "mutable", "immutable" (start-up only) or "protected" (Redis's enable-protected-configs).
+    mode: str = "mutable"
+
+
+# --- value types -------------------------------------------------------------------------------
+
+def _string(value: str) -> str:
+    return value
+
+
+def _bool(value: str) -> str:
+    lowered = value.lower()
+    if lowered not in ("yes", "no"):
+        raise ConfigError("argument must be 'yes' or 'no'")
+    return lowered
+
+
+def _enum(*choices: str) -> Normalizer:
+    def normalize(value: str) -> str:
+        lowered = value.lower()
+        if lowered not in choices:
+            raise ConfigError(f"argument(s) must be one of the following: {', '.join(choices)}")
+        return lowered
+    return normalize
+
+
+def _parse_integer(value: str) -> int:
+    # Redis's string2ll: optional '-', digits, no '+', no spaces, no leading zeros.
+    try:
+        number = int(value)
+    except ValueError:
+        raise ConfigError("argument couldn't be parsed into an integer") from None
+    if str(number) != value or not -(2**63) <= number <= _LLONG_MAX:
+        raise ConfigError("argument couldn't be parsed into an integer")
+    return number
+
+
+def _check_range(number: int, low: int, high: int) -> None:
+    if not low <= number <= high:
+        raise ConfigError(f"argument must be between {low} and {high} inclusive")
+
+
+def _integer(low: int, high: int, clamp: tuple[int, int] | None = None) -> Normalizer:
+    def normalize(value: str) -> str:
+        number = _parse_integer(value)
+        _check_range(number, low, high)
+        if clamp is not None:  # Redis keeps e.g. hz within what the event loop can honour
+            number = min(max(number, clamp[0]), clamp[1])
+        return str(number)
+    return normalize
+
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2,
+          "g": 1000**3, "gb": 1024**3}
+
+
+def parse_memory(text: str) -> int:
+    """A size as redis.conf writes it: '100', '1k' (1000), '1kb' (1024), '2gb'; ConfigError if
+    it is not one. Values past 64 bits saturate, as strtoull does, for the range check to see."""
+    lowered = text.lower()
+    digits = lowered.rstrip("bkmg")
+    unit = lowered[len(digits):]
+    if not digits.isdigit() or not digits.isascii() or unit not in _UNITS:
+        raise ConfigError("argument must be a memory value")
+    return min(int(digits) * _UNITS[unit], _ULLONG_MAX)
+
+
+def _memory(low: int, high: int) -> Normalizer:
+    def normalize(value: str) -> str:
+        number = parse_memory(value)
+        _check_range(number, low, high)
+        return str(number)
+    return normalize
+
+
+# notify-keyspace-events: the classes in the order Redis prints them; 'A' is all of g$lshzxetd.
+_EVENT_CLASSES = "g$lshzxetd"
+_EVENT_FLAGS = _EVENT_CLASSES + "nKEm"
+
+
+def _keyspace_events(value: str) -> str:
+    chosen = set()
+    for ch in value:
+        if ch == "A":
+            chosen.update(_EVENT_CLASSES)
+        elif ch in _EVENT_FLAGS:
+            chosen.add(ch)
+        else:
+            raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+    if chosen.issuperset(_EVENT_CLASSES):
+        text = "A"
+    else:
+        text = "".join(ch for ch in _EVENT_CLASSES + "n" if ch in chosen)
+    return text + "".join(ch for ch in "KEm" if ch in chosen)
+
+
+def _save_points(value: str) -> str:
+    if value == "":
+        return ""
+    parts = value.split(" ")
+    if len(parts) % 2:
+        raise ConfigError("Invalid save parameters")
+    for part in parts:
+        try:
+            number = _parse_integer(part)
+        except ConfigError:
+            raise ConfigError("Invalid save parameters") from None
+        if number < 0:
+            raise ConfigError("Invalid save parameters")
+    return value
+
+
+_OUTPUT_BUFFER_CLASSES = {"normal": "normal", "slave": "slave", "replica": "slave",
+                          "pubsub": "pubsub"}
+
+
+def _output_buffer_limits(value: str, current: str) -> str:
+    parts = value.split()
+    if len(parts) % 4:
+        raise ConfigError("Wrong number of arguments in buffer limit configuration.")
+    limits = {}
+    current_parts = current.split()
+    for i in range(0, len(current_parts), 4):
+        limits[current_parts[i]] = current_parts[i + 1:i + 4]
+    for i in range(0, len(parts), 4):
+        cls = _OUTPUT_BUFFER_CLASSES.get(parts[i].lower())
+        if cls is None:
+            raise ConfigError("Invalid client class specified in buffer limit configuration.")
+        try:
+            hard, soft = parse_memory(parts[i + 1]), parse_memory(parts[i + 2])
+            seconds = _parse_integer(parts[i + 3])
+        except ConfigError:
+            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit "
+                              "configuration.") from None
+        if seconds < 0:
+            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit "
+                              "configuration.")
+        limits[cls] = [str(hard), str(soft), str(seconds)]
+    return " ".join(f"{cls} {' '.join(limits[cls])}" for cls in ("normal", "slave", "pubsub"))
+
+
+# --- the parameters ----------------------------------------------------------------------------
+
+_EVICTION_POLICIES = ("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
+                      "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")
+
+
+def _params(*params: Param) -> dict[str, Param]:
+    return {p.name: p for p in params}
+
+
+PARAMS: dict[str, Param] = _params(
+    # The listeners are opened once at start-up; minired does not rebind on CONFIG SET.
+    Param("bind", "127.0.0.1", _string, "immutable"),
+    Param("port", "6379", _integer(0, 65535), "immutable"),
+    Param("unixsocket", "", _string, "immutable"),
+    Param("unixsocketperm", "0", _string, "immutable"),
+    Param("databases", "16", _integer(1, _INT_MAX), "immutable"),
+    Param("requirepass", "", _string),
+    Param("protected-mode", "yes", _bool),
+    Param("maxclients", "10000", _integer(1, _UINT_MAX)),
+    Param("timeout", "0", _integer(0, _INT_MAX)),
+    Param("tcp-keepalive", "300", _integer(0, _INT_MAX)),
+    Param("proto-max-bulk-len", "536870912", _memory(1024 * 1024, _LLONG_MAX)),
+    Param("client-query-buffer-limit", "1073741824", _memory(1024 * 1024, _LLONG_MAX)),
+    Param("client-output-buffer-limit",
+          "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", _string),
+    Param("busy-reply-threshold", "5000", _integer(0, _LLONG_MAX)),
+    Param("maxmemory", "0", _memory(0, _ULLONG_MAX)),
+    Param("maxmemory-policy", "noeviction", _enum(*_EVICTION_POLICIES)),
+    Param("maxmemory-samples", "5", _integer(1, _INT_MAX)),
+    Param("appendonly", "no", _bool),
+    Param("appendfsync", "everysec", _enum("everysec", "always", "no")),
+    Param("appendfilename", "appendonly.aof", _string, "immutable"),
+    Param("dir", ".", _string, "protected"),
+    Param("dbfilename", "dump.rdb", _string, "protected"),
+    Param("save", "", _save_points),
+    Param("loglevel", "notice", _enum("debug", "verbose", "notice", "warning")),
+    Param("logfile", "", _string, "immutable"),
+    Param("notify-keyspace-events", "", _keyspace_events),
+    Param("hz", "10", _integer(0, _INT_MAX, clamp=(1, 500))),
+    Param("list-max-listpack-size", "-2", _integer(_INT_MIN, _INT_MAX)),
+    Param("list-compress-depth", "0", _integer(0, _INT_MAX)),
+    Param("hash-max-listpack-entries", "512", _integer(0, _LLONG_MAX)),
+    Param("hash-max-listpack-value", "64", _memory(0, _LLONG_MAX)),
+    Param("set-max-intset-entries", "512", _integer(0, _LLONG_MAX)),
+    Param("zset-max-listpack-entries", "128", _integer(0, _LLONG_MAX)),
+    Param("zset-max-listpack-value", "64", _memory(0, _LLONG_MAX)),
+    Param("stream-node-max-bytes", "4096", _memory(0, _LLONG_MAX)),
+    Param("stream-node-max-entries", "100", _integer(0, _LLONG_MAX)),
+    Param("lazyfree-lazy-eviction", "no", _bool),
+    Param("lazyfree-lazy-expire", "no", _bool),
+    Param("lazyfree-lazy-server-del", "no", _bool),
+    Param("lazyfree-lazy-user-del", "no", _bool),
+    Param("lazyfree-lazy-user-flush", "no", _bool),
+    Param("slowlog-log-slower-than", "10000", _integer(-1, _LLONG_MAX)),
+    Param("slowlog-max-len", "128", _integer(0, _LLONG_MAX)),
+    Param("latency-monitor-threshold", "0", _integer(0, _LLONG_MAX)),
+    Param("activerehashing", "yes", _bool),
+    Param("cluster-enabled", "no", _bool, "immutable"),
+    Param("replica-read-only", "yes", _bool),
+    # minired never replicates: shown (empty) for clients that read it, never settable.
+    Param("replicaof", "", _string, "immutable"),
+    Param("daemonize", "no", _bool, "immutable"),
+    Param("io-threads", "1", _integer(1, 128), "immutable"),
+    Param("enable-debug-command", "no", _string, "immutable"),
+    # minired's own: opt-in clock control for tests (MINIRED ADVANCE).
+    Param("time-control", "no", _bool, "immutable"),
+)
+
+DEFAULTS: dict[str, str] = {name: param.default for name, param in PARAMS.items()}
+
+# Old names Redis still accepts, mapped to the current one (CONFIG GET '*' lists both).
 ALIASES = {
     "lua-time-limit": "busy-reply-threshold",
     "hash-max-ziplist-entries": "hash-max-listpack-entries",
@@ -73,34 +253,62 @@ ALIASES = {
     "slaveof": "replicaof",
 }
 
-# Set only at start-up (CONFIG SET answers that they cannot be changed at run time).
-IMMUTABLE = frozenset({"databases", "daemonize", "io-threads", "cluster-enabled", "unixsocket",
-                       "unixsocketperm", "logfile", "time-control", "enable-debug-command"})
+IMMUTABLE = frozenset(name for name, param in PARAMS.items() if param.mode == "immutable")
 
 
 class Config:
     def __init__(self, **overrides: object) -> None:
+        """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
+        parameter's type refuses raises ConfigError naming the parameter."""
         self.values: dict[str, str] = dict(DEFAULTS)
         for name, value in overrides.items():
-            self.values[self.canonical(name.replace("_", "-"))] = _to_text(value)
+            canonical = self.canonical(name.replace("_", "-"))
+            param = PARAMS.get(canonical)
+            if param is None:
+                raise ConfigError(f"unknown configuration parameter '{name}'")
+            try:
+                self.values[canonical] = param.normalize(_to_text(value))
+            except ConfigError as exc:
+                raise ConfigError(f"'{name}': {exc}") from None
 
     @staticmethod
     def canonical(name: str) -> str:
         name = name.lower()
         return ALIASES.get(name, name)
 
+    @staticmethod
+    def known(name: str) -> bool:
+        return Config.canonical(name) in PARAMS
+
     def get(self, name: str) -> str | None:
         return self.values.get(self.canonical(name))
 
     def set(self, name: str, value: object) -> None:
+        """Store a value as given (start-up, the server itself); no validation."""
         self.values[self.canonical(name)] = _to_text(value)
+
+    def validated(self, name: str, value: str) -> str:
+        """The text `value` would be stored as by CONFIG SET name value; ConfigError if refused."""
+        param = PARAMS[self.canonical(name)]
+        if param.mode == "immutable":
+            raise ConfigError("can't set immutable config")
+        if param.mode == "protected":
+            raise ConfigError("can't set protected config")
+        if param.name == "client-output-buffer-limit":
+            return _output_buffer_limits(value, self.values[param.name])
+        return param.normalize(value)
+
+    def names(self) -> Iterator[str]:
+        """Every name CONFIG GET patterns are matched against, aliases included."""
+        yield from PARAMS
+        yield from ALIASES
 
     def _int(self, name: str) -> int:
         return parse_memory(self.values[name])
 
     @property
     def databases(self) -> int:
-        return self._int("databases")
+        return int(self.values["databases"])
 
     @property
     def requirepass(self) -> str:
@@ -116,7 +324,7 @@ class Config:
 
     @property
     def maxclients(self) -> int:
-        return self._int("maxclients")
+        return int(self.values["maxclients"])
 
     @property
     def maxmemory(self) -> int:
@@ -124,23 +332,11 @@ class Config:
 
     @property
     def busy_reply_threshold_ms(self) -> int:
-        return self._int("busy-reply-threshold")
+        return int(self.values["busy-reply-threshold"])
 
     @property
     def time_control(self) -> bool:
         return self.values["time-control"] == "yes"
-
-
-_UNITS = {"k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3}
-
-
-def parse_memory(text: str) -> int:
-    """Parse '100', '1mb', '2gb' the way redis.conf does (k = 1000, kb = 1024)."""
-    lowered = text.strip().lower()
-    for suffix in ("kb", "mb", "gb", "k", "m", "g"):
-        if lowered.endswith(suffix) and lowered[: -len(suffix)].lstrip("-").isdigit():
-            return int(lowered[: -len(suffix)]) * _UNITS[suffix]
-    return int(lowered)
 
 
 def _to_text(value: object) -> str:

@@ -54,6 +54,7 @@ def execute(c: "Client", argv: list) -> Any:
         if type(spec) is RedisError:
             if c.multi is not None:
                 c.multi_failed = True
+            c.server.stats.count_error(spec.message)
             return spec
     if not c.authenticated and "no_auth" not in spec.flags:
         if c.multi is not None:
@@ -87,5 +88,6 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     spec.calls += 1
     if type(reply) is RedisError:
         spec.failed_calls += 1
+        c.server.stats.count_error(reply.message)
     c.last_command = argv[0]
     return reply

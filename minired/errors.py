@@ -95,6 +95,17 @@ TIME_CONTROL_DISABLED = (
     "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE"
 )
 
+CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
+DEBUG_NOT_ALLOWED = (
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server."
+)
+NO_PERSISTENCE = "ERR minired keeps data in memory only: no persistence is configured to save to"
+UNKNOWN_SUBCOMMAND_OR_ARITY = (
+    "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."
+)
+
 
 def wrong_arity(name: str) -> RedisError:
     return RedisError(WRONG_ARITY.format(name))
@@ -108,3 +119,8 @@ def unknown_command(argv: list[bytes]) -> RedisError:
 
 def unknown_subcommand(container: str, sub: bytes) -> RedisError:
     return RedisError(UNKNOWN_SUBCOMMAND.format(sub.decode("utf-8", "replace")[:128], container.upper()))
+
+
+def unknown_subcommand_or_arity(sub: bytes, container: str) -> RedisError:
+    return RedisError(UNKNOWN_SUBCOMMAND_OR_ARITY.format(sub.decode("utf-8", "replace")[:128],
+                                                         container.upper()))

@@ -31,6 +31,8 @@ class Stats:
         self.expired_keys = 0
         self.net_input_bytes = 0
         self.net_output_bytes = 0
+        # INFO errorstats: error replies by their first word (ERR, WRONGTYPE, ...).
+        self.error_replies: dict[str, int] = {}
 
     def reset(self) -> None:
         self.connections_received = 0
@@ -39,6 +41,11 @@ class Stats:
         self.expired_keys = 0
         self.net_input_bytes = 0
         self.net_output_bytes = 0
+        self.error_replies = {}
+
+    def count_error(self, message: str) -> None:
+        code = message.split(" ", 1)[0]
+        self.error_replies[code] = self.error_replies.get(code, 0) + 1
 
 
 class Server:
@@ -62,6 +69,8 @@ class Server:
         self.extensions: dict[str, Any] = {}
         self.last_save = int(time.time())
         self.shutdown_requested = False
+        # DEBUG SET-ACTIVE-EXPIRE 0 turns the background sweep off (expiry stays lazy).
+        self.active_expire_enabled = True
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -93,7 +102,8 @@ class Server:
     async def _active_expire_loop(self) -> None:
         while True:
             await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
-            self.stats.expired_keys += self.keyspace.active_expire()
+            if self.active_expire_enabled:
+                self.stats.expired_keys += self.keyspace.active_expire()
             if self.keyspace.ready_keys:
                 self.blocking.serve_ready_keys()
 

@@ -1,13 +1,36 @@
-"""Server commands: INFO, CONFIG, DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN, ..."""
+"""Server commands: DBSIZE, FLUSHDB/FLUSHALL, TIME, SAVE/BGSAVE/LASTSAVE, SHUTDOWN, CONFIG, DEBUG,
+ROLE, LOLWUT, MEMORY, SLOWLOG, LATENCY. INFO, COMMAND and ACL live in introspection.py.
+
+Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
+SAVE, BGSAVE and SHUTDOWN SAVE sets `server.extensions["persistence"]` to an object with
+`save()` (write a snapshot now, raise RedisError on failure; update `server.last_save`) and
+`background_save(schedule: bool) -> str` (the status text to reply). Without one, minired keeps
+data in memory only and says so instead of pretending a snapshot was written.
+"""
 from __future__ import annotations
 
-from .. import errors
+import ipaddress
+import logging
+import sys
+import time
+
+from .. import REDIS_VERSION, errors
+from ..config import Config, ConfigError
 from ..errors import RedisError
-from ..resp import OK
-from .table import command
+from ..glob import glob_match, is_literal
+from ..resp import OK, Status, Verbatim
+from .args import parse_int
+from .table import command, container_command
 
 G = "server"
+log = logging.getLogger("minired")
 
+
+def _help(*lines: str) -> list:
+    return [Status(line.encode()) for line in lines]
+
+
+# --- keyspace-wide -------------------------------------------------------------------------------
 
 def _flush_mode(argv) -> None:
     if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() not in (b"async", b"sync")):
@@ -16,6 +39,7 @@ def _flush_mode(argv) -> None:
 
 @command("flushall", arity=-1, flags="write", group=G)
 def flushall(c, argv):
+    """Remove all keys from all databases"""
     _flush_mode(argv)
     c.server.keyspace.flushall()
     return OK
@@ -23,6 +47,7 @@ def flushall(c, argv):
 
 @command("flushdb", arity=-1, flags="write", group=G)
 def flushdb(c, argv):
+    """Remove all keys from the current database"""
     _flush_mode(argv)
     c.db.flush()
     return OK
@@ -30,4 +55,404 @@ def flushdb(c, argv):
 
 @command("dbsize", arity=1, flags="readonly fast", group=G)
 def dbsize(c, argv):
+    """Return the number of keys in the selected database"""
     return len(c.db)
+
+
+@command("time", arity=1, flags="loading stale fast", group=G)
+def time_(c, argv):
+    """Return the current server time"""
+    seconds, micros = divmod(c.server.clock.us(), 1_000_000)
+    return [b"%d" % seconds, b"%d" % micros]
+
+
+# --- persistence ---------------------------------------------------------------------------------
+
+def _persistence(c):
+    persistence = c.server.extensions.get("persistence")
+    if persistence is None:
+        raise RedisError(errors.NO_PERSISTENCE)
+    return persistence
+
+
+@command("lastsave", arity=1, flags="loading stale fast", group=G)
+def lastsave(c, argv):
+    """Get the UNIX time stamp of the last successful save to disk"""
+    return c.server.last_save
+
+
+@command("save", arity=1, flags="admin noscript no_async_loading no_multi", group=G)
+def save(c, argv):
+    """Synchronously save the dataset to disk"""
+    _persistence(c).save()
+    return OK
+
+
+@command("bgsave", arity=-1, flags="admin noscript no_async_loading", group=G)
+def bgsave(c, argv):
+    """Asynchronously save the dataset to disk"""
+    if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() != b"schedule"):
+        raise RedisError(errors.SYNTAX)
+    return Status(_persistence(c).background_save(len(argv) == 2).encode())
+
+
+@command("shutdown", arity=-1, flags="admin noscript loading stale no_multi allow_busy", group=G)
+def shutdown(c, argv):
+    """Synchronously save the dataset to disk and then shut down the server"""
+    options = set()
+    for raw in argv[1:]:
+        option = raw.lower()
+        if option not in (b"nosave", b"save", b"now", b"force", b"abort"):
+            raise RedisError(errors.SYNTAX)
+        options.add(option)
+    if {b"nosave", b"save"} <= options or (b"abort" in options and len(options) > 1):
+        raise RedisError(errors.SYNTAX)
+    if b"abort" in options:
+        # minired's shutdown never waits (no replicas to catch up), so none can be pending.
+        raise RedisError("ERR No shutdown in progress.")
+    server = c.server
+    wants_save = b"save" in options or (b"nosave" not in options and bool(server.config.get("save")))
+    if wants_save:
+        persistence = server.extensions.get("persistence")
+        if persistence is None:
+            if b"save" in options:
+                raise RedisError(errors.NO_PERSISTENCE)
+        else:
+            try:
+                persistence.save()
+            except RedisError:
+                if b"force" not in options:
+                    log.warning("error saving before SHUTDOWN; not shutting down")
+                    raise RedisError("ERR Errors trying to SHUTDOWN. Check logs.") from None
+    log.warning("User requested shutdown...")
+    # Every connection, this one included, is closed: like Redis, no reply is sent.
+    server.request_shutdown()
+    return None
+
+
+# --- CONFIG --------------------------------------------------------------------------------------
+
+container_command("config", G, summary="A container for server configuration commands")
+
+
+@command("get", arity=-3, flags="admin noscript loading stale", parent="config", group=G)
+def config_get(c, argv):
+    """Get the values of configuration parameters"""
+    config = c.server.config
+    found: dict[bytes, bytes] = {}
+    for raw in argv[2:]:
+        if is_literal(raw):
+            name = raw.decode(errors="replace")
+            if Config.known(name):
+                # A literal name is echoed as asked (case and alias kept), as Redis does.
+                found.setdefault(raw, config.get(name).encode())
+            continue
+        for name in config.names():
+            if glob_match(raw, name.encode(), nocase=True):
+                found.setdefault(name.encode(), config.get(name).encode())
+    return found
+
+
+@command("set", arity=-4, flags="admin noscript loading stale", parent="config", group=G)
+def config_set(c, argv):
+    """Set configuration parameters to the given values"""
+    if len(argv) % 2:
+        raise RedisError(errors.SYNTAX)
+    config = c.server.config
+    changes: dict[str, str] = {}
+    for i in range(2, len(argv), 2):
+        raw_name = argv[i].decode(errors="replace")
+        if not Config.known(raw_name):
+            raise RedisError(f"ERR Unknown option or number of arguments for CONFIG SET - '{raw_name}'")
+        canonical = Config.canonical(raw_name)
+        if canonical in changes:
+            raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, "duplicate parameter"))
+        try:
+            changes[canonical] = config.validated(raw_name, argv[i + 1].decode(errors="replace"))
+        except ConfigError as exc:
+            raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, exc)) from None
+    # All or nothing: nothing is stored until every pair has been checked.
+    for name, value in changes.items():
+        config.set(name, value)
+    return OK
+
+
+@command("resetstat", arity=2, flags="admin noscript loading stale", parent="config", group=G)
+def config_resetstat(c, argv):
+    """Reset the stats returned by INFO"""
+    server = c.server
+    server.stats.reset()
+    for spec in introspection.all_specs():
+        spec.calls = spec.usec = spec.failed_calls = spec.rejected_calls = 0
+    return OK
+
+
+@command("rewrite", arity=2, flags="admin noscript loading stale", parent="config", group=G)
+def config_rewrite(c, argv):
+    """Rewrite the configuration file with the in memory configuration"""
+    # minired is configured by flags and CONFIG SET only; there is no file to rewrite.
+    raise RedisError("ERR The server is running without a config file")
+
+
+@command("help", arity=2, flags="loading stale", parent="config", group=G)
+def config_help(c, argv):
+    """Show helpful text about the different subcommands"""
+    return _help(
+        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET <pattern>",
+        "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>",
+        "    Set the configuration <directive> to <value>.",
+        "RESETSTAT",
+        "    Reset statistics reported by the INFO command.",
+        "REWRITE",
+        "    Rewrite the configuration file.",
+        "HELP",
+        "    Prints this help.",
+    )
+
+
+# --- DEBUG (off unless enable-debug-command allows it, as in Redis 7) ----------------------------
+
+def _debug_allowed(c) -> bool:
+    setting = c.server.config.get("enable-debug-command")
+    if setting == "yes":
+        return True
+    if setting != "local":
+        return False
+    host = c.addr.rsplit(":", 1)[0].strip("[]")
+    if not host:  # a Unix socket is local
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _atof(raw: bytes) -> float:
+    """C's atof: the longest numeric prefix, 0 when there is none."""
+    text = raw.decode(errors="replace").strip()
+    for end in range(len(text), 0, -1):
+        try:
+            return float(text[:end])
+        except ValueError:
+            continue
+    return 0.0
+
+
+def _atoi(raw: bytes) -> int:
+    return int(_atof(raw))
+
+
+@command("debug", arity=-2, flags="admin noscript loading stale", group=G)
+def debug(c, argv):
+    """A container for debugging commands"""
+    if not _debug_allowed(c):
+        raise RedisError(errors.DEBUG_NOT_ALLOWED)
+    sub = argv[1].lower()
+    if sub == b"help" and len(argv) == 2:
+        return _help(
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
+            "LOG <message>",
+            "    Write <message> to the server log.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+            "HELP",
+            "    Prints this help.",
+        )
+    if sub == b"sleep" and len(argv) == 3:
+        seconds = _atof(argv[2])
+        if seconds > 0:
+            time.sleep(seconds)  # DEBUG SLEEP stops the whole server, as in Redis
+        return OK
+    if sub == b"set-active-expire" and len(argv) == 3:
+        c.server.active_expire_enabled = _atoi(argv[2]) != 0
+        return OK
+    if sub == b"error" and len(argv) == 3:
+        return RedisError(argv[2].decode(errors="replace"))
+    if sub == b"log" and len(argv) == 3:
+        log.warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
+        return OK
+    raise RedisError(errors.unknown_subcommand_or_arity(argv[1], "DEBUG"))
+
+
+# --- replication, fun, memory --------------------------------------------------------------------
+
+@command("role", arity=1, flags="noscript loading stale fast", group=G)
+def role(c, argv):
+    """Return the role of the instance in the context of replication"""
+    return [b"master", 0, []]  # minired never replicates: always a master with no replicas
+
+
+@command("lolwut", arity=-1, flags="readonly fast", group=G)
+def lolwut(c, argv):
+    """Display some computer art and the Redis version"""
+    i = 1
+    while i < len(argv):
+        if argv[i].lower() == b"version" and i + 1 < len(argv):
+            parse_int(argv[i + 1])
+            i += 2
+        else:
+            i += 1
+    return Verbatim(f"Redis ver. {REDIS_VERSION}\n".encode())
+
+
+container_command("memory", G, summary="A container for memory diagnostics commands")
+
+_OBJECT_OVERHEAD = 16  # what Redis's MEMORY USAGE adds for the key's dict entry
+
+
+def _approximate_size(value) -> int:
+    """Bytes a value takes, estimated from its payload (Python's own overhead is not Redis's)."""
+    if isinstance(value, (bytes, bytearray)):
+        return len(value) + _OBJECT_OVERHEAD
+    if isinstance(value, dict):
+        return sum(len(k) + _approximate_size(v) for k, v in value.items()) + _OBJECT_OVERHEAD
+    try:
+        items = list(value)
+    except TypeError:
+        return sys.getsizeof(value)
+    return sum(_approximate_size(x) if isinstance(x, (bytes, bytearray)) else sys.getsizeof(x)
+               for x in items) + _OBJECT_OVERHEAD
+
+
+@command("usage", arity=-3, flags="readonly", keys=(2, 2, 1), parent="memory", group=G)
+def memory_usage(c, argv):
+    """Estimate the memory usage of a key"""
+    if len(argv) == 5 and argv[3].lower() == b"samples":
+        parse_int(argv[4])
+    elif len(argv) != 3:
+        raise RedisError(errors.SYNTAX)
+    value = c.db.get(argv[2])
+    if value is None:
+        return None
+    return len(argv[2]) + _approximate_size(value)
+
+
+@command("doctor", arity=2, flags="", parent="memory", group=G)
+def memory_doctor(c, argv):
+    """Outputs memory problems report"""
+    return Verbatim(b"minired runs on the Python heap; there is no allocator report to analyse.\n")
+
+
+@command("purge", arity=2, flags="", parent="memory", group=G)
+def memory_purge(c, argv):
+    """Ask the allocator to release memory"""
+    import gc
+
+    gc.collect()
+    return OK
+
+
+@command("help", arity=2, flags="loading stale", parent="memory", group=G)
+def memory_help(c, argv):
+    """Show helpful text about the different subcommands"""
+    return _help(
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return memory problems reports.",
+        "PURGE",
+        "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        "HELP",
+        "    Prints this help.",
+    )
+
+
+# --- SLOWLOG and LATENCY: minired records neither, so both are always empty ----------------------
+
+container_command("slowlog", G, summary="A container for slow log commands")
+
+
+@command("get", arity=-2, flags="admin loading stale", parent="slowlog", group=G)
+def slowlog_get(c, argv):
+    """Get the slow log's entries"""
+    if len(argv) > 3:
+        raise RedisError(errors.unknown_subcommand_or_arity(argv[1], "SLOWLOG"))
+    if len(argv) == 3:
+        count = parse_int(argv[2], "ERR count should be greater than or equal to -1")
+        if count < -1:
+            raise RedisError("ERR count should be greater than or equal to -1")
+    return []
+
+
+@command("len", arity=2, flags="admin loading stale", parent="slowlog", group=G)
+def slowlog_len(c, argv):
+    """Get the slow log's length"""
+    return 0
+
+
+@command("reset", arity=2, flags="admin loading stale", parent="slowlog", group=G)
+def slowlog_reset(c, argv):
+    """Clear all entries from the slow log"""
+    return OK
+
+
+@command("help", arity=2, flags="loading stale", parent="slowlog", group=G)
+def slowlog_help(c, argv):
+    """Show helpful text about the different subcommands"""
+    return _help(
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Prints this help.",
+    )
+
+
+container_command("latency", G, summary="A container for latency diagnostics commands")
+
+
+@command("latest", arity=2, flags="admin noscript loading stale", parent="latency", group=G)
+def latency_latest(c, argv):
+    """Return the latest latency samples for all events"""
+    return []
+
+
+@command("history", arity=3, flags="admin noscript loading stale", parent="latency", group=G)
+def latency_history(c, argv):
+    """Return timestamp-latency samples for the event"""
+    return []
+
+
+@command("reset", arity=-2, flags="admin noscript loading stale", parent="latency", group=G)
+def latency_reset(c, argv):
+    """Reset latency data for one or more events"""
+    return 0
+
+
+@command("help", arity=2, flags="loading stale", parent="latency", group=G)
+def latency_help(c, argv):
+    """Show helpful text about the different subcommands"""
+    return _help(
+        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "HISTORY <event>",
+        "    Return time-latency samples for the <event> class.",
+        "LATEST",
+        "    Return the latest latency samples for all events.",
+        "RESET [<event> ...]",
+        "    Reset latency data of one or more <event> classes.",
+        "    (default: reset all data for all event classes)",
+        "HELP",
+        "    Prints this help.",
+    )
+
+
+# COMMAND, ACL and INFO describe the server from the table; importing registers them.
+from . import introspection  # noqa: E402,F401
