@@ -300,13 +300,12 @@ def split_inline(line: bytes) -> list[bytes]:
 # Encoding
 
 def format_double(value: float) -> bytes:
-    """A double as Redis 7.0 prints it in replies: integral values without a fraction, else %.17g."""
+    """A double as Redis 7.0's addReplyDouble prints it: %.17g (so 3.0 is "3", 0.1 is
+    "0.10000000000000001", -0.0 is "-0"), infinities as "inf"/"-inf"."""
     if math.isinf(value):
         return b"inf" if value > 0 else b"-inf"
     if math.isnan(value):
         return b"nan"
-    if value.is_integer() and abs(value) < 2**53:
-        return b"%d" % value
     return b"%.17g" % value
 
 

@@ -176,5 +176,8 @@ def test_nested_structures():
 
 def test_double_formatting_follows_redis_7_0():
     assert resp.format_double(0.1) == b"0.10000000000000001"
-    assert resp.format_double(-0.0) == b"0"
+    assert resp.format_double(-0.0) == b"-0"  # ZINCRBY z -0 new-member replies "-0"
+    assert resp.format_double(3.0) == b"3"
+    assert resp.format_double(1e16) == b"10000000000000000"
+    assert resp.format_double(1e17) == b"1e+17"
     assert resp.format_double(1e20) == b"1e+20"
