@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from .. import errors
 from ..errors import RedisError
@@ -23,16 +24,14 @@ def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
 
 
 def parse_float(raw: bytes, error: str = errors.NOT_FLOAT) -> float:
-    """A double as Redis's string2d reads it: no surrounding spaces, no NaN; 'inf' allowed."""
-    if not raw or raw[:1].isspace() or raw[-1:].isspace() or b"_" in raw:
+    """A double as Redis's string2d reads it: strtod syntax (hex and 'inf' included) filling the
+    whole string, no leading space, no NaN, and no overflow or underflow to zero."""
+    if not raw or raw[0] in _C_SPACE:
         raise RedisError(error)
-    try:
-        value = float(raw)
-    except ValueError:
-        raise RedisError(error) from None
-    if math.isnan(value):
+    parsed = c_strtod(raw)
+    if parsed is None or parsed[1] or parsed[0] != parsed[0]:
         raise RedisError(error)
-    return value
+    return parsed[0]
 
 
 def parse_non_negative(raw: bytes, error: str = errors.MUST_BE_POSITIVE) -> int:
@@ -40,3 +39,50 @@ def parse_non_negative(raw: bytes, error: str = errors.MUST_BE_POSITIVE) -> int:
     if value < 0:
         raise RedisError(error)
     return value
+
+
+# C strtod, as Redis's string2d and sorted-set range parsing see it -----------------------------
+
+_C_SPACE = frozenset(b" \t\n\v\f\r")
+_C_DOUBLE = re.compile(
+    rb"[+-]?(?:"
+    rb"0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+    rb"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    rb"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+    rb"|([nN][aA][nN])(?:\([0-9A-Za-z_]*\))?)")
+
+
+def c_strtod(raw: bytes) -> tuple[float, bool] | None:
+    """`(value, out_of_range)` if all of raw is one strtod number (no surrounding space), else
+    None. out_of_range is strtod's ERANGE that Redis refuses: overflow to infinity, or a
+    non-zero literal that underflows to 0."""
+    match = _C_DOUBLE.fullmatch(raw)
+    if match is None:
+        return None
+    if match.group(1):
+        return math.nan, False
+    text = raw.lstrip(b"+-")
+    if text[:2] in (b"0x", b"0X"):
+        try:
+            value = float.fromhex(raw.decode())
+        except OverflowError:
+            return (math.inf if raw[:1] != b"-" else -math.inf), True
+        mantissa = text[2:].split(b"p")[0].split(b"P")[0]
+    else:
+        value = float(raw)
+        if math.isinf(value):
+            return value, text[:1] not in b"iI"
+        mantissa = text.split(b"e")[0].split(b"E")[0]
+    return value, value == 0.0 and mantissa.strip(b"0.") != b""
+
+
+def parse_range_double(raw: bytes) -> float | None:
+    """A sorted-set range bound after its optional '(' as zslParseRange reads it: plain strtod,
+    so leading space is skipped, out-of-range values saturate, and "" is 0. None if invalid."""
+    if not raw:
+        return 0.0
+    stripped = raw.lstrip(b" \t\n\v\f\r")
+    parsed = c_strtod(stripped) if stripped else None
+    if parsed is None or parsed[0] != parsed[0]:
+        return None
+    return parsed[0]
