@@ -1,0 +1,74 @@
+"""The effect guard: side effects once per job, however often the job is delivered."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from minired_queue import RedisOp
+from minired_queue.effects import AsyncEffectGuard, EffectGuard
+
+
+def _ledger(queue) -> str:
+    return f"{queue.keys.base}:ledger"  # same hash tag: same slot as the markers
+
+
+def test_apply_once_applies_redis_writes_once_per_job_and_effect(client, queue):
+    guard = EffectGuard(client, queue.keys)
+    charge = RedisOp("HINCRBY", _ledger(queue), "order-1", 500)
+    log = RedisOp("RPUSH", f"{queue.keys.base}:log", "charged order-1")
+    for _delivery in range(3):
+        guard.apply_once("job-1", "charge", [charge, log])
+    assert int(client.hget(_ledger(queue), "order-1")) == 500
+    assert client.lrange(f"{queue.keys.base}:log", 0, -1) == [b"charged order-1"]
+    assert guard.apply_once("job-1", "refund-check", [charge]) is True  # another effect of the job
+    assert guard.apply_once("job-2", "charge", [charge]) is True  # the same effect of another job
+    assert int(client.hget(_ledger(queue), "order-1")) == 1500
+    assert client.exists(queue.keys.effect("job-1", "charge")) == 1
+    assert guard.was_applied("job-1", "charge") and not guard.was_applied("job-3", "charge")
+
+
+def test_effect_markers_expire_with_their_ttl(client, queue, clock):
+    guard = EffectGuard(client, queue.keys, ttl_ms=60)
+    op = RedisOp("INCR", f"{queue.keys.base}:n")
+    assert guard.apply_once("job-1", "e", [op]) is True
+    assert guard.apply_once("job-1", "e", [op]) is False
+    clock.advance(100)
+    assert guard.apply_once("job-1", "e", [op]) is True
+
+
+def test_run_once_skips_a_repeat_and_retries_after_a_failure(client, queue):
+    guard = EffectGuard(client, queue.keys)
+    sent = []
+    assert guard.run_once("job-1", "email", lambda: sent.append("hello") or "id-1") == (True, "id-1")
+    assert guard.run_once("job-1", "email", lambda: sent.append("hello")) == (False, None)
+    assert sent == ["hello"]
+
+    def smtp_down():
+        raise ConnectionError("smtp down")
+
+    with pytest.raises(ConnectionError):
+        guard.run_once("job-2", "email", smtp_down, token="delivery-1")
+    assert not guard.was_applied("job-2", "email")  # released, so the retry sends it
+    assert guard.run_once("job-2", "email", lambda: "sent", token="delivery-2") == (True, "sent")
+
+
+def test_async_guard_behaves_the_same(backend, queue):
+    async def scenario():
+        client = backend.async_client()
+        guard = AsyncEffectGuard(client, queue.keys)
+        op = RedisOp("HINCRBY", _ledger(queue), "x", 1)
+        applied = [await guard.apply_once("job-1", "count", [op]) for _ in range(3)]
+
+        async def send():
+            return "sent"
+
+        ran = [await guard.run_once("job-1", "mail", send) for _ in range(2)]
+        value = await client.hget(_ledger(queue), "x")
+        await client.aclose()
+        return applied, ran, value
+
+    applied, ran, value = asyncio.run(scenario())
+    assert applied == [True, False, False]
+    assert ran == [(True, "sent"), (False, None)]
+    assert int(value) == 1
