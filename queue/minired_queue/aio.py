@@ -14,7 +14,8 @@ from .effects import AsyncEffectGuard
 from .errors import UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
-from .options import Hooks, WorkerOptions, WorkerStats, block_timeout, delayed_job_due, describe_error, new_worker_id
+from .options import (Hooks, MaintenanceSchedule, WorkerOptions, WorkerStats, block_timeout, delayed_job_due,
+                      describe_error, new_worker_id)
 from .sweeper import AsyncSweeper
 from .transitions import (RedisOp, SweepResult, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -186,17 +187,16 @@ class AsyncWorker:
 
     # --- maintenance: heartbeat and sweep -------------------------------------------------
     async def _maintain(self) -> None:
-        sweep_every = self.options.sweep_interval_s
-        next_sweep = time.monotonic()
+        schedule = MaintenanceSchedule(self.options, time.monotonic())
         while True:
-            await asyncio.sleep(self.options.heartbeat_interval_s)
             try:
-                await self._renew_locks()
-                if sweep_every is not None and not self._stopping.is_set() and time.monotonic() >= next_sweep:
-                    next_sweep = time.monotonic() + sweep_every
-                    await self.sweep(throttle_ms=int(sweep_every * 1000))
+                if schedule.heartbeat_due(time.monotonic()):
+                    await self._renew_locks()
+                if schedule.sweep_due(time.monotonic()) and not self._stopping.is_set():
+                    await self.sweep(throttle_ms=int(schedule.sweep_s * 1000))
             except Exception:
                 log.exception("worker %s maintenance failed; retrying next beat", self.id)
+            await asyncio.sleep(schedule.tick_s)
 
     async def _renew_locks(self) -> None:
         for active, _ in list(self._in_flight.values()):

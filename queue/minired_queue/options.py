@@ -99,3 +99,28 @@ def block_timeout(fetch: Fetch, longest_s: float) -> float:
 
 def delayed_job_due(fetch: Fetch) -> bool:
     return 0 <= fetch.next_due_ms <= fetch.now_ms
+
+
+class MaintenanceSchedule:
+    """When a worker's maintenance loop renews locks and when it offers to sweep. A worker
+    sweeps as soon as it starts (a restarted fleet recovers its predecessors' jobs at once),
+    then every ``sweep_interval_s``; it wakes often enough for both."""
+
+    def __init__(self, options: WorkerOptions, now: float) -> None:
+        self.heartbeat_s = options.heartbeat_interval_s
+        self.sweep_s = options.sweep_interval_s
+        self.tick_s = min(self.heartbeat_s, self.sweep_s) if self.sweep_s else self.heartbeat_s
+        self.next_heartbeat = now + self.heartbeat_s
+        self.next_sweep = now
+
+    def heartbeat_due(self, now: float) -> bool:
+        if now < self.next_heartbeat:
+            return False
+        self.next_heartbeat = now + self.heartbeat_s
+        return True
+
+    def sweep_due(self, now: float) -> bool:
+        if self.sweep_s is None or now < self.next_sweep:
+            return False
+        self.next_sweep = now + self.sweep_s
+        return True

@@ -17,7 +17,8 @@ from .effects import EffectGuard
 from .errors import UnrecoverableError
 from .job import Job, text
 from .keys import QueueKeys
-from .options import Hooks, WorkerOptions, WorkerStats, block_timeout, delayed_job_due, describe_error, new_worker_id
+from .options import (Hooks, MaintenanceSchedule, WorkerOptions, WorkerStats, block_timeout, delayed_job_due,
+                      describe_error, new_worker_id)
 from .sweeper import Sweeper
 from .transitions import (RedisOp, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -215,16 +216,17 @@ class Worker:
     def _maintain(self) -> None:
         """Runs until in-flight jobs are finished or released, so locks stay renewed
         through the shutdown grace period; sweeps stop as soon as stopping starts."""
-        sweep_every = self.options.sweep_interval_s
-        next_sweep = time.monotonic()
-        while not self._maintenance_done.wait(self.options.heartbeat_interval_s):
+        schedule = MaintenanceSchedule(self.options, time.monotonic())
+        while True:
             try:
-                self._renew_locks()
-                if sweep_every is not None and not self._stopping.is_set() and time.monotonic() >= next_sweep:
-                    next_sweep = time.monotonic() + sweep_every
-                    self.sweep(throttle_ms=int(sweep_every * 1000))
+                if schedule.heartbeat_due(time.monotonic()):
+                    self._renew_locks()
+                if schedule.sweep_due(time.monotonic()) and not self._stopping.is_set():
+                    self.sweep(throttle_ms=int(schedule.sweep_s * 1000))
             except Exception:
                 log.exception("worker %s maintenance failed; retrying next beat", self.id)
+            if self._maintenance_done.wait(schedule.tick_s):
+                return
 
     def _renew_locks(self) -> None:
         with self._in_flight_changed:

@@ -1,0 +1,144 @@
+"""The asyncio worker: the same guarantees as the synchronous one on redis.asyncio."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from minired_queue import Backoff, RedisOp
+from minired_queue.aio import AsyncWorker
+from minired_queue.options import Hooks, WorkerOptions
+
+from .helpers import take
+
+
+async def _until(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def _run(backend, queue, handler, scenario, hooks: Hooks | None = None, **options):
+    """Run ``scenario(worker)`` next to a running AsyncWorker, then stop it cleanly."""
+    async def main():
+        client = backend.async_client()
+        worker = AsyncWorker(queue.keys, client, handler, WorkerOptions(**{"block_timeout_s": 1.0, **options}),
+                             hooks)
+        runner = asyncio.create_task(worker.run())
+        try:
+            return await scenario(worker)
+        finally:
+            worker.stop()
+            await asyncio.wait_for(runner, 15)
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+def test_async_and_plain_handlers_complete_jobs(backend, queue):
+    ids = [queue.add({"n": n}) for n in range(10)]
+
+    async def double(job):
+        await asyncio.sleep(0.001)
+        return job.data["n"] * 2
+
+    async def scenario(worker):
+        await _until(lambda: queue.counts()["completed"] == 10)
+        return worker.stats.completed
+
+    assert _run(backend, queue, double, scenario, concurrency=3) == 10
+    assert [queue.get_job(i).return_value for i in ids] == [n * 2 for n in range(10)]
+
+    more = [queue.add({"n": n}) for n in range(3)]
+    _run(backend, queue, lambda job: f"sync {job.data['n']}",  # a plain function runs in a thread
+         lambda worker: _until(lambda: queue.counts()["completed"] == 13))
+    assert [queue.get_job(i).return_value for i in more] == ["sync 0", "sync 1", "sync 2"]
+
+
+def test_async_concurrency_overlaps_jobs(backend, queue):
+    running, peak = 0, 0
+
+    async def handler(job):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.1)
+        running -= 1
+
+    for n in range(8):
+        queue.add({"n": n})
+    _run(backend, queue, handler, lambda w: _until(lambda: queue.counts()["completed"] == 8), concurrency=4)
+    assert peak == 4
+
+
+def test_async_wake_up_is_immediate(backend, queue):
+    started = []
+
+    async def scenario(worker):
+        await asyncio.sleep(0.3)
+        added = time.monotonic()
+        queue.add({"n": 1})
+        await _until(lambda: started)
+        return (started[0] - added) * 1000
+
+    latency_ms = _run(backend, queue, lambda job: started.append(time.monotonic()), scenario, block_timeout_s=30)
+    print(f"\nasync wake-up latency {latency_ms:.1f} ms")
+    assert latency_ms < 100
+
+
+def test_async_retries_then_dead_letters_with_hooks(backend, queue):
+    statuses = []
+
+    async def broken(job):
+        raise RuntimeError(f"attempt {job.job.attempts_started}")
+
+    async def on_failed(job, exc, status):
+        statuses.append(status)
+
+    job_id = queue.add({"n": 1}, attempts=3, backoff=Backoff.exponential(10))
+    _run(backend, queue, broken, lambda w: _until(lambda: len(statuses) == 3), Hooks(on_failed=on_failed))
+    job = queue.get_job(job_id)
+    assert statuses == ["retry", "retry", "failed"]
+    assert job.state == "failed" and job.failed_reason == "RuntimeError: attempt 3"
+
+
+def test_async_effect_guard_and_heartbeat(backend, queue):
+    ledger = f"{queue.keys.base}:ledger"
+
+    async def handler(job):
+        await job.apply_once("pay", RedisOp("HINCRBY", ledger, job.id, 1))
+        await job.apply_once("pay", RedisOp("HINCRBY", ledger, job.id, 1))
+        await asyncio.sleep(0.5)  # several lock TTLs: the heartbeat must keep it
+        return "paid"
+
+    job_id = queue.add({"n": 1})
+    _run(backend, queue, handler, lambda w: _until(lambda: queue.counts()["completed"] == 1),
+         lock_ttl_ms=120, heartbeat_interval_s=0.03, sweep_interval_s=0.02)
+    assert int(queue.client.hget(ledger, job_id)) == 1
+    assert queue.get_job(job_id).attempts_started == 1
+
+
+def test_async_worker_sweeps_and_stops_gracefully(backend, queue):
+    stalled_id = queue.add({"n": "stalled"})
+    assert take(queue, token="crashed:1", lock_ttl_ms=50).status == "active"
+    stuck_id = queue.add({"n": "stuck"})
+    recovered = []
+
+    async def handler(job):
+        if job.data["n"] == "stuck":
+            await asyncio.sleep(30)
+        return "ok"
+
+    async def scenario(worker):
+        await _until(lambda: queue.get_state(stalled_id) == "completed")
+        await _until(lambda: queue.get_state(stuck_id) == "active")
+        return worker
+
+    worker = _run(backend, queue, handler, scenario, Hooks(on_stalled=lambda ids, failed: recovered.extend(ids)),
+                  sweep_interval_s=0.05, shutdown_grace_s=0.2, concurrency=2)
+    assert recovered == [stalled_id]
+    assert worker.stats.released == 1
+    assert queue.get_state(stuck_id) == "wait"  # released on stop, first in line
+    assert queue.get_job(stuck_id).attempts_made == 0
