@@ -201,6 +201,8 @@ PARAMS: dict[str, Param] = _params(
     Param("maxmemory", "0", _memory(0, _ULLONG_MAX)),
     Param("maxmemory-policy", "noeviction", _enum(*_EVICTION_POLICIES)),
     Param("maxmemory-samples", "5", _integer(1, _INT_MAX)),
+    Param("maxmemory-eviction-tenacity", "10", _integer(0, 100)),
+    Param("maxmemory-clients", "0", _memory(0, _LLONG_MAX)),
     Param("appendonly", "no", _bool),
     Param("appendfsync", "everysec", _enum("everysec", "always", "no")),
     Param("appendfilename", "appendonly.aof", _string, "immutable"),

@@ -22,7 +22,7 @@ def ping(c, argv):
     return argv[1] if len(argv) == 2 else resp.PONG
 
 
-@command("echo", arity=2, flags="fast", group=G)
+@command("echo", arity=2, flags="loading stale fast", group=G)
 def echo(c, argv):
     return argv[1]
 

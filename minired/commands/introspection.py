@@ -56,7 +56,10 @@ def acl_categories(spec: CommandSpec) -> list[str]:
     """The categories Redis would give a command of this group with these flags."""
     flags = spec.flags
     found = set()
-    implied = GROUP_CATEGORY.get(spec.group)
+    # Redis declares a group's category per command; containers and HELP subcommands get none.
+    implied = None
+    if spec.handler is not None and spec.name != "help":
+        implied = GROUP_CATEGORY.get(spec.group)
     if implied:
         found.add(implied)
     if "write" in flags:
@@ -142,10 +145,11 @@ def _key_positions(argv: list) -> tuple[CommandSpec, list[int]]:
     """The spec argv runs and its key positions, with Redis's COMMAND GETKEYS errors."""
     spec = COMMANDS.get(argv[0].lower())
     if spec is not None and spec.subcommands and len(argv) >= 2:
-        spec = spec.subcommands.get(argv[1].lower(), spec)
+        spec = spec.subcommands.get(argv[1].lower())
     if spec is None or spec.handler is None:
         raise RedisError("ERR Invalid command specified")
-    if not spec.first_key and spec.key_finder is None:
+    # Shard channels sit at key positions (for cluster slots) but are not keys.
+    if (not spec.first_key and spec.key_finder is None) or "pubsub" in spec.flags:
         raise RedisError("ERR The command has no key arguments")
     if not spec.arity_ok(len(argv)):
         raise RedisError("ERR Invalid number of arguments specified for command")
@@ -160,6 +164,8 @@ def _key_positions(argv: list) -> tuple[CommandSpec, list[int]]:
 @command("command", arity=-1, flags="loading stale", group=G)
 def command_(c, argv):
     """Get array of Redis command details"""
+    if len(argv) > 1:  # COMMAND has a handler of its own, so dispatch lets unknown subcommands in
+        raise errors.unknown_subcommand("command", argv[1])
     return [command_info(spec) for spec in COMMANDS.values()]
 
 
@@ -173,7 +179,7 @@ def command_count(c, argv):
 def command_info_(c, argv):
     """Get array of specific Redis command details, or all when no argument is given"""
     if len(argv) == 2:
-        return command_(c, argv)
+        return [command_info(spec) for spec in COMMANDS.values()]
     found = []
     for name in argv[2:]:
         spec = find_spec(name)

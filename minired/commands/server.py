@@ -159,20 +159,22 @@ def config_set(c, argv):
     if len(argv) % 2:
         raise RedisError(errors.SYNTAX)
     config = c.server.config
-    changes: dict[str, str] = {}
+    changes: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for i in range(2, len(argv), 2):
         raw_name = argv[i].decode(errors="replace")
         if not Config.known(raw_name):
             raise RedisError(f"ERR Unknown option or number of arguments for CONFIG SET - '{raw_name}'")
-        canonical = Config.canonical(raw_name)
-        if canonical in changes:
+        # Duplicates are spotted by the name as written: an alias and its target may both appear.
+        if raw_name.lower() in seen:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, "duplicate parameter"))
+        seen.add(raw_name.lower())
         try:
-            changes[canonical] = config.validated(raw_name, argv[i + 1].decode(errors="replace"))
+            changes.append((raw_name, config.validated(raw_name, argv[i + 1].decode(errors="replace"))))
         except ConfigError as exc:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, exc)) from None
     # All or nothing: nothing is stored until every pair has been checked.
-    for name, value in changes.items():
+    for name, value in changes:
         config.set(name, value)
     return OK
 
