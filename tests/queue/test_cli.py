@@ -1,0 +1,146 @@
+"""``minired-queue``: inspection and operations in-process, workers as real subprocesses."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from minired_queue.cli import load_handler, main
+from minired_queue.transitions import retry_or_fail
+
+from .helpers import take, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(backend, *args: str) -> list[str]:
+    return ["--url", backend.url, *(["--cluster"] if backend.cluster else []), *args]
+
+
+def test_queues_lists_every_queue_with_counts(backend, queue, capsys):
+    queue.add({"n": 1})
+    queue.add({"n": 2}, delay_ms=60_000)
+    assert main(_cli(backend, "queues")) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(queue.name))
+    assert line.split() == [queue.name, "1", "0", "1", "0", "0", "no"]
+
+
+def test_counts_prints_json(backend, queue, capsys):
+    queue.add({"n": 1})
+    queue.pause()
+    main(_cli(backend, "counts", queue.name))
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["wait"] == 1 and report["paused"] is True and report["metrics"]["added"] == 1
+
+
+def test_failed_lists_and_retry_moves_back(backend, queue, capsys):
+    ids = [queue.add({"n": n}) for n in range(2)]
+    for _ in ids:
+        fetch = take(queue)
+        retry_or_fail(queue.keys, fetch.job, "tok", "KeyError: 'sku'").run(queue.client)
+    main(_cli(backend, "failed", queue.name))
+    out = capsys.readouterr().out
+    assert all(job_id in out for job_id in ids) and "KeyError: 'sku'" in out
+    main(_cli(backend, "retry", queue.name, ids[0]))
+    assert "retried 1 job(s)" in capsys.readouterr().out
+    main(_cli(backend, "retry", queue.name, "--all"))
+    assert "retried 1 job(s)" in capsys.readouterr().out
+    assert queue.counts()["wait"] == 2
+    with pytest.raises(SystemExit):
+        main(_cli(backend, "retry", queue.name))
+
+
+def test_sweep_recovers_stalled_jobs(backend, queue, clock, capsys):
+    job_id = queue.add({"n": 1})
+    take(queue, token="dead:1", lock_ttl_ms=40)
+    clock.advance(80)
+    main(_cli(backend, "sweep", queue.name))
+    out = capsys.readouterr().out
+    assert "recovered 1 stalled job(s)" in out and job_id in out
+    assert queue.get_state(job_id) == "wait"
+
+
+def test_add_prints_the_job_id(backend, queue, capsys):
+    main(_cli(backend, "add", queue.name, '{"to": "x"}', "--id", "fixed-1", "--attempts", "3"))
+    assert capsys.readouterr().out.strip() == "fixed-1"
+    assert queue.get_job("fixed-1").max_attempts == 3
+
+
+def test_load_handler_resolves_dotted_paths():
+    assert load_handler("tests.queue.handlers:sleep_then_echo").__name__ == "sleep_then_echo"
+    for bad in ("tests.queue.handlers", "tests.queue.handlers:not_callable"):
+        with pytest.raises(SystemExit):
+            load_handler(bad)
+
+
+def _worker(backend, queue, handler: str, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.Popen([sys.executable, "-m", "minired_queue.cli", *_cli(backend, "worker", queue.name, handler,
+                                                                               "--block-timeout", "1", *extra)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("flavour", ["threads", "asyncio"])
+def test_worker_command_processes_jobs_and_stops_on_sigterm(backend, queue, flavour):
+    handler = "tests.queue.handlers:sleep_then_echo" if flavour == "threads" else "tests.queue.handlers:async_echo"
+    extra = ["--asyncio"] if flavour == "asyncio" else []
+    ids = [queue.add({"n": n}) for n in range(5)]
+    proc = _worker(backend, queue, handler, "--concurrency", "2", *extra)
+    try:
+        wait_until(lambda: queue.counts()["completed"] == 5, timeout=20)
+        assert [queue.get_job(i).return_value for i in ids] == [{"n": n} for n in range(5)]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_sigterm_finishes_the_in_flight_job_within_the_grace_period(backend, queue):
+    job_id = queue.add({"sleep": 0.5})
+    proc = _worker(backend, queue, "tests.queue.handlers:sleep_then_echo", "--grace", "5")
+    try:
+        assert proc.stdout.readline().startswith("worker ")
+        assert proc.stdout.readline().strip() == f"started {job_id}"
+        proc.send_signal(signal.SIGTERM)
+        stopped_at = time.monotonic()
+        assert proc.wait(10) == 0
+        assert time.monotonic() - stopped_at < 5
+        assert queue.get_job(job_id).state == "completed"
+        assert '"completed": 1' in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_sigterm_past_the_grace_period_releases_the_job(backend, queue):
+    job_id = queue.add({"sleep": 30})
+    proc = _worker(backend, queue, "tests.queue.handlers:sleep_then_echo", "--grace", "0.2")
+    try:
+        proc.stdout.readline()
+        assert proc.stdout.readline().strip() == f"started {job_id}"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        job = queue.get_job(job_id)
+        assert job.state == "wait" and job.attempts_made == 0
+        assert '"released": 1' in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_demo_reports_the_guarantees(backend, capsys):
+    assert main(_cli(backend, "demo", "--server", "url", "--jobs", "150", "--workers", "2", "--kills", "1",
+                     "--seed", "7")) == 0
+    out = capsys.readouterr().out
+    assert "never lost:         YES" in out and "effects once:       YES" in out
+    assert "effect with dedup marker      150 applications, 0 duplicates" in out
