@@ -9,7 +9,7 @@ import signal
 import sys
 
 from . import REDIS_VERSION, __version__
-from .config import DEFAULTS, Config
+from .config import DEFAULTS, Config, ConfigError
 
 log = logging.getLogger("minired")
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--time-control", nargs="?", const="yes", default="no", choices=["yes", "no"],
                         help="enable MINIRED ADVANCE <ms> to move the server clock (tests only)")
     parser.add_argument("--loglevel", default="notice",
-                        choices=["debug", "verbose", "notice", "warning", "nothing"])
+                        choices=["debug", "verbose", "notice", "warning"])
     parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
     parser.add_argument("--version", "-v", action="version",
                         version=f"minired {__version__} (Redis {REDIS_VERSION} compatible)")
@@ -65,11 +65,14 @@ def parse_config(argv: list[str]) -> tuple[Config, argparse.Namespace]:
         if canonical not in DEFAULTS:
             parser.error(f"unknown option --{name}")
         overrides[canonical] = value
-    return Config(**overrides), args
+    try:
+        return Config(**overrides), args
+    except ConfigError as exc:
+        parser.error(f"bad configuration {exc}")
 
 
 _LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": logging.INFO,
-           "warning": logging.WARNING, "nothing": logging.CRITICAL + 1}
+           "warning": logging.WARNING}
 
 
 def install_event_loop_policy(use_uvloop: bool = True) -> str:

@@ -5,7 +5,8 @@
 - `minired_url`: its URL.
 - `minired_client`: a redis-py client on a database flushed before each test.
 
-Options: `--minired-time-control` (default on) enables MINIRED ADVANCE for clock-driven tests.
+Clock control (MINIRED ADVANCE) is on for the fixture server; `--minired-no-time-control` turns
+it off.
 """
 from __future__ import annotations
 

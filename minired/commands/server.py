@@ -282,7 +282,7 @@ def debug(c, argv):
     if sub == b"log" and len(argv) == 3:
         log.warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
         return OK
-    raise RedisError(errors.unknown_subcommand_or_arity(argv[1], "DEBUG"))
+    raise errors.unknown_subcommand_or_arity(argv[1], "DEBUG")
 
 
 # --- replication, fun, memory --------------------------------------------------------------------
@@ -379,7 +379,7 @@ container_command("slowlog", G, summary="A container for slow log commands")
 def slowlog_get(c, argv):
     """Get the slow log's entries"""
     if len(argv) > 3:
-        raise RedisError(errors.unknown_subcommand_or_arity(argv[1], "SLOWLOG"))
+        raise errors.unknown_subcommand_or_arity(argv[1], "SLOWLOG")
     if len(argv) == 3:
         count = parse_int(argv[2], "ERR count should be greater than or equal to -1")
         if count < -1:
