@@ -116,7 +116,8 @@ class Database:
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
-        self.signal_modified(key)
+        if self.watchers or self.blocking_keys:  # the common case: nobody to tell
+            self.signal_modified(key)
 
     def delete(self, key: bytes) -> bool:
         """Remove key; True if it held a live value."""
