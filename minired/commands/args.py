@@ -35,7 +35,8 @@ def parse_float(raw: bytes, error: str = errors.NOT_FLOAT) -> float:
 
 
 def parse_non_negative(raw: bytes, error: str = errors.MUST_BE_POSITIVE) -> int:
-    value = parse_int(raw)
+    """getPositiveLongFromObjectOrReply: one error for non-integers and negatives alike."""
+    value = parse_int(raw, error)
     if value < 0:
         raise RedisError(error)
     return value
