@@ -43,6 +43,41 @@ MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
 TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range"
 TIMEOUT_NEGATIVE = "ERR timeout is negative"
 TIMEOUT_OUT_OF_RANGE = "ERR timeout is out of range"
+TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
+
+# Strings and bitmaps.
+DECREMENT_OVERFLOW = "ERR decrement would overflow"
+BIT_ARGUMENT = "ERR The bit argument must be 1 or 0."
+LCS_NOT_STRINGS = "ERR The specified keys must contain string values"
+LCS_IDX_AND_LEN = "ERR If you want both the length and indexes, please just use IDX."
+LCS_TOO_MUCH_MEMORY = (
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+)
+
+# Keys and expiry.
+INVALID_CURSOR = "ERR invalid cursor"
+EXPIRE_UNSUPPORTED_OPTION = "ERR Unsupported option {}"
+EXPIRE_NX_CONFLICT = "ERR NX and XX, GT or LT options at the same time are not compatible"
+EXPIRE_GT_LT_CONFLICT = "ERR GT and LT options at the same time are not compatible"
+INVALID_FIRST_DB = "ERR invalid first DB index"
+INVALID_SECOND_DB = "ERR invalid second DB index"
+BUSYKEY = "BUSYKEY Target key name already exists."
+DUMP_PAYLOAD_INVALID = "ERR DUMP payload version or checksum are wrong"
+BAD_DATA_FORMAT = "ERR Bad data format"
+RESTORE_INVALID_TTL = "ERR Invalid TTL value, must be >= 0"
+RESTORE_INVALID_IDLETIME = "ERR Invalid IDLETIME value, must be >= 0"
+RESTORE_INVALID_FREQ = "ERR Invalid FREQ value, must be >= 0 and <= 255"
+_POLICY_SWITCH_NOTE = (
+    "Please note that when switching between policies at runtime LRU and LFU data will take "
+    "some time to adjust."
+)
+OBJECT_FREQ_NOT_LFU = (
+    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
+    + _POLICY_SWITCH_NOTE
+)
+OBJECT_IDLETIME_LFU = (
+    "ERR An LFU maxmemory policy is selected, idle time not tracked. " + _POLICY_SWITCH_NOTE
+)
 
 # Hashes, sets and sorted sets.
 HASH_NOT_INTEGER = "ERR hash value is not an integer"
