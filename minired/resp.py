@@ -14,6 +14,7 @@ Reply values are plain Python values:
   set / frozenset        set (array under RESP2)
   Status                 simple string (`+OK`)
   Verbatim               verbatim string (RESP3 `=`; bulk under RESP2)
+  BigNumber              big number (RESP3 `(`; bulk under RESP2)
   Push                   push frame (RESP3 `>`; array under RESP2)
   Replies                several consecutive replies to one command (SUBSCRIBE a b)
   RedisError             error line
@@ -44,6 +45,10 @@ class Status(bytes):
 
 class Verbatim(bytes):
     """A verbatim-string reply (RESP3 `=`), used by INFO and CLIENT INFO; bulk under RESP2."""
+
+
+class BigNumber(bytes):
+    """A big-number reply (RESP3 `(`; bulk under RESP2), as Lua scripts can return."""
 
 
 class Push(list):
@@ -359,6 +364,13 @@ def _encode_verbatim(v, proto, out):
         _encode_bulk(v, proto, out)
 
 
+def _encode_big_number(v, proto, out):
+    if proto == 3:
+        out.append(b"(%b\r\n" % v)
+    else:
+        _encode_bulk(v, proto, out)
+
+
 def _encode_array(v, proto, out):
     out.append(b"*%d\r\n" % len(v))
     for item in v:
@@ -415,6 +427,7 @@ _ENCODERS = {
     float: _encode_double,
     RedisError: _encode_error,
     Verbatim: _encode_verbatim,
+    BigNumber: _encode_big_number,
     list: _encode_array,
     tuple: _encode_array,
     Push: _encode_push,
