@@ -41,7 +41,7 @@ ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash
 # Redis's command groups and the category each implies (server and cluster imply none).
 GROUP_CATEGORY = {
     "generic": "keyspace", "string": "string", "list": "list", "set": "set",
-    "sorted_set": "sortedset", "hash": "hash", "pubsub": "pubsub", "transactions": "transaction",
+    "sorted-set": "sortedset", "hash": "hash", "pubsub": "pubsub", "transactions": "transaction",
     "connection": "connection", "server": None, "scripting": "scripting",
     "hyperloglog": "hyperloglog", "cluster": None, "sentinel": None, "geo": "geo",
     "stream": "stream", "bitmap": "bitmap",
@@ -60,6 +60,10 @@ def acl_categories(spec: CommandSpec) -> list[str]:
     implied = None
     if spec.handler is not None and spec.name != "help":
         implied = GROUP_CATEGORY.get(spec.group)
+    # Generic commands are @keyspace when they name their keys plainly; WAIT (no keys) and
+    # SORT (keys found by parsing) are declared otherwise in Redis.
+    if implied == "keyspace" and (not spec.first_key or spec.key_finder is not None):
+        implied = None
     if implied:
         found.add(implied)
     if "write" in flags:
