@@ -11,11 +11,11 @@ import logging
 import signal
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from .effects import EffectGuard
 from .errors import UnrecoverableError
-from .job import Job, text
+from .job import Job
 from .keys import QueueKeys
 from .options import (Hooks, MaintenanceSchedule, WorkerOptions, WorkerStats, block_timeout, delayed_job_due,
                       describe_error, new_worker_id)
