@@ -10,12 +10,14 @@ import signal
 import time
 from typing import Any, Callable
 
+from redis.exceptions import ConnectionError, TimeoutError
+
 from .effects import AsyncEffectGuard
 from .errors import UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
-from .options import (Hooks, MaintenanceSchedule, WorkerOptions, WorkerStats, block_timeout, delayed_job_due,
-                      describe_error, new_worker_id)
+from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
+                      delayed_job_due, describe_error, new_worker_id)
 from .sweeper import AsyncSweeper
 from .transitions import (RedisOp, SweepResult, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -78,12 +80,18 @@ class AsyncWorker:
                 loop.add_signal_handler(signum, self.stop)
         slots = asyncio.Semaphore(self.options.concurrency)
         maintenance = asyncio.create_task(self._maintain())
+        reconnect = Reconnect()
         try:
             while not self._stopping.is_set():
                 await slots.acquire()
                 active = None
                 try:
                     active = await self._fetch()
+                    reconnect.succeeded()
+                except (ConnectionError, TimeoutError) as exc:
+                    self._candidate = ""
+                    log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
+                    await asyncio.sleep(reconnect.failed())
                 finally:
                     if active is None:
                         slots.release()

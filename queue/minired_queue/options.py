@@ -77,6 +77,25 @@ class Hooks:
     on_lock_lost: Callable[[Job], Any] | None = None
 
 
+class Reconnect:
+    """Backoff between attempts while the server is unreachable: a worker outlives a
+    restart or failover instead of exiting. A fetch whose reply was lost may have moved a
+    job into active under this worker's token; that job is recovered by the sweep once
+    its lock lapses, so nothing is lost."""
+
+    FIRST_S, MOST_S = 0.05, 5.0
+
+    def __init__(self) -> None:
+        self.delay_s = self.FIRST_S
+
+    def failed(self) -> float:
+        delay, self.delay_s = self.delay_s, min(self.delay_s * 2, self.MOST_S)
+        return delay
+
+    def succeeded(self) -> None:
+        self.delay_s = self.FIRST_S
+
+
 def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 

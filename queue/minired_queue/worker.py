@@ -13,12 +13,14 @@ import threading
 import time
 from typing import Any, Callable
 
+from redis.exceptions import ConnectionError, TimeoutError
+
 from .effects import EffectGuard
 from .errors import UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
-from .options import (Hooks, MaintenanceSchedule, WorkerOptions, WorkerStats, block_timeout, delayed_job_due,
-                      describe_error, new_worker_id)
+from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
+                      delayed_job_due, describe_error, new_worker_id)
 from .sweeper import Sweeper
 from .transitions import (RedisOp, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -130,12 +132,18 @@ class Worker:
         return f"{self.id}:{self._tokens}"
 
     def _fetch_loop(self) -> None:
+        reconnect = Reconnect()
         while not self._stopping.is_set():
             if not self._slots.acquire(timeout=0.1):
                 continue
             active = None
             try:
                 active = self._fetch()
+                reconnect.succeeded()
+            except (ConnectionError, TimeoutError) as exc:
+                self._candidate = ""
+                log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
+                self._stopping.wait(reconnect.failed())
             finally:
                 if active is None:
                     self._slots.release()

@@ -202,3 +202,22 @@ def test_scripts_are_loaded_once_then_called_by_sha(queue, start_worker):
     queue.add({"n": 2})
     wait_until(_completed(queue, 2))
     assert "EVALSHA" in calls and "EVAL" not in calls
+
+
+def test_a_worker_rides_out_connection_errors(queue, start_worker):
+    from redis.exceptions import ConnectionError
+
+    worker = start_worker(lambda job: "after the outage")
+    real_evalsha, failures = worker.client.evalsha, []
+
+    def flaky_evalsha(*args):
+        if len(failures) < 3:
+            failures.append(args[0])
+            raise ConnectionError("server went away")
+        return real_evalsha(*args)
+
+    worker.client.evalsha = flaky_evalsha
+    job_id = queue.add({"n": 1})
+    wait_until(_completed(queue, 1))
+    assert len(failures) == 3 and queue.get_job(job_id).return_value == "after the outage"
+    assert worker._thread.is_alive()
