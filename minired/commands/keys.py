@@ -1,0 +1,414 @@
+"""Generic key commands: existence, type, expiry, renaming, copying between databases, KEYS and
+SCAN. OBJECT lives in keys_object.py, DUMP/RESTORE in keys_dump.py."""
+from __future__ import annotations
+
+import bisect
+import copy
+import random
+from collections import deque
+
+from .. import errors
+from ..blocking import Block
+from ..errors import RedisError
+from ..keyspace import type_name
+from ..resp import OK, Status
+from . import keys_dump, keys_object  # noqa: F401  (register DUMP, RESTORE, OBJECT)
+from .args import parse_int
+from .keys_glob import matcher
+from .table import command
+
+G = "generic"
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+@command("del", arity=-2, flags="write", keys=(1, -1, 1), group=G)
+def del_(c, argv):
+    delete = c.db.delete
+    return sum(1 for key in argv[1:] if delete(key))
+
+
+@command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), group=G)
+def unlink(c, argv):
+    return del_(c, argv)
+
+
+@command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), group=G)
+def exists(c, argv):
+    get = c.db.get
+    return sum(1 for key in argv[1:] if get(key) is not None)
+
+
+@command("touch", arity=-2, flags="readonly fast", keys=(1, -1, 1), group=G)
+def touch(c, argv):
+    return exists(c, argv)
+
+
+@command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+def type_(c, argv):
+    value = c.db.get(argv[1])
+    return Status(b"none" if value is None else type_name(value).encode())
+
+
+# --- expiry ----------------------------------------------------------------------------------
+
+_EXPIRE_NX, _EXPIRE_XX, _EXPIRE_GT, _EXPIRE_LT = 1, 2, 4, 8
+_EXPIRE_OPTIONS = {b"NX": _EXPIRE_NX, b"XX": _EXPIRE_XX, b"GT": _EXPIRE_GT, b"LT": _EXPIRE_LT}
+
+
+def _expire_options(argv: list) -> int:
+    flags = 0
+    for raw in argv[3:]:
+        flag = _EXPIRE_OPTIONS.get(raw.upper())
+        if flag is None:
+            raise RedisError(errors.EXPIRE_UNSUPPORTED_OPTION.format(
+                raw.split(b"\0", 1)[0].decode("utf-8", "replace")))
+        flags |= flag
+    if flags & _EXPIRE_NX and flags & (_EXPIRE_XX | _EXPIRE_GT | _EXPIRE_LT):
+        raise RedisError(errors.EXPIRE_NX_CONFLICT)
+    if flags & _EXPIRE_GT and flags & _EXPIRE_LT:
+        raise RedisError(errors.EXPIRE_GT_LT_CONFLICT)
+    return flags
+
+
+def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
+    flags = _expire_options(argv)
+    when = parse_int(argv[2])
+    name = argv[0].decode("utf-8", "replace").lower()
+    if unit_ms == 1000:
+        # The bounds are C's LLONG_MAX / 1000 and LLONG_MIN / 1000 (truncated toward zero).
+        if not -(INT64_MAX // 1000) <= when <= INT64_MAX // 1000:
+            raise RedisError(errors.INVALID_EXPIRE.format(name))
+        when *= 1000
+    now = c.server.clock.ms()
+    base = now if relative else 0
+    if when > INT64_MAX - base:
+        raise RedisError(errors.INVALID_EXPIRE.format(name))
+    when += base
+    db = c.db
+    key = argv[1]
+    if db.get(key) is None:
+        return 0
+    if flags:
+        current = db.expiry(key)
+        if flags & _EXPIRE_NX and current is not None:
+            return 0
+        if flags & _EXPIRE_XX and current is None:
+            return 0
+        if flags & _EXPIRE_GT and (current is None or when <= current):
+            return 0
+        if flags & _EXPIRE_LT and current is not None and when >= current:
+            return 0
+    if when <= now:
+        db.delete(key)
+    else:
+        db.set_expiry(key, when)
+        db.signal_modified(key)
+    return 1
+
+
+@command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+def expire(c, argv):
+    return _expire_generic(c, argv, relative=True, unit_ms=1000)
+
+
+@command("pexpire", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+def pexpire(c, argv):
+    return _expire_generic(c, argv, relative=True, unit_ms=1)
+
+
+@command("expireat", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+def expireat(c, argv):
+    return _expire_generic(c, argv, relative=False, unit_ms=1000)
+
+
+@command("pexpireat", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+def pexpireat(c, argv):
+    return _expire_generic(c, argv, relative=False, unit_ms=1)
+
+
+def _ttl_generic(c, key: bytes, in_ms: bool, absolute: bool) -> int:
+    db = c.db
+    if db.get(key) is None:
+        return -2
+    deadline = db.expiry(key)
+    if deadline is None:
+        return -1
+    ttl = deadline if absolute else max(deadline - c.server.clock.ms(), 0)
+    return ttl if in_ms else (ttl + 500) // 1000
+
+
+@command("ttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+def ttl(c, argv):
+    return _ttl_generic(c, argv[1], in_ms=False, absolute=False)
+
+
+@command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+def pttl(c, argv):
+    return _ttl_generic(c, argv[1], in_ms=True, absolute=False)
+
+
+@command("expiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+def expiretime(c, argv):
+    return _ttl_generic(c, argv[1], in_ms=False, absolute=True)
+
+
+@command("pexpiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+def pexpiretime(c, argv):
+    return _ttl_generic(c, argv[1], in_ms=True, absolute=True)
+
+
+@command("persist", arity=2, flags="write fast", keys=(1, 1, 1), group=G)
+def persist(c, argv):
+    db = c.db
+    key = argv[1]
+    if db.get(key) is None or not db.persist(key):
+        return 0
+    db.signal_modified(key)
+    return 1
+
+
+# --- enumeration -----------------------------------------------------------------------------
+
+@command("keys", arity=2, flags="readonly", group=G)
+def keys(c, argv):
+    pattern = argv[1]
+    if pattern == b"*":
+        return list(c.db.keys())
+    match = matcher(pattern)
+    return [key for key in c.db.keys() if match(key)]
+
+
+@command("randomkey", arity=1, flags="readonly", group=G)
+def randomkey(c, argv):
+    db = c.db
+    candidates = list(db.data)
+    # Draw without replacement so keys found expired on the way are never drawn twice.
+    while candidates:
+        index = random.randrange(len(candidates))
+        key = candidates[index]
+        if db.get(key) is not None:
+            return key
+        candidates[index] = candidates[-1]
+        candidates.pop()
+    return None
+
+
+class _ScanSnapshot:
+    """The keys of one database ordered by a 64-bit hash, shared by all SCANs of that database.
+
+    The cursor is the hash to resume from, so it is stateless: a snapshot only saves re-sorting.
+    Keys present for the whole scan are in any snapshot taken since it started, and every call
+    moves past at least one hash value, so each such key is returned and the scan ends.
+    """
+
+    __slots__ = ("data_id", "hashes", "keys")
+
+    def __init__(self, data: dict) -> None:
+        ordered = sorted((hash(key) & 0xFFFF_FFFF_FFFF_FFFF, key) for key in data)
+        self.data_id = id(data)
+        self.hashes = [h for h, _ in ordered]
+        self.keys = [key for _, key in ordered]
+
+
+def parse_scan_cursor(raw: bytes) -> int:
+    """A cursor as strtoul reads it: optional sign, decimal digits; '-1' wraps around."""
+    text = raw.decode("latin-1")
+    if not text:
+        return 0
+    if text[0].isspace() or not text.lstrip("+-").isdigit() or text[0] in "+-" and text[1:2] in "+-":
+        raise RedisError(errors.INVALID_CURSOR)
+    value = int(text)
+    if abs(value) > 0xFFFF_FFFF_FFFF_FFFF:
+        raise RedisError(errors.INVALID_CURSOR)
+    return value & 0xFFFF_FFFF_FFFF_FFFF
+
+
+def parse_scan_options(argv: list, start: int, allow_type: bool):
+    """COUNT / MATCH / TYPE as scanGenericCommand reads them: (count, pattern, type)."""
+    count = 10
+    pattern = None
+    wanted_type = None
+    i = start
+    while i < len(argv):
+        opt = argv[i].upper()
+        has_value = i + 1 < len(argv)
+        if opt == b"COUNT" and has_value:
+            count = parse_int(argv[i + 1])
+            if count < 1:
+                raise RedisError(errors.SYNTAX)
+        elif opt == b"MATCH" and has_value:
+            pattern = None if argv[i + 1] == b"*" else argv[i + 1]
+        elif opt == b"TYPE" and allow_type and has_value:
+            wanted_type = argv[i + 1].decode("latin-1").lower()
+        else:
+            raise RedisError(errors.SYNTAX)
+        i += 2
+    return count, pattern, wanted_type
+
+
+@command("scan", arity=-2, flags="readonly", group=G)
+def scan(c, argv):
+    cursor = parse_scan_cursor(argv[1])
+    count, pattern, wanted_type = parse_scan_options(argv, 2, allow_type=True)
+    db = c.db
+    snapshots = c.server.extensions.setdefault("scan_snapshots", {})
+    snapshot = snapshots.get(db.index)
+    if cursor == 0 or snapshot is None or snapshot.data_id != id(db.data):
+        snapshot = snapshots[db.index] = _ScanSnapshot(db.data)
+    hashes, ordered_keys = snapshot.hashes, snapshot.keys
+    position = bisect.bisect_left(hashes, cursor)
+    end = min(position + count, len(hashes))
+    # Never split keys sharing a hash across two calls: the cursor could not tell them apart.
+    while 0 < end < len(hashes) and hashes[end] == hashes[end - 1]:
+        end += 1
+    next_cursor = 0 if end >= len(hashes) else hashes[end]
+    match = matcher(pattern) if pattern is not None else None
+    found = []
+    for key in ordered_keys[position:end]:
+        if match is not None and not match(key):
+            continue
+        value = db.get(key)
+        if value is None:
+            continue
+        if wanted_type is not None and type_name(value) != wanted_type:
+            continue
+        found.append(key)
+    return [b"%d" % next_cursor, found]
+
+
+# --- renaming, copying and moving ------------------------------------------------------------
+
+@command("rename", arity=3, flags="write", keys=(1, 2, 1), group=G)
+def rename(c, argv):
+    return _rename(c, argv[1], argv[2], only_if_new=False)
+
+
+@command("renamenx", arity=3, flags="write fast", keys=(1, 2, 1), group=G)
+def renamenx(c, argv):
+    return _rename(c, argv[1], argv[2], only_if_new=True)
+
+
+def _rename(c, source: bytes, target: bytes, only_if_new: bool):
+    db = c.db
+    value = db.get(source)
+    if value is None:
+        raise RedisError(errors.NO_SUCH_KEY)
+    if source == target:
+        return 0 if only_if_new else OK
+    deadline = db.expiry(source)
+    if db.get(target) is not None:
+        if only_if_new:
+            return 0
+        db.delete(target)
+    db.set(target, value)
+    if deadline is not None:
+        db.set_expiry(target, deadline)
+    db.delete(source)
+    return 1 if only_if_new else OK
+
+
+def _select_index(c, raw: bytes) -> int:
+    index = parse_int(raw)
+    if not INT32_MIN <= index <= INT32_MAX:
+        raise RedisError(errors.VALUE_NOT_BETWEEN.format(INT32_MIN, INT32_MAX))
+    if not 0 <= index < len(c.server.keyspace):
+        raise RedisError(errors.DB_INDEX_OUT_OF_RANGE)
+    return index
+
+
+def duplicate(value):
+    """An independent copy of a value, as COPY needs it."""
+    kind = type(value)
+    if kind is bytes:
+        return value
+    if kind is deque:
+        return deque(value)
+    if kind is dict:
+        return dict(value)
+    if kind is set:
+        return set(value)
+    return copy.deepcopy(value)
+
+
+@command("copy", arity=-3, flags="write denyoom", keys=(1, 2, 1), group=G)
+def copy_(c, argv):
+    target_db = c.db
+    replace = False
+    j = 3
+    while j < len(argv):
+        opt = argv[j].upper()
+        if opt == b"REPLACE":
+            replace = True
+        elif opt == b"DB" and j + 1 < len(argv):
+            target_db = c.server.keyspace[_select_index(c, argv[j + 1])]
+            j += 1
+        else:
+            raise RedisError(errors.SYNTAX)
+        j += 1
+    source, target = argv[1], argv[2]
+    db = c.db
+    if target_db is db and source == target:
+        raise RedisError(errors.SAME_OBJECT)
+    value = db.get(source)
+    if value is None:
+        return 0
+    deadline = db.expiry(source)
+    if target_db.get(target) is not None:
+        if not replace:
+            return 0
+        target_db.delete(target)
+    target_db.set(target, duplicate(value))
+    if deadline is not None:
+        target_db.set_expiry(target, deadline)
+    return 1
+
+
+@command("move", arity=3, flags="write fast", keys=(1, 1, 1), group=G)
+def move(c, argv):
+    target_db = c.server.keyspace[_select_index(c, argv[2])]
+    db = c.db
+    if target_db is db:
+        raise RedisError(errors.SAME_OBJECT)
+    key = argv[1]
+    value = db.get(key)
+    if value is None:
+        return 0
+    deadline = db.expiry(key)
+    if target_db.get(key) is not None:
+        return 0
+    target_db.set(key, value)
+    if deadline is not None:
+        target_db.set_expiry(key, deadline)
+    db.delete(key)
+    return 1
+
+
+@command("swapdb", arity=3, flags="write fast", group="server")
+def swapdb(c, argv):
+    first = parse_int(argv[1], errors.INVALID_FIRST_DB)
+    second = parse_int(argv[2], errors.INVALID_SECOND_DB)
+    if not INT32_MIN <= first <= INT32_MAX:
+        raise RedisError(errors.INVALID_FIRST_DB)
+    if not INT32_MIN <= second <= INT32_MAX:
+        raise RedisError(errors.INVALID_SECOND_DB)
+    keyspace = c.server.keyspace
+    if not (0 <= first < len(keyspace) and 0 <= second < len(keyspace)):
+        raise RedisError(errors.DB_INDEX_OUT_OF_RANGE)
+    if first != second:
+        keyspace.swap(first, second)
+    return OK
+
+
+@command("wait", arity=3, flags="noscript", group=G)
+def wait(c, argv):
+    """minired has no replicas: WAIT for none answers 0 at once, WAIT for some times out."""
+    wanted = parse_int(argv[1])
+    timeout_ms = parse_int(argv[2], errors.TIMEOUT_NOT_INTEGER)
+    if timeout_ms < 0:
+        raise RedisError(errors.TIMEOUT_NEGATIVE)
+    if wanted <= 0 or not c.can_block:
+        return 0
+    return Block([], timeout_ms, lambda client: None, 0)

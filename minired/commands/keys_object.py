@@ -1,0 +1,156 @@
+"""OBJECT ENCODING / REFCOUNT / IDLETIME / FREQ / HELP.
+
+minired stores plain Python values, so the encoding Redis 7.0 would use is derived from the
+value and the `*-max-*` configuration: strings int/embstr/raw by content and length, lists
+always quicklist (7.0 has no listpack lists), hashes and sorted sets listpack while small,
+sets intset while all-integer and small. Redis never converts a big encoding back to a small
+one when elements are removed; minired reports the encoding of the current contents.
+
+Access times and LFU counters are not tracked (minired does not evict), so every key reads as
+just used: IDLETIME 0, FREQ the counter Redis gives a new key.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable
+
+from .. import errors
+from ..errors import RedisError
+from ..resp import Status
+from .table import command, container_command
+
+G = "generic"
+
+SHARED_INTEGERS = 10000        # OBJ_SHARED_INTEGERS: 0..9999 are shared objects in Redis
+SHARED_REFCOUNT = 2**31 - 1    # OBJ_SHARED_REFCOUNT
+EMBSTR_LIMIT = 44              # OBJ_ENCODING_EMBSTR_SIZE_LIMIT
+LFU_INIT_VAL = 5
+
+container_command("object", G, summary="A container for object introspection commands.")
+
+# Registered types (sorted sets, streams) may describe their own encoding: cls -> fn(value, config).
+ENCODINGS: dict[type, Callable[[Any, Any], str]] = {}
+
+
+def register_encoding(cls: type, describe: Callable[[Any, Any], str]) -> None:
+    ENCODINGS[cls] = describe
+
+
+def _as_int64(raw: bytes) -> int | None:
+    """The integer a string holds if Redis's string2ll would read it exactly, else None."""
+    if not raw or len(raw) > 20:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    if b"%d" % value != raw or not -(2**63) <= value < 2**63:
+        return None
+    return value
+
+
+def _config_int(config, name: str) -> int:
+    return int(config.get(name))
+
+
+def encoding(value: Any, config) -> str:
+    kind = type(value)
+    if kind is bytes:
+        if _as_int64(value) is not None:
+            return "int"
+        return "embstr" if len(value) <= EMBSTR_LIMIT else "raw"
+    if kind is deque:
+        return "quicklist"
+    if kind is dict:
+        limit = _config_int(config, "hash-max-listpack-value")
+        small = (len(value) <= _config_int(config, "hash-max-listpack-entries")
+                 and all(len(f) <= limit and len(v) <= limit for f, v in value.items()))
+        return "listpack" if small else "hashtable"
+    if kind is set:
+        small = (len(value) <= _config_int(config, "set-max-intset-entries")
+                 and all(_as_int64(member) is not None for member in value))
+        return "intset" if small else "hashtable"
+    describe = ENCODINGS.get(kind)
+    if describe is not None:
+        return describe(value, config)
+    from ..keyspace import type_name
+    name = type_name(value)
+    if name == "zset":
+        limit = _config_int(config, "zset-max-listpack-value")
+        members = getattr(value, "members", None)
+        small = len(value) <= _config_int(config, "zset-max-listpack-entries") and (
+            members is None or all(len(m) <= limit for m in members()))
+        return "listpack" if small else "skiplist"
+    return name
+
+
+def _lookup(c, key: bytes):
+    return c.db.get(key)
+
+
+@command("encoding", arity=3, flags="readonly", keys=(2, 2, 1), parent="object", group=G)
+def object_encoding(c, argv):
+    value = _lookup(c, argv[2])
+    if value is None:
+        return None
+    return encoding(value, c.server.config).encode()
+
+
+@command("refcount", arity=3, flags="readonly", keys=(2, 2, 1), parent="object", group=G)
+def object_refcount(c, argv):
+    value = _lookup(c, argv[2])
+    if value is None:
+        return None
+    if type(value) is bytes and c.server.config.maxmemory == 0:
+        number = _as_int64(value)
+        if number is not None and 0 <= number < SHARED_INTEGERS:
+            return SHARED_REFCOUNT
+    return 1
+
+
+def _lfu_selected(c) -> bool:
+    return "lfu" in (c.server.config.get("maxmemory-policy") or "")
+
+
+@command("idletime", arity=3, flags="readonly", keys=(2, 2, 1), parent="object", group=G)
+def object_idletime(c, argv):
+    value = _lookup(c, argv[2])
+    if value is None:
+        return None
+    if _lfu_selected(c):
+        raise RedisError(errors.OBJECT_IDLETIME_LFU)
+    return 0
+
+
+@command("freq", arity=3, flags="readonly", keys=(2, 2, 1), parent="object", group=G)
+def object_freq(c, argv):
+    value = _lookup(c, argv[2])
+    if value is None:
+        return None
+    if not _lfu_selected(c):
+        raise RedisError(errors.OBJECT_FREQ_NOT_LFU)
+    return LFU_INIT_VAL
+
+
+_HELP = (
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+)
+
+
+@command("help", arity=2, flags="loading stale", parent="object", group=G)
+def object_help(c, argv):
+    return [Status(line.encode()) for line in _HELP]
