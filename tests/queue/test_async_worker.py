@@ -78,13 +78,19 @@ def test_async_wake_up_is_immediate(backend, queue):
 
     async def scenario(worker):
         await asyncio.sleep(0.3)
-        added = time.monotonic()
-        queue.add({"n": 1})
-        await _until(lambda: started)
-        return (started[0] - added) * 1000
+        latencies = []
+        for _ in range(5):
+            added = time.monotonic()
+            queue.add({"n": 1})
+            await _until(lambda: started)
+            latencies.append((started.pop() - added) * 1000)
+        return sorted(latencies)[2]
 
-    latency_ms = _run(backend, queue, lambda job: started.append(time.monotonic()), scenario, block_timeout_s=30)
-    print(f"\nasync wake-up latency {latency_ms:.1f} ms")
+    async def handler(job):
+        started.append(time.monotonic())
+
+    latency_ms = _run(backend, queue, handler, scenario, block_timeout_s=30)
+    print(f"\nasync wake-up latency, median of 5: {latency_ms:.1f} ms")
     assert latency_ms < 100
 
 
@@ -110,12 +116,12 @@ def test_async_effect_guard_and_heartbeat(backend, queue):
     async def handler(job):
         await job.apply_once("pay", RedisOp("HINCRBY", ledger, job.id, 1))
         await job.apply_once("pay", RedisOp("HINCRBY", ledger, job.id, 1))
-        await asyncio.sleep(0.5)  # several lock TTLs: the heartbeat must keep it
+        await asyncio.sleep(1.0)  # several lock TTLs: the heartbeat must keep it
         return "paid"
 
     job_id = queue.add({"n": 1})
     _run(backend, queue, handler, lambda w: _until(lambda: queue.counts()["completed"] == 1),
-         lock_ttl_ms=120, heartbeat_interval_s=0.03, sweep_interval_s=0.02)
+         lock_ttl_ms=300, heartbeat_interval_s=0.05, sweep_interval_s=0.02)
     assert int(queue.client.hget(ledger, job_id)) == 1
     assert queue.get_job(job_id).attempts_started == 1
 
