@@ -1,0 +1,269 @@
+"""Set commands. A set is a Python set of bytes; replies that Redis sends as RESP3 sets are
+returned as fresh `set` objects (arrays under RESP2), copies so that a reply queued by EXEC
+cannot change under later commands."""
+from __future__ import annotations
+
+import itertools
+import random
+
+from .. import errors
+from ..errors import RedisError
+from .args import parse_int, parse_non_negative
+from .collection_scan import scan_members
+from .keys import parse_scan_cursor, parse_scan_options
+from .table import command, keys_after_numkeys
+
+G = "set"
+_LONG_MAX = 2**63 - 1
+
+
+@command("sadd", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+def sadd(c, argv):
+    key = argv[1]
+    db = c.db
+    members = db.get_typed(key, set)
+    if members is None:
+        members = set(argv[2:])
+        db.set(key, members)
+        return len(members)
+    before = len(members)
+    members.update(argv[2:])
+    added = len(members) - before
+    if added:
+        db.signal_modified(key)
+    return added
+
+
+@command("srem", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+def srem(c, argv):
+    key = argv[1]
+    db = c.db
+    members = db.get_typed(key, set)
+    if members is None:
+        return 0
+    before = len(members)
+    members.difference_update(argv[2:])
+    removed = before - len(members)
+    if removed:
+        if members:
+            db.signal_modified(key)
+        else:
+            db.delete(key)
+    return removed
+
+
+@command("sismember", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
+def sismember(c, argv):
+    members = c.db.get_typed(argv[1], set)
+    return int(members is not None and argv[2] in members)
+
+
+@command("smismember", arity=-3, flags="readonly fast", keys=(1, 1, 1), group=G)
+def smismember(c, argv):
+    members = c.db.get_typed(argv[1], set) or ()
+    return [int(member in members) for member in argv[2:]]
+
+
+@command("smembers", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
+def smembers(c, argv):
+    members = c.db.get_typed(argv[1], set)
+    return set() if members is None else set(members)
+
+
+@command("scard", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+def scard(c, argv):
+    members = c.db.get_typed(argv[1], set)
+    return 0 if members is None else len(members)
+
+
+def _random_member(members: set) -> bytes:
+    return next(itertools.islice(members, random.randrange(len(members)), None))
+
+
+@command("spop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)
+def spop(c, argv):
+    if len(argv) > 3:
+        raise RedisError(errors.SYNTAX)
+    count = parse_non_negative(argv[2]) if len(argv) == 3 else None
+    key = argv[1]
+    db = c.db
+    members = db.get_typed(key, set)
+    if count is None:
+        if members is None:
+            return None
+        member = _random_member(members)
+        members.discard(member)
+        _after_removal(db, key, members)
+        return member
+    if members is None or count == 0:
+        return set()
+    if count >= len(members):
+        db.delete(key)
+        return members
+    popped = set(random.sample(tuple(members), count))
+    members.difference_update(popped)
+    db.signal_modified(key)
+    return popped
+
+
+def _after_removal(db, key: bytes, members: set) -> None:
+    if members:
+        db.signal_modified(key)
+    else:
+        db.delete(key)
+
+
+@command("srandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
+def srandmember(c, argv):
+    if len(argv) > 3:
+        raise RedisError(errors.SYNTAX)
+    if len(argv) == 2:
+        members = c.db.get_typed(argv[1], set)
+        return None if not members else _random_member(members)
+    count = parse_int(argv[2])
+    if count < -_LONG_MAX:
+        raise RedisError(errors.VALUE_NOT_BETWEEN.format(-_LONG_MAX, _LONG_MAX))
+    members = c.db.get_typed(argv[1], set)
+    if members is None or count == 0:
+        return []
+    if count >= len(members):
+        return list(members)
+    pool = tuple(members)
+    if count < 0:
+        return [pool[random.randrange(len(pool))] for _ in range(-count)]
+    return random.sample(pool, count)
+
+
+@command("smove", arity=4, flags="write fast", keys=(1, 2, 1), group=G)
+def smove(c, argv):
+    source_key, destination_key, member = argv[1], argv[2], argv[3]
+    db = c.db
+    source = db.get(source_key)
+    destination = db.get(destination_key)
+    if source is None:
+        return 0
+    if type(source) is not set or (destination is not None and type(destination) is not set):
+        raise RedisError(errors.WRONGTYPE)
+    if source is destination:
+        return int(member in source)
+    if member not in source:
+        return 0
+    source.discard(member)
+    _after_removal(db, source_key, source)
+    if destination is None:
+        db.set(destination_key, {member})
+    elif member not in destination:
+        destination.add(member)
+        db.signal_modified(destination_key)
+    return 1
+
+
+# --- algebra ------------------------------------------------------------------------------------
+
+def _sources(c, keys: list[bytes]) -> list[set | None]:
+    """Every key's set (None where missing); any other type is WRONGTYPE, even after a miss."""
+    db = c.db
+    found = []
+    for key in keys:
+        value = db.get(key)
+        if value is not None and type(value) is not set:
+            raise RedisError(errors.WRONGTYPE)
+        found.append(value)
+    return found
+
+
+def _intersection(sources: list[set | None]) -> set:
+    if any(source is None for source in sources):
+        return set()
+    ordered = sorted(sources, key=len)
+    return ordered[0].intersection(*ordered[1:])
+
+
+def _union(sources: list[set | None]) -> set:
+    return set().union(*(source for source in sources if source is not None))
+
+
+def _difference(sources: list[set | None]) -> set:
+    first = sources[0]
+    if first is None:
+        return set()
+    return first.difference(*(source for source in sources[1:] if source is not None))
+
+
+def _store(c, destination: bytes, members: set) -> int:
+    if not members:
+        c.db.delete(destination)
+        return 0
+    c.db.set(destination, members)
+    return len(members)
+
+
+@command("sinter", arity=-2, flags="readonly", keys=(1, -1, 1), group=G)
+def sinter(c, argv):
+    return _intersection(_sources(c, argv[1:]))
+
+
+@command("sunion", arity=-2, flags="readonly", keys=(1, -1, 1), group=G)
+def sunion(c, argv):
+    return _union(_sources(c, argv[1:]))
+
+
+@command("sdiff", arity=-2, flags="readonly", keys=(1, -1, 1), group=G)
+def sdiff(c, argv):
+    return _difference(_sources(c, argv[1:]))
+
+
+@command("sinterstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group=G)
+def sinterstore(c, argv):
+    return _store(c, argv[1], _intersection(_sources(c, argv[2:])))
+
+
+@command("sunionstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group=G)
+def sunionstore(c, argv):
+    return _store(c, argv[1], _union(_sources(c, argv[2:])))
+
+
+@command("sdiffstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group=G)
+def sdiffstore(c, argv):
+    return _store(c, argv[1], _difference(_sources(c, argv[2:])))
+
+
+@command("sintercard", arity=-3, flags="readonly", group=G, key_finder=keys_after_numkeys(1))
+def sintercard(c, argv):
+    try:
+        numkeys = parse_int(argv[1])
+    except RedisError:
+        raise RedisError(errors.NUMKEYS_NOT_POSITIVE) from None
+    if numkeys < 1:
+        raise RedisError(errors.NUMKEYS_NOT_POSITIVE)
+    if numkeys > len(argv) - 2:
+        raise RedisError(errors.NUMKEYS_EXCEED_ARGS)
+    limit = 0
+    index = 2 + numkeys
+    while index < len(argv):
+        if argv[index].lower() == b"limit" and index + 1 < len(argv):
+            limit = parse_non_negative(argv[index + 1], errors.LIMIT_NEGATIVE)
+            index += 2
+        else:
+            raise RedisError(errors.SYNTAX)
+    sources = _sources(c, argv[2:2 + numkeys])
+    if any(source is None for source in sources):
+        return 0
+    smallest, *others = sorted(sources, key=len)
+    count = 0
+    for member in smallest:
+        if all(member in other for other in others):
+            count += 1
+            if count == limit:
+                break
+    return count
+
+
+@command("sscan", arity=-3, flags="readonly", keys=(1, 1, 1), group=G)
+def sscan(c, argv):
+    cursor = parse_scan_cursor(argv[2])
+    members = c.db.get_typed(argv[1], set)
+    if members is None:
+        return [b"0", []]
+    count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)
+    return list(scan_members(c, argv[1], members, members, cursor, count, pattern))
