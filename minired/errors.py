@@ -129,6 +129,57 @@ PUBSUB_SUBCOMMAND_ARITY = (
     "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP."
 )
 
+# Streams.
+STREAM_ID_INVALID = "ERR Invalid stream ID specified as stream command argument"
+STREAM_ID_TOO_SMALL = (
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+)
+STREAM_XADD_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
+STREAM_EXHAUSTED = (
+    "ERR The stream has exhausted the last possible ID, unable to add more items"
+)
+STREAM_MAXLEN_NEGATIVE = "ERR The MAXLEN argument must be >= 0."
+STREAM_LIMIT_NEGATIVE = "ERR The LIMIT argument must be >= 0."
+STREAM_MAXLEN_MINID_TOGETHER = (
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+)
+STREAM_LIMIT_WITHOUT_STRATEGY = (
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+)
+STREAM_LIMIT_WITHOUT_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+STREAM_XTRIM_WITHOUT_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
+STREAM_BAD_START = "ERR invalid start ID for the interval"
+STREAM_BAD_END = "ERR invalid end ID for the interval"
+# Redis 7.0 words this the same for XREADGROUP.
+STREAM_UNBALANCED = (
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+)
+STREAM_ELEMENTS_TOO_LARGE = "ERR Elements are too large to be stored"
+STREAM_GROUP_IN_XREAD = (
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+)
+STREAM_NOACK_IN_XREAD = (
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+)
+STREAM_GT_ID_IN_XREAD = (
+    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> "
+    "<consumer> option."
+)
+STREAM_BLOCK_IN_SCRIPT = "ERR {} command is not allowed with BLOCK option from scripts"
+STREAM_SETID_TOO_SMALL = (
+    "ERR The ID specified in XSETID is smaller than the target stream top item"
+)
+STREAM_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
+STREAM_ENTRIES_ADDED_TOO_SMALL = (
+    "ERR The entries_added specified in XSETID is smaller than the target stream length"
+)
+STREAM_MAXDELETED_TOO_BIG = (
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+)
+TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
+SUBCOMMAND_SYNTAX = "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."
+# End of streams.
+
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 BUSY = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 NOTBUSY = "NOTBUSY No scripts in execution right now."
