@@ -125,9 +125,6 @@ SUBSCRIBE_CONTEXT = (
     "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
     "are allowed in this context"
 )
-PUBSUB_SUBCOMMAND_ARITY = (
-    "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP."
-)
 
 # Streams.
 STREAM_ID_INVALID = "ERR Invalid stream ID specified as stream command argument"

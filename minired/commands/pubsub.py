@@ -6,7 +6,6 @@ command naming several channels answers with several replies (`Replies`).
 from __future__ import annotations
 
 from .. import errors
-from ..errors import RedisError
 from ..glob import glob_match
 from ..pubsub import registry
 from ..resp import Push, Replies, Status
@@ -119,7 +118,7 @@ _INTROSPECTION_FLAGS = "pubsub loading stale"
 
 def _matching(names, argv) -> list[bytes]:
     if len(argv) > 3:
-        raise RedisError(errors.PUBSUB_SUBCOMMAND_ARITY.format(argv[1].decode(errors="replace")))
+        raise errors.unknown_subcommand_or_arity(argv[1], "pubsub")
     if len(argv) == 2:
         return list(names)
     pattern = argv[2]

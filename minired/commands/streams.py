@@ -518,8 +518,7 @@ def _rax_nodes(keys: list[bytes], depth: int) -> int:
 @command("stream", arity=-3, flags="readonly", keys=(2, 2, 1), parent="xinfo", group=G)
 def xinfo_stream(c, argv):
     if len(argv) > 3:
-        raise RedisError(errors.SUBCOMMAND_SYNTAX.format(
-            argv[1].decode(errors="replace"), "XINFO"))
+        raise errors.unknown_subcommand_or_arity(argv[1], "xinfo")
     stream = get_stream(c, argv[2])
     if stream is None:
         raise RedisError(errors.NO_SUCH_KEY)
