@@ -22,10 +22,13 @@ def main(args: argparse.Namespace) -> int:
         server = EmbeddedServer(port=0).start()
         url, cluster = server.url, False
         print(f"embedded minired listening on {url}")
+    print(f"{args.jobs} jobs, {args.workers} worker processes x {args.concurrency} slots; up to {args.kills} "
+          "workers are SIGKILLed while holding a job.\nEach job applies one effect guarded by its dedup "
+          "marker and the same effect unguarded.\n")
     try:
         config = ChaosConfig(url=url, cluster=cluster, queue=f"demo-{uuid.uuid4().hex[:6]}", jobs=args.jobs,
                              workers=args.workers, concurrency=args.concurrency, kills=args.kills,
-                             work_ms=(10, 40), kill_interval_s=(0.3, 0.8), lock_ttl_ms=1000,
+                             work_ms=(20, 60), kill_interval_s=(0.3, 0.7), lock_ttl_ms=1000,
                              seed=args.seed)
         report = run_chaos(config, say=lambda line: print(f"  {line}", flush=True))
     finally:
