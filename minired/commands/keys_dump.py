@@ -2,10 +2,10 @@
 CRC64 (Jones polynomial) of everything before it.
 
 DUMP writes plain RDB encodings Redis 7.0 loads (strings with the integer encodings, lists,
-sets and hashes as length-prefixed element sequences). RESTORE reads those and the compact ones
+sets and hashes as length-prefixed element sequences, sorted sets with binary scores). RESTORE reads those and the compact ones
 real Redis 7.0 writes (LZF strings, quicklist/listpack lists, intsets, listpack hashes and
-sorted sets), so payloads move both ways. Sorted sets and streams are classes registered by
-their own modules; they plug in with `register_zset` / `register_codec`.
+sorted sets), so payloads move both ways. Other registered value classes plug in with
+`register_codec`; until one does, DUMP of such a value is refused with an error.
 """
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from typing import Any, Callable
 
 from .. import errors
 from ..errors import RedisError
+from ..keyspace import type_name
 from ..resp import OK
+from ..zset import ZSet
 from .args import parse_int
 from .table import command
 
@@ -107,7 +109,7 @@ def encode_value(value: Any) -> bytes:
         return b"".join(out)
     codec = CODECS.get(kind)
     if codec is None:
-        raise TypeError(f"no DUMP encoding for {kind.__name__}")
+        raise RedisError(errors.DUMP_UNSUPPORTED_TYPE.format(type_name(value)))
     return bytes((codec[0],)) + codec[1](value)
 
 
@@ -346,6 +348,8 @@ def register_zset(cls: type, to_pairs: Callable[[Any], list[tuple[bytes, float]]
 
     def decode_zset2(reader: Reader) -> Any:
         pairs = [(reader.string(), reader.double()) for _ in range(reader.count())]
+        if any(score != score for _, score in pairs):
+            raise BadData  # Redis refuses NaN scores
         return from_pairs(pairs)
 
     def decode_listpack(reader: Reader) -> Any:
@@ -355,6 +359,10 @@ def register_zset(cls: type, to_pairs: Callable[[Any], list[tuple[bytes, float]]
 
     register_codec(cls, TYPE_ZSET_2, encode,
                    {TYPE_ZSET_2: decode_zset2, TYPE_ZSET_LISTPACK: decode_listpack})
+
+
+register_zset(ZSet, to_pairs=lambda zset: [(member, score) for score, member in zset],
+              from_pairs=lambda pairs: ZSet((score, member) for member, score in pairs))
 
 
 # --- commands --------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ from typing import Any, Callable
 
 from .. import errors
 from ..errors import RedisError
+from ..keyspace import type_name
 from ..resp import Status
+from ..zset import ZSet
 from .table import command, container_command
 
 G = "generic"
@@ -28,7 +30,7 @@ LFU_INIT_VAL = 5
 
 container_command("object", G, summary="A container for object introspection commands.")
 
-# Registered types (sorted sets, streams) may describe their own encoding: cls -> fn(value, config).
+# Other registered types may describe their own encoding: cls -> fn(value, config).
 ENCODINGS: dict[type, Callable[[Any, Any], str]] = {}
 
 
@@ -70,18 +72,15 @@ def encoding(value: Any, config) -> str:
         small = (len(value) <= _config_int(config, "set-max-intset-entries")
                  and all(_as_int64(member) is not None for member in value))
         return "intset" if small else "hashtable"
+    if kind is ZSet:
+        limit = _config_int(config, "zset-max-listpack-value")
+        small = (len(value) <= _config_int(config, "zset-max-listpack-entries")
+                 and all(len(member) <= limit for _, member in value))
+        return "listpack" if small else "skiplist"
     describe = ENCODINGS.get(kind)
     if describe is not None:
         return describe(value, config)
-    from ..keyspace import type_name
-    name = type_name(value)
-    if name == "zset":
-        limit = _config_int(config, "zset-max-listpack-value")
-        members = getattr(value, "members", None)
-        small = len(value) <= _config_int(config, "zset-max-listpack-entries") and (
-            members is None or all(len(m) <= limit for m in members()))
-        return "listpack" if small else "skiplist"
-    return name
+    return type_name(value)  # "stream": Redis has one encoding per remaining type
 
 
 def _lookup(c, key: bytes):

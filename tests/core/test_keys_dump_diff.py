@@ -18,6 +18,8 @@ BUILDERS = {
     "set": [("SADD", "k", "a", "b", "1")],
     "hash": [("HSET", "k", "f", "v", "n", "12", "empty", "")],
     "big hash": [("HSET", "k", "f", "v" * 100)],
+    "zset": [("ZADD", "k", "1.5", "a", "-inf", "b", "2", "c", "inf", "d", "0.1", "e")],
+    "big zset": [("ZADD", "k", *[x for i in range(200) for x in (str(i / 7), "m%d" % i)])],
 }
 
 
@@ -32,6 +34,8 @@ def _contents(client, key="k"):
     if kind == b"hash":
         flat = client.call("HGETALL", key)
         return kind, sorted(zip(flat[::2], flat[1::2]))
+    if kind == b"zset":
+        return kind, client.call("ZRANGE", key, "0", "-1", "WITHSCORES")
     return kind, None
 
 
