@@ -9,7 +9,10 @@ retries the waiters of each key in the order they blocked, as Redis does.
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 from collections import deque
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
@@ -23,14 +26,16 @@ if TYPE_CHECKING:
 class Block:
     """What a blocking handler returns when it has to wait.
 
-    `retry(client)` runs the command again once a key is written: a reply to finish, or None
-    to keep waiting. `timeout_reply` is sent when `timeout_ms` (0 = forever) passes.
+    `retry(client, key)` is called when `key` (one of `keys`) was written: it returns the
+    reply that ends the wait (serving from that key, as Redis serves from the key that became
+    ready), or None to keep waiting (the key is empty again, or holds another type).
+    `timeout_reply` is sent when `timeout_ms` (0 = forever) passes or on CLIENT UNBLOCK.
     """
 
     __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply")
 
-    def __init__(self, keys: list[bytes], timeout_ms: int, retry: Callable[["Client"], Any],
-                 timeout_reply: Any) -> None:
+    def __init__(self, keys: list[bytes], timeout_ms: int,
+                 retry: Callable[["Client", bytes], Any], timeout_reply: Any) -> None:
         self.keys = keys
         self.timeout_ms = timeout_ms
         self.retry = retry
@@ -38,6 +43,8 @@ class Block:
 
 
 class Waiter:
+    """One blocked client: its Block, the database it blocked in, and its deadline."""
+
     __slots__ = ("client", "block", "db", "deadline_ms", "timer", "resume")
 
     def __init__(self, client: "Client", block: Block, db: "Database", deadline_ms: int | None,
@@ -50,25 +57,143 @@ class Waiter:
         self.resume = resume
 
 
-def parse_timeout(raw: bytes) -> int:
-    """A blocking command's timeout in seconds (fractions allowed) -> milliseconds; 0 = forever."""
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT) from None
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+# Redis reads a seconds timeout with strtold (x87 80-bit long double: 64-bit significand,
+# 15-bit exponent), multiplies by 1000 in long double and rounds up to whole milliseconds.
+# The rounding decides edge cases clients can see: "-0.001" is -0.99999... ms in long double,
+# which rounds up to 0 (block forever), while "-0.0011" is an error.
+_LD_SIGNIFICAND_BITS = 64
+_LD_MIN_EXPONENT = -16382          # smallest normal exponent; below it the ulp stays fixed
+_LD_OVERFLOW = Fraction(2) ** 16384
+_LLONG_MIN = -(2**63)
+_MAX_TIMEOUT_CHARS = 5 * 1024      # Redis's MAX_LONG_DOUBLE_CHARS
+
+_DECIMAL = re.compile(rb"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
+_HEX = re.compile(rb"([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?")
+_SPECIAL = re.compile(rb"([+-]?)(inf|infinity|nan(?:\([0-9a-zA-Z_]*\))?)", re.IGNORECASE)
+# Plain decimals like b"5" or b"0.05": a double is exact enough unless the result lands
+# between -1.5 and 0 ms, where only the long double rounding tells "forever" from an error.
+_SIMPLE = re.compile(rb"\+?\d{1,15}(?:\.\d{0,15})?|-\d{1,15}(?:\.\d{0,15})?")
+
+
+def _round_long_double(value: Fraction) -> Fraction | None:
+    """`value` rounded (half to even) to the nearest long double; None on overflow."""
+    if not value:
+        return value
+    n, d = abs(value.numerator), value.denominator
+    exponent = n.bit_length() - d.bit_length()  # 2**exponent <= |value| < 2**(exponent+1) ...
+    if (n << max(0, -exponent)) < (d << max(0, exponent)):
+        exponent -= 1                            # ... after this correction
+    scale = max(exponent, _LD_MIN_EXPONENT) - (_LD_SIGNIFICAND_BITS - 1)
+    num = n << -scale if scale < 0 else n
+    den = d << scale if scale > 0 else d
+    significand, remainder = divmod(num, den)
+    if 2 * remainder > den or (2 * remainder == den and significand & 1):
+        significand += 1
+    rounded = Fraction(significand) * Fraction(2) ** scale
+    if rounded >= _LD_OVERFLOW:
+        return None
+    return rounded if value > 0 else -rounded
+
+
+def _strtold(raw: bytes) -> Fraction | float:
+    """The long double strtold reads from all of `raw` (as Redis's string2ld accepts it):
+    an exact Fraction, or +-inf; RedisError when Redis rejects the text."""
+    raw = raw.split(b"\0", 1)[0]  # Redis hands strtold a C string
+    if not raw or len(raw) >= _MAX_TIMEOUT_CHARS:
         raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    if seconds < 0:
+    special = _SPECIAL.fullmatch(raw)
+    if special is not None:
+        if special.group(2)[:1].lower() == b"n":
+            raise RedisError(errors.TIMEOUT_NOT_FLOAT)
+        return float("-inf") if special.group(1) == b"-" else float("inf")
+    match = _HEX.fullmatch(raw)
+    if match is not None:
+        base, digit_bits = 16, 4
+    else:
+        match = _DECIMAL.fullmatch(raw)
+        base, digit_bits = 10, 0
+    if match is None:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT)
+    sign, whole, fraction, exponent_text = match.groups()
+    whole, fraction = whole or b"", fraction or b""
+    if not whole and not fraction:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT)
+    digits = (whole + fraction).lstrip(b"0")
+    if not digits:
+        return Fraction(0)
+    exponent = int(exponent_text or b"0")
+    # Magnitude of the leading digit, in the exponent's own base (2 for hex, 10 for decimal),
+    # to refuse absurd exponents before building a huge exact value.
+    leading = len(whole.lstrip(b"0")) if whole.lstrip(b"0") else -(len(fraction) - len(fraction.lstrip(b"0")))
+    magnitude = exponent + (leading * digit_bits if base == 16 else leading)
+    limit_high, limit_low = (16400, -16500) if base == 16 else (4940, -4960)
+    if magnitude > limit_high:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # strtold overflows to HUGE_VAL
+    if magnitude < limit_low:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # strtold underflows to zero
+    mantissa = int(whole + fraction, base)
+    if base == 16:
+        value = Fraction(mantissa) * Fraction(2) ** (exponent - 4 * len(fraction))
+    else:
+        value = Fraction(mantissa) * Fraction(10) ** (exponent - len(fraction))
+    rounded = _round_long_double(value)
+    if rounded is None:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT)
+    if not rounded:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # non-zero digits that underflowed to zero
+    return -rounded if sign == b"-" else rounded
+
+
+def _long_double_seconds_to_ms(seconds: Fraction | float) -> int:
+    """ceill(seconds * 1000.0) cast to long long, as Redis computes it."""
+    if isinstance(seconds, float):  # infinity: the cast yields LLONG_MIN
+        return _LLONG_MIN
+    product = _round_long_double(seconds * 1000)
+    if product is None:
+        return _LLONG_MIN
+    ms = math.ceil(product)
+    return ms if _LLONG_MIN <= ms < 2**63 else _LLONG_MIN
+
+
+def parse_timeout(raw: bytes) -> int:
+    """A blocking command's timeout in seconds (fractions allowed) -> milliseconds; 0 = forever.
+
+    Exactly Redis's reading: any positive fraction blocks at least 1 ms; a negative value that
+    rounds up to 0 ms blocks forever; "inf" and values past 2**63 ms are "negative".
+    """
+    if _SIMPLE.fullmatch(raw):
+        ms = float(raw) * 1000
+        if ms >= 0:
+            return math.ceil(ms)
+        if ms < -1.5:
+            raise RedisError(errors.TIMEOUT_NEGATIVE)
+        ms = _long_double_seconds_to_ms(_strtold(raw))
+    else:
+        ms = _long_double_seconds_to_ms(_strtold(raw))
+    if ms < 0:
         raise RedisError(errors.TIMEOUT_NEGATIVE)
-    ms = int(seconds * 1000)
-    if seconds > 0 and ms == 0:
-        ms = 1
-    if ms > 2**62:
-        raise RedisError(errors.TIMEOUT_OUT_OF_RANGE)
     return ms
 
 
+def parse_timeout_ms(raw: bytes) -> int:
+    """A blocking timeout given in milliseconds (XREAD BLOCK); 0 = forever."""
+    # Imported here: importing the commands package loads every command module, and those
+    # import this one.
+    from .commands.args import parse_int
+
+    ms = parse_int(raw, errors.TIMEOUT_NOT_INTEGER)
+    if ms < 0:
+        raise RedisError(errors.TIMEOUT_NEGATIVE)
+    return ms
+
+
+# Longest single timer; a longer wait re-arms when it fires (event loops reject huge delays).
+_MAX_TIMER_SECONDS = 86400.0
+
+
 class BlockingManager:
+    """Who waits on which key, their timeouts, and serving them after each write."""
+
     def __init__(self, keyspace: "Keyspace") -> None:
         self.keyspace = keyspace
         self.waiters: dict[int, Waiter] = {}
@@ -80,29 +205,37 @@ class BlockingManager:
         return len(self.waiters)
 
     def block(self, client: "Client", block: Block, resume: Callable[[], None]) -> None:
+        """Park `client` until a key of `block` is served, its timeout passes, or it is
+        unblocked; `resume` then lets the connection run the client's next commands."""
         db = client.db
-        now = self.keyspace.clock.ms()
-        deadline = now + block.timeout_ms if block.timeout_ms else None
+        deadline = self.keyspace.clock.ms() + block.timeout_ms if block.timeout_ms else None
         waiter = Waiter(client, block, db, deadline, resume)
         for key in dict.fromkeys(block.keys):
             db.blocking_keys.setdefault(key, deque()).append(waiter)
         client.blocked = waiter
         self.waiters[client.id] = waiter
-        if deadline is not None and self.loop is not None:
-            waiter.timer = self.loop.call_later(block.timeout_ms / 1000, self._on_timer, waiter)
+        if deadline is not None:
+            self._arm_timer(waiter, block.timeout_ms)
+
+    def _arm_timer(self, waiter: Waiter, delay_ms: int) -> None:
+        if self.loop is not None:
+            delay = min(delay_ms / 1000, _MAX_TIMER_SECONDS)
+            waiter.timer = self.loop.call_later(delay, self._on_timer, waiter)
 
     def _detach(self, waiter: Waiter) -> None:
+        blocking_keys = waiter.db.blocking_keys
         for key in dict.fromkeys(waiter.block.keys):
-            queue = waiter.db.blocking_keys.get(key)
+            queue = blocking_keys.get(key)
             if queue is not None:
                 try:
                     queue.remove(waiter)
                 except ValueError:
                     pass
                 if not queue:
-                    del waiter.db.blocking_keys[key]
+                    del blocking_keys[key]
         if waiter.timer is not None:
             waiter.timer.cancel()
+            waiter.timer = None
         self.waiters.pop(waiter.client.id, None)
         waiter.client.blocked = None
 
@@ -113,6 +246,7 @@ class BlockingManager:
         waiter.resume()
 
     def disconnect(self, client: "Client") -> None:
+        """A blocked client went away: forget it, leaving no trace on its keys."""
         waiter = client.blocked
         if waiter is not None:
             self._detach(waiter)
@@ -122,13 +256,16 @@ class BlockingManager:
         waiter = client.blocked
         if waiter is None:
             return False
-        reply = (RedisError("UNBLOCKED client unblocked via CLIENT UNBLOCK") if with_error
-                 else waiter.block.timeout_reply)
+        reply = RedisError(errors.UNBLOCKED) if with_error else waiter.block.timeout_reply
         self.finish(waiter, reply)
         return True
 
     def serve_ready_keys(self) -> None:
-        """Retry the waiters of every key written since the last call, oldest waiter first."""
+        """Serve the waiters of every key written since the last call, oldest waiter first.
+
+        Keys become ready in the order they were written; serving one (BLMOVE pushing to its
+        destination) may make more keys ready, which are served in the same pass.
+        """
         ready = self.keyspace.ready_keys
         while ready:
             db, key = ready.pop(0)
@@ -137,23 +274,28 @@ class BlockingManager:
                 continue
             for waiter in list(queue):
                 if waiter.client.blocked is not waiter:
-                    continue
+                    continue  # already served through another of its keys
                 if db.get(key) is None:
                     break
-                reply = waiter.block.retry(waiter.client)
+                try:
+                    reply = waiter.block.retry(waiter.client, key)
+                except RedisError as exc:
+                    reply = exc
                 if reply is not None:
                     self.finish(waiter, reply)
 
     def _on_timer(self, waiter: Waiter) -> None:
+        waiter.timer = None
         if waiter.client.blocked is not waiter:
             return
         remaining = waiter.deadline_ms - self.keyspace.clock.ms()
-        if remaining > 0 and self.loop is not None:
-            waiter.timer = self.loop.call_later(remaining / 1000, self._on_timer, waiter)
+        if remaining > 0:
+            self._arm_timer(waiter, remaining)
             return
         self.finish(waiter, waiter.block.timeout_reply)
 
     def _on_clock_advanced(self) -> None:
+        """MINIRED ADVANCE moved the clock: time out every wait whose deadline it passed."""
         now = self.keyspace.clock.ms()
         for waiter in list(self.waiters.values()):
             if waiter.deadline_ms is not None and waiter.deadline_ms <= now:

@@ -103,6 +103,16 @@ ZRANGE_WITHSCORES_BYLEX = "ERR syntax error, WITHSCORES not supported in combina
 ZSETOP_NEEDS_KEY = "ERR at least 1 input key is needed for '{}' command"
 WEIGHT_NOT_FLOAT = "ERR weight value is not a float"
 
+# Lists and blocking.
+LPOS_RANK_ZERO = (
+    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
+    "or use negative to start from the end of the list"
+)
+LPOS_COUNT_NEGATIVE = "ERR COUNT can't be negative"
+LPOS_MAXLEN_NEGATIVE = "ERR MAXLEN can't be negative"
+UNBLOCKED = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+UNBLOCK_REASON = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+
 UNKNOWN_COMMAND = "ERR unknown command '{}', with args beginning with: {}"
 UNKNOWN_SUBCOMMAND = "ERR unknown subcommand '{}'. Try {} HELP."
 WRONG_ARITY = "ERR wrong number of arguments for '{}' command"

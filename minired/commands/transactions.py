@@ -1,0 +1,113 @@
+"""MULTI, EXEC, DISCARD, WATCH, UNWATCH with Redis 7.0's semantics.
+
+Queuing happens in `dispatch.execute` (it appends `(spec, argv)` to `client.multi` and flags
+`client.multi_failed` on an unknown command, an arity error or a refused command). EXEC runs
+the queue synchronously through `dispatch.call`, so no other client's command can run in the
+middle of a transaction, and keys it writes are served to blocked clients only after it ends.
+
+WATCH registers a `WatchRecord` per key in `db.watchers`; `Database.signal_modified` marks
+records dirty (writes, deletes, expiry, FLUSHALL, SWAPDB). EXEC also aborts, as Redis 7 does,
+when a watched key is logically expired at EXEC time although it was not at WATCH time.
+"""
+from __future__ import annotations
+
+# dispatch imports the command table, which imports this module: reach `dispatch.call` via
+# the module at run time.
+from .. import dispatch, errors
+from ..client import WatchRecord
+from ..errors import RedisError
+from ..resp import NULL_ARRAY, OK
+from .table import command
+
+G = "transactions"
+
+
+@command("multi", arity=1, flags="noscript loading stale fast allow_busy", group=G)
+def multi(c, argv):
+    """Start queuing commands for EXEC."""
+    if c.multi is not None:
+        raise RedisError(errors.MULTI_NESTED)
+    c.multi = []
+    c.multi_failed = False
+    return OK
+
+
+def _watched_key_changed(c) -> bool:
+    """True if a WATCHed key was touched, or expired since WATCH, so EXEC must not run."""
+    now = None
+    for record in c.watched:
+        if record.dirty:
+            return True
+        if not record.expired_at_watch:
+            deadline = record.db.expires.get(record.key)
+            if deadline is not None:
+                if now is None:
+                    now = c.server.clock.ms()
+                if deadline <= now:
+                    return True
+    return False
+
+
+@command("exec", arity=1, flags="noscript loading stale skip_slowlog", group=G)
+def exec_(c, argv):
+    """Run the queued commands atomically; null if a watched key changed."""
+    queued = c.multi
+    if queued is None:
+        raise RedisError(errors.EXEC_WITHOUT_MULTI)
+    failed = c.multi_failed
+    c.multi = None
+    c.multi_failed = False
+    if failed:
+        c.unwatch_all()
+        raise RedisError(errors.EXECABORT)
+    if c.watched:
+        changed = _watched_key_changed(c)
+        c.unwatch_all()
+        if changed:
+            return NULL_ARRAY
+    call = dispatch.call
+    c.in_exec = True
+    try:
+        return [call(c, spec, command_argv) for spec, command_argv in queued]
+    finally:
+        c.in_exec = False
+
+
+@command("discard", arity=1, flags="noscript loading stale fast allow_busy", group=G)
+def discard(c, argv):
+    """Drop the queued commands and forget WATCHed keys."""
+    if c.multi is None:
+        raise RedisError(errors.DISCARD_WITHOUT_MULTI)
+    c.multi = None
+    c.multi_failed = False
+    c.unwatch_all()
+    return OK
+
+
+@command("watch", arity=-2, flags="noscript loading stale fast allow_busy", keys=(1, -1, 1),
+         group=G)
+def watch(c, argv):
+    """Make the next EXEC fail if any of these keys changes before it."""
+    if c.multi is not None:
+        raise RedisError(errors.WATCH_IN_MULTI)
+    db = c.db
+    already = {record.key for record in c.watched if record.db is db}
+    for key in argv[1:]:
+        if key in already:
+            continue
+        already.add(key)
+        # A key already expired is deleted now, before the record exists: its deletion is no
+        # change to the watcher (Redis skips it the same way), and the key is then simply
+        # absent, so the record need not remember it was expired.
+        db.get(key)
+        record = WatchRecord(db, key, expired_at_watch=False)
+        db.watchers.setdefault(key, set()).add(record)
+        c.watched.append(record)
+    return OK
+
+
+@command("unwatch", arity=1, flags="noscript loading stale fast allow_busy", group=G)
+def unwatch(c, argv):
+    """Forget all WATCHed keys."""
+    c.unwatch_all()
+    return OK
