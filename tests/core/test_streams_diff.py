@@ -199,6 +199,7 @@ def test_xinfo_stream(diff):
     diff.check("XINFO", "FOO")
     diff.check("XINFO", "HELP")
     fill(diff, "s", 3)
+    diff.check("TYPE", "s")
     diff.check("XINFO", "STREAM", "s")
     diff.check("XINFO", "STREAM", "s", "x")
     diff.check("XINFO", "STREAM", "s", "FULL", "x")
@@ -206,6 +207,8 @@ def test_xinfo_stream(diff):
     diff.check("XINFO", "STREAM", "s")
     diff.check("XDEL", "s", "1-1", "2-1", "3-1")
     diff.check("XINFO", "STREAM", "s")
+    diff.check("EXISTS", "s")  # an emptied stream stays
+    diff.check("TYPE", "s")
 
 
 def test_wrong_type(diff):
