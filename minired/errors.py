@@ -184,9 +184,6 @@ STREAM_ENTRIES_ADDED_TOO_SMALL = (
 STREAM_MAXDELETED_TOO_BIG = (
     "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
 )
-TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
-SUBCOMMAND_SYNTAX = "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."
-# End of streams.
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 BUSY = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
