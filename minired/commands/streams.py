@@ -401,27 +401,30 @@ def xread(c, argv):
         else:
             after.append(parse_strict_id(raw))
 
-    def serve(client, last_id_only: bool):
+    def serve(client):
         results = []
         for key, since in zip(keys, after):
             stream = client.db.get(key)
-            if type(stream) is not Stream or not stream.length:
-                continue
-            newest = stream.last_id if last_id_only else stream.last_live_id()
-            if newest <= since:
-                continue
-            start = incr_id(since)
-            results.append((key, entries_reply(stream.range(start, MAX_ID, count))))
-            if last_id_only:
-                break  # a woken reader is served from the one stream that moved
+            if type(stream) is Stream and stream.length and stream.last_live_id() > since:
+                results.append((key, entries_reply(stream.range(incr_id(since), MAX_ID, count))))
         return read_reply(client, results) if results else None
 
-    reply = serve(c, last_id_only=False)
+    def serve_woken(client, key: bytes):
+        # Redis serves a woken reader from the one stream that was written, comparing with
+        # its last generated ID.
+        since = after[keys.index(key)]
+        stream = client.db.get(key)
+        if type(stream) is not Stream or stream.last_id <= since:
+            return None
+        entries = entries_reply(stream.range(incr_id(since), MAX_ID, count))
+        return read_reply(client, [(key, entries)])
+
+    reply = serve(c)
     if reply is not None:
         return reply
     if timeout < 0 or not c.can_block:
         return NULL_ARRAY
-    return Block(list(keys), timeout, lambda client: serve(client, last_id_only=True), NULL_ARRAY)
+    return Block(list(keys), timeout, serve_woken, NULL_ARRAY)
 
 
 # --- XSETID ------------------------------------------------------------------------------------
