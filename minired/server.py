@@ -179,6 +179,10 @@ class ClientProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         server = self.server
         self.transport = transport  # type: ignore[assignment]
+        if self.client is not None:
+            # Accepted while a script was busy (scripting/busy.py): the client already exists
+            # and is now handed to the loop; only the transport changes.
+            return
         sock = transport.get_extra_info("socket")
         peer = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")
@@ -187,6 +191,7 @@ class ClientProtocol(asyncio.Protocol):
                         fd=sock.fileno() if sock is not None else -1,
                         send=self._write, close=self._close)
         self.client = client
+        client.connection = self  # lets a busy script serve this connection (scripting/busy.py)
         server.stats.connections_received += 1
         if len(server.clients) >= server.config.maxclients:
             server.stats.rejected_connections += 1

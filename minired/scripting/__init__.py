@@ -1,0 +1,34 @@
+"""Lua scripting: EVAL scripts and Redis 7 functions in a sandboxed Lua 5.1 runtime (lupa).
+
+    sandbox.lua / sandbox.py   the environment scripts see, and Lua <-> reply conversion
+    engine.py                  running a script: redis.call bridge, EVAL cache, errors, kill
+    functions.py               FUNCTION LOAD/LIST/DUMP/RESTORE ... and FCALL
+    busy.py                    serving other clients (BUSY, SCRIPT KILL) while a script runs long
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..server import Server
+    from .engine import ScriptEngine
+
+
+def attach(server: "Server") -> "ScriptEngine":
+    """Give a server its script engine (idempotent)."""
+    engine = server.extensions.get("scripting")
+    if engine is None:
+        from .busy import BusyService
+        from .engine import ScriptEngine
+        from .functions import FunctionLibraries
+
+        engine = ScriptEngine(server)
+        engine.functions = FunctionLibraries(engine)
+        engine.busy = BusyService(server, engine)
+        server.extensions["scripting"] = engine
+    return engine
+
+
+def engine_of(server: "Server") -> "ScriptEngine":
+    engine = server.extensions.get("scripting")
+    return engine if engine is not None else attach(server)

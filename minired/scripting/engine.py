@@ -1,0 +1,403 @@
+"""Running scripts: the run context, the redis.* bridge back into the command table, EVAL's
+script cache, error replies in Redis's format, and SCRIPT KILL.
+
+A script runs inline on the event-loop thread, so it is atomic by construction. Commands it
+calls go through `dispatch.call` on one script client whose database starts as the caller's.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from .. import dispatch, errors, resp
+from ..blocking import Block
+from ..client import Client
+from ..commands.table import COMMANDS
+from ..errors import RedisError
+from .sandbox import Sandbox, format_number_argument
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+log = logging.getLogger("minired")
+
+SCRIPT_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys")
+_LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
+_ERR = b"err"
+_OK = b"ok"
+
+
+class Script:
+    """A compiled EVAL script. `flags` is None for scripts without a shebang (compat mode)."""
+
+    __slots__ = ("sha", "body", "function", "flags")
+
+    def __init__(self, sha: bytes, body: bytes, function: Any, flags: frozenset | None) -> None:
+        self.sha = sha
+        self.body = body
+        self.function = function
+        self.flags = flags
+
+
+class Run:
+    """The script (or function) currently running."""
+
+    __slots__ = ("caller", "name", "eval_mode", "read_only", "allow_oom", "started", "dirty",
+                 "timed_out", "abort", "command", "sandbox")
+
+    def __init__(self, caller: Client, name: bytes, eval_mode: bool, read_only: bool,
+                 allow_oom: bool, command: bytes) -> None:
+        self.caller = caller
+        self.name = name
+        self.eval_mode = eval_mode
+        self.read_only = read_only
+        self.allow_oom = allow_oom
+        self.started = time.monotonic()
+        self.dirty = False
+        self.timed_out = False
+        # Set (to the error Lua raises) when the run must stop: SCRIPT KILL, SHUTDOWN NOSAVE.
+        self.abort: bytes | None = None
+        self.command = command
+        self.sandbox: Sandbox | None = None
+
+
+def parse_shebang(body: bytes) -> tuple[frozenset | None, int]:
+    """(flags, shebang length) of an EVAL script, like evalExtractShebangFlags."""
+    if not body.startswith(b"#!"):
+        return None, 0
+    end = body.find(b"\n")
+    if end < 0:
+        raise RedisError(errors.SHEBANG_INVALID)
+    parts = body[:end].split()
+    if not parts:
+        raise RedisError(errors.SHEBANG_NO_ENGINE)
+    if parts[0] != b"#!lua":
+        raise RedisError(errors.SHEBANG_ENGINE.format(_text(parts[0])))
+    flags = set()
+    for part in parts[1:]:
+        if not part.startswith(b"flags="):
+            raise RedisError(errors.SHEBANG_OPTION.format(_text(part)))
+        value = part[6:]
+        for flag in value.split(b",") if value else ():
+            name = flag.decode("utf-8", "replace")
+            if name not in SCRIPT_FLAGS:
+                raise RedisError(errors.SHEBANG_FLAG.format(name))
+            flags.add(name)
+    return frozenset(flags), end
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def lua_error_text(message: str) -> bytes:
+    """The `err` field Lua sees for an error reply (luaPushErrorBuff on "-<message>")."""
+    if " " not in message:
+        message = "ERR " + message
+    return message.strip("\r\n").encode("utf-8", "surrogateescape")
+
+
+def run_error(name: bytes, outcome: tuple) -> RedisError:
+    """The error reply of a failed run: the message plus where it happened, on one line."""
+    message = outcome[1]
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    source = outcome[2] if len(outcome) > 2 else None
+    line = outcome[3] if len(outcome) > 3 else None
+    if source is not None and line is not None:
+        if isinstance(source, bytes):
+            source = source.decode("utf-8", "replace")
+        if isinstance(line, float) and line.is_integer():
+            line = int(line)
+        message = f"{message} script: {name.decode('utf-8', 'replace')}, on {source}:{line}."
+    return RedisError(message)
+
+
+class Lrand48:
+    """Redis's redisLrand48 (rand.c): the 48-bit lrand48 generator behind math.random."""
+
+    _A = 0x5DEECE66D
+    _MASK = (1 << 48) - 1
+    _MAX = 2**31 - 1
+
+    def __init__(self) -> None:
+        self.state = 0x1234ABCD330E
+
+    def seed(self, value: int) -> None:
+        self.state = (((value & 0xFFFFFFFF) << 16) | 0x330E) & self._MASK
+
+    def next_double(self) -> float:
+        self.state = (self._A * self.state + 0xB) & self._MASK
+        return ((self.state >> 17) % self._MAX) / self._MAX
+
+
+class ScriptEngine:
+    """Per-server scripting state: Lua runtimes, the EVAL cache, the running script."""
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        self.scripts: dict[bytes, Script] = {}
+        self.current: Run | None = None
+        self.client = Client(server)
+        self.client.in_script = True
+        self.client.name = b""
+        self.prng = Lrand48()
+        self._eval_sandbox: Sandbox | None = None
+        self.functions: Any = None  # functions.FunctionLibraries, attached by the package
+        self.busy: Any = None        # busy.BusyService, attached by the package
+
+    @property
+    def eval_sandbox(self) -> Sandbox:
+        if self._eval_sandbox is None:
+            self._eval_sandbox = Sandbox("eval", self)
+        return self._eval_sandbox
+
+    # --- EVAL / EVALSHA --------------------------------------------------------------------------
+
+    def load(self, body: bytes) -> Script:
+        """Compile a script into the cache (SCRIPT LOAD, first EVAL of a body)."""
+        sha = hashlib.sha1(body).hexdigest().encode()
+        script = self.scripts.get(sha)
+        if script is not None:
+            return script
+        flags, shebang_len = parse_shebang(body)
+        # The shebang line is skipped but its line feed kept, so line numbers stay the user's.
+        function, problem = self.eval_sandbox.compile(body[shebang_len:], b"@user_script")
+        if function is None:
+            raise RedisError(errors.SCRIPT_COMPILE.format(problem))
+        script = Script(sha, body, function, flags)
+        self.scripts[sha] = script
+        return script
+
+    def eval(self, c: Client, argv: list, by_sha: bool, read_only: bool) -> Any:
+        if by_sha and len(argv[1]) != 40:
+            raise RedisError(errors.NOSCRIPT)
+        keys, args = split_keys(argv)
+        if by_sha:
+            script = self.scripts.get(argv[1].lower())
+            if script is None:
+                raise RedisError(errors.NOSCRIPT)
+        else:
+            script = self.load(argv[1])
+        flags = script.flags
+        if flags is None:
+            run_read_only, allow_oom = read_only, False
+        else:
+            self._check_flags(flags, read_only)
+            run_read_only = read_only or "no-writes" in flags
+            allow_oom = "allow-oom" in flags
+        run = Run(c, script.sha, True, run_read_only, allow_oom, argv[0])
+        sandbox = self.eval_sandbox
+        return self.execute(run, sandbox, sandbox.run_eval, script.function, keys, args)
+
+    def _check_flags(self, flags: frozenset, read_only: bool) -> None:
+        if "allow-oom" not in flags and self.server.over_maxmemory():
+            raise RedisError(errors.SCRIPT_OOM)
+        if "no-writes" not in flags and read_only:
+            raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
+
+    def execute(self, run: Run, sandbox: Sandbox, runner: Any, function: Any, keys: list,
+                args: list) -> Any:
+        """Run a script or function and turn its outcome into the reply."""
+        script_client = self.client
+        script_client.select(run.caller.db_index)
+        script_client.protocol = 2
+        run.sandbox = sandbox
+        self.current = run
+        try:
+            outcome = runner(function, keys, args)
+        finally:
+            self.current = None
+            if run.timed_out:
+                self.busy.end(run)
+        if outcome[0]:
+            return sandbox.to_reply(outcome[1], script_client.protocol)
+        return run_error(run.name, outcome)
+
+    # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
+
+    def call(self, *args: Any) -> Any:
+        """redis.call / redis.pcall: the reply as a Lua value, or (text, b"ok"|b"err")."""
+        run = self.current
+        if run is None:
+            return errors.SCRIPT_CALL_OUTSIDE.encode(), _ERR
+        if not args:
+            return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
+        argv = list(args)
+        for index, arg in enumerate(argv):
+            if type(arg) is not bytes:
+                kind = type(arg)
+                if kind is int or kind is float:
+                    argv[index] = format_number_argument(arg)
+                else:
+                    return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
+        spec = COMMANDS.get(argv[0].lower())
+        if spec is None:
+            return errors.SCRIPT_CALL_UNKNOWN.encode(), _ERR
+        if spec.subcommands and len(argv) >= 2:
+            sub = spec.subcommands.get(argv[1].lower())
+            if sub is not None:
+                spec = sub
+            elif spec.handler is None:
+                return errors.SCRIPT_CALL_UNKNOWN.encode(), _ERR
+        arity = spec.arity
+        if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+            return errors.SCRIPT_CALL_ARITY.encode(), _ERR
+        flags = spec.flags
+        if "noscript" in flags:
+            return errors.SCRIPT_CALL_NOSCRIPT.encode(), _ERR
+        if "write" in flags:
+            if run.read_only:
+                return errors.SCRIPT_CALL_WRITE_IN_RO.encode(), _ERR
+            if (not run.allow_oom and not run.dirty and spec.denyoom
+                    and self.server.over_maxmemory()):
+                return lua_error_text(errors.OOM), _ERR
+            run.dirty = True
+        script_client = self.client
+        reply = dispatch.call(script_client, spec, argv)
+        kind = type(reply)
+        if kind is bytes or kind is int:
+            return reply
+        if kind is resp.Status:
+            return bytes(reply), _OK
+        if kind is RedisError:
+            return lua_error_text(reply.message), _ERR
+        if kind is Block:  # cannot happen (scripts never block), but never hang a script
+            reply = reply.timeout_reply
+        return self.to_lua(reply, script_client.protocol == 3)
+
+    def to_lua(self, reply: Any, resp3: bool) -> Any:
+        """A command reply as the Lua value Redis gives scripts (RESP2 or RESP3 conversion)."""
+        kind = type(reply)
+        if kind is bytes or kind is int:
+            return reply
+        if reply is None or reply is resp.NULL_ARRAY:
+            return None if resp3 else False
+        table = self.current.sandbox.table_from
+        if kind is bool:
+            return reply if resp3 else int(reply)
+        if kind is float:
+            return table({b"double": reply}) if resp3 else resp.format_double(reply)
+        if kind is resp.Status:
+            return table({b"ok": bytes(reply)})
+        if kind is RedisError:
+            return table({b"err": lua_error_text(reply.message)})
+        if kind is resp.Verbatim:
+            if resp3:
+                return table({b"verbatim_string": table({b"format": b"txt", b"string": bytes(reply)})})
+            return bytes(reply)
+        if kind is resp.BigNumber:
+            return table({b"big_number": bytes(reply)}) if resp3 else bytes(reply)
+        if kind is str:
+            return reply.encode("utf-8", "surrogateescape")
+        if isinstance(reply, dict):
+            if resp3:
+                return table({b"map": table({self.to_lua(k, resp3): self.to_lua(v, resp3)
+                                             for k, v in reply.items()})})
+            flat = []
+            for k, v in reply.items():
+                flat.append(self.to_lua(k, resp3))
+                flat.append(self.to_lua(v, resp3))
+            return table(flat)
+        if isinstance(reply, (set, frozenset)):
+            if resp3:
+                return table({b"set": table({self.to_lua(m, resp3): True for m in reply})})
+            return table([self.to_lua(m, resp3) for m in reply])
+        if isinstance(reply, (list, tuple)):
+            return table([self.to_lua(item, resp3) for item in reply])
+        if isinstance(reply, bytes):
+            return bytes(reply)
+        if isinstance(reply, int):
+            return int(reply)
+        log.warning("script got a reply of unexpected type %s", kind.__name__)
+        return False
+
+    def acl_check(self, *args: Any) -> Any:
+        """redis.acl_check_cmd: minired has one all-powerful user, so only the command is checked."""
+        if not args:
+            return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
+        for arg in args:
+            if type(arg) not in (bytes, int, float):
+                return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
+        name = args[0] if type(args[0]) is bytes else format_number_argument(args[0])
+        spec = COMMANDS.get(name.lower())
+        if spec is not None and spec.subcommands and len(args) >= 2 and type(args[1]) is bytes:
+            sub = spec.subcommands.get(args[1].lower())
+            if sub is None and spec.handler is None:
+                spec = None
+        if spec is None:
+            return errors.SCRIPT_ACL_UNKNOWN.encode(), _ERR
+        return True
+
+    def check(self) -> Any:
+        """The count hook: None to go on, or the error text that stops the run."""
+        run = self.current
+        if run is None:
+            return self.functions.check_load() if self.functions is not None else None
+        if run.abort is not None:
+            return run.abort
+        if not run.timed_out:
+            threshold = self.server.config.busy_reply_threshold_ms
+            elapsed_ms = (time.monotonic() - run.started) * 1000
+            if threshold <= 0 or elapsed_ms < threshold:
+                return None
+            log.warning("Slow script detected: still in execution after %d milliseconds. "
+                        "You can try killing the script using the %s command.", elapsed_ms,
+                        "SCRIPT KILL" if run.eval_mode else "FUNCTION KILL")
+            run.timed_out = True
+            self.busy.begin(run)
+        self.busy.service()
+        if run.abort is None and self.server.shutdown_requested:
+            run.abort = errors.SCRIPT_KILLED.encode()
+        return run.abort
+
+    def sha1hex(self, text: bytes) -> bytes:
+        return hashlib.sha1(text).hexdigest().encode()
+
+    def log(self, level: Any, message: bytes) -> None:
+        log.log(_LOG_LEVELS[int(level)], "%s", message.decode("utf-8", "replace"))
+
+    def setresp(self, version: Any) -> None:
+        self.client.protocol = int(version)
+
+    def random(self) -> float:
+        return self.prng.next_double()
+
+    def randomseed(self, seed: Any) -> None:
+        self.prng.seed(int(seed))
+
+    def register_function(self, *args: Any) -> Any:
+        if self.functions is None:
+            return b"ERR redis.register_function can only be called on FUNCTION LOAD command"
+        return self.functions.register(*args)
+
+    # --- SCRIPT KILL / FUNCTION KILL -------------------------------------------------------------
+
+    def kill(self, is_eval: bool) -> Any:
+        run = self.current
+        if run is None:
+            raise RedisError(errors.NOTBUSY)
+        if run.dirty:
+            raise RedisError(errors.UNKILLABLE)
+        if is_eval and not run.eval_mode:
+            raise RedisError(errors.BUSY_FUNCTION)
+        if not is_eval and run.eval_mode:
+            raise RedisError(errors.BUSY)
+        run.abort = errors.SCRIPT_KILLED.encode()
+        return resp.OK
+
+    def flush(self) -> None:
+        self.scripts.clear()
+
+
+def split_keys(argv: list) -> tuple[list, list]:
+    """KEYS and ARGV of EVAL/FCALL argv (numkeys at index 2), with Redis's checks."""
+    from ..commands.args import parse_int
+    numkeys = parse_int(argv[2])
+    if numkeys > len(argv) - 3:
+        raise RedisError(errors.NUMKEYS_GREATER)
+    if numkeys < 0:
+        raise RedisError(errors.NUMKEYS_NEGATIVE)
+    return argv[3:3 + numkeys], argv[3 + numkeys:]

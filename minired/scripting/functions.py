@@ -1,0 +1,379 @@
+"""Redis 7 functions: libraries loaded with FUNCTION LOAD and called with FCALL / FCALL_RO.
+
+Libraries live in their own Lua runtime, as in Redis (function globals differ from EVAL's: no
+KEYS/ARGV, no debugger helpers). Library code runs once, at load, against an API that only
+registers functions and logs; the functions it registers then run with the full redis API.
+"""
+from __future__ import annotations
+
+import re
+import struct
+import time
+from typing import TYPE_CHECKING, Any
+
+from .. import errors, resp
+from ..glob import glob_match
+from ..errors import RedisError
+from .engine import SCRIPT_FLAGS, Run, run_error, split_keys
+from .sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from .engine import ScriptEngine
+
+LOAD_TIMEOUT_SECONDS = 0.5
+_NAME = re.compile(rb"[A-Za-z0-9_]+\Z")
+# FUNCTION DUMP payload: RDB_OPCODE_FUNCTION2 entries, then RDB version 10 and a CRC64.
+_OPCODE_FUNCTION2 = 0xF5
+_RDB_VERSION = 10
+
+
+class Function:
+    __slots__ = ("name", "callback", "description", "flags", "library")
+
+    def __init__(self, name: bytes, callback: Any, description: bytes | None, flags: list[str],
+                 library: "Library") -> None:
+        self.name = name
+        self.callback = callback
+        self.description = description
+        self.flags = flags
+        self.library = library
+
+
+class Library:
+    __slots__ = ("name", "code", "functions")
+
+    def __init__(self, name: bytes, code: bytes) -> None:
+        self.name = name
+        self.code = code
+        self.functions: dict[bytes, Function] = {}
+
+
+def parse_metadata(code: bytes) -> tuple[bytes, bytes]:
+    """(library name, engine) from the `#!lua name=<lib>` first line, with Redis's errors."""
+    if not code.startswith(b"#!"):
+        raise RedisError(errors.FUNCTION_MISSING_METADATA)
+    end = code.find(b"\n")
+    header = code[2:end] if end >= 0 else code[2:]
+    parts = header.split(b" ")
+    engine = parts[0]
+    if engine.lower() != b"lua":
+        raise RedisError(errors.FUNCTION_ENGINE_NOT_FOUND.format(engine.decode("utf-8", "replace")))
+    name = None
+    for part in parts[1:]:
+        if part.startswith(b"name="):
+            if name is not None:
+                raise RedisError(errors.FUNCTION_NAME_TWICE)
+            name = part[5:]
+        else:
+            raise RedisError(errors.FUNCTION_BAD_METADATA.format(part.decode("utf-8", "replace")))
+    if name is None:
+        raise RedisError(errors.FUNCTION_NO_NAME)
+    if not _NAME.match(name):
+        raise RedisError(errors.FUNCTION_BAD_NAME)
+    return name, code[end:] if end >= 0 else b""
+
+
+class FunctionLibraries:
+    def __init__(self, engine: "ScriptEngine") -> None:
+        self.engine = engine
+        self.libraries: dict[bytes, Library] = {}
+        self.functions: dict[bytes, Function] = {}
+        self._sandbox: Sandbox | None = None
+        # While a library loads: where register_function records, and the load's deadline.
+        self._loading: Library | None = None
+        self._load_deadline = 0.0
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = Sandbox("function", self.engine)
+        return self._sandbox
+
+    # --- loading ---------------------------------------------------------------------------------
+
+    def load(self, code: bytes, replace: bool) -> bytes:
+        name, body = parse_metadata(code)
+        existing = self.libraries.get(name)
+        if existing is not None and not replace:
+            raise RedisError(errors.FUNCTION_LIBRARY_EXISTS.format(name.decode("utf-8", "replace")))
+        library = self._compile(name, code, body)
+        for fname in library.functions:
+            owner = self.functions.get(fname)
+            if owner is not None and owner.library is not existing:
+                raise RedisError(errors.FUNCTION_EXISTS.format(fname.decode("utf-8", "replace")))
+        if existing is not None:
+            self._remove(existing)
+        self._add(library)
+        return name
+
+    def _compile(self, name: bytes, code: bytes, body: bytes) -> Library:
+        sandbox = self.sandbox
+        chunk, problem = sandbox.compile(body, b"@user_function")
+        if chunk is None:
+            raise RedisError(errors.FUNCTION_COMPILE.format(problem))
+        library = Library(name, code)
+        self._loading = library
+        self._load_deadline = time.monotonic() + LOAD_TIMEOUT_SECONDS
+        try:
+            outcome = sandbox.run_load(chunk)
+        finally:
+            self._loading = None
+        if not outcome[0]:
+            message = outcome[1]
+            if isinstance(message, bytes):
+                message = message.decode("utf-8", "replace")
+            raise RedisError(errors.FUNCTION_REGISTERING.format(message))
+        if not library.functions:
+            raise RedisError(errors.FUNCTION_NONE_REGISTERED)
+        return library
+
+    def check_load(self) -> bytes | None:
+        """Count-hook check while library code runs at load time."""
+        if self._loading is not None and time.monotonic() > self._load_deadline:
+            return errors.FUNCTION_LOAD_TIMEOUT.encode()
+        return None
+
+    def register(self, name: bytes, callback: Any, description: Any, *flags: bytes) -> Any:
+        """redis.register_function, after the Lua side checked the arguments."""
+        library = self._loading
+        if library is None:
+            return b"ERR redis.register_function can only be called on FUNCTION LOAD command"
+        if not _NAME.match(name):
+            return errors.FUNCTION_BAD_NAME.encode()
+        if name in library.functions:
+            return errors.FUNCTION_EXISTS_IN_LIBRARY.encode()
+        names = []
+        for flag in flags:
+            text = flag.decode("utf-8", "replace")
+            if text not in SCRIPT_FLAGS:
+                return b"ERR unknown flag given"
+            if text not in names:
+                names.append(text)
+        names.sort(key=SCRIPT_FLAGS.index)
+        library.functions[name] = Function(name, callback, description, names, library)
+        return None
+
+    def _add(self, library: Library) -> None:
+        self.libraries[library.name] = library
+        self.functions.update(library.functions)
+
+    def _remove(self, library: Library) -> None:
+        del self.libraries[library.name]
+        for fname in library.functions:
+            self.functions.pop(fname, None)
+
+    def delete(self, name: bytes) -> None:
+        library = self.libraries.get(name)
+        if library is None:
+            raise RedisError(errors.FUNCTION_LIBRARY_NOT_FOUND)
+        self._remove(library)
+
+    def flush(self) -> None:
+        self.libraries.clear()
+        self.functions.clear()
+
+    # --- FCALL -----------------------------------------------------------------------------------
+
+    def fcall(self, c: "Client", argv: list, read_only: bool) -> Any:
+        function = self.functions.get(argv[1])
+        if function is None:
+            raise RedisError(errors.FUNCTION_NOT_FOUND)
+        keys, args = split_keys(argv)
+        flags = function.flags
+        engine = self.engine
+        engine._check_flags(frozenset(flags), read_only)
+        run = Run(c, function.name, False, read_only or "no-writes" in flags,
+                  "allow-oom" in flags, argv[0])
+        sandbox = self.sandbox
+        return engine.execute(run, sandbox, sandbox.run_function, function.callback, keys, args)
+
+    # --- FUNCTION LIST / STATS / DUMP / RESTORE --------------------------------------------------
+
+    def list(self, pattern: bytes | None, with_code: bool) -> list:
+        out = []
+        for library in self.libraries.values():
+            if pattern is not None and not glob_match(pattern, library.name, nocase=True):
+                continue
+            functions = [
+                [b"name", f.name, b"description", f.description,
+                 b"flags", {resp.Status(flag.encode()) for flag in f.flags}]
+                for f in library.functions.values()
+            ]
+            entry = [b"library_name", library.name, b"engine", b"LUA", b"functions", functions]
+            if with_code:
+                entry += [b"library_code", library.code]
+            out.append(entry)
+        return out
+
+    def stats(self) -> dict:
+        run = self.engine.current
+        running = None
+        if run is not None:
+            running = {b"name": run.name, b"command": [run.command],
+                       b"duration_ms": int((time.monotonic() - run.started) * 1000)}
+        return {b"running_script": running,
+                b"engines": {b"LUA": {b"libraries_count": len(self.libraries),
+                                      b"functions_count": len(self.functions)}}}
+
+    def dump(self) -> bytes:
+        out = bytearray()
+        for library in self.libraries.values():
+            out.append(_OPCODE_FUNCTION2)
+            out += _rdb_string(library.code)
+        out += struct.pack("<H", _RDB_VERSION)
+        out += struct.pack("<Q", crc64(bytes(out)))
+        return bytes(out)
+
+    def restore(self, payload: bytes, policy: bytes) -> None:
+        if policy not in (b"append", b"replace", b"flush"):
+            raise RedisError(errors.FUNCTION_RESTORE_POLICY)
+        codes = _parse_dump(payload)
+        # Compile everything first: a bad payload changes nothing.
+        loaded = []
+        for code in codes:
+            name, body = parse_metadata(code)
+            loaded.append(self._compile(name, code, body))
+        if policy == b"flush":
+            self.flush()
+        staged_libraries = dict(self.libraries)
+        staged_functions = dict(self.functions)
+        for library in loaded:
+            old = staged_libraries.get(library.name)
+            if old is not None:
+                if policy != b"replace":
+                    raise RedisError(errors.FUNCTION_LIBRARY_EXISTS.format(
+                        library.name.decode("utf-8", "replace")))
+                for fname in old.functions:
+                    staged_functions.pop(fname, None)
+            for fname in library.functions:
+                if fname in staged_functions:
+                    raise RedisError(errors.FUNCTION_EXISTS.format(fname.decode("utf-8", "replace")))
+            staged_libraries[library.name] = library
+            staged_functions.update(library.functions)
+        self.libraries = staged_libraries
+        self.functions = staged_functions
+
+
+# --- RDB encoding of the DUMP payload -------------------------------------------------------------
+
+def _rdb_length(n: int) -> bytes:
+    if n < 1 << 6:
+        return bytes([n])
+    if n < 1 << 14:
+        return bytes([0x40 | (n >> 8), n & 0xFF])
+    if n <= 0xFFFFFFFF:
+        return b"\x80" + struct.pack(">I", n)
+    return b"\x81" + struct.pack(">Q", n)
+
+
+def _rdb_string(data: bytes) -> bytes:
+    return _rdb_length(len(data)) + data
+
+
+def _read_length(data: bytes, pos: int) -> tuple[int, int, bool]:
+    """(length or encoding, new position, is_encoded)."""
+    first = data[pos]
+    kind = first >> 6
+    if kind == 0:
+        return first & 0x3F, pos + 1, False
+    if kind == 1:
+        return ((first & 0x3F) << 8) | data[pos + 1], pos + 2, False
+    if kind == 2:
+        if first == 0x80:
+            return struct.unpack(">I", data[pos + 1:pos + 5])[0], pos + 5, False
+        if first == 0x81:
+            return struct.unpack(">Q", data[pos + 1:pos + 9])[0], pos + 9, False
+        raise ValueError("bad length")
+    return first & 0x3F, pos + 1, True
+
+
+def _read_string(data: bytes, pos: int) -> tuple[bytes, int]:
+    length, pos, encoded = _read_length(data, pos)
+    if not encoded:
+        end = pos + length
+        if end > len(data):
+            raise ValueError("truncated")
+        return data[pos:end], end
+    if length == 3:  # LZF
+        compressed_len, pos, _ = _read_length(data, pos)
+        raw_len, pos, _ = _read_length(data, pos)
+        end = pos + compressed_len
+        if end > len(data):
+            raise ValueError("truncated")
+        return lzf_decompress(data[pos:end], raw_len), end
+    if length in (0, 1, 2):  # integers stored as strings
+        size = (1, 2, 4)[length]
+        value = int.from_bytes(data[pos:pos + size], "little", signed=True)
+        return str(value).encode(), pos + size
+    raise ValueError("unknown string encoding")
+
+
+def _parse_dump(payload: bytes) -> list[bytes]:
+    if len(payload) < 10:
+        raise RedisError(errors.FUNCTION_RESTORE_PAYLOAD)
+    body, footer = payload[:-10], payload[-10:]
+    version = struct.unpack("<H", footer[:2])[0]
+    crc = struct.unpack("<Q", footer[2:])[0]
+    if version > _RDB_VERSION or (crc != 0 and crc != crc64(payload[:-8])):
+        raise RedisError(errors.FUNCTION_RESTORE_PAYLOAD)
+    codes = []
+    pos = 0
+    try:
+        while pos < len(body):
+            if body[pos] != _OPCODE_FUNCTION2:
+                raise RedisError(errors.FUNCTION_RESTORE_BAD_DATA)
+            code, pos = _read_string(body, pos + 1)
+            codes.append(code)
+    except (ValueError, IndexError):
+        raise RedisError(errors.FUNCTION_RESTORE_PAYLOAD) from None
+    return codes
+
+
+def lzf_decompress(data: bytes, expected: int) -> bytes:
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n:
+        ctrl = data[i]
+        i += 1
+        if ctrl < 32:
+            out += data[i:i + ctrl + 1]
+            i += ctrl + 1
+        else:
+            length = ctrl >> 5
+            if length == 7:
+                length += data[i]
+                i += 1
+            ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
+            i += 1
+            if ref < 0:
+                raise ValueError("bad LZF back reference")
+            for _ in range(length + 2):
+                out.append(out[ref])
+                ref += 1
+    if len(out) != expected:
+        raise ValueError("bad LZF length")
+    return bytes(out)
+
+
+def _crc64_table() -> list[int]:
+    # Redis's crc64 (Jones polynomial, reflected), as used by DUMP and RDB files.
+    poly = 0x95AC9329AC4BC9B5
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC64 = _crc64_table()
+
+
+def crc64(data: bytes) -> int:
+    crc = 0
+    table = _CRC64
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc

@@ -1,0 +1,288 @@
+"""One sandboxed Lua 5.1 runtime (lupa): creation, compilation, runs, and Lua -> reply conversion.
+
+The runtime is created with everything lupa offers for reaching Python switched off, then
+`sandbox.lua` builds the environment scripts see (see its header). Python never hands a Python
+object to Lua: the callables the environment needs are upvalues of Lua closures, and every
+value crossing into Lua is a string, number, boolean, nil or a Lua table.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from importlib import resources
+from typing import Any, Callable
+
+import lupa.lua51 as lupa
+
+from .. import resp
+
+log = logging.getLogger("minired")
+
+LuaError = lupa.LuaError
+lua_type = lupa.lua_type
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63
+# Lua's stack takes a few thousand values at once; larger tables are read in slices.
+_SLICE = 4000
+
+
+def _refuse_attribute(obj: Any, name: Any, is_setting: bool) -> Any:
+    raise AttributeError("access denied")
+
+
+def _never_raise(fn: Callable[..., Any], fallback: Any = None) -> Callable[..., Any]:
+    """A Python exception crossing into Lua becomes a Lua error *holding the exception object*;
+    every callable Lua can reach is guarded so that can never happen."""
+
+    def guarded(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except BaseException:  # noqa: BLE001 - nothing may cross into Lua
+            log.exception("internal error in a Lua bridge function")
+            return fallback
+
+    guarded.__name__ = getattr(fn, "__name__", "guarded")
+    return guarded
+
+
+def _install_lua_libraries(lua: Any) -> Callable[[Any], None]:
+    try:
+        from .lualibs import install_libraries
+    except ImportError:  # the libraries module has not landed in this tree
+        return lambda target: None
+
+    def install(target: Any) -> None:
+        install_libraries(lua, target)
+
+    return install
+
+
+class Sandbox:
+    """A Lua runtime holding one environment, for EVAL scripts (`mode="eval"`) or for function
+    libraries (`mode="function"`). `bridge` supplies the Python side of the redis API."""
+
+    def __init__(self, mode: str, bridge: Any) -> None:
+        self.mode = mode
+        lua = lupa.LuaRuntime(encoding=None, register_eval=False, register_builtins=False,
+                              unpack_returned_tuples=True, attribute_filter=_refuse_attribute)
+        self.lua = lua
+        raw_globals = lua.globals()
+        # lupa's own bridges: gone before any script exists.
+        raw_globals[b"python"] = None
+        loaded = raw_globals[b"package"][b"loaded"]
+        loaded[b"python"] = None
+        source = resources.files(__package__).joinpath("sandbox.lua").read_bytes()
+        prelude = lua.compile(source, name=b"=minired.sandbox")
+        from .. import REDIS_VERSION
+        major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
+        install = _install_lua_libraries(lua)
+        self.api = prelude(
+            mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
+            _never_raise(install),
+            _never_raise(bridge.call, (b"ERR internal error", b"err")),
+            _never_raise(bridge.acl_check, (b"ERR internal error", b"err")),
+            _never_raise(bridge.check),
+            _never_raise(bridge.sha1hex, b""),
+            _never_raise(bridge.log),
+            _never_raise(bridge.setresp),
+            _never_raise(bridge.random, 0.0),
+            _never_raise(bridge.randomseed),
+            _never_raise(bridge.register_function, b"ERR internal error"),
+        )
+        self._run_eval = self.api[b"run_eval"]
+        self._run_function = self.api[b"run_function"]
+        self._run_load = self.api[b"run_load"]
+        self._reply_shape = self.api[b"reply_shape"]
+        self._items = self.api[b"items"]
+        self.table_from = lua.table_from
+        # Nothing reachable by name is left over: the state's globals are now the proxy.
+
+    # --- compiling and running -----------------------------------------------------------------
+
+    def compile(self, source: bytes, chunkname: bytes) -> tuple[Any, str | None]:
+        """(function, None) or (None, Lua's compile error message)."""
+        try:
+            function = self.lua.compile(source, name=chunkname)
+        except LuaError as exc:
+            return None, _lua_error_text(exc)
+        return self._without_tail_calls(function), None
+
+    def _without_tail_calls(self, function: Any) -> Any:
+        """The same function with its tail calls compiled as plain calls.
+
+        Redis's redis.call and libraries are C functions, which Lua never tail-calls, so an
+        error in `return redis.call(...)` is reported at the script's line. Ours are Lua
+        closures: a tail call would drop the script's frame and with it the error position.
+        Turning OP_TAILCALL into OP_CALL (the OP_RETURN after it already returns every result)
+        keeps the frame and changes nothing else a script can observe.
+        """
+        code = self.api[b"dump"](function)
+        patched = patch_tail_calls(code)
+        if patched == code:
+            return function
+        return self.api[b"load_binary"](patched, b"=")
+
+    def run_eval(self, fn: Any, keys: list, argv: list) -> tuple:
+        return self._run_eval(fn, self.table_from(keys), self.table_from(argv))
+
+    def run_function(self, fn: Any, keys: list, argv: list) -> tuple:
+        return self._run_function(fn, self.table_from(keys), self.table_from(argv))
+
+    def run_load(self, chunk: Any) -> tuple:
+        return self._run_load(chunk)
+
+    # --- Lua values -> reply values ------------------------------------------------------------
+
+    def to_reply(self, value: Any, script_resp: int) -> Any:
+        """Convert a script's return value as Redis's luaReplyToRedisReply does."""
+        kind = type(value)
+        if kind is bytes:
+            return value
+        if kind is int:
+            return value if _INT64_MIN <= value < _INT64_MAX else _INT64_MIN
+        if kind is float:
+            return _truncate(value)
+        if kind is bool:
+            if script_resp == 2:
+                return 1 if value else None
+            return value
+        if value is None or lua_type(value) != "table":
+            return None
+        shape = self._reply_shape(value)
+        tag = shape[0]
+        if tag == b"array":
+            return self._elements(shape[1], shape[2], script_resp)
+        if tag == b"err":
+            return resp_error(shape[1])
+        if tag == b"ok":
+            return resp.Status(_one_line(shape[1]))
+        if tag == b"double":
+            return float(shape[1])
+        if tag == b"map":
+            flat = self._elements(shape[1], shape[2], script_resp)
+            return {_hashable(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+        if tag == b"set":
+            return {_hashable(item) for item in self._elements(shape[1], shape[2], script_resp)}
+        if tag == b"big_number":
+            return resp.BigNumber(_one_line(shape[1]))
+        if tag == b"verbatim":
+            return resp.Verbatim(shape[2])
+        return None
+
+    def _elements(self, table: Any, count: int, script_resp: int) -> list:
+        out: list = []
+        to_reply = self.to_reply
+        for first in range(1, count + 1, _SLICE):
+            last = min(first + _SLICE - 1, count)
+            values = self._items(table, first, last)
+            if type(values) is not tuple:
+                values = (values,)
+            out.extend(to_reply(v, script_resp) for v in values)
+        return out
+
+
+def _truncate(value: float) -> int:
+    """(long long) of a double, as x86-64 does it: out of range and NaN become INT64_MIN."""
+    if value != value or not -9.223372036854775808e18 <= value < 9.223372036854775808e18:
+        return _INT64_MIN
+    return int(value)
+
+
+def _one_line(text: bytes) -> bytes:
+    return text.replace(b"\r", b" ").replace(b"\n", b" ")
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, (dict, set)):
+        return tuple(sorted((repr(v) for v in value)))
+    return value
+
+
+def resp_error(message: bytes | str) -> Any:
+    from ..errors import RedisError
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    return RedisError(message)
+
+
+def _lua_error_text(exc: Exception) -> str:
+    text = exc.args[0] if exc.args else str(exc)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return str(text)
+
+
+def format_number_argument(value: Any) -> bytes:
+    """A Lua number passed to redis.call, formatted as Redis does ("%.17g")."""
+    if type(value) is int:
+        if -10**17 < value < 10**17:
+            return b"%d" % value
+        value = float(value)
+    if math.isnan(value):
+        return b"-nan" if math.copysign(1.0, value) < 0 else b"nan"
+    return b"%.17g" % value
+
+
+# --- Lua 5.1 bytecode -------------------------------------------------------------------------
+
+_OP_CALL = 28
+_OP_TAILCALL = 29
+
+
+def patch_tail_calls(code: bytes) -> bytes:
+    """Rewrite every OP_TAILCALL of a string.dump()ed Lua 5.1 chunk (all nested functions
+    included) as OP_CALL. The chunk must come from this runtime (same sizes and endianness)."""
+    if code[:4] != b"\x1bLua" or code[4] != 0x51 or len(code) < 12:
+        raise ValueError("not a Lua 5.1 chunk")
+    little = code[6] == 1
+    int_size, size_t_size, instruction_size, number_size = code[7], code[8], code[9], code[10]
+    order = "little" if little else "big"
+    out = bytearray(code)
+    pos = 12
+
+    def read_int(size: int) -> int:
+        nonlocal pos
+        value = int.from_bytes(code[pos:pos + size], order)
+        pos += size
+        return value
+
+    def skip_string() -> None:
+        nonlocal pos
+        length = read_int(size_t_size)
+        pos += length
+
+    def function() -> None:
+        nonlocal pos
+        skip_string()                      # source
+        pos += 2 * int_size + 4            # linedefined, lastlinedefined, nups..maxstacksize
+        count = read_int(int_size)
+        for _ in range(count):
+            instruction = int.from_bytes(code[pos:pos + instruction_size], order)
+            if instruction & 0x3F == _OP_TAILCALL:
+                patched = (instruction & ~0x3F) | _OP_CALL
+                out[pos:pos + instruction_size] = patched.to_bytes(instruction_size, order)
+            pos += instruction_size
+        for _ in range(read_int(int_size)):  # constants
+            kind = code[pos]
+            pos += 1
+            if kind == 1:
+                pos += 1
+            elif kind == 3:
+                pos += number_size
+            elif kind == 4:
+                skip_string()
+        for _ in range(read_int(int_size)):  # nested functions
+            function()
+        lines = read_int(int_size)             # line info
+        pos += lines * int_size
+        for _ in range(read_int(int_size)):    # local variables
+            skip_string()
+            pos += 2 * int_size
+        for _ in range(read_int(int_size)):    # upvalue names
+            skip_string()
+
+    function()
+    return bytes(out)
