@@ -14,7 +14,7 @@ from ..keyspace import type_name
 from ..resp import OK, Status
 from . import keys_dump, keys_object  # noqa: F401  (register DUMP, RESTORE, OBJECT)
 from .args import parse_int
-from .keys_glob import matcher
+from ..glob import matcher
 from .table import command
 
 G = "generic"
