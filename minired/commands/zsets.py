@@ -454,21 +454,24 @@ def zpopmax(c, argv):
     return _zpop(c, argv, highest=True)
 
 
-def _first_nonempty(c, keys: list[bytes], strict: bool) -> tuple[bytes, ZSet] | None:
-    """The first key holding a sorted set. With `strict`, a key of another type on the way is
-    WRONGTYPE (as when the command runs); otherwise it is skipped (as when a blocked client
-    is served: Redis then only looks at keys that hold sorted sets)."""
+def _first_nonempty(c, keys: list[bytes]) -> tuple[bytes, ZSet] | None:
+    """The first key holding a sorted set; a key of another type on the way is WRONGTYPE."""
     db = c.db
     for key in keys:
         value = db.get(key)
         if value is None:
             continue
         if type(value) is not ZSet:
-            if strict:
-                raise RedisError(errors.WRONGTYPE)
-            continue
+            raise RedisError(errors.WRONGTYPE)
         return key, value
     return None
+
+
+def _ready_zset(c, key: bytes) -> tuple[bytes, ZSet] | None:
+    """The sorted set a waiter is served from once `key` was written: Redis serves only from
+    the key that became ready, and only if it now holds a sorted set."""
+    value = c.db.get(key)
+    return (key, value) if type(value) is ZSet else None
 
 
 def _parse_mpop(argv, numkeys_index: int) -> tuple[list[bytes], bool, int]:
@@ -511,7 +514,7 @@ def _mpop_reply(c, found, highest: bool, count: int):
 @command("zmpop", arity=-4, flags="write", group=G, key_finder=keys_after_numkeys(1))
 def zmpop(c, argv):
     keys, highest, count = _parse_mpop(argv, 1)
-    found = _first_nonempty(c, keys, strict=True)
+    found = _first_nonempty(c, keys)
     if found is None:
         return NULL_ARRAY
     return _mpop_reply(c, found, highest, count)
@@ -523,20 +526,20 @@ def _bzpop(c, argv, highest: bool):
     timeout_ms = parse_timeout(argv[-1])
     keys = argv[1:-1]
 
-    def attempt(client, strict: bool):
-        found = _first_nonempty(client, keys, strict)
+    def pop_from(client, found):
         if found is None:
             return None
         key, zset = found
         (member, score), = _pop(client, key, zset, 1, highest)
         return [key, member, score]
 
-    reply = attempt(c, strict=True)
+    reply = pop_from(c, _first_nonempty(c, keys))
     if reply is not None:
         return reply
     if not c.can_block:
         return NULL_ARRAY
-    return Block(keys, timeout_ms, lambda client: attempt(client, strict=False), NULL_ARRAY)
+    return Block(keys, timeout_ms, lambda client, key: pop_from(client, _ready_zset(client, key)),
+                 NULL_ARRAY)
 
 
 @command("bzpopmin", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1), group=G)
@@ -553,22 +556,22 @@ def bzpopmax(c, argv):
 def bzmpop(c, argv):
     timeout_ms = parse_timeout(argv[1])
     keys, highest, count = _parse_mpop(argv, 2)
-
-    def attempt(client, strict: bool):
-        found = _first_nonempty(client, keys, strict)
-        return None if found is None else _mpop_reply(client, found, highest, count)
-
-    reply = attempt(c, strict=True)
-    if reply is not None:
-        return reply
+    found = _first_nonempty(c, keys)
+    if found is not None:
+        return _mpop_reply(c, found, highest, count)
     if not c.can_block:
         return NULL_ARRAY
-    return Block(keys, timeout_ms, lambda client: attempt(client, strict=False), NULL_ARRAY)
+
+    def serve(client, key):
+        found = _ready_zset(client, key)
+        return None if found is None else _mpop_reply(client, found, highest, count)
+
+    return Block(keys, timeout_ms, serve, NULL_ARRAY)
 
 
 # --- DUMP/RESTORE and OBJECT ENCODING -----------------------------------------------------------
 
-def _encoding(zset: ZSet, config) -> str:
+def encoding(zset: ZSet, config) -> str:
     """listpack while within the zset-max-listpack-* limits, as a freshly built set would be."""
     if len(zset) > int(config.get("zset-max-listpack-entries")):
         return "skiplist"
@@ -578,6 +581,6 @@ def _encoding(zset: ZSet, config) -> str:
 
 register_zset(ZSet, lambda zset: [(member, score) for score, member in zset.order],
               lambda pairs: ZSet((score, member) for member, score in pairs))
-register_encoding(ZSet, _encoding)
+register_encoding(ZSet, encoding)
 
 from . import zsets_algebra  # noqa: E402,F401  (registers ZUNION/ZINTER/ZDIFF, ZRANDMEMBER, ZSCAN)

@@ -15,7 +15,7 @@ from .args import parse_float, parse_int
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
 from .table import command, keys_after_numkeys
-from .zsets import G, scored_reply
+from .zsets import G, encoding, scored_reply
 
 _UNION, _INTER, _DIFF = "union", "inter", "diff"
 _LONG_MAX = 2**63 - 1
@@ -263,7 +263,8 @@ def zrandmember(c, argv):
     if count < 0 or count == 1:
         picked = [order[random.randrange(size)] for _ in range(abs(count))]
     elif count >= size:
-        picked = list(order)
+        # Redis answers with the whole set, highest rank first.
+        picked = list(reversed(order))
     else:
         picked = [order[i] for i in random.sample(range(size), count)]
     if withscores:
@@ -282,8 +283,22 @@ def zscan(c, argv):
                                         (member for _, member in zset.order),
                                         cursor, count, pattern)
     scores = zset.scores
+    # ZSCAN shows scores as stored: a listpack holds them as d2string wrote them, a skiplist
+    # as doubles that are printed with %.17g.
+    text = _listpack_score if encoding(zset, c.server.config) == "listpack" else format_double
     flat = []
     for member in members:
         flat.append(member)
-        flat.append(format_double(scores[member]))
+        flat.append(text(scores[member]))
     return [next_cursor, flat]
+
+
+_HALF_LLONG_MAX = (2**63 - 1) // 2
+
+
+def _listpack_score(score: float) -> bytes:
+    """Redis 7.0's d2string: integral values within double2ll's range (|x| <= 2**62) as
+    integers, the rest with %.17g."""
+    if score.is_integer() and -_HALF_LLONG_MAX <= score <= _HALF_LLONG_MAX:
+        return b"%d" % score
+    return format_double(score)
