@@ -17,7 +17,7 @@ from .errors import UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
 from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
-                      delayed_job_due, describe_error, new_worker_id)
+                      delayed_job_due, describe_error, new_worker_id, wake_up)
 from .sweeper import AsyncSweeper
 from .transitions import (RedisOp, SweepResult, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -70,6 +70,7 @@ class AsyncWorker:
         self._candidate = ""
         self._stopping = asyncio.Event()
         self._in_flight: dict[str, tuple[AsyncActiveJob, asyncio.Task]] = {}
+        self._wake_task: asyncio.Task | None = None
 
     # --- lifecycle ----------------------------------------------------------------------
     async def run(self, install_signal_handlers: bool = False) -> None:
@@ -102,18 +103,18 @@ class AsyncWorker:
             self._stopping.set()
             await self._finish_in_flight()
             maintenance.cancel()
-            await asyncio.gather(maintenance, return_exceptions=True)
+            await asyncio.gather(maintenance, *filter(None, [self._wake_task]), return_exceptions=True)
             await self.client.delete(self.keys.wake(self.id))
 
     def stop(self) -> None:
         """Stop fetching; in-flight jobs get ``shutdown_grace_s`` to finish, then are released."""
         if not self._stopping.is_set():
             self._stopping.set()
-            asyncio.get_running_loop().create_task(self._wake())
+            self._wake_task = asyncio.get_running_loop().create_task(self._wake())
 
     async def _wake(self) -> None:
         try:
-            await self.client.zadd(self.keys.wake(self.id), {"stop": 0})
+            await wake_up(self.client, self.keys.wake(self.id))
         except Exception:
             log.exception("could not wake worker %s", self.id)
 

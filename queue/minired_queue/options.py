@@ -96,6 +96,19 @@ class Reconnect:
         self.delay_s = self.FIRST_S
 
 
+WAKE_KEY_TTL_MS = 60_000
+
+
+def wake_up(client: Any, wake_key: str) -> Any:
+    """Interrupt a worker's blocking wait. The key expires in case the worker had already
+    stopped waiting (and so will never pop it). Works for sync and asyncio clients: the
+    pipeline's execute() is returned for the caller to await when needed."""
+    pipe = client.pipeline(transaction=False)
+    pipe.zadd(wake_key, {"stop": 0})
+    pipe.pexpire(wake_key, WAKE_KEY_TTL_MS)
+    return pipe.execute()
+
+
 def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 

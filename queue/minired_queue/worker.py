@@ -20,7 +20,7 @@ from .errors import UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
 from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
-                      delayed_job_due, describe_error, new_worker_id)
+                      delayed_job_due, describe_error, new_worker_id, wake_up)
 from .sweeper import Sweeper
 from .transitions import (RedisOp, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -122,7 +122,7 @@ class Worker:
 
     def _wake(self) -> None:
         try:
-            self.client.zadd(self.keys.wake(self.id), {"stop": 0})
+            wake_up(self.client, self.keys.wake(self.id))
         except Exception:  # the blocking wait ends by its own timeout anyway
             log.exception("could not wake worker %s", self.id)
 
