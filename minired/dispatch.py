@@ -56,7 +56,9 @@ def execute(c: "Client", argv: list) -> Any:
                 c.multi_failed = True
             c.server.stats.count_error(spec.message)
             return spec
-    if not c.authenticated and "no_auth" not in spec.flags:
+    # Redis asks the default user's password at each command, so removing requirepass frees
+    # clients that connected while it was set.
+    if not c.authenticated and "no_auth" not in spec.flags and c.server.config.requirepass:
         if c.multi is not None:
             c.multi_failed = True
         return RedisError(errors.NOAUTH)
@@ -89,5 +91,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     if type(reply) is RedisError:
         spec.failed_calls += 1
         c.server.stats.count_error(reply.message)
+    elif c.server.propagate is not None and "write" in spec.flags:
+        c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
     c.last_command = argv[0]
     return reply

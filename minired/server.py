@@ -71,6 +71,14 @@ class Server:
         self.shutdown_requested = False
         # DEBUG SET-ACTIVE-EXPIRE 0 turns the background sweep off (expiry stays lazy).
         self.active_expire_enabled = True
+        # Hooks installed by optional subsystems; None costs one attribute check where used.
+        # propagate(client, spec, argv, reply): a write command succeeded (persistence).
+        self.propagate: Any = None
+        # sync_before_reply(): make logged writes durable before a reply leaves (appendfsync always).
+        self.sync_before_reply: Any = None
+        # output_buffer_guard(protocol): a write left bytes queued in the transport (security).
+        self.output_buffer_guard: Any = None
+        self.memory = MemorySampler()
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -140,8 +148,11 @@ class Server:
     # --- hooks used by commands ------------------------------------------------------------------
 
     def over_maxmemory(self) -> bool:
-        limit = self.config.maxmemory
-        return bool(limit) and used_memory() > limit
+        # Called for every denyoom command: a string compare when maxmemory is off, and a
+        # resident-memory figure at most MemorySampler.INTERVAL old when it is on.
+        if self.config.values["maxmemory"] == "0":
+            return False
+        return self.memory.used() > self.config.maxmemory
 
     def after_command(self) -> None:
         if self.keyspace.ready_keys:
@@ -159,6 +170,26 @@ def used_memory() -> int:
     except OSError:
         import resource
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class MemorySampler:
+    """used_memory() read at most every INTERVAL seconds: reading /proc on every write command
+    would cost more than the command."""
+
+    INTERVAL = 0.1
+
+    __slots__ = ("_value", "_taken")
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._taken = float("-inf")
+
+    def used(self) -> int:
+        now = time.monotonic()
+        if now - self._taken >= self.INTERVAL:
+            self._value = used_memory()
+            self._taken = now
+        return self._value
 
 
 class ClientProtocol(asyncio.Protocol):
@@ -239,6 +270,14 @@ class ClientProtocol(asyncio.Protocol):
         self.server.stats.net_input_bytes += len(data)
         parser = self.parser
         parser.feed(data)
+        if client.blocked is not None:
+            # As in Redis, a blocked client's input waits unparsed in its query buffer (so it
+            # stays bounded by client-query-buffer-limit) until the client is unblocked.
+            if parser.buffered > self.server.config.client_query_buffer_limit:
+                log.warning("closing client %s: query buffer over client-query-buffer-limit",
+                            client.addr)
+                self._close()
+            return
         commands = parser.parse()
         if parser.buffered > self.server.config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
@@ -298,12 +337,16 @@ class ClientProtocol(asyncio.Protocol):
             self._protocol_error(self.parser.error)
 
     def _resume(self) -> None:
-        if self.pending and self.server.loop is not None:
+        if (self.pending or self.parser.buffered) and self.server.loop is not None:
             self.server.loop.call_soon(self._resume_now)
 
     def _resume_now(self) -> None:
-        if self.client is not None and self.client.blocked is None and not self.client.closing:
-            self._run_pending()
+        client = self.client
+        if client is not None and client.blocked is None and not client.closing:
+            if self.pending:
+                self._run_pending()
+            if client.blocked is None and not client.closing and self.parser.buffered:
+                self.data_received(b"")  # input that arrived while the client was blocked
 
     def _protocol_error(self, error: resp.ProtocolError) -> None:
         log.debug("protocol error from %s: %s", self.client.addr if self.client else "?", error)
@@ -311,10 +354,16 @@ class ClientProtocol(asyncio.Protocol):
         self._close()
 
     def _write(self, data: bytes) -> None:
+        # Called once per batch of replies (one read) and once per pushed message.
         transport = self.transport
         if transport is not None and not transport.is_closing():
-            self.server.stats.net_output_bytes += len(data)
+            server = self.server
+            if server.sync_before_reply is not None:
+                server.sync_before_reply()
+            server.stats.net_output_bytes += len(data)
             transport.write(data)
+            if server.output_buffer_guard is not None and transport.get_write_buffer_size():
+                server.output_buffer_guard(self)
 
     def _close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():

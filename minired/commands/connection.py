@@ -70,9 +70,9 @@ def hello(c, argv):
             i += 2
         else:
             raise RedisError(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
-    if not c.authenticated:
+    if not c.authenticated and c.server.config.requirepass:
         raise RedisError("NOAUTH HELLO must be called with the client already authenticated, "
-                         "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                         "otherwise the HELLO AUTH <user> <pass> option can be used to "
                          "authenticate the client and select the RESP protocol version at the same time")
     if name is not None:
         c.name = name
