@@ -54,6 +54,12 @@ def execute(c: "Client", argv: list) -> Any:
         if type(spec) is RedisError:
             if c.multi is not None:
                 c.multi_failed = True
+                if argv[0].lower() == b"exec":  # a rejected EXEC discards the transaction
+                    c.multi = None
+                    c.multi_failed = False
+                    c.unwatch_all()
+                    spec = RedisError(errors.EXECABORT_BECAUSE.format(
+                        spec.message.removeprefix("ERR ")))
             c.server.stats.count_error(spec.message)
             return spec
     # Redis asks the default user's password at each command, so removing requirepass frees

@@ -130,6 +130,7 @@ EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
 DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
 WATCH_IN_MULTI = "ERR WATCH inside MULTI is not allowed"
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+EXECABORT_BECAUSE = "EXECABORT Transaction discarded because of: {}"
 COMMAND_NOT_ALLOWED_IN_MULTI = "ERR Command not allowed inside a transaction"
 
 SUBSCRIBE_CONTEXT = (

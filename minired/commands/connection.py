@@ -258,15 +258,15 @@ def client_kill(c, argv):
 
 @command("unblock", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
 def client_unblock(c, argv):
-    target_id = parse_int(argv[2])
+    if len(argv) > 4:
+        raise errors.unknown_subcommand_or_arity(argv[1], "client")
     with_error = False
-    if len(argv) == 4:
+    if len(argv) == 4:  # Redis checks the reason before the id
         mode = argv[3].lower()
         if mode not in (b"timeout", b"error"):
-            raise RedisError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+            raise RedisError(errors.UNBLOCK_REASON)
         with_error = mode == b"error"
-    elif len(argv) > 4:
-        raise RedisError(errors.SYNTAX)
+    target_id = parse_int(argv[2])
     target = c.server.clients.get(target_id)
     if target is None:
         return 0

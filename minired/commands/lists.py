@@ -492,7 +492,9 @@ def _blocking_move(c, argv, from_left: bool, to_left: bool, timeout_ms: int):
         except RedisError as exc:  # the target turned into another type: the wait ends
             return exc
 
-    return Block([source_key], timeout_ms, serve, None)
+    # Redis answers any timed-out list wait with a null array, BLMOVE's included (though
+    # BLMOVE inside MULTI answers a null bulk, above).
+    return Block([source_key], timeout_ms, serve, NULL_ARRAY)
 
 
 @command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1), group=G)

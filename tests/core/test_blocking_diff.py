@@ -1,0 +1,329 @@
+"""Blocking list commands against real Redis, with several connections per server: who is
+served, in which order, with what, and when (timeouts, CLIENT UNBLOCK, disconnects, MULTI,
+scripts)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.support.differential import Differential
+from tests.support.respclient import Err, NullArray, RawClient, Verbatim
+
+
+def blocked_clients(client: RawClient) -> int:
+    info = client.call("INFO", "clients")
+    text = info.text if isinstance(info, Verbatim) else info
+    for line in text.decode().splitlines():
+        if line.startswith("blocked_clients:"):
+            return int(line.split(":")[1])
+    raise AssertionError(f"no blocked_clients in {text!r}")
+
+
+def wait_blocked(diff: Differential, count: int, timeout: float = 5.0) -> None:
+    """Wait until both servers have exactly `count` blocked clients."""
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = blocked_clients(diff.redis), blocked_clients(diff.minired)
+        if counts == (count, count):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"blocked clients (redis, minired) = {counts}, wanted {count}")
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def connect(diff, real_redis, mini):
+    """connect() -> one more connection to each server (a Differential), closed after the test."""
+    opened: list[Differential] = []
+
+    def open_pair() -> Differential:
+        pair = Differential(real_redis.port, mini.port)
+        opened.append(pair)
+        return pair
+
+    yield open_pair
+    for pair in opened:
+        pair.close()
+    wait_blocked(diff, 0)
+
+
+def block(diff, pair: Differential, *args, already_blocked: int = 0) -> None:
+    """Send a blocking command on `pair` and wait until it is blocked on both servers."""
+    pair.redis.send(*args)
+    pair.minired.send(*args)
+    wait_blocked(diff, already_blocked + 1)
+
+
+def test_clients_blocked_on_one_key_are_served_in_order(diff, connect):
+    waiters = [connect() for _ in range(4)]
+    for n, pair in enumerate(waiters):
+        block(diff, pair, "BLPOP", "q", 0, already_blocked=n)
+    diff.check("RPUSH", "q", "a", "b", "c")
+    assert [pair.read_both() for pair in waiters[:3]] == [[b"q", b"a"], [b"q", b"b"], [b"q", b"c"]]
+    wait_blocked(diff, 1)
+    diff.check("LLEN", "q")
+    diff.check("LPUSH", "q", "d")
+    waiters[3].read_both()
+    diff.check("EXISTS", "q")
+
+
+def test_several_keys_served_from_the_key_that_became_ready(diff, connect):
+    first, second, third = connect(), connect(), connect()
+    block(diff, first, "BLPOP", "k1", "k2", 0)
+    block(diff, second, "BRPOP", "k2", "k1", 0, already_blocked=1)
+    block(diff, third, "BLPOP", "k1", 0, already_blocked=2)
+    # Inside a transaction k2 is written first, so its waiters are served first.
+    diff.check("MULTI")
+    diff.check("RPUSH", "k2", "x", "y")
+    diff.check("RPUSH", "k1", "z", "w")
+    diff.check("EXEC")
+    first.read_both()
+    second.read_both()
+    third.read_both()
+    diff.check("LRANGE", "k1", 0, -1)
+    diff.check("LRANGE", "k2", 0, -1)
+
+
+def test_waiters_on_different_keys_in_write_order(diff, connect):
+    pairs = [connect() for _ in range(3)]
+    block(diff, pairs[0], "BLPOP", "a", 0)
+    block(diff, pairs[1], "BLPOP", "b", 0, already_blocked=1)
+    block(diff, pairs[2], "BLMPOP", 0, 2, "a", "b", "RIGHT", "COUNT", 2, already_blocked=2)
+    diff.check("MULTI")
+    diff.check("RPUSH", "b", "b1", "b2", "b3")
+    diff.check("RPUSH", "a", "a1")
+    diff.check("EXEC")
+    for pair in pairs:
+        pair.read_both()
+    diff.check("LRANGE", "a", 0, -1)
+    diff.check("LRANGE", "b", 0, -1)
+
+
+def test_blmove_into_intermediate_list(diff, connect):
+    """RQ's pattern: a worker moves a job from the queue into its own processing list."""
+    worker, watcher = connect(), connect()
+    block(diff, worker, "BLMOVE", "queue", "processing", "RIGHT", "LEFT", 0)
+    block(diff, watcher, "BLPOP", "processing", 0, already_blocked=1)
+    diff.check("LPUSH", "queue", "job-1")
+    assert worker.read_both() == b"job-1"
+    # The move made "processing" ready in the same pass: its waiter got the job too.
+    assert watcher.read_both() == [b"processing", b"job-1"]
+    diff.check("EXISTS", "queue", "processing")
+    block(diff, worker, "BRPOPLPUSH", "queue", "processing", 0)
+    diff.check("RPUSH", "queue", "job-2", "job-3")
+    worker.read_both()
+    diff.check("LRANGE", "queue", 0, -1)
+    diff.check("LRANGE", "processing", 0, -1)
+
+
+def test_blmove_target_of_wrong_type_ends_the_wait(diff, connect):
+    worker = connect()
+    block(diff, worker, "BLMOVE", "src", "dst", "LEFT", "RIGHT", 0)
+    diff.check("SET", "dst", "string")
+    diff.check("RPUSH", "src", "job")
+    assert isinstance(worker.read_both(), Err)
+    diff.check("LRANGE", "src", 0, -1)
+
+
+def test_key_of_another_type_keeps_waiting(diff, connect):
+    waiter = connect()
+    block(diff, waiter, "BLPOP", "k", 0)
+    diff.check("SET", "k", "string")
+    diff.check("SADD", "k2", "member")
+    diff.check("RENAME", "k2", "k")
+    wait_blocked(diff, 1)
+    diff.check("DEL", "k")
+    diff.check("RPUSH", "k", "v")
+    assert waiter.read_both() == [b"k", b"v"]
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_timeouts(diff, connect, protocol):
+    waiter = connect()
+    waiter.hello(protocol)
+    for args in [("BLPOP", "a", "b", 0.05), ("BRPOP", "a", "0.01"), ("BLMPOP", "0.02", 1, "a", "LEFT"),
+                 ("BLMOVE", "a", "b", "LEFT", "RIGHT", 0.03), ("BRPOPLPUSH", "a", "b", "0.001"),
+                 ("BLPOP", "a", "0.0001"), ("BLPOP", "a", "1e-2"), ("BLPOP", "a", "0x1p-8")]:
+        start = time.monotonic()
+        waiter.check(*args)
+        assert time.monotonic() - start < 2
+
+
+def test_timeout_argument_errors(diff):
+    for timeout in ["-1", "-0.0011", "-0.00100000000000000001", "abc", "", " 1", "1 ", "nan", "inf",
+                    "-inf", "1e17", "1e400", "1e5000", "1e-5000", "0x", "1e", "1_0", "1,5", "+-1",
+                    "9223372036854775808"]:
+        diff.check_error("BLPOP", "k", timeout)
+        diff.check_error("BLMOVE", "a", "b", "LEFT", "LEFT", timeout)
+        diff.check_error("BLMPOP", timeout, 1, "k", "LEFT")
+    # Argument errors come before the timeout's.
+    diff.check_error("BLMOVE", "a", "b", "UP", "LEFT", "x")
+    diff.check_error("BLMPOP", "x", 0, "k", "LEFT")
+    diff.check_error("BLMPOP", "x", 1, "k", "UP")
+    diff.check_error("BLMPOP", "x", 1, "k", "LEFT", "COUNT", 0)
+
+
+def test_tiny_negative_timeout_blocks_forever(diff, connect):
+    """Redis rounds -0.0005 s (and, in long double, -0.001 s) up to 0 ms: no timeout at all."""
+    waiter = connect()
+    ids = waiter.redis.call("CLIENT", "ID"), waiter.minired.call("CLIENT", "ID")
+    for timeout in ["-0.0005", "-0.001", "-0"]:
+        block(diff, waiter, "BLPOP", "k", timeout)
+        time.sleep(0.05)
+        wait_blocked(diff, 1)
+        assert diff.redis.call("CLIENT", "UNBLOCK", ids[0]) == 1
+        assert diff.minired.call("CLIENT", "UNBLOCK", ids[1]) == 1
+        waiter.read_both()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_client_unblock(diff, connect, protocol):
+    waiter = connect()
+    waiter.hello(protocol)
+    ids = waiter.redis.call("CLIENT", "ID"), waiter.minired.call("CLIENT", "ID")
+    for command in [("BLPOP", "k", 0), ("BLMOVE", "k", "d", "LEFT", "LEFT", 0),
+                    ("BLMPOP", 0, 1, "k", "LEFT")]:
+        for reason in [(), ("TIMEOUT",), ("error",)]:
+            block(diff, waiter, *command)
+            assert diff.redis.call("CLIENT", "UNBLOCK", ids[0], *reason) == 1
+            assert diff.minired.call("CLIENT", "UNBLOCK", ids[1], *reason) == 1
+            waiter.read_both()
+            wait_blocked(diff, 0)
+    # Not blocked (any more), or no such client.
+    assert diff.redis.call("CLIENT", "UNBLOCK", ids[0]) == 0
+    assert diff.minired.call("CLIENT", "UNBLOCK", ids[1]) == 0
+    diff.check("CLIENT", "UNBLOCK", 999999)
+    diff.check_error("CLIENT", "UNBLOCK", "abc")
+    diff.check_error("CLIENT", "UNBLOCK", "abc", "later")
+    diff.check_error("CLIENT", "UNBLOCK", 1, "later")
+    diff.check_error("CLIENT", "UNBLOCK", 1, "timeout", "extra")
+    diff.check_error("CLIENT", "UNBLOCK")
+    # The unblocked client carries on normally.
+    waiter.check("PING")
+
+
+def test_commands_pipelined_after_a_blocking_one_wait_for_it(diff, connect):
+    waiter = connect()
+    for client in (waiter.redis, waiter.minired):
+        client.send_raw(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n*1\r\n$4\r\nPING\r\n"
+                        b"*2\r\n$4\r\nLLEN\r\n$1\r\nq\r\n")
+    wait_blocked(diff, 1)
+    diff.check("RPUSH", "q", "a", "b")
+    assert waiter.read_both() == [b"q", b"a"]
+    waiter.read_both()
+    assert waiter.read_both() == 1
+
+
+def test_disconnect_while_blocked_leaves_nothing_behind(diff, connect):
+    waiter, other = connect(), connect()
+    block(diff, waiter, "BLPOP", "q", 0)
+    block(diff, other, "BLMOVE", "q", "dst", "LEFT", "LEFT", 0, already_blocked=1)
+    waiter.close()
+    other.close()
+    wait_blocked(diff, 0)
+    diff.check("RPUSH", "q", "x")
+    diff.check("LRANGE", "q", 0, -1)
+    diff.check("EXISTS", "dst")
+
+
+def test_blocking_commands_inside_multi_do_not_block(diff):
+    diff.check("RPUSH", "full", "a", "b", "c")
+    diff.check("MULTI")
+    for args in [("BLPOP", "empty", 0), ("BRPOP", "empty", "full", 0), ("BLMPOP", 0, 1, "empty", "LEFT"),
+                 ("BLMOVE", "empty", "d", "LEFT", "LEFT", 0), ("BRPOPLPUSH", "empty", "d", 10),
+                 ("BLMOVE", "full", "d", "LEFT", "LEFT", 0), ("BLMPOP", 5, 1, "full", "RIGHT", "COUNT", 5),
+                 ("BLPOP", "empty", -1)]:
+        diff.check(*args)
+    diff.check("EXEC")
+    diff.hello(3)
+    diff.check("MULTI")
+    diff.check("BLPOP", "empty", 0)
+    diff.check("BLMOVE", "empty", "d", "LEFT", "LEFT", 0)
+    diff.check("EXEC")
+
+
+def test_pushes_in_a_transaction_serve_waiters_after_it(diff, connect):
+    waiter = connect()
+    block(diff, waiter, "BLPOP", "q", 0)
+    diff.check("MULTI")
+    diff.check("RPUSH", "q", "a", "b")
+    diff.check("LPOP", "q")
+    diff.check("LRANGE", "q", 0, -1)
+    diff.check("EXEC")
+    assert waiter.read_both() == [b"q", b"b"]
+    block(diff, waiter, "BLPOP", "q", 0)
+    diff.check("MULTI")
+    diff.check("RPUSH", "q", "a")
+    diff.check("DEL", "q")
+    diff.check("EXEC")
+    wait_blocked(diff, 1)
+    diff.check("RPUSH", "q", "c")
+    assert waiter.read_both() == [b"q", b"c"]
+
+
+def test_pushes_in_a_script_serve_waiters_after_it(diff, connect):
+    waiter = connect()
+    block(diff, waiter, "BRPOP", "q", 0)
+    diff.check("EVAL", "redis.call('rpush', KEYS[1], 'a', 'b'); redis.call('rpop', KEYS[1]);"
+               " return redis.call('llen', KEYS[1])", 1, "q")
+    assert waiter.read_both() == [b"q", b"a"]
+    diff.check("EVAL", "return redis.pcall('blpop', KEYS[1], 0)", 1, "q")
+    diff.check("EVAL", "return redis.pcall('blmpop', 0, 1, KEYS[1], 'LEFT')", 1, "q")
+
+
+def test_waiters_stay_in_their_database(diff, connect):
+    waiter = connect()
+    waiter.check("SELECT", 1)
+    block(diff, waiter, "BLPOP", "k", 0)
+    diff.check("RPUSH", "k", "db0")
+    wait_blocked(diff, 1)
+    diff.check("SELECT", 1)
+    diff.check("RPUSH", "k", "db1")
+    assert waiter.read_both() == [b"k", b"db1"]
+
+
+def test_flush_then_push_serves_waiter(diff, connect):
+    waiter = connect()
+    block(diff, waiter, "BLMPOP", 0, 2, "a", "b", "LEFT", "COUNT", 3)
+    diff.check("FLUSHALL")
+    wait_blocked(diff, 1)
+    diff.check("RPUSH", "b", 1, 2)
+    assert waiter.read_both() == [b"b", [b"1", b"2"]]
+    diff.check("EXISTS", "b")
+
+
+def test_watch_sees_the_pop_that_served_a_waiter(diff, connect):
+    waiter, watcher = connect(), connect()
+    block(diff, waiter, "BLPOP", "q", 0)
+    watcher.check("WATCH", "q")
+    diff.check("RPUSH", "q", "x")
+    waiter.read_both()
+    watcher.check("MULTI")
+    watcher.check("PING")
+    assert watcher.check("EXEC") is NullArray
+
+
+def test_minired_advance_times_out_blocked_clients(mini_raw, mini):
+    waiter = RawClient(mini.port)
+    try:
+        waiter.send("BLPOP", "k", 100)
+        deadline = time.monotonic() + 5
+        while blocked_clients(mini_raw) != 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        mini_raw.call("MINIRED", "ADVANCE", 50_000)
+        assert blocked_clients(mini_raw) == 1
+        mini_raw.call("MINIRED", "ADVANCE", 50_001)
+        assert waiter.read() is NullArray
+        assert blocked_clients(mini_raw) == 0
+        # A forever wait ignores the clock.
+        waiter.send("BLMOVE", "k", "d", "LEFT", "LEFT", 0)
+        while blocked_clients(mini_raw) != 1:
+            time.sleep(0.005)
+        mini_raw.call("MINIRED", "ADVANCE", 10**9)
+        assert blocked_clients(mini_raw) == 1
+        mini_raw.call("RPUSH", "k", "v")
+        assert waiter.read() == b"v"
+    finally:
+        waiter.close()
