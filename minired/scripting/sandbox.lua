@@ -119,6 +119,10 @@ end
 -- pcall in the script cannot swallow the error and carry on.
 local hook
 hook = function()
+  -- Only ever stop a run inside script code: raising in minired's own frames (the runner's
+  -- bookkeeping after xpcall returns, a wrapper mid-update) would escape the error handler.
+  local info = getinfo(2, 'S')
+  if info and internal_source(info.source) then return end
   local message = py_check()
   if message then
     sethook(hook, '', 1)
