@@ -358,6 +358,18 @@ math_lib.randomseed = function(...)
   py_randomseed(checkint((...), 1, 'randomseed', select('#', ...)))
 end
 
+-- Like C functions in Redis, minired's own closures cannot be dumped.
+local string_lib = copy(string)
+string_lib.dump = function(f, ...)
+  if type(f) == 'function' then
+    local info = getinfo(f, 'S')
+    if info.what == 'C' or internal_source(info.source) then
+      error('unable to dump given function', 2)
+    end
+  end
+  return dump(f, ...)
+end
+
 local coroutine_lib = copy(coroutine)
 coroutine_lib.create = sandbox_co_create
 coroutine_lib.wrap = sandbox_co_wrap
@@ -578,7 +590,7 @@ local globals = {
   rawget = sandbox_rawget, rawset = sandbox_rawset, select = select,
   setmetatable = sandbox_setmetatable, tonumber = tonumber, tostring = tostring, type = type,
   unpack = unpack, xpcall = xpcall,
-  string = readonly(string), table = readonly(table_lib), math = readonly(math_lib),
+  string = readonly(string_lib), table = readonly(table_lib), math = readonly(math_lib),
   coroutine = readonly(coroutine_lib), redis = readonly(redis),
 }
 for name, lib in next, libraries do globals[name] = readonly(lib) end
