@@ -223,6 +223,7 @@ SCRIPT_ACL_UNKNOWN = "ERR Invalid command passed to redis.acl_check_cmd()"
 # Functions.
 FUNCTION_NOT_FOUND = "ERR Function not found"
 FUNCTION_LIBRARY_EXISTS = "ERR Library '{}' already exists"
+FUNCTION_RESTORE_LIBRARY_EXISTS = "ERR Library {} already exists"
 FUNCTION_EXISTS = "ERR Function {} already exists"
 FUNCTION_EXISTS_IN_LIBRARY = "ERR Function already exists in the library"
 FUNCTION_NONE_REGISTERED = "ERR No functions registered"
@@ -283,6 +284,8 @@ DEBUG_NOT_ALLOWED = (
     "configuration file, and then restart the server."
 )
 NO_PERSISTENCE = "ERR minired keeps data in memory only: no persistence is configured to save to"
+SAVE_FAILED = "ERR"  # Redis answers a failed SAVE with a bare ERR; the reason goes to the log
+BGSAVE_IN_PROGRESS = "ERR Background save already in progress"
 UNKNOWN_SUBCOMMAND_OR_ARITY = (
     "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."
 )

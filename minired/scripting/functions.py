@@ -242,7 +242,7 @@ class FunctionLibraries:
             old = staged_libraries.get(library.name)
             if old is not None:
                 if policy != b"replace":
-                    raise RedisError(errors.FUNCTION_LIBRARY_EXISTS.format(
+                    raise RedisError(errors.FUNCTION_RESTORE_LIBRARY_EXISTS.format(
                         library.name.decode("utf-8", "replace")))
                 for fname in old.functions:
                     staged_functions.pop(fname, None)
