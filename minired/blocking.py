@@ -98,7 +98,6 @@ def _round_long_double(value: Fraction) -> Fraction | None:
 def _strtold(raw: bytes) -> Fraction | float:
     """The long double strtold reads from all of `raw` (as Redis's string2ld accepts it):
     an exact Fraction, or +-inf; RedisError when Redis rejects the text."""
-    raw = raw.split(b"\0", 1)[0]  # Redis hands strtold a C string
     if not raw or len(raw) >= _MAX_TIMEOUT_CHARS:
         raise RedisError(errors.TIMEOUT_NOT_FLOAT)
     special = _SPECIAL.fullmatch(raw)
