@@ -125,6 +125,7 @@ def shutdown(c, argv):
                     log.warning("error saving before SHUTDOWN; not shutting down")
                     raise RedisError("ERR Errors trying to SHUTDOWN. Check logs.") from None
     log.warning("User requested shutdown...")
+    server.extensions["shutdown_by_command"] = True  # saving is settled: persistence must not redo it
     # Every connection, this one included, is closed: like Redis, no reply is sent.
     server.request_shutdown()
     return None
