@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support.differential import Differential
 from tests.support.respclient import Err, NullArray, RawClient, Verbatim
@@ -327,3 +329,101 @@ def test_minired_advance_times_out_blocked_clients(mini_raw, mini):
         assert waiter.read() == b"v"
     finally:
         waiter.close()
+
+
+def test_swapdb_serves_waiters_of_the_swapped_in_data(diff, connect):
+    waiter = connect()
+    waiter.check("SELECT", 1)
+    block(diff, waiter, "BLPOP", "k", 0)
+    diff.check("RPUSH", "k", "from-db0")
+    diff.check("SWAPDB", 0, 1)
+    assert waiter.read_both() == [b"k", b"from-db0"]
+
+
+def test_keys_arriving_by_rename_and_duplicates_in_the_key_list(diff, connect):
+    waiter = connect()
+    block(diff, waiter, "BRPOP", "k", "k", "other", 0)
+    diff.check("RPUSH", "tmp", "a", "b")
+    diff.check("RENAME", "tmp", "k")
+    assert waiter.read_both() == [b"k", b"b"]
+    diff.check("LRANGE", "k", 0, -1)
+
+
+def test_blmove_rotating_one_list(diff, connect):
+    waiter = connect()
+    block(diff, waiter, "BLMOVE", "k", "k", "RIGHT", "LEFT", 0)
+    diff.check("RPUSH", "k", "a")
+    assert waiter.read_both() == b"a"
+    diff.check("LRANGE", "k", 0, -1)
+
+
+def test_push_after_a_timeout_stays_in_the_list(diff, connect):
+    waiter = connect()
+    for client in (waiter.redis, waiter.minired):
+        client.send("BLPOP", "q", "0.05")
+        client.send("PING")
+    assert waiter.read_both() is NullArray
+    waiter.read_both()
+    diff.check("RPUSH", "q", "x")
+    diff.check("LRANGE", "q", 0, -1)
+
+
+def test_served_replies_in_resp3(diff, connect):
+    waiters = [connect() for _ in range(3)]
+    for pair in waiters:
+        pair.hello(3)
+    block(diff, waiters[0], "BLPOP", "q", 0)
+    block(diff, waiters[1], "BLMPOP", 0, 1, "q", "RIGHT", "COUNT", 5, already_blocked=1)
+    block(diff, waiters[2], "BLMOVE", "q", "d", "LEFT", "LEFT", 0, already_blocked=2)
+    diff.check("RPUSH", "q", "1", "2", "3", "4")
+    diff.check("RPUSH", "q", "5")
+    for pair in waiters:
+        pair.read_both()
+
+
+_waits = st.sampled_from([
+    ("BLPOP", "a", 0), ("BRPOP", "b", "a", 0), ("BLPOP", "c", "b", 0),
+    ("BLMPOP", 0, 2, "a", "c", "LEFT", "COUNT", 2), ("BLMPOP", 0, 1, "b", "RIGHT"),
+    ("BLMOVE", "a", "b", "LEFT", "RIGHT", 0), ("BLMOVE", "c", "a", "RIGHT", "LEFT", 0),
+    ("BRPOPLPUSH", "b", "c", 0),
+])
+_writes = st.one_of(
+    st.tuples(st.sampled_from(["RPUSH", "LPUSH"]), st.sampled_from(["a", "b", "c"]),
+              st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3)),
+    st.tuples(st.just("MULTI"), st.lists(st.tuples(st.sampled_from(["a", "b", "c"]),
+                                                   st.sampled_from(["v", "w"])),
+                                         min_size=1, max_size=3), st.just(None)),
+)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(waits=st.lists(_waits, min_size=1, max_size=4), writes=st.lists(_writes, max_size=4))
+def test_random_waiters_and_writes_match_redis(diff, real_redis, mini, waits, writes):
+    diff.both("FLUSHALL")
+    pairs = [Differential(real_redis.port, mini.port) for _ in waits]
+    try:
+        ids = [(pair.redis.call("CLIENT", "ID"), pair.minired.call("CLIENT", "ID")) for pair in pairs]
+        for n, (pair, args) in enumerate(zip(pairs, waits)):
+            block(diff, pair, *args, already_blocked=n)
+        for command, key_or_pushes, elements in writes:
+            if command == "MULTI":
+                diff.check("MULTI")
+                for key, element in key_or_pushes:
+                    diff.check("RPUSH", key, element)
+                diff.check("EXEC")
+            else:
+                diff.check(command, key_or_pushes, *elements)
+        still_blocked = blocked_clients(diff.redis)
+        assert blocked_clients(diff.minired) == still_blocked
+        for redis_id, minired_id in ids:
+            assert diff.redis.call("CLIENT", "UNBLOCK", redis_id) == \
+                diff.minired.call("CLIENT", "UNBLOCK", minired_id)
+        for pair in pairs:
+            pair.read_both()
+        for key in ("a", "b", "c"):
+            diff.check("LRANGE", key, 0, -1)
+    finally:
+        for pair in pairs:
+            pair.close()
+        wait_blocked(diff, 0)
