@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import dispatch, errors, resp
 from ..blocking import Block
 from ..client import Client
+from ..commands.args import parse_int
 from ..commands.table import COMMANDS
 from ..errors import RedisError
 from .sandbox import Sandbox, format_number_argument
@@ -219,7 +220,15 @@ class ScriptEngine:
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
 
     def call(self, *args: Any) -> Any:
-        """redis.call / redis.pcall: the reply as a Lua value, or (text, b"ok"|b"err")."""
+        """redis.call / redis.pcall: the reply as a Lua value, or (text, b"ok"|b"err").
+        Called from Lua, so it must never raise (see sandbox._never_raise)."""
+        try:
+            return self._call(args)
+        except BaseException:  # noqa: BLE001 - nothing may cross into Lua
+            log.exception("internal error in redis.call")
+            return b"ERR internal error", _ERR
+
+    def _call(self, args: tuple) -> Any:
         run = self.current
         if run is None:
             return errors.SCRIPT_CALL_OUTSIDE.encode(), _ERR
@@ -394,7 +403,6 @@ class ScriptEngine:
 
 def split_keys(argv: list) -> tuple[list, list]:
     """KEYS and ARGV of EVAL/FCALL argv (numkeys at index 2), with Redis's checks."""
-    from ..commands.args import parse_int
     numkeys = parse_int(argv[2])
     if numkeys > len(argv) - 3:
         raise RedisError(errors.NUMKEYS_GREATER)

@@ -626,13 +626,27 @@ arm_hook()
 
 local api = {}
 
-function api.run_eval(fn, keys, argv)
-  globals.KEYS = keys
-  globals.ARGV = argv
+-- KEYS and ARGV arrive as varargs: building the tables here is cheaper than from Python.
+-- nkeys = -1: too many to pass on the stack, so they came as two tables already.
+local function split_arguments(nkeys, ...)
+  if nkeys < 0 then return ... end
+  local argv, keys = {...}, {}
+  if nkeys > 0 then
+    local n = select('#', ...)
+    for i = 1, nkeys do keys[i] = argv[i] end
+    for i = 1, n - nkeys do argv[i] = argv[i + nkeys] end
+    for i = n - nkeys + 1, n do argv[i] = nil end
+  end
+  return keys, argv
+end
+
+function api.run_eval(fn, nkeys, ...)
+  globals.KEYS, globals.ARGV = split_arguments(nkeys, ...)
   return finish(xpcall(fn, error_handler))
 end
 
-function api.run_function(fn, keys, argv)
+function api.run_function(fn, nkeys, ...)
+  local keys, argv = split_arguments(nkeys, ...)
   return finish(xpcall(function() return fn(keys, argv) end, error_handler))
 end
 

@@ -23,8 +23,10 @@ lua_type = lupa.lua_type
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63
-# Lua's stack takes a few thousand values at once; larger tables are read in slices.
+# Lua's stack takes a few thousand values at once; larger tables are read in slices and
+# larger argument lists are passed as tables.
 _SLICE = 4000
+_MAX_VARARGS = 4000
 
 
 def _refuse_attribute(obj: Any, name: Any, is_setting: bool) -> Any:
@@ -80,7 +82,7 @@ class Sandbox:
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
             _never_raise(install),
-            _never_raise(bridge.call, (b"ERR internal error", b"err")),
+            bridge.call,  # guards itself: it is the hot path
             _never_raise(bridge.acl_check, (b"ERR internal error", b"err")),
             _never_raise(bridge.check),
             _never_raise(bridge.sha1hex, b""),
@@ -124,10 +126,14 @@ class Sandbox:
         return self.api[b"load_binary"](patched, b"=")
 
     def run_eval(self, fn: Any, keys: list, argv: list) -> tuple:
-        return self._run_eval(fn, self.table_from(keys), self.table_from(argv))
+        if len(keys) + len(argv) > _MAX_VARARGS:
+            return self._run_eval(fn, -1, self.table_from(keys), self.table_from(argv))
+        return self._run_eval(fn, len(keys), *keys, *argv)
 
     def run_function(self, fn: Any, keys: list, argv: list) -> tuple:
-        return self._run_function(fn, self.table_from(keys), self.table_from(argv))
+        if len(keys) + len(argv) > _MAX_VARARGS:
+            return self._run_function(fn, -1, self.table_from(keys), self.table_from(argv))
+        return self._run_function(fn, len(keys), *keys, *argv)
 
     def run_load(self, chunk: Any) -> tuple:
         return self._run_load(chunk)
