@@ -184,9 +184,13 @@ class ZSet:
             return None
         return self.order.bisect_left((score, member))
 
-    def entries(self, start: int, stop: int, reverse: bool = False) -> Iterator[tuple[float, bytes]]:
+    def entries(self, start: int, stop: int, reverse: bool = False) -> list[tuple[float, bytes]]:
         """(score, member) for ranks start..stop-1, highest rank first if reverse."""
-        return self.order.islice(start, stop, reverse=reverse)
+        # Slicing a SortedList is a few times faster than its islice for short ranges.
+        taken = self.order[start:stop]
+        if reverse:
+            taken.reverse()
+        return taken
 
     def score_span(self, spec: ScoreRange) -> tuple[int, int]:
         """The rank span [start, stop) of the elements whose score lies in spec."""

@@ -57,6 +57,8 @@ def c_strtod(raw: bytes) -> tuple[float, bool] | None:
     """`(value, out_of_range)` if all of raw is one strtod number (no surrounding space), else
     None. out_of_range is strtod's ERANGE that Redis refuses: overflow to infinity, or a
     non-zero literal that underflows to 0."""
+    if raw.isdigit() and len(raw) < 300:
+        return float(raw), False  # the common case, a plain integer: nothing to check
     match = _C_DOUBLE.fullmatch(raw)
     if match is None:
         return None

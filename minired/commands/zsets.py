@@ -276,7 +276,7 @@ def _zrange(c, argv, source_index: int, by: str | None, reverse: bool | None,
         first, stop = _rank_span(len(zset), start, end)
         if reverse:
             first, stop = len(zset) - stop, len(zset) - first
-        entries = list(zset.entries(first, stop, reverse))
+        entries = zset.entries(first, stop, reverse)
     elif by == _BY_SCORE:
         first, stop = zset.score_span(spec)
         entries = _limited(zset, first, stop, offset, limit, reverse)
@@ -308,7 +308,7 @@ def _limited(zset: ZSet, start: int, stop: int, offset: int, limit: int, reverse
             stop = min(stop, start + limit)
     if start >= stop:
         return []
-    return list(zset.entries(start, stop, reverse))
+    return zset.entries(start, stop, reverse)
 
 
 def _store_range(c, destination: bytes, entries: list) -> int:
