@@ -152,3 +152,15 @@ def test_wrong_type_and_arity(diff):
                  ("HMSET", "h", "f", "v", "g"), ("HGET", "h"), ("HDEL", "h"), ("HSETNX", "h", "f"),
                  ("HINCRBY", "h", "f"), ("HGETALL",), ("HSCAN", "h"), ("HRANDFIELD",)]:
         diff.check(*args)
+
+
+def test_watch_after_in_place_changes(diff):
+    diff.check("HSET", "h", "f", "v")
+    for change in [("HSET", "h", "f", "v"), ("HSETNX", "h", "f", "x"), ("HDEL", "h", "missing"),
+                   ("HINCRBY", "h", "n", "1"), ("HINCRBYFLOAT", "h", "n", "0.5"),
+                   ("HMSET", "h", "g", "1")]:
+        diff.check("WATCH", "h")
+        diff.check(*change)
+        diff.check("MULTI")
+        diff.check("PING")
+        diff.check("EXEC")

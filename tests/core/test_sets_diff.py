@@ -153,3 +153,16 @@ def test_wrong_type_and_arity(diff):
                  ("SMOVE", "a", "b"), ("SINTER",), ("SINTERSTORE", "d"), ("SINTERCARD", "1"),
                  ("SSCAN", "s"), ("SPOP",)]:
         diff.check(*args)
+
+
+def test_watch_after_in_place_changes(diff):
+    diff.check("SADD", "s", "a", "b")
+    diff.check("SADD", "t", "x")
+    for change in [("SADD", "s", "a"), ("SADD", "s", "c"), ("SREM", "s", "missing"),
+                   ("SREM", "s", "c"), ("SMOVE", "t", "s", "x"), ("SMOVE", "s", "s", "a"),
+                   ("SPOP", "s", "0"), ("SINTERSTORE", "s", "s", "s")]:
+        diff.check("WATCH", "s")
+        diff.check(*change)
+        diff.check("MULTI")
+        diff.check("PING")
+        diff.check("EXEC")

@@ -516,21 +516,28 @@ def test_blocking_argument_errors(diff):
         diff.check(*args)
 
 
-def test_blocking_pops_do_not_block_inside_a_transaction(mini):
-    from minired.client import Client
-    from minired.dispatch import call, resolve
-    from minired.resp import NULL_ARRAY
+@PROTOCOLS
+def test_blocking_pops_do_not_block_inside_a_transaction(diff, protocol):
+    diff.hello(protocol)
+    diff.check("MULTI")
+    diff.check("BZPOPMIN", "nokey", "0")
+    diff.check("BZMPOP", "0", "1", "nokey", "MIN")
+    diff.check("ZADD", "q", "1", "a")
+    diff.check("BZPOPMAX", "nokey", "q", "0")
+    diff.check("EXEC")
 
-    def run_in_exec():
-        client = Client(mini.server)
-        client.in_exec = True
-        replies = []
-        for argv in ([b"BZPOPMIN", b"nokey", b"0"], [b"BZPOPMAX", b"a", b"b", b"5"],
-                     [b"BZMPOP", b"0", b"1", b"nokey", b"MIN"]):
-            replies.append(call(client, resolve(argv), argv))
-        return replies
 
-    assert mini.call(run_in_exec) == [NULL_ARRAY] * 3
+def test_watch_sees_only_real_changes(diff):
+    diff.check("ZADD", "z", "1", "a")
+    for change, expect_abort in [(("ZADD", "z", "1", "a"), False), (("ZADD", "z", "2", "a"), True),
+                                 (("ZREM", "z", "missing"), False), (("ZINCRBY", "z", "0", "a"), True),
+                                 (("ZREMRANGEBYSCORE", "z", "5", "6"), False),
+                                 (("ZPOPMIN", "z", "0"), False), (("ZADD", "z", "NX", "9", "a"), False)]:
+        diff.check("WATCH", "z")
+        diff.check(*change)
+        diff.check("MULTI")
+        diff.check("PING")
+        assert (diff.check("EXEC") is NullArray) == expect_abort, change
 
 
 def test_timeout_reply_is_null_array_in_resp2(diff):
