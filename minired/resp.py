@@ -27,7 +27,7 @@ from . import errors
 from .errors import RedisError
 
 MAX_BULK_LEN = 512 * 1024 * 1024
-MAX_MULTIBULK = 1024 * 1024
+MAX_MULTIBULK = 2**31 - 1  # Redis 7 refuses only counts past INT_MAX; nothing is allocated from it
 MAX_INLINE = 64 * 1024
 
 
