@@ -9,10 +9,8 @@ retries the waiters of each key in the order they blocked, as Redis does.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from collections import deque
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
@@ -60,97 +58,108 @@ class Waiter:
 # Redis reads a seconds timeout with strtold (x87 80-bit long double: 64-bit significand,
 # 15-bit exponent), multiplies by 1000 in long double and rounds up to whole milliseconds.
 # The rounding decides edge cases clients can see: "-0.001" is -0.99999... ms in long double,
-# which rounds up to 0 (block forever), while "-0.0011" is an error.
+# which rounds up to 0 (block forever), while "-0.0011" is an error. Long doubles are
+# emulated exactly with integers: a value is significand * 2**scale.
 _LD_SIGNIFICAND_BITS = 64
-_LD_MIN_EXPONENT = -16382          # smallest normal exponent; below it the ulp stays fixed
-_LD_OVERFLOW = Fraction(2) ** 16384
+_LD_MIN_SCALE = -16382 - (_LD_SIGNIFICAND_BITS - 1)  # subnormals keep this fixed ulp
+_LD_MAX_BITS = 16384                                  # values reach at most 2**16384
 _LLONG_MIN = -(2**63)
-_MAX_TIMEOUT_CHARS = 5 * 1024      # Redis's MAX_LONG_DOUBLE_CHARS
+_MAX_TIMEOUT_CHARS = 5 * 1024                         # Redis's MAX_LONG_DOUBLE_CHARS
 
 _DECIMAL = re.compile(rb"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
 _HEX = re.compile(rb"([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?")
 _SPECIAL = re.compile(rb"([+-]?)(inf|infinity|nan(?:\([0-9a-zA-Z_]*\))?)", re.IGNORECASE)
-# Plain decimals like b"5" or b"0.05": a double is exact enough unless the result lands
-# between -1.5 and 0 ms, where only the long double rounding tells "forever" from an error.
-_SIMPLE = re.compile(rb"\+?\d{1,15}(?:\.\d{0,15})?|-\d{1,15}(?:\.\d{0,15})?")
+# Whole seconds (b"5", b"0"): exact in any arithmetic, no emulation needed.
+_WHOLE = re.compile(rb"\+?\d{1,15}")
 
 
-def _round_long_double(value: Fraction) -> Fraction | None:
-    """`value` rounded (half to even) to the nearest long double; None on overflow."""
-    if not value:
-        return value
-    n, d = abs(value.numerator), value.denominator
-    exponent = n.bit_length() - d.bit_length()  # 2**exponent <= |value| < 2**(exponent+1) ...
-    if (n << max(0, -exponent)) < (d << max(0, exponent)):
-        exponent -= 1                            # ... after this correction
-    scale = max(exponent, _LD_MIN_EXPONENT) - (_LD_SIGNIFICAND_BITS - 1)
-    num = n << -scale if scale < 0 else n
-    den = d << scale if scale > 0 else d
-    significand, remainder = divmod(num, den)
-    if 2 * remainder > den or (2 * remainder == den and significand & 1):
+def _round_long_double(numerator: int, denominator: int) -> tuple[int, int]:
+    """numerator/denominator (both > 0) rounded half-to-even to a long double, as
+    (significand, scale); the value is significand * 2**scale."""
+    exponent = numerator.bit_length() - denominator.bit_length()
+    if (numerator << max(0, -exponent)) < (denominator << max(0, exponent)):
+        exponent -= 1  # now 2**exponent <= value < 2**(exponent+1)
+    scale = max(exponent - (_LD_SIGNIFICAND_BITS - 1), _LD_MIN_SCALE)
+    if scale < 0:
+        numerator <<= -scale
+    else:
+        denominator <<= scale
+    significand, remainder = divmod(numerator, denominator)
+    if 2 * remainder > denominator or (2 * remainder == denominator and significand & 1):
         significand += 1
-    rounded = Fraction(significand) * Fraction(2) ** scale
-    if rounded >= _LD_OVERFLOW:
-        return None
-    return rounded if value > 0 else -rounded
+    return significand, scale
 
 
-def _strtold(raw: bytes) -> Fraction | float:
-    """The long double strtold reads from all of `raw` (as Redis's string2ld accepts it):
-    an exact Fraction, or +-inf; RedisError when Redis rejects the text."""
+def _overflows(significand: int, scale: int) -> bool:
+    return significand.bit_length() + scale > _LD_MAX_BITS
+
+
+def _strtold(raw: bytes) -> tuple[int, int, int] | None:
+    """The long double strtold reads from all of `raw`, as Redis's string2ld accepts it:
+    (sign, significand, scale), or None for infinity; RedisError when Redis refuses it."""
     if not raw or len(raw) >= _MAX_TIMEOUT_CHARS:
         raise RedisError(errors.TIMEOUT_NOT_FLOAT)
     special = _SPECIAL.fullmatch(raw)
     if special is not None:
         if special.group(2)[:1].lower() == b"n":
             raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-        return float("-inf") if special.group(1) == b"-" else float("inf")
+        return None
     match = _HEX.fullmatch(raw)
-    if match is not None:
-        base, digit_bits = 16, 4
-    else:
+    hexadecimal = match is not None
+    if not hexadecimal:
         match = _DECIMAL.fullmatch(raw)
-        base, digit_bits = 10, 0
-    if match is None:
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    sign, whole, fraction, exponent_text = match.groups()
+        if match is None:
+            raise RedisError(errors.TIMEOUT_NOT_FLOAT)
+    sign_text, whole, fraction, exponent_text = match.groups()
     whole, fraction = whole or b"", fraction or b""
     if not whole and not fraction:
         raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    digits = (whole + fraction).lstrip(b"0")
-    if not digits:
-        return Fraction(0)
+    sign = -1 if sign_text == b"-" else 1
+    digits = whole + fraction
+    significant = digits.lstrip(b"0")
+    if not significant:
+        return sign, 0, 0
     exponent = int(exponent_text or b"0")
-    # Magnitude of the leading digit, in the exponent's own base (2 for hex, 10 for decimal),
-    # to refuse absurd exponents before building a huge exact value.
-    leading = len(whole.lstrip(b"0")) if whole.lstrip(b"0") else -(len(fraction) - len(fraction.lstrip(b"0")))
-    magnitude = exponent + (leading * digit_bits if base == 16 else leading)
-    limit_high, limit_low = (16400, -16500) if base == 16 else (4940, -4960)
-    if magnitude > limit_high:
+    # Order of magnitude of the value in the exponent's base (2 for hex, 10 for decimal),
+    # to refuse absurd exponents before computing with huge integers.
+    point = len(significant) - len(fraction)  # digits before the point, negative if after
+    magnitude = exponent + (4 * point if hexadecimal else point)
+    if magnitude > (16400 if hexadecimal else 4940):
         raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # strtold overflows to HUGE_VAL
-    if magnitude < limit_low:
+    if magnitude < (-16500 if hexadecimal else -4960):
         raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # strtold underflows to zero
-    mantissa = int(whole + fraction, base)
-    if base == 16:
-        value = Fraction(mantissa) * Fraction(2) ** (exponent - 4 * len(fraction))
+    mantissa = int(digits, 16 if hexadecimal else 10)
+    if hexadecimal:
+        power = exponent - 4 * len(fraction)
+        numerator, denominator = (mantissa << power, 1) if power >= 0 else (mantissa, 1 << -power)
     else:
-        value = Fraction(mantissa) * Fraction(10) ** (exponent - len(fraction))
-    rounded = _round_long_double(value)
-    if rounded is None:
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    if not rounded:
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # non-zero digits that underflowed to zero
-    return -rounded if sign == b"-" else rounded
+        power = exponent - len(fraction)
+        numerator, denominator = (mantissa * 10**power, 1) if power >= 0 else (mantissa, 10**-power)
+    significand, scale = _round_long_double(numerator, denominator)
+    if _overflows(significand, scale) or significand == 0:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # HUGE_VAL, or underflow to zero
+    return sign, significand, scale
 
 
-def _long_double_seconds_to_ms(seconds: Fraction | float) -> int:
-    """ceill(seconds * 1000.0) cast to long long, as Redis computes it."""
-    if isinstance(seconds, float):  # infinity: the cast yields LLONG_MIN
+def _seconds_to_ms(seconds: tuple[int, int, int] | None) -> int:
+    """(long long) ceill(seconds * 1000.0), as Redis computes it."""
+    if seconds is None:  # infinity: the cast yields LLONG_MIN
         return _LLONG_MIN
-    product = _round_long_double(seconds * 1000)
-    if product is None:
+    sign, significand, scale = seconds
+    if not significand:
+        return 0
+    if scale >= 0:
+        significand, scale = _round_long_double(significand * 1000 << scale, 1)
+    else:
+        significand, scale = _round_long_double(significand * 1000, 1 << -scale)
+    if _overflows(significand, scale):
         return _LLONG_MIN
-    ms = math.ceil(product)
+    if scale >= 0:
+        ms = sign * (significand << scale)
+    elif sign > 0:
+        ms = -(-significand >> -scale)  # ceiling
+    else:
+        ms = -(significand >> -scale)   # ceiling of a negative value: toward zero
     return ms if _LLONG_MIN <= ms < 2**63 else _LLONG_MIN
 
 
@@ -160,15 +169,9 @@ def parse_timeout(raw: bytes) -> int:
     Exactly Redis's reading: any positive fraction blocks at least 1 ms; a negative value that
     rounds up to 0 ms blocks forever; "inf" and values past 2**63 ms are "negative".
     """
-    if _SIMPLE.fullmatch(raw):
-        ms = float(raw) * 1000
-        if ms >= 0:
-            return math.ceil(ms)
-        if ms < -1.5:
-            raise RedisError(errors.TIMEOUT_NEGATIVE)
-        ms = _long_double_seconds_to_ms(_strtold(raw))
-    else:
-        ms = _long_double_seconds_to_ms(_strtold(raw))
+    if _WHOLE.fullmatch(raw):
+        return int(raw) * 1000
+    ms = _seconds_to_ms(_strtold(raw))
     if ms < 0:
         raise RedisError(errors.TIMEOUT_NEGATIVE)
     return ms
