@@ -275,8 +275,9 @@ class BlockingManager:
             if not queue:
                 continue
             for waiter in list(queue):
-                if waiter.client.blocked is not waiter:
-                    continue  # already served through another of its keys
+                if waiter.client.blocked is not waiter or waiter.client.closing:
+                    continue  # served through another of its keys, or going away: an
+                    # element popped for a closing connection would be lost
                 if db.get(key) is None:
                     break
                 try:

@@ -427,3 +427,12 @@ def test_random_waiters_and_writes_match_redis(diff, real_redis, mini, waits, wr
         for pair in pairs:
             pair.close()
         wait_blocked(diff, 0)
+
+
+def test_push_right_after_killing_a_blocked_client_stays_in_the_list(diff, connect):
+    waiter = connect()
+    ids = waiter.redis.call("CLIENT", "ID"), waiter.minired.call("CLIENT", "ID")
+    block(diff, waiter, "BLPOP", "q", 0)
+    for client, client_id in zip((diff.redis, diff.minired), ids):
+        assert client.pipeline([("CLIENT", "KILL", "ID", client_id), ("RPUSH", "q", "v")]) == [1, 1]
+    diff.check("LRANGE", "q", 0, -1)
