@@ -14,8 +14,6 @@ from ..errors import RedisError
 from ..resp import NULL_ARRAY
 from ..zset import LexRange, ScoreRange, ZSet
 from .args import parse_float, parse_int, parse_non_negative, parse_range_double
-from .keys_dump import register_zset
-from .keys_object import register_encoding
 from .table import command, keys_after_numkeys
 
 G = "sorted-set"  # Redis's group name (COMMAND DOCS)
@@ -569,18 +567,14 @@ def bzmpop(c, argv):
     return Block(keys, timeout_ms, serve, NULL_ARRAY)
 
 
-# --- DUMP/RESTORE and OBJECT ENCODING -----------------------------------------------------------
-
-def encoding(zset: ZSet, config) -> str:
-    """listpack while within the zset-max-listpack-* limits, as a freshly built set would be."""
+def is_listpack(zset: ZSet, config) -> bool:
+    """Whether Redis would hold this set as a listpack (within the zset-max-listpack-* limits),
+    which decides how ZSCAN prints scores. Like OBJECT ENCODING (keys_object.py), this judges
+    by the current size: Redis never converts a shrunk skiplist back."""
     if len(zset) > int(config.get("zset-max-listpack-entries")):
-        return "skiplist"
+        return False
     limit = int(config.get("zset-max-listpack-value"))
-    return "listpack" if all(len(member) <= limit for member in zset.scores) else "skiplist"
+    return all(len(member) <= limit for member in zset.scores)
 
-
-register_zset(ZSet, lambda zset: [(member, score) for score, member in zset.order],
-              lambda pairs: ZSet((score, member) for member, score in pairs))
-register_encoding(ZSet, encoding)
 
 from . import zsets_algebra  # noqa: E402,F401  (registers ZUNION/ZINTER/ZDIFF, ZRANDMEMBER, ZSCAN)

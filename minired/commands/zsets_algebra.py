@@ -15,7 +15,7 @@ from .args import parse_float, parse_int
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
 from .table import command, keys_after_numkeys
-from .zsets import G, encoding, scored_reply
+from .zsets import G, is_listpack, scored_reply
 
 _UNION, _INTER, _DIFF = "union", "inter", "diff"
 _LONG_MAX = 2**63 - 1
@@ -285,7 +285,7 @@ def zscan(c, argv):
     scores = zset.scores
     # ZSCAN shows scores as stored: a listpack holds them as d2string wrote them, a skiplist
     # as doubles that are printed with %.17g.
-    text = _listpack_score if encoding(zset, c.server.config) == "listpack" else format_double
+    text = _listpack_score if is_listpack(zset, c.server.config) else format_double
     flat = []
     for member in members:
         flat.append(member)
