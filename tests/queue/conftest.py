@@ -60,11 +60,20 @@ class Backend:
 
 class Clock:
     """Moves the server's clock: instantly on minired (MINIRED ADVANCE); on real Redis by
-    waiting, so tests there use TTLs of tens of milliseconds."""
+    waiting, so tests there use TTLs of tens of milliseconds.
+
+    ``span(ms)`` scales a test's durations: ``ms`` on real Redis, a thousand times that on
+    minired. There a 40 s lock can only lapse because the test moved the server clock,
+    which proves every expiry and due time is decided by the server's clock."""
+
+    MINIRED_SCALE = 1000
 
     def __init__(self, backend: Backend, client: Any) -> None:
         self.backend = backend
         self.client = client
+
+    def span(self, ms: int) -> int:
+        return ms * self.MINIRED_SCALE if self.backend.has_clock_control else ms
 
     def advance(self, ms: int) -> None:
         if self.backend.has_clock_control:

@@ -58,8 +58,8 @@ def test_failed_lists_and_retry_moves_back(backend, queue, capsys):
 
 def test_sweep_recovers_stalled_jobs(backend, queue, clock, capsys):
     job_id = queue.add({"n": 1})
-    take(queue, token="dead:1", lock_ttl_ms=40)
-    clock.advance(80)
+    take(queue, token="dead:1", lock_ttl_ms=clock.span(40))
+    clock.advance(clock.span(80))
     main(_cli(backend, "sweep", queue.name))
     out = capsys.readouterr().out
     assert "recovered 1 stalled job(s)" in out and job_id in out

@@ -22,9 +22,9 @@ def test_a_paused_owner_cannot_ack_a_job_another_worker_owns(client, queue, cloc
     guard = EffectGuard(client, queue.keys)
     effect = RedisOp("HINCRBY", f"{queue.keys.base}:effects", job_id, 1)
 
-    first = take(queue, token="worker-a:1", lock_ttl_ms=50)
+    first = take(queue, token="worker-a:1", lock_ttl_ms=clock.span(50))
     assert guard.apply_once(job_id, "count", [effect], token="worker-a:1")
-    clock.advance(100)  # worker A is paused (GC, SIGSTOP, network) past its lock
+    clock.advance(clock.span(100))  # worker A is paused (GC, SIGSTOP, network) past its lock
     assert queue.sweep().recovered == [job_id]
 
     second = take(queue, token="worker-b:1", lock_ttl_ms=30_000)

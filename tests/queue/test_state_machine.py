@@ -114,8 +114,9 @@ def test_unrecoverable_error_dead_letters_at_once(queue):
     (Backoff.exponential(20), [20, 40, 80]),
 ])
 def test_backoff_goes_through_the_delayed_set_on_the_server_clock(queue, clock, backoff, expected):
+    backoff = type(backoff)(backoff.kind, clock.span(backoff.delay_ms))
     job_id = queue.add({"n": 1}, attempts=4, backoff=backoff)
-    for delay in expected:
+    for delay in map(clock.span, expected):
         fetch = take(queue)
         before = server_time_ms(queue.client)
         outcome = retry_or_fail(queue.keys, fetch.job, "tok", "boom").run(queue.client)
@@ -123,7 +124,7 @@ def test_backoff_goes_through_the_delayed_set_on_the_server_clock(queue, clock, 
         due = int(queue.client.zscore(queue.keys.delayed, job_id))
         assert before + delay <= due <= server_time_ms(queue.client) + delay
         assert take(queue).status == "empty"  # not due yet
-        clock.advance(delay + 20)
+        clock.advance(delay + clock.span(20))
         fetch = take(queue)  # moveToActive reports the due job; the worker promotes it
         assert 0 <= fetch.next_due_ms <= fetch.now_ms
         assert promote_delayed(queue.keys).run(queue.client).moved == 1
@@ -154,16 +155,16 @@ def test_every_job_is_always_in_exactly_one_state(client, queue_name, clock, act
         if action == "add":
             job_ids.append(queue.add({"step": step}, attempts=2))
         elif action == "add_delayed":
-            job_ids.append(queue.add({"step": step}, delay_ms=10, attempts=2))
+            job_ids.append(queue.add({"step": step}, delay_ms=clock.span(10), attempts=2))
         elif action == "take":
-            fetch = take(queue, token=f"t{step}", lock_ttl_ms=20)
+            fetch = take(queue, token=f"t{step}", lock_ttl_ms=clock.span(20))
             if fetch.status == "active":
                 held[fetch.job.id] = (fetch.job, f"t{step}")
         elif action == "promote":
-            clock.advance(15)
+            clock.advance(clock.span(15))
             promote_delayed(queue.keys).run(queue.client)
         elif action == "expire_and_sweep":
-            clock.advance(30)
+            clock.advance(clock.span(30))
             queue.sweep(max_stalled=1)
             held.clear()  # every lock has lapsed; those jobs are no longer ours
         elif held:

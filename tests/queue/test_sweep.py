@@ -5,21 +5,29 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
+import pytest
+
 from minired_queue import Sweeper
 from minired_queue.transitions import extend_lock
 
 from .helpers import assert_each_job_in_exactly_one_state, placement, take
 from .nonatomic_sweep import NonAtomicSweep
 
-LOCK_TTL_MS = 40
+
+@pytest.fixture
+def lock_ttl_ms(clock) -> int:
+    return clock.span(40)
 
 
-def _stall(queue, count: int) -> list[str]:
-    """Add ``count`` jobs and take them under short locks nobody renews (a dead worker)."""
-    ids = [queue.add({"n": n}) for n in range(count)]
-    for n in range(count):
-        assert take(queue, token=f"dead:{n}", lock_ttl_ms=LOCK_TTL_MS).status == "active"
-    return ids
+@pytest.fixture
+def stall(queue, lock_ttl_ms):
+    def add_and_take(count: int) -> list[str]:
+        """Add ``count`` jobs and take them under locks nobody renews (a dead worker)."""
+        ids = [queue.add({"n": n}) for n in range(count)]
+        for n in range(count):
+            assert take(queue, token=f"dead:{n}", lock_ttl_ms=lock_ttl_ms).status == "active"
+        return ids
+    return add_and_take
 
 
 def _deliveries(queue) -> Counter:
@@ -30,15 +38,15 @@ def _deliveries(queue) -> Counter:
     return delivered
 
 
-def test_live_locks_are_left_alone(queue):
-    _stall(queue, 3)
+def test_live_locks_are_left_alone(queue, stall):
+    stall(3)
     assert queue.sweep().recovered == []
     assert queue.counts()["active"] == 3
 
 
-def test_expired_locks_go_back_to_wait_and_the_stall_is_counted(queue, clock):
-    ids = _stall(queue, 3)
-    clock.advance(LOCK_TTL_MS * 2)
+def test_expired_locks_go_back_to_wait_and_the_stall_is_counted(queue, clock, stall, lock_ttl_ms):
+    ids = stall(3)
+    clock.advance(lock_ttl_ms * 2)
     result = queue.sweep(max_stalled=1)
     assert sorted(result.recovered) == sorted(ids) and result.failed == []
     assert queue.counts()["wait"] == 3 and queue.counts()["active"] == 0
@@ -48,12 +56,12 @@ def test_expired_locks_go_back_to_wait_and_the_stall_is_counted(queue, clock):
     assert_each_job_in_exactly_one_state(queue, ids)
 
 
-def test_a_job_that_stalls_too_often_is_dead_lettered(queue, clock):
-    [job_id] = _stall(queue, 1)
-    clock.advance(LOCK_TTL_MS * 2)
+def test_a_job_that_stalls_too_often_is_dead_lettered(queue, clock, stall, lock_ttl_ms):
+    [job_id] = stall(1)
+    clock.advance(lock_ttl_ms * 2)
     assert queue.sweep(max_stalled=1).recovered == [job_id]
-    take(queue, token="dead-again", lock_ttl_ms=LOCK_TTL_MS)
-    clock.advance(LOCK_TTL_MS * 2)
+    take(queue, token="dead-again", lock_ttl_ms=lock_ttl_ms)
+    clock.advance(lock_ttl_ms * 2)
     result = queue.sweep(max_stalled=1)
     assert result.failed == [job_id]
     job = queue.get_job(job_id)
@@ -61,29 +69,33 @@ def test_a_job_that_stalls_too_often_is_dead_lettered(queue, clock):
 
 
 def test_a_renewed_lock_is_not_swept(queue, clock):
-    [job_id] = _stall(queue, 1)
+    job_id = queue.add({"n": 1})
+    ttl = clock.span(300)  # roomy: on real Redis each step really waits, under load
+    take(queue, token="alive:1", lock_ttl_ms=ttl)
     for _ in range(4):
-        clock.advance(LOCK_TTL_MS // 2)
-        assert extend_lock(queue.keys, job_id, "dead:0", LOCK_TTL_MS).run(queue.client)
+        clock.advance(ttl // 3)
+        assert extend_lock(queue.keys, job_id, "alive:1", ttl).run(queue.client)
         assert queue.sweep().recovered == []
+    assert queue.get_state(job_id) == "active"  # in total longer than one TTL, never swept
 
 
-def test_throttled_sweeps_run_once_per_interval(queue, clock):
-    _stall(queue, 2)
-    clock.advance(LOCK_TTL_MS * 2)
+def test_throttled_sweeps_run_once_per_interval(queue, clock, stall, lock_ttl_ms):
+    stall(2)
+    clock.advance(lock_ttl_ms * 2)
     sweeper = Sweeper(queue.client, queue.keys)
-    assert len(sweeper.sweep(throttle_ms=60_000).recovered) == 2
+    throttle_ms = clock.span(60_000)
+    assert len(sweeper.sweep(throttle_ms=throttle_ms).recovered) == 2
     queue.drain()
-    [late] = _stall(queue, 1)
-    clock.advance(LOCK_TTL_MS * 2)
-    assert sweeper.sweep(throttle_ms=60_000).recovered == []  # another sweep ran within the minute
+    [late] = stall(1)
+    clock.advance(lock_ttl_ms * 2)
+    assert sweeper.sweep(throttle_ms=throttle_ms).recovered == []  # another sweep ran within the interval
     assert queue.client.pttl(queue.keys.stalled_check) > 0
     assert sweeper.sweep().recovered == [late]  # on demand, unthrottled
 
 
-def test_overlapping_atomic_sweeps_reclaim_each_job_exactly_once(backend, queue, clock):
-    ids = _stall(queue, 30)
-    clock.advance(LOCK_TTL_MS * 2)
+def test_overlapping_atomic_sweeps_reclaim_each_job_exactly_once(backend, queue, clock, stall, lock_ttl_ms):
+    ids = stall(30)
+    clock.advance(lock_ttl_ms * 2)
     clients = [backend.client() for _ in range(4)]
     sweepers = [Sweeper(c, queue.keys) for c in clients]
     # Every sweeper reads the same snapshot first, so all four then race on the same jobs.
@@ -115,10 +127,10 @@ def test_overlapping_atomic_sweeps_reclaim_each_job_exactly_once(backend, queue,
         c.close()
 
 
-def test_overlapping_non_atomic_sweeps_double_deliver(queue, clock):
+def test_overlapping_non_atomic_sweeps_double_deliver(queue, clock, stall, lock_ttl_ms):
     """The contrast: check and move in separate round trips, two sweeps interleaved."""
-    ids = _stall(queue, 10)
-    clock.advance(LOCK_TTL_MS * 2)
+    ids = stall(10)
+    clock.advance(lock_ttl_ms * 2)
     first, second = NonAtomicSweep(queue), NonAtomicSweep(queue)
     assert sorted(first.check()) == sorted(ids)
     assert sorted(second.check()) == sorted(ids)  # still true: the first has not moved yet
