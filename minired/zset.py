@@ -32,12 +32,6 @@ class ScoreRange:
         return self.min > self.max or (self.min == self.max and
                                        (self.min_exclusive or self.max_exclusive))
 
-    def above_min(self, score: float) -> bool:
-        return score > self.min if self.min_exclusive else score >= self.min
-
-    def below_max(self, score: float) -> bool:
-        return score < self.max if self.max_exclusive else score <= self.max
-
 
 class LexRange:
     """A parsed ZRANGEBYLEX-style interval. `None` bounds stand for `-` (no lower bound) and

@@ -89,3 +89,16 @@ def parse_range_double(raw: bytes) -> float | None:
     if parsed is None or parsed[0] != parsed[0]:
         return None
     return parsed[0]
+
+
+def parse_random_count(argv, flag: bytes) -> tuple[int, bool]:
+    """The count and WITHSCORES/WITHVALUES flag of ZRANDMEMBER and HRANDFIELD."""
+    count = parse_int(argv[2])
+    if count < -_INT64_MAX:
+        raise RedisError(errors.VALUE_NOT_BETWEEN.format(-_INT64_MAX, _INT64_MAX))
+    if len(argv) > 4 or (len(argv) == 4 and argv[3].lower() != flag):
+        raise RedisError(errors.SYNTAX)
+    with_values = len(argv) == 4
+    if with_values and not -(_INT64_MAX // 2) <= count <= _INT64_MAX // 2:
+        raise RedisError(errors.VALUE_OUT_OF_RANGE)
+    return count, with_values

@@ -9,11 +9,10 @@ from .. import errors
 from ..errors import RedisError
 from ..resp import OK
 from . import strings_longdouble as longdouble
-from .args import parse_int
+from .args import parse_int, parse_random_count
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
 from .table import command
-from .zsets_algebra import parse_random_count
 
 G = "hash"
 _INT64_MIN = -(2**63)

@@ -11,14 +11,13 @@ from .. import errors
 from ..errors import RedisError
 from ..resp import format_double
 from ..zset import ZSet
-from .args import parse_float, parse_int
+from .args import parse_float, parse_int, parse_random_count
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
 from .table import command, keys_after_numkeys
 from .zsets import G, is_listpack, scored_reply
 
 _UNION, _INTER, _DIFF = "union", "inter", "diff"
-_LONG_MAX = 2**63 - 1
 
 
 def _keys_after_destination(argv: list) -> list[int]:
@@ -233,19 +232,6 @@ def zintercard(c, argv):
 
 
 # --- sampling and iteration ----------------------------------------------------------------------
-
-def parse_random_count(argv, flag: bytes) -> tuple[int, bool]:
-    """The count and WITHSCORES/WITHVALUES flag of ZRANDMEMBER and HRANDFIELD."""
-    count = parse_int(argv[2])
-    if count < -_LONG_MAX:
-        raise RedisError(errors.VALUE_NOT_BETWEEN.format(-_LONG_MAX, _LONG_MAX))
-    if len(argv) > 4 or (len(argv) == 4 and argv[3].lower() != flag):
-        raise RedisError(errors.SYNTAX)
-    with_values = len(argv) == 4
-    if with_values and not -(_LONG_MAX // 2) <= count <= _LONG_MAX // 2:
-        raise RedisError(errors.VALUE_OUT_OF_RANGE)
-    return count, with_values
-
 
 @command("zrandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
 def zrandmember(c, argv):
