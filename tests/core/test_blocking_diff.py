@@ -306,29 +306,45 @@ def test_watch_sees_the_pop_that_served_a_waiter(diff, connect):
     assert watcher.check("EXEC") is NullArray
 
 
-def test_minired_advance_times_out_blocked_clients(mini_raw, mini):
-    waiter = RawClient(mini.port)
+@pytest.fixture
+def private_minired():
+    """A minired of this test's own: moving its clock must not disturb the shared server."""
+    from minired.embed import EmbeddedServer
+
+    server = EmbeddedServer(port=0, time_control=True).start()
     try:
-        waiter.send("BLPOP", "k", 100)
+        yield server
+    finally:
+        server.stop()
+
+
+def test_minired_advance_times_out_blocked_clients(private_minired):
+    control, waiter = RawClient(private_minired.port), RawClient(private_minired.port)
+
+    def wait_for_one_blocked() -> None:
         deadline = time.monotonic() + 5
-        while blocked_clients(mini_raw) != 1:
+        while blocked_clients(control) != 1:
             assert time.monotonic() < deadline
             time.sleep(0.005)
-        mini_raw.call("MINIRED", "ADVANCE", 50_000)
-        assert blocked_clients(mini_raw) == 1
-        mini_raw.call("MINIRED", "ADVANCE", 50_001)
+
+    try:
+        waiter.send("BLPOP", "k", 100)
+        wait_for_one_blocked()
+        control.call("MINIRED", "ADVANCE", 50_000)
+        assert blocked_clients(control) == 1
+        control.call("MINIRED", "ADVANCE", 50_001)
         assert waiter.read() is NullArray
-        assert blocked_clients(mini_raw) == 0
+        assert blocked_clients(control) == 0
         # A forever wait ignores the clock.
         waiter.send("BLMOVE", "k", "d", "LEFT", "LEFT", 0)
-        while blocked_clients(mini_raw) != 1:
-            time.sleep(0.005)
-        mini_raw.call("MINIRED", "ADVANCE", 10**9)
-        assert blocked_clients(mini_raw) == 1
-        mini_raw.call("RPUSH", "k", "v")
+        wait_for_one_blocked()
+        control.call("MINIRED", "ADVANCE", 10**9)
+        assert blocked_clients(control) == 1
+        control.call("RPUSH", "k", "v")
         assert waiter.read() == b"v"
     finally:
         waiter.close()
+        control.close()
 
 
 def test_swapdb_serves_waiters_of_the_swapped_in_data(diff, connect):
