@@ -5,7 +5,7 @@ import time
 import pytest
 
 from tests.support.differential import Err
-from tests.support.respclient import NullArray, RawClient
+from tests.support.respclient import NullArray, RawClient, Verbatim
 
 PROTOCOLS = pytest.mark.parametrize("protocol", [2, 3])
 
@@ -456,12 +456,26 @@ def waiters(real_redis, mini):
             client.close()
 
 
+def _info_clients(client) -> bytes:
+    info = client.call("INFO", "clients")
+    return info.text if isinstance(info, Verbatim) else info  # verbatim under RESP3
+
+
+def _wait_until_blocked(diff, timeout: float = 5.0) -> None:
+    """Wait until each server counts one blocked client, so pushes come after the block."""
+    deadline = time.monotonic() + timeout
+    for client in (diff.redis, diff.minired):
+        while b"blocked_clients:1" not in _info_clients(client):
+            assert time.monotonic() < deadline, "the waiter never blocked"
+            time.sleep(0.005)
+
+
 def _both_blocked_then(diff, waiters, command, *pushes):
     """Send `command` from the waiting clients, run `pushes` on the main ones, read the
     waiters' replies and check they agree."""
     for waiter in waiters:
         waiter.send(*command)
-    time.sleep(0.05)  # let both servers register the waiter before the push
+    _wait_until_blocked(diff)
     for push in pushes:
         diff.check(*push)
     replies = [waiter.read() for waiter in waiters]
