@@ -557,3 +557,22 @@ def test_watch_sees_only_real_changes(diff):
 def test_timeout_reply_is_null_array_in_resp2(diff):
     assert diff.check("BZPOPMIN", "nokey", "0.01") is NullArray
     assert isinstance(diff.check("BZPOPMIN", "nokey", "x"), Err)
+
+
+def test_large_sets_beyond_the_listpack_limits(diff):
+    """Past 128 members Redis switches to a skiplist; ranges, ranks and pops must not change."""
+    pairs = [x for i in range(400) for x in (str(i % 53 + (i % 7) / 8), f"member:{i:03d}")]
+    diff.check("ZADD", "big", *pairs)
+    diff.check("ZADD", "lex", *[x for i in range(300) for x in ("0", f"w{i * 7919 % 300:03d}")])
+    for command in [("ZCOUNT", "big", "(10", "20.5"), ("ZRANGEBYSCORE", "big", "7", "(9", "WITHSCORES"),
+                    ("ZREVRANGEBYSCORE", "big", "40", "30", "LIMIT", "5", "10"),
+                    ("ZRANGE", "big", "100", "130", "WITHSCORES"), ("ZRANGE", "big", "-20", "-1", "REV"),
+                    ("ZRANK", "big", "member:250"), ("ZREVRANK", "big", "member:250"),
+                    ("ZRANGEBYLEX", "lex", "[w100", "(w150", "LIMIT", "10", "5"),
+                    ("ZREVRANGEBYLEX", "lex", "+", "[w290"), ("ZLEXCOUNT", "lex", "(w010", "+"),
+                    ("ZREMRANGEBYSCORE", "big", "(50", "+inf"), ("ZREMRANGEBYRANK", "big", "0", "9"),
+                    ("ZREMRANGEBYLEX", "lex", "-", "(w200"), ("ZPOPMIN", "big", "3"),
+                    ("ZPOPMAX", "big", "3"), ("ZCARD", "big"), ("ZRANGE", "lex", "0", "-1"),
+                    ("ZRANGE", "big", "0", "-1", "WITHSCORES"),
+                    ("ZRANDMEMBER", "lex", "1000")]:
+        diff.check(*command)
