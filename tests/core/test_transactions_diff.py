@@ -260,7 +260,6 @@ def test_nothing_runs_between_queued_commands(diff, other):
     diff.check("LRANGE", "l", 0, -1)
     ours = [str(n).encode() for n in range(50)]
     for client, other_client in ((diff.redis, other.redis), (diff.minired, other.minired)):
-        other_client.pipeline([("RPUSH", "l", "other")] * 0)  # keep the connection warm
         other_client.send_raw(b"".join(b"*3\r\n$5\r\nRPUSH\r\n$1\r\nl\r\n$5\r\nother\r\n"
                                        for _ in range(20)))
         replies = client.call("EXEC")
