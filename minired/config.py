@@ -263,6 +263,7 @@ class Config:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
         parameter's type refuses raises ConfigError naming the parameter."""
         self.values: dict[str, str] = dict(DEFAULTS)
+        self._numbers: dict[str, int] = {}
         for name, value in overrides.items():
             canonical = self.canonical(name.replace("_", "-"))
             param = PARAMS.get(canonical)
@@ -288,6 +289,7 @@ class Config:
     def set(self, name: str, value: object) -> None:
         """Store a value as given (start-up, the server itself); no validation."""
         self.values[self.canonical(name)] = _to_text(value)
+        self._numbers.clear()
 
     def validated(self, name: str, value: str) -> str:
         """The text `value` would be stored as by CONFIG SET name value; ConfigError if refused."""
@@ -306,11 +308,15 @@ class Config:
         yield from ALIASES
 
     def _int(self, name: str) -> int:
-        return parse_memory(self.values[name])
+        # Some limits are read on every read from a socket: parse each value once, not per read.
+        number = self._numbers.get(name)
+        if number is None:
+            number = self._numbers[name] = parse_memory(self.values[name])
+        return number
 
     @property
     def databases(self) -> int:
-        return int(self.values["databases"])
+        return self._int("databases")
 
     @property
     def requirepass(self) -> str:
@@ -326,7 +332,7 @@ class Config:
 
     @property
     def maxclients(self) -> int:
-        return int(self.values["maxclients"])
+        return self._int("maxclients")
 
     @property
     def maxmemory(self) -> int:
@@ -334,7 +340,7 @@ class Config:
 
     @property
     def busy_reply_threshold_ms(self) -> int:
-        return int(self.values["busy-reply-threshold"])
+        return self._int("busy-reply-threshold")
 
     @property
     def time_control(self) -> bool:

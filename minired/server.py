@@ -279,7 +279,7 @@ class ClientProtocol(asyncio.Protocol):
                 self._close()
             return
         commands = parser.parse()
-        if parser.buffered > self.server.config.client_query_buffer_limit:
+        if parser.buffered and parser.buffered > self.server.config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
             self._close()
             return
