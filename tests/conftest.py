@@ -40,11 +40,22 @@ def _flush(port: int) -> None:
         client.close()
 
 
+def _reset_minired(mini) -> None:
+    """Flush the shared minired and undo any MINIRED ADVANCE an earlier test made: tests that
+    compare TIME or TTLs with real Redis need the server clock back on wall time."""
+    _flush(mini.port)
+
+    def rewind(server) -> None:
+        server.clock.offset_ms = 0
+
+    mini.call(rewind, mini.server)
+
+
 @pytest.fixture
 def diff(real_redis, mini):
     """A Differential over a flushed real Redis and a flushed minired."""
     _flush(real_redis.port)
-    _flush(mini.port)
+    _reset_minired(mini)
     pair = Differential(real_redis.port, mini.port)
     try:
         yield pair
@@ -55,7 +66,7 @@ def diff(real_redis, mini):
 @pytest.fixture
 def mini_raw(mini):
     """A raw RESP connection to the shared minired, on flushed data."""
-    _flush(mini.port)
+    _reset_minired(mini)
     client = RawClient(mini.port)
     try:
         yield client
