@@ -29,11 +29,11 @@ def test_apply_once_applies_redis_writes_once_per_job_and_effect(client, queue):
 
 
 def test_effect_markers_expire_with_their_ttl(client, queue, clock):
-    guard = EffectGuard(client, queue.keys, ttl_ms=clock.span(60))
+    guard = EffectGuard(client, queue.keys, ttl_ms=clock.span(300))
     op = RedisOp("INCR", f"{queue.keys.base}:n")
     assert guard.apply_once("job-1", "e", [op]) is True
     assert guard.apply_once("job-1", "e", [op]) is False
-    clock.advance(clock.span(100))
+    clock.advance(clock.span(400))
     assert guard.apply_once("job-1", "e", [op]) is True
 
 

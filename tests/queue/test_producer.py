@@ -52,23 +52,23 @@ def test_dedup_id_is_freed_when_the_job_is_dead_lettered(queue):
 
 
 def test_dedup_with_ttl_holds_until_it_expires_even_after_completion(queue, clock):
-    ttl = clock.span(80)
+    ttl = clock.span(300)  # the adds before the advance must land within it, even under load
     first = queue.add({"n": 1}, dedup_id="report", dedup_ttl_ms=ttl)
     fetch = take(queue)
     complete(queue.keys, fetch.job, "tok", None).run(queue.client)
     assert queue.add({"n": 2}, dedup_id="report", dedup_ttl_ms=ttl) == first
-    clock.advance(clock.span(120))
+    clock.advance(clock.span(400))
     assert queue.add({"n": 3}, dedup_id="report", dedup_ttl_ms=ttl) != first
 
 
 def test_delayed_job_waits_for_the_server_clock(queue, clock):
-    job_id = queue.add({"n": 1}, delay_ms=clock.span(80))
+    job_id = queue.add({"n": 1}, delay_ms=clock.span(300))
     assert queue.get_state(job_id) == "delayed"
     due = queue.client.zscore(queue.keys.delayed, job_id)
-    assert due >= server_time_ms(queue.client) + clock.span(40)
+    assert due >= server_time_ms(queue.client) + clock.span(150)
     assert queue.promote_delayed() == 0
     assert take(queue).status == "empty"
-    clock.advance(clock.span(120))
+    clock.advance(clock.span(400))
     assert queue.promote_delayed() == 1
     assert queue.get_state(job_id) == "wait"
 
