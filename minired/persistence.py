@@ -21,9 +21,11 @@ replayed (a truncated tail is cut off, as Redis's aof-load-truncated) and rewrit
 it is compacted again whenever it doubles past 64 MB.
 
 Snapshots (`SAVE`, `BGSAVE`, `SHUTDOWN SAVE`, `--save "<seconds> <changes> ..."`, and SIGTERM
-when save points are set) go to `--dir`/`--dbfilename` through a temporary file that is fsynced
-and renamed over the old one. BGSAVE writes the snapshot on the event loop right after
-replying (no fork). With the AOF on, the AOF is what is loaded on start, as in Redis.
+when save points are set) go to `--dir`/`--dbfilename` through a temporary file that is
+fsynced and renamed over the old one. SAVE and BGSAVE are served once any of `--appendonly yes`,
+`--save` or `--dir` is given, and refused as memory-only otherwise. BGSAVE writes the
+snapshot on the event loop right after replying (no fork). With the AOF on, the AOF is what is
+loaded on start, as in Redis.
 """
 from __future__ import annotations
 
@@ -452,6 +454,12 @@ class Persistence:
         server.sync_before_reply = (self.sync_before_reply
                                     if logging_on and self.fsync_mode == "always" else None)
         counting = logging_on or bool(self.config.get("save"))
+        # SAVE/BGSAVE are served once the user asked for files: AOF, save points, or a --dir.
+        # Otherwise minired stays memory-only and commands/server.py says so.
+        if counting or (self.config.get("dir") or ".") != ".":
+            server.extensions["persistence"] = self
+        else:
+            server.extensions.pop("persistence", None)
         server.propagate = self.propagate if counting else None
         if counting:
             server.blocking.finish = self._served  # type: ignore[method-assign]
@@ -533,7 +541,7 @@ def _xadd_with_id(argv: list, generated: bytes) -> list:
 
 def attach(server: "Server") -> None:
     persistence = Persistence(server)
-    server.extensions["persistence"] = persistence
+    server.extensions["persistence_engine"] = persistence
     server.extensions.setdefault("disconnect_hooks", []).append(persistence._forget_client)
     server.extensions.setdefault("shutdown_hooks", []).append(persistence.on_shutdown)
     persistence.load_on_start()
