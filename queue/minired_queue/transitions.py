@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
+from redis.crc import key_slot
+
 from .job import Job, JobSpec, text
 from .keys import QueueKeys
 from .scripts import LuaScript, script
@@ -217,6 +219,12 @@ class RedisOp:
 
 
 def apply_effect_once(marker_key: str, ops: Sequence[RedisOp], ttl_ms: int, token: str) -> Call[bool]:
+    """Refuses effect keys outside the marker's slot here, on every backend, so code that
+    works on one Redis does not first fail (CROSSSLOT) when moved to a cluster."""
+    marker_slot = key_slot(marker_key.encode())
+    stray = [op.key for op in ops if key_slot(op.key.encode()) != marker_slot]
+    if stray:
+        raise ValueError(f"effect keys must carry the queue's hash tag (same slot as {marker_key!r}): {stray}")
     effect_keys: list[str] = []
     encoded: list[Any] = []
     for op in ops:

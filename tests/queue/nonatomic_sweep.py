@@ -16,15 +16,20 @@ class NonAtomicSweep:
         self.stalled: list[str] = []
 
     def check(self) -> list[str]:
-        """Round trip 1: which active jobs have no lock?"""
+        """Phase 1 (reads only): which active jobs have no lock?"""
         client, keys = self.queue.client, self.queue.keys
         active = [text(i) for i in client.lrange(keys.active, 0, -1)]
-        self.stalled = [job_id for job_id in active if not client.exists(keys.lock(job_id))]
+        pipe = client.pipeline(transaction=False)
+        for job_id in active:
+            pipe.exists(keys.lock(job_id))
+        self.stalled = [job_id for job_id, locked in zip(active, pipe.execute()) if not locked]
         return self.stalled
 
     def move(self) -> None:
-        """Round trip 2: move them, trusting round trip 1 is still true (it may not be)."""
+        """Phase 2, one more round trip: move them, trusting phase 1 is still true (it may not be)."""
         client, keys = self.queue.client, self.queue.keys
+        pipe = client.pipeline(transaction=False)
         for job_id in self.stalled:
-            client.lrem(keys.active, 1, job_id)
-            client.rpush(keys.wait, job_id)
+            pipe.lrem(keys.active, 1, job_id)
+            pipe.rpush(keys.wait, job_id)
+        pipe.execute()

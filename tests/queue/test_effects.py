@@ -28,6 +28,13 @@ def test_apply_once_applies_redis_writes_once_per_job_and_effect(client, queue):
     assert guard.was_applied("job-1", "charge") and not guard.was_applied("job-3", "charge")
 
 
+def test_effect_keys_outside_the_queue_slot_are_refused_on_every_backend(client, queue):
+    guard = EffectGuard(client, queue.keys)
+    with pytest.raises(ValueError, match="hash tag"):
+        guard.apply_once("job-1", "e", [RedisOp("INCR", "global-counter")])
+    assert not guard.was_applied("job-1", "e")
+
+
 def test_effect_markers_expire_with_their_ttl(client, queue, clock):
     guard = EffectGuard(client, queue.keys, ttl_ms=clock.span(300))
     op = RedisOp("INCR", f"{queue.keys.base}:n")
