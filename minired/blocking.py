@@ -197,6 +197,8 @@ class BlockingManager:
     """Who waits on which key, their timeouts, and serving them after each write."""
 
     def __init__(self, keyspace: "Keyspace") -> None:
+        # Called with (waiter, reply) as a blocked command ends: persistence logs the served ones.
+        self.on_finish: Callable[[Waiter, Any], None] | None = None
         self.keyspace = keyspace
         self.waiters: dict[int, Waiter] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -243,6 +245,8 @@ class BlockingManager:
 
     def finish(self, waiter: Waiter, reply: Any) -> None:
         """Answer a blocked client and let it run its next commands."""
+        if self.on_finish is not None:
+            self.on_finish(waiter, reply)
         self._detach(waiter)
         waiter.client.send(reply)
         waiter.resume()

@@ -253,7 +253,6 @@ class Persistence:
         self._blocked: dict[int, tuple[int, list]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self.stopped = False
-        self._original_finish = server.blocking.finish
 
     # --- paths ---------------------------------------------------------------------------------
 
@@ -330,8 +329,8 @@ class Persistence:
             self._log(c, spec.name.encode(), argv, reply, c.in_exec or c.in_script)
 
     def _served(self, waiter: Any, reply: Any) -> None:
-        """BlockingManager.finish, wrapped: a blocked command that gets its data is logged as
-        it stands, now that replaying it finds that data and does not block."""
+        """BlockingManager.on_finish: a blocked command that gets its data is logged as it
+        stands, now that replaying it finds that data and does not block."""
         entry = self._blocked.pop(waiter.client.id, None)
         if (entry is not None and reply is not waiter.block.timeout_reply
                 and type(reply) is not RedisError):
@@ -339,7 +338,6 @@ class Persistence:
             if self.aof_file is not None:
                 db_index, argv = entry
                 self._append_command(db_index, argv, False, waiter.client)
-        self._original_finish(waiter, reply)
 
     def _forget_client(self, client: Client) -> None:
         self._blocked.pop(client.id, None)
@@ -461,10 +459,7 @@ class Persistence:
         else:
             server.extensions.pop("persistence", None)
         server.propagate = self.propagate if counting else None
-        if counting:
-            server.blocking.finish = self._served  # type: ignore[method-assign]
-        elif "finish" in vars(server.blocking):
-            del server.blocking.finish
+        server.blocking.on_finish = self._served if counting else None
 
     def tick(self) -> None:
         try:
