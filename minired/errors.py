@@ -270,6 +270,8 @@ PROTOCOL_INVALID_BULK = "ERR Protocol error: invalid bulk length"
 PROTOCOL_EXPECTED_DOLLAR = "ERR Protocol error: expected '$', got '{}'"
 PROTOCOL_BIG_MBULK = "ERR Protocol error: too big mbulk count string"
 PROTOCOL_BIG_BULK = "ERR Protocol error: too big bulk count string"
+PROTOCOL_UNAUTHENTICATED_MULTIBULK = "ERR Protocol error: unauthenticated multibulk length"
+PROTOCOL_UNAUTHENTICATED_BULK = "ERR Protocol error: unauthenticated bulk length"
 PROTOCOL_BIG_INLINE = "ERR Protocol error: too big inline request"
 PROTOCOL_UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
 

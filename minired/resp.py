@@ -29,6 +29,9 @@ from .errors import RedisError
 MAX_BULK_LEN = 512 * 1024 * 1024
 MAX_MULTIBULK = 2**31 - 1  # Redis 7 refuses only counts past INT_MAX; nothing is allocated from it
 MAX_INLINE = 64 * 1024
+# Limits Redis applies to clients that still have to AUTH.
+UNAUTHENTICATED_MAX_MULTIBULK = 10
+UNAUTHENTICATED_MAX_BULK = 16384
 
 
 class ProtocolError(Exception):
@@ -79,7 +82,8 @@ class RequestParser:
     and while a command is incomplete the parser just records how many bytes it still needs.
     """
 
-    __slots__ = ("_chunks", "_size", "_need", "max_bulk_len", "max_multibulk", "max_inline", "error")
+    __slots__ = ("_chunks", "_size", "_need", "max_bulk_len", "max_multibulk", "max_inline", "error",
+                 "unauthenticated")
 
     def __init__(self, max_bulk_len: int = MAX_BULK_LEN, max_multibulk: int = MAX_MULTIBULK,
                  max_inline: int = MAX_INLINE) -> None:
@@ -88,6 +92,9 @@ class RequestParser:
         self._need = 0
         self.max_bulk_len = max_bulk_len
         self.max_multibulk = max_multibulk
+        # Before AUTH (when a password is required) Redis parses one command at a time, so the
+        # next one is judged by the auth state the previous one left, with tighter limits.
+        self.unauthenticated = False
         self.max_inline = max_inline
         self.error: ProtocolError | None = None
 
@@ -113,9 +120,10 @@ class RequestParser:
         n = len(buf)
         self._need = 0
         commands: list[list[bytes]] = []
-        pos = self._parse_canonical(buf, commands) if buf[0] == 42 else 0
+        unauthenticated = self.unauthenticated
+        pos = self._parse_canonical(buf, commands) if buf[0] == 42 and not unauthenticated else 0
         try:
-            while pos < n:
+            while pos < n and not (unauthenticated and commands):
                 if buf[pos] == 42:  # '*'
                     end = self._parse_multibulk(buf, pos, n, commands)
                 else:
@@ -184,6 +192,8 @@ class RequestParser:
             raise ProtocolError(errors.PROTOCOL_INVALID_MULTIBULK) from None
         if count > self.max_multibulk:
             raise ProtocolError(errors.PROTOCOL_INVALID_MULTIBULK)
+        if count > UNAUTHENTICATED_MAX_MULTIBULK and self.unauthenticated:
+            raise ProtocolError(errors.PROTOCOL_UNAUTHENTICATED_MULTIBULK)
         p = nl + 2
         if count <= 0:
             return p
@@ -209,6 +219,8 @@ class RequestParser:
                 raise ProtocolError(errors.PROTOCOL_INVALID_BULK) from None
             if size < 0 or size > max_bulk:
                 raise ProtocolError(errors.PROTOCOL_INVALID_BULK)
+            if size > UNAUTHENTICATED_MAX_BULK and self.unauthenticated:
+                raise ProtocolError(errors.PROTOCOL_UNAUTHENTICATED_BULK)
             start = nl + 2
             stop = start + size
             if stop + 2 > n:

@@ -278,6 +278,12 @@ class ClientProtocol(asyncio.Protocol):
                             client.addr)
                 self._close()
             return
+        if not client.authenticated and self.server.config.requirepass:
+            self._run_unauthenticated()
+            if client.closing or client.blocked is not None or parser.error is not None:
+                if parser.error is not None and client.blocked is None and not self.pending:
+                    self._protocol_error(parser.error)
+                return
         commands = parser.parse()
         if parser.buffered and parser.buffered > self.server.config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
@@ -293,6 +299,23 @@ class ClientProtocol(asyncio.Protocol):
             self._protocol_error(parser.error)
 
     # --- running commands ----------------------------------------------------------------------------
+
+    def _run_unauthenticated(self) -> None:
+        """Until AUTH succeeds, parse and run one command at a time under Redis's pre-AUTH
+        limits; once authenticated, the rest of the buffer takes the normal path."""
+        parser = self.parser
+        client = self.client
+        config = self.server.config
+        parser.unauthenticated = True
+        try:
+            while (not client.authenticated and config.requirepass and not client.closing
+                   and client.blocked is None and not self.pending):
+                commands = parser.parse()
+                if not commands:
+                    break
+                self._run(commands)
+        finally:
+            parser.unauthenticated = False
 
     def _run(self, commands: list) -> None:
         client = self.client
