@@ -269,6 +269,8 @@ class ClientProtocol(asyncio.Protocol):
             return
         self.server.stats.net_input_bytes += len(data)
         parser = self.parser
+        # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
+        parser.max_bulk_len = self.server.config.proto_max_bulk_len
         parser.feed(data)
         if client.blocked is not None:
             # As in Redis, a blocked client's input waits unparsed in its query buffer (so it

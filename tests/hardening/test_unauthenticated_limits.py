@@ -48,3 +48,20 @@ BIG = b"x" * 20000
 def test_pre_auth_limits_match_redis(servers, payload):
     redis_port, minired_port = servers
     assert _exchange(minired_port, payload) == _exchange(redis_port, payload)
+
+
+def test_proto_max_bulk_len_applies_to_connected_clients(real_redis, mini):
+    from tests.support.respclient import RawClient
+
+    replies = []
+    for port in (real_redis.port, mini.port):
+        admin, connected = RawClient(port), RawClient(port)
+        try:
+            connected.call("PING")
+            admin.call("CONFIG", "SET", "proto-max-bulk-len", "1mb")
+            replies.append(connected.call("SET", "k", "x" * (2 * 1024 * 1024)))
+        finally:
+            admin.call("CONFIG", "SET", "proto-max-bulk-len", "512mb")
+            admin.close()
+            connected.close()
+    assert replies[1] == replies[0]
