@@ -1,5 +1,6 @@
-"""Before AUTH, Redis parses one command at a time with tight limits (10 arguments, 16 KB bulks);
-the limits lift as soon as an AUTH in the same write succeeds. Compared with a real Redis."""
+"""Protocol limits that depend on live state: before AUTH Redis parses one command at a time with
+tight limits (10 arguments, 16 KB bulks) that lift once an AUTH in the same write succeeds; and
+proto-max-bulk-len changes apply to connected clients. Compared with a real Redis."""
 from __future__ import annotations
 
 import socket
