@@ -1,7 +1,8 @@
 """A crash harness: real worker processes killed with SIGKILL mid-job while a queue drains.
 
 Shared by the demo (``minired-queue demo``), the crash test and ``bench/queue_crash.py``.
-Every job's handler applies two effects half-way through its work:
+Worker processes alternate between the threaded and the asyncio worker. Every job's
+handler applies two effects half-way through its work:
 
 * a guarded one (``apply_once``: dedup marker and write in one script), counted per job
   in ``<queue>:chaos:guarded``;
@@ -12,6 +13,7 @@ back through the sweep: the unguarded count then goes above one, the guarded nev
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import signal
@@ -46,6 +48,16 @@ def effect_handler(job) -> dict:
     return {"done": job.id}
 
 
+async def async_effect_handler(job) -> dict:
+    """The same for the asyncio worker."""
+    work_s = job.data.get("work_ms", 5) / 2000
+    await asyncio.sleep(work_s)
+    await job.redis.hincrby(unguarded_key(job.keys), job.id, 1)
+    await job.apply_once("count", RedisOp("HINCRBY", guarded_key(job.keys), job.id, 1))
+    await asyncio.sleep(work_s)
+    return {"done": job.id}
+
+
 @dataclass
 class ChaosConfig:
     url: str
@@ -62,6 +74,8 @@ class ChaosConfig:
     # A job may be hit by several kills in a row; this harness is about loss and
     # duplication, not the stall limit, so it tolerates many stalls.
     max_stalled: int = 50
+    # Worker processes alternate between these, so both workers face the same kills.
+    flavours: tuple[str, ...] = ("threads", "asyncio")
     time_limit_s: float = 120.0
     seed: int | None = None
 
@@ -125,8 +139,11 @@ class WorkerProcesses:
 
     def spawn(self) -> subprocess.Popen:
         c = self.config
+        use_asyncio = c.flavours[len(self.procs) % len(c.flavours)] == "asyncio"
+        handler = f"{__name__}:{'async_effect_handler' if use_asyncio else 'effect_handler'}"
         args = [sys.executable, "-m", "minired_queue.cli", "--url", c.url, *(["--cluster"] if c.cluster else []),
-                "worker", c.queue, f"{__name__}:effect_handler", "--concurrency", str(c.concurrency),
+                "worker", c.queue, handler, *(["--asyncio"] if use_asyncio else []),
+                "--concurrency", str(c.concurrency),
                 "--lock-ttl-ms", str(c.lock_ttl_ms), "--sweep-interval", str(c.sweep_interval_s),
                 "--max-stalled", str(c.max_stalled),
                 "--block-timeout", "1", "--grace", "5"]
