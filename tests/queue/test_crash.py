@@ -1,6 +1,7 @@
 """The crash test: real worker processes (threaded and asyncio, alternating) SIGKILLed at
-random moments while ~2,000 jobs drain. Nothing may be lost, every job must complete, and the guarded effect must be
-applied exactly once per job. A longer run: ``python bench/queue_crash.py``."""
+random moments while ~2,000 jobs drain. Nothing may be lost, every job must complete, and
+the guarded effect must be applied exactly once per job. A longer run:
+``python bench/queue_crash.py``."""
 from __future__ import annotations
 
 import random
