@@ -93,8 +93,9 @@ class QueueKeys:
         return self._key(f"job:{job_id}")
 
     def lock(self, job_id: str) -> str:
-        """String holding the owning worker's token, with a PX expiry."""
-        return self._key(f"job:{job_id}:lock")
+        """String holding the owning worker's token, with a PX expiry. Its own namespace
+        (not ``job:<id>:lock``), so no job id can make a job hash collide with a lock."""
+        return self._key(f"lock:{job_id}")
 
     def dedup(self, dedup_id: str) -> str:
         """Dedup marker (SET NX PX); its value is the job id that holds it."""

@@ -66,7 +66,7 @@ def test_key_names_follow_the_documented_layout():
     assert (keys.wait, keys.active, keys.delayed, keys.failed) == (
         "emq:{mail}:wait", "emq:{mail}:active", "emq:{mail}:delayed", "emq:{mail}:failed")
     assert keys.job("7") == "emq:{mail}:job:7"
-    assert keys.lock("7") == "emq:{mail}:job:7:lock"
+    assert keys.lock("7") == "emq:{mail}:lock:7"
     assert keys.dedup("abc") == "emq:{mail}:de:abc"
     with pytest.raises(ValueError):
         QueueKeys("bad{name}")
