@@ -1,0 +1,55 @@
+"""RQ: enqueue, run its own burst workers (in-process SimpleWorker and the forking Worker), read
+results, failures, retries and dependencies back through RQ's API."""
+from __future__ import annotations
+
+from rq import Queue, Retry, SimpleWorker, Worker
+from rq.job import JobStatus
+
+from tests.integration import jobs
+
+
+def test_simple_worker_runs_results_failures_retries_and_dependencies(target, tmp_path):
+    connection = target.client()
+    queue = Queue("integration", connection=connection)
+
+    sums = [queue.enqueue(jobs.add, n, 10) for n in range(5)]
+    failing = queue.enqueue(jobs.fail, "boom")
+    flaky = queue.enqueue(jobs.fail_first_attempt, str(tmp_path / "flaky"), retry=Retry(max=1))
+    dependent = queue.enqueue(jobs.add, 100, 1, depends_on=sums[0])
+    assert queue.count == 7  # the dependent job waits outside the queue until sums[0] is done
+
+    assert SimpleWorker([queue], connection=connection).work(burst=True)
+
+    assert [job.get_status() for job in sums] == [JobStatus.FINISHED] * 5
+    assert [job.return_value() for job in sums] == [10, 11, 12, 13, 14]
+    assert dependent.get_status() == JobStatus.FINISHED
+    assert dependent.return_value() == 101
+
+    assert failing.get_status() == JobStatus.FAILED
+    assert failing.id in queue.failed_job_registry.get_job_ids()
+    assert "JobFailure: boom" in failing.latest_result().exc_string
+
+    assert flaky.get_status() == JobStatus.FINISHED
+    assert flaky.return_value() == "recovered"
+    flaky.refresh()
+    assert flaky.retries_left == 0  # the one retry was used
+    assert flaky.id not in queue.failed_job_registry.get_job_ids()
+
+    assert queue.count == 0
+    assert sorted(queue.finished_job_registry.get_job_ids()) == sorted(
+        job.id for job in [*sums, dependent, flaky])
+    connection.close()
+
+
+def test_forking_worker_runs_each_job_in_a_work_horse(target):
+    connection = target.client()
+    queue = Queue("forked", connection=connection)
+    enqueued = [queue.enqueue(jobs.add, n, n) for n in range(3)]
+    failing = queue.enqueue(jobs.fail, "in the horse")
+
+    assert Worker([queue], connection=connection).work(burst=True)
+
+    assert [job.return_value() for job in enqueued] == [0, 2, 4]
+    assert failing.get_status() == JobStatus.FAILED
+    assert "JobFailure: in the horse" in failing.latest_result().exc_string
+    connection.close()
