@@ -28,16 +28,20 @@ class Block:
     reply that ends the wait (serving from that key, as Redis serves from the key that became
     ready), or None to keep waiting (the key is empty again, or holds another type).
     `timeout_reply` is sent when `timeout_ms` (0 = forever) passes or on CLIENT UNBLOCK.
+    With `retry_when_deleted`, `retry` is also called when the key was deleted (XREADGROUP
+    then ends with an error, as Redis unblocks it).
     """
 
-    __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply")
+    __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply", "retry_when_deleted")
 
     def __init__(self, keys: list[bytes], timeout_ms: int,
-                 retry: Callable[["Client", bytes], Any], timeout_reply: Any) -> None:
+                 retry: Callable[["Client", bytes], Any], timeout_reply: Any,
+                 retry_when_deleted: bool = False) -> None:
         self.keys = keys
         self.timeout_ms = timeout_ms
         self.retry = retry
         self.timeout_reply = timeout_reply
+        self.retry_when_deleted = retry_when_deleted
 
 
 class Waiter:
@@ -282,8 +286,8 @@ class BlockingManager:
                 if waiter.client.blocked is not waiter or waiter.client.closing:
                     continue  # served through another of its keys, or going away: an
                     # element popped for a closing connection would be lost
-                if db.get(key) is None:
-                    break
+                if db.get(key) is None and not waiter.block.retry_when_deleted:
+                    continue
                 try:
                     reply = waiter.block.retry(waiter.client, key)
                 except RedisError as exc:

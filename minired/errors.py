@@ -185,6 +185,38 @@ STREAM_ENTRIES_ADDED_TOO_SMALL = (
 STREAM_MAXDELETED_TOO_BIG = (
     "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
 )
+# Stream consumer groups (key and group names are filled in with str.format).
+STREAM_NOGROUP = "NOGROUP No such key '{}' or consumer group '{}'"
+STREAM_NOGROUP_XREADGROUP = (
+    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option"
+)
+STREAM_NOGROUP_FOR_KEY = "NOGROUP No such consumer group '{}' for key name '{}'"
+STREAM_BLOCKED_GROUP_GONE = (
+    "NOGROUP the consumer group this client was blocked on no longer exists"
+)
+STREAM_BLOCKED_KEY_GONE = "UNBLOCKED the stream key no longer exists"
+STREAM_BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
+STREAM_XGROUP_NEEDS_KEY = (
+    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want "
+    "to use the MKSTREAM option to create an empty stream automatically."
+)
+STREAM_ENTRIES_READ_NEGATIVE = "ERR value for ENTRIESREAD must be positive or -1"
+STREAM_MISSING_GROUP = "ERR Missing GROUP option for XREADGROUP"
+STREAM_DOLLAR_IN_XREADGROUP = (
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
+    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID "
+    "would just return an empty result set."
+)
+STREAM_XCLAIM_MIN_IDLE = "ERR Invalid min-idle-time argument for XCLAIM"
+STREAM_XAUTOCLAIM_MIN_IDLE = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+STREAM_XCLAIM_IDLE = "ERR Invalid IDLE option argument for XCLAIM"
+STREAM_XCLAIM_TIME = "ERR Invalid TIME option argument for XCLAIM"
+STREAM_XCLAIM_RETRYCOUNT = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
+STREAM_XCLAIM_UNKNOWN_OPTION = "ERR Unrecognized XCLAIM option '{}'"
+STREAM_COUNT_NOT_POSITIVE = "ERR COUNT must be > 0"
+STREAM_XAUTOCLAIM_COUNT_TOO_HIGH = (
+    "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
+)
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 BUSY = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."

@@ -156,7 +156,8 @@ class Database:
             self.ready_keys.append((self, key))
 
     def flush(self) -> None:
-        for key in list(self.watchers):
+        # Blocked readers hear of it too: XREADGROUP ends with an error when its stream goes.
+        for key in [*self.watchers, *self.blocking_keys]:
             if key in self.data:
                 self.signal_modified(key)
         self.data = {}

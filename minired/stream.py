@@ -163,7 +163,7 @@ class Stream:
         self.first_id: StreamID = MIN_ID
         self.max_deleted_id: StreamID = MIN_ID
         self.entries_added = 0
-        # Consumer groups by name (commands/streams_groups.py).
+        # Consumer groups by name (stream_groups.py).
         self.groups: dict = {}
 
     def __len__(self) -> int:

@@ -6,8 +6,8 @@ import importlib
 from .table import COMMANDS, CommandSpec, command, container_command, lookup  # noqa: F401
 
 GROUPS = (
-    "connection", "keys", "strings", "lists", "hashes", "sets", "zsets", "streams", "pubsub",
-    "transactions", "scripting", "server", "clock",
+    "connection", "keys", "strings", "lists", "hashes", "sets", "zsets", "streams",
+    "stream_groups", "pubsub", "transactions", "scripting", "server", "clock",
 )
 
 

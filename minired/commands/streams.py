@@ -1,7 +1,8 @@
 """Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XREAD, XSETID, XINFO STREAM.
 
 The data structure lives in minired/stream.py; this module parses arguments the way t_stream.c
-does (including its ID parser's leniencies) and shapes the replies.
+does (including its ID parser's leniencies) and shapes the replies. The consumer group
+commands are in stream_groups.py.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..config import parse_memory
 from ..errors import RedisError
 from ..resp import NULL_ARRAY, OK, Status
 from ..stream import MAX_ID, MIN_ID, U64_MAX, Stream, StreamID, format_id
+from ..stream_groups import full_groups_info
 from .args import parse_int
 from .table import command, container_command
 
@@ -84,6 +86,26 @@ def _parse_interval(raw: bytes, missing_seq: int) -> tuple[StreamID, bool]:
     if len(raw) > 1 and raw[:1] == b"(":
         return parse_strict_id(raw[1:], missing_seq), True
     return parse_id(raw, missing_seq)[0], False
+
+
+def parse_range_start(raw: bytes) -> StreamID:
+    """The first ID of an inclusive range given as an XRANGE start (`-`, `ms`, `(id` ...)."""
+    start, exclusive = _parse_interval(raw, 0)
+    if exclusive:
+        start = incr_id(start)
+        if start is None:
+            raise RedisError(errors.STREAM_BAD_START)
+    return start
+
+
+def parse_range_end(raw: bytes) -> StreamID:
+    """The last ID of an inclusive range given as an XRANGE end (`+`, `ms`, `(id` ...)."""
+    end, exclusive = _parse_interval(raw, U64_MAX)
+    if exclusive:
+        end = decr_id(end)
+        if end is None:
+            raise RedisError(errors.STREAM_BAD_END)
+    return end
 
 
 def incr_id(stream_id: StreamID) -> StreamID | None:
@@ -267,16 +289,8 @@ def xlen(c, argv):
 
 def _range(c, argv, reverse: bool):
     start_raw, end_raw = (argv[3], argv[2]) if reverse else (argv[2], argv[3])
-    start, exclusive = _parse_interval(start_raw, 0)
-    if exclusive:
-        start = incr_id(start)
-        if start is None:
-            raise RedisError(errors.STREAM_BAD_START)
-    end, exclusive = _parse_interval(end_raw, U64_MAX)
-    if exclusive:
-        end = decr_id(end)
-        if end is None:
-            raise RedisError(errors.STREAM_BAD_END)
+    start = parse_range_start(start_raw)
+    end = parse_range_end(end_raw)
     count = -1
     i = 4
     while i < len(argv):
@@ -350,10 +364,28 @@ def parse_block_timeout(raw: bytes) -> int:
     return min(timeout, _LONGEST_WAIT_MS)
 
 
+class RepeatedKeyMap(dict):
+    """A map reply naming a key more than once, as Redis's RESP3 XREAD reply does for a stream
+    given twice. Reply encoders and the Lua bridge read a map through len() and items() only."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple]) -> None:
+        super().__init__()
+        self.pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def items(self):
+        return iter(self.pairs)
+
+
 def read_reply(c, results: list[tuple[bytes, list]]):
     """XREAD's reply: one [key, entries] per stream under RESP2, a map under RESP3."""
     if c.protocol == 3:
-        return {key: entries for key, entries in results}
+        reply = {key: entries for key, entries in results}
+        return reply if len(reply) == len(results) else RepeatedKeyMap(results)
     return [[key, entries] for key, entries in results]
 
 
@@ -468,12 +500,14 @@ def xsetid(c, argv):
 
 # --- XINFO -------------------------------------------------------------------------------------
 
+# XINFO STREAM FULL shows this many entries unless told otherwise, so it cannot stall the server.
+_FULL_DEFAULT_COUNT = 10
+
 container_command("xinfo", G, summary="A container for stream introspection commands.")
 
 
-def stream_info(stream: Stream) -> dict:
-    first = stream.first_entry()
-    last = stream.last_entry()
+def _stream_header(stream: Stream) -> dict:
+    """The fields XINFO STREAM shows with and without FULL."""
     return {
         b"length": stream.length,
         b"radix-tree-keys": len(stream.nodes),
@@ -482,10 +516,25 @@ def stream_info(stream: Stream) -> dict:
         b"max-deleted-entry-id": format_id(stream.max_deleted_id),
         b"entries-added": stream.entries_added,
         b"recorded-first-entry-id": format_id(stream.first_id),
-        b"groups": len(stream.groups),
-        b"first-entry": entries_reply([first])[0] if first is not None else None,
-        b"last-entry": entries_reply([last])[0] if last is not None else None,
     }
+
+
+def stream_info(stream: Stream) -> dict:
+    first = stream.first_entry()
+    last = stream.last_entry()
+    info = _stream_header(stream)
+    info[b"groups"] = len(stream.groups)
+    info[b"first-entry"] = entries_reply([first])[0] if first is not None else None
+    info[b"last-entry"] = entries_reply([last])[0] if last is not None else None
+    return info
+
+
+def stream_full_info(stream: Stream, count: int) -> dict:
+    """XINFO STREAM FULL: at most `count` entries and PEL entries of each kind (0: all)."""
+    info = _stream_header(stream)
+    info[b"entries"] = entries_reply(stream.range(MIN_ID, MAX_ID, count))
+    info[b"groups"] = full_groups_info(stream, count)
+    return info
 
 
 def _radix_tree_nodes(stream: Stream) -> int:
@@ -520,12 +569,21 @@ def _rax_nodes(keys: list[bytes], depth: int) -> int:
 
 @command("stream", arity=-3, flags="readonly", keys=(2, 2, 1), parent="xinfo", group=G)
 def xinfo_stream(c, argv):
-    if len(argv) > 3:
-        raise errors.unknown_subcommand_or_arity(argv[1], "xinfo")
     stream = get_stream(c, argv[2])
     if stream is None:
         raise RedisError(errors.NO_SUCH_KEY)
-    return stream_info(stream)
+    argc = len(argv)
+    if argc == 3:
+        return stream_info(stream)
+    if (argv[3].lower() != b"full" or argc not in (4, 6)
+            or (argc == 6 and argv[4].lower() != b"count")):
+        raise errors.unknown_subcommand_or_arity(argv[1], "xinfo")
+    count = _FULL_DEFAULT_COUNT
+    if argc == 6:
+        count = parse_int(argv[5])
+        if count < 0:
+            count = _FULL_DEFAULT_COUNT
+    return stream_full_info(stream, count)
 
 
 _XINFO_HELP = (
