@@ -1,0 +1,117 @@
+"""Servers under benchmark, started on free loopback ports, with their CPU time readable.
+
+CPU time comes from /proc/<pid>/task/*/schedstat (nanoseconds on CPU, all threads): steadier
+than requests/s on a shared machine, and fine-grained enough for short runs.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port: int, timeout: float = 15.0) -> float:
+    """Poll with PING until the server answers; returns the moment it first did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return time.perf_counter()
+        except OSError:
+            time.sleep(0.001)
+    raise RuntimeError(f"no PONG from port {port} within {timeout}s")
+
+
+class BenchServer:
+    name = "server"
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self.started_in: float = 0.0
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> "BenchServer":
+        began = time.perf_counter()
+        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     cwd=ROOT)
+        self.started_in = wait_ready(self.port) - began
+        return self
+
+    def cpu_seconds(self) -> float:
+        assert self.proc is not None
+        total = 0
+        for path in glob.glob(f"/proc/{self.proc.pid}/task/*/schedstat"):
+            try:
+                with open(path) as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        return total / 1e9
+
+    def rss_bytes(self) -> int:
+        assert self.proc is not None
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Redis(BenchServer):
+    name = "redis"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="bench-redis-")
+
+    def command(self) -> list[str]:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise SystemExit("redis-server is not installed (apt-get install -y redis-server)")
+        return [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"]
+
+    def stop(self) -> None:
+        super().stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Minired(BenchServer):
+    name = "minired"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "minired", "--port", str(self.port), "--loglevel", "warning"]
+
+
+class Floor(BenchServer):
+    name = "floor"
+
+    def command(self) -> list[str]:
+        return [sys.executable, os.path.join(ROOT, "bench", "floor_server.py"), str(self.port)]

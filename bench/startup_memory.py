@@ -1,0 +1,137 @@
+"""Start-up time and memory: minired against redis-server, in one run.
+
+    python bench/startup_memory.py
+
+Start-up: from launching the process to its first PONG (median of several launches), and for
+minired also from the embedding API call to a usable in-process server.
+Memory: server RSS growth after 1,000,000 list elements of 16 bytes, and after 100,000 string
+keys with PX TTLs; the list load is also compared with a bare Python deque of the same bytes.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from servers import BenchServer, Minired, Redis  # noqa: E402
+
+LIST_ELEMENTS = 1_000_000
+STRING_KEYS = 100_000
+
+
+def send_pipeline(port: int, commands: list[list[bytes]], batch: int = 200) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        for i in range(0, len(commands), batch):
+            chunk = commands[i:i + batch]
+            payload = b"".join(
+                b"*%d\r\n" % len(c) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in c) for c in chunk)
+            sock.sendall(payload)
+            replies = 0
+            data = b""
+            while replies < len(chunk):
+                data += sock.recv(1 << 20)
+                replies = data.count(b"\r\n")
+            if b"-" in data[:1]:
+                raise RuntimeError(data[:200])
+
+
+def list_load() -> list[list[bytes]]:
+    per_command = 1000
+    commands = []
+    for start in range(0, LIST_ELEMENTS, per_command):
+        commands.append([b"RPUSH", b"biglist"] + [b"%016d" % i for i in range(start, start + per_command)])
+    return commands
+
+
+def string_load() -> list[list[bytes]]:
+    return [[b"SET", b"session:%08d" % i, b"%016d" % i, b"PX", b"3600000"] for i in range(STRING_KEYS)]
+
+
+def measure_memory(server: BenchServer) -> dict[str, int]:
+    time.sleep(0.2)
+    base = server.rss_bytes()
+    send_pipeline(server.port, list_load(), batch=20)
+    time.sleep(0.2)
+    after_list = server.rss_bytes()
+    send_pipeline(server.port, string_load())
+    time.sleep(0.2)
+    after_strings = server.rss_bytes()
+    return {"list": after_list - base, "strings": after_strings - after_list}
+
+
+def deque_baseline() -> int:
+    code = (
+        "import collections\n"
+        "def rss():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmRSS:'): return int(line.split()[1]) * 1024\n"
+        "base = rss()\n"
+        f"d = collections.deque(b'%016d' % i for i in range({LIST_ELEMENTS}))\n"
+        "print(rss() - base)\n")
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
+def startup_times(factory, runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        server = factory()
+        server.start()
+        times.append(server.started_in)
+        server.stop()
+    return statistics.median(times)
+
+
+def embedded_startup(runs: int = 5) -> float:
+    from minired.embed import EmbeddedServer
+
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        server = EmbeddedServer(port=0).start()
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(b"PING\r\n")
+            assert sock.recv(16).startswith(b"+PONG")
+        times.append(time.perf_counter() - began)
+        server.stop()
+    return statistics.median(times)
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def main() -> None:
+    redis_start = startup_times(Redis)
+    minired_start = startup_times(Minired)
+    embedded = embedded_startup()
+    print("| start-up | Redis | minired | ratio |")
+    print("|---|---|---|---|")
+    print(f"| subprocess launch → first PONG | {redis_start * 1000:.1f} ms | {minired_start * 1000:.1f} ms "
+          f"| {minired_start / redis_start:.2f}x |")
+    print(f"| embedding API call → first PONG (in-process) | - | {embedded * 1000:.1f} ms | - |")
+    print()
+
+    results = {}
+    for factory in (Redis, Minired):
+        server = factory().start()
+        try:
+            results[server.name] = measure_memory(server)
+        finally:
+            server.stop()
+    baseline = deque_baseline()
+    r, m = results["redis"], results["minired"]
+    print("| memory (RSS growth) | Redis | minired | minired/Redis | Python deque of the same bytes | minired/deque |")
+    print("|---|---|---|---|---|---|")
+    print(f"| 1,000,000 list elements × 16 B | {mib(r['list'])} | {mib(m['list'])} | {m['list'] / r['list']:.2f}x "
+          f"| {mib(baseline)} | {m['list'] / baseline:.2f}x |")
+    print(f"| 100,000 string keys with PX TTL | {mib(r['strings'])} | {mib(m['strings'])} "
+          f"| {m['strings'] / r['strings']:.2f}x | - | - |")
+
+
+if __name__ == "__main__":
+    main()
