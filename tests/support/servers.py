@@ -31,6 +31,18 @@ def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> 
     raise RuntimeError(f"server on port {port} did not answer PING within {timeout}s: {last!r}")
 
 
+def terminate(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited within `grace` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def redis_server_binary() -> str:
     path = shutil.which("redis-server")
     if not path:
@@ -66,13 +78,7 @@ class RedisServer:
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "RedisServer":
@@ -103,13 +109,7 @@ class MiniredProcess:
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
 
     def __enter__(self) -> "MiniredProcess":
         return self.start()
