@@ -16,6 +16,8 @@ from sortedcontainers import SortedDict
 
 from .stream import MAX_ID, MIN_ID, Stream, StreamID, format_id
 
+_INT64_MAX = 2**63 - 1
+
 
 class PendingEntry:
     """One delivered, unacknowledged entry: who has it, since when, and how often it was sent.
@@ -27,6 +29,11 @@ class PendingEntry:
         self.consumer = consumer
         self.delivery_time = now_ms
         self.delivery_count = 1
+
+    def count_delivery(self) -> None:
+        # Redis's counter is a uint64 sent as a signed integer: past INT64_MAX it shows negative.
+        count = self.delivery_count + 1
+        self.delivery_count = count - 2**64 if count > _INT64_MAX else count
 
 
 class Consumer:

@@ -216,7 +216,7 @@ def _read_history(stream: Stream, consumer: Consumer, start: StreamID, count: in
             continue
         entry = pending[stream_id]
         entry.delivery_time = now
-        entry.delivery_count += 1
+        entry.count_delivery()
         entries.append(_entry(stream_id, fields))
     return entries
 
@@ -457,7 +457,7 @@ def xclaim(c, argv):
         if retry_count >= 0:
             entry.delivery_count = retry_count
         elif not justid:
-            entry.delivery_count += 1
+            entry.count_delivery()
         claimed.append(format_id(stream_id) if justid else _entry(stream_id, fields))
     return claimed
 
@@ -513,7 +513,7 @@ def xautoclaim(c, argv):
         group.claim(stream_id, entry, consumer)
         entry.delivery_time = now
         if not justid:
-            entry.delivery_count += 1
+            entry.count_delivery()
         claimed.append(format_id(stream_id) if justid else _entry(stream_id, fields))
         count -= 1
     return [format_id(cursor), claimed, deleted]
