@@ -229,9 +229,9 @@ class Keyspace:
             for key in list(db.watchers):
                 for record in db.watchers[key]:
                     record.dirty = True
+            # Keys that vanished count too: XREADGROUP readers then end with an error.
             for key in db.blocking_keys:
-                if key in db.data:
-                    self.ready_keys.append((db, key))
+                self.ready_keys.append((db, key))
 
     def active_expire(self, limit: int = 10_000) -> int:
         now = self.clock.ms()

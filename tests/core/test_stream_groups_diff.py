@@ -346,6 +346,17 @@ def test_blocked_readers_of_one_group_share_the_new_entries(diff, connect):
     diff.check("XINFO", "GROUPS", "s")
 
 
+def test_blocked_xreadgroup_without_count_gets_at_most_1000_entries(diff, connect):
+    diff.check("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    reader = connect()
+    block_both(reader, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    wait_until_blocked(diff)
+    diff.check("EVAL", "for ms = 1, 1005 do redis.call('XADD', KEYS[1], ms .. '-1', 'f', 'v') end",
+               "1", "s")
+    reader.read_both()
+    diff.check("XINFO", "GROUPS", "s")
+
+
 def test_blocked_xreadgroup_times_out(diff):
     diff.check("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     diff.check("XREADGROUP", "GROUP", "g", "c", "BLOCK", "20", "STREAMS", "s", ">")
@@ -362,9 +373,10 @@ def test_blocked_xreadgroup_times_out(diff):
     [("RENAME", "s", "t")],
     [("FLUSHALL",)],
     [("EXPIRE", "s", "0")],
+    [("SWAPDB", "0", "1")],
     [("MULTI",), ("XADD", "s", "2-1", "f", "v"), ("XGROUP", "DESTROY", "s", "g"), ("EXEC",)],
     [("MULTI",), ("DEL", "s"), ("XADD", "s", "2-1", "f", "v"), ("EXEC",)],
-], ids=["destroy", "destroy-then-add", "del", "overwrite", "rename", "flushall", "expire",
+], ids=["destroy", "destroy-then-add", "del", "overwrite", "rename", "flushall", "expire", "swapdb",
         "add-and-destroy-in-multi", "recreated-in-multi"])
 def test_blocked_xreadgroup_gets_an_error_when_its_group_goes(diff, connect, ending):
     fill(diff, "s", 1)
