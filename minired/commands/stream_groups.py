@@ -300,7 +300,8 @@ def xreadgroup(c, argv):
         if group is None:
             raise RedisError(errors.STREAM_BLOCKED_GROUP_GONE)
         # Redis wakes readers only on XADD; other writes (XDEL, XSETID) must not answer them
-        # with nothing.
+        # with nothing. (So an XADD whose entry is deleted again in the same transaction, which
+        # Redis answers with an empty list, leaves the reader waiting here.)
         if not _has_new_entries(stream, group):
             return None
         served_at = client.server.clock.ms()
