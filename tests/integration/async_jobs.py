@@ -55,4 +55,8 @@ async def bullmq_process(job, token) -> object:
         return f"succeeded after {job.attemptsMade} failed attempt"
     if job.name == "label":
         return job.data["label"]
+    if job.name == "report":
+        await job.updateProgress(50)
+        await job.log("halfway")
+        return "reported"
     raise ValueError(f"no handler for job {job.name!r}")

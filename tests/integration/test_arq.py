@@ -13,6 +13,9 @@ from arq.worker import Worker, func
 from tests.integration import async_jobs
 from tests.integration.jobs import JobFailure
 
+# arq 0.25 closes its pool with redis-py's deprecated close().
+pytestmark = pytest.mark.filterwarnings("ignore:Call to deprecated close:DeprecationWarning")
+
 FUNCTIONS = [
     func(async_jobs.arq_add, name="add"),
     func(async_jobs.arq_fail, name="fail", max_tries=1),

@@ -70,3 +70,43 @@ async def _produce_consume_complete(url: str) -> None:
         if worker is not None:
             await worker.close()
         await queue.close()
+
+
+def test_job_schedulers_deduplication_progress_logs_and_obliterate(target):
+    asyncio.run(_schedulers_and_bookkeeping(target.url, target))
+
+
+async def _schedulers_and_bookkeeping(url: str, target) -> None:
+    queue = Queue("bookkeeping", {"connection": url})
+    worker = None
+    try:
+        await queue.upsertJobScheduler("tick", {"every": 100, "limit": 3}, "add", {"a": 1, "b": 2})
+        first = await queue.add("add", {"a": 5, "b": 5}, {"deduplication": {"id": "once"}})
+        duplicate = await queue.add("add", {"a": 6, "b": 6}, {"deduplication": {"id": "once"}})
+        assert duplicate.id == first.id
+        assert await queue.getDeduplicationJobId("once") == first.id
+        report = await queue.add("report", {})
+
+        worker = Worker("bookkeeping", async_jobs.bullmq_process,
+                        {"connection": url, "concurrency": 2})
+        # The deduplicated job, the report, and the scheduler's three iterations.
+        assert await _wait_for_counts(queue, completed=5, failed=0) == {"completed": 5, "failed": 0}
+
+        assert (await Job.fromId(queue, first.id)).returnvalue == 10
+        reported = await Job.fromId(queue, report.id)
+        assert (reported.returnvalue, reported.progress) == ("reported", 50)
+        assert await queue.getJobLogs(report.id) == {"logs": ["halfway"], "count": 1}
+        ticks = [job for job in await queue.getJobs(["completed"]) if job.name == "add"
+                 and job.id != first.id]
+        assert [job.returnvalue for job in ticks] == [3, 3, 3]
+        assert (await queue.getJobScheduler("tick"))["iterationCount"] == 3
+
+        await worker.close()
+        worker = None
+        await queue.obliterate(force=True)
+        with target.client() as client:
+            assert client.keys("bull:bookkeeping:*") == []
+    finally:
+        if worker is not None:
+            await worker.close()
+        await queue.close()

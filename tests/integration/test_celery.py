@@ -2,6 +2,8 @@
 embedded worker (celery.contrib.testing.worker) consuming in a thread."""
 from __future__ import annotations
 
+import gc
+
 import pytest
 from celery import Celery, chain, chord, group
 from celery.contrib.testing.tasks import ping  # noqa: F401  registers celery.ping for the worker's check
@@ -22,6 +24,10 @@ def app(target):
         worker_hijack_root_logger=False,
     )
     yield app
+    # AsyncResults kept alive by reference cycles (chains link parents, groups their children)
+    # unsubscribe from their result channels when collected: collect them while the server is
+    # still there, rather than at interpreter exit.
+    gc.collect()
     app.close()
 
 
@@ -39,6 +45,9 @@ def test_worker_runs_tasks_failures_retries_and_canvas(app, tmp_path):
         chained = chain(add.s(1, 2), add.s(10))()
         grouped = group(add.s(n, n) for n in range(3))()
         chorded = chord(add.s(n, 1) for n in range(4))(total.s())
+        # The worker holds an ETA task unacknowledged (kombu keeps it in its unacked hash and
+        # zset) until it is due.
+        counted_down = add.apply_async((20, 22), countdown=0.5)
 
         assert [result.get(timeout=RESULT_TIMEOUT) for result in sums] == [10, 11, 12, 13, 14]
         assert all(result.status == "SUCCESS" for result in sums)
@@ -52,6 +61,11 @@ def test_worker_runs_tasks_failures_retries_and_canvas(app, tmp_path):
         assert chained.get(timeout=RESULT_TIMEOUT) == 13
         assert grouped.get(timeout=RESULT_TIMEOUT) == [0, 2, 4]
         assert chorded.get(timeout=RESULT_TIMEOUT) == 1 + 2 + 3 + 4
+        assert counted_down.get(timeout=RESULT_TIMEOUT) == 42
+
+        # Remote control: a broadcast over kombu's fanout (pub/sub) with the reply on a queue.
+        [reply] = app.control.ping(timeout=5, limit=1)
+        assert list(reply.values()) == [{"ok": "pong"}]
 
     # The results are stored in the backend, readable by a fresh client after the worker is gone.
     assert app.AsyncResult(sums[3].id).get(timeout=RESULT_TIMEOUT) == 13

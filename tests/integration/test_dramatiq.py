@@ -39,6 +39,8 @@ def test_worker_runs_messages_results_retries_delays_and_dead_letters(broker, ta
     delayed = add.send_with_options(args=(1, 1), delay=200)
     failing = fail.send("boom")
     retried = flaky.send(str(tmp_path / "flaky"))
+    grouped = dramatiq.group([add.message(n, n) for n in range(3)], broker=broker).run()
+    piped = dramatiq.pipeline([add.message(1, 2), add.message(10)], broker=broker).run()
 
     worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=100)
     worker.start()
@@ -52,6 +54,8 @@ def test_worker_runs_messages_results_retries_delays_and_dead_letters(broker, ta
         [10, 11, 12, 13, 14]
     assert delayed.get_result(block=True, timeout=RESULT_TIMEOUT_MS) == 2
     assert retried.get_result(block=True, timeout=RESULT_TIMEOUT_MS) == "recovered"
+    assert list(grouped.get_results(block=True, timeout=RESULT_TIMEOUT_MS)) == [0, 2, 4]
+    assert piped.get_result(block=True, timeout=RESULT_TIMEOUT_MS) == 13  # add(10, add(1, 2))
     with pytest.raises(ResultFailure, match="boom"):
         failing.get_result(block=True, timeout=RESULT_TIMEOUT_MS)
 

@@ -32,7 +32,10 @@ def running_consumer(huey, workers):
 
 
 def test_consumer_runs_tasks_results_failures_retries_and_schedules(target, tmp_path):
-    huey = RedisHuey("integration", url=target.url, utc=True, read_timeout=0.1)
+    # Without store_intermediate_errors=False a get() racing the retry may read the first
+    # attempt's error, which the retry then overwrites.
+    huey = RedisHuey("integration", url=target.url, utc=True, read_timeout=0.1,
+                     store_intermediate_errors=False)
     add = huey.task(name="add")(jobs.add)
     fail = huey.task(name="fail")(jobs.fail)
     flaky = huey.task(name="flaky", retries=1, retry_delay=0)(jobs.fail_first_attempt)
@@ -41,8 +44,10 @@ def test_consumer_runs_tasks_results_failures_retries_and_schedules(target, tmp_
     failing = fail("boom")
     retried = flaky(str(tmp_path / "flaky"))
     scheduled = add.schedule(args=(2, 3), delay=1)
+    revoked = add(1, 1)
+    revoked.revoke()
     # A scheduled task is enqueued like the others; the consumer parks it until its eta.
-    assert huey.pending_count() == 8
+    assert huey.pending_count() == 9
 
     with running_consumer(huey, workers=2):
         assert [result.get(blocking=True, timeout=RESULT_TIMEOUT) for result in sums] == \
@@ -53,6 +58,9 @@ def test_consumer_runs_tasks_results_failures_retries_and_schedules(target, tmp_
             failing.get(blocking=True, timeout=RESULT_TIMEOUT)
         assert failure.value.metadata["error"] == "JobFailure('boom')"
         assert failure.value.metadata["retries"] == 0
+        # The consumer took the revoked task off the queue without running it or storing a result.
+        assert revoked.get() is None
+        assert not revoked.is_revoked()  # revoke_once: the flag is consumed with the task
 
     assert huey.pending_count() == 0
     assert huey.scheduled_count() == 0

@@ -2,6 +2,8 @@
 results, failures, retries and dependencies back through RQ's API."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from rq import Queue, Retry, SimpleWorker, Worker
 from rq.job import JobStatus
 
@@ -52,4 +54,22 @@ def test_forking_worker_runs_each_job_in_a_work_horse(target):
     assert [job.return_value() for job in enqueued] == [0, 2, 4]
     assert failing.get_status() == JobStatus.FAILED
     assert "JobFailure: in the horse" in failing.latest_result().exc_string
+    connection.close()
+
+
+def test_burst_worker_with_scheduler_enqueues_due_scheduled_jobs(target):
+    connection = target.client()
+    queue = Queue("scheduled", connection=connection)
+    due = queue.enqueue_at(datetime.now(timezone.utc) - timedelta(seconds=1), jobs.add, 3, 4)
+    later = queue.enqueue_in(timedelta(hours=1), jobs.add, 5, 6)
+    assert due.get_status() == later.get_status() == JobStatus.SCHEDULED
+    assert queue.count == 0
+
+    # In burst mode the worker takes the scheduler lock (a Lua script), moves due jobs from the
+    # scheduled registry to the queue, and runs them.
+    assert SimpleWorker([queue], connection=connection).work(burst=True, with_scheduler=True)
+
+    assert (due.get_status(), due.return_value()) == (JobStatus.FINISHED, 7)
+    assert later.get_status() == JobStatus.SCHEDULED
+    assert queue.scheduled_job_registry.get_job_ids() == [later.id]
     connection.close()

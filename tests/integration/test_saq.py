@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from saq import Queue, Worker
 from saq.job import Status
 
 from tests.integration import async_jobs
+
+# saq still calls redis-py's setex, which redis-py 8 deprecates.
+pytestmark = pytest.mark.filterwarnings("ignore:Call to deprecated setex:DeprecationWarning")
 
 FUNCTIONS = [
     ("add", async_jobs.saq_add),
