@@ -3,32 +3,27 @@ BZPOPMIN), driven by huey's own thread consumer."""
 from __future__ import annotations
 
 import contextlib
-import signal
 
 import pytest
 from huey import PriorityRedisHuey, RedisHuey
 from huey.exceptions import TaskException
 
 from tests.integration import jobs
+from tests.integration.support import signal_handlers_restored
 
 RESULT_TIMEOUT = 10
 
 
 @contextlib.contextmanager
 def running_consumer(huey, workers):
-    """huey's consumer with worker threads; its start() claims SIGINT/SIGTERM/SIGHUP for the
-    main thread, which are pytest's again once the consumer is stopped."""
-    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM,
-                                                               signal.SIGHUP)}
     consumer = huey.create_consumer(workers=workers, worker_type="thread", periodic=False,
                                     initial_delay=0.01, max_delay=0.1, check_worker_health=False)
-    consumer.start()
-    try:
-        yield consumer
-    finally:
-        consumer.stop(graceful=True)
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
+    with signal_handlers_restored():
+        consumer.start()
+        try:
+            yield consumer
+        finally:
+            consumer.stop(graceful=True)
 
 
 def test_consumer_runs_tasks_results_failures_retries_and_schedules(target, tmp_path):

@@ -2,12 +2,15 @@
 results, failures, retries and dependencies back through RQ's API."""
 from __future__ import annotations
 
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 from rq import Queue, Retry, SimpleWorker, Worker
 from rq.job import JobStatus
 
 from tests.integration import jobs
+from tests.integration.support import signal_handlers_restored
 
 
 def test_simple_worker_runs_results_failures_retries_and_dependencies(target, tmp_path):
@@ -20,7 +23,8 @@ def test_simple_worker_runs_results_failures_retries_and_dependencies(target, tm
     dependent = queue.enqueue(jobs.add, 100, 1, depends_on=sums[0])
     assert queue.count == 7  # the dependent job waits outside the queue until sums[0] is done
 
-    assert SimpleWorker([queue], connection=connection).work(burst=True)
+    with signal_handlers_restored():
+        assert SimpleWorker([queue], connection=connection).work(burst=True)
 
     assert [job.get_status() for job in sums] == [JobStatus.FINISHED] * 5
     assert [job.return_value() for job in sums] == [10, 11, 12, 13, 14]
@@ -49,7 +53,8 @@ def test_forking_worker_runs_each_job_in_a_work_horse(target):
     enqueued = [queue.enqueue(jobs.add, n, n) for n in range(3)]
     failing = queue.enqueue(jobs.fail, "in the horse")
 
-    assert Worker([queue], connection=connection).work(burst=True)
+    with signal_handlers_restored():
+        assert Worker([queue], connection=connection).work(burst=True)
 
     assert [job.return_value() for job in enqueued] == [0, 2, 4]
     assert failing.get_status() == JobStatus.FAILED
@@ -67,9 +72,33 @@ def test_burst_worker_with_scheduler_enqueues_due_scheduled_jobs(target):
 
     # In burst mode the worker takes the scheduler lock (a Lua script), moves due jobs from the
     # scheduled registry to the queue, and runs them.
-    assert SimpleWorker([queue], connection=connection).work(burst=True, with_scheduler=True)
+    with signal_handlers_restored():
+        assert SimpleWorker([queue], connection=connection).work(burst=True, with_scheduler=True)
 
     assert (due.get_status(), due.return_value()) == (JobStatus.FINISHED, 7)
     assert later.get_status() == JobStatus.SCHEDULED
     assert queue.scheduled_job_registry.get_job_ids() == [later.id]
     connection.close()
+
+
+def test_idle_worker_blocks_until_jobs_arrive(target):
+    connection = target.client()
+    queue = Queue("idle", connection=connection)
+    producer_connection = target.client()
+    producer_queue = Queue("idle", connection=producer_connection)
+    enqueued = []
+
+    def produce_later():
+        # Arrives while the worker is blocked in BLPOP on the empty queue.
+        time.sleep(0.3)
+        enqueued.extend(producer_queue.enqueue(jobs.add, n, 1) for n in range(2))
+
+    producer = threading.Thread(target=produce_later)
+    producer.start()
+    with signal_handlers_restored():
+        assert SimpleWorker([queue], connection=connection).work(max_jobs=2)
+    producer.join()
+
+    assert [job.return_value() for job in enqueued] == [1, 2]
+    connection.close()
+    producer_connection.close()
