@@ -110,3 +110,49 @@ async def _schedulers_and_bookkeeping(url: str, target) -> None:
         if worker is not None:
             await worker.close()
         await queue.close()
+
+
+def test_stalled_job_whose_lock_expired_is_recovered_by_another_worker(target):
+    asyncio.run(_stalled_job_recovery(target.url))
+
+
+async def _stalled_job_recovery(url: str) -> None:
+    """A worker that hangs without renewing its lock stands for a crashed one: once the lock
+    (a PX key) expires, another worker's stalled check (moveStalledJobsToWait) puts the job back
+    in wait and runs it."""
+    queue = Queue("stalled", {"connection": url})
+    release_hung = asyncio.Event()
+    picked_up = asyncio.Event()
+
+    async def hang(job, token):
+        picked_up.set()
+        await release_hung.wait()
+        return "hung worker"
+
+    async def recover(job, token):
+        return "recovered"
+
+    hung = rescuer = None
+    stalled_ids: list[str] = []
+    try:
+        job = await queue.add("slow", {})
+        hung = Worker("stalled", hang, {"connection": url, "lockDuration": 500,
+                                         "lockRenewTime": 60_000, "stalledInterval": 60_000})
+        await asyncio.wait_for(picked_up.wait(), WAIT_SECONDS)
+        assert await queue.getJobCounts("active") == {"active": 1}
+
+        rescuer = Worker("stalled", recover, {"connection": url, "stalledInterval": 200,
+                                              "maxStalledCount": 1})
+        rescuer.on("stalled", lambda job_id, *rest: stalled_ids.append(job_id))
+        counts = await _wait_for_counts(queue, completed=1, active=0)
+        assert counts == {"completed": 1, "active": 0}
+
+        recovered = await Job.fromId(queue, job.id)
+        assert recovered.returnvalue == "recovered"
+        assert stalled_ids == [job.id]
+    finally:
+        release_hung.set()
+        for worker in (hung, rescuer):
+            if worker is not None:
+                await worker.close()
+        await queue.close()
