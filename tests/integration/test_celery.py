@@ -11,6 +11,9 @@ from celery.contrib.testing.worker import start_worker
 
 from tests.integration import jobs
 
+# Celery's Redis backend still calls redis-py's setex, which redis-py 8 deprecates.
+pytestmark = pytest.mark.filterwarnings("ignore:Call to deprecated setex:DeprecationWarning")
+
 RESULT_TIMEOUT = 10
 
 
