@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .client import Client
 
 log = logging.getLogger("minired")
+_clock_ns = time.perf_counter_ns
 
 # Commands a transaction runs at once instead of queuing.
 _MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
@@ -49,7 +50,7 @@ def resolve(argv: list) -> CommandSpec | RedisError:
 def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
     spec = COMMANDS.get(argv[0].lower())
-    if spec is None or spec.subcommands or not spec.arity_ok(len(argv)):
+    if spec is None or spec.subcommands or not spec.min_args <= len(argv) <= spec.max_args:
         spec = resolve(argv)
         if type(spec) is RedisError:
             if c.multi is not None:
@@ -84,7 +85,7 @@ def execute(c: "Client", argv: list) -> Any:
 
 def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     """Run a validated command, counting it for INFO commandstats."""
-    start = time.perf_counter_ns()
+    start = _clock_ns()
     try:
         reply = spec.handler(c, argv)
     except RedisError as exc:
@@ -92,7 +93,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     except Exception as exc:  # a bug must cost one reply, never the server
         log.exception("internal error running %r", argv[:1])
         reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
-    spec.usec += (time.perf_counter_ns() - start) // 1000
+    spec.usec += (_clock_ns() - start) // 1000
     spec.calls += 1
     if type(reply) is RedisError:
         spec.failed_calls += 1

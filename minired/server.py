@@ -267,26 +267,29 @@ class ClientProtocol(asyncio.Protocol):
         client = self.client
         if client is None or client.closing:
             return
-        self.server.stats.net_input_bytes += len(data)
+        server = self.server
+        server.stats.net_input_bytes += len(data)
         parser = self.parser
         # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
-        parser.max_bulk_len = self.server.config.proto_max_bulk_len
-        parser.feed(data)
-        if client.blocked is not None:
-            # As in Redis, a blocked client's input waits unparsed in its query buffer (so it
-            # stays bounded by client-query-buffer-limit) until the client is unblocked.
-            if parser.buffered > self.server.config.client_query_buffer_limit:
-                log.warning("closing client %s: query buffer over client-query-buffer-limit",
-                            client.addr)
-                self._close()
-            return
-        if not client.authenticated and self.server.config.requirepass:
+        parser.max_bulk_len = server.config.proto_max_bulk_len
+        if client.blocked is None and (client.authenticated or not server.config.requirepass):
+            commands = parser.feed_and_parse(data)
+        else:
+            parser.feed(data)
+            if client.blocked is not None:
+                # As in Redis, a blocked client's input waits unparsed in its query buffer (so it
+                # stays bounded by client-query-buffer-limit) until the client is unblocked.
+                if parser.buffered > server.config.client_query_buffer_limit:
+                    log.warning("closing client %s: query buffer over client-query-buffer-limit",
+                                client.addr)
+                    self._close()
+                return
             self._run_unauthenticated()
             if client.closing or client.blocked is not None or parser.error is not None:
                 if parser.error is not None and client.blocked is None and not self.pending:
                     self._protocol_error(parser.error)
                 return
-        commands = parser.parse()
+            commands = parser.parse()
         if parser.buffered and parser.buffered > self.server.config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
             self._close()

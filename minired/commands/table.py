@@ -49,6 +49,9 @@ class CommandSpec:
 
     def __post_init__(self) -> None:
         self.denyoom = "denyoom" in self.flags
+        # Argument-count bounds from the arity, so dispatch checks them with one comparison.
+        self.min_args = self.arity if self.arity >= 0 else -self.arity
+        self.max_args = self.arity if self.arity >= 0 else 1 << 62
 
     @property
     def full_name(self) -> str:

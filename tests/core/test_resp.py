@@ -15,10 +15,36 @@ def multibulk(*args: bytes) -> bytes:
 
 
 def parse_all(data: bytes, **limits) -> tuple[list, RedisError | None]:
+    """Parse one read both ways the server may (feed+parse, and the feed_and_parse shortcut
+    that may use hiredis); they must agree."""
     parser = RequestParser(**limits)
     parser.feed(data)
     commands = parser.parse()
-    return commands, (parser.error.reply if parser.error else None)
+    error = parser.error.reply if parser.error else None
+    shortcut = RequestParser(**limits)
+    assert shortcut.feed_and_parse(data) == commands
+    assert (shortcut.error.reply if shortcut.error else None) == error
+    return commands, error
+
+
+_RESPISH = st.lists(st.sampled_from([
+    b"*", b"$", b"+", b":", b"-", b"_", b"%", b"~", b",", b"#", b"\r\n", b"\n", b"0", b"1", b"2",
+    b"3", b"-1", b"01", b"+1", b" ", b"PING", b"a", b"\x00", b"*1\r\n$4\r\nPING\r\n",
+    b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]), max_size=30).map(b"".join)
+
+
+@given(st.lists(_RESPISH, min_size=1, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_shortcut_and_general_parser_agree_on_junk(reads):
+    fast, slow = RequestParser(), RequestParser()
+    for data in reads:
+        if not data:
+            continue
+        got_fast = fast.feed_and_parse(data)
+        slow.feed(data)
+        assert got_fast == slow.parse()
+        assert (fast.error.reply if fast.error else None) == (slow.error.reply if slow.error else None)
+        assert fast.buffered == slow.buffered
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -181,3 +207,26 @@ def test_double_formatting_follows_redis_7_0():
     assert resp.format_double(1e16) == b"10000000000000000"
     assert resp.format_double(1e17) == b"1e+17"
     assert resp.format_double(1e20) == b"1e+20"
+
+
+@given(st.lists(st.lists(st.binary(max_size=40), min_size=1, max_size=6), min_size=1, max_size=8),
+       st.data())
+@settings(max_examples=150, deadline=None)
+def test_feed_and_parse_matches_feed_then_parse(commands, data):
+    stream = b"".join(multibulk(*cmd) for cmd in commands) + data.draw(st.sampled_from(
+        [b"", b"PING\r\n", b"*2\r\n$3\r\nGET", b"*x\r\n"]))
+    cuts = sorted(data.draw(st.lists(st.integers(1, len(stream)), max_size=6)))
+    fast, slow = RequestParser(), RequestParser()
+    seen_fast, seen_slow = [], []
+    previous = 0
+    for cut in cuts + [len(stream)]:
+        if cut == previous:
+            continue
+        piece = stream[previous:cut]
+        seen_fast.extend(fast.feed_and_parse(piece))
+        slow.feed(piece)
+        seen_slow.extend(slow.parse())
+        previous = cut
+    assert seen_fast == seen_slow
+    assert (fast.error is None) == (slow.error is None)
+    assert fast.buffered == slow.buffered
