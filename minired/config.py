@@ -307,8 +307,9 @@ class Config:
         yield from PARAMS
         yield from ALIASES
 
-    def _int(self, name: str) -> int:
-        # Some limits are read on every read from a socket: parse each value once, not per read.
+    def number(self, name: str) -> int:
+        """A numeric parameter (memory units allowed), parsed once per value: some are read on
+        every socket read or every XADD."""
         number = self._numbers.get(name)
         if number is None:
             number = self._numbers[name] = parse_memory(self.values[name])
@@ -316,7 +317,7 @@ class Config:
 
     @property
     def databases(self) -> int:
-        return self._int("databases")
+        return self.number("databases")
 
     @property
     def requirepass(self) -> str:
@@ -324,23 +325,23 @@ class Config:
 
     @property
     def proto_max_bulk_len(self) -> int:
-        return self._int("proto-max-bulk-len")
+        return self.number("proto-max-bulk-len")
 
     @property
     def client_query_buffer_limit(self) -> int:
-        return self._int("client-query-buffer-limit")
+        return self.number("client-query-buffer-limit")
 
     @property
     def maxclients(self) -> int:
-        return self._int("maxclients")
+        return self.number("maxclients")
 
     @property
     def maxmemory(self) -> int:
-        return self._int("maxmemory")
+        return self.number("maxmemory")
 
     @property
     def busy_reply_threshold_ms(self) -> int:
-        return self._int("busy-reply-threshold")
+        return self.number("busy-reply-threshold")
 
     @property
     def time_control(self) -> bool:

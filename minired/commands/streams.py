@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from .. import errors
 from ..blocking import Block
-from ..config import parse_memory
 from ..errors import RedisError
 from ..resp import NULL_ARRAY, OK, Status
 from ..stream import MAX_ID, MIN_ID, U64_MAX, Stream, StreamID, format_id
@@ -221,11 +220,11 @@ def _parse_add_or_trim(c, argv: list, xadd: bool) -> tuple[TrimArgs, int]:
 
 
 def _node_max_entries(c) -> int:
-    return parse_memory(c.server.config.get("stream-node-max-entries"))
+    return c.server.config.number("stream-node-max-entries")
 
 
 def _node_max_bytes(c) -> int:
-    return parse_memory(c.server.config.get("stream-node-max-bytes"))
+    return c.server.config.number("stream-node-max-bytes")
 
 
 @command("xadd", arity=-5, flags="write denyoom fast", keys=(1, 1, 1), group=G)
