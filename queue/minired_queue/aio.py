@@ -37,6 +37,8 @@ class AsyncActiveJob:
         self.redis = guard.client
         self.keys = guard.keys
         self.lock_lost = False  # set when a heartbeat finds the lock gone or taken
+        # Set once the handler has returned: the outcome script now decides ownership.
+        self.recording = False
 
     @property
     def id(self) -> str:
@@ -161,6 +163,7 @@ class AsyncWorker:
             slots.release()
 
     async def _record_success(self, active: AsyncActiveJob, result: Any) -> None:
+        active.recording = True
         done = await complete(self.keys, active.job, active.token, result,
                               self.options.remove_on_complete).run_async(self.client)
         if done:
@@ -170,6 +173,7 @@ class AsyncWorker:
             await self._lost(active)
 
     async def _record_failure(self, active: AsyncActiveJob, exc: Exception) -> None:
+        active.recording = True
         reason, trace = describe_error(exc)
         outcome = await retry_or_fail(self.keys, active.job, active.token, reason, trace,
                                       unrecoverable=isinstance(exc, UnrecoverableError)).run_async(self.client)
@@ -209,10 +213,12 @@ class AsyncWorker:
 
     async def _renew_locks(self) -> None:
         for active, _ in list(self._in_flight.values()):
-            if active.lock_lost:
+            if active.lock_lost or active.recording:
                 continue
             if not await extend_lock(self.keys, active.id, active.token,
                                      self.options.lock_ttl_ms).run_async(self.client):
+                if active.recording:
+                    continue  # completed meanwhile: the lock went with the job
                 active.lock_lost = True
                 log.warning("job %s: lock lost before it finished", active.id)
 

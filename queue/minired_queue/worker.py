@@ -40,6 +40,9 @@ class ActiveJob:
         self.redis = guard.client
         self.keys = guard.keys
         self._lock_lost = threading.Event()
+        # Set once the handler has returned: the outcome script, not the heartbeat, now decides
+        # whether this worker still owns the job (it may complete while a renewal is in flight).
+        self.recording = False
 
     @property
     def id(self) -> str:
@@ -192,6 +195,7 @@ class Worker:
             self._slots.release()
 
     def _record_success(self, active: ActiveJob, result: Any) -> None:
+        active.recording = True
         if complete(self.keys, active.job, active.token, result, self.options.remove_on_complete).run(self.client):
             self.stats.bump("completed")
             self._call_hook(self.hooks.on_completed, active.job, result)
@@ -199,6 +203,7 @@ class Worker:
             self._lost(active)
 
     def _record_failure(self, active: ActiveJob, exc: Exception) -> None:
+        active.recording = True
         reason, trace = describe_error(exc)
         outcome = retry_or_fail(self.keys, active.job, active.token, reason, trace,
                                 unrecoverable=isinstance(exc, UnrecoverableError)).run(self.client)
@@ -238,9 +243,11 @@ class Worker:
 
     def _renew_locks(self) -> None:
         with self._in_flight_changed:
-            jobs = [job for job in self._in_flight.values() if not job.lock_lost]
+            jobs = [job for job in self._in_flight.values() if not (job.lock_lost or job.recording)]
         for active in jobs:
             if not extend_lock(self.keys, active.id, active.token, self.options.lock_ttl_ms).run(self.client):
+                if active.recording:
+                    continue  # completed meanwhile: the lock went with the job
                 active._lock_lost.set()
                 log.warning("job %s: lock lost before it finished", active.id)
 
