@@ -45,7 +45,7 @@ class _NotForHiredis(Exception):
 
 
 # Decimal digits of small numbers, for re-encoding lengths without formatting them.
-_DIGITS = [len(str(i)) for i in range(10000)]
+_DIGITS = [1] * 10 + [2] * 90 + [3] * 900 + [4] * 9000
 
 
 class ProtocolError(Exception):
