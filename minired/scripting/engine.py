@@ -17,7 +17,7 @@ from ..client import Client
 from ..commands.args import parse_int
 from ..commands.table import COMMANDS
 from ..errors import RedisError
-from .sandbox import Sandbox, format_number_argument
+from .sandbox import _MAX_VARARGS, Sandbox, format_number_argument
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -28,6 +28,7 @@ SCRIPT_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cr
 _LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 _ERR = b"err"
 _OK = b"ok"
+_SPEC_CACHE_SIZE = 1024
 
 
 class Script:
@@ -146,6 +147,7 @@ class ScriptEngine:
         self.client.name = b""
         self.prng = Lrand48()
         self._eval_sandbox: Sandbox | None = None
+        self._specs: dict[bytes, Any] = {}  # redis.call's command names, as spelled
         self.functions: Any = None  # functions.FunctionLibraries, attached by the package
         self.busy: Any = None        # busy.BusyService, attached by the package
 
@@ -173,14 +175,17 @@ class ScriptEngine:
         return script
 
     def eval(self, c: Client, argv: list, by_sha: bool, read_only: bool) -> Any:
-        if by_sha and len(argv[1]) != 40:
-            raise RedisError(errors.NOSCRIPT)
-        keys, args = split_keys(argv)
         if by_sha:
-            script = self.scripts.get(argv[1].lower())
-            if script is None:
+            script = self.scripts.get(argv[1])  # the usual lowercase sha, as SCRIPT LOAD gave it
+            if script is None and len(argv[1]) != 40:
                 raise RedisError(errors.NOSCRIPT)
+            numkeys = count_keys(argv)
+            if script is None:
+                script = self.scripts.get(argv[1].lower())
+                if script is None:
+                    raise RedisError(errors.NOSCRIPT)
         else:
+            numkeys = count_keys(argv)
             script = self.load(argv[1])
         flags = script.flags
         if flags is None:
@@ -190,8 +195,8 @@ class ScriptEngine:
             run_read_only = read_only or "no-writes" in flags
             allow_oom = "allow-oom" in flags
         run = Run(c, script.sha, True, run_read_only, allow_oom, argv[0])
-        sandbox = self.eval_sandbox
-        return self.execute(run, sandbox, sandbox.run_eval, script.function, keys, args)
+        sandbox = self._eval_sandbox or self.eval_sandbox
+        return self.execute(run, sandbox, sandbox.run_eval, script.function, numkeys, argv[3:])
 
     def _check_flags(self, flags: frozenset, read_only: bool) -> None:
         if "allow-oom" not in flags and self.server.over_maxmemory():
@@ -199,22 +204,28 @@ class ScriptEngine:
         if "no-writes" not in flags and read_only:
             raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
 
-    def execute(self, run: Run, sandbox: Sandbox, runner: Any, function: Any, keys: list,
-                args: list) -> Any:
-        """Run a script or function and turn its outcome into the reply."""
+    def execute(self, run: Run, sandbox: Sandbox, runner: Any, function: Any, numkeys: int,
+                arguments: list) -> Any:
+        """Run a script or function (KEYS = arguments[:numkeys], ARGV = the rest) and turn its
+        outcome into the reply. `runner` is sandbox.run_eval or sandbox.run_function."""
         script_client = self.client
         script_client.select(run.caller.db_index)
         script_client.protocol = 2
         run.sandbox = sandbox
         self.current = run
         try:
-            outcome = runner(function, keys, args)
+            if len(arguments) <= _MAX_VARARGS:
+                outcome = runner(function, numkeys, *arguments)
+            else:
+                outcome = sandbox.start(runner, function, numkeys, arguments)
         finally:
             self.current = None
             if run.timed_out:
                 self.busy.end(run)
         if outcome[0]:
-            return sandbox.to_reply(outcome[1], script_client.protocol)
+            if len(outcome) == 2 and type(outcome[1]) is bytes:
+                return outcome[1]
+            return sandbox.outcome_reply(outcome, script_client.protocol)
         return run_error(run.name, outcome)
 
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
@@ -223,59 +234,72 @@ class ScriptEngine:
         """redis.call / redis.pcall: the reply as a Lua value, or (text, b"ok"|b"err").
         Called from Lua, so it must never raise (see sandbox._never_raise)."""
         try:
-            return self._call(args)
+            run = self.current
+            if run is None:
+                return errors.SCRIPT_CALL_OUTSIDE.encode(), _ERR
+            for arg in args:
+                if type(arg) is not bytes:
+                    argv = _string_arguments(args)
+                    if argv is None:
+                        return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
+                    break
+            else:
+                if not args:
+                    return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
+                argv = list(args)
+            spec = self._specs.get(argv[0])
+            if spec is None:
+                spec = self._lookup(argv)
+                if spec is None:
+                    return errors.SCRIPT_CALL_UNKNOWN.encode(), _ERR
+            arity = spec.arity
+            if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+                return errors.SCRIPT_CALL_ARITY.encode(), _ERR
+            flags = spec.flags
+            if "noscript" in flags:
+                return errors.SCRIPT_CALL_NOSCRIPT.encode(), _ERR
+            if "write" in flags:
+                if run.read_only:
+                    return errors.SCRIPT_CALL_WRITE_IN_RO.encode(), _ERR
+                if (not run.allow_oom and not run.dirty and spec.denyoom
+                        and self.server.over_maxmemory()):
+                    return lua_error_text(errors.OOM), _ERR
+                run.dirty = True
+            script_client = self.client
+            reply = dispatch.call(script_client, spec, argv)
+            kind = type(reply)
+            if kind is bytes or kind is int:
+                return reply
+            if kind is resp.Status:
+                return bytes(reply), _OK
+            if kind is RedisError:
+                return lua_error_text(reply.message), _ERR
+            if kind is Block:  # cannot happen (scripts never block), but never hang a script
+                reply = reply.timeout_reply
+            return self.to_lua(reply, script_client.protocol == 3)
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             log.exception("internal error in redis.call")
             return b"ERR internal error", _ERR
 
-    def _call(self, args: tuple) -> Any:
-        run = self.current
-        if run is None:
-            return errors.SCRIPT_CALL_OUTSIDE.encode(), _ERR
-        if not args:
-            return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
-        argv = list(args)
-        for index, arg in enumerate(argv):
-            if type(arg) is not bytes:
-                kind = type(arg)
-                if kind is int or kind is float:
-                    argv[index] = format_number_argument(arg)
-                else:
-                    return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
-        spec = COMMANDS.get(argv[0].lower())
+    def _lookup(self, argv: list) -> Any:
+        """The spec argv names (None if none); specs without subcommands are remembered by
+        the name as spelled, so the next call skips lowercasing and resolving."""
+        name = argv[0]
+        spec = COMMANDS.get(name.lower())
         if spec is None:
-            return errors.SCRIPT_CALL_UNKNOWN.encode(), _ERR
-        if spec.subcommands and len(argv) >= 2:
-            sub = spec.subcommands.get(argv[1].lower())
-            if sub is not None:
-                spec = sub
-            elif spec.handler is None:
-                return errors.SCRIPT_CALL_UNKNOWN.encode(), _ERR
-        arity = spec.arity
-        if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
-            return errors.SCRIPT_CALL_ARITY.encode(), _ERR
-        flags = spec.flags
-        if "noscript" in flags:
-            return errors.SCRIPT_CALL_NOSCRIPT.encode(), _ERR
-        if "write" in flags:
-            if run.read_only:
-                return errors.SCRIPT_CALL_WRITE_IN_RO.encode(), _ERR
-            if (not run.allow_oom and not run.dirty and spec.denyoom
-                    and self.server.over_maxmemory()):
-                return lua_error_text(errors.OOM), _ERR
-            run.dirty = True
-        script_client = self.client
-        reply = dispatch.call(script_client, spec, argv)
-        kind = type(reply)
-        if kind is bytes or kind is int:
-            return reply
-        if kind is resp.Status:
-            return bytes(reply), _OK
-        if kind is RedisError:
-            return lua_error_text(reply.message), _ERR
-        if kind is Block:  # cannot happen (scripts never block), but never hang a script
-            reply = reply.timeout_reply
-        return self.to_lua(reply, script_client.protocol == 3)
+            return None
+        if spec.subcommands:
+            if len(argv) >= 2:
+                sub = spec.subcommands.get(argv[1].lower())
+                if sub is not None:
+                    return sub
+                if spec.handler is None:
+                    return None
+            return spec
+        if len(self._specs) >= _SPEC_CACHE_SIZE:
+            self._specs.clear()
+        self._specs[name] = spec
+        return spec
 
     def to_lua(self, reply: Any, resp3: bool) -> Any:
         """A command reply as the Lua value Redis gives scripts (RESP2 or RESP3 conversion)."""
@@ -401,11 +425,31 @@ class ScriptEngine:
         self.scripts.clear()
 
 
-def split_keys(argv: list) -> tuple[list, list]:
-    """KEYS and ARGV of EVAL/FCALL argv (numkeys at index 2), with Redis's checks."""
+def _string_arguments(args: tuple) -> list | None:
+    """redis.call's arguments with numbers formatted as Redis does; None if one is neither."""
+    argv = list(args)
+    for index, arg in enumerate(argv):
+        if type(arg) is not bytes:
+            kind = type(arg)
+            if kind is int or kind is float:
+                argv[index] = format_number_argument(arg)
+            else:
+                return None
+    return argv
+
+
+_SMALL_COUNTS = {b"%d" % n: n for n in range(64)}
+
+
+def count_keys(argv: list) -> int:
+    """numkeys of EVAL/FCALL argv (at index 2), with Redis's checks."""
+    numkeys = _SMALL_COUNTS.get(argv[2])
+    if numkeys is not None and numkeys <= len(argv) - 3:
+        return numkeys
     numkeys = parse_int(argv[2])
     if numkeys > len(argv) - 3:
         raise RedisError(errors.NUMKEYS_GREATER)
     if numkeys < 0:
         raise RedisError(errors.NUMKEYS_NEGATIVE)
-    return argv[3:3 + numkeys], argv[3 + numkeys:]
+    return numkeys
+

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors, resp
 from ..glob import glob_match
 from ..errors import RedisError
-from .engine import SCRIPT_FLAGS, Run, run_error, split_keys
+from .engine import SCRIPT_FLAGS, Run, count_keys, run_error
 from .sandbox import Sandbox
 
 if TYPE_CHECKING:
@@ -179,14 +179,15 @@ class FunctionLibraries:
         function = self.functions.get(argv[1])
         if function is None:
             raise RedisError(errors.FUNCTION_NOT_FOUND)
-        keys, args = split_keys(argv)
+        numkeys = count_keys(argv)
         flags = function.flags
         engine = self.engine
         engine._check_flags(frozenset(flags), read_only)
         run = Run(c, function.name, False, read_only or "no-writes" in flags,
                   "allow-oom" in flags, argv[0])
         sandbox = self.sandbox
-        return engine.execute(run, sandbox, sandbox.run_function, function.callback, keys, args)
+        return engine.execute(run, sandbox, sandbox.run_function, function.callback, numkeys,
+                              argv[3:])
 
     # --- FUNCTION LIST / STATS / DUMP / RESTORE --------------------------------------------------
 

@@ -32,6 +32,7 @@ local HOOK_COUNT = 100000
 
 local backing = {}        -- proxy -> the table it shows
 local hidden_mt = {}      -- proxy -> what getmetatable(proxy) answers (Redis's view)
+local proxies, nproxies = {}, 0  -- every proxy, as an array: checked after each run
 
 local function refuse_write()
   error(READONLY, 2)
@@ -42,6 +43,8 @@ local function readonly(t, visible_mt)
   local mt = {__index = t, __newindex = refuse_write, __metatable = false}
   backing[proxy] = t
   hidden_mt[proxy] = visible_mt
+  nproxies = nproxies + 1
+  proxies[nproxies] = proxy
   setmetatable(proxy, mt)
   return proxy, mt
 end
@@ -53,9 +56,17 @@ local function copy(t)
 end
 
 -- Raw writes (rawset from C code, table.insert ...) cannot be intercepted on a proxy; they are
--- undone here after every run so they never outlive the script that made them.
+-- undone after a run so they never outlive the script that made them. Of the C functions a
+-- script can reach, the ones that write into a table they are given are rawset and
+-- table.insert/remove/sort (table.setn only raises in 5.1): their wrappers below refuse proxies
+-- and also set `raw_writes`, and any run that called one has every proxy checked afterwards.
+-- Checking every proxy after every run would cost a C call per proxy per run.
+local raw_writes = false
+
 local function wipe_raw_writes()
-  for proxy in next, backing do
+  raw_writes = false
+  for i = 1, nproxies do
+    local proxy = proxies[i]
     if next(proxy) ~= nil then
       -- Plain assignment: the keys exist, so the proxy's __newindex is not consulted.
       for k in next, proxy do proxy[k] = nil end
@@ -117,7 +128,9 @@ end
 -- The count hook calls back into Python every HOOK_COUNT instructions; once the run must stop
 -- (SCRIPT KILL, SHUTDOWN NOSAVE, FUNCTION LOAD timeout) it raises on every instruction, so a
 -- pcall in the script cannot swallow the error and carry on.
-local hook
+-- The main thread's hook is armed once; it only needs re-arming after it tripped (its count
+-- runs on across runs, which just moves where the next cheap check falls).
+local hook, tripped
 hook = function()
   -- Only ever stop a run inside script code: raising in minired's own frames (the runner's
   -- bookkeeping after xpcall returns, a wrapper mid-update) would escape the error handler.
@@ -125,19 +138,19 @@ hook = function()
   if info and internal_source(info.source) then return end
   local message = py_check()
   if message then
+    tripped = true
     sethook(hook, '', 1)
     error({err = message})
   end
 end
 
 local function arm_hook()
+  tripped = false
   sethook(hook, '', HOOK_COUNT)
 end
 
-local function finish(ok, result)
-  arm_hook()
-  wipe_raw_writes()
-  if ok then return true, result end
+-- A failed run's outcome: false, message[, source, line].
+local function failure(result)
   if type(result) ~= 'table' then
     return false, 'ERR ' .. tostring(result)
   end
@@ -146,6 +159,13 @@ local function finish(ok, result)
     message = 'ERR unknown error'
   end
   return false, tostring(message), result.source, result.line
+end
+
+local function finish(ok, result)
+  if tripped then arm_hook() end
+  if raw_writes then wipe_raw_writes() end
+  if ok then return true, result end
+  return failure(result)
 end
 
 -- Reply shapes for the Python side: one call per table instead of one per field.
@@ -193,6 +213,18 @@ local function items(t, first, last)
   return unpack(t, first, last)
 end
 
+-- finish() for EVAL and FCALL: a table result comes back already shaped, so Python gets
+-- (true, value) for a plain value or (true, nil, <reply_shape(value)>) for a table.
+local function finish_reply(ok, result)
+  if tripped then arm_hook() end
+  if raw_writes then wipe_raw_writes() end
+  if ok then
+    if type(result) == 'table' then return true, nil, reply_shape(result) end
+    return true, result
+  end
+  return failure(result)
+end
+
 -- Base library as Redis 7.0 exposes it ------------------------------------------------------
 
 local string_mt = getmetatable('')
@@ -209,6 +241,7 @@ local function sandbox_setmetatable(t, mt)
 end
 
 local function sandbox_rawset(t, k, v)
+  raw_writes = true
   if backing[t] then error(READONLY, 0) end
   return rawset(t, k, v)
 end
@@ -303,6 +336,7 @@ local function sandbox_co_wrap(f)
 end
 
 local function check_table_arg(t, name, nargs)
+  raw_writes = true
   if type(t) ~= 'table' then
     local got = nargs == 0 and 'no value' or type(t)
     error("bad argument #1 to '" .. name .. "' (table expected, got " .. got .. ")", 3)
@@ -628,26 +662,24 @@ local api = {}
 
 -- KEYS and ARGV arrive as varargs: building the tables here is cheaper than from Python.
 -- nkeys = -1: too many to pass on the stack, so they came as two tables already.
+-- Both tables are built by table constructors, which size them once (growing a table key by
+-- key rehashes it at every power of two); KEYS then drops the arguments past its last key.
 local function split_arguments(nkeys, ...)
   if nkeys < 0 then return ... end
-  local argv, keys = {...}, {}
-  if nkeys > 0 then
-    local n = select('#', ...)
-    for i = 1, nkeys do keys[i] = argv[i] end
-    for i = 1, n - nkeys do argv[i] = argv[i + nkeys] end
-    for i = n - nkeys + 1, n do argv[i] = nil end
-  end
+  if nkeys == 0 then return {}, {...} end
+  local keys, argv = {...}, {select(nkeys + 1, ...)}
+  for i = select('#', ...), nkeys + 1, -1 do keys[i] = nil end
   return keys, argv
 end
 
 function api.run_eval(fn, nkeys, ...)
   globals.KEYS, globals.ARGV = split_arguments(nkeys, ...)
-  return finish(xpcall(fn, error_handler))
+  return finish_reply(xpcall(fn, error_handler))
 end
 
 function api.run_function(fn, nkeys, ...)
   local keys, argv = split_arguments(nkeys, ...)
-  return finish(xpcall(function() return fn(keys, argv) end, error_handler))
+  return finish_reply(xpcall(function() return fn(keys, argv) end, error_handler))
 end
 
 api.run_load = run_load

@@ -92,8 +92,9 @@ class Sandbox:
             _never_raise(bridge.randomseed),
             _never_raise(bridge.register_function, b"ERR internal error"),
         )
-        self._run_eval = self.api[b"run_eval"]
-        self._run_function = self.api[b"run_function"]
+        # run_eval / run_function(fn, numkeys, *keys_and_args): see `start`.
+        self.run_eval = self.api[b"run_eval"]
+        self.run_function = self.api[b"run_function"]
         self._run_load = self.api[b"run_load"]
         self._reply_shape = self.api[b"reply_shape"]
         self._items = self.api[b"items"]
@@ -125,20 +126,25 @@ class Sandbox:
             return function
         return self.api[b"load_binary"](patched, b"=")
 
-    def run_eval(self, fn: Any, keys: list, argv: list) -> tuple:
-        if len(keys) + len(argv) > _MAX_VARARGS:
-            return self._run_eval(fn, -1, self.table_from(keys), self.table_from(argv))
-        return self._run_eval(fn, len(keys), *keys, *argv)
-
-    def run_function(self, fn: Any, keys: list, argv: list) -> tuple:
-        if len(keys) + len(argv) > _MAX_VARARGS:
-            return self._run_function(fn, -1, self.table_from(keys), self.table_from(argv))
-        return self._run_function(fn, len(keys), *keys, *argv)
+    def start(self, runner: Any, fn: Any, numkeys: int, arguments: list) -> tuple:
+        """Run `fn` with KEYS = arguments[:numkeys] and ARGV = the rest; `runner` is
+        `run_eval` or `run_function`. The outcome is (True, value) for a plain value,
+        (True, None, *reply_shape(table)) for a table, or (False, message[, source, line])."""
+        if len(arguments) > _MAX_VARARGS:
+            table = self.table_from
+            return runner(fn, -1, table(arguments[:numkeys]), table(arguments[numkeys:]))
+        return runner(fn, numkeys, *arguments)
 
     def run_load(self, chunk: Any) -> tuple:
         return self._run_load(chunk)
 
     # --- Lua values -> reply values ------------------------------------------------------------
+
+    def outcome_reply(self, outcome: tuple, script_resp: int) -> Any:
+        """The reply of a successful run's outcome (see `start`)."""
+        if len(outcome) == 2:
+            return self.to_reply(outcome[1], script_resp)
+        return self._shaped_reply(outcome[2:], script_resp)
 
     def to_reply(self, value: Any, script_resp: int) -> Any:
         """Convert a script's return value as Redis's luaReplyToRedisReply does."""
@@ -155,14 +161,17 @@ class Sandbox:
             return value
         if value is None or lua_type(value) != "table":
             return None
-        shape = self._reply_shape(value)
+        return self._shaped_reply(self._reply_shape(value), script_resp)
+
+    def _shaped_reply(self, shape: tuple, script_resp: int) -> Any:
         tag = shape[0]
+        if tag == b"ok":
+            text = shape[1]
+            return resp.OK if text == b"OK" else resp.Status(_one_line(text))
         if tag == b"array":
             return self._elements(shape[1], shape[2], script_resp)
         if tag == b"err":
             return resp_error(shape[1])
-        if tag == b"ok":
-            return resp.Status(_one_line(shape[1]))
         if tag == b"double":
             return float(shape[1])
         if tag == b"map":
