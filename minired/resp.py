@@ -453,8 +453,16 @@ def _encode_big_number(v, proto, out):
 
 def _encode_array(v, proto, out):
     out.append(b"*%d\r\n" % len(v))
+    if len(v) > 4 and type(v[0]) is bytes and set(map(type, v)) == _ONLY_BYTES:
+        # LRANGE, SMEMBERS, HGETALL ...: every element a plain bulk string (subclasses such as
+        # Status are excluded by the exact type test), formatted in one pass.
+        out.append(b"".join([b"$%d\r\n%b\r\n" % (len(item), item) for item in v]))
+        return
     for item in v:
         _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+
+
+_ONLY_BYTES = {bytes}
 
 
 def _encode_push(v, proto, out):
