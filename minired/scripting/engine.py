@@ -29,6 +29,8 @@ _LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 _ERR = b"err"
 _OK = b"ok"
 _SPEC_CACHE_SIZE = 1024
+_OK_REPLY = (b"OK", _OK)
+_BIG_INT = 10**17  # format_number_argument prints integers inside this range with %d
 
 
 class Script:
@@ -147,7 +149,7 @@ class ScriptEngine:
         self.client.name = b""
         self.prng = Lrand48()
         self._eval_sandbox: Sandbox | None = None
-        self._specs: dict[bytes, Any] = {}  # redis.call's command names, as spelled
+        self._specs: dict[bytes, tuple] = {}  # redis.call's command names, as spelled
         self.functions: Any = None  # functions.FunctionLibraries, attached by the package
         self.busy: Any = None        # busy.BusyService, attached by the package
 
@@ -179,7 +181,9 @@ class ScriptEngine:
             script = self.scripts.get(argv[1])  # the usual lowercase sha, as SCRIPT LOAD gave it
             if script is None and len(argv[1]) != 40:
                 raise RedisError(errors.NOSCRIPT)
-            numkeys = count_keys(argv)
+            numkeys = _SMALL_COUNTS.get(argv[2])
+            if numkeys is None or numkeys > len(argv) - 3:
+                numkeys = count_keys(argv)
             if script is None:
                 script = self.scripts.get(argv[1].lower())
                 if script is None:
@@ -196,7 +200,30 @@ class ScriptEngine:
             allow_oom = "allow-oom" in flags
         run = Run(c, script.sha, True, run_read_only, allow_oom, argv[0])
         sandbox = self._eval_sandbox or self.eval_sandbox
-        return self.execute(run, sandbox, sandbox.run_eval, script.function, numkeys, argv[3:])
+        run.sandbox = sandbox
+        # What follows is execute() for EVAL: the hot path, so inlined.
+        script_client = self.client
+        if script_client.db is not c.db:  # a database number always has the same object
+            script_client.select(c.db_index)
+        script_client.protocol = 2
+        self.current = run
+        try:
+            if len(argv) - 3 <= _MAX_VARARGS:
+                outcome = sandbox.run_eval(script.function, numkeys, *argv[3:])
+            else:
+                outcome = sandbox.start(sandbox.run_eval, script.function, numkeys, argv[3:])
+        finally:
+            self.current = None
+            if run.timed_out:
+                self.busy.end(run)
+        if outcome[0]:
+            size = len(outcome)
+            if size == 2 and type(outcome[1]) is bytes:
+                return outcome[1]
+            if size == 4 and outcome[3] == b"OK" and outcome[2] == b"ok":
+                return resp.OK
+            return sandbox.outcome_reply(outcome, script_client.protocol)
+        return run_error(run.name, outcome)
 
     def _check_flags(self, flags: frozenset, read_only: bool) -> None:
         if "allow-oom" not in flags and self.server.over_maxmemory():
@@ -209,7 +236,8 @@ class ScriptEngine:
         """Run a script or function (KEYS = arguments[:numkeys], ARGV = the rest) and turn its
         outcome into the reply. `runner` is sandbox.run_eval or sandbox.run_function."""
         script_client = self.client
-        script_client.select(run.caller.db_index)
+        if script_client.db is not run.caller.db:
+            script_client.select(run.caller.db_index)
         script_client.protocol = 2
         run.sandbox = sandbox
         self.current = run
@@ -223,8 +251,11 @@ class ScriptEngine:
             if run.timed_out:
                 self.busy.end(run)
         if outcome[0]:
-            if len(outcome) == 2 and type(outcome[1]) is bytes:
+            size = len(outcome)
+            if size == 2 and type(outcome[1]) is bytes:
                 return outcome[1]
+            if size == 4 and outcome[3] == b"OK" and outcome[2] == b"ok":
+                return resp.OK
             return sandbox.outcome_reply(outcome, script_client.protocol)
         return run_error(run.name, outcome)
 
@@ -237,28 +268,36 @@ class ScriptEngine:
             run = self.current
             if run is None:
                 return errors.SCRIPT_CALL_OUTSIDE.encode(), _ERR
+            argv = list(args)
+            index = 0
             for arg in args:
                 if type(arg) is not bytes:
-                    argv = _string_arguments(args)
-                    if argv is None:
+                    kind = type(arg)
+                    if kind is int and -_BIG_INT < arg < _BIG_INT:
+                        argv[index] = b"%d" % arg
+                    elif kind is int or kind is float:
+                        argv[index] = format_number_argument(arg)
+                    else:
                         return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
-                    break
+                index += 1
+            if not argv:
+                return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
+            known = self._specs.get(argv[0])
+            if known is not None:
+                spec, arity, write = known
+                if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+                    return errors.SCRIPT_CALL_ARITY.encode(), _ERR
             else:
-                if not args:
-                    return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
-                argv = list(args)
-            spec = self._specs.get(argv[0])
-            if spec is None:
                 spec = self._lookup(argv)
                 if spec is None:
                     return errors.SCRIPT_CALL_UNKNOWN.encode(), _ERR
-            arity = spec.arity
-            if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
-                return errors.SCRIPT_CALL_ARITY.encode(), _ERR
-            flags = spec.flags
-            if "noscript" in flags:
-                return errors.SCRIPT_CALL_NOSCRIPT.encode(), _ERR
-            if "write" in flags:
+                arity = spec.arity
+                if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+                    return errors.SCRIPT_CALL_ARITY.encode(), _ERR
+                if "noscript" in spec.flags:
+                    return errors.SCRIPT_CALL_NOSCRIPT.encode(), _ERR
+                write = "write" in spec.flags
+            if write:
                 if run.read_only:
                     return errors.SCRIPT_CALL_WRITE_IN_RO.encode(), _ERR
                 if (not run.allow_oom and not run.dirty and spec.denyoom
@@ -271,7 +310,7 @@ class ScriptEngine:
             if kind is bytes or kind is int:
                 return reply
             if kind is resp.Status:
-                return bytes(reply), _OK
+                return _OK_REPLY if reply is resp.OK else (bytes(reply), _OK)
             if kind is RedisError:
                 return lua_error_text(reply.message), _ERR
             if kind is Block:  # cannot happen (scripts never block), but never hang a script
@@ -282,8 +321,9 @@ class ScriptEngine:
             return b"ERR internal error", _ERR
 
     def _lookup(self, argv: list) -> Any:
-        """The spec argv names (None if none); specs without subcommands are remembered by
-        the name as spelled, so the next call skips lowercasing and resolving."""
+        """The spec argv names (None if none). Commands without subcommands that scripts may
+        call are remembered by the name as spelled, with their arity and whether they write,
+        so the next call skips lowercasing and resolving."""
         name = argv[0]
         spec = COMMANDS.get(name.lower())
         if spec is None:
@@ -296,9 +336,10 @@ class ScriptEngine:
                 if spec.handler is None:
                     return None
             return spec
-        if len(self._specs) >= _SPEC_CACHE_SIZE:
-            self._specs.clear()
-        self._specs[name] = spec
+        if "noscript" not in spec.flags:
+            if len(self._specs) >= _SPEC_CACHE_SIZE:
+                self._specs.clear()
+            self._specs[name] = (spec, spec.arity, "write" in spec.flags)
         return spec
 
     def to_lua(self, reply: Any, resp3: bool) -> Any:
@@ -423,19 +464,6 @@ class ScriptEngine:
 
     def flush(self) -> None:
         self.scripts.clear()
-
-
-def _string_arguments(args: tuple) -> list | None:
-    """redis.call's arguments with numbers formatted as Redis does; None if one is neither."""
-    argv = list(args)
-    for index, arg in enumerate(argv):
-        if type(arg) is not bytes:
-            kind = type(arg)
-            if kind is int or kind is float:
-                argv[index] = format_number_argument(arg)
-            else:
-                return None
-    return argv
 
 
 _SMALL_COUNTS = {b"%d" % n: n for n in range(64)}

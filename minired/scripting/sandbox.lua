@@ -414,20 +414,19 @@ local function raise(message)
   error({err = 'ERR ' .. message})
 end
 
-local function command_reply(raise_errors, value, kind)
+-- py_call answers a reply as a Lua value, or a status or error text with its kind.
+local function redis_call(...)
+  local value, kind = py_call(...)
   if kind == nil then return value end
   if kind == 'ok' then return {ok = value} end
-  -- kind == 'err'
-  if raise_errors then error({err = value}) end
-  return {err = value}
-end
-
-local function redis_call(...)
-  return command_reply(true, py_call(...))
+  error({err = value})  -- kind == 'err'
 end
 
 local function redis_pcall(...)
-  return command_reply(false, py_call(...))
+  local value, kind = py_call(...)
+  if kind == nil then return value end
+  if kind == 'ok' then return {ok = value} end
+  return {err = value}
 end
 
 -- luaPushErrorBuff: "-CODE message" keeps its code, anything else gets ERR.
