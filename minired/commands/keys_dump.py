@@ -16,6 +16,7 @@ from typing import Any, Callable
 from .. import errors
 from ..errors import RedisError
 from ..keyspace import type_name
+from ..rdb import BadData, Reader, encode_length, encode_string, footer_ok, seal
 from ..resp import OK
 from ..zset import ZSet
 from .args import parse_int
@@ -23,89 +24,30 @@ from .table import command
 
 G = "generic"
 
-RDB_VERSION = 10  # Redis 7.0
-
 TYPE_STRING, TYPE_LIST, TYPE_SET, TYPE_HASH, TYPE_ZSET_2 = 0, 1, 2, 4, 5
 TYPE_SET_INTSET, TYPE_HASH_LISTPACK, TYPE_ZSET_LISTPACK, TYPE_LIST_QUICKLIST_2 = 11, 16, 17, 18
 
-_ENC_INT8, _ENC_INT16, _ENC_INT32, _ENC_LZF = 0, 1, 2, 3
 _QUICKLIST_PLAIN, _QUICKLIST_PACKED = 1, 2
-
-
-class BadData(Exception):
-    """The payload passed its checksum but does not decode to a value."""
-
-
-# --- CRC64 (Jones, reflected, as Redis's crc64.c) ---------------------------------------------
-
-def _crc64_table() -> list[int]:
-    poly = 0x95AC9329AC4BC9B5
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC64_TABLE = _crc64_table()
-
-
-def crc64(data: bytes, crc: int = 0) -> int:
-    table = _CRC64_TABLE
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc
-
-
-# --- writing ---------------------------------------------------------------------------------
-
-def _length(n: int) -> bytes:
-    if n < 1 << 6:
-        return bytes((n,))
-    if n < 1 << 14:
-        return bytes((0x40 | (n >> 8), n & 0xFF))
-    if n <= 0xFFFF_FFFF:
-        return b"\x80" + struct.pack(">I", n)
-    return b"\x81" + struct.pack(">Q", n)
-
-
-def _string(value: bytes) -> bytes:
-    """rdbSaveRawString without compression: short decimal integers use the int encodings."""
-    if len(value) <= 11:
-        try:
-            number = int(value)
-        except ValueError:
-            number = None
-        if number is not None and b"%d" % number == value:
-            if -(1 << 7) <= number < 1 << 7:
-                return bytes((0xC0 | _ENC_INT8,)) + struct.pack("<b", number)
-            if -(1 << 15) <= number < 1 << 15:
-                return bytes((0xC0 | _ENC_INT16,)) + struct.pack("<h", number)
-            if -(1 << 31) <= number < 1 << 31:
-                return bytes((0xC0 | _ENC_INT32,)) + struct.pack("<i", number)
-    return _length(len(value)) + value
 
 
 def _encode_elements(rdb_type: int, items) -> bytes:
     items = list(items)
-    return bytes((rdb_type,)) + _length(len(items)) + b"".join(_string(i) for i in items)
+    return bytes((rdb_type,)) + encode_length(len(items)) + b"".join(encode_string(i) for i in items)
 
 
 def encode_value(value: Any) -> bytes:
     kind = type(value)
     if kind is bytes:
-        return bytes((TYPE_STRING,)) + _string(value)
+        return bytes((TYPE_STRING,)) + encode_string(value)
     if kind is deque:
         return _encode_elements(TYPE_LIST, value)
     if kind is set:
         return _encode_elements(TYPE_SET, value)
     if kind is dict:
-        out = [bytes((TYPE_HASH,)), _length(len(value))]
+        out = [bytes((TYPE_HASH,)), encode_length(len(value))]
         for field, item in value.items():
-            out.append(_string(field))
-            out.append(_string(item))
+            out.append(encode_string(field))
+            out.append(encode_string(item))
         return b"".join(out)
     codec = CODECS.get(kind)
     if codec is None:
@@ -114,105 +56,7 @@ def encode_value(value: Any) -> bytes:
 
 
 def dump_payload(value: Any) -> bytes:
-    body = encode_value(value) + struct.pack("<H", RDB_VERSION)
-    return body + struct.pack("<Q", crc64(body))
-
-
-# --- reading ---------------------------------------------------------------------------------
-
-class Reader:
-    """A cursor over an RDB object body; every read past the end raises BadData."""
-
-    __slots__ = ("data", "pos")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        end = self.pos + n
-        if n < 0 or end > len(self.data):
-            raise BadData
-        chunk = self.data[self.pos:end]
-        self.pos = end
-        return chunk
-
-    def byte(self) -> int:
-        return self.take(1)[0]
-
-    def length(self) -> tuple[int, int | None]:
-        """(length, None) or (0, special string encoding)."""
-        first = self.byte()
-        kind = first >> 6
-        if kind == 0:
-            return first & 0x3F, None
-        if kind == 1:
-            return ((first & 0x3F) << 8) | self.byte(), None
-        if kind == 3:
-            return 0, first & 0x3F
-        if first == 0x80:
-            return struct.unpack(">I", self.take(4))[0], None
-        if first == 0x81:
-            return struct.unpack(">Q", self.take(8))[0], None
-        raise BadData
-
-    def count(self) -> int:
-        n, special = self.length()
-        if special is not None:
-            raise BadData
-        return n
-
-    def string(self) -> bytes:
-        n, special = self.length()
-        if special is None:
-            return self.take(n)
-        if special == _ENC_INT8:
-            return b"%d" % struct.unpack("<b", self.take(1))[0]
-        if special == _ENC_INT16:
-            return b"%d" % struct.unpack("<h", self.take(2))[0]
-        if special == _ENC_INT32:
-            return b"%d" % struct.unpack("<i", self.take(4))[0]
-        if special == _ENC_LZF:
-            compressed_len = self.count()
-            plain_len = self.count()
-            return lzf_decompress(self.take(compressed_len), plain_len)
-        raise BadData
-
-    def double(self) -> float:
-        return struct.unpack("<d", self.take(8))[0]
-
-
-def lzf_decompress(data: bytes, expected: int) -> bytes:
-    out = bytearray()
-    i, n = 0, len(data)
-    while i < n:
-        ctrl = data[i]
-        i += 1
-        if ctrl < 32:
-            run = ctrl + 1
-            if i + run > n:
-                raise BadData
-            out += data[i:i + run]
-            i += run
-            continue
-        length = ctrl >> 5
-        if length == 7:
-            if i >= n:
-                raise BadData
-            length += data[i]
-            i += 1
-        if i >= n:
-            raise BadData
-        ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
-        i += 1
-        if ref < 0:
-            raise BadData
-        for _ in range(length + 2):
-            out.append(out[ref])
-            ref += 1
-    if len(out) != expected:
-        raise BadData
-    return bytes(out)
+    return seal(encode_value(value))
 
 
 def listpack_entries(blob: bytes) -> list[bytes]:
@@ -310,10 +154,7 @@ def decode_value(reader: Reader) -> Any:
 
 def load_payload(payload: bytes) -> Any:
     """The value in a DUMP payload; RedisError with Redis's text if it is not one."""
-    if len(payload) < 10:
-        raise RedisError(errors.DUMP_PAYLOAD_INVALID)
-    version = struct.unpack("<H", payload[-10:-8])[0]
-    if version > RDB_VERSION or crc64(payload[:-8]) != struct.unpack("<Q", payload[-8:])[0]:
+    if not footer_ok(payload):
         raise RedisError(errors.DUMP_PAYLOAD_INVALID)
     try:
         # Like Redis, read from the whole payload: the footer is not fenced off from the body.
@@ -343,8 +184,8 @@ def register_zset(cls: type, to_pairs: Callable[[Any], list[tuple[bytes, float]]
 
     def encode(value: Any) -> bytes:
         pairs = to_pairs(value)
-        return _length(len(pairs)) + b"".join(
-            _string(member) + struct.pack("<d", score) for member, score in pairs)
+        return encode_length(len(pairs)) + b"".join(
+            encode_string(member) + struct.pack("<d", score) for member, score in pairs)
 
     def decode_zset2(reader: Reader) -> Any:
         pairs = [(reader.string(), reader.double()) for _ in range(reader.count())]

@@ -7,12 +7,12 @@ registers functions and logs; the functions it registers then run with the full 
 from __future__ import annotations
 
 import re
-import struct
 import time
 from typing import TYPE_CHECKING, Any
 
 from .. import errors, resp
 from ..glob import glob_match
+from ..rdb import BadData, Reader, encode_length, footer_ok, seal
 from ..errors import RedisError
 from .engine import SCRIPT_FLAGS, Run, count_keys, run_error
 from .sandbox import Sandbox
@@ -25,7 +25,6 @@ LOAD_TIMEOUT_SECONDS = 0.5
 _NAME = re.compile(rb"[A-Za-z0-9_]+\Z")
 # FUNCTION DUMP payload: RDB_OPCODE_FUNCTION2 entries, then RDB version 10 and a CRC64.
 _OPCODE_FUNCTION2 = 0xF5
-_RDB_VERSION = 10
 
 
 class Function:
@@ -218,13 +217,8 @@ class FunctionLibraries:
                                       b"functions_count": len(self.functions)}}}
 
     def dump(self) -> bytes:
-        out = bytearray()
-        for library in self.libraries.values():
-            out.append(_OPCODE_FUNCTION2)
-            out += _rdb_string(library.code)
-        out += struct.pack("<H", _RDB_VERSION)
-        out += struct.pack("<Q", crc64(bytes(out)))
-        return bytes(out)
+        return seal(b"".join(bytes((_OPCODE_FUNCTION2,)) + encode_length(len(library.code)) + library.code
+                             for library in self.libraries.values()))
 
     def restore(self, payload: bytes, policy: bytes) -> None:
         if policy not in (b"append", b"replace", b"flush"):
@@ -256,125 +250,19 @@ class FunctionLibraries:
         self.functions = staged_functions
 
 
-# --- RDB encoding of the DUMP payload -------------------------------------------------------------
-
-def _rdb_length(n: int) -> bytes:
-    if n < 1 << 6:
-        return bytes([n])
-    if n < 1 << 14:
-        return bytes([0x40 | (n >> 8), n & 0xFF])
-    if n <= 0xFFFFFFFF:
-        return b"\x80" + struct.pack(">I", n)
-    return b"\x81" + struct.pack(">Q", n)
-
-
-def _rdb_string(data: bytes) -> bytes:
-    return _rdb_length(len(data)) + data
-
-
-def _read_length(data: bytes, pos: int) -> tuple[int, int, bool]:
-    """(length or encoding, new position, is_encoded)."""
-    first = data[pos]
-    kind = first >> 6
-    if kind == 0:
-        return first & 0x3F, pos + 1, False
-    if kind == 1:
-        return ((first & 0x3F) << 8) | data[pos + 1], pos + 2, False
-    if kind == 2:
-        if first == 0x80:
-            return struct.unpack(">I", data[pos + 1:pos + 5])[0], pos + 5, False
-        if first == 0x81:
-            return struct.unpack(">Q", data[pos + 1:pos + 9])[0], pos + 9, False
-        raise ValueError("bad length")
-    return first & 0x3F, pos + 1, True
-
-
-def _read_string(data: bytes, pos: int) -> tuple[bytes, int]:
-    length, pos, encoded = _read_length(data, pos)
-    if not encoded:
-        end = pos + length
-        if end > len(data):
-            raise ValueError("truncated")
-        return data[pos:end], end
-    if length == 3:  # LZF
-        compressed_len, pos, _ = _read_length(data, pos)
-        raw_len, pos, _ = _read_length(data, pos)
-        end = pos + compressed_len
-        if end > len(data):
-            raise ValueError("truncated")
-        return lzf_decompress(data[pos:end], raw_len), end
-    if length in (0, 1, 2):  # integers stored as strings
-        size = (1, 2, 4)[length]
-        value = int.from_bytes(data[pos:pos + size], "little", signed=True)
-        return str(value).encode(), pos + size
-    raise ValueError("unknown string encoding")
-
-
 def _parse_dump(payload: bytes) -> list[bytes]:
-    if len(payload) < 10:
+    """The library sources in a FUNCTION DUMP payload (one FUNCTION2 opcode + string each)."""
+    # Redis's RDB loader treats a zero checksum as "not computed", and so does this reader.
+    if not footer_ok(payload, allow_zero_crc=True):
         raise RedisError(errors.FUNCTION_RESTORE_PAYLOAD)
-    body, footer = payload[:-10], payload[-10:]
-    version = struct.unpack("<H", footer[:2])[0]
-    crc = struct.unpack("<Q", footer[2:])[0]
-    if version > _RDB_VERSION or (crc != 0 and crc != crc64(payload[:-8])):
-        raise RedisError(errors.FUNCTION_RESTORE_PAYLOAD)
+    body = payload[:-10]
+    reader = Reader(body)
     codes = []
-    pos = 0
     try:
-        while pos < len(body):
-            if body[pos] != _OPCODE_FUNCTION2:
+        while reader.pos < len(body):
+            if reader.byte() != _OPCODE_FUNCTION2:
                 raise RedisError(errors.FUNCTION_RESTORE_BAD_DATA)
-            code, pos = _read_string(body, pos + 1)
-            codes.append(code)
-    except (ValueError, IndexError):
+            codes.append(reader.string())
+    except BadData:
         raise RedisError(errors.FUNCTION_RESTORE_PAYLOAD) from None
     return codes
-
-
-def lzf_decompress(data: bytes, expected: int) -> bytes:
-    out = bytearray()
-    i, n = 0, len(data)
-    while i < n:
-        ctrl = data[i]
-        i += 1
-        if ctrl < 32:
-            out += data[i:i + ctrl + 1]
-            i += ctrl + 1
-        else:
-            length = ctrl >> 5
-            if length == 7:
-                length += data[i]
-                i += 1
-            ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
-            i += 1
-            if ref < 0:
-                raise ValueError("bad LZF back reference")
-            for _ in range(length + 2):
-                out.append(out[ref])
-                ref += 1
-    if len(out) != expected:
-        raise ValueError("bad LZF length")
-    return bytes(out)
-
-
-def _crc64_table() -> list[int]:
-    # Redis's crc64 (Jones polynomial, reflected), as used by DUMP and RDB files.
-    poly = 0x95AC9329AC4BC9B5
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC64 = _crc64_table()
-
-
-def crc64(data: bytes) -> int:
-    crc = 0
-    table = _CRC64
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc

@@ -98,7 +98,7 @@ def test_restore_options_and_errors(diff):
 
 
 def test_restore_rejects_future_rdb_version_and_bad_bodies(diff, mini_raw):
-    from minired.commands.keys_dump import crc64
+    from minired.rdb import crc64
     import struct
 
     def framed(body: bytes, version: int = 10) -> bytes:
