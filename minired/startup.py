@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import importlib
-import logging
 
 from .server import Server
-
-log = logging.getLogger("minired")
 
 # Modules exposing `attach(server)`, in order. Each owns one subsystem's per-server state
 # (pub/sub registry, script engine, persistence, ...).
@@ -15,13 +12,5 @@ SUBSYSTEMS = ("minired.pubsub", "minired.scripting", "minired.persistence", "min
 
 def prepare_server(server: Server) -> Server:
     for name in SUBSYSTEMS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        attach = getattr(module, "attach", None)
-        if attach is not None:
-            attach(server)
+        importlib.import_module(name).attach(server)
     return server

@@ -12,13 +12,9 @@ GROUPS = (
 
 
 def load_all() -> dict:
-    """Import every group module present, registering its commands once."""
+    """Import every group module, registering its commands once."""
     for group in GROUPS:
-        try:
-            importlib.import_module(f"{__name__}.{group}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{group}":
-                raise
+        importlib.import_module(f"{__name__}.{group}")
     return COMMANDS
 
 
