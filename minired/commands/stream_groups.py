@@ -18,7 +18,7 @@ from ..stream import MAX_ID, MIN_ID, Stream, StreamID, format_id
 from ..stream_groups import (ConsumerGroup, Consumer, PendingEntry, consumers_info,
                              groups_info)
 from .args import parse_int
-from .streams import (get_stream, incr_id, parse_block_timeout, parse_id, parse_range_end,
+from .streams import (get_stream, incr_id, parse_read_options, parse_id, parse_range_end,
                       parse_range_start, parse_strict_id, read_reply, streams_key_indexes)
 from .table import command, container_command
 
@@ -227,39 +227,9 @@ def _has_new_entries(stream: Stream, group: ConsumerGroup) -> bool:
 
 @command("xreadgroup", arity=-7, flags="write blocking", key_finder=streams_key_indexes, group=G)
 def xreadgroup(c, argv):
-    timeout = -1
-    count = 0
-    noack = False
-    group_name = consumer_name = None
-    streams_at = 0
+    timeout, count, streams_at, group_name, consumer_name, noack = parse_read_options(
+        c, argv, with_group=True)
     argc = len(argv)
-    i = 1
-    while i < argc:
-        more = argc - i - 1
-        option = argv[i].lower()
-        if option == b"block" and more:
-            if c.in_script:
-                raise RedisError(errors.STREAM_BLOCK_IN_SCRIPT.format(_text(argv[0])))
-            timeout = parse_block_timeout(argv[i + 1])
-            i += 2
-        elif option == b"count" and more:
-            count = max(parse_int(argv[i + 1]), 0)
-            i += 2
-        elif option == b"streams" and more:
-            streams_at = i + 1
-            if (argc - streams_at) % 2:
-                raise RedisError(errors.STREAM_UNBALANCED)
-            break
-        elif option == b"group" and more >= 2:
-            group_name, consumer_name = argv[i + 1], argv[i + 2]
-            i += 3
-        elif option == b"noack":
-            noack = True
-            i += 1
-        else:
-            raise RedisError(errors.SYNTAX)
-    if not streams_at:
-        raise RedisError(errors.SYNTAX)
     if group_name is None:
         raise RedisError(errors.STREAM_MISSING_GROUP)
     half = (argc - streams_at) // 2

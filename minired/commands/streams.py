@@ -6,6 +6,8 @@ commands are in stream_groups.py.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .. import errors
 from ..blocking import Block
 from ..errors import RedisError
@@ -388,11 +390,21 @@ def read_reply(c, results: list[tuple[bytes, list]]):
     return [[key, entries] for key, entries in results]
 
 
-@command("xread", arity=-4, flags="readonly blocking", key_finder=streams_key_indexes, group=G)
-def xread(c, argv):
-    timeout = -1
-    count = 0
-    streams_at = 0
+class ReadOptions(NamedTuple):
+    timeout: int
+    count: int
+    streams_at: int
+    group: bytes | None
+    consumer: bytes | None
+    noack: bool
+
+
+def parse_read_options(c, argv: list, with_group: bool) -> ReadOptions:
+    """XREAD and XREADGROUP options, read as Redis's one xreadCommand reads both: the first
+    error met, left to right, is the one reported."""
+    timeout, count, streams_at = -1, 0, 0
+    group = consumer = None
+    noack = False
     argc = len(argv)
     i = 1
     while i < argc:
@@ -413,13 +425,26 @@ def xread(c, argv):
                 raise RedisError(errors.STREAM_UNBALANCED)
             break
         elif option == b"group" and more >= 2:
-            raise RedisError(errors.STREAM_GROUP_IN_XREAD)
+            if not with_group:
+                raise RedisError(errors.STREAM_GROUP_IN_XREAD)
+            group, consumer = argv[i + 1], argv[i + 2]
+            i += 3
         elif option == b"noack":
-            raise RedisError(errors.STREAM_NOACK_IN_XREAD)
+            if not with_group:
+                raise RedisError(errors.STREAM_NOACK_IN_XREAD)
+            noack = True
+            i += 1
         else:
             raise RedisError(errors.SYNTAX)
     if not streams_at:
         raise RedisError(errors.SYNTAX)
+    return ReadOptions(timeout, count, streams_at, group, consumer, noack)
+
+
+@command("xread", arity=-4, flags="readonly blocking", key_finder=streams_key_indexes, group=G)
+def xread(c, argv):
+    timeout, count, streams_at = parse_read_options(c, argv, with_group=False)[:3]
+    argc = len(argv)
     half = (argc - streams_at) // 2
     keys = argv[streams_at:streams_at + half]
     after: list[StreamID] = []
