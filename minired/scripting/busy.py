@@ -11,7 +11,6 @@ client right away, on a small transport of our own, and are handed to the loop w
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import select

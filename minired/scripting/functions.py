@@ -14,7 +14,7 @@ from .. import errors, resp
 from ..glob import glob_match
 from ..rdb import BadData, Reader, encode_length, footer_ok, seal
 from ..errors import RedisError
-from .engine import SCRIPT_FLAGS, Run, count_keys, run_error
+from .engine import SCRIPT_FLAGS, Run, count_keys
 from .sandbox import Sandbox
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Differential
-from tests.support.respclient import Err, Map, NullArray
+from tests.support.respclient import Err, Map
 
 # --- helpers -------------------------------------------------------------------------------------
 

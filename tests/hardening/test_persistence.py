@@ -6,7 +6,6 @@ import os
 import signal
 import time
 
-import pytest
 import redis
 
 from minired.embed import EmbeddedServer, SubprocessServer

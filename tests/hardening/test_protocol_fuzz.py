@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from minired.embed import SubprocessServer
 from tests.support.respclient import RawClient, encode_command
 
-from .helpers import exchange, read_until_closed, rss_of
+from .helpers import read_until_closed, rss_of
 
 
 def _ping_ok(port: int) -> bool:
