@@ -72,3 +72,21 @@ def mini_raw(mini):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def connect(diff, real_redis, mini):
+    """Open more connection pairs (one to each server) on the flushed servers of `diff`:
+    subscribers, blocked readers, other transactions."""
+    opened: list[Differential] = []
+
+    def open_pair() -> Differential:
+        pair = Differential(real_redis.port, mini.port)
+        opened.append(pair)
+        return pair
+
+    try:
+        yield open_pair
+    finally:
+        for pair in opened:
+            pair.close()

@@ -4,28 +4,10 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Differential, Push
-
-
-@pytest.fixture
-def connect(diff, real_redis, mini):
-    """Open more connection pairs (one to each server) on the flushed servers of `diff`."""
-    opened: list[Differential] = []
-
-    def open_pair() -> Differential:
-        pair = Differential(real_redis.port, mini.port)
-        opened.append(pair)
-        return pair
-
-    try:
-        yield open_pair
-    finally:
-        for pair in opened:
-            pair.close()
 
 
 def assert_nothing_pending(subscriber: Differential) -> None:

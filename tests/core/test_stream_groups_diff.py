@@ -75,23 +75,6 @@ def read_all(diff: Differential, consumer: str = "c", key: str = "s", group: str
     return diff.check("XREADGROUP", "GROUP", group, consumer, "STREAMS", key, ">")
 
 
-@pytest.fixture
-def connect(diff, real_redis, mini):
-    """Extra connection pairs for blocked readers."""
-    opened: list[Differential] = []
-
-    def open_pair() -> Differential:
-        pair = Differential(real_redis.port, mini.port)
-        opened.append(pair)
-        return pair
-
-    try:
-        yield open_pair
-    finally:
-        for pair in opened:
-            pair.close()
-
-
 def block_both(pair: Differential, *command) -> None:
     pair.redis.send(*command)
     pair.minired.send(*command)

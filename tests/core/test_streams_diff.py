@@ -6,27 +6,10 @@ from __future__ import annotations
 import re
 import time
 
-import pytest
 
 from minired.keyspace import type_name
 from minired.stream import Stream
 from tests.support.differential import Differential
-
-
-@pytest.fixture
-def connect(diff, real_redis, mini):
-    opened: list[Differential] = []
-
-    def open_pair() -> Differential:
-        pair = Differential(real_redis.port, mini.port)
-        opened.append(pair)
-        return pair
-
-    try:
-        yield open_pair
-    finally:
-        for pair in opened:
-            pair.close()
 
 
 def wait_until_blocked(pair: Differential) -> None:
