@@ -14,7 +14,7 @@ from redis.exceptions import ConnectionError, TimeoutError
 
 from .effects import AsyncEffectGuard
 from .errors import UnrecoverableError
-from .job import Job
+from .job import HeldJob, Job
 from .keys import QueueKeys
 from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
                       delayed_job_due, describe_error, new_worker_id, wake_up)
@@ -25,28 +25,12 @@ from .transitions import (RedisOp, SweepResult, complete, extend_lock, move_to_a
 log = logging.getLogger(__name__)
 
 
-class AsyncActiveJob:
+class AsyncActiveJob(HeldJob):
     """What an async handler receives: the job, plus its effect guard."""
 
     def __init__(self, job: Job, token: str, guard: AsyncEffectGuard) -> None:
-        self.job = job
-        self.token = token
-        self._guard = guard
-        # For handlers that write to Redis themselves: the worker's client, and the queue's
-        # keys (build effect keys from keys.base so they share the queue's slot).
-        self.redis = guard.client
-        self.keys = guard.keys
+        super().__init__(job, token, guard)
         self.lock_lost = False  # set when a heartbeat finds the lock gone or taken
-        # Set once the handler has returned: the outcome script now decides ownership.
-        self.recording = False
-
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def data(self) -> Any:
-        return self.job.data
 
     async def apply_once(self, effect: str, *ops: RedisOp) -> bool:
         return await self._guard.apply_once(self.id, effect, ops, self.token)

@@ -135,3 +135,28 @@ class Job:
             locked_by=_optional_text(fields.get("lockedBy")),
             state=state,
         )
+
+
+class HeldJob:
+    """A job a worker holds under its lock, as handed to the handler: the job, its lock token,
+    and the effect guard. The sync and asyncio workers each add their own guard calls."""
+
+    def __init__(self, job: Job, token: str, guard: Any) -> None:
+        self.job = job
+        self.token = token
+        self._guard = guard
+        # For handlers that write to Redis themselves: the worker's client, and the queue's
+        # keys (build effect keys from keys.base so they share the queue's slot).
+        self.redis = guard.client
+        self.keys = guard.keys
+        # Set once the handler has returned: the outcome script, not the heartbeat, now decides
+        # whether this worker still owns the job (it may complete while a renewal is in flight).
+        self.recording = False
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @property
+    def data(self) -> Any:
+        return self.job.data

@@ -17,7 +17,7 @@ from redis.exceptions import ConnectionError, TimeoutError
 
 from .effects import EffectGuard
 from .errors import UnrecoverableError
-from .job import Job
+from .job import HeldJob, Job
 from .keys import QueueKeys
 from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
                       delayed_job_due, describe_error, new_worker_id, wake_up)
@@ -28,29 +28,12 @@ from .transitions import (RedisOp, complete, extend_lock, move_to_active, promot
 log = logging.getLogger(__name__)
 
 
-class ActiveJob:
+class ActiveJob(HeldJob):
     """What a handler receives: the job, plus the means to guard its side effects."""
 
     def __init__(self, job: Job, token: str, guard: EffectGuard) -> None:
-        self.job = job
-        self.token = token
-        self._guard = guard
-        # For handlers that write to Redis themselves: the worker's client, and the queue's
-        # keys (build effect keys from keys.base so they share the queue's slot).
-        self.redis = guard.client
-        self.keys = guard.keys
+        super().__init__(job, token, guard)
         self._lock_lost = threading.Event()
-        # Set once the handler has returned: the outcome script, not the heartbeat, now decides
-        # whether this worker still owns the job (it may complete while a renewal is in flight).
-        self.recording = False
-
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def data(self) -> Any:
-        return self.job.data
 
     @property
     def lock_lost(self) -> bool:
