@@ -223,6 +223,14 @@ class ScriptEngine:
             if size == 4 and outcome[3] == b"OK" and outcome[2] == b"ok":
                 return resp.OK
             return sandbox.outcome_reply(outcome, script_client.protocol)
+        return self._failed(run, sandbox, outcome)
+
+    @staticmethod
+    def _failed(run: Run, sandbox: Sandbox, outcome: tuple) -> RedisError:
+        # Lua 5.1 has no emergency collection: a script that ran into the memory cap leaves its
+        # garbage behind, and the next script would fail too unless it is collected now.
+        if sandbox.lua.get_memory_used() > sandbox.max_memory // 2:
+            sandbox.lua.gccollect()
         return run_error(run.name, outcome)
 
     def _check_flags(self, flags: frozenset, read_only: bool) -> None:
@@ -257,7 +265,7 @@ class ScriptEngine:
             if size == 4 and outcome[3] == b"OK" and outcome[2] == b"ok":
                 return resp.OK
             return sandbox.outcome_reply(outcome, script_client.protocol)
-        return run_error(run.name, outcome)
+        return self._failed(run, sandbox, outcome)
 
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
 

@@ -60,14 +60,23 @@ def _install_lua_libraries(lua: Any) -> Callable[[Any], None]:
     return install
 
 
+# A cap on what one Lua runtime may allocate. Redis has none, but a hostile or runaway script
+# (string.rep('x', 2^34) is one C call, so the busy-script hook never gets a chance) must not
+# take a developer's machine down with the server: past the cap the allocation fails inside
+# Lua with "not enough memory", as a script error.
+LUA_MAX_MEMORY = 2 << 30
+
+
 class Sandbox:
     """A Lua runtime holding one environment, for EVAL scripts (`mode="eval"`) or for function
     libraries (`mode="function"`). `bridge` supplies the Python side of the redis API."""
 
     def __init__(self, mode: str, bridge: Any) -> None:
         self.mode = mode
+        self.max_memory = LUA_MAX_MEMORY
         lua = lupa.LuaRuntime(encoding=None, register_eval=False, register_builtins=False,
-                              unpack_returned_tuples=True, attribute_filter=_refuse_attribute)
+                              unpack_returned_tuples=True, attribute_filter=_refuse_attribute,
+                              max_memory=self.max_memory)
         self.lua = lua
         raw_globals = lua.globals()
         # lupa's own bridges: gone before any script exists.
