@@ -181,18 +181,6 @@ def parse_timeout(raw: bytes) -> int:
     return ms
 
 
-def parse_timeout_ms(raw: bytes) -> int:
-    """A blocking timeout given in milliseconds (XREAD BLOCK); 0 = forever."""
-    # Imported here: importing the commands package loads every command module, and those
-    # import this one.
-    from .commands.args import parse_int
-
-    ms = parse_int(raw, errors.TIMEOUT_NOT_INTEGER)
-    if ms < 0:
-        raise RedisError(errors.TIMEOUT_NEGATIVE)
-    return ms
-
-
 # Longest single timer; a longer wait re-arms when it fires (event loops reject huge delays).
 _MAX_TIMER_SECONDS = 86400.0
 

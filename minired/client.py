@@ -64,18 +64,12 @@ class Client:
         self.closing = False
         self.close_after_reply = False
         self.flags = ""
-        self.output_bytes = 0
-        self.query_buffer_bytes = 0
 
     # --- state ---------------------------------------------------------------------------------
 
     def select(self, index: int) -> None:
         self.db_index = index
         self.db = self.server.keyspace[index]
-
-    @property
-    def subscriptions(self) -> int:
-        return len(self.channels) + len(self.patterns)
 
     @property
     def can_block(self) -> bool:

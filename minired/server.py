@@ -154,10 +154,6 @@ class Server:
             return False
         return self.memory.used() > self.config.maxmemory
 
-    def after_command(self) -> None:
-        if self.keyspace.ready_keys:
-            self.blocking.serve_ready_keys()
-
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -195,7 +191,7 @@ class MemorySampler:
 class ClientProtocol(asyncio.Protocol):
     """One connection: bytes in -> parser -> dispatch -> replies out, with backpressure."""
 
-    __slots__ = ("server", "transport", "client", "parser", "pending", "paused_writing")
+    __slots__ = ("server", "transport", "client", "parser", "pending")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -203,7 +199,6 @@ class ClientProtocol(asyncio.Protocol):
         self.client: Client | None = None
         self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
         self.pending: deque = deque()
-        self.paused_writing = False
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
@@ -254,12 +249,10 @@ class ClientProtocol(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its commands until it catches up.
-        self.paused_writing = True
         if self.transport is not None:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
-        self.paused_writing = False
         if self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
 

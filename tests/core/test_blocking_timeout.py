@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from minired import errors
-from minired.blocking import parse_timeout, parse_timeout_ms
+from minired.blocking import parse_timeout
+from minired.commands.streams import parse_block_timeout
 from minired.errors import RedisError
 
 
@@ -70,8 +71,8 @@ def test_absurd_exponents_are_refused_quickly():
 ])
 def test_milliseconds(raw, expected):
     if isinstance(expected, int):
-        assert parse_timeout_ms(raw) == expected
+        assert parse_block_timeout(raw) == expected
     else:
         with pytest.raises(RedisError) as info:
-            parse_timeout_ms(raw)
+            parse_block_timeout(raw)
         assert info.value.message == expected
