@@ -16,5 +16,10 @@ fi
 
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 
+# Node's Redis clients, for the test that checks minired against them.
+if command -v npm >/dev/null 2>&1; then
+    (cd tests/integration/node && npm install --silent --no-audit --no-fund >/dev/null)
+fi
+
 # -n 2: the machine has two cores; each xdist worker starts its own servers.
 exec python3 -m pytest -n 2 -q "$@"
