@@ -103,6 +103,10 @@ def lua_error_text(message: str) -> bytes:
     return message.strip("\r\n").encode("utf-8", "surrogateescape")
 
 
+# Reply element types that reach Lua as they are (strings and integers).
+_PLAIN_ITEMS = frozenset({bytes, int})
+
+
 def run_error(name: bytes, outcome: tuple) -> RedisError:
     """The error reply of a failed run: the message plus where it happened, on one line."""
     message = outcome[1]
@@ -388,6 +392,8 @@ class ScriptEngine:
                 return table({b"set": table({self.to_lua(m, resp3): True for m in reply})})
             return table([self.to_lua(m, resp3) for m in reply])
         if isinstance(reply, (list, tuple)):
+            if _PLAIN_ITEMS.issuperset(map(type, reply)):  # HGETALL, LRANGE ...: no conversion
+                return table(reply)
             return table([self.to_lua(item, resp3) for item in reply])
         if isinstance(reply, bytes):
             return bytes(reply)
