@@ -1,0 +1,134 @@
+"""The reliable queue's scripts, in-process: server CPU µs per job for add -> fetch -> complete.
+
+    python bench/queue_script_bench.py            # µs per job, by transition
+    python bench/queue_script_bench.py --profile  # plus a cProfile of the whole flow
+
+The queue library's own transitions (the same keys, arguments and scripts a worker sends) are
+encoded as RESP and fed straight to a ClientProtocol: no sockets, no client library, no other
+process. What is timed (process_time, best of several repetitions) is the server's work alone,
+so this isolates the part of `queue_throughput.py`'s server CPU per job that minired controls.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+
+import hiredis
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "queue"))
+sys.path.insert(0, HERE)
+
+from minired.server import ClientProtocol, Server  # noqa: E402
+from minired.startup import prepare_server  # noqa: E402
+from minired_queue import JobSpec  # noqa: E402
+from minired_queue.keys import QueueKeys  # noqa: E402
+from minired_queue.scripts import SCRIPTS  # noqa: E402
+from minired_queue.transitions import add_job, complete, move_to_active  # noqa: E402
+from script_bench import Transport, multibulk  # noqa: E402
+
+
+def _arg(value: object) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return str(value).encode()
+
+
+class InProcessClient:
+    """Just enough of redis-py's client for LuaScript.run: evalsha, eval, and replies decoded
+    by hiredis as redis-py would."""
+
+    def __init__(self, server: Server) -> None:
+        self.transport = Transport()
+        self.transport.out = []
+        self.transport.write = self.transport.out.append  # keep every reply
+        self.protocol = ClientProtocol(server)
+        self.protocol.connection_made(self.transport)
+        self.reader = hiredis.Reader()
+        self.spent = 0.0  # process_time inside the server
+
+    def command(self, *args: object) -> object:
+        request = multibulk(*(_arg(a) for a in args))
+        started = time.process_time()
+        self.protocol.data_received(request)
+        self.spent += time.process_time() - started
+        self.reader.feed(b"".join(self.transport.out))
+        self.transport.out.clear()
+        reply = self.reader.gets()
+        if isinstance(reply, hiredis.ReplyError):
+            raise reply
+        return reply
+
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: object) -> object:
+        return self.command(b"EVALSHA", sha, numkeys, *keys_and_args)
+
+    def eval(self, source: str, numkeys: int, *keys_and_args: object) -> object:
+        return self.command(b"EVAL", source, numkeys, *keys_and_args)
+
+
+def one_round(client: InProcessClient, jobs: int, round_no: int) -> dict[str, float]:
+    keys = QueueKeys(f"bench{round_no}")
+    spent: dict[str, float] = {}
+
+    def timed(label: str, call) -> object:
+        before = client.spent
+        result = call.run(client)
+        spent[label] = spent.get(label, 0.0) + client.spent - before
+        return result
+
+    for n in range(jobs):
+        timed("addJob", add_job(keys, JobSpec({"n": n}, job_id=f"job-{n}")))
+    candidate = ""
+    for n in range(jobs):
+        token = f"worker-1:{n}"
+        fetch = timed("moveToActive", move_to_active(keys, candidate, token, 30_000))
+        if fetch.status == "miss":  # the first fetch names no candidate
+            fetch = timed("moveToActive", move_to_active(keys, fetch.candidate, token, 30_000))
+        assert fetch.status == "active", fetch
+        candidate = fetch.candidate or ""
+        timed("complete", complete(keys, fetch.job, token, None, False))
+    return spent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", type=int, default=2000, help="jobs per repetition")
+    parser.add_argument("-r", type=int, default=5, help="repetitions (best is kept)")
+    parser.add_argument("--profile", action="store_true")
+    opts = parser.parse_args()
+
+    server = prepare_server(Server())
+    client = InProcessClient(server)
+    for script in SCRIPTS.values():
+        client.command(b"SCRIPT", b"LOAD", script.source)
+
+    best: dict[str, float] = {}
+    for rep in range(opts.r):
+        client.command(b"FLUSHALL")
+        for label, seconds in one_round(client, opts.n, rep).items():
+            best[label] = min(best.get(label, float("inf")), seconds)
+    total = 0.0
+    for label, seconds in best.items():
+        per_job = seconds / opts.n * 1e6
+        total += per_job
+        print(f"{label:<14} {per_job:7.1f} µs/job")
+    print(f"{'all':<14} {total:7.1f} µs/job (in-process, best of {opts.r} x {opts.n} jobs)")
+
+    if opts.profile:
+        client.command(b"FLUSHALL")
+        profile = cProfile.Profile()
+        profile.enable()
+        one_round(client, opts.n, opts.r)
+        profile.disable()
+        pstats.Stats(profile).sort_stats("tottime").print_stats(35)
+
+
+if __name__ == "__main__":
+    main()
