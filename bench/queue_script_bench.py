@@ -3,10 +3,13 @@
     python bench/queue_script_bench.py            # µs per job, by transition
     python bench/queue_script_bench.py --profile  # plus a cProfile of the whole flow
 
-The queue library's own transitions (the same keys, arguments and scripts a worker sends) are
-encoded as RESP and fed straight to a ClientProtocol: no sockets, no client library, no other
-process. What is timed (process_time, best of several repetitions) is the server's work alone,
-so this isolates the part of `queue_throughput.py`'s server CPU per job that minired controls.
+The queue library's own transitions (the same keys, arguments and scripts a worker sends) run
+once against a scratch server while every request is recorded as RESP; the recording is then
+fed straight to a fresh server's ClientProtocol: no sockets, no client library, no reply
+decoding, no other process. What is timed (process_time, best of several repetitions) is the
+server's work alone, so this isolates the part of `queue_throughput.py`'s server CPU per job
+that minired controls, and under `valgrind --tool=callgrind` two lengths (-n) differ by the
+server's instructions alone.
 """
 from __future__ import annotations
 
@@ -41,9 +44,9 @@ def _arg(value: object) -> bytes:
     return str(value).encode()
 
 
-class InProcessClient:
-    """Just enough of redis-py's client for LuaScript.run: evalsha, eval, and replies decoded
-    by hiredis as redis-py would."""
+class RecordingClient:
+    """Just enough of redis-py's client for LuaScript.run (evalsha, eval), answering from an
+    in-process server and recording every request under the transition's label."""
 
     def __init__(self, server: Server) -> None:
         self.transport = Transport()
@@ -52,13 +55,13 @@ class InProcessClient:
         self.protocol = ClientProtocol(server)
         self.protocol.connection_made(self.transport)
         self.reader = hiredis.Reader()
-        self.spent = 0.0  # process_time inside the server
+        self.label = ""
+        self.recorded: list[tuple[str, bytes]] = []
 
     def command(self, *args: object) -> object:
         request = multibulk(*(_arg(a) for a in args))
-        started = time.process_time()
+        self.recorded.append((self.label, request))
         self.protocol.data_received(request)
-        self.spent += time.process_time() - started
         self.reader.feed(b"".join(self.transport.out))
         self.transport.out.clear()
         reply = self.reader.gets()
@@ -73,27 +76,49 @@ class InProcessClient:
         return self.command(b"EVAL", source, numkeys, *keys_and_args)
 
 
-def one_round(client: InProcessClient, jobs: int, round_no: int) -> dict[str, float]:
-    keys = QueueKeys(f"bench{round_no}")
-    spent: dict[str, float] = {}
+def record(jobs: int) -> list[tuple[str, bytes]]:
+    """The requests of `jobs` jobs going add -> fetch -> complete, as a worker sends them."""
+    client = RecordingClient(prepare_server(Server()))
+    for script in SCRIPTS.values():  # as replay() does, and not recorded
+        client.command(b"SCRIPT", b"LOAD", script.source)
+    client.recorded.clear()
+    keys = QueueKeys("bench")
 
-    def timed(label: str, call) -> object:
-        before = client.spent
-        result = call.run(client)
-        spent[label] = spent.get(label, 0.0) + client.spent - before
-        return result
+    def run(label: str, call) -> object:
+        client.label = label
+        return call.run(client)
 
     for n in range(jobs):
-        timed("addJob", add_job(keys, JobSpec({"n": n}, job_id=f"job-{n}")))
+        run("addJob", add_job(keys, JobSpec({"n": n}, job_id=f"job-{n}")))
     candidate = ""
     for n in range(jobs):
         token = f"worker-1:{n}"
-        fetch = timed("moveToActive", move_to_active(keys, candidate, token, 30_000))
+        fetch = run("moveToActive", move_to_active(keys, candidate, token, 30_000))
         if fetch.status == "miss":  # the first fetch names no candidate
-            fetch = timed("moveToActive", move_to_active(keys, fetch.candidate, token, 30_000))
+            fetch = run("moveToActive", move_to_active(keys, fetch.candidate, token, 30_000))
         assert fetch.status == "active", fetch
         candidate = fetch.candidate or ""
-        timed("complete", complete(keys, fetch.job, token, None, False))
+        run("complete", complete(keys, fetch.job, token, None, False))
+    return client.recorded
+
+
+def replay(requests: list[tuple[str, bytes]]) -> dict[str, float]:
+    """Feed the recording to a fresh server; process_time spent per label."""
+    server = prepare_server(Server())
+    transport = Transport()
+    protocol = ClientProtocol(server)
+    protocol.connection_made(transport)
+    for script in SCRIPTS.values():
+        protocol.data_received(multibulk(b"SCRIPT", b"LOAD", script.source.encode()))
+    spent: dict[str, float] = {}
+    clock = time.process_time
+    feed = protocol.data_received
+    for label, request in requests:
+        started = clock()
+        feed(request)
+        spent[label] = spent.get(label, 0.0) + clock() - started
+    if b"-" in b"".join(transport.out)[:1]:
+        raise RuntimeError(f"the replay got an error: {transport.out[:2]!r}")
     return spent
 
 
@@ -104,15 +129,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     opts = parser.parse_args()
 
-    server = prepare_server(Server())
-    client = InProcessClient(server)
-    for script in SCRIPTS.values():
-        client.command(b"SCRIPT", b"LOAD", script.source)
-
+    requests = record(opts.n)
     best: dict[str, float] = {}
-    for rep in range(opts.r):
-        client.command(b"FLUSHALL")
-        for label, seconds in one_round(client, opts.n, rep).items():
+    for _ in range(opts.r):
+        for label, seconds in replay(requests).items():
             best[label] = min(best.get(label, float("inf")), seconds)
     total = 0.0
     for label, seconds in best.items():
@@ -122,10 +142,9 @@ def main() -> None:
     print(f"{'all':<14} {total:7.1f} µs/job (in-process, best of {opts.r} x {opts.n} jobs)")
 
     if opts.profile:
-        client.command(b"FLUSHALL")
         profile = cProfile.Profile()
         profile.enable()
-        one_round(client, opts.n, opts.r)
+        replay(requests)
         profile.disable()
         pstats.Stats(profile).sort_stats("tottime").print_stats(35)
 

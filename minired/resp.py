@@ -17,6 +17,7 @@ Reply values are plain Python values:
   BigNumber              big number (RESP3 `(`; bulk under RESP2)
   Push                   push frame (RESP3 `>`; array under RESP2)
   Replies                several consecutive replies to one command (SUBSCRIBE a b)
+  Encoded                bytes already encoded for the client's protocol (a script's array)
   RedisError             error line
 """
 from __future__ import annotations
@@ -74,6 +75,19 @@ class Push(list):
 
 class Replies(list):
     """Several replies produced by one command, encoded one after another."""
+
+
+class Encoded:
+    """A reply already in RESP for the protocol of the client it is for: a script's array
+    result, which the Lua side encodes in one pass (see sandbox.lua's encode_array)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Encoded({self.data!r})"
 
 
 class _NullArray:
@@ -492,6 +506,10 @@ def _encode_replies(v, proto, out):
         _ENCODERS.get(type(item), _encode_other)(item, proto, out)
 
 
+def _encode_encoded(v, proto, out):
+    out.append(v.data)
+
+
 def _encode_other(v, proto, out):
     # Subclasses and less common types: walk the MRO once and remember the answer.
     for cls in type(v).__mro__:
@@ -523,6 +541,7 @@ _ENCODERS = {
     frozenset: _encode_set,
     dict: _encode_map,
     Replies: _encode_replies,
+    Encoded: _encode_encoded,
 }
 
 

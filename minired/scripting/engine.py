@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from .. import dispatch, errors, resp
@@ -30,7 +31,12 @@ _ERR = b"err"
 _OK = b"ok"
 _SPEC_CACHE_SIZE = 1024
 _OK_REPLY = (b"OK", _OK)
+# The null frame of the calling client's protocol, for results the Lua side encodes.
+_NULL_RESP2 = b"$-1\r\n"
+_NULL_RESP3 = b"_\r\n"
 _BIG_INT = 10**17  # format_number_argument prints integers inside this range with %d
+# Arrays up to this long reach Lua as return values (Lua's stack takes them at once).
+_UNPACKED_MAX = 256
 
 
 class Script:
@@ -204,30 +210,7 @@ class ScriptEngine:
             allow_oom = "allow-oom" in flags
         run = Run(c, script.sha, True, run_read_only, allow_oom, argv[0])
         sandbox = self._eval_sandbox or self.eval_sandbox
-        run.sandbox = sandbox
-        # What follows is execute() for EVAL: the hot path, so inlined.
-        script_client = self.client
-        if script_client.db is not c.db:  # a database number always has the same object
-            script_client.select(c.db_index)
-        script_client.protocol = 2
-        self.current = run
-        try:
-            if len(argv) - 3 <= _MAX_VARARGS:
-                outcome = sandbox.run_eval(script.function, numkeys, *argv[3:])
-            else:
-                outcome = sandbox.start(sandbox.run_eval, script.function, numkeys, argv[3:])
-        finally:
-            self.current = None
-            if run.timed_out:
-                self.busy.end(run)
-        if outcome[0]:
-            size = len(outcome)
-            if size == 2 and type(outcome[1]) is bytes:
-                return outcome[1]
-            if size == 4 and outcome[3] == b"OK" and outcome[2] == b"ok":
-                return resp.OK
-            return sandbox.outcome_reply(outcome, script_client.protocol)
-        return self._failed(run, sandbox, outcome)
+        return self.execute(run, sandbox, sandbox.run_eval, script.function, numkeys, argv[3:])
 
     @staticmethod
     def _failed(run: Run, sandbox: Sandbox, outcome: tuple) -> RedisError:
@@ -248,67 +231,61 @@ class ScriptEngine:
         """Run a script or function (KEYS = arguments[:numkeys], ARGV = the rest) and turn its
         outcome into the reply. `runner` is sandbox.run_eval or sandbox.run_function."""
         script_client = self.client
-        if script_client.db is not run.caller.db:
+        if script_client.db is not run.caller.db:  # a database number always has the same object
             script_client.select(run.caller.db_index)
         script_client.protocol = 2
         run.sandbox = sandbox
+        null = _NULL_RESP3 if run.caller.protocol == 3 else _NULL_RESP2
         self.current = run
         try:
             if len(arguments) <= _MAX_VARARGS:
-                outcome = runner(function, numkeys, *arguments)
+                outcome = runner(function, null, numkeys, *arguments)
             else:
-                outcome = sandbox.start(runner, function, numkeys, arguments)
+                outcome = sandbox.start(runner, function, null, numkeys, arguments)
         finally:
             self.current = None
             if run.timed_out:
                 self.busy.end(run)
         if outcome[0]:
-            size = len(outcome)
-            if size == 2 and type(outcome[1]) is bytes:
-                return outcome[1]
-            if size == 4 and outcome[3] == b"OK" and outcome[2] == b"ok":
+            if len(outcome) == 2:
+                value = outcome[1]
+                return value if type(value) is bytes else sandbox.to_reply(value, script_client.protocol)
+            tag = outcome[2]
+            if tag == b"raw":
+                return resp.Encoded(outcome[3])
+            if tag == b"ok" and outcome[3] == b"OK":
                 return resp.OK
-            return sandbox.outcome_reply(outcome, script_client.protocol)
+            return sandbox.shaped_reply(outcome[2:], script_client.protocol)
         return self._failed(run, sandbox, outcome)
 
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
 
     def call(self, *args: Any) -> Any:
-        """redis.call / redis.pcall: the reply as a Lua value, or (text, b"ok"|b"err").
+        """redis.call / redis.pcall: the reply as a Lua value, (text, b"ok"|b"err"), or for a
+        flat array (True, count, *elements), which sandbox.lua turns into the table.
         Called from Lua, so it must never raise (see sandbox._never_raise)."""
         try:
             run = self.current
             if run is None:
                 return errors.SCRIPT_CALL_OUTSIDE.encode(), _ERR
-            argv = list(args)
-            index = 0
             for arg in args:
                 if type(arg) is not bytes:
-                    kind = type(arg)
-                    if kind is int and -_BIG_INT < arg < _BIG_INT:
-                        argv[index] = b"%d" % arg
-                    elif kind is int or kind is float:
-                        argv[index] = format_number_argument(arg)
-                    else:
+                    argv = _string_arguments(args)
+                    if argv is None:
                         return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
-                index += 1
-            if not argv:
-                return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
-            known = self._specs.get(argv[0])
-            if known is not None:
-                spec, arity, write = known
-                if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
-                    return errors.SCRIPT_CALL_ARITY.encode(), _ERR
+                    break
             else:
-                spec = self._lookup(argv)
-                if spec is None:
-                    return errors.SCRIPT_CALL_UNKNOWN.encode(), _ERR
-                arity = spec.arity
-                if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
-                    return errors.SCRIPT_CALL_ARITY.encode(), _ERR
-                if "noscript" in spec.flags:
-                    return errors.SCRIPT_CALL_NOSCRIPT.encode(), _ERR
-                write = "write" in spec.flags
+                if not args:
+                    return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
+                argv = list(args)
+            known = self._specs.get(argv[0])
+            if known is None:
+                known = self._lookup(argv)
+                if type(known) is bytes:
+                    return known, _ERR
+            spec, arity, write = known
+            if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+                return errors.SCRIPT_CALL_ARITY.encode(), _ERR
             if write:
                 if run.read_only:
                     return errors.SCRIPT_CALL_WRITE_IN_RO.encode(), _ERR
@@ -321,38 +298,50 @@ class ScriptEngine:
             kind = type(reply)
             if kind is bytes or kind is int:
                 return reply
+            if kind is list and len(reply) <= _UNPACKED_MAX and _PLAIN_ITEMS.issuperset(map(type, reply)):
+                return (True, len(reply), *reply)
             if kind is resp.Status:
                 return _OK_REPLY if reply is resp.OK else (bytes(reply), _OK)
             if kind is RedisError:
                 return lua_error_text(reply.message), _ERR
             if kind is Block:  # cannot happen (scripts never block), but never hang a script
                 reply = reply.timeout_reply
-            return self.to_lua(reply, script_client.protocol == 3)
+            resp3 = script_client.protocol == 3
+            if (kind is dict and not resp3 and len(reply) <= _UNPACKED_MAX // 2
+                    and _PLAIN_ITEMS.issuperset(map(type, reply))
+                    and _PLAIN_ITEMS.issuperset(map(type, reply.values()))):
+                return (True, 2 * len(reply), *chain.from_iterable(reply.items()))
+            return self.to_lua(reply, resp3)
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             log.exception("internal error in redis.call")
             return b"ERR internal error", _ERR
 
-    def _lookup(self, argv: list) -> Any:
-        """The spec argv names (None if none). Commands without subcommands that scripts may
-        call are remembered by the name as spelled, with their arity and whether they write,
-        so the next call skips lowercasing and resolving."""
+    def _lookup(self, argv: list) -> tuple | bytes:
+        """(spec, arity, whether it writes) for the command argv names, or the error text.
+        Commands without subcommands are remembered by the name as spelled, so the next call
+        skips lowercasing and resolving."""
         name = argv[0]
         spec = COMMANDS.get(name.lower())
         if spec is None:
-            return None
+            return errors.SCRIPT_CALL_UNKNOWN.encode()
+        cacheable = not spec.subcommands
         if spec.subcommands:
-            if len(argv) >= 2:
-                sub = spec.subcommands.get(argv[1].lower())
-                if sub is not None:
-                    return sub
-                if spec.handler is None:
-                    return None
-            return spec
-        if "noscript" not in spec.flags:
+            sub = spec.subcommands.get(argv[1].lower()) if len(argv) >= 2 else None
+            if sub is not None:
+                spec = sub
+            elif len(argv) >= 2 and spec.handler is None:
+                return errors.SCRIPT_CALL_UNKNOWN.encode()
+        arity = spec.arity
+        if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+            return errors.SCRIPT_CALL_ARITY.encode()
+        if "noscript" in spec.flags:
+            return errors.SCRIPT_CALL_NOSCRIPT.encode()
+        known = (spec, arity, "write" in spec.flags)
+        if cacheable:
             if len(self._specs) >= _SPEC_CACHE_SIZE:
                 self._specs.clear()
-            self._specs[name] = (spec, spec.arity, "write" in spec.flags)
-        return spec
+            self._specs[name] = known
+        return known
 
     def to_lua(self, reply: Any, resp3: bool) -> Any:
         """A command reply as the Lua value Redis gives scripts (RESP2 or RESP3 conversion)."""
@@ -481,6 +470,23 @@ class ScriptEngine:
 
 
 _SMALL_COUNTS = {b"%d" % n: n for n in range(64)}
+
+
+def _string_arguments(args: tuple) -> list | None:
+    """redis.call's arguments as Redis reads them: strings as they are, numbers formatted
+    ("%.17g"), anything else refused (None)."""
+    argv = list(args)
+    for index, arg in enumerate(args):
+        kind = type(arg)
+        if kind is bytes:
+            continue
+        if kind is int and -_BIG_INT < arg < _BIG_INT:
+            argv[index] = b"%d" % arg
+        elif kind is int or kind is float:
+            argv[index] = format_number_argument(arg)
+        else:
+            return None
+    return argv
 
 
 def count_keys(argv: list) -> int:

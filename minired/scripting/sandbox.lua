@@ -22,6 +22,7 @@ local loadstring, load, setfenv = loadstring, load, setfenv
 local sethook, getinfo = debug.sethook, debug.getinfo
 local floor, ceil = math.floor, math.ceil
 local byte, sub, find, lower, dump = string.byte, string.sub, string.find, string.lower, string.dump
+local format, gsub = string.format, string.gsub
 local insert, remove, sort, concat = table.insert, table.remove, table.sort, table.concat
 local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coroutine.status
 
@@ -213,13 +214,105 @@ local function items(t, first, last)
   return unpack(t, first, last)
 end
 
+-- The protocol version the running script set with redis.setresp (2 unless it did).
+local script_resp = 2
+
+-- A script's array result as the RESP the client gets, built here in one pass instead of
+-- walked element by element from Python. Only what luaReplyToRedisReply turns into plain
+-- RESP2/RESP3-common frames is encoded: strings, numbers (cast to long long, as Redis and
+-- Lua's %d both do), booleans of a RESP2 script, status tables and nested arrays. Anything
+-- else (error tables, doubles, maps, sets, big numbers, verbatim strings, RESP3 booleans,
+-- very deep nesting) answers nil, and sandbox.py converts the whole result the general way.
+-- Frames go into `parts` piece by piece and are joined once: Lua interns every string it
+-- makes, so building each frame as its own string would hash it for nothing.
+local MAX_ENCODED_DEPTH = 32
+local CRLF = '\r\n'
+local bulk_heads, array_heads, integers = {}, {}, {}
+for i = 0, 1023 do
+  bulk_heads[i] = '$' .. i .. CRLF
+  array_heads[i] = '*' .. i .. CRLF
+  integers[i] = ':' .. i .. CRLF
+end
+
+-- True when t's only keys are 1..n (where reply_shape's field checks would all find nil).
+-- next() walks the array part first, so for a table built as a list this is one call; a
+-- table with its keys elsewhere just takes the field checks.
+local function only_array_keys(t, n)
+  if n == 0 then return next(t) == nil end
+  return next(t, n) == nil
+end
+
+local function encode_array(t, parts, n, null, depth)
+  local count = 0
+  while rawget(t, count + 1) ~= nil do count = count + 1 end
+  if not only_array_keys(t, count) and (rawget(t, 'err') ~= nil or rawget(t, 'ok') ~= nil
+      or rawget(t, 'double') ~= nil or rawget(t, 'big_number') ~= nil
+      or rawget(t, 'verbatim_string') ~= nil or rawget(t, 'map') ~= nil
+      or rawget(t, 'set') ~= nil) then
+    if depth == 0 or type(rawget(t, 'err')) == 'string' then return nil end
+    local ok = rawget(t, 'ok')
+    if type(ok) ~= 'string' then return nil end
+    parts[n + 1] = '+'
+    parts[n + 2] = gsub(ok, '[\r\n]', ' ')
+    parts[n + 3] = CRLF
+    return n + 3
+  end
+  n = n + 1
+  parts[n] = array_heads[count] or '*' .. count .. CRLF
+  for i = 1, count do
+    local v = rawget(t, i)
+    local kind = type(v)
+    if kind == 'string' then
+      local size = #v
+      parts[n + 1] = bulk_heads[size] or '$' .. size .. CRLF
+      parts[n + 2] = v
+      parts[n + 3] = CRLF
+      n = n + 3
+    elseif kind == 'number' then
+      n = n + 1
+      parts[n] = integers[v] or format(':%d\r\n', v)
+    elseif kind == 'table' then
+      if depth >= MAX_ENCODED_DEPTH then return nil end
+      n = encode_array(v, parts, n, null, depth + 1)
+      if n == nil then return nil end
+    elseif kind == 'boolean' then
+      if script_resp ~= 2 then return nil end
+      n = n + 1
+      parts[n] = v and ':1\r\n' or null
+    else
+      n = n + 1
+      parts[n] = null
+    end
+  end
+  return n
+end
+
+-- One buffer for every encoding (scripts run one at a time, and no script code runs while a
+-- result is encoded): a new table per result would be regrown several times on the way.
+-- It is emptied after each use so it never keeps a result's strings alive.
+local encode_parts = {}
+
+local function clear_parts(n)
+  for i = 1, n do encode_parts[i] = nil end
+end
+
 -- finish() for EVAL and FCALL: a table result comes back already shaped, so Python gets
--- (true, value) for a plain value or (true, nil, <reply_shape(value)>) for a table.
-local function finish_reply(ok, result)
+-- (true, value) for a plain value, (true, nil, 'raw', resp) for an array encode_array could
+-- encode (null is the client's null frame), or (true, nil, <reply_shape(value)>).
+local function finish_reply(null, ok, result)
   if tripped then arm_hook() end
   if raw_writes then wipe_raw_writes() end
   if ok then
-    if type(result) == 'table' then return true, nil, reply_shape(result) end
+    if type(result) == 'table' then
+      local encoded, n = pcall(encode_array, result, encode_parts, 0, null, 0)
+      if encoded and n then
+        local resp = concat(encode_parts, '', 1, n)
+        clear_parts(n)
+        return true, nil, 'raw', resp
+      end
+      clear_parts(#encode_parts)
+      return true, nil, reply_shape(result)
+    end
     return true, result
   end
   return failure(result)
@@ -414,19 +507,28 @@ local function raise(message)
   error({err = 'ERR ' .. message})
 end
 
--- py_call answers a reply as a Lua value, or a status or error text with its kind.
-local function redis_call(...)
-  local value, kind = py_call(...)
+-- py_call answers a reply as a Lua value, a status or error text with its kind, or for a flat
+-- array (true, count, elements...): building the table here is cheaper than from Python.
+local function call_reply(value, kind, ...)
   if kind == nil then return value end
+  if value == true then return {...} end
   if kind == 'ok' then return {ok = value} end
   error({err = value})  -- kind == 'err'
 end
 
-local function redis_pcall(...)
-  local value, kind = py_call(...)
+local function pcall_reply(value, kind, ...)
   if kind == nil then return value end
+  if value == true then return {...} end
   if kind == 'ok' then return {ok = value} end
   return {err = value}
+end
+
+local function redis_call(...)
+  return call_reply(py_call(...))
+end
+
+local function redis_pcall(...)
+  return pcall_reply(py_call(...))
 end
 
 -- luaPushErrorBuff: "-CODE message" keeps its code, anything else gets ERR.
@@ -495,6 +597,7 @@ local function setresp(...)
   local resp = tonumber((...)) or 0
   if resp ~= 2 and resp ~= 3 then raise('RESP version must be 2 or 3.') end
   py_setresp(resp)
+  script_resp = resp
 end
 
 local function set_repl(...)
@@ -671,14 +774,18 @@ local function split_arguments(nkeys, ...)
   return keys, argv
 end
 
-function api.run_eval(fn, nkeys, ...)
+-- null: the caller's null frame ('$-1\r\n' under RESP2, '_\r\n' under RESP3), for results
+-- finish_reply encodes.
+function api.run_eval(fn, null, nkeys, ...)
+  script_resp = 2
   globals.KEYS, globals.ARGV = split_arguments(nkeys, ...)
-  return finish_reply(xpcall(fn, error_handler))
+  return finish_reply(null, xpcall(fn, error_handler))
 end
 
-function api.run_function(fn, nkeys, ...)
+function api.run_function(fn, null, nkeys, ...)
+  script_resp = 2
   local keys, argv = split_arguments(nkeys, ...)
-  return finish_reply(xpcall(function() return fn(keys, argv) end, error_handler))
+  return finish_reply(null, xpcall(function() return fn(keys, argv) end, error_handler))
 end
 
 api.run_load = run_load

@@ -101,7 +101,7 @@ class Sandbox:
             _never_raise(bridge.randomseed),
             _never_raise(bridge.register_function, b"ERR internal error"),
         )
-        # run_eval / run_function(fn, numkeys, *keys_and_args): see `start`.
+        # run_eval / run_function(fn, null, numkeys, *keys_and_args): see `start`.
         self.run_eval = self.api[b"run_eval"]
         self.run_function = self.api[b"run_function"]
         self._run_load = self.api[b"run_load"]
@@ -135,25 +135,21 @@ class Sandbox:
             return function
         return self.api[b"load_binary"](patched, b"=")
 
-    def start(self, runner: Any, fn: Any, numkeys: int, arguments: list) -> tuple:
+    def start(self, runner: Any, fn: Any, null: bytes, numkeys: int, arguments: list) -> tuple:
         """Run `fn` with KEYS = arguments[:numkeys] and ARGV = the rest; `runner` is
-        `run_eval` or `run_function`. The outcome is (True, value) for a plain value,
-        (True, None, *reply_shape(table)) for a table, or (False, message[, source, line])."""
+        `run_eval` or `run_function`, `null` the caller's null frame. The outcome is
+        (True, value) for a plain value, (True, None, b"raw", resp) for an array result the
+        Lua side encoded, (True, None, *reply_shape(table)) for another table, or
+        (False, message[, source, line])."""
         if len(arguments) > _MAX_VARARGS:
             table = self.table_from
-            return runner(fn, -1, table(arguments[:numkeys]), table(arguments[numkeys:]))
-        return runner(fn, numkeys, *arguments)
+            return runner(fn, null, -1, table(arguments[:numkeys]), table(arguments[numkeys:]))
+        return runner(fn, null, numkeys, *arguments)
 
     def run_load(self, chunk: Any) -> tuple:
         return self._run_load(chunk)
 
     # --- Lua values -> reply values ------------------------------------------------------------
-
-    def outcome_reply(self, outcome: tuple, script_resp: int) -> Any:
-        """The reply of a successful run's outcome (see `start`)."""
-        if len(outcome) == 2:
-            return self.to_reply(outcome[1], script_resp)
-        return self._shaped_reply(outcome[2:], script_resp)
 
     def to_reply(self, value: Any, script_resp: int) -> Any:
         """Convert a script's return value as Redis's luaReplyToRedisReply does."""
@@ -170,9 +166,10 @@ class Sandbox:
             return value
         if value is None or lua_type(value) != "table":
             return None
-        return self._shaped_reply(self._reply_shape(value), script_resp)
+        return self.shaped_reply(self._reply_shape(value), script_resp)
 
-    def _shaped_reply(self, shape: tuple, script_resp: int) -> Any:
+    def shaped_reply(self, shape: tuple, script_resp: int) -> Any:
+        """The reply for a table's reply_shape (see sandbox.lua)."""
         tag = shape[0]
         if tag == b"ok":
             text = shape[1]
