@@ -121,7 +121,7 @@ def complete(keys: QueueKeys, job: Job, token: str, return_value: Any, remove: b
         [keys.active, keys.completed, keys.lock(job.id), keys.job(job.id), keys.dedup(job.dedup_id or ""),
          keys.metrics, keys.events],
         [job.id, token, json.dumps(return_value, separators=(",", ":"), default=str),
-         "1" if remove else "0", events_cap],
+         "1" if remove else "0", events_cap, job.dedup_id or ""],
         lambda reply: text(reply) == "completed",
     )
 

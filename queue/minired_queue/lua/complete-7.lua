@@ -5,7 +5,7 @@
   KEYS[6] metrics  KEYS[7] events
   ARGV[1] job id   ARGV[2] lock token   ARGV[3] return value (JSON)
   ARGV[4] '1' to delete the job instead of keeping it in completed
-  ARGV[5] events stream cap
+  ARGV[5] events stream cap   ARGV[6] the job's dedup id ('' for none)
 
   Returns 'completed', or 'lost' when the caller no longer owns the lock (the result is
   discarded: the job was, or will be, delivered to someone else).
@@ -24,7 +24,7 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 -- A dedup marker without a TTL is held for as long as its job is pending.
-if redis.call('GET', KEYS[5]) == jobId and redis.call('PTTL', KEYS[5]) == -1 then
+if ARGV[6] ~= '' and redis.call('GET', KEYS[5]) == jobId and redis.call('PTTL', KEYS[5]) == -1 then
   redis.call('DEL', KEYS[5])
 end
 

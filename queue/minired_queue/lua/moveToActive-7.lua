@@ -14,7 +14,8 @@
   ARGV[1] candidate job id   ARGV[2] lock token   ARGV[3] lock TTL (ms)
 
   Returns {status, now ms, next delayed due time ms or -1, ...}:
-    {'active', now, due, next candidate or '', job id, job hash as a flat array}
+    {'active', now, due, next candidate or '', job id, job hash as a flat array (as it is
+     after this script, in no particular field order)}
     {'miss',   now, due, current tail id}
     {'empty',  now, due}
     {'paused', now, due}
@@ -33,7 +34,9 @@ if redis.call('HEXISTS', KEYS[4], 'paused') == 1 then
 end
 
 local jobId = ARGV[1]
-local tail = redis.call('LINDEX', KEYS[1], -1)
+-- The two oldest waiting ids: the one to take, and the one after it (the next candidate).
+local oldest = redis.call('LRANGE', KEYS[1], -2, -1)
+local tail = oldest[#oldest]
 if not tail then
   return {'empty', now, nextDue}
 end
@@ -41,7 +44,8 @@ if tail ~= jobId then
   return {'miss', now, nextDue, tail}
 end
 
-if redis.call('EXISTS', KEYS[6]) == 0 then
+local job = redis.call('HGETALL', KEYS[6])
+if #job == 0 then
   -- An id without a job hash cannot be processed; drop it rather than wedge the queue.
   redis.call('RPOP', KEYS[1])
   return {'miss', now, nextDue, redis.call('LINDEX', KEYS[1], -1) or ''}
@@ -49,14 +53,33 @@ end
 
 redis.call('RPOPLPUSH', KEYS[1], KEYS[2])
 redis.call('SET', KEYS[7], ARGV[2], 'PX', ARGV[3])
-redis.call('HINCRBY', KEYS[6], 'attemptsStarted', 1)
-redis.call('HSET', KEYS[6], 'processedOn', now, 'lockedBy', ARGV[2])
 
-local nextTail = redis.call('LINDEX', KEYS[1], -1)
-if nextTail then
+-- Count the delivery and stamp it in one write, and hand back the hash read above with the
+-- same three fields changed (rather than reading it again).
+local stamps = {attemptsStarted = '1', processedOn = tostring(now), lockedBy = ARGV[2]}
+for i = 1, #job, 2 do
+  if job[i] == 'attemptsStarted' then
+    stamps.attemptsStarted = tostring((tonumber(job[i + 1]) or 0) + 1)
+  end
+end
+redis.call('HSET', KEYS[6], 'attemptsStarted', stamps.attemptsStarted,
+  'processedOn', stamps.processedOn, 'lockedBy', stamps.lockedBy)
+local fields = {}
+for i = 1, #job, 2 do
+  if stamps[job[i]] == nil then
+    fields[#fields + 1] = job[i]
+    fields[#fields + 1] = job[i + 1]
+  end
+end
+for field, value in pairs(stamps) do
+  fields[#fields + 1] = field
+  fields[#fields + 1] = value
+end
+
+local nextTail = ''
+if #oldest == 2 then
+  nextTail = oldest[1]
   -- More work is waiting: pass the wake-up on so another idle worker takes it.
   redis.call('ZADD', KEYS[5], 0, '0')
-else
-  nextTail = ''
 end
-return {'active', now, nextDue, nextTail, jobId, redis.call('HGETALL', KEYS[6])}
+return {'active', now, nextDue, nextTail, jobId, fields}
