@@ -273,6 +273,7 @@ class Config:
                 self.values[canonical] = param.normalize(_to_text(value))
             except ConfigError as exc:
                 raise ConfigError(f"'{name}': {exc}") from None
+        self._derive()
 
     @staticmethod
     def canonical(name: str) -> str:
@@ -289,7 +290,7 @@ class Config:
     def set(self, name: str, value: object) -> None:
         """Store a value as given (start-up, the server itself); no validation."""
         self.values[self.canonical(name)] = _to_text(value)
-        self._numbers.clear()
+        self._derive()
 
     def validated(self, name: str, value: str) -> str:
         """The text `value` would be stored as by CONFIG SET name value; ConfigError if refused."""
@@ -315,37 +316,18 @@ class Config:
             number = self._numbers[name] = parse_memory(self.values[name])
         return number
 
-    @property
-    def databases(self) -> int:
-        return self.number("databases")
-
-    @property
-    def requirepass(self) -> str:
-        return self.values["requirepass"]
-
-    @property
-    def proto_max_bulk_len(self) -> int:
-        return self.number("proto-max-bulk-len")
-
-    @property
-    def client_query_buffer_limit(self) -> int:
-        return self.number("client-query-buffer-limit")
-
-    @property
-    def maxclients(self) -> int:
-        return self.number("maxclients")
-
-    @property
-    def maxmemory(self) -> int:
-        return self.number("maxmemory")
-
-    @property
-    def busy_reply_threshold_ms(self) -> int:
-        return self.number("busy-reply-threshold")
-
-    @property
-    def time_control(self) -> bool:
-        return self.values["time-control"] == "yes"
+    def _derive(self) -> None:
+        """Plain attributes for the parameters read on every request, recomputed whenever a
+        value changes (values are only ever stored by __init__ and set)."""
+        self._numbers.clear()
+        self.databases = self.number("databases")
+        self.requirepass = self.values["requirepass"]
+        self.proto_max_bulk_len = self.number("proto-max-bulk-len")
+        self.client_query_buffer_limit = self.number("client-query-buffer-limit")
+        self.maxclients = self.number("maxclients")
+        self.maxmemory = self.number("maxmemory")
+        self.busy_reply_threshold_ms = self.number("busy-reply-threshold")
+        self.time_control = self.values["time-control"] == "yes"
 
 
 def _to_text(value: object) -> str:

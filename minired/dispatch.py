@@ -93,12 +93,12 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     except Exception as exc:  # a bug must cost one reply, never the server
         log.exception("internal error running %r", argv[:1])
         reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
-    spec.usec += (_clock_ns() - start) // 1000
+    spec.nanoseconds += _clock_ns() - start
     spec.calls += 1
     if type(reply) is RedisError:
         spec.failed_calls += 1
         c.server.stats.count_error(reply.message)
-    elif c.server.propagate is not None and "write" in spec.flags:
+    elif spec.write and c.server.propagate is not None:
         c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
     c.last_command = argv[0]
     return reply

@@ -45,8 +45,7 @@ class _NotForHiredis(Exception):
     pass
 
 
-# Decimal digits of small numbers, for re-encoding lengths without formatting them.
-_DIGITS = [1] * 10 + [2] * 90 + [3] * 900 + [4] * 9000
+_ONLY_BYTES = {bytes}
 
 
 class ProtocolError(Exception):
@@ -145,7 +144,12 @@ class RequestParser:
         if self._chunks or self.unauthenticated or self.error is not None or data[:1] != b"*":
             self.feed(data)
             return self.parse()
-        if _HiredisReader is not None and len(data) < 1 << 20 and b"\r\n+" not in data:
+        # hiredis answers some frames that are not bulk strings as bytes too: simple strings,
+        # verbatim strings, big numbers, and the element after an attribute (which it drops).
+        # Every element header follows a CRLF, so these scans find them all; a value that
+        # happens to contain one only costs the general parser.
+        if (_HiredisReader is not None and len(data) < 1 << 20 and b"\r\n+" not in data
+                and b"\r\n=" not in data and b"\r\n(" not in data and b"\r\n|" not in data):
             commands = self._parse_with_hiredis(data)
             if commands is not None:
                 return commands
@@ -157,38 +161,33 @@ class RequestParser:
         return commands + self.parse() if commands else self.parse()
 
     def _parse_with_hiredis(self, data: bytes) -> list[list[bytes]] | None:
-        """hiredis's C reader, trusted only where its answer must equal ours: every argument is
-        a bulk string (the caller ruled out simple strings, which hiredis would also return as
-        bytes; any other type shows up as a non-bytes value), and the commands re-encode to
-        exactly len(data) bytes — so the read held whole commands, nothing is pending inside
-        the reader, and every header was canonical (hiredis checks lengths with the same
-        string2ll as Redis). Anything else returns None and the general parser, which owns
-        every error text, starts over on the same bytes."""
+        """hiredis's C reader, trusted only where its answer must equal ours: every command is
+        an array whose elements all came back as bytes, none of them from a frame type other
+        than a bulk string (the caller ruled those out), and the read held whole commands only
+        (see the CRLF count below), every header parsed by hiredis with the same string2ll
+        as Redis. Anything else
+        returns None and the general parser, which owns every error text, starts over on
+        the same bytes."""
         reader = self._hiredis
         if reader is None:
             reader = self._hiredis = _HiredisReader()
         reader.feed(data)
         commands = []
-        size = 0
-        digits = _DIGITS
         try:
             while (command := reader.gets()) is not False:
-                if type(command) is not list or not command:
+                if type(command) is not list or not command or not _ONLY_BYTES.issuperset(map(type, command)):
                     raise _NotForHiredis
-                size += 3 + digits[len(command)]
-                for arg in command:
-                    if type(arg) is not bytes:
-                        raise _NotForHiredis
-                    length = len(arg)
-                    size += length + 5 + (digits[length] if length < 10000 else len(str(length)))
                 commands.append(command)
         except Exception:
             self._hiredis = None  # a reader that saw an unusual frame is never reused
             return None
-        if size != len(data):
+        # Whole canonical commands end the read and hold exactly one CRLF per header line and
+        # one after each argument; a partial command left inside the reader would add a CRLF
+        # or leave the read ending without one, and a CRLF inside a value adds one too.
+        if not data.endswith(b"\r\n") or data.count(b"\r\n") != len(commands) + 2 * sum(map(len, commands)):
             self._hiredis = None
             return None
-        if self.max_bulk_len < size and any(len(a) > self.max_bulk_len for c in commands for a in c):
+        if self.max_bulk_len < len(data) and any(len(a) > self.max_bulk_len for c in commands for a in c):
             return None
         return commands
 
@@ -474,9 +473,6 @@ def _encode_array(v, proto, out):
         return
     for item in v:
         _ENCODERS.get(type(item), _encode_other)(item, proto, out)
-
-
-_ONLY_BYTES = {bytes}
 
 
 def _encode_push(v, proto, out):

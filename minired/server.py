@@ -150,7 +150,7 @@ class Server:
     def over_maxmemory(self) -> bool:
         # Called for every denyoom command: a string compare when maxmemory is off, and a
         # resident-memory figure at most MemorySampler.INTERVAL old when it is on.
-        if self.config.values["maxmemory"] == "0":
+        if not self.config.maxmemory:
             return False
         return self.memory.used() > self.config.maxmemory
 
@@ -263,16 +263,17 @@ class ClientProtocol(asyncio.Protocol):
         server = self.server
         server.stats.net_input_bytes += len(data)
         parser = self.parser
+        config = server.config
         # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
-        parser.max_bulk_len = server.config.proto_max_bulk_len
-        if client.blocked is None and (client.authenticated or not server.config.requirepass):
+        parser.max_bulk_len = config.proto_max_bulk_len
+        if client.blocked is None and (client.authenticated or not config.requirepass):
             commands = parser.feed_and_parse(data)
         else:
             parser.feed(data)
             if client.blocked is not None:
                 # As in Redis, a blocked client's input waits unparsed in its query buffer (so it
                 # stays bounded by client-query-buffer-limit) until the client is unblocked.
-                if parser.buffered > server.config.client_query_buffer_limit:
+                if parser.buffered > config.client_query_buffer_limit:
                     log.warning("closing client %s: query buffer over client-query-buffer-limit",
                                 client.addr)
                     self._close()
@@ -283,7 +284,8 @@ class ClientProtocol(asyncio.Protocol):
                     self._protocol_error(parser.error)
                 return
             commands = parser.parse()
-        if parser.buffered and parser.buffered > self.server.config.client_query_buffer_limit:
+        buffered = parser.buffered
+        if buffered and buffered > config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
             self._close()
             return
@@ -318,13 +320,12 @@ class ClientProtocol(asyncio.Protocol):
     def _run(self, commands: list) -> None:
         client = self.client
         server = self.server
-        keyspace_ready = server.keyspace.ready_keys
+        ready_keys = server.keyspace.ready_keys
         execute = dispatch.execute
-        proto = client.protocol
-        out: list[bytes] = []
         encode_into = resp.encode_into
+        out: list[bytes] = []
         count = 0
-        for index, argv in enumerate(commands):
+        for argv in commands:
             reply = execute(client, argv)
             count += 1
             if type(reply) is Block:
@@ -332,12 +333,11 @@ class ClientProtocol(asyncio.Protocol):
                     self._write(b"".join(out))
                     out = []
                 server.blocking.block(client, reply, self._resume)
-                self.pending.extend(commands[index + 1:])
+                self.pending.extend(commands[count:])
                 break
-            if proto != client.protocol:  # HELLO switched protocol mid-batch
-                proto = client.protocol
-            encode_into(reply, proto, out)
-            if keyspace_ready:
+            # The protocol is read per reply: HELLO may switch it in the middle of a batch.
+            encode_into(reply, client.protocol, out)
+            if ready_keys:
                 if out:
                     self._write(b"".join(out))
                     out = []

@@ -455,7 +455,7 @@ def _commandstats_section(server) -> list[str]:
     lines = []
     for spec in all_specs():
         if spec.calls or spec.rejected_calls or spec.failed_calls:
-            per_call = spec.usec / spec.calls if spec.calls else 0.0
+            per_call = spec.nanoseconds / 1000 / spec.calls if spec.calls else 0.0
             lines.append(f"cmdstat_{spec.full_name}:calls={spec.calls},usec={spec.usec},"
                          f"usec_per_call={per_call:.2f},rejected_calls={spec.rejected_calls},"
                          f"failed_calls={spec.failed_calls}")

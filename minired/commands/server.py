@@ -186,7 +186,7 @@ def config_resetstat(c, argv):
     server = c.server
     server.stats.reset()
     for spec in introspection.all_specs():
-        spec.calls = spec.usec = spec.failed_calls = spec.rejected_calls = 0
+        spec.calls = spec.nanoseconds = spec.failed_calls = spec.rejected_calls = 0
     return OK
 
 

@@ -41,17 +41,23 @@ class CommandSpec:
     parent: "CommandSpec | None" = None
     subcommands: dict[bytes, "CommandSpec"] = field(default_factory=dict)
     summary: str = ""
-    # Filled by dispatch: calls and microseconds, for INFO commandstats.
+    # Filled by dispatch: calls and time spent, for INFO commandstats. Time is summed in
+    # nanoseconds: most commands take under a microsecond.
     calls: int = 0
-    usec: int = 0
+    nanoseconds: int = 0
     failed_calls: int = 0
     rejected_calls: int = 0
 
     def __post_init__(self) -> None:
         self.denyoom = "denyoom" in self.flags
+        self.write = "write" in self.flags
         # Argument-count bounds from the arity, so dispatch checks them with one comparison.
         self.min_args = self.arity if self.arity >= 0 else -self.arity
         self.max_args = self.arity if self.arity >= 0 else 1 << 62
+
+    @property
+    def usec(self) -> int:
+        return self.nanoseconds // 1000
 
     @property
     def full_name(self) -> str:
@@ -136,6 +142,7 @@ def container_command(name: str, group: str, flags: str = "", summary: str = "")
     spec = _container(name, group)
     spec.flags = _parse_flags(flags)
     spec.denyoom = "denyoom" in spec.flags
+    spec.write = "write" in spec.flags
     spec.summary = summary
     return spec
 

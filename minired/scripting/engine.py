@@ -336,7 +336,7 @@ class ScriptEngine:
             return errors.SCRIPT_CALL_ARITY.encode()
         if "noscript" in spec.flags:
             return errors.SCRIPT_CALL_NOSCRIPT.encode()
-        known = (spec, arity, "write" in spec.flags)
+        known = (spec, arity, spec.write)
         if cacheable:
             if len(self._specs) >= _SPEC_CACHE_SIZE:
                 self._specs.clear()

@@ -28,9 +28,18 @@ def parse_all(data: bytes, **limits) -> tuple[list, RedisError | None]:
 
 
 _RESPISH = st.lists(st.sampled_from([
-    b"*", b"$", b"+", b":", b"-", b"_", b"%", b"~", b",", b"#", b"\r\n", b"\n", b"0", b"1", b"2",
+    b"*", b"$", b"+", b":", b"-", b"_", b"%", b"~", b",", b"#", b"=", b"(", b"|", b"!", b">",
+    b"\r\n", b"\n", b"0", b"1", b"2",
     b"3", b"-1", b"01", b"+1", b" ", b"PING", b"a", b"\x00", b"*1\r\n$4\r\nPING\r\n",
     b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]), max_size=30).map(b"".join)
+
+
+@pytest.mark.parametrize("element", [b"+PING\r\n", b"=8\r\ntxt:PING\r\n", b"(123\r\n", b"|1\r\n+a\r\n+b\r\n$4\r\nPING\r\n"])
+def test_elements_hiredis_reads_as_bytes_are_not_bulk_strings(element):
+    """Redis wants '$' before every argument; hiredis would hand these back as bytes."""
+    commands, error = parse_all(b"*1\r\n" + element)
+    assert commands == []
+    assert error is not None and error.message.startswith("ERR Protocol error: expected '$', got")
 
 
 @given(st.lists(_RESPISH, min_size=1, max_size=4))
