@@ -3,3 +3,35 @@
 __version__ = "0.1.0"
 # The Redis release whose replies, error texts and INFO fields minired matches.
 REDIS_VERSION = "7.0.15"
+
+
+def _prefer_edited_sources() -> None:
+    """Hot modules may be compiled (see setup.py) and sit beside their .py files, which the
+    import system then never reads. A module whose .py no longer matches what was compiled
+    (edited in a checkout since the last install) is loaded from the .py instead."""
+    import os
+    import sys
+    import zlib
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(package, "_compiled.txt")) as f:
+            record = [line.split() for line in f]
+    except OSError:
+        return  # not compiled
+    stale = {}
+    for name, checksum in record:
+        source = os.path.join(os.path.dirname(package), *name.split(".")) + ".py"
+        try:
+            with open(source, "rb") as f:
+                if zlib.crc32(f.read()) == int(checksum):
+                    continue
+        except OSError:
+            continue
+        stale[name] = source
+    if stale:
+        from ._sources import SourceOverStaleExtension
+        sys.meta_path.insert(0, SourceOverStaleExtension(stale))
+
+
+_prefer_edited_sources()

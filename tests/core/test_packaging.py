@@ -1,12 +1,16 @@
-"""The built wheel carries every non-Python file the code loads at run time (the Lua sandbox,
-the queue's scripts): an editable install would not notice one missing."""
+"""Packaging: the built wheel carries every non-Python file the code loads at run time (the
+Lua sandbox, the queue's scripts), which an editable install would not notice missing; and
+where setup.py compiled the hot modules, those are what runs, unless a source was edited."""
 from __future__ import annotations
 
+import os
 import pathlib
 import shutil
 import subprocess
 import sys
 import zipfile
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -15,10 +19,13 @@ def test_wheel_contains_runtime_data_files(tmp_path):
     # Build from a clean copy: a stale build/ directory in the checkout would hide a miss.
     source = tmp_path / "src"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", "build", "*.egg-info", "__pycache__", ".hypothesis", "appendonlydir"))
+        ".git", "build", "*.egg-info", "__pycache__", ".hypothesis", "appendonlydir", "*.so", "*.c",
+        "_compiled.txt", "node_modules"))
     out = tmp_path / "dist"
+    # Uncompiled (setup.py): what is checked here does not depend on it, and compiling takes minutes.
+    env = {**os.environ, "MINIRED_PURE_PYTHON": "1"}
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
-                    str(source)], check=True, capture_output=True)
+                    str(source)], check=True, capture_output=True, env=env)
     [wheel] = out.glob("minired-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {"minired/scripting/sandbox.lua"} | {
@@ -26,3 +33,36 @@ def test_wheel_contains_runtime_data_files(tmp_path):
     assert len(expected) > 10
     assert expected <= names, sorted(expected - names)
     assert "queue/__init__.py" not in names and not any(n.startswith("queue/") for n in names)
+
+
+def _compiled_modules() -> list[str]:
+    record = ROOT / "minired" / "_compiled.txt"
+    if not record.exists():
+        pytest.skip("minired is installed uncompiled (no C compiler, or MINIRED_PURE_PYTHON)")
+    return [line.split()[0] for line in record.read_text().splitlines()]
+
+
+def test_the_compiled_modules_are_the_ones_tested():
+    """Where setup.py compiled the hot modules, the suite runs them, not their sources."""
+    import importlib
+
+    names = _compiled_modules()
+    assert "minired.server" in names and "minired.scripting.engine" in names
+    for name in names:
+        module = importlib.import_module(name)
+        assert not module.__file__.endswith(".py"), f"{name} was loaded from {module.__file__}"
+
+
+def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
+    _compiled_modules()
+    shutil.copytree(ROOT / "minired", tmp_path / "minired",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "minired" / "resp.py", "a") as f:
+        f.write("\nEDITED_AFTER_THE_BUILD = True\n")
+    probe = ("import minired.resp as r, minired.keyspace as k; "
+             "print(r.__file__.endswith('.py'), getattr(r, 'EDITED_AFTER_THE_BUILD', False), "
+             "k.__file__.endswith('.py'))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert run.stdout.split() == ["True", "True", "False"], run.stderr
+    assert "minired.resp" in run.stderr  # said once, on stderr
