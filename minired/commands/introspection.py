@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import platform
 import resource
 import sys
 import time
@@ -322,6 +321,10 @@ def _total_system_memory() -> int:
 
 
 def _server_section(server) -> list[str]:
+    # Imported here, not at the top: platform compiles a dozen regexes as it loads (~3 ms),
+    # and INFO is its only user, so start-up need not pay for it.
+    import platform
+
     uptime = int(time.monotonic() - server.stats.started_monotonic)
     uname = platform.uname()
     return [
