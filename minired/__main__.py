@@ -14,9 +14,16 @@ from .config import DEFAULTS, Config, ConfigError
 log = logging.getLogger("minired")
 
 
+def _unmeasured_formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.HelpFormatter(prog, width=80)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    # argparse makes a help formatter for every add_argument (to check the metavar), and the
+    # default one imports shutil to measure the terminal (~2 ms of start-up). While building,
+    # a fixed-width one does that check; help and usage errors get the measuring default.
     parser = argparse.ArgumentParser(
-        prog="minired",
+        prog="minired", formatter_class=_unmeasured_formatter,
         description="In-memory Redis-protocol server. Any redis-server option can be given as "
                     "--name value; the ones below are the common ones.")
     parser.add_argument("--port", type=int, default=6379, help="TCP port (0 picks a free one)")
@@ -33,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
     parser.add_argument("--version", "-v", action="version",
                         version=f"minired {__version__} (Redis {REDIS_VERSION} compatible)")
+    parser.formatter_class = argparse.HelpFormatter
     return parser
 
 
