@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import gc
 import json
+import socket
 import subprocess
 import sys
 
 import pytest
 
 from minired.commands import COMMANDS
-from minired.embed import SubprocessServer
+from minired.embed import EmbeddedServer, SubprocessServer
 from tests.support.respclient import RawClient
 
 # Loaded on first use, each costing ~1-9 ms of start-up if imported eagerly.
@@ -88,3 +89,27 @@ def test_fresh_server_describes_every_command_and_runs_scripts_first_thing():
             assert client.call("EVAL", "return redis.call('PING')", "0") == b"PONG"
         finally:
             client.close()
+
+
+def _ipv6_loopback_available() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "localhost", "127.0.0.1 ::1"])
+def test_listeners_for_ip_literals_and_host_names(bind):
+    # IP literals are bound by minired itself (server.bind_ip_literal), names by the loop.
+    if "::1" in bind and not _ipv6_loopback_available():
+        pytest.skip("no IPv6 loopback here")
+    with EmbeddedServer(host=bind) as server:
+        for host in bind.split():
+            client = RawClient(server.port, host=host)
+            assert client.call("PING") == b"PONG"
+            client.close()
+        with pytest.raises(RuntimeError, match=r"error while attempting to bind on address .*: "
+                                               r"address already in use"):
+            EmbeddedServer(host=bind.split()[0], port=server.port).start()
