@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import resource
 import sys
 import time
 
@@ -321,8 +320,8 @@ def _total_system_memory() -> int:
 
 
 def _server_section(server) -> list[str]:
-    # Imported here, not at the top: platform compiles a dozen regexes as it loads (~3 ms),
-    # and INFO is its only user, so start-up need not pay for it.
+    # The INFO sections import what only they use (platform ~3 ms: it compiles regexes as it
+    # loads; resource, a C extension to load), so start-up does not pay for them.
     import platform
 
     uptime = int(time.monotonic() - server.stats.started_monotonic)
@@ -364,6 +363,8 @@ def _clients_section(server) -> list[str]:
 
 
 def _memory_section(server) -> list[str]:
+    import resource
+
     from ..server import used_memory  # minired.server imports the command table: import late
 
     rss = used_memory()
@@ -439,6 +440,8 @@ def _replication_section(server) -> list[str]:
 
 
 def _cpu_section(server) -> list[str]:
+    import resource
+
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [

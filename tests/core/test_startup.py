@@ -22,7 +22,7 @@ from tests.support.respclient import RawClient
 LAZY_MODULES = {
     "lupa", "minired.scripting.engine", "minired.scripting.sandbox", "importlib.resources",
     "pathlib", "tempfile", "zipfile", "pickle", "platform", "ipaddress", "fractions", "decimal",
-    "hmac", "hashlib", "shutil",
+    "hmac", "hashlib", "shutil", "resource",
 }
 
 # Runs the CLI; once the server has answered a PING, prints the loaded modules and whether
