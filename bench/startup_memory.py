@@ -2,23 +2,28 @@
 
     python bench/startup_memory.py
 
-Start-up: from launching the process to its first PONG (median of several launches), and for
-minired also from the embedding API call to a usable in-process server.
+Start-up: from launching the process to its first PONG (median of several launches, the
+servers taking turns), and for minired also from the embedding API call to a usable in-process
+server. To show what is the interpreter's and what is minired's, the same launch of the floor
+server (the smallest uvloop server that answers PING, bench/floor_server.py) and a few
+interpreter runs that serve nothing are timed too.
 Memory: server RSS growth after 1,000,000 list elements of 16 bytes, and after 100,000 string
 keys with PX TTLs; the list load is also compared with a bare Python deque of the same bytes.
 """
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from servers import BenchServer, Minired, Redis  # noqa: E402
+from servers import ROOT, BenchServer, Floor, Minired, Redis  # noqa: E402
 
 LIST_ELEMENTS = 1_000_000
 STRING_KEYS = 100_000
@@ -76,14 +81,31 @@ def deque_baseline() -> int:
     return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
-def startup_times(factory, runs: int = 5) -> float:
-    times = []
+def launch_to_first_pong(factory) -> float:
+    server = factory()
+    server.start()
+    server.stop()
+    return server.started_in
+
+
+def start_and_exit(flags: list[str], code: str) -> float:
+    """Wall time of `python <flags> -c <code>` from the repository root, ended by os._exit: a
+    server is timed to its first PONG, not to its exit, so interpreter teardown (tens of ms
+    once asyncio is loaded) is left out here too."""
+    began = time.perf_counter()
+    subprocess.run([sys.executable, *flags, "-c", f"{code}\nimport os; os._exit(0)"], check=True,
+                   cwd=ROOT)
+    return time.perf_counter() - began
+
+
+def round_robin_medians(measures: dict[str, Callable[[], float]], runs: int = 11) -> dict[str, float]:
+    """Median of each measure, taking turns so that a slow spell of a shared machine does not
+    land on one of them only."""
+    times: dict[str, list[float]] = {name: [] for name in measures}
     for _ in range(runs):
-        server = factory()
-        server.start()
-        times.append(server.started_in)
-        server.stop()
-    return statistics.median(times)
+        for name, measure in measures.items():
+            times[name].append(measure())
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def embedded_startup(runs: int = 5) -> float:
@@ -105,32 +127,41 @@ def mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def interpreter_floor(runs: int = 5) -> float:
-    """How long this machine's Python takes to start and exit doing nothing (site included):
-    no Python server can answer sooner."""
-    times = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
+# Interpreter runs that serve nothing, by row label: (flags, code). No Python server can answer
+# sooner than the first; the others split that into the interpreter, site, and imports.
+INTERPRETER_RUNS = {
+    "`python -c pass` (site and this environment's .pth hooks included)": ([], "pass"),
+    "`python -S -c pass` (the interpreter alone, no site)": (["-S"], "pass"),
+    "`python -c 'import asyncio, uvloop'` (what any uvloop server imports)":
+        ([], "import asyncio, uvloop"),
+    "`python -c 'import minired.cli, minired.server, ...'` (minired's start-up imports, with "
+    "the GC off as the `minired` launcher has it)":
+        ([], "import gc; gc.disable()\nimport minired.cli, minired.server, minired.startup, "
+             "minired.pubsub, minired.persistence, minired.security"),
+}
 
 
 def main() -> None:
     # An installed package has its bytecode compiled at install time (pip does it); do the
     # same here, since this environment may forbid writing .pyc files as modules import.
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(root, "minired")],
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(ROOT, "minired")],
                    check=True, stdout=subprocess.DEVNULL)
-    redis_start = startup_times(Redis)
-    minired_start = startup_times(Minired)
-    floor = interpreter_floor()
+    measures: dict[str, Callable[[], float]] = {
+        factory.name: functools.partial(launch_to_first_pong, factory)
+        for factory in (Redis, Minired, Floor)}
+    measures.update({label: functools.partial(start_and_exit, flags, code)
+                     for label, (flags, code) in INTERPRETER_RUNS.items()})
+    start = round_robin_medians(measures)
+    redis_start, minired_start = start["redis"], start["minired"]
     embedded = embedded_startup()
     print("| start-up | Redis | minired | ratio |")
     print("|---|---|---|---|")
     print(f"| subprocess launch → first PONG | {redis_start * 1000:.1f} ms | {minired_start * 1000:.1f} ms "
           f"| {minired_start / redis_start:.2f}x |")
-    print(f"| (floor: `python -c pass` on this machine) | - | {floor * 1000:.1f} ms | - |")
+    print(f"| (floor server, launch → first PONG: the smallest uvloop server) | - "
+          f"| {start['floor'] * 1000:.1f} ms | minired/floor {minired_start / start['floor']:.2f}x |")
+    for label in INTERPRETER_RUNS:
+        print(f"| (no server: {label}) | - | {start[label] * 1000:.1f} ms | - |")
     print(f"| embedding API call → first PONG (in-process) | - | {embedded * 1000:.1f} ms | - |")
     print()
 

@@ -9,6 +9,7 @@ retries the waiters of each key in the order they blocked, as Redis does.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
@@ -70,11 +71,14 @@ _LD_MAX_BITS = 16384                                  # values reach at most 2**
 _LLONG_MIN = -(2**63)
 _MAX_TIMEOUT_CHARS = 5 * 1024                         # Redis's MAX_LONG_DOUBLE_CHARS
 
-_DECIMAL = re.compile(rb"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
-_HEX = re.compile(rb"([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?")
-_SPECIAL = re.compile(rb"([+-]?)(inf|infinity|nan(?:\([0-9a-zA-Z_]*\))?)", re.IGNORECASE)
-# Whole seconds (b"5", b"0"): exact in any arithmetic, no emulation needed.
-_WHOLE = re.compile(rb"\+?\d{1,15}")
+# Whole seconds (b"5", b"0") are read without these: exact in any arithmetic, no emulation
+# needed. Compiled on the first fractional timeout, not at import (start-up pays for each).
+@functools.cache
+def _strtold_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    special = re.compile(rb"([+-]?)(inf|infinity|nan(?:\([0-9a-zA-Z_]*\))?)", re.IGNORECASE)
+    hexadecimal = re.compile(rb"([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?")
+    decimal = re.compile(rb"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
+    return special, hexadecimal, decimal
 
 
 def _round_long_double(numerator: int, denominator: int) -> tuple[int, int]:
@@ -103,15 +107,16 @@ def _strtold(raw: bytes) -> tuple[int, int, int] | None:
     (sign, significand, scale), or None for infinity; RedisError when Redis refuses it."""
     if not raw or len(raw) >= _MAX_TIMEOUT_CHARS:
         raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    special = _SPECIAL.fullmatch(raw)
+    special_pattern, hex_pattern, decimal_pattern = _strtold_patterns()
+    special = special_pattern.fullmatch(raw)
     if special is not None:
         if special.group(2)[:1].lower() == b"n":
             raise RedisError(errors.TIMEOUT_NOT_FLOAT)
         return None
-    match = _HEX.fullmatch(raw)
+    match = hex_pattern.fullmatch(raw)
     hexadecimal = match is not None
     if not hexadecimal:
-        match = _DECIMAL.fullmatch(raw)
+        match = decimal_pattern.fullmatch(raw)
         if match is None:
             raise RedisError(errors.TIMEOUT_NOT_FLOAT)
     sign_text, whole, fraction, exponent_text = match.groups()
@@ -173,7 +178,8 @@ def parse_timeout(raw: bytes) -> int:
     Exactly Redis's reading: any positive fraction blocks at least 1 ms; a negative value that
     rounds up to 0 ms blocks forever; "inf" and values past 2**63 ms are "negative".
     """
-    if _WHOLE.fullmatch(raw):
+    digits = raw[1:] if raw[:1] == b"+" else raw
+    if 0 < len(digits) <= 15 and digits.isdigit():  # bytes.isdigit: ASCII digits only
         return int(raw) * 1000
     ms = _seconds_to_ms(_strtold(raw))
     if ms < 0:

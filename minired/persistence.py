@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import pickle
 import time
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -174,6 +173,8 @@ class Loader:
             log.warning("persistence: replaying %r failed: %s", argv[:2], reply.message)
 
     def _restore_object(self, argv: list) -> None:
+        import pickle  # only for values DUMP cannot encode; kept off the start-up path
+
         _, key, deadline, blob = argv
         db = self.client.db
         db.set(key, pickle.loads(blob))
@@ -197,6 +198,8 @@ def snapshot_records(server: "Server") -> Iterator[bytes]:
             try:
                 payload = dump_payload(value)
             except RedisError:  # a type without a DUMP encoding (streams)
+                import pickle
+
                 yield encode_command([OBJECT_COMMAND, key, b"%d" % deadline,
                                       pickle.dumps(value, pickle.HIGHEST_PROTOCOL)])
                 continue

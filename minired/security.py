@@ -17,7 +17,6 @@ batch of replies and once per pushed message, never per command.
 """
 from __future__ import annotations
 
-import ipaddress
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -43,6 +42,13 @@ def is_local_address(addr: str) -> bool:
     host = addr.rsplit(":", 1)[0]
     if not host:
         return True
+    # Every connection asks, so the usual loopback peers are answered without the ipaddress
+    # module (~2 ms to import, which would otherwise delay the first reply). The kernel reports
+    # IPv4 peers in dotted-quad form, so a "127." prefix is exactly 127.0.0.0/8.
+    if host.startswith("127.") or host == "::1":
+        return True
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

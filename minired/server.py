@@ -90,8 +90,13 @@ class Server:
         if port != -1 and host:
             hosts = host.split()
             for h in hosts:
-                srv = await self.loop.create_server(lambda: ClientProtocol(self), h, port,
-                                                    reuse_address=True, backlog=511)
+                sock = bind_ip_literal(h, port)
+                if sock is not None:
+                    srv = await self.loop.create_server(lambda: ClientProtocol(self), sock=sock,
+                                                        backlog=511)
+                else:
+                    srv = await self.loop.create_server(lambda: ClientProtocol(self), h, port,
+                                                        reuse_address=True, backlog=511)
                 self.listeners.append(srv)
                 if port == 0:
                     port = srv.sockets[0].getsockname()[1]
@@ -389,6 +394,34 @@ class ClientProtocol(asyncio.Protocol):
     def _close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+
+def bind_ip_literal(host: str, port: int) -> socket.socket | None:
+    """A socket bound to an IP address given as text, set up as create_server sets up its own
+    (SO_REUSEADDR; IPv6 without dual stack); None for a host name, left to create_server.
+
+    uvloop resolves even "127.0.0.1" through the idna codec and its resolver thread pool:
+    ~1.5 ms of start-up, against ~0.1 ms for binding here."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        address = (host, port) if family == socket.AF_INET else (host, port, 0, 0)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+        except OSError as exc:
+            sock.close()
+            # The text create_server gives for the same failure.
+            raise OSError(exc.errno, f"error while attempting to bind on address {address!r}: "
+                                     f"{(exc.strerror or '').lower()}") from None
+        sock.setblocking(False)
+        return sock
+    return None
 
 
 def _format_addr(addr: Any) -> str:

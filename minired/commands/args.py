@@ -1,6 +1,7 @@
 """Argument parsing shared by all commands, with Redis's exact acceptance rules and errors."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -45,12 +46,18 @@ def parse_non_negative(raw: bytes, error: str = errors.MUST_BE_POSITIVE) -> int:
 # C strtod, as Redis's string2d and sorted-set range parsing see it -----------------------------
 
 _C_SPACE = frozenset(b" \t\n\v\f\r")
-_C_DOUBLE = re.compile(
-    rb"[+-]?(?:"
-    rb"0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
-    rb"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-    rb"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
-    rb"|([nN][aA][nN])(?:\([0-9A-Za-z_]*\))?)")
+
+
+@functools.cache
+def _c_double() -> re.Pattern:
+    # Compiled on the first non-integer number rather than at import: start-up pays for
+    # every regex compiled while the command table loads.
+    return re.compile(
+        rb"[+-]?(?:"
+        rb"0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+        rb"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+        rb"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+        rb"|([nN][aA][nN])(?:\([0-9A-Za-z_]*\))?)")
 
 
 def c_strtod(raw: bytes) -> tuple[float, bool] | None:
@@ -59,7 +66,7 @@ def c_strtod(raw: bytes) -> tuple[float, bool] | None:
     non-zero literal that underflows to 0."""
     if raw.isdigit() and len(raw) < 300:
         return float(raw), False  # the common case, a plain integer: nothing to check
-    match = _C_DOUBLE.fullmatch(raw)
+    match = _c_double().fullmatch(raw)
     if match is None:
         return None
     if match.group(1):

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import platform
-import resource
 import sys
 import time
 
@@ -322,6 +320,10 @@ def _total_system_memory() -> int:
 
 
 def _server_section(server) -> list[str]:
+    # The INFO sections import what only they use (platform ~3 ms: it compiles regexes as it
+    # loads; resource, a C extension to load), so start-up does not pay for them.
+    import platform
+
     uptime = int(time.monotonic() - server.stats.started_monotonic)
     uname = platform.uname()
     return [
@@ -361,6 +363,8 @@ def _clients_section(server) -> list[str]:
 
 
 def _memory_section(server) -> list[str]:
+    import resource
+
     from ..server import used_memory  # minired.server imports the command table: import late
 
     rss = used_memory()
@@ -436,6 +440,8 @@ def _replication_section(server) -> list[str]:
 
 
 def _cpu_section(server) -> list[str]:
+    import resource
+
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [

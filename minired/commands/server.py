@@ -9,7 +9,6 @@ data in memory only and says so instead of pretending a snapshot was written.
 """
 from __future__ import annotations
 
-import ipaddress
 import logging
 import sys
 import time
@@ -226,6 +225,8 @@ def _debug_allowed(c) -> bool:
     host = c.addr.rsplit(":", 1)[0].strip("[]")
     if not host:  # a Unix socket is local
         return True
+    import ipaddress  # only DEBUG with enable-debug-command local needs it: kept off start-up
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

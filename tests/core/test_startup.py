@@ -1,0 +1,115 @@
+"""Start-up: what `minired` loads before its first reply, and that lazy loading is invisible.
+
+The script engine, and stdlib modules only a rare command needs, load on first use; these tests
+keep them off the start-up path, and check that a fresh server still describes every command
+and runs scripts as its first commands.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from minired.commands import COMMANDS
+from minired.embed import EmbeddedServer, SubprocessServer
+from tests.support.respclient import RawClient
+
+# Loaded on first use, each costing ~1-9 ms of start-up if imported eagerly.
+LAZY_MODULES = {
+    "lupa", "minired.scripting.engine", "minired.scripting.sandbox", "importlib.resources",
+    "pathlib", "tempfile", "zipfile", "pickle", "platform", "ipaddress", "fractions", "decimal",
+    "hmac", "hashlib", "shutil", "resource",
+}
+
+# Runs the CLI; once the server has answered a PING, prints the loaded modules and whether
+# the cyclic GC is on, then exits.
+_REPORT_AT_FIRST_PONG = """
+import gc, json, os, socket, sys, threading
+import minired.server as server_module
+
+def report(server):
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"PING\\r\\n")
+        assert sock.recv(16) == b"+PONG\\r\\n"
+    print(json.dumps({"modules": sorted(sys.modules), "gc": gc.isenabled()}), flush=True)
+    os._exit(0)
+
+def banner(server):
+    if not getattr(banner, "called", False):
+        banner.called = True
+        threading.Thread(target=report, args=(server,)).start()
+    return "ready"
+
+server_module.banner = banner
+from minired.__main__ import main
+main(["--port", "0", "--loglevel", "warning"])
+"""
+
+
+def _run_python(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def first_pong_report() -> dict:
+    return json.loads(_run_python(_REPORT_AT_FIRST_PONG).splitlines()[-1])
+
+
+def test_first_reply_needs_none_of_the_lazily_loaded_modules(first_pong_report):
+    # Whatever this environment's interpreter loads by itself (site hooks) is not ours.
+    bare = set(json.loads(_run_python("import json, sys; print(json.dumps(sorted(sys.modules)))")))
+    loaded_by_minired = set(first_pong_report["modules"]) - bare
+    assert sorted(loaded_by_minired & LAZY_MODULES) == []
+
+
+def test_cli_server_runs_with_the_cyclic_gc_on(first_pong_report):
+    assert first_pong_report["gc"] is True
+
+
+def test_cli_turns_the_gc_back_on_when_start_up_fails():
+    from minired.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--port", "not-a-number"])
+    assert gc.isenabled()
+
+
+def test_fresh_server_describes_every_command_and_runs_scripts_first_thing():
+    with SubprocessServer() as server:
+        client = RawClient(server.port)
+        try:
+            assert client.call("COMMAND", "COUNT") == len(COMMANDS)
+            info = client.call("COMMAND", "INFO", "eval", "fcall", "script")
+            assert [entry[0] for entry in info] == [b"eval", b"fcall", b"script"]
+            assert client.call("EVAL", "return redis.call('PING')", "0") == b"PONG"
+        finally:
+            client.close()
+
+
+def _ipv6_loopback_available() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "localhost", "127.0.0.1 ::1"])
+def test_listeners_for_ip_literals_and_host_names(bind):
+    # IP literals are bound by minired itself (server.bind_ip_literal), names by the loop.
+    if "::1" in bind and not _ipv6_loopback_available():
+        pytest.skip("no IPv6 loopback here")
+    with EmbeddedServer(host=bind) as server:
+        for host in bind.split():
+            client = RawClient(server.port, host=host)
+            assert client.call("PING") == b"PONG"
+            client.close()
+        with pytest.raises(RuntimeError, match=r"error while attempting to bind on address .*: "
+                                               r"address already in use"):
+            EmbeddedServer(host=bind.split()[0], port=server.port).start()
