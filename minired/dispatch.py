@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("minired")
 _clock_ns = time.perf_counter_ns
 
+# Known command names as clients spell them ("GET", "get"), so the usual lookup needs no
+# lowercased copy; bounded, since a client may send any mix of cases.
+_BY_SPELLING: dict[bytes, CommandSpec] = {}
+_SPELLINGS_KEPT = 1024
+
 # Commands a transaction runs at once instead of queuing.
 _MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 # Commands a RESP2 client may send while subscribed.
@@ -49,7 +54,11 @@ def resolve(argv: list) -> CommandSpec | RedisError:
 
 def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
-    spec = COMMANDS.get(argv[0].lower())
+    spec = _BY_SPELLING.get(argv[0])
+    if spec is None:
+        spec = COMMANDS.get(argv[0].lower())
+        if spec is not None and len(_BY_SPELLING) < _SPELLINGS_KEPT:
+            _BY_SPELLING[argv[0]] = spec
     if spec is None or spec.subcommands or not spec.min_args <= len(argv) <= spec.max_args:
         spec = resolve(argv)
         if type(spec) is RedisError:
