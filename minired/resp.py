@@ -53,7 +53,6 @@ class _NotForHiredis(Exception):
 # `in` test per frame type.)
 _NON_BULK_FRAME = re.compile(rb"\r\n[+=(|]")
 
-
 _ONLY_BYTES = {bytes}
 
 
@@ -169,9 +168,8 @@ class RequestParser:
         an array whose elements all came back as bytes, none of them from a frame type other
         than a bulk string (the caller ruled those out), and the read held whole commands only
         (see the CRLF count below), every header parsed by hiredis with the same string2ll
-        as Redis. Anything else
-        returns None and the general parser, which owns every error text, starts over on
-        the same bytes."""
+        as Redis. Anything else returns None and the general parser, which owns every error
+        text, starts over on the same bytes."""
         reader = self._hiredis
         if reader is None:
             reader = self._hiredis = _HiredisReader()
