@@ -30,6 +30,13 @@ class Client:
     """A connected client. `send` writes a reply outside the request/response cycle (pub/sub
     messages, the reply of an unblocked command); `close` ends the connection."""
 
+    # Slots: every command reads several of these, and a slot is found without a dict lookup.
+    __slots__ = ("id", "server", "addr", "laddr", "fd", "_send", "_close", "db_index", "db",
+                 "protocol", "name", "lib_name", "lib_ver", "authenticated", "created",
+                 "last_interaction", "last_command", "multi", "multi_failed", "in_exec",
+                 "in_script", "watched", "channels", "patterns", "shard_channels", "blocked",
+                 "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection")
+
     def __init__(self, server: "Server", addr: str = "", laddr: str = "", fd: int = -1,
                  send: Callable[[bytes], None] | None = None,
                  close: Callable[[], None] | None = None) -> None:
@@ -64,6 +71,8 @@ class Client:
         self.closing = False
         self.close_after_reply = False
         self.flags = ""
+        self.output_soft_limit_since: float | None = None  # see security.py
+        self.connection: Any = None  # the server's protocol object, for scripting/busy.py
 
     # --- state ---------------------------------------------------------------------------------
 

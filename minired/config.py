@@ -259,6 +259,10 @@ IMMUTABLE = frozenset(name for name, param in PARAMS.items() if param.mode == "i
 
 
 class Config:
+    __slots__ = ("values", "_numbers", "databases", "requirepass", "proto_max_bulk_len",
+                 "client_query_buffer_limit", "maxclients", "maxmemory",
+                 "busy_reply_threshold_ms", "time_control")
+
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
         parameter's type refuses raises ConfigError naming the parameter."""

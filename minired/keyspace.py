@@ -203,6 +203,8 @@ class Database:
 class Keyspace:
     """All databases and the clock they share."""
 
+    __slots__ = ("clock", "ready_keys", "dbs")
+
     def __init__(self, databases: int = 16, clock: Clock | None = None) -> None:
         self.clock = clock or Clock()
         # (Database, key) pairs touched while clients were blocked on them; drained by the server.

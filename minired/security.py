@@ -136,13 +136,13 @@ class OutputBufferGuard:
         if limit.hard and pending >= limit.hard:
             return True
         if limit.soft and pending >= limit.soft:
-            since = getattr(client, "output_soft_limit_since", None)
+            since = client.output_soft_limit_since
             now = time.monotonic()
             if since is None:
-                client.output_soft_limit_since = now  # type: ignore[attr-defined]
+                client.output_soft_limit_since = now
                 return False
             return now - since > limit.soft_seconds
-        client.output_soft_limit_since = None  # type: ignore[attr-defined]
+        client.output_soft_limit_since = None
         return False
 
 

@@ -22,6 +22,10 @@ ACTIVE_EXPIRE_INTERVAL = 0.1
 
 
 class Stats:
+    __slots__ = ("started", "started_monotonic", "connections_received",
+                 "commands_processed", "rejected_connections", "expired_keys",
+                 "net_input_bytes", "net_output_bytes", "error_replies")
+
     def __init__(self) -> None:
         self.started = time.time()
         self.started_monotonic = time.monotonic()
@@ -50,6 +54,12 @@ class Stats:
 
 class Server:
     """All state of one minired instance; the network listeners are attached by `start`."""
+
+    # Slots: requests read these on every command (subsystems keep their state in `extensions`).
+    __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
+                 "loop", "listeners", "port", "host", "stopped", "_expire_task",
+                 "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
+                 "propagate", "sync_before_reply", "output_buffer_guard", "memory")
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()

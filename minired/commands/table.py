@@ -25,7 +25,7 @@ KNOWN_FLAGS = frozenset({
 })
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CommandSpec:
     name: str
     handler: Handler | None
@@ -47,6 +47,11 @@ class CommandSpec:
     nanoseconds: int = 0
     failed_calls: int = 0
     rejected_calls: int = 0
+    # Derived from flags and arity (see __post_init__).
+    denyoom: bool = field(init=False)
+    write: bool = field(init=False)
+    min_args: int = field(init=False)
+    max_args: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.denyoom = "denyoom" in self.flags

@@ -150,6 +150,9 @@ class Lrand48:
 class ScriptEngine:
     """Per-server scripting state: Lua runtimes, the EVAL cache, the running script."""
 
+    __slots__ = ("server", "scripts", "current", "client", "prng", "_eval_sandbox",
+                 "_specs", "functions", "busy")
+
     def __init__(self, server: "Server") -> None:
         self.server = server
         self.scripts: dict[bytes, Script] = {}

@@ -71,6 +71,9 @@ class Sandbox:
     """A Lua runtime holding one environment, for EVAL scripts (`mode="eval"`) or for function
     libraries (`mode="function"`). `bridge` supplies the Python side of the redis API."""
 
+    __slots__ = ("mode", "max_memory", "lua", "api", "run_eval", "run_function",
+                 "_run_load", "_reply_shape", "_items", "table_from")
+
     def __init__(self, mode: str, bridge: Any) -> None:
         self.mode = mode
         self.max_memory = LUA_MAX_MEMORY
