@@ -1,29 +1,48 @@
 """The sans-IO RESP core, tested on bytes alone: no sockets, no server."""
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import pathlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minired import resp
 from minired.errors import RedisError
-from minired.resp import NULL_ARRAY, Push, Replies, RequestParser, Status, Verbatim, encode
+from minired.resp import (NULL_ARRAY, ProtocolError, Push, Replies, RequestParser, Status, Verbatim,
+                          encode, parse_canonical)
 
 
 def multibulk(*args: bytes) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in args)
 
 
+@contextlib.contextmanager
+def hiredis_first(use: bool):
+    """feed_and_parse tries hiredis first in the uncompiled build and the canonical scanner
+    first in the compiled one; the tests run both, whichever build is installed."""
+    saved = resp._USE_HIREDIS
+    resp._USE_HIREDIS = use and resp._HiredisReader is not None
+    try:
+        yield
+    finally:
+        resp._USE_HIREDIS = saved
+
+
 def parse_all(data: bytes, **limits) -> tuple[list, RedisError | None]:
-    """Parse one read both ways the server may (feed+parse, and the feed_and_parse shortcut
-    that may use hiredis); they must agree."""
+    """Parse one read every way the server may (feed+parse, and the feed_and_parse shortcut
+    with and without hiredis); they must agree."""
     parser = RequestParser(**limits)
     parser.feed(data)
     commands = parser.parse()
     error = parser.error.reply if parser.error else None
-    shortcut = RequestParser(**limits)
-    assert shortcut.feed_and_parse(data) == commands
-    assert (shortcut.error.reply if shortcut.error else None) == error
+    for use_hiredis in (True, False):
+        with hiredis_first(use_hiredis):
+            shortcut = RequestParser(**limits)
+            assert shortcut.feed_and_parse(data) == commands
+            assert (shortcut.error.reply if shortcut.error else None) == error
     return commands, error
 
 
@@ -42,18 +61,85 @@ def test_elements_hiredis_reads_as_bytes_are_not_bulk_strings(element):
     assert error is not None and error.message.startswith("ERR Protocol error: expected '$', got")
 
 
+@pytest.mark.parametrize("use_hiredis", [True, False], ids=["hiredis", "scanner"])
 @given(st.lists(_RESPISH, min_size=1, max_size=4))
 @settings(max_examples=400, deadline=None)
-def test_shortcut_and_general_parser_agree_on_junk(reads):
+def test_shortcut_and_general_parser_agree_on_junk(use_hiredis, reads):
     fast, slow = RequestParser(), RequestParser()
     for data in reads:
         if not data:
             continue
-        got_fast = fast.feed_and_parse(data)
+        with hiredis_first(use_hiredis):
+            got_fast = fast.feed_and_parse(data)
         slow.feed(data)
         assert got_fast == slow.parse()
         assert (fast.error.reply if fast.error else None) == (slow.error.reply if slow.error else None)
         assert fast.buffered == slow.buffered
+
+
+
+def _general_multibulk(buf: bytes, max_bulk: int, max_multibulk: int) -> tuple[list, list[int]]:
+    """The general parser alone over buf's leading multibulk commands: the commands and the
+    offset after each (index 0: the start)."""
+    parser = RequestParser(max_bulk_len=max_bulk, max_multibulk=max_multibulk)
+    commands, offsets = [], [0]
+    try:
+        while offsets[-1] < len(buf) and buf[offsets[-1]] == 42:
+            end = parser._parse_multibulk(buf, offsets[-1], len(buf), commands)
+            if end < 0:
+                break
+            offsets.append(end)
+    except ProtocolError:
+        pass
+    return commands, offsets
+
+
+def _source_resp():
+    """resp.py loaded from source, whether or not the installed one is compiled."""
+    path = pathlib.Path(resp.__file__).with_name("resp.py")
+    spec = importlib.util.spec_from_file_location("minired._resp_from_source", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_SOURCE_RESP = _source_resp()
+
+_CANONICALISH = st.lists(st.one_of(
+    _RESPISH,
+    st.lists(st.binary(max_size=12), min_size=1, max_size=4).map(lambda args: multibulk(*args)),
+    st.sampled_from([b"*1\r\n$01\r\nx\r\n", b"*1\r\n$-0\r\n\r\n", b"*2\r\n$1\r\nx\r\n",
+                     b"*1\r\n$1\r\nxy\r\n", b"*1\r\n$3\r\nx\r\n\r\n", b"*1\r\n$0\r\n\r\n",
+                     b"*99999999999999999999\r\n", b"*1\r\n$99999999999999999999\r\n",
+                     b"*1\r\n$1\r\nx\n\r", b"*1\n$1\r\nx\r\n", b"*1\r\n$1 \r\nx\r\n"]),
+), max_size=6).map(b"".join)
+
+
+@given(_CANONICALISH, st.sampled_from([0, 1, 3, 512 * 1024 * 1024]), st.sampled_from([1, 2, 2**31 - 1]))
+@settings(max_examples=600, deadline=None)
+def test_canonical_scanner_is_a_prefix_of_the_general_parse(data, max_bulk, max_multibulk):
+    """parse_canonical may stop early but never disagrees: its commands are the general
+    parser's first ones, it stops where they end, and compiled or not it answers the same."""
+    out: list = []
+    stop = parse_canonical(data, out, max_bulk, max_multibulk)
+    general, offsets = _general_multibulk(data, max_bulk, max_multibulk)
+    assert out == general[:len(out)]
+    assert stop == offsets[len(out)]
+    source_out: list = []
+    assert _SOURCE_RESP.parse_canonical(data, source_out, max_bulk, max_multibulk) == stop
+    assert source_out == out
+
+
+def test_canonical_scanner_takes_whole_canonical_commands_only():
+    whole = multibulk(b"SET", b"k", b"a\r\nb") + multibulk(b"PING")
+    out: list = []
+    assert parse_canonical(whole + b"*2\r\n$3\r\nGET", out, 100, 100) == len(whole)
+    assert out == [[b"SET", b"k", b"a\r\nb"], [b"PING"]]
+    for odd in (b"*01\r\n$4\r\nPING\r\n", b"*1\r\n$+4\r\nPING\r\n", b"*1\r\n$4\r\nPINGxx",
+                b"PING\r\n", b"*0\r\n", b"*-1\r\n"):
+        assert parse_canonical(odd, out, 100, 100) == 0
+    assert parse_canonical(multibulk(b"GET", b"k"), out, 0, 100) == 0  # over proto-max-bulk-len
+    assert parse_canonical(multibulk(b"GET", b"k"), out, 100, 1) == 0  # over the multibulk limit
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -221,7 +307,8 @@ def test_double_formatting_follows_redis_7_0():
 @given(st.lists(st.lists(st.binary(max_size=40), min_size=1, max_size=6), min_size=1, max_size=8),
        st.data())
 @settings(max_examples=150, deadline=None)
-def test_feed_and_parse_matches_feed_then_parse(commands, data):
+@pytest.mark.parametrize("use_hiredis", [True, False], ids=["hiredis", "scanner"])
+def test_feed_and_parse_matches_feed_then_parse(use_hiredis, commands, data):
     stream = b"".join(multibulk(*cmd) for cmd in commands) + data.draw(st.sampled_from(
         [b"", b"PING\r\n", b"*2\r\n$3\r\nGET", b"*x\r\n"]))
     cuts = sorted(data.draw(st.lists(st.integers(1, len(stream)), max_size=6)))
@@ -232,7 +319,8 @@ def test_feed_and_parse_matches_feed_then_parse(commands, data):
         if cut == previous:
             continue
         piece = stream[previous:cut]
-        seen_fast.extend(fast.feed_and_parse(piece))
+        with hiredis_first(use_hiredis):
+            seen_fast.extend(fast.feed_and_parse(piece))
         slow.feed(piece)
         seen_slow.extend(slow.parse())
         previous = cut

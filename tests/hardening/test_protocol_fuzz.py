@@ -46,6 +46,18 @@ MALFORMED = [
     b"\r\n\r\n\n\nPING\r\n",                 # empty lines are skipped
     b"*0\r\nPING\r\n",
     b"PING\r\n*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$0\r\n\r\n",
+    # Lengths as string2ll reads them: no leading zero, sign, space, underscore or "-0".
+    b"*1\r\n$04\r\nPING\r\n",
+    b"*01\r\n$4\r\nPING\r\n",
+    b"*1\r\n$+4\r\nPING\r\n",
+    b"*+1\r\n$4\r\nPING\r\n",
+    b"*1\r\n$ 4\r\nPING\r\n",
+    b"*1 \r\n$4\r\nPING\r\n",
+    b"*1_0\r\n",
+    b"*1\r\n$-0\r\n\r\n",
+    b"*-01\r\nPING\r\n",
+    b"*00\r\nPING\r\n",
+    b"*1\r\n$4\r\nPINGxx*1\r\n$4\r\nPING\r\n",  # the two bytes after a bulk are not checked
 ]
 
 

@@ -1,0 +1,13 @@
+# C types for the compiled build of resp.py (setup.py): Cython reads this file beside the .py,
+# which stays plain Python. Only the byte scanner is typed: its indexes and lengths become C
+# integers and `data` a pointer into buf, so canonical requests parse without a Python object
+# per header, and each argument is copied straight out of buf. Every index is checked against
+# n before it is read. Edit it together with parse_canonical's locals.
+import cython
+
+@cython.locals(n=cython.Py_ssize_t, pos=cython.Py_ssize_t, p=cython.Py_ssize_t,
+               q=cython.Py_ssize_t, start=cython.Py_ssize_t, stop=cython.Py_ssize_t,
+               count=cython.longlong, size=cython.longlong, i=cython.longlong, args=list,
+               data=cython.p_uchar)
+cpdef Py_ssize_t parse_canonical(bytes buf, list out, long long max_bulk,
+                                 long long max_multibulk) except -1
