@@ -85,6 +85,7 @@ def extensions() -> list:
         "language_level": 3,
         "binding": True,            # functions keep __doc__, attributes and introspection
         "annotation_typing": False,  # annotations stay documentation, as in CPython
+        "nonecheck": True,           # None where a .pxd declares a type raises, as in CPython
     })
 
 

@@ -30,8 +30,32 @@ def _prefer_edited_sources() -> None:
             continue
         stale[name] = source
     if stale:
+        _add_dependents(stale, [name for name, _ in record], os.path.dirname(package))
         from ._sources import SourceOverStaleExtension
         sys.meta_path.insert(0, SourceOverStaleExtension(stale))
+
+
+def _add_dependents(stale: dict[str, str], compiled: list[str], root: str) -> None:
+    """A compiled module that cimports a stale one (its .pxd says `from minired.x cimport`)
+    was built against the extension type of the compiled original and cannot import the
+    source version, so it is loaded from source too."""
+    import os
+    import re
+
+    cimports = {}
+    for name in compiled:
+        try:
+            with open(os.path.join(root, *name.split(".")) + ".pxd") as f:
+                cimports[name] = set(re.findall(r"^from\s+([\w.]+)\s+cimport", f.read(), re.M))
+        except OSError:
+            continue
+    grew = True
+    while grew:
+        grew = False
+        for name, needs in cimports.items():
+            if name not in stale and needs & stale.keys():
+                stale[name] = os.path.join(root, *name.split(".")) + ".py"
+                grew = True
 
 
 _prefer_edited_sources()

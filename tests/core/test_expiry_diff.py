@@ -42,7 +42,8 @@ def test_expire_units(diff):
 
 @pytest.mark.parametrize("command", ["EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"])
 def test_expire_in_the_past_deletes(diff, command):
-    for when in ("0", "-1", "1"):
+    # "1" is the past only for the absolute forms; PEXPIRE k 1 would race the next command.
+    for when in ("0", "-1", "1") if command.endswith("AT") else ("0", "-1"):
         diff.check("SET", "k", "v")
         diff.check(command, "k", when)
         diff.check("EXISTS", "k")

@@ -66,3 +66,24 @@ def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert run.stdout.split() == ["True", "True", "False"], run.stderr
     assert "minired.resp" in run.stderr  # said once, on stderr
+
+
+def test_modules_built_against_an_edited_one_load_from_source_with_it(tmp_path):
+    """dispatch is compiled against client's extension type (dispatch.pxd cimports it), so
+    an edited client.py takes dispatch with it, and the server still answers."""
+    _compiled_modules()
+    shutil.copytree(ROOT / "minired", tmp_path / "minired",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "minired" / "client.py", "a") as f:
+        f.write("\nEDITED_AFTER_THE_BUILD = True\n")
+    probe = ("import minired.client as c, minired.dispatch as d, minired.keyspace as k\n"
+             "from minired.embed import EmbeddedServer\n"
+             "import socket\n"
+             "with EmbeddedServer() as server:\n"
+             "    s = socket.create_connection(('127.0.0.1', server.port))\n"
+             "    s.sendall(b'PING\\r\\n')\n"
+             "    reply = s.recv(100)\n"
+             "print(c.__file__.endswith('.py'), d.__file__.endswith('.py'), k.__file__.endswith('.py'), reply)")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert run.stdout.split() == ["True", "True", "False", "b'+PONG\\r\\n'"], run.stderr
