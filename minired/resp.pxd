@@ -1,9 +1,15 @@
 # C types for the compiled build of resp.py (setup.py): Cython reads this file beside the .py,
-# which stays plain Python. Only the byte scanner is typed: its indexes and lengths become C
+# which stays plain Python. The byte scanner is typed: its indexes and lengths become C
 # integers and `data` a pointer into buf, so canonical requests parse without a Python object
 # per header, and each argument is copied straight out of buf. Every index is checked against
 # n before it is read. Edit it together with parse_canonical's locals.
 import cython
+
+# The parser's fields are read by server.pxd's connection on every read; keep them equal to
+# RequestParser.__slots__.
+cdef class RequestParser:
+    cdef public object _chunks, _size, _need, max_bulk_len, max_multibulk, max_inline, error
+    cdef public object unauthenticated, _hiredis
 
 @cython.locals(n=cython.Py_ssize_t, pos=cython.Py_ssize_t, p=cython.Py_ssize_t,
                q=cython.Py_ssize_t, start=cython.Py_ssize_t, stop=cython.Py_ssize_t,

@@ -203,8 +203,11 @@ class MemorySampler:
         return self._value
 
 
-class ClientProtocol(asyncio.Protocol):
-    """One connection: bytes in -> parser -> dispatch -> replies out, with backpressure."""
+class ClientProtocol:
+    """One connection: bytes in -> parser -> dispatch -> replies out, with backpressure.
+
+    An asyncio protocol by its methods (asyncio and uvloop need no base class), so that the
+    compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending")
 
@@ -270,6 +273,9 @@ class ClientProtocol(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
+
+    def eof_received(self) -> None:
+        return None  # the transport closes itself, as with asyncio.Protocol's default
 
     def data_received(self, data: bytes) -> None:
         client = self.client
