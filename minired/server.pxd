@@ -1,10 +1,24 @@
-# C types for the compiled build of server.py (setup.py): the connection is an extension type
-# whose fields, and its client's and parser's (client.pxd, resp.pxd), are read as struct
-# members on every read and every reply. Keep the fields equal to ClientProtocol.__slots__.
+# C types for the compiled build of server.py (setup.py): the server, its counters and the
+# connection are extension types whose fields, and the client's and parser's (client.pxd,
+# resp.pxd), are read as struct members on every read and every reply. Keep each field list
+# equal to the class's __slots__.
 from minired.client cimport Client
 from minired.resp cimport RequestParser
 
+cdef class Stats:
+    cdef public object started, started_monotonic, connections_received, commands_processed
+    cdef public object rejected_connections, expired_keys, net_input_bytes, net_output_bytes
+    cdef public object error_replies
+
+cdef class Server:
+    cdef public object config, keyspace, clock, blocking, clients, run_id, loop, listeners
+    cdef public object port, host, stopped, _expire_task, extensions, last_save
+    cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
+    cdef public object output_buffer_guard, memory
+    cdef public Stats stats
+
 cdef class ClientProtocol:
-    cdef public object server, transport, pending
+    cdef public object transport, pending
+    cdef public Server server
     cdef public Client client
     cdef public RequestParser parser
