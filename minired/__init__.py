@@ -46,9 +46,13 @@ def _add_dependents(stale: dict[str, str], compiled: list[str], root: str) -> No
     for name in compiled:
         try:
             with open(os.path.join(root, *name.split(".")) + ".pxd") as f:
-                cimports[name] = set(re.findall(r"^from\s+([\w.]+)\s+cimport", f.read(), re.M))
+                found = re.findall(r"^from\s+([\w.]+)\s+cimport\s+([\w, ]+)", f.read(), re.M)
         except OSError:
             continue
+        # "from minired.client cimport Client" needs minired.client; "from minired cimport
+        # dispatch, resp" needs minired.dispatch and minired.resp.
+        cimports[name] = {module for package, names in found
+                          for module in (package, *(f"{package}.{n.strip()}" for n in names.split(",")))}
     grew = True
     while grew:
         grew = False

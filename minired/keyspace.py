@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterator
 
 from .errors import WRONGTYPE, RedisError
 
+_now = time.time  # read on every lookup of a key with a TTL: one global, not a module attribute
+
 TYPE_NAMES: dict[type, str] = {bytes: "string", deque: "list", dict: "hash", set: "set"}
 
 
@@ -41,10 +43,10 @@ class Clock:
         self.listeners: list[Callable[[], None]] = []
 
     def ms(self) -> int:
-        return int(time.time() * 1000) + self.offset_ms
+        return int(_now() * 1000) + self.offset_ms
 
     def us(self) -> int:
-        return int(time.time() * 1_000_000) + self.offset_ms * 1000
+        return int(_now() * 1_000_000) + self.offset_ms * 1000
 
     def advance(self, ms: int) -> int:
         if ms < 0:
@@ -78,9 +80,12 @@ class Database:
 
     def get(self, key: bytes) -> Any:
         """The live value at key, or None; an expired key is deleted on the way (lazy expiry)."""
-        if self.expires and key in self.expires and self.expires[key] <= self.clock.ms():
-            self._expire(key)
-            return None
+        expires = self.expires
+        if expires:
+            deadline = expires.get(key)
+            if deadline is not None and deadline <= self.clock.ms():
+                self._expire(key)
+                return None
         return self.data.get(key)
 
     def get_typed(self, key: bytes, cls: type) -> Any:

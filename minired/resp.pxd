@@ -17,3 +17,5 @@ cdef class RequestParser:
                data=cython.p_uchar)
 cpdef Py_ssize_t parse_canonical(bytes buf, list out, long long max_bulk,
                                  long long max_multibulk) except -1
+
+cpdef encode_into(value, proto, list out)

@@ -1,7 +1,9 @@
 # C types for the compiled build of server.py (setup.py): the server, its counters and the
 # connection are extension types whose fields, and the client's and parser's (client.pxd,
 # resp.pxd), are read as struct members on every read and every reply. Keep each field list
-# equal to the class's __slots__.
+# equal to the class's __slots__. With dispatch and resp cimported, each command's execute and
+# reply encoding are C calls.
+from minired cimport dispatch, resp
 from minired.client cimport Client
 from minired.resp cimport RequestParser
 

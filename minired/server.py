@@ -342,12 +342,10 @@ class ClientProtocol:
         client = self.client
         server = self.server
         ready_keys = server.keyspace.ready_keys
-        execute = dispatch.execute
-        encode_into = resp.encode_into
         out: list[bytes] = []
         count = 0
         for argv in commands:
-            reply = execute(client, argv)
+            reply = dispatch.execute(client, argv)
             count += 1
             if type(reply) is Block:
                 if out:
@@ -357,7 +355,7 @@ class ClientProtocol:
                 self.pending.extend(commands[count:])
                 break
             # The protocol is read per reply: HELLO may switch it in the middle of a batch.
-            encode_into(reply, client.protocol, out)
+            resp.encode_into(reply, client.protocol, out)
             if ready_keys:
                 if out:
                     self._write(b"".join(out))

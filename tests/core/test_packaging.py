@@ -69,14 +69,14 @@ def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
 
 
 def test_modules_built_against_an_edited_one_load_from_source_with_it(tmp_path):
-    """dispatch is compiled against client's extension type (dispatch.pxd cimports it), so
-    an edited client.py takes dispatch with it, and the server still answers."""
+    """dispatch and server are compiled against client's extension type (their .pxd files
+    cimport it), so an edited client.py takes them with it, and the server still answers."""
     _compiled_modules()
     shutil.copytree(ROOT / "minired", tmp_path / "minired",
                     ignore=shutil.ignore_patterns("__pycache__"))
     with open(tmp_path / "minired" / "client.py", "a") as f:
         f.write("\nEDITED_AFTER_THE_BUILD = True\n")
-    probe = ("import minired.client as c, minired.dispatch as d, minired.keyspace as k\n"
+    probe = ("import minired.client as c, minired.server as d, minired.keyspace as k\n"
              "from minired.embed import EmbeddedServer\n"
              "import socket\n"
              "with EmbeddedServer() as server:\n"
