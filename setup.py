@@ -26,7 +26,7 @@ COMPILED = [
     "minired/commands/args.py", "minired/commands/keys.py", "minired/commands/strings.py",
     "minired/commands/lists.py", "minired/commands/hashes.py", "minired/commands/sets.py",
     "minired/commands/zsets.py", "minired/commands/streams.py", "minired/commands/server.py",
-    "minired/commands/connection.py",
+    "minired/commands/connection.py", "minired/commands/scripting.py",
 ]
 RECORD = "_compiled.txt"
 

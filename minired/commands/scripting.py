@@ -24,27 +24,27 @@ def _help(name: str, lines: tuple[str, ...]) -> list:
 @command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))
 def eval_(c, argv):
     """Execute a Lua script server side"""
-    return engine_of(c.server).eval(c, argv, by_sha=False, read_only=False)
+    return engine_of(c.server).eval(c, argv, False, False)  # by_sha, read_only
 
 
 @command("eval_ro", arity=-3, flags="readonly " + _SCRIPT_RUN_FLAGS, group=G,
          key_finder=keys_after_numkeys(2))
 def eval_ro(c, argv):
     """Execute a read-only Lua script server side"""
-    return engine_of(c.server).eval(c, argv, by_sha=False, read_only=True)
+    return engine_of(c.server).eval(c, argv, False, True)  # by_sha, read_only
 
 
 @command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))
 def evalsha(c, argv):
     """Execute a Lua script server side"""
-    return engine_of(c.server).eval(c, argv, by_sha=True, read_only=False)
+    return engine_of(c.server).eval(c, argv, True, False)  # by_sha, read_only
 
 
 @command("evalsha_ro", arity=-3, flags="readonly " + _SCRIPT_RUN_FLAGS, group=G,
          key_finder=keys_after_numkeys(2))
 def evalsha_ro(c, argv):
     """Execute a read-only Lua script server side"""
-    return engine_of(c.server).eval(c, argv, by_sha=True, read_only=True)
+    return engine_of(c.server).eval(c, argv, True, True)  # by_sha, read_only
 
 
 # --- SCRIPT --------------------------------------------------------------------------------------

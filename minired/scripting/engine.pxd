@@ -1,0 +1,15 @@
+# C types for the compiled build of engine.py (setup.py): the running script and the engine
+# are extension types, so each redis.call reads the run's state and the script client as
+# struct members and calls dispatch.call as a C function. Keep each field list equal to the
+# class's __slots__.
+from minired cimport dispatch
+from minired.client cimport Client
+
+cdef class Run:
+    cdef public object caller, name, eval_mode, read_only, allow_oom, started, dirty, timed_out
+    cdef public object abort, command, sandbox
+
+cdef class ScriptEngine:
+    cdef public object server, scripts, prng, _eval_sandbox, _specs, functions, busy
+    cdef public Run current
+    cdef public Client client
