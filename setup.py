@@ -21,6 +21,7 @@ from setuptools.command.build_ext import build_ext
 
 COMPILED = [
     "minired/server.py", "minired/resp.py", "minired/dispatch.py", "minired/keyspace.py",
+    "minired/config.py",
     "minired/client.py", "minired/blocking.py", "minired/stream.py", "minired/zset.py",
     "minired/scripting/engine.py", "minired/scripting/sandbox.py",
     "minired/commands/args.py", "minired/commands/keys.py", "minired/commands/strings.py",

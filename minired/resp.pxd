@@ -8,8 +8,9 @@ import cython
 # The parser's fields are read by server.pxd's connection on every read; keep them equal to
 # RequestParser.__slots__.
 cdef class RequestParser:
-    cdef public object _chunks, _size, _need, max_bulk_len, max_multibulk, max_inline, error
+    cdef public object _chunks, buffered, _need, max_bulk_len, max_multibulk, max_inline, error
     cdef public object unauthenticated, _hiredis
+    cpdef list feed_and_parse(self, data)
 
 @cython.locals(n=cython.Py_ssize_t, pos=cython.Py_ssize_t, p=cython.Py_ssize_t,
                q=cython.Py_ssize_t, start=cython.Py_ssize_t, stop=cython.Py_ssize_t,

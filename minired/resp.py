@@ -122,13 +122,13 @@ class RequestParser:
     and while a command is incomplete the parser just records how many bytes it still needs.
     """
 
-    __slots__ = ("_chunks", "_size", "_need", "max_bulk_len", "max_multibulk", "max_inline", "error",
-                 "unauthenticated", "_hiredis")
+    __slots__ = ("_chunks", "buffered", "_need", "max_bulk_len", "max_multibulk", "max_inline",
+                 "error", "unauthenticated", "_hiredis")
 
     def __init__(self, max_bulk_len: int = MAX_BULK_LEN, max_multibulk: int = MAX_MULTIBULK,
                  max_inline: int = MAX_INLINE) -> None:
         self._chunks: list[bytes] = []
-        self._size = 0
+        self.buffered = 0  # bytes received but not yet parsed into commands (the query buffer)
         self._need = 0
         self.max_bulk_len = max_bulk_len
         self.max_multibulk = max_multibulk
@@ -139,17 +139,12 @@ class RequestParser:
         self.max_inline = max_inline
         self.error: ProtocolError | None = None
 
-    @property
-    def buffered(self) -> int:
-        """Bytes received but not yet parsed into commands (the query buffer)."""
-        return self._size
-
     def feed(self, data: bytes) -> None:
         # Chunks are joined only when a parse can make progress, so a large bulk arriving in
         # many reads is copied once rather than once per read.
         if data:
             self._chunks.append(bytes(data))
-            self._size += len(data)
+            self.buffered += len(data)
 
     def feed_and_parse(self, data: bytes) -> list[list[bytes]]:
         """feed(data) then parse(), with a shortcut for the usual read: nothing left over from
@@ -201,7 +196,7 @@ class RequestParser:
     def parse(self) -> list[list[bytes]]:
         """Every complete command buffered so far. On malformed input, the commands before it
         are returned and `self.error` is set; the connection should then reply and close."""
-        if self._size < self._need or self.error is not None or not self._size:
+        if self.buffered < self._need or self.error is not None or not self.buffered:
             return []
         chunks = self._chunks
         buf = chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -222,15 +217,15 @@ class RequestParser:
         except ProtocolError as exc:
             self.error = exc
             self._chunks = []
-            self._size = 0
+            self.buffered = 0
             return commands
         if pos >= n:
             self._chunks = []
-            self._size = 0
+            self.buffered = 0
         else:
             rest = buf[pos:] if pos else buf
             self._chunks = [rest]
-            self._size = len(rest)
+            self.buffered = len(rest)
         return commands
 
     def _parse_multibulk(self, buf: bytes, pos: int, n: int, out: list) -> int:

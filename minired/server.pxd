@@ -5,6 +5,7 @@
 # reply encoding are C calls.
 from minired cimport dispatch, resp
 from minired.client cimport Client
+from minired.config cimport Config
 from minired.resp cimport RequestParser
 
 cdef class Stats:
@@ -13,14 +14,17 @@ cdef class Stats:
     cdef public object error_replies
 
 cdef class Server:
-    cdef public object config, keyspace, clock, blocking, clients, run_id, loop, listeners
+    cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners
     cdef public object port, host, stopped, _expire_task, extensions, last_save
     cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
     cdef public object output_buffer_guard, memory
     cdef public Stats stats
+    cdef public Config config
 
 cdef class ClientProtocol:
     cdef public object transport, pending
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser
+    cpdef _run(self, list commands)
+    cpdef _write(self, data)

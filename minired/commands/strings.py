@@ -196,7 +196,7 @@ def _incr_by(c, key: bytes, increment: int) -> int:
     result = value + increment
     if not INT64_MIN <= result <= INT64_MAX:
         raise RedisError(errors.OVERFLOW)
-    db.set(key, b"%d" % result, keep_ttl=True)
+    db.set(key, b"%d" % result, True)  # keep_ttl
     return result
 
 

@@ -3,8 +3,10 @@ Lua sandbox, the queue's scripts), which an editable install would not notice mi
 where setup.py compiled the hot modules, those are what runs, unless a source was edited."""
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +30,7 @@ def test_wheel_contains_runtime_data_files(tmp_path):
                     str(source)], check=True, capture_output=True, env=env)
     [wheel] = out.glob("minired-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"minired/scripting/sandbox.lua"} | {
+    expected = {"minired/scripting/sandbox.lua", "minired/resp.pxd"} | {
         f"minired_queue/lua/{p.name}" for p in (ROOT / "queue" / "minired_queue" / "lua").glob("*.lua")}
     assert len(expected) > 10
     assert expected <= names, sorted(expected - names)
@@ -87,3 +89,29 @@ def test_modules_built_against_an_edited_one_load_from_source_with_it(tmp_path):
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert run.stdout.split() == ["True", "True", "False", "b'+PONG\\r\\n'"], run.stderr
+
+
+def _slots_by_class(source: pathlib.Path) -> dict[str, set[str]]:
+    slots = {}
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if (isinstance(item, ast.Assign) and len(item.targets) == 1
+                        and getattr(item.targets[0], "id", None) == "__slots__"):
+                    slots[node.name] = set(ast.literal_eval(item.value))
+    return slots
+
+
+def test_every_extension_type_declares_exactly_its_classs_slots():
+    """A .pxd turns a class into an extension type for the compiled build; a field missing
+    there would be an AttributeError only when compiled, an extra one a silent difference."""
+    checked = 0
+    for pxd in sorted((ROOT / "minired").rglob("*.pxd")):
+        slots = _slots_by_class(pxd.with_suffix(".py"))
+        for name, body in re.findall(r"^cdef class (\w+):\n((?:    .*\n?)+)", pxd.read_text(), re.M):
+            fields = {field.strip() for line in re.findall(r"cdef public \w+ (.*)", body)
+                      for field in line.split(",")}
+            assert name in slots, f"{pxd.name}: {name} has no __slots__ in {pxd.stem}.py"
+            assert fields == slots[name], (pxd.name, name, fields ^ slots[name])
+            checked += 1
+    assert checked >= 8

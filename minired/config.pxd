@@ -1,0 +1,7 @@
+# C types for the compiled build of config.py (setup.py): the configuration is an extension
+# type, so the values every read consults (proto-max-bulk-len, requirepass, the query buffer
+# limit) are struct reads. Keep the field list equal to Config.__slots__.
+cdef class Config:
+    cdef public object values, _numbers, databases, requirepass, proto_max_bulk_len
+    cdef public object client_query_buffer_limit, maxclients, maxmemory, busy_reply_threshold_ms
+    cdef public object time_control
