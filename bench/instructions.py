@@ -1,0 +1,90 @@
+"""Server instructions per request, counted by valgrind: the one figure here that other tenants
+of a shared machine cannot move, so the one to compare changes by (needs valgrind installed).
+
+    python bench/instructions.py                  # the default loads, -P 1 and -P 16
+    python bench/instructions.py "INCR counter"   # any command line(s)
+
+Requests are fed straight to a ClientProtocol in this process (no sockets, no client, so the
+kernel and uvloop are left out): each load runs twice under `valgrind --tool=callgrind` with
+different request counts, and the difference of the two totals, divided by the difference of
+the counts, is what one request costs, start-up and set-up cancelled out. `-P 16` feeds 16
+requests per read, `-P 1` one; the gap between them is the per-read work. The queue row is
+bench/queue_script_bench.py's recorded add -> fetch -> complete flow (three EVALSHAs), per job.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOADS = ["PING", "GET key:__rand_int__", "SET key:__rand_int__ xxx", "INCR counter",
+         "LPUSH mylist xxx", "SET key:__rand_int__ xxx NX PX 30000"]
+
+# Run inside valgrind: feed `count` reads of `pipeline` copies of one request.
+_FEEDER = """
+import sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
+from minired.server import ClientProtocol, Server
+from minired.startup import prepare_server
+from script_bench import Transport, multibulk
+read = multibulk(*{words!r}) * {pipeline}
+protocol = ClientProtocol(prepare_server(Server()))
+protocol.connection_made(Transport())
+for _ in range({count}):
+    protocol.data_received(read)
+"""
+
+
+def instructions(argv: list[str]) -> int:
+    """Instructions valgrind counted for one run of argv (a Python command line)."""
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                         capture_output=True, text=True, check=True)
+    match = re.search(r"Collected : (\d+)", run.stderr)
+    if match is None:
+        raise RuntimeError(f"valgrind gave no count:\n{run.stderr[-2000:]}")
+    return int(match.group(1))
+
+
+def per_request(command: str, pipeline: int, reads: tuple[int, int] = (100, 300)) -> float:
+    words = [w.encode() for w in command.split()]
+    counts = []
+    for count in reads:
+        code = _FEEDER.format(root=os.path.dirname(HERE), here=HERE, words=words,
+                              pipeline=pipeline, count=count)
+        counts.append(instructions([sys.executable, "-c", code]))
+    return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
+
+
+def per_queue_job(jobs: int = 200) -> float:
+    """queue_script_bench replays its recording on a fresh server per repetition: two more
+    repetitions of `jobs` jobs, less two more of one job (the fresh servers' set-up)."""
+    script = os.path.join(HERE, "queue_script_bench.py")
+
+    def extra(n: int) -> int:
+        runs = [instructions([sys.executable, script, "-n", str(n), "-r", str(r)]) for r in (1, 3)]
+        return runs[1] - runs[0]
+    return (extra(jobs) - extra(1)) / (2 * (jobs - 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("commands", nargs="*", help="command lines (default: the usual loads)")
+    parser.add_argument("--no-queue", action="store_true", help="skip the queue row")
+    opts = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install -y valgrind)")
+    print("| load | instructions/request at -P 16 | at -P 1 |")
+    print("|---|---|---|")
+    for command in opts.commands or LOADS:
+        print(f"| {command} | {per_request(command, 16):,.0f} | {per_request(command, 1):,.0f} |",
+              flush=True)
+    if not opts.commands and not opts.no_queue:
+        print(f"| queue job (add + fetch + complete, in-process) | {per_queue_job():,.0f} per job | - |")
+
+
+if __name__ == "__main__":
+    main()
