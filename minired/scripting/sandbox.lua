@@ -708,10 +708,18 @@ end
 
 -- The globals -------------------------------------------------------------------------------
 
+-- True while a script, a function or a library's load runs. lupa itself looks up globals
+-- (debug.traceback, to describe errors) from C before every call into Lua, when nothing runs;
+-- those lookups just find nothing, without the cost of asking debug.getinfo who is asking.
+local running = false
+
+local function stop_running(...)
+  running = false
+  return ...
+end
+
 local function missing_global(_, name)
-  -- lupa itself looks up globals (debug.traceback, to describe errors) from C with no Lua
-  -- caller on the stack; those lookups just find nothing.
-  if getinfo(2, 'S') == nil then return nil end
+  if not running then return nil end
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
 end
 
@@ -751,7 +759,8 @@ end
 
 local function run_load(chunk)
   proxy_mt.__index = load_globals
-  local ok, message, source, line = finish(xpcall(chunk, error_handler))
+  running = true
+  local ok, message, source, line = finish(stop_running(xpcall(chunk, error_handler)))
   proxy_mt.__index = globals
   return ok, message, source, line
 end
@@ -779,13 +788,16 @@ end
 function api.run_eval(fn, null, nkeys, ...)
   script_resp = 2
   globals.KEYS, globals.ARGV = split_arguments(nkeys, ...)
-  return finish_reply(null, xpcall(fn, error_handler))
+  running = true
+  return finish_reply(null, stop_running(xpcall(fn, error_handler)))
 end
 
 function api.run_function(fn, null, nkeys, ...)
   script_resp = 2
   local keys, argv = split_arguments(nkeys, ...)
-  return finish_reply(null, xpcall(function() return fn(keys, argv) end, error_handler))
+  running = true
+  local function call() return fn(keys, argv) end
+  return finish_reply(null, stop_running(xpcall(call, error_handler)))
 end
 
 api.run_load = run_load
