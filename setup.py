@@ -28,6 +28,7 @@ COMPILED = [
     "minired/commands/lists.py", "minired/commands/hashes.py", "minired/commands/sets.py",
     "minired/commands/zsets.py", "minired/commands/streams.py", "minired/commands/server.py",
     "minired/commands/connection.py", "minired/commands/scripting.py",
+    "minired/commands/table.py",
 ]
 RECORD = "_compiled.txt"
 
@@ -68,6 +69,12 @@ class OptionalBuildExt(build_ext):
             if os.path.exists(self.get_ext_fullpath(ext.name)):
                 [source] = [s for s in ext.sources if s.endswith(".c")]
                 lines.append(f"{ext.name} {source_checksum(source[:-2] + '.py')}\n")
+        # The compiled modules are built against each other's types: an edited .pxd makes
+        # them all stale (minired/__init__.py).
+        for root, _, files in sorted(os.walk("minired")):
+            for name in sorted(f for f in files if f.endswith(".pxd")):
+                path = os.path.join(root, name)
+                lines.append(f"{path.replace(os.sep, '/')} {source_checksum(path)}\n")
         target = os.path.join(os.path.dirname(self.get_ext_fullpath("minired.server")), RECORD)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w") as f:

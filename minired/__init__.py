@@ -19,9 +19,18 @@ def _prefer_edited_sources() -> None:
             record = [line.split() for line in f]
     except OSError:
         return  # not compiled
+    root = os.path.dirname(package)
+    types = [(path, checksum) for path, checksum in record if path.endswith(".pxd")]
+    record = [(name, checksum) for name, checksum in record if not name.endswith(".pxd")]
     stale = {}
+    if any(_checksum(os.path.join(root, *path.split("/"))) not in (None, int(checksum))
+           for path, checksum in types):  # (a .pxd that is not there was not edited)
+        # An edited .pxd: the compiled modules may disagree on each other's types.
+        stale = {name: os.path.join(root, *name.split(".")) + ".py" for name, _ in record}
     for name, checksum in record:
-        source = os.path.join(os.path.dirname(package), *name.split(".")) + ".py"
+        if name in stale:
+            continue
+        source = os.path.join(root, *name.split(".")) + ".py"
         try:
             with open(source, "rb") as f:
                 if zlib.crc32(f.read()) == int(checksum):
@@ -33,6 +42,16 @@ def _prefer_edited_sources() -> None:
         _add_dependents(stale, [name for name, _ in record], os.path.dirname(package))
         from ._sources import SourceOverStaleExtension
         sys.meta_path.insert(0, SourceOverStaleExtension(stale))
+
+
+def _checksum(path: str) -> int | None:
+    import zlib
+
+    try:
+        with open(path, "rb") as f:
+            return zlib.crc32(f.read())
+    except OSError:
+        return None
 
 
 def _add_dependents(stale: dict[str, str], compiled: list[str], root: str) -> None:

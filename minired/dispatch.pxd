@@ -1,6 +1,8 @@
 # C types for the compiled build of dispatch.py (setup.py): with the client typed, the checks
-# every command passes through read the client's fields directly (see client.pxd).
+# every command passes through read the client's and the spec's fields directly (client.pxd,
+# commands/table.pxd).
 from minired.client cimport Client
+from minired.commands.table cimport CommandSpec
 
 cpdef object execute(Client c, list argv)
-cpdef object call(Client c, object spec, list argv)
+cpdef object call(Client c, CommandSpec spec, list argv)

@@ -11,7 +11,6 @@ reply value (see resp.py) or raise RedisError.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 Handler = Callable[[Any, list], Any]
@@ -25,40 +24,49 @@ KNOWN_FLAGS = frozenset({
 })
 
 
-@dataclass(eq=False, slots=True)
 class CommandSpec:
-    name: str
-    handler: Handler | None
-    arity: int
-    flags: frozenset
-    first_key: int = 0
-    last_key: int = 0
-    step: int = 0
-    group: str = "generic"
-    # For commands whose keys depend on arguments (EVAL numkeys, XREAD STREAMS, ...):
-    # argv -> list of argv indexes holding keys.
-    key_finder: Callable[[list], list[int]] | None = None
-    parent: "CommandSpec | None" = None
-    subcommands: dict[bytes, "CommandSpec"] = field(default_factory=dict)
-    summary: str = ""
-    # Filled by dispatch: calls and time spent, for INFO commandstats. Time is summed in
-    # nanoseconds: most commands take under a microsecond.
-    calls: int = 0
-    nanoseconds: int = 0
-    failed_calls: int = 0
-    rejected_calls: int = 0
-    # Derived from flags and arity (see __post_init__).
-    denyoom: bool = field(init=False)
-    write: bool = field(init=False)
-    min_args: int = field(init=False)
-    max_args: int = field(init=False)
+    """One command (or subcommand) as the table declares it, plus its call counters.
 
-    def __post_init__(self) -> None:
-        self.denyoom = "denyoom" in self.flags
-        self.write = "write" in self.flags
+    A plain class with __slots__ rather than a dataclass, so that the compiled build can make
+    it an extension type (table.pxd) whose fields dispatch reads as struct members."""
+
+    __slots__ = ("name", "handler", "arity", "flags", "first_key", "last_key", "step", "group",
+                 "key_finder", "parent", "subcommands", "summary", "calls", "nanoseconds",
+                 "failed_calls", "rejected_calls", "denyoom", "write", "min_args", "max_args")
+
+    def __init__(self, name: str, handler: Handler | None, arity: int, flags: frozenset,
+                 first_key: int = 0, last_key: int = 0, step: int = 0, group: str = "generic",
+                 key_finder: Callable[[list], list[int]] | None = None,
+                 parent: "CommandSpec | None" = None,
+                 subcommands: "dict[bytes, CommandSpec] | None" = None, summary: str = "") -> None:
+        self.name = name
+        self.handler = handler
+        self.arity = arity
+        self.flags = flags
+        self.first_key = first_key
+        self.last_key = last_key
+        self.step = step
+        self.group = group
+        # For commands whose keys depend on arguments (EVAL numkeys, XREAD STREAMS, ...):
+        # argv -> list of argv indexes holding keys.
+        self.key_finder = key_finder
+        self.parent = parent
+        self.subcommands: dict[bytes, CommandSpec] = {} if subcommands is None else subcommands
+        self.summary = summary
+        # Filled by dispatch: calls and time spent, for INFO commandstats. Time is summed in
+        # nanoseconds: most commands take under a microsecond.
+        self.calls = 0
+        self.nanoseconds = 0
+        self.failed_calls = 0
+        self.rejected_calls = 0
+        self.denyoom = "denyoom" in flags
+        self.write = "write" in flags
         # Argument-count bounds from the arity, so dispatch checks them with one comparison.
-        self.min_args = self.arity if self.arity >= 0 else -self.arity
-        self.max_args = self.arity if self.arity >= 0 else 1 << 62
+        self.min_args = arity if arity >= 0 else -arity
+        self.max_args = arity if arity >= 0 else 1 << 62
+
+    def __repr__(self) -> str:
+        return f"CommandSpec({self.full_name!r}, arity={self.arity}, flags={sorted(self.flags)})"
 
     @property
     def usec(self) -> int:

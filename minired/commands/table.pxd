@@ -1,0 +1,7 @@
+# C types for the compiled build of table.py (setup.py): a command spec is an extension type,
+# so dispatch (dispatch.pxd) reads its handler, bounds and counters as struct members. Keep
+# the field list equal to CommandSpec.__slots__.
+cdef class CommandSpec:
+    cdef public object name, handler, arity, flags, first_key, last_key, step, group
+    cdef public object key_finder, parent, subcommands, summary, calls, nanoseconds
+    cdef public object failed_calls, rejected_calls, denyoom, write, min_args, max_args
