@@ -38,6 +38,26 @@ def source_checksum(path: str) -> int:
         return zlib.crc32(f.read())
 
 
+def pxd_checksums() -> list[tuple[str, int]]:
+    found = []
+    for root, _, files in sorted(os.walk("minired")):
+        for name in sorted(f for f in files if f.endswith(".pxd")):
+            path = os.path.join(root, name)
+            found.append((path.replace(os.sep, "/"), source_checksum(path)))
+    return found
+
+
+def types_changed_since_last_build() -> bool:
+    """Cython rebuilds a module when its own .pxd changes, not when one it cimports does, so
+    after any .pxd edit everything is compiled again."""
+    try:
+        with open(os.path.join("minired", RECORD)) as f:
+            recorded = [tuple(line.split()) for line in f if line.split()[0].endswith(".pxd")]
+    except OSError:
+        return True
+    return recorded != [(path, str(checksum)) for path, checksum in pxd_checksums()]
+
+
 class OptionalBuildExt(build_ext):
     """build_ext that never fails the install: a module that does not compile stays Python."""
 
@@ -70,11 +90,8 @@ class OptionalBuildExt(build_ext):
                 [source] = [s for s in ext.sources if s.endswith(".c")]
                 lines.append(f"{ext.name} {source_checksum(source[:-2] + '.py')}\n")
         # The compiled modules are built against each other's types: an edited .pxd makes
-        # them all stale (minired/__init__.py).
-        for root, _, files in sorted(os.walk("minired")):
-            for name in sorted(f for f in files if f.endswith(".pxd")):
-                path = os.path.join(root, name)
-                lines.append(f"{path.replace(os.sep, '/')} {source_checksum(path)}\n")
+        # them all stale (minired/__init__.py) until the next build.
+        lines.extend(f"{path} {checksum}\n" for path, checksum in pxd_checksums())
         target = os.path.join(os.path.dirname(self.get_ext_fullpath("minired.server")), RECORD)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w") as f:
@@ -89,7 +106,8 @@ def extensions() -> list:
     except ImportError:
         print("minired: Cython is not installed; installing uncompiled", file=sys.stderr)
         return []
-    return cythonize(COMPILED, quiet=True, nthreads=os.cpu_count() or 1, compiler_directives={
+    return cythonize(COMPILED, quiet=True, nthreads=os.cpu_count() or 1,
+                     force=types_changed_since_last_build(), compiler_directives={
         "language_level": 3,
         "binding": True,            # functions keep __doc__, attributes and introspection
         "annotation_typing": False,  # annotations stay documentation, as in CPython
