@@ -49,8 +49,11 @@ def instructions(argv: list[str]) -> int:
     return int(match.group(1))
 
 
-def per_request(command: str, pipeline: int, reads: tuple[int, int] = (100, 300)) -> float:
+def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 4800)) -> float:
+    """The same number of requests at any pipeline depth, so that rare events (a collection,
+    a dict resize) weigh alike."""
     words = [w.encode() for w in command.split()]
+    reads = (requests[0] // pipeline, requests[1] // pipeline)
     counts = []
     for count in reads:
         code = _FEEDER.format(root=os.path.dirname(HERE), here=HERE, words=words,
