@@ -71,7 +71,8 @@ def _add_dependents(stale: dict[str, str], compiled: list[str], root: str) -> No
         # "from minired.client cimport Client" needs minired.client; "from minired cimport
         # dispatch, resp" needs minired.dispatch and minired.resp.
         cimports[name] = {module for package, names in found
-                          for module in (package, *(f"{package}.{n.strip()}" for n in names.split(",")))}
+                          for module in (package, *(f"{package}.{n.strip()}"
+                                                    for n in names.split(",")))}
     grew = True
     while grew:
         grew = False

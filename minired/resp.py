@@ -204,7 +204,8 @@ class RequestParser:
         self._need = 0
         commands: list[list[bytes]] = []
         unauthenticated = self.unauthenticated
-        pos = parse_canonical(buf, commands, self.max_bulk_len, self.max_multibulk) if not unauthenticated else 0
+        pos = 0 if unauthenticated else parse_canonical(buf, commands, self.max_bulk_len,
+                                                        self.max_multibulk)
         try:
             while pos < n and not (unauthenticated and commands):
                 if buf[pos] == 42:  # '*'
