@@ -57,17 +57,32 @@ def test_the_compiled_modules_are_the_ones_tested():
         assert not module.__file__.endswith(".py"), f"{name} was loaded from {module.__file__}"
 
 
-def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
+def _run_in_edited_copy(tmp_path, edited: str, addition: str, probe: str):
+    """Run probe (Python code) against a copy of the built package in which `edited` (a path
+    under minired/) got `addition` appended after the build."""
     _compiled_modules()
     shutil.copytree(ROOT / "minired", tmp_path / "minired",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    with open(tmp_path / "minired" / "resp.py", "a") as f:
-        f.write("\nEDITED_AFTER_THE_BUILD = True\n")
+    with open(tmp_path / "minired" / edited, "a") as f:
+        f.write(addition)
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+
+
+# Serve one PING from the copy: `reply` holds the answer.
+_PING = ("from minired.embed import EmbeddedServer\n"
+         "import socket\n"
+         "with EmbeddedServer() as server:\n"
+         "    s = socket.create_connection(('127.0.0.1', server.port))\n"
+         "    s.sendall(b'PING\\r\\n')\n"
+         "    reply = s.recv(100)\n")
+
+
+def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
     probe = ("import minired.resp as r, minired.keyspace as k; "
              "print(r.__file__.endswith('.py'), getattr(r, 'EDITED_AFTER_THE_BUILD', False), "
              "k.__file__.endswith('.py'))")
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    run = _run_in_edited_copy(tmp_path, "resp.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
     assert run.stdout.split() == ["True", "True", "False"], run.stderr
     assert "minired.resp" in run.stderr  # said once, on stderr
 
@@ -75,21 +90,10 @@ def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
 def test_modules_built_against_an_edited_one_load_from_source_with_it(tmp_path):
     """dispatch and server are compiled against client's extension type (their .pxd files
     cimport it), so an edited client.py takes them with it, and the server still answers."""
-    _compiled_modules()
-    shutil.copytree(ROOT / "minired", tmp_path / "minired",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    with open(tmp_path / "minired" / "client.py", "a") as f:
-        f.write("\nEDITED_AFTER_THE_BUILD = True\n")
-    probe = ("import minired.client as c, minired.server as d, minired.keyspace as k\n"
-             "from minired.embed import EmbeddedServer\n"
-             "import socket\n"
-             "with EmbeddedServer() as server:\n"
-             "    s = socket.create_connection(('127.0.0.1', server.port))\n"
-             "    s.sendall(b'PING\\r\\n')\n"
-             "    reply = s.recv(100)\n"
-             "print(c.__file__.endswith('.py'), d.__file__.endswith('.py'), k.__file__.endswith('.py'), reply)")
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    probe = ("import minired.client as c, minired.server as d, minired.keyspace as k\n" + _PING +
+             "print(c.__file__.endswith('.py'), d.__file__.endswith('.py'),"
+             " k.__file__.endswith('.py'), reply)")
+    run = _run_in_edited_copy(tmp_path, "client.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
     assert run.stdout.split() == ["True", "True", "False", "b'+PONG\\r\\n'"], run.stderr
 
 
@@ -110,7 +114,8 @@ def test_every_extension_type_declares_exactly_its_classs_slots():
     checked = 0
     for pxd in sorted((ROOT / "minired").rglob("*.pxd")):
         slots = _slots_by_class(pxd.with_suffix(".py"))
-        for name, body in re.findall(r"^cdef class (\w+):\n((?:    .*\n?)+)", pxd.read_text(), re.M):
+        classes = re.findall(r"^cdef class (\w+):\n((?:    .*\n?)+)", pxd.read_text(), re.M)
+        for name, body in classes:
             fields = {field.strip() for line in re.findall(r"cdef public \w+ (.*)", body)
                       for field in line.split(",")}
             assert name in slots, f"{pxd.name}: {name} has no __slots__ in {pxd.stem}.py"
@@ -122,19 +127,7 @@ def test_every_extension_type_declares_exactly_its_classs_slots():
 def test_an_edited_pxd_makes_every_compiled_module_load_from_source(tmp_path):
     """The compiled modules are built against each other's .pxd types, so one edited .pxd
     sends them all to their sources until the next build, and the server still answers."""
-    _compiled_modules()
-    shutil.copytree(ROOT / "minired", tmp_path / "minired",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    with open(tmp_path / "minired" / "dispatch.pxd", "a") as f:
-        f.write("\n# edited after the build\n")
-    probe = ("import minired.keyspace as k, minired.resp as r\n"
-             "from minired.embed import EmbeddedServer\n"
-             "import socket\n"
-             "with EmbeddedServer() as server:\n"
-             "    s = socket.create_connection(('127.0.0.1', server.port))\n"
-             "    s.sendall(b'PING\\r\\n')\n"
-             "    reply = s.recv(100)\n"
+    probe = ("import minired.keyspace as k, minired.resp as r\n" + _PING +
              "print(k.__file__.endswith('.py'), r.__file__.endswith('.py'), reply)")
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    run = _run_in_edited_copy(tmp_path, "dispatch.pxd", "\n# edited after the build\n", probe)
     assert run.stdout.split() == ["True", "True", "b'+PONG\\r\\n'"], run.stderr
