@@ -29,6 +29,8 @@ COMPILED = [
     "minired/commands/zsets.py", "minired/commands/streams.py", "minired/commands/server.py",
     "minired/commands/connection.py", "minired/commands/scripting.py",
     "minired/commands/table.py",
+    # Cython proper (it is C glue to lupa's Lua): compiled or absent, never loaded as source.
+    "minired/scripting/luabridge.pyx",
 ]
 RECORD = "_compiled.txt"
 
@@ -88,7 +90,10 @@ class OptionalBuildExt(build_ext):
         for ext in self.extensions:
             if os.path.exists(self.get_ext_fullpath(ext.name)):
                 [source] = [s for s in ext.sources if s.endswith(".c")]
-                lines.append(f"{ext.name} {source_checksum(source[:-2] + '.py')}\n")
+                source = source[:-2] + ".py"
+                if not os.path.exists(source):
+                    source += "x"
+                lines.append(f"{ext.name} {source_checksum(source)}\n")
         # The compiled modules are built against each other's types: an edited .pxd makes
         # them all stale (minired/__init__.py) until the next build.
         lines.extend(f"{path} {checksum}\n" for path, checksum in pxd_checksums())

@@ -22,22 +22,28 @@ def _prefer_edited_sources() -> None:
     root = os.path.dirname(package)
     types = [(path, checksum) for path, checksum in record if path.endswith(".pxd")]
     record = [(name, checksum) for name, checksum in record if not name.endswith(".pxd")]
+    # A module written in Cython itself (a .pyx) has no Python source to fall back to: stale,
+    # it is not importable at all (None), and its importers do without it.
+    sources = {}
+    for name, _ in record:
+        source = os.path.join(root, *name.split(".")) + ".py"
+        sources[name] = source if os.path.exists(source) else source + "x"
     stale = {}
     if any(_checksum(os.path.join(root, *path.split("/"))) not in (None, int(checksum))
            for path, checksum in types):  # (a .pxd that is not there was not edited)
         # An edited .pxd: the compiled modules may disagree on each other's types.
-        stale = {name: os.path.join(root, *name.split(".")) + ".py" for name, _ in record}
+        stale = {name: sources[name] for name, _ in record}
     for name, checksum in record:
         if name in stale:
             continue
-        source = os.path.join(root, *name.split(".")) + ".py"
         try:
-            with open(source, "rb") as f:
+            with open(sources[name], "rb") as f:
                 if zlib.crc32(f.read()) == int(checksum):
                     continue
         except OSError:
             continue
-        stale[name] = source
+        stale[name] = sources[name]
+    stale = {name: None if source.endswith(".pyx") else source for name, source in stale.items()}
     if stale:
         _add_dependents(stale, [name for name, _ in record], os.path.dirname(package))
         from ._sources import SourceOverStaleExtension

@@ -7,7 +7,8 @@ from importlib.abc import MetaPathFinder
 
 
 class SourceOverStaleExtension(MetaPathFinder):
-    """Finds the modules in `stale` (name -> .py path) as source, ahead of the compiled files."""
+    """Finds the modules in `stale` (name -> .py path) as source, ahead of the compiled files;
+    a name mapped to None (a stale Cython module) is not found at all."""
 
     def __init__(self, stale: dict[str, str]) -> None:
         self.stale = stale
@@ -15,5 +16,10 @@ class SourceOverStaleExtension(MetaPathFinder):
               f".py (reinstall to compile them again): {', '.join(sorted(stale))}", file=sys.stderr)
 
     def find_spec(self, name, path=None, target=None):
-        source = self.stale.get(name)
-        return None if source is None else importlib.util.spec_from_file_location(name, source)
+        if name not in self.stale:
+            return None
+        source = self.stale[name]
+        if source is None:
+            raise ModuleNotFoundError(f"{name} is older than its source (reinstall to compile it)",
+                                      name=name)
+        return importlib.util.spec_from_file_location(name, source)

@@ -10,6 +10,6 @@ cdef class Run:
     cdef public object abort, command, sandbox
 
 cdef class ScriptEngine:
-    cdef public object server, scripts, prng, _eval_sandbox, _specs, functions, busy
+    cdef public object server, scripts, prng, _eval_sandbox, _specs, functions, busy, deferred
     cdef public Run current
     cdef public Client client

@@ -31,6 +31,8 @@ _ERR = b"err"
 _OK = b"ok"
 _SPEC_CACHE_SIZE = 1024
 _OK_REPLY = (b"OK", _OK)
+# call_native's answer for a reply that `unbox` converts (sandbox.lua, call_reply).
+_DEFERRED = (None, b"py")
 # The null frame of the calling client's protocol, for results the Lua side encodes.
 _NULL_RESP2 = b"$-1\r\n"
 _NULL_RESP3 = b"_\r\n"
@@ -151,7 +153,7 @@ class ScriptEngine:
     """Per-server scripting state: Lua runtimes, the EVAL cache, the running script."""
 
     __slots__ = ("server", "scripts", "current", "client", "prng", "_eval_sandbox",
-                 "_specs", "functions", "busy")
+                 "_specs", "functions", "busy", "deferred")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -165,6 +167,7 @@ class ScriptEngine:
         self._specs: dict[bytes, tuple] = {}  # redis.call's command names, as spelled
         self.functions: Any = None  # functions.FunctionLibraries, attached by the package
         self.busy: Any = None        # busy.BusyService, attached by the package
+        self.deferred: tuple | None = None  # the reply call_native left for unbox
 
     @property
     def eval_sandbox(self) -> Sandbox:
@@ -264,9 +267,17 @@ class ScriptEngine:
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
 
     def call(self, *args: Any) -> Any:
-        """redis.call / redis.pcall: the reply as a Lua value, (text, b"ok"|b"err"), or for a
-        flat array (True, count, *elements), which sandbox.lua turns into the table.
-        Called from Lua, so it must never raise (see sandbox._never_raise)."""
+        """redis.call / redis.pcall through lupa's bridge (where luabridge is not compiled): the
+        reply as a Lua value, (text, b"ok"|b"err"), or for a flat array (True, count,
+        *elements), which sandbox.lua turns into the table. Must never raise."""
+        result = self.call_native(args)
+        return self.unbox() if result is _DEFERRED else result
+
+    def call_native(self, args: tuple) -> Any:
+        """redis.call / redis.pcall: like `call`, except that a reply which must become Lua
+        tables is kept and answered as (None, b"py"), and sandbox.lua fetches it with `unbox`.
+        The native bridge (luabridge) runs outside lupa's view of the state, where building
+        Lua tables from Python is not safe. Called from Lua, so it must never raise."""
         try:
             run = self.current
             if run is None:
@@ -314,10 +325,16 @@ class ScriptEngine:
                     and _PLAIN_ITEMS.issuperset(map(type, reply))
                     and _PLAIN_ITEMS.issuperset(map(type, reply.values()))):
                 return (True, 2 * len(reply), *chain.from_iterable(reply.items()))
-            return self.to_lua(reply, resp3)
+            self.deferred = (reply, resp3)
+            return _DEFERRED
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             log.exception("internal error in redis.call")
             return b"ERR internal error", _ERR
+
+    def unbox(self) -> Any:
+        """The Lua value of the reply call_native kept (called from Lua through lupa)."""
+        deferred, self.deferred = self.deferred, None
+        return None if deferred is None else self.to_lua(*deferred)
 
     def _lookup(self, argv: list) -> tuple | bytes:
         """(spec, arity, whether it writes) for the command argv names, or the error text.

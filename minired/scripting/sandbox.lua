@@ -13,7 +13,7 @@
 -- wiped, so no script can change what the next one sees.
 
 local mode, redis_version, redis_version_num, install_libraries, py_call, py_acl_check, py_check,
-      py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register = ...
+      py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register, py_unbox = ...
 
 local type, error, select, tostring, tonumber, unpack = type, error, select, tostring, tonumber, unpack
 local rawget, rawset, next, pairs, ipairs = rawget, rawset, next, pairs, ipairs
@@ -509,10 +509,12 @@ end
 
 -- py_call answers a reply as a Lua value, a status or error text with its kind, or for a flat
 -- array (true, count, elements...): building the table here is cheaper than from Python.
+-- Kind 'py': a reply Python must build tables for, fetched through lupa (engine.unbox).
 local function call_reply(value, kind, ...)
   if kind == nil then return value end
   if value == true then return {...} end
   if kind == 'ok' then return {ok = value} end
+  if kind == 'py' then return py_unbox() end
   error({err = value})  -- kind == 'err'
 end
 
@@ -520,7 +522,22 @@ local function pcall_reply(value, kind, ...)
   if kind == nil then return value end
   if value == true then return {...} end
   if kind == 'ok' then return {ok = value} end
+  if kind == 'py' then return py_unbox() end
   return {err = value}
+end
+
+-- lupa's bridge (where the native one is not compiled) would hand numbers to Python as ints
+-- where they are integral, losing -0; they are formatted here instead, as Redis does.
+if type(py_call) ~= 'function' then
+  local lupa_call = py_call
+  py_call = function(...)
+    local n = select('#', ...)
+    local args = {...}
+    for i = 1, n do
+      if type(args[i]) == 'number' then args[i] = format('%.17g', args[i]) end
+    end
+    return lupa_call(unpack(args, 1, n))
+  end
 end
 
 local function redis_call(...)

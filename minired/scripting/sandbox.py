@@ -60,6 +60,16 @@ def _install_lua_libraries(lua: Any) -> Callable[[Any], None]:
     return install
 
 
+def _native_redis_call(lua: Any, bridge: Any) -> Any:
+    """redis.call as a Lua C function (luabridge.pyx), or None where it cannot be had here
+    (the uncompiled build); lupa's bridge then gives the same replies, only slower."""
+    try:
+        from .luabridge import native_call
+    except ImportError:
+        return None
+    return native_call(lua, bridge.call_native)
+
+
 # A cap on what one Lua runtime may allocate. Redis has none, but a hostile or runaway script
 # (string.rep('x', 2^34) is one C call, so the busy-script hook never gets a chance) must not
 # take a developer's machine down with the server: past the cap the allocation fails inside
@@ -69,12 +79,13 @@ LUA_MAX_MEMORY = 2 << 30
 
 class Sandbox:
     """A Lua runtime holding one environment, for EVAL scripts (`mode="eval"`) or for function
-    libraries (`mode="function"`). `bridge` supplies the Python side of the redis API."""
+    libraries (`mode="function"`). `bridge` supplies the Python side of the redis API;
+    `native=False` keeps redis.call on lupa's bridge even where luabridge is compiled."""
 
     __slots__ = ("mode", "max_memory", "lua", "api", "run_eval", "run_function",
-                 "_run_load", "_reply_shape", "_items", "table_from")
+                 "_run_load", "_reply_shape", "_items", "table_from", "native")
 
-    def __init__(self, mode: str, bridge: Any) -> None:
+    def __init__(self, mode: str, bridge: Any, native: bool = True) -> None:
         self.mode = mode
         self.max_memory = LUA_MAX_MEMORY
         lua = lupa.LuaRuntime(encoding=None, register_eval=False, register_builtins=False,
@@ -93,10 +104,12 @@ class Sandbox:
         from .. import REDIS_VERSION
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
         install = _install_lua_libraries(lua)
+        redis_call = _native_redis_call(lua, bridge) if native else None
+        self.native = redis_call is not None
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
             _never_raise(install),
-            bridge.call,  # guards itself: it is the hot path
+            redis_call or bridge.call,  # both guard themselves: they are the hot path
             _never_raise(bridge.acl_check, (b"ERR internal error", b"err")),
             _never_raise(bridge.check),
             _never_raise(bridge.sha1hex, b""),
@@ -105,6 +118,7 @@ class Sandbox:
             _never_raise(bridge.random, 0.0),
             _never_raise(bridge.randomseed),
             _never_raise(bridge.register_function, b"ERR internal error"),
+            _never_raise(bridge.unbox),
         )
         # run_eval / run_function(fn, null, numkeys, *keys_and_args): see `start`.
         self.run_eval = self.api[b"run_eval"]

@@ -131,3 +131,37 @@ def test_an_edited_pxd_makes_every_compiled_module_load_from_source(tmp_path):
              "print(k.__file__.endswith('.py'), r.__file__.endswith('.py'), reply)")
     run = _run_in_edited_copy(tmp_path, "dispatch.pxd", "\n# edited after the build\n", probe)
     assert run.stdout.split() == ["True", "True", "b'+PONG\\r\\n'"], run.stderr
+
+
+def test_redis_call_takes_the_native_bridge_where_it_is_compiled():
+    """luabridge falls back to lupa's bridge silently where it cannot work, so the compiled
+    build checks here that it does work."""
+    names = _compiled_modules()
+    assert "minired.scripting.luabridge" in names
+    from minired.embed import EmbeddedServer
+    from minired.scripting import engine_of
+
+    with EmbeddedServer() as server:
+        assert server.call(lambda: engine_of(server.server).eval_sandbox.native)
+
+
+def test_an_edited_cython_module_is_left_out_until_the_next_build(tmp_path):
+    """luabridge.pyx has no Python source to fall back to: edited after the build, it is not
+    imported at all, and scripts run on lupa's bridge."""
+    probe = ("import socket\n"
+             "from minired.embed import EmbeddedServer\n"
+             "from minired.scripting import engine_of\n"
+             "try:\n"
+             "    import minired.scripting.luabridge\n"
+             "    imported = True\n"
+             "except ImportError:\n"
+             "    imported = False\n"
+             "with EmbeddedServer() as server:\n"
+             "    s = socket.create_connection(('127.0.0.1', server.port))\n"
+             "    s.sendall(b'EVAL \"return redis.call(\\'echo\\', -0.0)\" 0\\r\\n')\n"
+             "    reply = s.recv(100)\n"
+             "    native = server.call(lambda: engine_of(server.server).eval_sandbox.native)\n"
+             "print(imported, native, reply)")
+    run = _run_in_edited_copy(tmp_path, "scripting/luabridge.pyx", "\n# edited after the build\n",
+                              probe)
+    assert run.stdout.split() == ["False", "False", "b'$2\\r\\n-0\\r\\n'"], run.stderr

@@ -1,0 +1,90 @@
+"""redis.call's arguments and replies against real Redis, through both of minired's ways from
+Lua into Python: the native bridge (luabridge.pyx, a Lua C function, in the compiled build)
+and lupa's (the fallback). Each test runs once per bridge on the shared minired."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+@pytest.fixture(params=["native", "lupa"])
+def bridge(request, mini):
+    """Give the shared minired an EVAL sandbox on the requested bridge (restored after)."""
+    from minired.scripting import engine_of
+    from minired.scripting.sandbox import Sandbox
+
+    def install(server, native):
+        engine = engine_of(server)
+        engine.scripts.clear()  # compiled functions belong to one Lua state
+        engine._eval_sandbox = Sandbox("eval", engine, native=native) if native is not None else None
+        return engine._eval_sandbox.native if native is not None else None
+
+    native = mini.call(install, mini.server, request.param == "native")
+    if request.param == "native" and not native:
+        pytest.skip("the uncompiled build has only lupa's bridge")
+    assert native == (request.param == "native")
+    yield request.param
+    mini.call(install, mini.server, None)
+
+
+_FILL = [("SET", "s", "v"), ("RPUSH", "l", "a", "b", "7"), ("HSET", "h", "f", "1"),
+         ("ZADD", "z", "1.5", "m", "-2", "n"), ("XADD", "x", "1-1", "a", "b"), ("SADD", "st", "m"),
+         ("SET", "n", "10")]
+
+REPLIES = [
+    "redis.call('get', 's')", "redis.call('get', 'nokey')", "redis.call('incr', 'n')",
+    "redis.call('lrange', 'l', 0, -1)", "redis.call('hgetall', 'h')", "redis.call('hgetall', 'no')",
+    "redis.call('zrange', 'z', 0, -1, 'withscores')", "redis.call('zscore', 'z', 'm')",
+    "redis.call('xrange', 'x', '-', '+')", "redis.call('smembers', 'st')",
+    "redis.call('set', 's', 'v')", "redis.call('type', 's')", "redis.call('ping')",
+    "redis.call('exists', 's', 'l', 'no')", "redis.call('lpos', 'l', 'zz')",
+    "redis.call('scan', 0, 'match', 's')", "redis.call('config', 'get', 'maxmemory')",
+    "redis.call('hincrbyfloat', 'h', 'g', 1.5)", "redis.pcall('incr', 's')",
+    "redis.pcall('nosuch')", "redis.pcall('lpush', 's', 1)", "redis.call('lmpop', 1, 'l', 'left')",
+    "{redis.call('hgetall', 'h'), redis.call('get', 's'), redis.call('zrange', 'z', 0, 0)}",
+    "type(redis.call('get', 'nokey'))", "redis.call('get', 'nokey') == false",
+    "type(redis.call('zscore', 'z', 'm'))", "redis.call('echo', redis.call('incr', 'n'))",
+    "(function() local r = redis.pcall('incr', 's') return r.err end)()",
+    "(function() local ok, e = pcall(redis.call, 'incr', 's') return {tostring(ok), e} end)()",
+    "({coroutine.resume(coroutine.create(function() return redis.call('hgetall', 'h') end))})[2]",
+]
+
+
+@pytest.mark.parametrize("expression", REPLIES)
+def test_replies(diff, bridge, expression):
+    for command in _FILL:
+        diff.check(*command)
+    for client_resp in (2, 3):
+        diff.hello(client_resp)
+        for prefix in ("", "redis.setresp(3) "):
+            diff.check("EVAL", f"{prefix}return {expression}", 0)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(number=st.one_of(st.floats(), st.integers(-2**64, 2**64),
+                        st.sampled_from(["1e17", "-1e17", "99999999999999999", "1e16", "0.1",
+                                         "-0.0", "2^53+1", "0/0", "-(0/0)", "1/0", "-1/0"])))
+def test_number_arguments_are_formatted_as_redis_does(diff, bridge, number):
+    text = number if isinstance(number, str) else repr(number)
+    expression = text if isinstance(number, str) else f"tonumber(ARGV[1])"
+    diff.check("EVAL", f"return redis.call('echo', {expression})", 0, text)
+
+
+@pytest.mark.parametrize("argument", ["nil", "true", "false", "{}", "{1}", "print or 1",
+                                      "function() end", "coroutine.create(function() end)"])
+def test_arguments_that_are_neither_strings_nor_numbers(diff, bridge, argument):
+    diff.check("EVAL", f"return redis.call('echo', {argument})", 0)
+    diff.check("EVAL", f"return redis.pcall('set', 'k', 'v', {argument})", 0)
+    diff.check("EVAL", f"return redis.call({argument}, 'x')", 0)
+
+
+def test_many_arguments_and_long_replies(diff, bridge):
+    build = "local t = {} for i = 1, 5000 do t[i] = i end "
+    diff.check("EVAL", build + "return redis.call('rpush', 'big', unpack(t))", 0)
+    for stop in (100, 255, 256, 300, -1):
+        diff.check("EVAL", f"local r = redis.call('lrange', 'big', 0, {stop}) return {{#r, r[1], r[#r]}}", 0)
+        diff.check("EVAL", f"return redis.call('lrange', 'big', 0, {stop})", 0)
+    diff.check("HSET", "wide", *[str(i) for i in range(400)])
+    diff.check("EVAL", "local r = redis.call('hgetall', 'wide') return #r", 0)
+    diff.check("EVAL", "return redis.call('echo', string.rep('x', 100000)) == string.rep('x', 100000)", 0)
