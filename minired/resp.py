@@ -294,13 +294,19 @@ class RequestParser:
 def string2ll(raw: bytes) -> int | None:
     """A length header as Redis's string2ll reads it, or None: a signed 64-bit integer with no
     '+', no spaces, no leading zeros and no '-0' (Python's int() would take all of those)."""
-    try:
-        value = int(raw)
-    except ValueError:
+    length = len(raw)
+    if not length or length > 20:
         return None
-    if b"%d" % value != raw or not -(1 << 63) <= value < 1 << 63:
+    first = raw[0]
+    if first == 48:  # '0'
+        return 0 if length == 1 else None
+    if first == 45:  # '-'
+        if length == 1 or raw[1] == 48 or not raw[1:].isdigit():
+            return None
+    elif not raw.isdigit():  # bytes.isdigit: ASCII digits only
         return None
-    return value
+    value = int(raw)
+    return value if -(1 << 63) <= value < 1 << 63 else None
 
 
 def parse_canonical(buf: bytes, out: list, max_bulk: int, max_multibulk: int) -> int:

@@ -17,13 +17,13 @@ from bisect import bisect_left, bisect_right
 from typing import Iterator
 
 from .keyspace import register_type
+from .resp import string2ll
 
 StreamID = tuple  # (ms, seq), both unsigned 64-bit
 U64_MAX = 2**64 - 1
 MAX_ID: StreamID = (U64_MAX, U64_MAX)
 MIN_ID: StreamID = (0, 0)
 LISTPACK_MAX_SIZE = 1 << 30
-_INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
 # Bytes of a listpack header (total bytes + element count) and of its end marker.
@@ -62,25 +62,9 @@ def _int_size(value: int) -> int:
     return 10
 
 
-def _as_int64(raw: bytes) -> int | None:
-    """The integer a listpack would store `raw` as (its lpStringToInt64), or None."""
-    if not raw or len(raw) > 20:
-        return None
-    first = raw[0]
-    if not (48 <= first <= 57 or first == 45):  # a digit or '-'
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        return None
-    if b"%d" % value != raw or not _INT64_MIN <= value <= _INT64_MAX:
-        return None
-    return value
-
-
 def _str_size(raw: bytes) -> int:
     """Bytes a listpack element holding `raw` takes: integers are stored as integers."""
-    as_int = _as_int64(raw)
+    as_int = string2ll(raw)  # lpStringToInt64 reads integers as string2ll does
     if as_int is not None:
         return _int_size(as_int)
     length = len(raw)
@@ -90,6 +74,8 @@ def _str_size(raw: bytes) -> int:
 
 def _as_signed(value: int) -> int:
     """ID deltas are unsigned in C but stored through int64: wrap them the same way."""
+    if 0 <= value <= _INT64_MAX:
+        return value
     value &= U64_MAX
     return value - 2**64 if value > _INT64_MAX else value
 
@@ -109,8 +95,10 @@ class StreamNode:
         # Highest ID ever appended here, deleted or not (Redis reads it from the listpack tail).
         self.last_id = master_id
         # The master entry: num-fields, the fields, the zero terminator.
-        self._fixed_bytes = (_LISTPACK_OVERHEAD + _int_size(len(fields)) +
-                             sum(_str_size(f) for f in fields) + 2)
+        fixed = _LISTPACK_OVERHEAD + _int_size(len(fields)) + 2
+        for field in fields:
+            fixed += _str_size(field)
+        self._fixed_bytes = fixed
         self._entries_bytes = 0
 
     @property
@@ -124,16 +112,24 @@ class StreamNode:
 
     def append(self, stream_id: StreamID, pairs: list[bytes]) -> None:
         numfields = len(pairs) // 2
-        fields = pairs[0::2]
-        same_fields = fields == self.master_fields
+        master_fields = self.master_fields
+        same_fields = len(master_fields) == numfields
+        if same_fields:
+            for i in range(numfields):
+                if pairs[2 * i] != master_fields[i]:
+                    same_fields = False
+                    break
         size = (_FLAG_SAMEFIELDS_SIZE + _int_size(_as_signed(stream_id[0] - self.master_id[0])) +
                 _int_size(_as_signed(stream_id[1] - self.master_id[1])))
+        # (Loops, not sum() over generators: this runs for every XADD.)
         if same_fields:
-            size += sum(_str_size(v) for v in pairs[1::2])
+            for i in range(1, len(pairs), 2):
+                size += _str_size(pairs[i])
             size += _int_size(numfields + 3)
         else:
-            size += _int_size(numfields) + sum(_str_size(x) for x in pairs)
-            size += _int_size(2 * numfields + 4)
+            for item in pairs:
+                size += _str_size(item)
+            size += _int_size(numfields) + _int_size(2 * numfields + 4)
         self._entries_bytes += size
         self.ids.append(stream_id)
         self.values.append(pairs)
@@ -191,7 +187,9 @@ class Stream:
             node_max_bytes = LISTPACK_MAX_SIZE
         tail = self.nodes[-1] if self.nodes else None
         if tail is not None:
-            payload = sum(len(x) for x in pairs)
+            payload = 0
+            for item in pairs:
+                payload += len(item)
             if tail.byte_size() + payload >= node_max_bytes:
                 tail = None
             elif node_max_entries and tail.count + tail.deleted >= node_max_entries:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from .. import errors
 from ..errors import RedisError
 from ..keyspace import type_name
-from ..resp import Status
+from ..resp import Status, string2ll
 from ..zset import ZSet
 from .table import command, container_command
 
@@ -38,19 +38,6 @@ def register_encoding(cls: type, describe: Callable[[Any, Any], str]) -> None:
     ENCODINGS[cls] = describe
 
 
-def _as_int64(raw: bytes) -> int | None:
-    """The integer a string holds if Redis's string2ll would read it exactly, else None."""
-    if not raw or len(raw) > 20:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        return None
-    if b"%d" % value != raw or not -(2**63) <= value < 2**63:
-        return None
-    return value
-
-
 def _config_int(config, name: str) -> int:
     return int(config.get(name))
 
@@ -58,7 +45,7 @@ def _config_int(config, name: str) -> int:
 def encoding(value: Any, config) -> str:
     kind = type(value)
     if kind is bytes:
-        if _as_int64(value) is not None:
+        if string2ll(value) is not None:
             return "int"
         return "embstr" if len(value) <= EMBSTR_LIMIT else "raw"
     if kind is deque:
@@ -70,7 +57,7 @@ def encoding(value: Any, config) -> str:
         return "listpack" if small else "hashtable"
     if kind is set:
         small = (len(value) <= _config_int(config, "set-max-intset-entries")
-                 and all(_as_int64(member) is not None for member in value))
+                 and all(string2ll(member) is not None for member in value))
         return "intset" if small else "hashtable"
     if kind is ZSet:
         limit = _config_int(config, "zset-max-listpack-value")
@@ -101,7 +88,7 @@ def object_refcount(c, argv):
     if value is None:
         return None
     if type(value) is bytes and c.server.config.maxmemory == 0:
-        number = _as_int64(value)
+        number = string2ll(value)
         if number is not None and 0 <= number < SHARED_INTEGERS:
             return SHARED_REFCOUNT
     return 1

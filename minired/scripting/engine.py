@@ -275,9 +275,9 @@ class ScriptEngine:
 
     def call_native(self, args: tuple) -> Any:
         """redis.call / redis.pcall: like `call`, except that a reply which must become Lua
-        tables is kept and answered as (None, b"py"), and sandbox.lua fetches it with `unbox`.
-        The native bridge (luabridge) runs outside lupa's view of the state, where building
-        Lua tables from Python is not safe. Called from Lua, so it must never raise."""
+        tables is kept and answered as (None, b"py"), and the native bridge (luabridge.pyx)
+        fetches it with `unbox` through lupa: it runs outside lupa's view of the state, where
+        building Lua tables from Python is not safe. Called from Lua: must never raise."""
         try:
             run = self.current
             if run is None:

@@ -14,9 +14,11 @@ up in lupa's own extension module, so both sides use the one Lua. Where any of t
 (another lupa build, the uncompiled install) `native_call` answers None and redis.call stays
 on lupa's bridge, which gives the same replies.
 
-What crosses back is what the engine's `call_native` returns: one value or a tuple of bytes,
-ints, floats, booleans and None. Replies that need Lua tables built from Python come back as
-(None, b"py"), and the Lua side fetches them through lupa (sandbox.lua, call_reply).
+The two functions are redis.call and redis.pcall themselves (C functions, as in Redis): they
+build the reply's table (an array of plain values, a status or an error) and raise errors.
+What crosses back from the engine's `call_native` is one value, or a tuple of bytes, ints,
+floats, booleans and None; a reply that needs Lua tables built from Python comes back as
+(None, b"py"), and the C function fetches it through lupa from engine.unbox.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLong, PyLong_AsDouble
@@ -49,6 +51,10 @@ cdef extern from *:
     static void (*mr_createtable)(lua_State *, int, int);
     static int (*mr_setmetatable)(lua_State *, int);
     static void (*mr_setfield)(lua_State *, int, const char *);
+    static void (*mr_rawseti)(lua_State *, int, int);
+    static void (*mr_pushvalue)(lua_State *, int);
+    static void (*mr_call)(lua_State *, int, int);
+    static int (*mr_error)(lua_State *);
 
     /* NULL when every function was found in the module at `path` (already loaded), else
        the name of what is missing. */
@@ -72,6 +78,10 @@ cdef extern from *:
         MR_FIND(mr_createtable, "lua_createtable")
         MR_FIND(mr_setmetatable, "lua_setmetatable")
         MR_FIND(mr_setfield, "lua_setfield")
+        MR_FIND(mr_rawseti, "lua_rawseti")
+        MR_FIND(mr_pushvalue, "lua_pushvalue")
+        MR_FIND(mr_call, "lua_call")
+        MR_FIND(mr_error, "lua_error")
     #undef MR_FIND
         return NULL;
     }
@@ -93,18 +103,31 @@ cdef extern from *:
     void mr_createtable(lua_State *, int, int) nogil
     int mr_setmetatable(lua_State *, int) nogil
     void mr_setfield(lua_State *, int, const char *) nogil
+    void mr_rawseti(lua_State *, int, int) nogil
+    void mr_pushvalue(lua_State *, int) nogil
+    void mr_call(lua_State *, int, int) nogil
+    int mr_error(lua_State *) nogil
     const char *mr_find_lua_api(const char *) nogil
 
 cdef enum:
     LUA_TNUMBER = 3
     LUA_TSTRING = 4
-    # lua_upvalueindex(1) in Lua 5.1: LUA_GLOBALSINDEX - 1
-    FIRST_UPVALUE = -10003
+    # lua_upvalueindex(1) and (2) in Lua 5.1: LUA_GLOBALSINDEX - i
+    HOLDER_UPVALUE = -10003
+    UNBOX_UPVALUE = -10004
     # call_native returns at most (True, count, *256 elements)
     MAX_ITEMS = 260
 
 cdef enum ItemKind:
     ITEM_NIL, ITEM_STRING, ITEM_NUMBER, ITEM_BOOLEAN
+
+# What call_native's answer stands for (see ScriptEngine.call_native).
+cdef enum Shape:
+    SHAPE_VALUE    # one plain value
+    SHAPE_ARRAY    # (True, count, *elements): a table of the elements
+    SHAPE_STATUS   # (text, b"ok"): {ok = text}
+    SHAPE_ERROR    # (text, b"err"): raised as {err = text} (redis.pcall returns it)
+    SHAPE_DEFERRED  # (None, b"py"): the Lua value comes from engine.unbox
 
 cdef struct Item:
     ItemKind kind
@@ -191,12 +214,30 @@ cdef bint _item(object value, Item *item) except -1:
     return True
 
 
-cdef int _fill(NativeCall call, object result, Item *items) except -1:
-    cdef int count = 0
+cdef int _fill(NativeCall call, object result, Item *items, Shape *shape) except -1:
+    """Describe result in items (the array elements, or the one value) and shape."""
+    cdef int count = 0, first = 0
+    shape[0] = SHAPE_VALUE
     if type(result) is tuple:
-        if len(<tuple>result) > MAX_ITEMS:
+        if len(<tuple>result) == 2 and type((<tuple>result)[1]) is bytes:
+            kind = (<tuple>result)[1]
+            shape[0] = (SHAPE_STATUS if kind == b"ok" else SHAPE_ERROR if kind == b"err"
+                        else SHAPE_DEFERRED if kind == b"py" else SHAPE_VALUE)
+            if shape[0] == SHAPE_VALUE:
+                raise ValueError(f"unknown reply kind {kind!r}")
+            if shape[0] == SHAPE_DEFERRED:
+                return 0
+            result = (<tuple>result)[0]
+        elif len(<tuple>result) >= 2 and (<tuple>result)[0] is True:
+            shape[0] = SHAPE_ARRAY
+            first = 2
+        else:
+            raise ValueError("unexpected reply tuple")
+    if shape[0] == SHAPE_ARRAY:
+        if len(<tuple>result) - first > MAX_ITEMS:
             raise ValueError("reply too long for the native bridge")
-        for value in <tuple>result:
+        for index in range(first, len(<tuple>result)):
+            value = (<tuple>result)[index]
             if not _item(value, &items[count]):
                 raise TypeError(f"cannot pass {type(value).__name__} to Lua")
             count += 1
@@ -208,48 +249,83 @@ cdef int _fill(NativeCall call, object result, Item *items) except -1:
     return count
 
 
-cdef int _call_python(lua_State *L, PyObject *owner, Item *items) noexcept:
-    """With the GIL: run the command, describe the reply in items; the count of items."""
+cdef int _call_python(lua_State *L, PyObject *owner, Item *items, Shape *shape) noexcept:
+    """With the GIL: run the command and describe its reply; the count of items."""
     cdef NativeCall call = <NativeCall>owner
     try:
         call.held = None
         result = call.target(_arguments(L, mr_gettop(L)))
-        return _fill(call, result, items)
+        return _fill(call, result, items, shape)
     except BaseException:  # nothing may cross into Lua
         log.exception("internal error in redis.call")
         try:
-            return _fill(call, _INTERNAL_ERROR, items)
+            return _fill(call, _INTERNAL_ERROR, items, shape)
         except BaseException:
-            return 0
+            shape[0] = SHAPE_VALUE
+            items[0].kind = ITEM_NIL
+            return 1
 
 
-cdef int _redis_call(lua_State *L) noexcept nogil:
-    cdef Holder *holder = <Holder *>mr_touserdata(L, FIRST_UPVALUE)
+cdef inline void _push(lua_State *L, Item *item) noexcept nogil:
+    if item.kind == ITEM_STRING:
+        mr_pushlstring(L, item.data, item.size)
+    elif item.kind == ITEM_NUMBER:
+        mr_pushnumber(L, item.number)
+    elif item.kind == ITEM_BOOLEAN:
+        mr_pushboolean(L, item.number != 0.0)
+    else:
+        mr_pushnil(L)
+
+
+cdef int _reply(lua_State *L, bint raise_errors) noexcept nogil:
+    """redis.call (raise_errors) and redis.pcall: the command's reply as the Lua value Redis
+    gives scripts (luaRedisGenericCommand and its reply-to-Lua conversion)."""
+    cdef Holder *holder = <Holder *>mr_touserdata(L, HOLDER_UPVALUE)
     cdef Item items[MAX_ITEMS]
+    cdef Shape shape
     cdef int count, index
     if holder == NULL or holder.call == NULL:
         return 0
     with gil:
-        count = _call_python(L, holder.call, items)
-    # Pushing may raise a Lua error (out of memory), which unwinds past this frame: nothing
-    # of Python's is held here by then.
-    if not mr_checkstack(L, count):
+        count = _call_python(L, holder.call, items, &shape)
+    # From here on the GIL is let go and nothing of Python's is held, so a Lua error raised
+    # here (out of memory, or the command's error) unwinds past this frame harmlessly.
+    if shape == SHAPE_DEFERRED:
+        mr_pushvalue(L, UNBOX_UPVALUE)
+        mr_call(L, 0, 1)
+        return 1
+    if not mr_checkstack(L, 4):
         return 0
-    for index in range(count):
-        kind = items[index].kind
-        if kind == ITEM_STRING:
-            mr_pushlstring(L, items[index].data, items[index].size)
-        elif kind == ITEM_NUMBER:
-            mr_pushnumber(L, items[index].number)
-        elif kind == ITEM_BOOLEAN:
-            mr_pushboolean(L, items[index].number != 0.0)
-        else:
-            mr_pushnil(L)
-    return count
+    if shape == SHAPE_VALUE:
+        _push(L, &items[0])
+        return 1
+    if shape == SHAPE_ARRAY:
+        mr_createtable(L, count, 0)
+        for index in range(count):
+            _push(L, &items[index])
+            mr_rawseti(L, -2, index + 1)
+        return 1
+    mr_createtable(L, 0, 1)
+    _push(L, &items[0])
+    if shape == SHAPE_STATUS:
+        mr_setfield(L, -2, "ok")
+        return 1
+    mr_setfield(L, -2, "err")
+    if raise_errors:
+        mr_error(L)
+    return 1
+
+
+cdef int _redis_call(lua_State *L) noexcept nogil:
+    return _reply(L, True)
+
+
+cdef int _redis_pcall(lua_State *L) noexcept nogil:
+    return _reply(L, False)
 
 
 cdef int _release(lua_State *L) noexcept nogil:
-    """__gc of the holder: the state is closing (or the closure is garbage)."""
+    """__gc of the holder: the state is closing."""
     cdef Holder *holder = <Holder *>mr_touserdata(L, 1)
     if holder != NULL and holder.call != NULL:
         with gil:
@@ -264,7 +340,8 @@ _opening = threading.Lock()
 
 
 cdef public int luaopen_minired_bridge(lua_State *L) noexcept nogil:
-    """Called by Lua (package.loadlib): the C redis.call closure for the pending NativeCall."""
+    """Called through package.loadlib with engine.unbox (as lupa wraps it): redis.call and
+    redis.pcall for the pending NativeCall, two C closures over it and unbox."""
     global _pending
     cdef Holder *holder = <Holder *>mr_newuserdata(L, sizeof(Holder))
     holder.call = NULL
@@ -275,16 +352,22 @@ cdef public int luaopen_minired_bridge(lua_State *L) noexcept nogil:
     with gil:
         holder.call = _pending  # the reference moves into the holder
         _pending = NULL
-    mr_pushcclosure(L, _redis_call, 1)
-    return 1
+    mr_pushvalue(L, -1)
+    mr_pushvalue(L, 1)
+    mr_pushcclosure(L, _redis_call, 2)
+    mr_pushvalue(L, -2)
+    mr_pushvalue(L, 1)
+    mr_pushcclosure(L, _redis_pcall, 2)
+    return 2
 
 
 cdef bint _api_found = False
 
 
-def native_call(lua, target):
-    """A Lua function calling target(args tuple) for redis.call in the lupa runtime lua, or
-    None where the native bridge cannot work here (then lupa's own bridge is used)."""
+def native_call(lua, target, unbox):
+    """(redis.call, redis.pcall) as Lua C functions calling target(args tuple) in the lupa
+    runtime lua, and unbox() for deferred replies; None where the native bridge cannot work
+    here (then lupa's own bridge is used)."""
     global _pending, _api_found
     import lupa.lua51
     if not _api_found:
@@ -302,8 +385,8 @@ def native_call(lua, target):
         Py_INCREF(call)
         _pending = <PyObject *>call
         try:
-            function = opener()
+            functions = opener(unbox)
         finally:
             Py_XDECREF(_pending)  # still there only if the opener failed
             _pending = NULL
-    return function
+    return functions

@@ -13,7 +13,7 @@
 -- wiped, so no script can change what the next one sees.
 
 local mode, redis_version, redis_version_num, install_libraries, py_call, py_acl_check, py_check,
-      py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register, py_unbox = ...
+      py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register, py_pcall = ...
 
 local type, error, select, tostring, tonumber, unpack = type, error, select, tostring, tonumber, unpack
 local rawget, rawset, next, pairs, ipairs = rawget, rawset, next, pairs, ipairs
@@ -507,30 +507,16 @@ local function raise(message)
   error({err = 'ERR ' .. message})
 end
 
--- py_call answers a reply as a Lua value, a status or error text with its kind, or for a flat
--- array (true, count, elements...): building the table here is cheaper than from Python.
--- Kind 'py': a reply Python must build tables for, fetched through lupa (engine.unbox).
-local function call_reply(value, kind, ...)
-  if kind == nil then return value end
-  if value == true then return {...} end
-  if kind == 'ok' then return {ok = value} end
-  if kind == 'py' then return py_unbox() end
-  error({err = value})  -- kind == 'err'
-end
-
-local function pcall_reply(value, kind, ...)
-  if kind == nil then return value end
-  if value == true then return {...} end
-  if kind == 'ok' then return {ok = value} end
-  if kind == 'py' then return py_unbox() end
-  return {err = value}
-end
-
--- lupa's bridge (where the native one is not compiled) would hand numbers to Python as ints
--- where they are integral, losing -0; they are formatted here instead, as Redis does.
+-- With the native bridge (luabridge.pyx) py_call and py_pcall are redis.call and redis.pcall
+-- themselves, C functions as in Redis. Otherwise py_call is lupa's bridge to engine.call and
+-- the two are built here.
+local redis_call, redis_pcall = py_call, py_pcall
 if type(py_call) ~= 'function' then
   local lupa_call = py_call
-  py_call = function(...)
+
+  -- lupa would hand integral numbers to Python as ints, losing -0: they are formatted here
+  -- instead, as Redis formats them.
+  local function call_python(...)
     local n = select('#', ...)
     local args = {...}
     for i = 1, n do
@@ -538,14 +524,26 @@ if type(py_call) ~= 'function' then
     end
     return lupa_call(unpack(args, 1, n))
   end
-end
 
-local function redis_call(...)
-  return call_reply(py_call(...))
-end
+  -- The engine answers a reply as a Lua value, a status or error text with its kind, or for
+  -- a flat array (true, count, elements...): building the table here is cheaper than from
+  -- Python.
+  local function call_reply(value, kind, ...)
+    if kind == nil then return value end
+    if value == true then return {...} end
+    if kind == 'ok' then return {ok = value} end
+    error({err = value})  -- kind == 'err'
+  end
 
-local function redis_pcall(...)
-  return pcall_reply(py_call(...))
+  local function pcall_reply(value, kind, ...)
+    if kind == nil then return value end
+    if value == true then return {...} end
+    if kind == 'ok' then return {ok = value} end
+    return {err = value}
+  end
+
+  redis_call = function(...) return call_reply(call_python(...)) end
+  redis_pcall = function(...) return pcall_reply(call_python(...)) end
 end
 
 -- luaPushErrorBuff: "-CODE message" keeps its code, anything else gets ERR.

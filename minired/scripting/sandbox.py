@@ -60,14 +60,14 @@ def _install_lua_libraries(lua: Any) -> Callable[[Any], None]:
     return install
 
 
-def _native_redis_call(lua: Any, bridge: Any) -> Any:
-    """redis.call as a Lua C function (luabridge.pyx), or None where it cannot be had here
-    (the uncompiled build); lupa's bridge then gives the same replies, only slower."""
+def _native_redis_call(lua: Any, bridge: Any) -> tuple | None:
+    """(redis.call, redis.pcall) as Lua C functions (luabridge.pyx), or None where they cannot
+    be had here (the uncompiled build); lupa's bridge then gives the same replies, slower."""
     try:
         from .luabridge import native_call
     except ImportError:
         return None
-    return native_call(lua, bridge.call_native)
+    return native_call(lua, bridge.call_native, _never_raise(bridge.unbox))
 
 
 # A cap on what one Lua runtime may allocate. Redis has none, but a hostile or runaway script
@@ -104,12 +104,13 @@ class Sandbox:
         from .. import REDIS_VERSION
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
         install = _install_lua_libraries(lua)
-        redis_call = _native_redis_call(lua, bridge) if native else None
-        self.native = redis_call is not None
+        native_calls = _native_redis_call(lua, bridge) if native else None
+        self.native = native_calls is not None
+        py_call, py_pcall = native_calls or (bridge.call, None)
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
             _never_raise(install),
-            redis_call or bridge.call,  # both guard themselves: they are the hot path
+            py_call,  # guards itself (both kinds): it is the hot path
             _never_raise(bridge.acl_check, (b"ERR internal error", b"err")),
             _never_raise(bridge.check),
             _never_raise(bridge.sha1hex, b""),
@@ -118,7 +119,7 @@ class Sandbox:
             _never_raise(bridge.random, 0.0),
             _never_raise(bridge.randomseed),
             _never_raise(bridge.register_function, b"ERR internal error"),
-            _never_raise(bridge.unbox),
+            py_pcall,
         )
         # run_eval / run_function(fn, null, numkeys, *keys_and_args): see `start`.
         self.run_eval = self.api[b"run_eval"]
