@@ -190,6 +190,7 @@ class ScriptEngine:
             raise RedisError(errors.SCRIPT_COMPILE.format(problem))
         script = Script(sha, body, function, flags)
         self.scripts[sha] = script
+        self.eval_sandbox.remember(sha, function)
         return script
 
     def eval(self, c: Client, argv: list, by_sha: bool, read_only: bool) -> Any:
@@ -216,7 +217,8 @@ class ScriptEngine:
             allow_oom = "allow-oom" in flags
         run = Run(c, script.sha, True, run_read_only, allow_oom, argv[0])
         sandbox = self._eval_sandbox or self.eval_sandbox
-        return self.execute(run, sandbox, sandbox.run_eval, script.function, numkeys, argv[3:])
+        return self.execute(run, sandbox, sandbox.run_eval, script.function, numkeys, argv[3:],
+                            script.sha)
 
     @staticmethod
     def _failed(run: Run, sandbox: Sandbox, outcome: tuple) -> RedisError:
@@ -233,9 +235,10 @@ class ScriptEngine:
             raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
 
     def execute(self, run: Run, sandbox: Sandbox, runner: Any, function: Any, numkeys: int,
-                arguments: list) -> Any:
+                arguments: list, sha: bytes | None = None) -> Any:
         """Run a script or function (KEYS = arguments[:numkeys], ARGV = the rest) and turn its
-        outcome into the reply. `runner` is sandbox.run_eval or sandbox.run_function."""
+        outcome into the reply. `runner` is sandbox.run_eval or sandbox.run_function; an EVAL
+        script's `sha` lets the sandbox run it through the native entry."""
         script_client = self.client
         if script_client.db is not run.caller.db:  # a database number always has the same object
             script_client.select(run.caller.db_index)
@@ -244,9 +247,8 @@ class ScriptEngine:
         null = _NULL_RESP3 if run.caller.protocol == 3 else _NULL_RESP2
         self.current = run
         try:
-            if len(arguments) <= _MAX_VARARGS:
-                outcome = runner(function, null, numkeys, *arguments)
-            else:
+            outcome = None if sha is None else sandbox.run_cached(sha, null, numkeys, arguments)
+            if outcome is None:
                 outcome = sandbox.start(runner, function, null, numkeys, arguments)
         finally:
             self.current = None
@@ -487,6 +489,8 @@ class ScriptEngine:
 
     def flush(self) -> None:
         self.scripts.clear()
+        if self._eval_sandbox is not None:
+            self._eval_sandbox.forget_scripts()
 
 
 _SMALL_COUNTS = {b"%d" % n: n for n in range(64)}

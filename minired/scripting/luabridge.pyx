@@ -20,10 +20,11 @@ What crosses back from the engine's `call_native` is one value, or a tuple of by
 floats, booleans and None; a reply that needs Lua tables built from Python comes back as
 (None, b"py"), and the C function fetches it through lupa from engine.unbox.
 """
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong, PyLong_AsDouble
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport fabs, floor, signbit
 from libc.stdio cimport snprintf
@@ -55,6 +56,14 @@ cdef extern from *:
     static void (*mr_pushvalue)(lua_State *, int);
     static void (*mr_call)(lua_State *, int, int);
     static int (*mr_error)(lua_State *);
+    static int (*mr_toboolean)(lua_State *, int);
+    static void (*mr_rawgeti)(lua_State *, int, int);
+    static int (*mr_ref)(lua_State *, int);
+    static int (*mr_cpcall)(lua_State *, mr_lua_CFunction, void *);
+    static void (*mr_settop)(lua_State *, int);
+    static void (*mr_rawget)(lua_State *, int);
+    static void (*mr_remove)(lua_State *, int);
+    static void (*mr_insert)(lua_State *, int);
 
     /* NULL when every function was found in the module at `path` (already loaded), else
        the name of what is missing. */
@@ -82,6 +91,14 @@ cdef extern from *:
         MR_FIND(mr_pushvalue, "lua_pushvalue")
         MR_FIND(mr_call, "lua_call")
         MR_FIND(mr_error, "lua_error")
+        MR_FIND(mr_toboolean, "lua_toboolean")
+        MR_FIND(mr_rawgeti, "lua_rawgeti")
+        MR_FIND(mr_ref, "luaL_ref")
+        MR_FIND(mr_cpcall, "lua_cpcall")
+        MR_FIND(mr_settop, "lua_settop")
+        MR_FIND(mr_rawget, "lua_rawget")
+        MR_FIND(mr_remove, "lua_remove")
+        MR_FIND(mr_insert, "lua_insert")
     #undef MR_FIND
         return NULL;
     }
@@ -107,11 +124,27 @@ cdef extern from *:
     void mr_pushvalue(lua_State *, int) nogil
     void mr_call(lua_State *, int, int) nogil
     int mr_error(lua_State *) nogil
+    int mr_toboolean(lua_State *, int) nogil
+    void mr_rawgeti(lua_State *, int, int) nogil
+    int mr_ref(lua_State *, int) nogil
+    # The protected entry runs with the GIL held (no Python thread switch mid-script setup).
+    ctypedef int (*lua_CFunction_gil "mr_lua_CFunction")(lua_State *) noexcept
+    int mr_cpcall(lua_State *, lua_CFunction_gil, void *) nogil
+    void mr_settop(lua_State *, int) nogil
+    void mr_rawget(lua_State *, int) nogil
+    void mr_remove(lua_State *, int) nogil
+    void mr_insert(lua_State *, int) nogil
     const char *mr_find_lua_api(const char *) nogil
 
 cdef enum:
+    LUA_TNIL = 0
+    LUA_TBOOLEAN = 1
     LUA_TNUMBER = 3
     LUA_TSTRING = 4
+    LUA_TTABLE = 5
+    LUA_REGISTRYINDEX = -10000
+    LUA_MULTRET = -1
+    NO_REF = -2
     # lua_upvalueindex(1) and (2) in Lua 5.1: LUA_GLOBALSINDEX - i
     HOLDER_UPVALUE = -10003
     UNBOX_UPVALUE = -10004
@@ -146,16 +179,79 @@ _INTERNAL_ERROR = (b"ERR internal error", b"err")
 cdef double _BIG_INT = 1e17
 
 
+# What the protected entry (_run_protected) reads and answers.
+cdef struct RunCall:
+    PyObject *arguments  # a list of bytes: the script's keys and arguments
+    PyObject *key
+    PyObject *null
+    double numkeys
+    int run_eval, cached, hold  # registry references (see _set_entry)
+    bint missing         # set when key names no cached script
+    PyObject *outcome    # set on success: a new reference to the outcome tuple
+
+
 cdef class NativeCall:
-    """The Python end of one Lua state's C redis.call: the engine method it calls, and the
-    last reply, kept alive until the next call because its bytes are pushed after the GIL
-    is let go (a failing push unwinds the C stack)."""
+    """The Python end of one Lua state's native bridge.
+
+    redis.call: the engine method the C functions call, and the last reply, kept alive until
+    the next call because its bytes are pushed after the GIL is let go (a failing push
+    unwinds the C stack).
+
+    The script entry: `run` calls the sandbox's run_eval (registered by `set_entry` with the
+    table of scripts by sha) on the state's main thread straight from C, as lupa's call
+    would, without its generic argument and result conversion, its traceback lookup, and a
+    release of the GIL that the script's redis.call would have to take back every time."""
     cdef object target
     cdef object held
+    cdef lua_State *state
+    cdef int run_eval, cached, hold
 
     def __init__(self, target):
         self.target = target
         self.held = None
+        self.state = NULL
+        self.run_eval = self.cached = self.hold = NO_REF
+
+    def run(self, bytes key, bytes null, int numkeys, list arguments):
+        """The outcome of run_eval(<the script cached as key>, null, numkeys, *arguments), or
+        None where this cannot run it (no entry yet, an argument not bytes, key not cached):
+        then lupa's call must. An outcome holding a table is kept by the sandbox's hold
+        function and answered as (True, None, b"pending")."""
+        cdef RunCall run
+        cdef lua_State *L = self.state
+        cdef int top, status
+        cdef size_t size
+        cdef const char *message
+        if L == NULL or self.run_eval == NO_REF:
+            return None
+        for argument in arguments:
+            if type(argument) is not bytes:
+                return None
+        run.arguments = <PyObject *>arguments
+        run.key = <PyObject *>key
+        run.null = <PyObject *>null
+        run.numkeys = numkeys
+        run.run_eval, run.cached, run.hold = self.run_eval, self.cached, self.hold
+        run.outcome = NULL
+        run.missing = False
+        top = mr_gettop(L)
+        status = mr_cpcall(L, _run_protected, &run)
+        if status == 0 and run.outcome != NULL:
+            outcome = <object>run.outcome
+            Py_XDECREF(run.outcome)  # the reference _run_protected made, now held by outcome
+            mr_settop(L, top)
+            return outcome
+        if status == 0 and run.missing:
+            return None
+        if status == 0:  # the script ran; its outcome could not be read (logged)
+            mr_settop(L, top)
+            import lupa.lua51
+            raise lupa.lua51.LuaError("internal error reading a script's outcome")
+        message = mr_tolstring(L, -1, &size) if mr_type(L, -1) == LUA_TSTRING else NULL
+        text = message[:size].decode("utf-8", "replace") if message != NULL else "error"
+        mr_settop(L, top)
+        import lupa.lua51
+        raise lupa.lua51.LuaError(text)
 
 
 cdef object _format_number(double value):
@@ -324,6 +420,96 @@ cdef int _redis_pcall(lua_State *L) noexcept nogil:
     return _reply(L, False)
 
 
+cdef object _from_lua(lua_State *L, int index):
+    """A value of an outcome as lupa converts it (no tables reach here: _run_protected hands
+    an outcome holding one to the sandbox's hold)."""
+    cdef int kind = mr_type(L, index)
+    cdef size_t size
+    cdef const char *data
+    cdef double number
+    if kind == LUA_TSTRING:
+        data = mr_tolstring(L, index, &size)
+        return PyBytes_FromStringAndSize(data, size)
+    if kind == LUA_TNUMBER:
+        number = mr_tonumber(L, index)
+        if number == floor(number) and fabs(number) < 9.2e18:
+            return <long long>number
+        return number
+    if kind == LUA_TBOOLEAN:
+        return bool(mr_toboolean(L, index))
+    if kind == LUA_TNIL:
+        return None
+    raise TypeError("an outcome value that is not a string, number, boolean or nil")
+
+
+cdef int _run_protected(lua_State *L) noexcept:
+    """lua_cpcall's function, with the GIL held: push run_eval, the cached script and the
+    arguments, call it, and convert the outcome. A Lua error (out of memory) unwinds to
+    lua_cpcall; until the call returns nothing but borrowed references is held here."""
+    cdef RunCall *run = <RunCall *>mr_touserdata(L, 1)
+    cdef Py_ssize_t count = PyList_GET_SIZE(<object>run.arguments)
+    cdef Py_ssize_t index
+    cdef PyObject *argument
+    cdef int base, results, position
+    if not mr_checkstack(L, <int>count + 8):
+        return 0
+    base = mr_gettop(L)
+    mr_rawgeti(L, LUA_REGISTRYINDEX, run.run_eval)
+    mr_rawgeti(L, LUA_REGISTRYINDEX, run.cached)
+    mr_pushlstring(L, PyBytes_AS_STRING(<object>run.key), PyBytes_GET_SIZE(<object>run.key))
+    mr_rawget(L, -2)
+    mr_remove(L, -2)
+    if mr_type(L, -1) == LUA_TNIL:
+        run.missing = True
+        return 0
+    mr_pushlstring(L, PyBytes_AS_STRING(<object>run.null), PyBytes_GET_SIZE(<object>run.null))
+    mr_pushnumber(L, run.numkeys)
+    for index in range(count):
+        argument = PyList_GET_ITEM(<object>run.arguments, index)
+        mr_pushlstring(L, PyBytes_AS_STRING(<object>argument), PyBytes_GET_SIZE(<object>argument))
+    mr_call(L, <int>count + 3, LUA_MULTRET)  # run_eval(fn, null, numkeys, ...)
+    results = mr_gettop(L) - base
+    for position in range(base + 1, base + 1 + results):
+        if mr_type(L, position) == LUA_TTABLE:
+            mr_rawgeti(L, LUA_REGISTRYINDEX, run.hold)
+            mr_insert(L, base + 1)
+            mr_call(L, results, 0)
+            mr_pushboolean(L, 1)
+            mr_pushnil(L)
+            mr_pushlstring(L, "pending", 7)
+            results = 3
+            break
+    try:
+        outcome = PyTuple_New(results)
+        for index in range(results):
+            value = _from_lua(L, base + 1 + <int>index)
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(outcome, index, value)
+        Py_INCREF(outcome)
+        run.outcome = <PyObject *>outcome
+    except BaseException:
+        log.exception("internal error reading a script's outcome")
+    return 0
+
+
+cdef int _set_entry(lua_State *L) noexcept nogil:
+    """Called once (through lupa) with the sandbox's run_eval, its table of EVAL scripts by
+    sha, and the function that keeps an outcome holding tables: NativeCall.run's entry."""
+    cdef Holder *holder = <Holder *>mr_touserdata(L, HOLDER_UPVALUE)
+    cdef int run_eval, cached, hold
+    mr_settop(L, 3)
+    hold = mr_ref(L, LUA_REGISTRYINDEX)  # (each takes the value on top)
+    cached = mr_ref(L, LUA_REGISTRYINDEX)
+    run_eval = mr_ref(L, LUA_REGISTRYINDEX)
+    if holder != NULL and holder.call != NULL:
+        with gil:
+            (<NativeCall>holder.call).state = L
+            (<NativeCall>holder.call).run_eval = run_eval
+            (<NativeCall>holder.call).cached = cached
+            (<NativeCall>holder.call).hold = hold
+    return 0
+
+
 cdef int _release(lua_State *L) noexcept nogil:
     """__gc of the holder: the state is closing."""
     cdef Holder *holder = <Holder *>mr_touserdata(L, 1)
@@ -341,7 +527,8 @@ _opening = threading.Lock()
 
 cdef public int luaopen_minired_bridge(lua_State *L) noexcept nogil:
     """Called through package.loadlib with engine.unbox (as lupa wraps it): redis.call and
-    redis.pcall for the pending NativeCall, two C closures over it and unbox."""
+    redis.pcall for the pending NativeCall, two C closures over it and unbox, and the
+    function that registers the script entry."""
     global _pending
     cdef Holder *holder = <Holder *>mr_newuserdata(L, sizeof(Holder))
     holder.call = NULL
@@ -358,16 +545,18 @@ cdef public int luaopen_minired_bridge(lua_State *L) noexcept nogil:
     mr_pushvalue(L, -2)
     mr_pushvalue(L, 1)
     mr_pushcclosure(L, _redis_pcall, 2)
-    return 2
+    mr_pushvalue(L, -3)
+    mr_pushcclosure(L, _set_entry, 1)
+    return 3
 
 
 cdef bint _api_found = False
 
 
 def native_call(lua, target, unbox):
-    """(redis.call, redis.pcall) as Lua C functions calling target(args tuple) in the lupa
-    runtime lua, and unbox() for deferred replies; None where the native bridge cannot work
-    here (then lupa's own bridge is used)."""
+    """(redis.call, redis.pcall, set_entry, NativeCall) for the lupa runtime lua: Lua C
+    functions calling target(args tuple), with unbox() for deferred replies, and the native
+    script entry; None where the native bridge cannot work here (then lupa's is used)."""
     global _pending, _api_found
     import lupa.lua51
     if not _api_found:
@@ -389,4 +578,4 @@ def native_call(lua, target, unbox):
         finally:
             Py_XDECREF(_pending)  # still there only if the opener failed
             _pending = NULL
-    return functions
+    return (*functions, call)

@@ -815,6 +815,26 @@ function api.run_function(fn, null, nkeys, ...)
   return finish_reply(null, stop_running(xpcall(call, error_handler)))
 end
 
+-- The native bridge's script entry (luabridge.pyx, NativeCall.run) calls run_eval with a
+-- script from `cached` (EVAL scripts by sha); an outcome holding a table is handed to `hold`
+-- and fetched from Python through lupa (take_pending): only lupa turns Lua tables into
+-- Python objects.
+local cached, pending = {}, nil
+api.cached = cached
+
+function api.hold(...)
+  pending = {n = select('#', ...), ...}
+end
+
+function api.take_pending()
+  local outcome = pending
+  pending = nil
+  return unpack(outcome, 1, outcome.n)
+end
+
+function api.cache(sha, fn) cached[sha] = fn end
+function api.clear_cache() for sha in next, cached do cached[sha] = nil end end
+
 api.run_load = run_load
 -- For Python only (compile time): see sandbox.py's _without_tail_calls.
 api.dump = dump

@@ -83,7 +83,8 @@ class Sandbox:
     `native=False` keeps redis.call on lupa's bridge even where luabridge is compiled."""
 
     __slots__ = ("mode", "max_memory", "lua", "api", "run_eval", "run_function",
-                 "_run_load", "_reply_shape", "_items", "table_from", "native")
+                 "_run_load", "_reply_shape", "_items", "table_from", "native", "_native",
+                 "_cache", "_clear_cache", "_take_pending")
 
     def __init__(self, mode: str, bridge: Any, native: bool = True) -> None:
         self.mode = mode
@@ -106,7 +107,7 @@ class Sandbox:
         install = _install_lua_libraries(lua)
         native_calls = _native_redis_call(lua, bridge) if native else None
         self.native = native_calls is not None
-        py_call, py_pcall = native_calls or (bridge.call, None)
+        py_call, py_pcall, set_entry, self._native = native_calls or (bridge.call, None, None, None)
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
             _never_raise(install),
@@ -128,6 +129,11 @@ class Sandbox:
         self._reply_shape = self.api[b"reply_shape"]
         self._items = self.api[b"items"]
         self.table_from = lua.table_from
+        if set_entry is not None:
+            set_entry(self.run_eval, self.api[b"cached"], self.api[b"hold"])
+            self._cache = self.api[b"cache"]
+            self._clear_cache = self.api[b"clear_cache"]
+            self._take_pending = self.api[b"take_pending"]
         # Nothing reachable by name is left over: the state's globals are now the proxy.
 
     # --- compiling and running -----------------------------------------------------------------
@@ -165,6 +171,27 @@ class Sandbox:
             table = self.table_from
             return runner(fn, null, -1, table(arguments[:numkeys]), table(arguments[numkeys:]))
         return runner(fn, null, numkeys, *arguments)
+
+    def remember(self, sha: bytes, fn: Any) -> None:
+        """Make an EVAL script known to run_cached (the native entry) by its sha."""
+        if self._native is not None:
+            self._cache(sha, fn)
+
+    def forget_scripts(self) -> None:
+        if self._native is not None:
+            self._clear_cache()
+
+    def run_cached(self, sha: bytes, null: bytes, numkeys: int, arguments: list) -> tuple | None:
+        """`start(run_eval, <the script remembered as sha>, ...)` through the native entry, or
+        None where it cannot be used (then `start` must)."""
+        if self._native is None or len(arguments) > _MAX_VARARGS:
+            return None
+        outcome = self._native.run(sha, null, numkeys, arguments)
+        if not outcome:  # None or (): the native entry could not run it
+            return None
+        if len(outcome) == 3 and outcome[2] == b"pending":
+            return self._take_pending()
+        return outcome
 
     def run_load(self, chunk: Any) -> tuple:
         return self._run_load(chunk)

@@ -88,3 +88,18 @@ def test_many_arguments_and_long_replies(diff, bridge):
     diff.check("HSET", "wide", *[str(i) for i in range(400)])
     diff.check("EVAL", "local r = redis.call('hgetall', 'wide') return #r", 0)
     diff.check("EVAL", "return redis.call('echo', string.rep('x', 100000)) == string.rep('x', 100000)", 0)
+
+
+def test_a_script_the_native_entry_does_not_know_runs_through_lupa(diff, mini):
+    """The native entry finds EVAL scripts by sha in the sandbox's own cache; one missing there
+    (it cannot happen through the commands) still runs, through lupa's call."""
+    from minired.scripting import engine_of
+
+    script = "return {redis.call('incr', KEYS[1]), ARGV[1], {map={a=1}}}"
+    sha = diff.check("SCRIPT", "LOAD", script)
+    diff.check("EVALSHA", sha, 1, "n", "x")
+
+    mini.call(lambda: engine_of(mini.server).eval_sandbox.forget_scripts())
+    diff.check("EVALSHA", sha, 1, "n", "x")
+    diff.hello(3)
+    diff.check("EVALSHA", sha, 1, "n", "x")
