@@ -448,7 +448,8 @@ cdef int _run_protected(lua_State *L) noexcept:
     lua_cpcall; until the call returns nothing but borrowed references is held here."""
     cdef RunCall *run = <RunCall *>mr_touserdata(L, 1)
     cdef Py_ssize_t count = PyList_GET_SIZE(<object>run.arguments)
-    cdef Py_ssize_t index
+    cdef Py_ssize_t index, keys, first, last
+    cdef int table
     cdef PyObject *argument
     cdef int base, results, position
     if not mr_checkstack(L, <int>count + 8):
@@ -463,11 +464,19 @@ cdef int _run_protected(lua_State *L) noexcept:
         run.missing = True
         return 0
     mr_pushlstring(L, PyBytes_AS_STRING(<object>run.null), PyBytes_GET_SIZE(<object>run.null))
-    mr_pushnumber(L, run.numkeys)
-    for index in range(count):
-        argument = PyList_GET_ITEM(<object>run.arguments, index)
-        mr_pushlstring(L, PyBytes_AS_STRING(<object>argument), PyBytes_GET_SIZE(<object>argument))
-    mr_call(L, <int>count + 3, LUA_MULTRET)  # run_eval(fn, null, numkeys, ...)
+    # KEYS and ARGV as the two tables run_eval takes with numkeys -1: built here at their
+    # size, cheaper than from varargs in Lua.
+    mr_pushnumber(L, -1)
+    keys = <Py_ssize_t>run.numkeys
+    for table in range(2):
+        first = 0 if table == 0 else keys
+        last = keys if table == 0 else count
+        mr_createtable(L, <int>(last - first), 0)
+        for index in range(first, last):
+            argument = PyList_GET_ITEM(<object>run.arguments, index)
+            mr_pushlstring(L, PyBytes_AS_STRING(<object>argument), PyBytes_GET_SIZE(<object>argument))
+            mr_rawseti(L, -2, <int>(index - first + 1))
+    mr_call(L, 5, LUA_MULTRET)  # run_eval(fn, null, -1, KEYS, ARGV)
     results = mr_gettop(L) - base
     for position in range(base + 1, base + 1 + results):
         if mr_type(L, position) == LUA_TTABLE:
