@@ -31,7 +31,7 @@ _ERR = b"err"
 _OK = b"ok"
 _SPEC_CACHE_SIZE = 1024
 _OK_REPLY = (b"OK", _OK)
-# call_native's answer for a reply that `unbox` converts (sandbox.lua, call_reply).
+# call_native's answer for a reply that `unbox` converts (luabridge.pyx fetches it).
 _DEFERRED = (None, b"py")
 # The null frame of the calling client's protocol, for results the Lua side encodes.
 _NULL_RESP2 = b"$-1\r\n"

@@ -16,6 +16,8 @@ on lupa's bridge, which gives the same replies.
 
 The two functions are redis.call and redis.pcall themselves (C functions, as in Redis): they
 build the reply's table (an array of plain values, a status or an error) and raise errors.
+EVAL scripts are entered the same way (NativeCall.run): KEYS and ARGV built in C, the outcome
+read off the stack.
 What crosses back from the engine's `call_native` is one value, or a tuple of bytes, ints,
 floats, booleans and None; a reply that needs Lua tables built from Python comes back as
 (None, b"py"), and the C function fetches it through lupa from engine.unbox.
@@ -452,7 +454,8 @@ cdef int _run_protected(lua_State *L) noexcept:
     cdef int table
     cdef PyObject *argument
     cdef int base, results, position
-    if not mr_checkstack(L, <int>count + 8):
+    if not mr_checkstack(L, 8):  # (each argument goes into its table as it is pushed)
+        run.missing = True
         return 0
     base = mr_gettop(L)
     mr_rawgeti(L, LUA_REGISTRYINDEX, run.run_eval)

@@ -61,8 +61,9 @@ def _install_lua_libraries(lua: Any) -> Callable[[Any], None]:
 
 
 def _native_redis_call(lua: Any, bridge: Any) -> tuple | None:
-    """(redis.call, redis.pcall) as Lua C functions (luabridge.pyx), or None where they cannot
-    be had here (the uncompiled build); lupa's bridge then gives the same replies, slower."""
+    """luabridge.native_call's (redis.call, redis.pcall, set_entry, NativeCall), or None where
+    the native bridge cannot be had here (the uncompiled build); lupa's bridge then gives the
+    same replies, slower."""
     try:
         from .luabridge import native_call
     except ImportError:
@@ -184,10 +185,10 @@ class Sandbox:
     def run_cached(self, sha: bytes, null: bytes, numkeys: int, arguments: list) -> tuple | None:
         """`start(run_eval, <the script remembered as sha>, ...)` through the native entry, or
         None where it cannot be used (then `start` must)."""
-        if self._native is None or len(arguments) > _MAX_VARARGS:
+        if self._native is None:
             return None
         outcome = self._native.run(sha, null, numkeys, arguments)
-        if not outcome:  # None or (): the native entry could not run it
+        if outcome is None:
             return None
         if len(outcome) == 3 and outcome[2] == b"pending":
             return self._take_pending()

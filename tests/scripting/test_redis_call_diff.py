@@ -103,3 +103,12 @@ def test_a_script_the_native_entry_does_not_know_runs_through_lupa(diff, mini):
     diff.check("EVALSHA", sha, 1, "n", "x")
     diff.hello(3)
     diff.check("EVALSHA", sha, 1, "n", "x")
+
+
+def test_scripts_with_thousands_of_keys_and_arguments(diff, bridge):
+    keys = [f"k{i}" for i in range(4500)]
+    args = [f"a{i}" for i in range(5000)]
+    script = "return {#KEYS, #ARGV, KEYS[1], KEYS[#KEYS], ARGV[1], ARGV[#ARGV]}"
+    diff.check("EVAL", script, len(keys), *keys, *args)
+    diff.check("EVAL", script, 0, *args)
+    diff.check("EVAL", script, len(keys), *keys)
