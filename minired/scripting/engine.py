@@ -18,6 +18,7 @@ from ..client import Client
 from ..commands.args import parse_int
 from ..commands.table import COMMANDS
 from ..errors import RedisError
+from ..resp import NULL_ARRAY, OK, Status, format_double
 from .sandbox import _MAX_VARARGS, Sandbox, format_number_argument
 
 if TYPE_CHECKING:
@@ -316,13 +317,18 @@ class ScriptEngine:
                 return reply
             if kind is list and len(reply) <= _UNPACKED_MAX and _PLAIN_ITEMS.issuperset(map(type, reply)):
                 return (True, len(reply), *reply)
-            if kind is resp.Status:
-                return _OK_REPLY if reply is resp.OK else (bytes(reply), _OK)
+            if kind is Status:
+                return _OK_REPLY if reply is OK else (reply, _OK)
             if kind is RedisError:
                 return lua_error_text(reply.message), _ERR
             if kind is Block:  # cannot happen (scripts never block), but never hang a script
                 reply = reply.timeout_reply
             resp3 = script_client.protocol == 3
+            # The common replies to_lua would give without building tables, here without it.
+            if reply is None or reply is NULL_ARRAY:
+                return None if resp3 else False
+            if kind is float and not resp3:
+                return format_double(reply)
             if (kind is dict and not resp3 and len(reply) <= _UNPACKED_MAX // 2
                     and _PLAIN_ITEMS.issuperset(map(type, reply))
                     and _PLAIN_ITEMS.issuperset(map(type, reply.values()))):

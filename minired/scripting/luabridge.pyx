@@ -289,7 +289,7 @@ cdef tuple _arguments(lua_State *L, int count):
 cdef bint _item(object value, Item *item) except -1:
     """Fill item from value; False when value is not a plain value."""
     kind = type(value)
-    if kind is bytes:
+    if isinstance(value, bytes):  # (a status reply's text is a bytes subclass)
         item.kind = ITEM_STRING
         item.data = <bytes>value
         item.size = len(<bytes>value)
