@@ -527,6 +527,7 @@ cdef int _release(lua_State *L) noexcept nogil:
     cdef Holder *holder = <Holder *>mr_touserdata(L, 1)
     if holder != NULL and holder.call != NULL:
         with gil:
+            (<NativeCall>holder.call).state = NULL  # run() must not touch a closed state
             Py_XDECREF(holder.call)
         holder.call = NULL
     return 0
