@@ -3,12 +3,15 @@
 Every module in COMPILED is ordinary Python and works as it is; Cython compiles the same file
 (pure-Python mode: no Cython syntax, annotations not used as C types, so behaviour does not
 change) into an extension module that runs the per-request path - parsing, dispatch,
-keyspace, the commands scripts call most, the Lua bridge - about a third faster. Without a C
-compiler, or with MINIRED_PURE_PYTHON=1 at install time, the package installs uncompiled.
+keyspace, the commands scripts call most, the Lua bridge - about a third faster. The one
+exception is scripting/luabridge.pyx, Cython proper (redis.call as a Lua C function): it
+exists only compiled, and scripts do without it otherwise. Without a C compiler, or with
+MINIRED_PURE_PYTHON=1 at install time, the package installs uncompiled.
 
 Each build records a checksum of every source it compiled (minired/_compiled.txt); minired's
-__init__ loads a module from its .py instead of a compiled one that no longer matches it, so
-editing a file of an editable install takes effect without rebuilding.
+__init__ loads a module from its .py instead of a compiled one that no longer matches it (and
+leaves a stale luabridge out), so editing a file of an editable install takes effect without
+rebuilding.
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ class SourceOverStaleExtension(MetaPathFinder):
     def __init__(self, stale: dict[str, str]) -> None:
         self.stale = stale
         print(f"minired: {len(stale)} compiled module(s) older than their source, loaded from "
-              f".py (reinstall to compile them again): {', '.join(sorted(stale))}", file=sys.stderr)
+              f".py or, written in Cython, left out (reinstall to compile them again): "
+              f"{', '.join(sorted(stale))}", file=sys.stderr)
 
     def find_spec(self, name, path=None, target=None):
         if name not in self.stale:
