@@ -90,15 +90,24 @@ _ZADD_FLAGS = {b"nx": "nx", b"xx": "xx", b"ch": "ch", b"incr": "incr", b"gt": "g
 
 def _zadd(c, argv, incr: bool):
     index = 2
-    options = set()
+    nx = xx = gt = lt = ch = False
     while index < len(argv):
         flag = _ZADD_FLAGS.get(argv[index].lower())
         if flag is None:
             break
-        options.add(flag)
+        if flag == "nx":
+            nx = True
+        elif flag == "xx":
+            xx = True
+        elif flag == "gt":
+            gt = True
+        elif flag == "lt":
+            lt = True
+        elif flag == "ch":
+            ch = True
+        else:
+            incr = True
         index += 1
-    incr = incr or "incr" in options
-    nx, xx, gt, lt = "nx" in options, "xx" in options, "gt" in options, "lt" in options
     pairs = len(argv) - index
     if pairs % 2 or not pairs:
         raise RedisError(errors.SYNTAX)
@@ -147,17 +156,17 @@ def _zadd(c, argv, incr: bool):
         db.signal_modified(key)
     if incr:
         return score if processed else None
-    return added + updated if "ch" in options else added
+    return added + updated if ch else added
 
 
 @command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def zadd(c, argv):
-    return _zadd(c, argv, incr=False)
+    return _zadd(c, argv, False)
 
 
 @command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def zincrby(c, argv):
-    return _zadd(c, argv, incr=True)
+    return _zadd(c, argv, True)
 
 
 @command("zscore", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)

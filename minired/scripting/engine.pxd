@@ -10,6 +10,7 @@ cdef class Run:
     cdef public object abort, command, sandbox
 
 cdef class ScriptEngine:
-    cdef public object server, scripts, prng, _eval_sandbox, _specs, functions, busy, deferred
+    cdef public object server, prng, _eval_sandbox, functions, busy, deferred
+    cdef public dict scripts, _specs
     cdef public Run current
     cdef public Client client
