@@ -231,7 +231,7 @@ def _node_max_bytes(c) -> int:
 
 @command("xadd", arity=-5, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def xadd(c, argv):
-    args, id_index = _parse_add_or_trim(c, argv, xadd=True)
+    args, id_index = _parse_add_or_trim(c, argv, True)
     field_count = len(argv) - id_index - 1
     if field_count < 2 or field_count % 2:
         raise errors.wrong_arity("xadd")
@@ -270,7 +270,7 @@ def xadd(c, argv):
 
 @command("xtrim", arity=-4, flags="write", keys=(1, 1, 1), group=G)
 def xtrim(c, argv):
-    args, _ = _parse_add_or_trim(c, argv, xadd=False)
+    args, _ = _parse_add_or_trim(c, argv, False)
     stream = get_stream(c, argv[1])
     if stream is None:
         return 0

@@ -1,0 +1,5 @@
+# C types for the compiled build of commands/streams.py (setup.py): XADD's and XTRIM's
+# options are an extension type, read as struct members. Keep the field list equal to the
+# class's __slots__.
+cdef class TrimArgs:
+    cdef public object maxlen, minid, approx, limit, id, id_given, seq_given, no_mkstream
