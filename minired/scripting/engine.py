@@ -438,6 +438,10 @@ class ScriptEngine:
 
     def check(self) -> Any:
         """The count hook: None to go on, or the error text that stops the run."""
+        # The native entry (luabridge) runs scripts holding the GIL, so a long script would
+        # starve the other threads of an embedding process (a test sending SCRIPT KILL): each
+        # tick of the hook lets them run.
+        time.sleep(0)
         run = self.current
         if run is None:
             return self.functions.check_load() if self.functions is not None else None
