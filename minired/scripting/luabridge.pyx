@@ -34,6 +34,8 @@ from libc.stdio cimport snprintf
 import logging
 import threading
 
+import lupa.lua51
+
 cdef extern from *:
     """
     #include <dlfcn.h>
@@ -247,12 +249,10 @@ cdef class NativeCall:
             return None
         if status == 0:  # the script ran; its outcome could not be read (logged)
             mr_settop(L, top)
-            import lupa.lua51
             raise lupa.lua51.LuaError("internal error reading a script's outcome")
         message = mr_tolstring(L, -1, &size) if mr_type(L, -1) == LUA_TSTRING else NULL
         text = message[:size].decode("utf-8", "replace") if message != NULL else "error"
         mr_settop(L, top)
-        import lupa.lua51
         raise lupa.lua51.LuaError(text)
 
 
@@ -571,7 +571,6 @@ def native_call(lua, target, unbox):
     functions calling target(args tuple), with unbox() for deferred replies, and the native
     script entry; None where the native bridge cannot work here (then lupa's is used)."""
     global _pending, _api_found
-    import lupa.lua51
     if not _api_found:
         if mr_find_lua_api(lupa.lua51.__file__.encode()) != NULL:
             return None

@@ -84,8 +84,7 @@ class Sandbox:
     `native=False` keeps redis.call on lupa's bridge even where luabridge is compiled."""
 
     __slots__ = ("mode", "max_memory", "lua", "api", "run_eval", "run_function",
-                 "_run_load", "_reply_shape", "_items", "table_from", "native", "_native",
-                 "_cache", "_clear_cache", "_take_pending")
+                 "_run_load", "_reply_shape", "_items", "table_from", "native", "_native")
 
     def __init__(self, mode: str, bridge: Any, native: bool = True) -> None:
         self.mode = mode
@@ -132,9 +131,6 @@ class Sandbox:
         self.table_from = lua.table_from
         if set_entry is not None:
             set_entry(self.run_eval, self.api[b"cached"], self.api[b"hold"])
-            self._cache = self.api[b"cache"]
-            self._clear_cache = self.api[b"clear_cache"]
-            self._take_pending = self.api[b"take_pending"]
         # Nothing reachable by name is left over: the state's globals are now the proxy.
 
     # --- compiling and running -----------------------------------------------------------------
@@ -176,11 +172,11 @@ class Sandbox:
     def remember(self, sha: bytes, fn: Any) -> None:
         """Make an EVAL script known to run_cached (the native entry) by its sha."""
         if self._native is not None:
-            self._cache(sha, fn)
+            self.api[b"cache"](sha, fn)
 
     def forget_scripts(self) -> None:
         if self._native is not None:
-            self._clear_cache()
+            self.api[b"clear_cache"]()
 
     def run_cached(self, sha: bytes, null: bytes, numkeys: int, arguments: list) -> tuple | None:
         """`start(run_eval, <the script remembered as sha>, ...)` through the native entry, or
@@ -191,7 +187,7 @@ class Sandbox:
         if outcome is None:
             return None
         if len(outcome) == 3 and outcome[2] == b"pending":
-            return self._take_pending()
+            return self.api[b"take_pending"]()
         return outcome
 
     def run_load(self, chunk: Any) -> tuple:
