@@ -3,8 +3,11 @@
 # attribute lookup. client.py stays plain Python with the same fields in __slots__; keep the
 # two lists equal. Modules that cimport this one are loaded from source together with it when
 # client.py was edited after the build (see minired/__init__.py).
+from minired.keyspace cimport Database
+
 cdef class Client:
-    cdef public object id, server, addr, laddr, fd, _send, _close, db_index, db, protocol
+    cdef public object id, server, addr, laddr, fd, _send, _close, db_index, protocol
+    cdef public Database db
     cdef public object name, lib_name, lib_ver, authenticated, created, last_interaction
     cdef public object last_command, multi, multi_failed, in_exec, in_script, watched
     cdef public object channels, patterns, shard_channels, blocked, closing, close_after_reply

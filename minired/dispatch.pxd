@@ -3,6 +3,8 @@
 # commands/table.pxd).
 from minired.client cimport Client
 from minired.commands.table cimport CommandSpec
+cimport cython
 
 cpdef object execute(Client c, list argv)
+@cython.locals(start=cython.longlong)
 cpdef object call(Client c, CommandSpec spec, list argv)

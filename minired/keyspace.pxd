@@ -1,10 +1,27 @@
 # C types for the compiled build of keyspace.py (setup.py): the clock and the databases are
 # extension types, so every lookup's bookkeeping (the data and expiry dicts, the clock) is a
 # struct read. Keep each field list equal to the class's __slots__.
+#
+# The lookups and changes every command makes are cpdef: modules that declare a variable as
+# Database (the command helpers' .pxd files) call them as C functions, not by attribute name.
 cdef class Clock:
     cdef public object offset_ms, listeners
+    cpdef object ms(self)
 
 cdef class Database:
-    cdef public object index, data, expires, watchers, blocking_keys, ready_keys, _expiry_heap
-    cdef public object avg_ttl_hint
+    cdef public object index, avg_ttl_hint
+    cdef public dict data, expires, watchers, blocking_keys
+    cdef public list ready_keys, _expiry_heap
     cdef public Clock clock
+
+    cpdef object get(self, object key)
+    cpdef object get_typed(self, object key, object cls)
+    cpdef bint exists(self, object key)
+    cpdef object set(self, object key, object value, bint keep_ttl=*)
+    cpdef bint delete(self, object key)
+    cpdef object pop(self, object key)
+    cpdef object delete_if_empty(self, object key, object value)
+    cpdef object signal_modified(self, object key)
+    cpdef object set_expiry(self, object key, object deadline_ms)
+    cpdef object expiry(self, object key)
+    cpdef object _expire(self, object key)

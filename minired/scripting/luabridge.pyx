@@ -256,12 +256,30 @@ cdef class NativeCall:
         raise lupa.lua51.LuaError(text)
 
 
+cdef object _format_integer(long long value):
+    """Decimal digits of |value| < 1e17 (so the negation cannot overflow)."""
+    cdef char buffer[24]
+    cdef int at = 24
+    cdef bint negative = value < 0
+    cdef unsigned long long rest = <unsigned long long>(-value if negative else value)
+    while True:
+        at -= 1
+        buffer[at] = <char>(48 + rest % 10)
+        rest //= 10
+        if rest == 0:
+            break
+    if negative:
+        at -= 1
+        buffer[at] = 45  # '-'
+    return PyBytes_FromStringAndSize(buffer + at, 24 - at)
+
+
 cdef object _format_number(double value):
     """A Lua number as redis.call's argument: "%.17g", as Redis 7.0 formats it."""
     cdef char buffer[64]
     cdef int length
     if value == floor(value) and fabs(value) < _BIG_INT and not (value == 0 and signbit(value)):
-        length = snprintf(buffer, sizeof(buffer), "%lld", <long long>value)  # the same, faster
+        return _format_integer(<long long>value)  # the same digits, without printf's parsing
     else:
         length = snprintf(buffer, sizeof(buffer), "%.17g", value)
     return PyBytes_FromStringAndSize(buffer, length)
@@ -451,7 +469,7 @@ cdef int _run_protected(lua_State *L) noexcept:
     cdef RunCall *run = <RunCall *>mr_touserdata(L, 1)
     cdef Py_ssize_t count = PyList_GET_SIZE(<object>run.arguments)
     cdef Py_ssize_t index, keys, first, last
-    cdef int table
+    cdef int table, kind
     cdef PyObject *argument
     cdef int base, results, position
     if not mr_checkstack(L, 8):  # (each argument goes into its table as it is pushed)
@@ -482,7 +500,10 @@ cdef int _run_protected(lua_State *L) noexcept:
     mr_call(L, 5, LUA_MULTRET)  # run_eval(fn, null, -1, KEYS, ARGV)
     results = mr_gettop(L) - base
     for position in range(base + 1, base + 1 + results):
-        if mr_type(L, position) == LUA_TTABLE:
+        kind = mr_type(L, position)
+        # Tables, and the values only lupa converts (a script may return a function or a
+        # coroutine: Redis answers nil), go the general way.
+        if not (kind == LUA_TSTRING or kind == LUA_TNUMBER or kind == LUA_TNIL or kind == LUA_TBOOLEAN):
             mr_rawgeti(L, LUA_REGISTRYINDEX, run.hold)
             mr_insert(L, base + 1)
             mr_call(L, results, 0)

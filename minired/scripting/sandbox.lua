@@ -304,6 +304,12 @@ local function finish_reply(null, ok, result)
   if raw_writes then wipe_raw_writes() end
   if ok then
     if type(result) == 'table' then
+      -- A status reply (redis.call('SET', ...) returned as it is) is what reply_shape would
+      -- make of it, without trying to encode it as an array first.
+      local status = rawget(result, 'ok')
+      if type(status) == 'string' and type(rawget(result, 'err')) ~= 'string' then
+        return true, nil, 'ok', status
+      end
       local encoded, n = pcall(encode_array, result, encode_parts, 0, null, 0)
       if encoded and n then
         local resp = concat(encode_parts, '', 1, n)

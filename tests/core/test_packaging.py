@@ -116,7 +116,7 @@ def test_every_extension_type_declares_exactly_its_classs_slots():
         slots = _slots_by_class(pxd.with_suffix(".py"))
         classes = re.findall(r"^cdef class (\w+):\n((?:    .*\n?)+)", pxd.read_text(), re.M)
         for name, body in classes:
-            fields = {field.strip() for line in re.findall(r"cdef public \w+ (.*)", body)
+            fields = {field.strip() for line in re.findall(r"cdef public (?:long long|\w+) (.*)", body)
                       for field in line.split(",")}
             assert name in slots, f"{pxd.name}: {name} has no __slots__ in {pxd.stem}.py"
             assert fields == slots[name], (pxd.name, name, fields ^ slots[name])

@@ -59,3 +59,15 @@ def test_large_and_deep_results(diff):
     diff.check("EVAL", "local t = {} for i = 1, 5000 do t[i] = i % 7 == 0 and 'x' or i end return t", 0)
     diff.check("EVAL", "local t = {1} for i = 1, 60 do t = {t, 'v'} end return t", 0)
     diff.check("EVAL", "local t = {} for i = 1, 20 do t = {t} end return t", 0)
+
+
+def test_results_that_are_not_data(diff):
+    """A function, a coroutine or a library table is no reply Redis knows: nil at the top,
+    and an array ends where one stands (hypothesis first found `return function() end`
+    failing where a script is entered from C)."""
+    for client_resp in (2, 3):
+        diff.hello(client_resp)
+        for value in ("function() end", "coroutine.create(function() end)", "string.len",
+                      "{1, function() end, 2}", "{coroutine.running()}", "{ok='s', f=print}"):
+            diff.check("EVAL", f"return {value}", 0)
+            diff.check("EVAL", f"return {value}, 'second value ignored'", 0)

@@ -1,0 +1,7 @@
+# C types for the compiled build of commands/hashes.py (setup.py): HSET's and HINCRBY's
+# helpers take the client or database typed, so their keyspace calls are C calls.
+from minired.client cimport Client
+from minired.keyspace cimport Database
+
+cpdef object _set_fields(Client c, object argv)
+cpdef object _store_number(Database db, object key, object fields, object field, object text)

@@ -1,0 +1,8 @@
+# C types for the compiled build of commands/zsets.py (setup.py): ZADD's helper and the
+# after-removal bookkeeping take the client or database typed, so their keyspace calls are
+# C calls (keyspace.pxd).
+from minired.client cimport Client
+from minired.keyspace cimport Database
+
+cpdef object _zadd(Client c, object argv, bint incr)
+cpdef object _after_removal(Database db, object key, object zset)
