@@ -6,5 +6,8 @@ from minired.commands.table cimport CommandSpec
 cimport cython
 
 cpdef object execute(Client c, list argv)
-@cython.locals(start=cython.longlong)
+@cython.locals(start=cython.longlong, finish=cython.longlong)
 cpdef object call(Client c, CommandSpec spec, list argv)
+
+# Read per command: typed, so the lookup is a C call, not a method lookup.
+cdef dict _BY_SPELLING

@@ -102,7 +102,8 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     except Exception as exc:  # a bug must cost one reply, never the server
         log.exception("internal error running %r", argv[:1])
         reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
-    spec.nanoseconds += _clock_ns() - start
+    finish = _clock_ns()
+    spec.nanoseconds += finish - start
     spec.calls += 1
     if type(reply) is RedisError:
         spec.failed_calls += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from heapq import heappush
 from collections import deque
 from typing import Any, Callable, Iterator
 
@@ -174,7 +175,7 @@ class Database:
     def set_expiry(self, key: bytes, deadline_ms: int) -> None:
         """Expire key at the absolute time deadline_ms (the key must exist)."""
         self.expires[key] = deadline_ms
-        heapq.heappush(self._expiry_heap, (deadline_ms, key))
+        heappush(self._expiry_heap, (deadline_ms, key))
         if len(self._expiry_heap) > 2 * len(self.expires) + 1024:
             self._expiry_heap = [(when, k) for k, when in self.expires.items()]
             heapq.heapify(self._expiry_heap)

@@ -20,3 +20,7 @@ cpdef Py_ssize_t parse_canonical(bytes buf, list out, long long max_bulk,
                                  long long max_multibulk) except -1
 
 cpdef encode_into(value, proto, list out)
+
+# Module dicts read per reply: typed, so their lookups are C calls, not method lookups.
+cdef dict _ENCODERS
+cdef set _ONLY_BYTES

@@ -9,9 +9,10 @@ from minired.config cimport Config
 from minired.resp cimport RequestParser
 
 cdef class Stats:
-    cdef public object started, started_monotonic, connections_received, commands_processed
-    cdef public object rejected_connections, expired_keys, net_input_bytes, net_output_bytes
-    cdef public object error_replies
+    cdef public object started, started_monotonic, error_replies
+    # Counted on every read and reply: C integers, so counting allocates nothing.
+    cdef public long long connections_received, commands_processed, rejected_connections
+    cdef public long long expired_keys, net_input_bytes, net_output_bytes
 
 cdef class Server:
     cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners

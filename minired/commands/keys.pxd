@@ -4,3 +4,5 @@ from minired.client cimport Client
 
 cpdef object _expire_generic(Client c, object argv, bint relative, object unit_ms)
 cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
+
+cdef dict _EXPIRE_OPTIONS

@@ -1,8 +1,15 @@
 # C types for the compiled build of commands/strings.py (setup.py): SET's helpers take the
 # client typed, so their keyspace calls are C calls (keyspace.pxd).
 from minired.client cimport Client
+cimport cython
+
+@cython.locals(flags=cython.int, j=cython.Py_ssize_t, argc=cython.Py_ssize_t,
+               has_next=cython.bint)
+cpdef tuple _parse_set_options(object argv, Py_ssize_t start, bint is_set)
 
 cpdef object _deadline(Client c, object raw, object flags, object command_name)
 cpdef object _set_generic(Client c, object key, object value, object flags, object deadline,
                           object ok_reply=*, object abort_reply=*)
 cpdef object _incr_by(Client c, object key, object increment)
+
+cdef dict _EXPIRE_FLAGS

@@ -62,7 +62,7 @@ def _deadline(c, raw: bytes, flags: int, command_name: str) -> int:
     if in_seconds:
         value *= 1000
     if flags & (_EX | _PX):
-        value += c.server.clock.ms()
+        value += c.db.clock.ms()  # the server's clock (every database shares it)
     if value > INT64_MAX:  # the int64 addition would overflow in Redis
         raise RedisError(errors.INVALID_EXPIRE.format(command_name))
     return value

@@ -6,3 +6,5 @@ from minired.keyspace cimport Database
 
 cpdef object _zadd(Client c, object argv, bint incr)
 cpdef object _after_removal(Database db, object key, object zset)
+
+cdef dict _ZADD_FLAGS

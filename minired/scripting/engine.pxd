@@ -14,3 +14,8 @@ cdef class ScriptEngine:
     cdef public dict scripts, _specs
     cdef public Run current
     cdef public Client client
+
+# Read per EVALSHA: typed, so the lookup is a C call, not a method lookup.
+cdef dict _SMALL_COUNTS
+cdef frozenset _PLAIN_ITEMS
+cdef Py_ssize_t _UNPACKED_MAX
