@@ -60,18 +60,19 @@ def execute(c: "Client", argv: list) -> Any:
         if spec is not None and len(_BY_SPELLING) < _SPELLINGS_KEPT:
             _BY_SPELLING[argv[0]] = spec
     if spec is None or spec.subcommands or not spec.min_args <= len(argv) <= spec.max_args:
-        spec = resolve(argv)
-        if type(spec) is RedisError:
+        resolved = resolve(argv)
+        if type(resolved) is RedisError:
             if c.multi is not None:
                 c.multi_failed = True
                 if argv[0].lower() == b"exec":  # a rejected EXEC discards the transaction
                     c.multi = None
                     c.multi_failed = False
                     c.unwatch_all()
-                    spec = RedisError(errors.EXECABORT_BECAUSE.format(
-                        spec.message.removeprefix("ERR ")))
-            c.server.stats.count_error(spec.message)
-            return spec
+                    resolved = RedisError(errors.EXECABORT_BECAUSE.format(
+                        resolved.message.removeprefix("ERR ")))
+            c.server.stats.count_error(resolved.message)
+            return resolved
+        spec = resolved
     # Redis asks the default user's password at each command, so removing requirepass frees
     # clients that connected while it was set.
     if not c.authenticated and "no_auth" not in spec.flags and c.server.config.requirepass:

@@ -5,20 +5,22 @@ import time
 
 from .. import REDIS_VERSION, errors, resp
 from ..errors import RedisError
-from ..resp import OK, Status, Verbatim
+from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
 from .table import command, container_command
 
 G = "connection"
 
 
-@command("ping", arity=-1, flags="fast sentinel", group=G)
 def ping(c, argv):
     if len(argv) > 2:
         raise errors.wrong_arity("ping")
     if c.protocol == 2 and (c.channels or c.patterns or c.shard_channels):
         return [b"pong", argv[1] if len(argv) == 2 else b""]
-    return argv[1] if len(argv) == 2 else resp.PONG
+    return argv[1] if len(argv) == 2 else PONG
+
+
+command("ping", arity=-1, flags="fast sentinel", group=G)(ping)
 
 
 @command("echo", arity=2, flags="loading stale fast", group=G)

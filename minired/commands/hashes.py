@@ -39,9 +39,11 @@ def _set_fields(c, argv) -> int:
     return len(fields) - before
 
 
-@command("hset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def hset(c, argv):
     return _set_fields(c, argv)
+
+
+command("hset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)(hset)
 
 
 @command("hmset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -65,10 +67,12 @@ def hsetnx(c, argv):
     return 1
 
 
-@command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def hget(c, argv):
     fields = c.db.get_typed(argv[1], dict)
     return None if fields is None else fields.get(argv[2])
+
+
+command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)(hget)
 
 
 @command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group=G)
@@ -80,14 +84,15 @@ def hmget(c, argv):
     return [get(field) for field in argv[2:]]
 
 
-@command("hgetall", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
 def hgetall(c, argv):
     fields = c.db.get_typed(argv[1], dict)
     # A map in RESP3, a flat field/value array in RESP2 (the encoder flattens dicts).
     return {} if fields is None else dict(fields)
 
 
-@command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+command("hgetall", arity=2, flags="readonly", keys=(1, 1, 1), group=G)(hgetall)
+
+
 def hdel(c, argv):
     key = argv[1]
     db = c.db
@@ -108,10 +113,15 @@ def hdel(c, argv):
     return deleted
 
 
-@command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
+command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)(hdel)
+
+
 def hexists(c, argv):
     fields = c.db.get_typed(argv[1], dict)
     return int(fields is not None and argv[2] in fields)
+
+
+command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)(hexists)
 
 
 @command("hlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
@@ -141,7 +151,6 @@ def hvals(c, argv):
     return [] if fields is None else list(fields.values())
 
 
-@command("hincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def hincrby(c, argv):
     increment = parse_int(argv[3])
     key, field = argv[1], argv[2]
@@ -155,6 +164,9 @@ def hincrby(c, argv):
         raise RedisError(errors.OVERFLOW)
     _store_number(db, key, fields, field, b"%d" % result)
     return result
+
+
+command("hincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)(hincrby)
 
 
 @command("hincrbyfloat", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)

@@ -6,3 +6,7 @@ cpdef object _expire_generic(Client c, object argv, bint relative, object unit_m
 cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
 
 cdef dict _EXPIRE_OPTIONS
+
+# Command handlers, registered by command(...)(handler) after their definition: Cython
+# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+cpdef object pttl(Client c, list argv)

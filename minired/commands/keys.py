@@ -145,9 +145,11 @@ def ttl(c, argv):
     return _ttl_generic(c, argv[1], in_ms=False, absolute=False)
 
 
-@command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def pttl(c, argv):
     return _ttl_generic(c, argv[1], in_ms=True, absolute=False)
+
+
+command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(pttl)
 
 
 @command("expiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)

@@ -10,3 +10,16 @@ cpdef object _move(Database db, object source_key, object source, object target_
                    bint from_left, bint to_left)
 cpdef object _push(Client c, object argv, bint left, bint only_existing)
 cpdef object _pop(Client c, object argv, bint left)
+
+# Command handlers, registered by command(...)(handler) after their definition: Cython
+# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+cpdef object lpush(Client c, list argv)
+cpdef object rpush(Client c, list argv)
+cpdef object rpop(Client c, list argv)
+cpdef object lpop(Client c, list argv)
+cpdef object lmove(Client c, list argv)
+cpdef object rpoplpush(Client c, list argv)
+cpdef object lrange(Client c, list argv)
+cpdef object lrem(Client c, list argv)
+cpdef object llen(Client c, list argv)
+cpdef object lindex(Client c, list argv)

@@ -124,16 +124,20 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
     return len(value)
 
 
-@command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def lpush(c, argv):
     """Prepend elements; the last one given ends up first."""
     return _push(c, argv, True, False)
 
 
-@command("rpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)(lpush)
+
+
 def rpush(c, argv):
     """Append elements."""
     return _push(c, argv, False, False)
+
+
+command("rpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)(rpush)
 
 
 @command("lpushx", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -173,16 +177,20 @@ def _pop(c, argv, left: bool):
     return _pop_many(db, argv[1], value, left, count)
 
 
-@command("lpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)
 def lpop(c, argv):
     """Remove and return the first element, or the first COUNT elements."""
     return _pop(c, argv, True)
 
 
-@command("rpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)
+command("lpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)(lpop)
+
+
 def rpop(c, argv):
     """Remove and return the last element, or the last COUNT elements."""
     return _pop(c, argv, False)
+
+
+command("rpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)(rpop)
 
 
 def _mpop_arguments(argv, numkeys_index: int) -> tuple[list, bool, int]:
@@ -221,14 +229,15 @@ def lmpop(c, argv):
 
 # --- reads -------------------------------------------------------------------------------------
 
-@command("llen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def llen(c, argv):
     """The length of a list (0 if missing)."""
     value = _list(c.db, argv[1])
     return 0 if value is None else len(value)
 
 
-@command("lrange", arity=4, flags="readonly", keys=(1, 1, 1), group=G)
+command("llen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(llen)
+
+
 def lrange(c, argv):
     """Elements from start to end inclusive; negative indexes count from the tail."""
     start = parse_int(argv[2])
@@ -248,7 +257,9 @@ def lrange(c, argv):
     return list(islice(value, start, end + 1))
 
 
-@command("lindex", arity=3, flags="readonly", keys=(1, 1, 1), group=G)
+command("lrange", arity=4, flags="readonly", keys=(1, 1, 1), group=G)(lrange)
+
+
 def lindex(c, argv):
     """The element at an index (negative from the tail), or null."""
     value = _list(c.db, argv[1])
@@ -260,6 +271,9 @@ def lindex(c, argv):
     if not 0 <= index < len(value):
         return None
     return value[index]
+
+
+command("lindex", arity=3, flags="readonly", keys=(1, 1, 1), group=G)(lindex)
 
 
 @command("lpos", arity=-3, flags="readonly", keys=(1, 1, 1), group=G)
@@ -349,7 +363,6 @@ def linsert(c, argv):
     return len(value)
 
 
-@command("lrem", arity=4, flags="write", keys=(1, 1, 1), group=G)
 def lrem(c, argv):
     """Remove COUNT occurrences of an element: from the head if positive, from the tail if
     negative, all of them if 0."""
@@ -378,6 +391,9 @@ def lrem(c, argv):
     return removed
 
 
+command("lrem", arity=4, flags="write", keys=(1, 1, 1), group=G)(lrem)
+
+
 @command("ltrim", arity=4, flags="write", keys=(1, 1, 1), group=G)
 def ltrim(c, argv):
     """Keep only the elements from start to end inclusive."""
@@ -402,7 +418,6 @@ def ltrim(c, argv):
     return OK
 
 
-@command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1), group=G)
 def lmove(c, argv):
     """Pop from one end of a list and push onto an end of another (or the same) list."""
     from_left = _is_left(argv[3])
@@ -414,7 +429,9 @@ def lmove(c, argv):
     return _move(db, argv[1], source, argv[2], from_left, to_left)
 
 
-@command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1), group=G)
+command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1), group=G)(lmove)
+
+
 def rpoplpush(c, argv):
     """LMOVE source destination RIGHT LEFT."""
     db = c.db
@@ -422,6 +439,9 @@ def rpoplpush(c, argv):
     if source is None:
         return None
     return _move(db, argv[1], source, argv[2], False, True)
+
+
+command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1), group=G)(rpoplpush)
 
 
 # --- blocking ----------------------------------------------------------------------------------

@@ -21,10 +21,12 @@ def _help(name: str, lines: tuple[str, ...]) -> list:
 
 # --- EVAL family ---------------------------------------------------------------------------------
 
-@command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))
 def eval_(c, argv):
     """Execute a Lua script server side"""
     return engine_of(c.server).eval(c, argv, False, False)  # by_sha, read_only
+
+
+command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))(eval_)
 
 
 @command("eval_ro", arity=-3, flags="readonly " + _SCRIPT_RUN_FLAGS, group=G,
@@ -34,10 +36,12 @@ def eval_ro(c, argv):
     return engine_of(c.server).eval(c, argv, False, True)  # by_sha, read_only
 
 
-@command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))
 def evalsha(c, argv):
     """Execute a Lua script server side"""
     return engine_of(c.server).eval(c, argv, True, False)  # by_sha, read_only
+
+
+command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))(evalsha)
 
 
 @command("evalsha_ro", arity=-3, flags="readonly " + _SCRIPT_RUN_FLAGS, group=G,

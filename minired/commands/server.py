@@ -58,11 +58,13 @@ def dbsize(c, argv):
     return len(c.db)
 
 
-@command("time", arity=1, flags="loading stale fast", group=G)
 def time_(c, argv):
     """Return the current server time"""
     seconds, micros = divmod(c.server.clock.us(), 1_000_000)
     return [b"%d" % seconds, b"%d" % micros]
+
+
+command("time", arity=1, flags="loading stale fast", group=G)(time_)
 
 
 # --- persistence ---------------------------------------------------------------------------------

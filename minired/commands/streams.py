@@ -229,7 +229,6 @@ def _node_max_bytes(c) -> int:
     return c.server.config.number("stream-node-max-bytes")
 
 
-@command("xadd", arity=-5, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def xadd(c, argv):
     args, id_index = _parse_add_or_trim(c, argv, True)
     field_count = len(argv) - id_index - 1
@@ -266,6 +265,9 @@ def xadd(c, argv):
     if args.trims:
         args.apply(stream)
     return format_id(new_id)
+
+
+command("xadd", arity=-5, flags="write denyoom fast", keys=(1, 1, 1), group=G)(xadd)
 
 
 @command("xtrim", arity=-4, flags="write", keys=(1, 1, 1), group=G)

@@ -13,3 +13,9 @@ cpdef object _set_generic(Client c, object key, object value, object flags, obje
 cpdef object _incr_by(Client c, object key, object increment)
 
 cdef dict _EXPIRE_FLAGS
+
+# Command handlers, registered by command(...)(handler) after their definition: Cython
+# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+cpdef object get(Client c, list argv)
+cpdef object set_(Client c, list argv)
+cpdef object incr(Client c, list argv)

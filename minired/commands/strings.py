@@ -85,12 +85,13 @@ def _set_generic(c, key: bytes, value: bytes, flags: int, deadline: int | None,
     return old if flags & _GET else ok_reply
 
 
-@command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def get(c, argv):
     return c.db.get_typed(argv[1], bytes)
 
 
-@command("set", arity=-3, flags="write denyoom", keys=(1, 1, 1), group=G)
+command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(get)
+
+
 def set_(c, argv):
     if len(argv) == 3:
         c.db.set(argv[1], argv[2])
@@ -98,6 +99,9 @@ def set_(c, argv):
     flags, expire = _parse_set_options(argv, 3, is_set=True)
     deadline = None if expire is None else _deadline(c, expire, flags, "set")
     return _set_generic(c, argv[1], argv[2], flags, deadline)
+
+
+command("set", arity=-3, flags="write denyoom", keys=(1, 1, 1), group=G)(set_)
 
 
 @command("setnx", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -200,9 +204,11 @@ def _incr_by(c, key: bytes, increment: int) -> int:
     return result
 
 
-@command("incr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def incr(c, argv):
     return _incr_by(c, argv[1], 1)
+
+
+command("incr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group=G)(incr)
 
 
 @command("decr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group=G)

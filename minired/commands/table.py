@@ -121,7 +121,11 @@ def _container(name: str, group: str) -> CommandSpec:
 def command(name: str, arity: int, flags: str = "", keys: tuple[int, int, int] = (0, 0, 0),
             group: str = "generic", key_finder: Callable[[list], list[int]] | None = None,
             parent: str | None = None, summary: str = "") -> Callable[[Handler], Handler]:
-    """Declare a command (or, with `parent`, a subcommand such as CLIENT ID)."""
+    """Declare a command (or, with `parent`, a subcommand such as CLIENT ID).
+
+    Used as a decorator, or called on the handler after its definition for the hot handlers
+    whose module .pxd declares them cpdef with the client typed: Cython silently drops the
+    decorators of a cpdef function."""
 
     def register(handler: Handler) -> Handler:
         parsed = _parse_flags(flags)

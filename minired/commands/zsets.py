@@ -159,9 +159,11 @@ def _zadd(c, argv, incr: bool):
     return added + updated if ch else added
 
 
-@command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def zadd(c, argv):
     return _zadd(c, argv, False)
+
+
+command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)(zadd)
 
 
 @command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -326,9 +328,11 @@ def _store_range(c, destination: bytes, entries: list) -> int:
     return len(entries)
 
 
-@command("zrange", arity=-4, flags="readonly", keys=(1, 1, 1), group=G)
 def zrange(c, argv):
     return _zrange(c, argv, 1, by=None, reverse=None)
+
+
+command("zrange", arity=-4, flags="readonly", keys=(1, 1, 1), group=G)(zrange)
 
 
 @command("zrevrange", arity=-4, flags="readonly", keys=(1, 1, 1), group=G)

@@ -18,7 +18,7 @@ from ..client import Client
 from ..commands.args import parse_int
 from ..commands.table import COMMANDS
 from ..errors import RedisError
-from ..resp import NULL_ARRAY, OK, Status, format_double
+from ..resp import NULL_ARRAY, OK, Encoded, Status, format_double
 from .sandbox import _MAX_VARARGS, Sandbox, format_number_argument
 
 if TYPE_CHECKING:
@@ -261,9 +261,9 @@ class ScriptEngine:
                 return value if type(value) is bytes else sandbox.to_reply(value, script_client.protocol)
             tag = outcome[2]
             if tag == b"raw":
-                return resp.Encoded(outcome[3])
+                return Encoded(outcome[3])
             if tag == b"ok" and outcome[3] == b"OK":
-                return resp.OK
+                return OK
             return sandbox.shaped_reply(outcome[2:], script_client.protocol)
         return self._failed(run, sandbox, outcome)
 
@@ -376,7 +376,7 @@ class ScriptEngine:
         kind = type(reply)
         if kind is bytes or kind is int:
             return reply
-        if reply is None or reply is resp.NULL_ARRAY:
+        if reply is None or reply is NULL_ARRAY:
             return None if resp3 else False
         table = self.current.sandbox.table_from
         if kind is bool:

@@ -124,6 +124,22 @@ def test_every_extension_type_declares_exactly_its_classs_slots():
     assert checked >= 8
 
 
+def test_no_function_a_pxd_makes_cpdef_is_decorated():
+    """Cython drops the decorators of a function its .pxd declares cpdef, without a word: a
+    command handler declared there would be compiled but never registered."""
+    checked = 0
+    for pxd in sorted((ROOT / "minired").rglob("*.pxd")):
+        source = pxd.with_suffix(".py")
+        if not source.exists():
+            continue
+        declared = set(re.findall(r"^cpdef\s+(?:[\w.]+\s+)?(\w+)\s*\(", pxd.read_text(), re.M))
+        for node in ast.parse(source.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name in declared:
+                assert not node.decorator_list, f"{source.name}: {node.name} is decorated"
+                checked += 1
+    assert checked >= 15
+
+
 def test_an_edited_pxd_makes_every_compiled_module_load_from_source(tmp_path):
     """The compiled modules are built against each other's .pxd types, so one edited .pxd
     sends them all to their sources until the next build, and the server still answers."""

@@ -1,0 +1,8 @@
+# C types for the compiled build of commands/scripting.py (setup.py): EVAL's and
+# EVALSHA's handlers take the client typed, so they read its fields as struct members.
+from minired.client cimport Client
+
+# Command handlers, registered by command(...)(handler) after their definition: Cython
+# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+cpdef object evalsha(Client c, list argv)
+cpdef object eval_(Client c, list argv)
