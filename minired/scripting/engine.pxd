@@ -4,9 +4,14 @@
 # class's __slots__.
 from minired cimport dispatch
 from minired.client cimport Client
+cimport cython
+
+cdef class Script:
+    cdef public object sha, body, function, flags
 
 cdef class Run:
-    cdef public object caller, name, eval_mode, read_only, allow_oom, started, dirty, timed_out
+    cdef public Client caller
+    cdef public object name, eval_mode, read_only, allow_oom, started, dirty, timed_out
     cdef public object abort, command, sandbox
 
 cdef class ScriptEngine:
@@ -14,6 +19,11 @@ cdef class ScriptEngine:
     cdef public dict scripts, _specs
     cdef public Run current
     cdef public Client client
+
+    @cython.locals(script=Script)
+    cpdef object eval(self, Client c, list argv, bint by_sha, bint read_only)
+    cpdef object execute(self, Run run, object sandbox, object runner, object function,
+                         object numkeys, object arguments, object sha=*)
 
 # Read per EVALSHA: typed, so the lookup is a C call, not a method lookup.
 cdef dict _SMALL_COUNTS
