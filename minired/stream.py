@@ -192,7 +192,7 @@ class Stream:
                 payload += len(item)
             if tail.byte_size() + payload >= node_max_bytes:
                 tail = None
-            elif node_max_entries and tail.count + tail.deleted >= node_max_entries:
+            elif node_max_entries and len(tail.ids) + tail.deleted >= node_max_entries:
                 tail = None
         if tail is None:
             tail = StreamNode(stream_id, pairs[0::2])

@@ -1,6 +1,7 @@
 # C types for the compiled build of commands/connection.py (setup.py): PING's handler
 # takes the client typed, so it reads the client's fields as struct members.
 from minired.client cimport Client
+from minired.commands.args cimport parse_int
 
 # Command handlers, registered by command(...)(handler) after their definition: Cython
 # drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).

@@ -1,6 +1,7 @@
 # C types for the compiled build of commands/keys.py (setup.py): the TTL and EXPIRE helpers
 # take the client typed, so their keyspace calls are C calls (keyspace.pxd).
 from minired.client cimport Client
+from minired.commands.args cimport parse_int
 
 cpdef object _expire_generic(Client c, object argv, bint relative, object unit_ms)
 cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)

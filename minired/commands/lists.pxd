@@ -2,6 +2,7 @@
 # command goes through take the client or database typed, so their keyspace calls are C calls
 # (keyspace.pxd) rather than lookups by attribute name.
 from minired.client cimport Client
+from minired.commands.args cimport parse_int, parse_non_negative
 from minired.keyspace cimport Database
 
 cpdef object _list(Database db, object key)

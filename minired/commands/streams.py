@@ -246,7 +246,7 @@ def xadd(c, argv):
     if stream.last_id == MAX_ID:
         raise RedisError(errors.STREAM_EXHAUSTED)
     if not args.id_given:
-        new_id = stream.next_id(c.server.clock.ms())
+        new_id = stream.next_id(c.db.clock.ms())  # the server's clock (every database shares it)
     elif args.seq_given:
         new_id = args.id
     elif args.id[0] == stream.last_id[0]:

@@ -1,6 +1,7 @@
 # C types for the compiled build of commands/strings.py (setup.py): SET's helpers take the
 # client typed, so their keyspace calls are C calls (keyspace.pxd).
 from minired.client cimport Client
+from minired.commands.args cimport parse_int
 cimport cython
 
 @cython.locals(flags=cython.int, j=cython.Py_ssize_t, argc=cython.Py_ssize_t,

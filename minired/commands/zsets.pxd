@@ -2,6 +2,7 @@
 # after-removal bookkeeping take the client or database typed, so their keyspace calls are
 # C calls (keyspace.pxd).
 from minired.client cimport Client
+from minired.commands.args cimport parse_int, parse_non_negative
 from minired.keyspace cimport Database
 
 cpdef object _zadd(Client c, object argv, bint incr)

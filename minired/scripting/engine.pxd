@@ -4,6 +4,7 @@
 # class's __slots__.
 from minired cimport dispatch
 from minired.client cimport Client
+from minired.commands.args cimport parse_int
 cimport cython
 
 cdef class Script:

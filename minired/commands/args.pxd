@@ -1,0 +1,5 @@
+# C types for the compiled build of commands/args.py (setup.py): the integer parsers every
+# command module uses are cpdef, and the modules whose .pxd cimports them call them as C
+# functions rather than through their Python names.
+cpdef object parse_int(object raw, object error=*)
+cpdef object parse_non_negative(object raw, object error=*)
