@@ -26,7 +26,8 @@ def eval_(c, argv):
     return engine_of(c.server).eval(c, argv, False, False)  # by_sha, read_only
 
 
-command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))(eval_)
+command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
+        key_finder=keys_after_numkeys(2))(eval_)
 
 
 @command("eval_ro", arity=-3, flags="readonly " + _SCRIPT_RUN_FLAGS, group=G,
@@ -41,7 +42,8 @@ def evalsha(c, argv):
     return engine_of(c.server).eval(c, argv, True, False)  # by_sha, read_only
 
 
-command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))(evalsha)
+command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
+        key_finder=keys_after_numkeys(2))(evalsha)
 
 
 @command("evalsha_ro", arity=-3, flags="readonly " + _SCRIPT_RUN_FLAGS, group=G,

@@ -503,7 +503,8 @@ cdef int _run_protected(lua_State *L) noexcept:
         kind = mr_type(L, position)
         # Tables, and the values only lupa converts (a script may return a function or a
         # coroutine: Redis answers nil), go the general way.
-        if not (kind == LUA_TSTRING or kind == LUA_TNUMBER or kind == LUA_TNIL or kind == LUA_TBOOLEAN):
+        if not (kind == LUA_TSTRING or kind == LUA_TNUMBER or kind == LUA_TNIL
+                or kind == LUA_TBOOLEAN):
             mr_rawgeti(L, LUA_REGISTRYINDEX, run.hold)
             mr_insert(L, base + 1)
             mr_call(L, results, 0)
