@@ -8,7 +8,8 @@ Requests are fed straight to a ClientProtocol in this process (no sockets, no cl
 kernel and uvloop are left out): each load runs twice under `valgrind --tool=callgrind` with
 different request counts, and the difference of the two totals, divided by the difference of
 the counts, is what one request costs, start-up and set-up cancelled out. `-P 16` feeds 16
-requests per read, `-P 1` one; the gap between them is the per-read work. The queue row is
+requests per read, `-P 1` one; the gap between them is the per-read work. The EVALSHA row is
+compare.py's script load (a fresh lock key per call); the queue row is
 bench/queue_script_bench.py's recorded add -> fetch -> complete flow (three EVALSHAs), per job.
 """
 from __future__ import annotations
@@ -39,6 +40,28 @@ for _ in range({count}):
 """
 
 
+# compare.py's EVALSHA load: RPOPLPUSH from a pre-filled list + SET ... PX on a fresh key per
+# call. Every run builds the requests of the longest run, so only the feeding differs.
+_EVALSHA_FEEDER = """
+import hashlib, sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
+from minired.server import ClientProtocol, Server
+from minired.startup import prepare_server
+from script_bench import Transport, multibulk
+from compare import SCRIPT
+protocol = ClientProtocol(prepare_server(Server()))
+protocol.connection_made(Transport())
+protocol.data_received(multibulk(b"RPUSH", b"src", *[b"0123456789abcdef"] * {most}))
+protocol.data_received(multibulk(b"SCRIPT", b"LOAD", SCRIPT.encode()))
+sha = hashlib.sha1(SCRIPT.encode()).hexdigest().encode()
+calls = [multibulk(b"EVALSHA", sha, b"3", b"src", b"dst", b"lock:%012d" % n, b"token")
+         for n in range({most})]
+reads = [b"".join(calls[i:i + {pipeline}]) for i in range(0, {most}, {pipeline})]
+for read in reads[:{count}]:
+    protocol.data_received(read)
+"""
+
+
 def instructions(argv: list[str]) -> int:
     """Instructions valgrind counted for one run of argv (a Python command line)."""
     run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
@@ -59,6 +82,14 @@ def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 
         code = _FEEDER.format(root=os.path.dirname(HERE), here=HERE, words=words,
                               pipeline=pipeline, count=count)
         counts.append(instructions([sys.executable, "-c", code]))
+    return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
+
+
+def per_evalsha(pipeline: int, requests: tuple[int, int] = (1600, 4800)) -> float:
+    reads = (requests[0] // pipeline, requests[1] // pipeline)
+    counts = [instructions([sys.executable, "-c", _EVALSHA_FEEDER.format(
+        root=os.path.dirname(HERE), here=HERE, pipeline=pipeline, count=count, most=requests[1])])
+        for count in reads]
     return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
 
 
@@ -84,6 +115,9 @@ def main() -> None:
     print("|---|---|---|")
     for command in opts.commands or LOADS:
         print(f"| {command} | {per_request(command, 16):,.0f} | {per_request(command, 1):,.0f} |",
+              flush=True)
+    if not opts.commands:
+        print(f"| EVALSHA (compare.py's script) | {per_evalsha(16):,.0f} | {per_evalsha(1):,.0f} |",
               flush=True)
     if not opts.commands and not opts.no_queue:
         print(f"| queue job (add + fetch + complete, in-process) | {per_queue_job():,.0f} per job | - |")
