@@ -24,5 +24,6 @@ cpdef encode_into(value, proto, list out)
 # Module dicts read per reply: typed, so their lookups are C calls, not method lookups.
 cdef dict _ENCODERS
 cdef set _ONLY_BYTES
+cdef list _BULK_HEADS, _SMALL_INTEGERS
 
 cpdef object string2ll(object raw)

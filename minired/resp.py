@@ -436,8 +436,18 @@ def format_double(value: float) -> bytes:
     return b"%.17g" % value
 
 
+# Frame heads of the lengths and integers most replies have, made once: bytes formatting
+# costs more than the rest of encoding a short reply.
+_BULK_HEADS = [b"$%d\r\n" % n for n in range(1024)]
+_SMALL_INTEGERS = [b":%d\r\n" % n for n in range(1024)]
+
+
 def _encode_bulk(v, proto, out):
-    out.append(b"$%d\r\n%b\r\n" % (len(v), v))
+    size = len(v)
+    if size < 1024:
+        out.append(_BULK_HEADS[size] + v + b"\r\n")
+    else:
+        out.append(b"$%d\r\n%b\r\n" % (size, v))
 
 
 def _encode_str(v, proto, out):
@@ -445,11 +455,19 @@ def _encode_str(v, proto, out):
 
 
 def _encode_status(v, proto, out):
-    out.append(b"+%b\r\n" % v)
+    if v is OK:
+        out.append(b"+OK\r\n")
+    elif v is PONG:
+        out.append(b"+PONG\r\n")
+    else:
+        out.append(b"+%b\r\n" % v)
 
 
 def _encode_int(v, proto, out):
-    out.append(b":%d\r\n" % v)
+    if 0 <= v < 1024:
+        out.append(_SMALL_INTEGERS[v])
+    else:
+        out.append(b":%d\r\n" % v)
 
 
 def _encode_bool(v, proto, out):
