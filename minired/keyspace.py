@@ -9,10 +9,9 @@ blocked clients learn of it, as Redis's signalModifiedKey does.
 """
 from __future__ import annotations
 
-import heapq
 import time
-from heapq import heappush
 from collections import deque
+from heapq import heapify, heappop, heappush
 from typing import Any, Callable, Iterator
 
 from .errors import WRONGTYPE, RedisError
@@ -178,7 +177,7 @@ class Database:
         heappush(self._expiry_heap, (deadline_ms, key))
         if len(self._expiry_heap) > 2 * len(self.expires) + 1024:
             self._expiry_heap = [(when, k) for k, when in self.expires.items()]
-            heapq.heapify(self._expiry_heap)
+            heapify(self._expiry_heap)
 
     def expiry(self, key: bytes) -> int | None:
         return self.expires.get(key)
@@ -199,7 +198,7 @@ class Database:
         expires = self.expires
         removed = 0
         while heap and heap[0][0] <= now and removed < limit:
-            deadline, key = heapq.heappop(heap)
+            deadline, key = heappop(heap)
             if expires.get(key) == deadline:
                 self._expire(key)
                 removed += 1

@@ -25,5 +25,6 @@ cpdef encode_into(value, proto, list out)
 cdef dict _ENCODERS
 cdef set _ONLY_BYTES
 cdef list _BULK_HEADS, _SMALL_INTEGERS
+cdef Py_ssize_t _TABLED
 
 cpdef object string2ll(object raw)

@@ -438,13 +438,14 @@ def format_double(value: float) -> bytes:
 
 # Frame heads of the lengths and integers most replies have, made once: bytes formatting
 # costs more than the rest of encoding a short reply.
-_BULK_HEADS = [b"$%d\r\n" % n for n in range(1024)]
-_SMALL_INTEGERS = [b":%d\r\n" % n for n in range(1024)]
+_TABLED = 1024
+_BULK_HEADS = [b"$%d\r\n" % n for n in range(_TABLED)]
+_SMALL_INTEGERS = [b":%d\r\n" % n for n in range(_TABLED)]
 
 
 def _encode_bulk(v, proto, out):
     size = len(v)
-    if size < 1024:
+    if size < _TABLED:
         out.append(_BULK_HEADS[size] + v + b"\r\n")
     else:
         out.append(b"$%d\r\n%b\r\n" % (size, v))
@@ -464,7 +465,7 @@ def _encode_status(v, proto, out):
 
 
 def _encode_int(v, proto, out):
-    if 0 <= v < 1024:
+    if 0 <= v < _TABLED:
         out.append(_SMALL_INTEGERS[v])
     else:
         out.append(b":%d\r\n" % v)

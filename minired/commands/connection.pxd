@@ -3,6 +3,5 @@
 from minired.client cimport Client
 from minired.commands.args cimport parse_int
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object ping(Client c, list argv)

@@ -7,8 +7,7 @@ from minired.keyspace cimport Database
 cpdef object _set_fields(Client c, object argv)
 cpdef object _store_number(Database db, object key, object fields, object field, object text)
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object hexists(Client c, list argv)
 cpdef object hget(Client c, list argv)
 cpdef object hset(Client c, list argv)

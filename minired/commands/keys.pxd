@@ -8,6 +8,5 @@ cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
 
 cdef dict _EXPIRE_OPTIONS
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object pttl(Client c, list argv)

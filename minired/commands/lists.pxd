@@ -12,8 +12,7 @@ cpdef object _move(Database db, object source_key, object source, object target_
 cpdef object _push(Client c, object argv, bint left, bint only_existing)
 cpdef object _pop(Client c, object argv, bint left)
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object lpush(Client c, list argv)
 cpdef object rpush(Client c, list argv)
 cpdef object rpop(Client c, list argv)

@@ -2,7 +2,6 @@
 # EVALSHA's handlers take the client typed, so they read its fields as struct members.
 from minired.client cimport Client
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object evalsha(Client c, list argv)
 cpdef object eval_(Client c, list argv)

@@ -17,7 +17,6 @@ cpdef object _node_max_bytes(Client c)
                i=cython.Py_ssize_t, more=cython.Py_ssize_t)
 cpdef tuple _parse_add_or_trim(Client c, object argv, bint xadd)
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 @cython.locals(args=TrimArgs, stream=Stream)
 cpdef object xadd(Client c, list argv)

@@ -15,8 +15,7 @@ cpdef object _incr_by(Client c, object key, object increment)
 
 cdef dict _EXPIRE_FLAGS
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object get(Client c, list argv)
 cpdef object set_(Client c, list argv)
 cpdef object incr(Client c, list argv)

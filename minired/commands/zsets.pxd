@@ -10,7 +10,6 @@ cpdef object _after_removal(Database db, object key, object zset)
 
 cdef dict _ZADD_FLAGS
 
-# Command handlers, registered by command(...)(handler) after their definition: Cython
-# drops a cpdef function's decorators (tests/core/test_packaging.py checks for them).
+# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object zadd(Client c, list argv)
 cpdef object zrange(Client c, list argv)

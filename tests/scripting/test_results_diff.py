@@ -62,7 +62,7 @@ def test_large_and_deep_results(diff):
 
 
 def test_results_that_are_not_data(diff):
-    """A function, a coroutine or a library table is no reply Redis knows: nil at the top,
+    """A function, a coroutine or a library function is no reply Redis knows: nil at the top,
     and an array ends where one stands (hypothesis first found `return function() end`
     failing where a script is entered from C)."""
     for client_resp in (2, 3):
