@@ -66,7 +66,8 @@ class AsyncWorker:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, self.stop)
         slots = asyncio.Semaphore(self.options.concurrency)
-        maintenance = asyncio.create_task(self._maintain())
+        maintenance_over = asyncio.Event()
+        maintenance = asyncio.create_task(self._maintain(maintenance_over))
         reconnect = Reconnect()
         try:
             while not self._stopping.is_set():
@@ -88,6 +89,11 @@ class AsyncWorker:
         finally:
             self._stopping.set()
             await self._finish_in_flight()
+            # The flag, not the cancellation, is what ends the loop: Python 3.11's wait_for
+            # (redis-py's when a socket timeout is set, as cluster clients have by default)
+            # drops a cancellation that lands as the call completes. Cancelling only cuts
+            # the current sleep or call short.
+            maintenance_over.set()
             maintenance.cancel()
             await asyncio.gather(maintenance, *filter(None, [self._wake_task]), return_exceptions=True)
             await self.client.delete(self.keys.wake(self.id))
@@ -183,9 +189,9 @@ class AsyncWorker:
             log.exception("hook %r raised", hook)
 
     # --- maintenance: heartbeat and sweep -------------------------------------------------
-    async def _maintain(self) -> None:
+    async def _maintain(self, over: asyncio.Event) -> None:
         schedule = MaintenanceSchedule(self.options, time.monotonic())
-        while True:
+        while not over.is_set():
             try:
                 if schedule.heartbeat_due(time.monotonic()):
                     await self._renew_locks()

@@ -7,6 +7,7 @@ import time
 from minired_queue import Backoff, RedisOp
 from minired_queue.aio import AsyncWorker
 from minired_queue.options import Hooks, WorkerOptions
+from minired_queue.transitions import SweepResult
 
 from .helpers import take
 
@@ -148,3 +149,26 @@ def test_async_worker_sweeps_and_stops_gracefully(backend, queue):
     assert worker.stats.released == 1
     assert queue.get_state(stuck_id) == "wait"  # released on stop, first in line
     assert queue.get_job(stuck_id).attempts_made == 0
+
+
+def test_async_worker_stops_when_a_cancellation_is_swallowed(backend, queue):
+    """Python 3.11's wait_for, which redis-py uses when a socket timeout is set (cluster
+    clients have one by default), returns the call's result instead of raising when the
+    cancellation lands as the call completes. The maintenance loop must end anyway."""
+    in_sweep = asyncio.Event()
+
+    async def scenario(worker):
+        async def sweep_that_swallows_a_cancellation(throttle_ms: int = 0) -> SweepResult:
+            in_sweep.set()
+            try:
+                await asyncio.sleep(0.5)
+            except asyncio.CancelledError:
+                pass
+            return SweepResult([], [])
+
+        worker.sweep = sweep_that_swallows_a_cancellation
+        await asyncio.wait_for(in_sweep.wait(), 10)
+        return time.monotonic()
+
+    asked = _run(backend, queue, lambda job: None, scenario, sweep_interval_s=0.01)
+    assert time.monotonic() - asked < 5
