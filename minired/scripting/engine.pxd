@@ -28,5 +28,6 @@ cdef class ScriptEngine:
 
 # Read per EVALSHA: typed, so the lookup is a C call, not a method lookup.
 cdef dict _SMALL_COUNTS
-cdef frozenset _PLAIN_ITEMS
 cdef Py_ssize_t _UNPACKED_MAX
+# Run on every array a redis.call returns.
+cpdef bint _all_plain(object items)

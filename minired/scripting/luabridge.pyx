@@ -18,15 +18,16 @@ The two functions are redis.call and redis.pcall themselves (C functions, as in 
 build the reply's table (an array of plain values, a status or an error) and raise errors.
 EVAL scripts are entered the same way (NativeCall.run): KEYS and ARGV built in C, the outcome
 read off the stack.
-What crosses back from the engine's `call_native` is one value, or a tuple of bytes, ints,
-floats, booleans and None; a reply that needs Lua tables built from Python comes back as
+The command's arguments go to the engine's `call_native` as a list of bytes (None for what
+Redis refuses). What crosses back is one value, a list of bytes and ints (an array), or a
+tuple (text, b"ok"|b"err"); a reply that needs Lua tables built from Python comes back as
 (None, b"py"), and the C function fetches it through lupa from engine.unbox.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong, PyLong_AsDouble
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport fabs, floor, signbit
 from libc.stdio cimport snprintf
@@ -152,8 +153,8 @@ cdef enum:
     # lua_upvalueindex(1) and (2) in Lua 5.1: LUA_GLOBALSINDEX - i
     HOLDER_UPVALUE = -10003
     UNBOX_UPVALUE = -10004
-    # call_native returns at most (True, count, *256 elements)
-    MAX_ITEMS = 260
+    # call_native answers arrays of at most 256 elements (engine._UNPACKED_MAX)
+    MAX_ITEMS = 256
 
 cdef enum ItemKind:
     ITEM_NIL, ITEM_STRING, ITEM_NUMBER, ITEM_BOOLEAN
@@ -161,7 +162,7 @@ cdef enum ItemKind:
 # What call_native's answer stands for (see ScriptEngine.call_native).
 cdef enum Shape:
     SHAPE_VALUE    # one plain value
-    SHAPE_ARRAY    # (True, count, *elements): a table of the elements
+    SHAPE_ARRAY    # [elements]: a table of them
     SHAPE_STATUS   # (text, b"ok"): {ok = text}
     SHAPE_ERROR    # (text, b"err"): raised as {err = text} (redis.pcall returns it)
     SHAPE_DEFERRED  # (None, b"py"): the Lua value comes from engine.unbox
@@ -285,8 +286,8 @@ cdef object _format_number(double value):
     return PyBytes_FromStringAndSize(buffer, length)
 
 
-cdef tuple _arguments(lua_State *L, int count):
-    cdef tuple args = PyTuple_New(count)
+cdef list _arguments(lua_State *L, int count):
+    cdef list args = PyList_New(count)
     cdef int index, kind
     cdef size_t size
     cdef const char *data
@@ -300,7 +301,7 @@ cdef tuple _arguments(lua_State *L, int count):
         else:
             arg = None  # refused by the engine with Redis's message
         Py_INCREF(arg)
-        PyTuple_SET_ITEM(args, index, arg)
+        PyList_SET_ITEM(args, index, arg)
     return args
 
 
@@ -332,37 +333,33 @@ cdef bint _item(object value, Item *item) except -1:
 
 cdef int _fill(NativeCall call, object result, Item *items, Shape *shape) except -1:
     """Describe result in items (the array elements, or the one value) and shape."""
-    cdef int count = 0, first = 0
+    cdef int count = 0
     shape[0] = SHAPE_VALUE
-    if type(result) is tuple:
-        if len(<tuple>result) == 2 and type((<tuple>result)[1]) is bytes:
-            kind = (<tuple>result)[1]
-            shape[0] = (SHAPE_STATUS if kind == b"ok" else SHAPE_ERROR if kind == b"err"
-                        else SHAPE_DEFERRED if kind == b"py" else SHAPE_VALUE)
-            if shape[0] == SHAPE_VALUE:
-                raise ValueError(f"unknown reply kind {kind!r}")
-            if shape[0] == SHAPE_DEFERRED:
-                return 0
-            result = (<tuple>result)[0]
-        elif len(<tuple>result) >= 2 and (<tuple>result)[0] is True:
-            shape[0] = SHAPE_ARRAY
-            first = 2
-        else:
-            raise ValueError("unexpected reply tuple")
-    if shape[0] == SHAPE_ARRAY:
-        if len(<tuple>result) - first > MAX_ITEMS:
+    if type(result) is list:
+        if len(<list>result) > MAX_ITEMS:
             raise ValueError("reply too long for the native bridge")
-        for index in range(first, len(<tuple>result)):
-            value = (<tuple>result)[index]
+        for value in <list>result:
             if not _item(value, &items[count]):
                 raise TypeError(f"cannot pass {type(value).__name__} to Lua")
             count += 1
-    else:
-        if not _item(result, &items[0]):
-            raise TypeError(f"cannot pass {type(result).__name__} to Lua")
-        count = 1
-    call.held = result  # keeps the pushed strings alive
-    return count
+        shape[0] = SHAPE_ARRAY
+        call.held = result  # keeps the pushed strings alive
+        return count
+    if type(result) is tuple:
+        if len(<tuple>result) != 2 or type((<tuple>result)[1]) is not bytes:
+            raise ValueError("unexpected reply tuple")
+        kind = (<tuple>result)[1]
+        shape[0] = (SHAPE_STATUS if kind == b"ok" else SHAPE_ERROR if kind == b"err"
+                    else SHAPE_DEFERRED if kind == b"py" else SHAPE_VALUE)
+        if shape[0] == SHAPE_VALUE:
+            raise ValueError(f"unknown reply kind {kind!r}")
+        if shape[0] == SHAPE_DEFERRED:
+            return 0
+        result = (<tuple>result)[0]
+    if not _item(result, &items[0]):
+        raise TypeError(f"cannot pass {type(result).__name__} to Lua")
+    call.held = result  # keeps the pushed string alive
+    return 1
 
 
 cdef int _call_python(lua_State *L, PyObject *owner, Item *items, Shape *shape) noexcept:
