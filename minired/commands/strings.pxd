@@ -8,12 +8,16 @@ cimport cython
                has_next=cython.bint)
 cpdef tuple _parse_set_options(object argv, Py_ssize_t start, bint is_set)
 
-cpdef object _deadline(Client c, object raw, object flags, object command_name)
-cpdef object _set_generic(Client c, object key, object value, object flags, object deadline,
+@cython.locals(value=cython.longlong, now=cython.longlong, in_seconds=cython.int)
+cpdef object _deadline(Client c, object raw, int flags, object command_name)
+cpdef object _set_generic(Client c, object key, object value, int flags, object deadline,
                           object ok_reply=*, object abort_reply=*)
 cpdef object _incr_by(Client c, object key, object increment)
 
 cdef dict _EXPIRE_FLAGS
+# The option flags and expiry bounds, read on every SET with options: C integers.
+cdef int _NX, _XX, _GET, _KEEPTTL, _PERSIST, _EX, _PX, _EXAT, _PXAT, _ANY_EXPIRE
+cdef long long _MAX_SECONDS, _MAX_EXPIRE
 
 # Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object get(Client c, list argv)

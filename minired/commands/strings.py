@@ -19,6 +19,8 @@ INT64_MIN = -(2**63)
 _NX, _XX, _GET, _KEEPTTL, _PERSIST = 1, 2, 4, 8, 16
 _EX, _PX, _EXAT, _PXAT = 32, 64, 128, 256
 _ANY_EXPIRE = _EX | _PX | _EXAT | _PXAT
+_MAX_SECONDS = INT64_MAX // 1000  # the largest EX/EXAT that converts to ms in an int64
+_MAX_EXPIRE = INT64_MAX
 _EXPIRE_FLAGS = {b"EX": _EX, b"PX": _PX, b"EXAT": _EXAT, b"PXAT": _PXAT}
 
 
@@ -57,14 +59,15 @@ def _deadline(c, raw: bytes, flags: int, command_name: str) -> int:
     """The absolute expiry in ms for an EX/PX/EXAT/PXAT argument (getExpireMillisecondsOrReply)."""
     value = parse_int(raw)
     in_seconds = flags & (_EX | _EXAT)
-    if value <= 0 or (in_seconds and value > INT64_MAX // 1000):
+    if value <= 0 or (in_seconds and value > _MAX_SECONDS):
         raise RedisError(errors.INVALID_EXPIRE.format(command_name))
     if in_seconds:
         value *= 1000
     if flags & (_EX | _PX):
-        value += c.db.clock.ms()  # the server's clock (every database shares it)
-    if value > INT64_MAX:  # the int64 addition would overflow in Redis
-        raise RedisError(errors.INVALID_EXPIRE.format(command_name))
+        now = c.db.clock.ms()  # the server's clock (every database shares it)
+        if now > 0 and value > _MAX_EXPIRE - now:  # the int64 addition would overflow in Redis
+            raise RedisError(errors.INVALID_EXPIRE.format(command_name))
+        value += now
     return value
 
 
