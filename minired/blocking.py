@@ -9,13 +9,12 @@ retries the waiters of each key in the order they blocked, as Redis does.
 from __future__ import annotations
 
 import asyncio
-import functools
-import re
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
 from .errors import RedisError
+from .strtold import NotAFloat, overflows, round_to_grid, strtold
 
 if TYPE_CHECKING:
     from .client import Client
@@ -60,94 +59,11 @@ class Waiter:
         self.resume = resume
 
 
-# Redis reads a seconds timeout with strtold (x87 80-bit long double: 64-bit significand,
-# 15-bit exponent), multiplies by 1000 in long double and rounds up to whole milliseconds.
-# The rounding decides edge cases clients can see: "-0.001" is -0.99999... ms in long double,
-# which rounds up to 0 (block forever), while "-0.0011" is an error. Long doubles are
-# emulated exactly with integers: a value is significand * 2**scale.
-_LD_SIGNIFICAND_BITS = 64
-_LD_MIN_SCALE = -16382 - (_LD_SIGNIFICAND_BITS - 1)  # subnormals keep this fixed ulp
-_LD_MAX_BITS = 16384                                  # values reach at most 2**16384
+# Redis reads a seconds timeout with strtold, multiplies by 1000 in long double and rounds
+# up to whole milliseconds. The rounding decides edge cases clients can see: "-0.001" is
+# -0.99999... ms in long double, which rounds up to 0 (block forever), while "-0.0011" is an
+# error. strtold.py emulates the long doubles exactly.
 _LLONG_MIN = -(2**63)
-_MAX_TIMEOUT_CHARS = 5 * 1024                         # Redis's MAX_LONG_DOUBLE_CHARS
-
-# Whole seconds (b"5", b"0") are read without these: exact in any arithmetic, no emulation
-# needed. Compiled on the first fractional timeout, not at import (start-up pays for each).
-@functools.cache
-def _strtold_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    special = re.compile(rb"([+-]?)(inf|infinity|nan(?:\([0-9a-zA-Z_]*\))?)", re.IGNORECASE)
-    hexadecimal = re.compile(rb"([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?")
-    decimal = re.compile(rb"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
-    return special, hexadecimal, decimal
-
-
-def _round_long_double(numerator: int, denominator: int) -> tuple[int, int]:
-    """numerator/denominator (both > 0) rounded half-to-even to a long double, as
-    (significand, scale); the value is significand * 2**scale."""
-    exponent = numerator.bit_length() - denominator.bit_length()
-    if (numerator << max(0, -exponent)) < (denominator << max(0, exponent)):
-        exponent -= 1  # now 2**exponent <= value < 2**(exponent+1)
-    scale = max(exponent - (_LD_SIGNIFICAND_BITS - 1), _LD_MIN_SCALE)
-    if scale < 0:
-        numerator <<= -scale
-    else:
-        denominator <<= scale
-    significand, remainder = divmod(numerator, denominator)
-    if 2 * remainder > denominator or (2 * remainder == denominator and significand & 1):
-        significand += 1
-    return significand, scale
-
-
-def _overflows(significand: int, scale: int) -> bool:
-    return significand.bit_length() + scale > _LD_MAX_BITS
-
-
-def _strtold(raw: bytes) -> tuple[int, int, int] | None:
-    """The long double strtold reads from all of `raw`, as Redis's string2ld accepts it:
-    (sign, significand, scale), or None for infinity; RedisError when Redis refuses it."""
-    if not raw or len(raw) >= _MAX_TIMEOUT_CHARS:
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    special_pattern, hex_pattern, decimal_pattern = _strtold_patterns()
-    special = special_pattern.fullmatch(raw)
-    if special is not None:
-        if special.group(2)[:1].lower() == b"n":
-            raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-        return None
-    match = hex_pattern.fullmatch(raw)
-    hexadecimal = match is not None
-    if not hexadecimal:
-        match = decimal_pattern.fullmatch(raw)
-        if match is None:
-            raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    sign_text, whole, fraction, exponent_text = match.groups()
-    whole, fraction = whole or b"", fraction or b""
-    if not whole and not fraction:
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)
-    sign = -1 if sign_text == b"-" else 1
-    digits = whole + fraction
-    significant = digits.lstrip(b"0")
-    if not significant:
-        return sign, 0, 0
-    exponent = int(exponent_text or b"0")
-    # Order of magnitude of the value in the exponent's base (2 for hex, 10 for decimal),
-    # to refuse absurd exponents before computing with huge integers.
-    point = len(significant) - len(fraction)  # digits before the point, negative if after
-    magnitude = exponent + (4 * point if hexadecimal else point)
-    if magnitude > (16400 if hexadecimal else 4940):
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # strtold overflows to HUGE_VAL
-    if magnitude < (-16500 if hexadecimal else -4960):
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # strtold underflows to zero
-    mantissa = int(digits, 16 if hexadecimal else 10)
-    if hexadecimal:
-        power = exponent - 4 * len(fraction)
-        numerator, denominator = (mantissa << power, 1) if power >= 0 else (mantissa, 1 << -power)
-    else:
-        power = exponent - len(fraction)
-        numerator, denominator = (mantissa * 10**power, 1) if power >= 0 else (mantissa, 10**-power)
-    significand, scale = _round_long_double(numerator, denominator)
-    if _overflows(significand, scale) or significand == 0:
-        raise RedisError(errors.TIMEOUT_NOT_FLOAT)  # HUGE_VAL, or underflow to zero
-    return sign, significand, scale
 
 
 def _seconds_to_ms(seconds: tuple[int, int, int] | None) -> int:
@@ -158,10 +74,10 @@ def _seconds_to_ms(seconds: tuple[int, int, int] | None) -> int:
     if not significand:
         return 0
     if scale >= 0:
-        significand, scale = _round_long_double(significand * 1000 << scale, 1)
+        significand, scale = round_to_grid(significand * 1000 << scale, 1)
     else:
-        significand, scale = _round_long_double(significand * 1000, 1 << -scale)
-    if _overflows(significand, scale):
+        significand, scale = round_to_grid(significand * 1000, 1 << -scale)
+    if overflows(significand, scale):
         return _LLONG_MIN
     if scale >= 0:
         ms = sign * (significand << scale)
@@ -181,7 +97,10 @@ def parse_timeout(raw: bytes) -> int:
     digits = raw[1:] if raw[:1] == b"+" else raw
     if 0 < len(digits) <= 15 and digits.isdigit():  # bytes.isdigit: ASCII digits only
         return int(raw) * 1000
-    ms = _seconds_to_ms(_strtold(raw))
+    try:
+        ms = _seconds_to_ms(strtold(raw))
+    except NotAFloat:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT) from None
     if ms < 0:
         raise RedisError(errors.TIMEOUT_NEGATIVE)
     return ms
