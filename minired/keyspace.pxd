@@ -7,6 +7,7 @@
 cdef class Clock:
     cdef public object offset_ms, listeners
     cpdef object ms(self)
+    cpdef object us(self)
 
 cdef class Database:
     cdef public object index, avg_ttl_hint

@@ -1,7 +1,7 @@
 # C types for the compiled build of commands/hashes.py (setup.py): HSET's and HINCRBY's
 # helpers take the client or database typed, so their keyspace calls are C calls.
 from minired.client cimport Client
-from minired.commands.args cimport parse_int
+from minired.commands.args cimport int_text, parse_int
 from minired.keyspace cimport Database
 
 cpdef object _set_fields(Client c, object argv)

@@ -9,7 +9,7 @@ from .. import errors
 from ..errors import RedisError
 from ..resp import OK
 from . import strings_longdouble as longdouble
-from .args import parse_int, parse_random_count
+from .args import int_text, parse_int, parse_random_count
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
 from .table import command
@@ -162,7 +162,7 @@ def hincrby(c, argv):
     result = current + increment
     if not _INT64_MIN <= result <= _INT64_MAX:
         raise RedisError(errors.OVERFLOW)
-    _store_number(db, key, fields, field, b"%d" % result)
+    _store_number(db, key, fields, field, int_text(result))
     return result
 
 

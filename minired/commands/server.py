@@ -18,7 +18,7 @@ from ..config import Config, ConfigError
 from ..errors import RedisError
 from ..glob import glob_match, is_literal
 from ..resp import OK, Status, Verbatim
-from .args import parse_int
+from .args import int_text, parse_int
 from .table import command, container_command
 
 G = "server"
@@ -60,8 +60,10 @@ def dbsize(c, argv):
 
 def time_(c, argv):
     """Return the current server time"""
-    seconds, micros = divmod(c.server.clock.us(), 1_000_000)
-    return [b"%d" % seconds, b"%d" % micros]
+    now = c.db.clock.us()  # every database reads the server's clock
+    seconds = now // 1_000_000
+    micros = now - seconds * 1_000_000
+    return [int_text(seconds), int_text(micros)]
 
 
 command("time", arity=1, flags="loading stale fast", group=G)(time_)

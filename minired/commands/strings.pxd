@@ -1,11 +1,10 @@
 # C types for the compiled build of commands/strings.py (setup.py): SET's helpers take the
 # client typed, so their keyspace calls are C calls (keyspace.pxd).
 from minired.client cimport Client
-from minired.commands.args cimport parse_int
+from minired.commands.args cimport int_text, parse_int
 cimport cython
 
-@cython.locals(flags=cython.int, j=cython.Py_ssize_t, argc=cython.Py_ssize_t,
-               has_next=cython.bint)
+@cython.locals(flags=cython.int, bit=cython.int, j=cython.Py_ssize_t, argc=cython.Py_ssize_t)
 cpdef tuple _parse_set_options(object argv, Py_ssize_t start, bint is_set)
 
 @cython.locals(value=cython.longlong, now=cython.longlong, in_seconds=cython.int)
@@ -14,7 +13,7 @@ cpdef object _set_generic(Client c, object key, object value, int flags, object 
                           object ok_reply=*, object abort_reply=*)
 cpdef object _incr_by(Client c, object key, object increment)
 
-cdef dict _EXPIRE_FLAGS
+cdef dict _OPTION_BITS
 # The option flags and expiry bounds, read on every SET with options: C integers.
 cdef int _NX, _XX, _GET, _KEEPTTL, _PERSIST, _EX, _PX, _EXAT, _PXAT, _ANY_EXPIRE
 cdef long long _MAX_SECONDS, _MAX_EXPIRE

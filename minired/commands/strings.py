@@ -7,7 +7,7 @@ from ..errors import RedisError
 from ..resp import OK
 from . import strings_bits  # noqa: F401  (registers SETBIT, BITCOUNT, LCS, ...)
 from . import strings_longdouble as longdouble
-from .args import parse_int
+from .args import int_text, parse_int
 from .table import command
 
 G = "string"
@@ -21,7 +21,13 @@ _EX, _PX, _EXAT, _PXAT = 32, 64, 128, 256
 _ANY_EXPIRE = _EX | _PX | _EXAT | _PXAT
 _MAX_SECONDS = INT64_MAX // 1000  # the largest EX/EXAT that converts to ms in an int64
 _MAX_EXPIRE = INT64_MAX
-_EXPIRE_FLAGS = {b"EX": _EX, b"PX": _PX, b"EXAT": _EXAT, b"PXAT": _PXAT}
+# Each option's bit by its spelling: the upper and lower case spellings clients send are looked
+# up as they are, without building an uppercased copy; other spellings are uppercased first.
+_OPTION_BITS = {spelling: bit
+                for name, bit in ((b"NX", _NX), (b"XX", _XX), (b"GET", _GET), (b"KEEPTTL", _KEEPTTL),
+                                  (b"PERSIST", _PERSIST), (b"EX", _EX), (b"PX", _PX),
+                                  (b"EXAT", _EXAT), (b"PXAT", _PXAT))
+                for spelling in (name, name.lower())}
 
 
 def _parse_set_options(argv: list, start: int, is_set: bool) -> tuple[int, bytes | None]:
@@ -32,25 +38,31 @@ def _parse_set_options(argv: list, start: int, is_set: bool) -> tuple[int, bytes
     j = start
     argc = len(argv)
     while j < argc:
-        opt = argv[j].upper()
-        has_next = j + 1 < argc
-        if opt == b"NX" and is_set and not flags & _XX:
-            flags |= _NX
-        elif opt == b"XX" and is_set and not flags & _NX:
-            flags |= _XX
-        elif opt == b"GET" and is_set:
-            flags |= _GET
-        elif opt == b"KEEPTTL" and is_set and not flags & (_PERSIST | _ANY_EXPIRE):
-            flags |= _KEEPTTL
-        elif opt == b"PERSIST" and not is_set and not flags & (_ANY_EXPIRE | _KEEPTTL):
-            flags |= _PERSIST
-        elif (opt in _EXPIRE_FLAGS and has_next
-              and not flags & (_KEEPTTL | _PERSIST | (_ANY_EXPIRE & ~_EXPIRE_FLAGS[opt]))):
-            flags |= _EXPIRE_FLAGS[opt]
-            expire = argv[j + 1]
+        found = _OPTION_BITS.get(argv[j])
+        if found is None:
+            found = _OPTION_BITS.get(argv[j].upper(), 0)
+        bit = found
+        if bit & _ANY_EXPIRE:
+            # The same expiry option again is allowed (the last value wins); another one is not.
+            if j + 1 == argc or flags & (_KEEPTTL | _PERSIST | (_ANY_EXPIRE & ~bit)):
+                raise RedisError(errors.SYNTAX)
             j += 1
+            expire = argv[j]
+        elif bit == _NX or bit == _XX:
+            if not is_set or flags & (_NX | _XX) & ~bit:
+                raise RedisError(errors.SYNTAX)
+        elif bit == _GET:
+            if not is_set:
+                raise RedisError(errors.SYNTAX)
+        elif bit == _KEEPTTL:
+            if not is_set or flags & (_PERSIST | _ANY_EXPIRE):
+                raise RedisError(errors.SYNTAX)
+        elif bit == _PERSIST:
+            if is_set or flags & (_ANY_EXPIRE | _KEEPTTL):
+                raise RedisError(errors.SYNTAX)
         else:
             raise RedisError(errors.SYNTAX)
+        flags |= bit
         j += 1
     return flags, expire
 
@@ -203,7 +215,7 @@ def _incr_by(c, key: bytes, increment: int) -> int:
     result = value + increment
     if not INT64_MIN <= result <= INT64_MAX:
         raise RedisError(errors.OVERFLOW)
-    db.set(key, b"%d" % result, True)  # keep_ttl
+    db.set(key, int_text(result), True)  # keep_ttl
     return result
 
 

@@ -6,9 +6,13 @@ from minired.commands.args cimport parse_int, parse_non_negative
 from minired.keyspace cimport Database
 
 cpdef object _zadd(Client c, object argv, bint incr)
+cpdef object _add_one(Client c, object key, double score, object member)
 cpdef object _after_removal(Database db, object key, object zset)
+cpdef object _zrange(Client c, object argv, Py_ssize_t source_index, object by, object reverse,
+                    object destination=*)
 
 cdef dict _ZADD_FLAGS
+cdef frozenset _SCORE_STARTS
 
 # Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object zadd(Client c, list argv)

@@ -86,9 +86,30 @@ def _rank_span(length: int, start: int, end: int) -> tuple[int, int]:
 # --- adding and scoring ---------------------------------------------------------------------------
 
 _ZADD_FLAGS = {b"nx": "nx", b"xx": "xx", b"ch": "ch", b"incr": "incr", b"gt": "gt", b"lt": "lt"}
+_SCORE_STARTS = frozenset(b"0 1 2 3 4 5 6 7 8 9 - + .".split())
+
+
+def _add_one(c, key: bytes, score: float, member: bytes) -> int:
+    """ZADD key score member, without flags (the queue's markers and its completed set)."""
+    db = c.db
+    zset = db.get_typed(key, ZSet)
+    if zset is None:
+        zset = ZSet()
+        zset.add(member, score)
+        db.set(key, zset)
+        return 1
+    current = zset.scores.get(member)
+    if current is not None and current == score:
+        return 0
+    zset.add(member, score)
+    db.signal_modified(key)
+    return 1 if current is None else 0
 
 
 def _zadd(c, argv, incr: bool):
+    if not incr and len(argv) == 4 and argv[2][:1] in _SCORE_STARTS:
+        # One pair, and a score where a flag could stand: no flag can begin like a number.
+        return _add_one(c, argv[1], parse_float(argv[2]), argv[3])
     index = 2
     nx = xx = gt = lt = ch = False
     while index < len(argv):

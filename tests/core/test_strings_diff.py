@@ -1,5 +1,7 @@
 """String commands compared with real Redis: replies, reply types and error texts."""
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def _ttl_class(reply):
@@ -37,6 +39,33 @@ def test_set_options(diff, options):
     diff.check("SET", "k", "v2", *options)
     diff.check("GET", "k")
     assert _ttl_class(diff.redis.call("TTL", "k")) == _ttl_class(diff.minired.call("TTL", "k"))
+
+
+# Option lists in any case and order: SET and GETEX must take or refuse each list as Redis
+# does (whether two options conflict depends on which came first). Mostly well-formed units
+# (a flag, or an expiry with its value), so conflicts between valid options are common.
+def _any_case(word):
+    return st.sampled_from([word, word.lower(), word.capitalize()])
+
+
+_FLAG = st.sampled_from(["NX", "XX", "GET", "KEEPTTL", "PERSIST"]).flatmap(_any_case).map(lambda w: [w])
+_EXPIRY = st.tuples(st.sampled_from(["EX", "PX", "EXAT", "PXAT"]).flatmap(_any_case),
+                    st.sampled_from(["10", "99999999999999", "0", "x"])).map(list)
+_JUNK = st.sampled_from([["FOO"], ["EX"], ["10"]])
+_OPTION_LISTS = st.lists(st.one_of(_FLAG, _FLAG, _EXPIRY, _EXPIRY, _JUNK), max_size=4).map(
+    lambda units: [word for unit in units for word in unit])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(options=_OPTION_LISTS, exists=st.booleans())
+def test_set_and_getex_option_lists_match_redis(diff, options, exists):
+    diff.both("FLUSHALL")
+    if exists:
+        diff.both("SET", "k", "old", "PX", "500000")
+    diff.check("SET", "k", "v", *options)
+    diff.check("GET", "k")
+    diff.check("GETEX", "k", *options)
+    assert _ttl_class(diff.redis.call("PTTL", "k")) == _ttl_class(diff.minired.call("PTTL", "k"))
 
 
 def test_set_get_and_keepttl(diff):

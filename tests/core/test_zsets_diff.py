@@ -46,6 +46,17 @@ def test_zadd_options_and_replies(diff, protocol):
     diff.check("ZRANGE", "z", "0", "-1", "WITHSCORES")
 
 
+@PROTOCOLS
+def test_zadd_of_one_pair(diff, protocol):
+    """One score and member without flags (the queue's markers and completed set)."""
+    diff.hello(protocol)
+    for score in ["5", "5", "5.0", "+5", "6", "-0", "0", ".5", "-.5", "+inf", "-inf", "1e3", "0x10"]:
+        diff.check("ZADD", "z", score, "m")
+        diff.check("ZSCORE", "z", "m")
+    diff.check("ZADD", "z", "7", "other")
+    diff.check("ZRANGE", "z", "0", "-1", "WITHSCORES")
+
+
 def test_zadd_errors(diff):
     diff.check("SET", "s", "v")
     for args in [("z", "NX", "XX", "1", "a"), ("z", "GT", "LT", "1", "a"),
@@ -53,7 +64,9 @@ def test_zadd_errors(diff):
                  ("z", "INCR", "1", "a", "2", "b"), ("z", "1"), ("z", "NX"), ("z", "1", "a", "2"),
                  ("z", "x", "1", "a"), ("z", "nan", "a"), ("z", "1e400", "a"),
                  ("z", "1e-400", "a"), ("z", " 1", "a"), ("z", "1 ", "a"), ("z", "1_0", "a"),
-                 ("z", "", "a"), ("s", "x", "a"), ("s", "1", "a"), ("s", "XX", "1", "a")]:
+                 ("z", "", "a"), ("s", "x", "a"), ("s", "1", "a"), ("s", "XX", "1", "a"),
+                 ("z", "NX", "a"), ("z", "ch", "a"), ("z", "-", "a"), ("z", "+", "a"), ("z", ".", "a"),
+                 ("s", "-1", "a")]:
         diff.check("ZADD", *args)
     diff.check("ZADD", "z", "inf", "a")
     diff.check("ZADD", "z", "INCR", "-inf", "a")
