@@ -42,8 +42,8 @@ def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
 
 
 def int_text(value: int) -> bytes:
-    """An int64's decimal digits, as Redis stores a counter: in the compiled build the digits
-    of a C integer (args.pxd), cheaper than b"%d" formatting (Cython prints a C integer in an f-string itself)."""
+    """An int64's decimal digits, as Redis stores a counter. In the compiled build `number` is
+    a C integer (args.pxd), which Cython prints in an f-string itself: cheaper than b"%d"."""
     number = value
     return f"{number}".encode()
 
