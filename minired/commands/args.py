@@ -8,37 +8,39 @@ import re
 from .. import errors
 from ..errors import RedisError
 
-_INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+# The largest magnitudes parse_int's digits may reach, positive and negative (C integers in
+# the compiled build: args.pxd).
+_POSITIVE_LIMIT = _INT64_MAX
+_NEGATIVE_LIMIT = 2**63
 
 
 def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
-    """A signed 64-bit integer as Redis's string2ll reads it: no spaces, no '+', no leading zeros."""
-    size = len(raw)
-    if type(raw) is bytes and 0 < size < 19:
-        # Up to 18 characters the value cannot leave the int64 range, so the compiled build
-        # reads the digits in C (args.pxd types these locals) without building objects.
-        data = raw
-        negative = data[0] == 45  # '-'
-        i = 1 if negative else 0
-        if i == size or (data[i] == 48 and (negative or size > 1)):  # "-", "01", "-0"
+    """A signed 64-bit integer as Redis's string2ll reads it: no spaces, no '+', no leading zeros.
+    At most 19 digits, which an unsigned 64-bit integer always holds, so the compiled build
+    (args.pxd types these locals) reads every text in C, without building objects."""
+    data = raw
+    size = len(data)
+    negative = size > 0 and data[0] == 45  # '-'
+    i = 1 if negative else 0
+    # Refused before reading the digits: "", "-", more than 19 digits, "01", "-0".
+    if i == size or size - i > 19 or (data[i] == 48 and (negative or size > 1)):
+        raise RedisError(error)
+    value = 0
+    while i < size:
+        digit = data[i] - 48
+        if digit < 0 or digit > 9:
             raise RedisError(error)
-        value = 0
-        while i < size:
-            digit = data[i] - 48
-            if digit < 0 or digit > 9:
-                raise RedisError(error)
-            value = value * 10 + digit
-            i += 1
-        return -value if negative else value
-    # Only the canonical spelling: ASCII digits, no leading zero, an optional '-' but no "-0"
-    # (int() alone would take "01", "+1", " 1", "1_0" and "-0"); 20 characters at most.
-    if size <= 20 and ((raw.isdigit() and (raw[0] != 48 or size == 1))
-                       or (raw[:1] == b"-" and raw[1:].isdigit() and raw[1] != 48)):
-        parsed = int(raw)
-        if _INT64_MIN <= parsed <= _INT64_MAX:
-            return parsed
-    raise RedisError(error)
+        value = value * 10 + digit
+        i += 1
+    if negative:
+        if value > _NEGATIVE_LIMIT:
+            raise RedisError(error)
+        below = value - 1  # -value, in signed arithmetic that cannot overflow at INT64_MIN
+        return -below - 1
+    if value > _POSITIVE_LIMIT:
+        raise RedisError(error)
+    return value
 
 
 def int_text(value: int) -> bytes:
