@@ -31,6 +31,8 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_S
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport fabs, floor, signbit
 from libc.stdio cimport snprintf
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, strlen
 
 import logging
 import threading
@@ -173,9 +175,13 @@ cdef struct Item:
     Py_ssize_t size
     double number
 
-# What the state's closure holds (a userdata, freed with the state): the NativeCall.
+# What the state's closures hold (a userdata, freed with the state): the NativeCall, and the
+# buffer script results are encoded in (kept here so that a Lua error raised while the
+# encoded reply is pushed, out of memory, cannot leak it).
 cdef struct Holder:
     PyObject *call
+    char *buffer
+    size_t capacity
 
 log = logging.getLogger("minired")
 
@@ -523,6 +529,171 @@ cdef int _run_protected(lua_State *L) noexcept:
     return 0
 
 
+# A script's table result as RESP, as Redis's luaReplyToRedisReply writes it, where plain
+# RESP2/RESP3-common frames carry it: arrays (up to the first nil), strings, numbers (cast to
+# long long), booleans of a RESP2 script, and status tables below the top. Anything else (an
+# error, double, big number, verbatim, map or set table, a RESP3 boolean, nesting deeper than
+# MAX_ENCODED_DEPTH) leaves the whole result to the general path (sandbox.py's to_reply).
+# sandbox.lua's encode_array is the same rule in Lua, for where this module is not compiled.
+cdef enum:
+    MAX_ENCODED_DEPTH = 32
+    # The encoder's upvalues: the holder, then the names of the fields that give a table a
+    # reply shape of its own, "ok" last.
+    SHAPE_FIELDS = 7
+    FIELD_UPVALUE = -10004  # lua_upvalueindex(2)
+    # A buffer grown past this is let go after the reply, not kept for the next one.
+    KEPT_BUFFER = 1 << 20
+
+cdef extern from *:
+    """
+    static const char *mr_shape_fields[] = {
+        "err", "double", "big_number", "verbatim_string", "map", "set", "ok"};
+    """
+    const char *mr_shape_fields[]
+
+
+cdef struct Encoding:
+    Holder *holder
+    size_t used
+    const char *null  # the client's null frame
+    size_t null_size
+    bint resp2        # the script's protocol (booleans are RESP2 integers)
+
+
+cdef bint _put(Encoding *out, const char *data, size_t size) noexcept nogil:
+    cdef Holder *holder = out.holder
+    cdef size_t capacity
+    cdef char *grown
+    if out.used + size > holder.capacity:
+        capacity = holder.capacity if holder.capacity else 4096
+        while capacity < out.used + size:
+            capacity *= 2
+        grown = <char *>realloc(holder.buffer, capacity)
+        if grown == NULL:
+            return False
+        holder.buffer = grown
+        holder.capacity = capacity
+    memcpy(holder.buffer + out.used, data, size)
+    out.used += size
+    return True
+
+
+cdef bint _put_header(Encoding *out, char kind, long long value) noexcept nogil:
+    """kind, value in decimal, CRLF: an array's or a bulk string's length, or an integer."""
+    cdef char text[24]
+    cdef int at = 22
+    cdef bint negative = value < 0
+    cdef unsigned long long rest = <unsigned long long>value
+    if negative:
+        rest = 0ULL - rest
+    text[22] = 13
+    text[23] = 10
+    while True:
+        at -= 1
+        text[at] = <char>(48 + rest % 10)
+        rest //= 10
+        if rest == 0:
+            break
+    if negative:
+        at -= 1
+        text[at] = 45  # '-'
+    at -= 1
+    text[at] = kind
+    return _put(out, text + at, 24 - at)
+
+
+cdef bint _put_status(Encoding *out, const char *text, size_t size) noexcept nogil:
+    """+text CRLF, the text's CR and LF turned into spaces (Redis's sdsmapchars)."""
+    cdef size_t start = out.used, i
+    if not (_put(out, "+", 1) and _put(out, text, size) and _put(out, "\r\n", 2)):
+        return False
+    for i in range(start + 1, start + 1 + size):
+        if out.holder.buffer[i] == 13 or out.holder.buffer[i] == 10:
+            out.holder.buffer[i] = 32
+    return True
+
+
+cdef bint _encode_table(lua_State *L, Encoding *out, int depth) noexcept nogil:
+    """Append the table on top of the stack (left there); False where the general path must
+    encode the result."""
+    cdef int table = mr_gettop(L), field, kind, count = 0, index
+    cdef size_t size
+    cdef const char *data
+    cdef bint done
+    if not mr_checkstack(L, 2):
+        return False
+    for field in range(SHAPE_FIELDS):
+        mr_pushvalue(L, FIELD_UPVALUE - field)
+        mr_rawget(L, table)
+        kind = mr_type(L, -1)
+        if kind != LUA_TNIL:
+            # Only a status below the top is a plain frame (finish_reply answers one at the top).
+            done = (field == SHAPE_FIELDS - 1 and kind == LUA_TSTRING and depth > 0)
+            if done:
+                data = mr_tolstring(L, -1, &size)
+                done = _put_status(out, data, size)
+            mr_settop(L, table)
+            return done
+        mr_settop(L, table)
+    while True:
+        mr_rawgeti(L, table, count + 1)
+        kind = mr_type(L, -1)
+        mr_settop(L, table)
+        if kind == LUA_TNIL:
+            break
+        count += 1
+    if not _put_header(out, 42, count):  # '*'
+        return False
+    for index in range(1, count + 1):
+        mr_rawgeti(L, table, index)
+        kind = mr_type(L, -1)
+        if kind == LUA_TSTRING:
+            data = mr_tolstring(L, -1, &size)
+            done = (_put_header(out, 36, <long long>size) and _put(out, data, size)  # '$'
+                    and _put(out, "\r\n", 2))
+        elif kind == LUA_TNUMBER:
+            done = _put_header(out, 58, <long long>mr_tonumber(L, -1))  # ':'
+        elif kind == LUA_TTABLE:
+            done = depth < MAX_ENCODED_DEPTH and _encode_table(L, out, depth + 1)
+        elif kind == LUA_TBOOLEAN:
+            if not out.resp2:
+                done = False
+            elif mr_toboolean(L, -1):
+                done = _put(out, ":1\r\n", 4)
+            else:
+                done = _put(out, out.null, out.null_size)
+        else:  # a function, a coroutine, userdata: no reply Redis knows
+            done = _put(out, out.null, out.null_size)
+        mr_settop(L, table)
+        if not done:
+            return False
+    return True
+
+
+cdef int _encode_reply(lua_State *L) noexcept nogil:
+    """encode(table, null, script_resp): the table's reply as a RESP string, or nothing where
+    the general path must convert it (see _encode_table)."""
+    cdef Holder *holder = <Holder *>mr_touserdata(L, HOLDER_UPVALUE)
+    cdef Encoding out
+    cdef bint encoded
+    if holder == NULL or mr_type(L, 1) != LUA_TTABLE or mr_type(L, 2) != LUA_TSTRING:
+        return 0
+    out.holder = holder
+    out.used = 0
+    out.null = mr_tolstring(L, 2, &out.null_size)
+    out.resp2 = mr_tonumber(L, 3) == 2
+    mr_settop(L, 3)
+    mr_pushvalue(L, 1)
+    encoded = _encode_table(L, &out, 0)
+    if encoded:
+        mr_pushlstring(L, holder.buffer, out.used)  # (may raise: out of memory)
+    if holder.capacity > KEPT_BUFFER:
+        free(holder.buffer)
+        holder.buffer = NULL
+        holder.capacity = 0
+    return 1 if encoded else 0
+
+
 cdef int _set_entry(lua_State *L) noexcept nogil:
     """Called once (through lupa) with the sandbox's run_eval, its table of EVAL scripts by
     sha, and the function that keeps an outcome holding tables: NativeCall.run's entry."""
@@ -544,7 +715,12 @@ cdef int _set_entry(lua_State *L) noexcept nogil:
 cdef int _release(lua_State *L) noexcept nogil:
     """__gc of the holder: the state is closing."""
     cdef Holder *holder = <Holder *>mr_touserdata(L, 1)
-    if holder != NULL and holder.call != NULL:
+    if holder == NULL:
+        return 0
+    free(holder.buffer)
+    holder.buffer = NULL
+    holder.capacity = 0
+    if holder.call != NULL:
         with gil:
             (<NativeCall>holder.call).state = NULL  # run() must not touch a closed state
             Py_XDECREF(holder.call)
@@ -559,11 +735,14 @@ _opening = threading.Lock()
 
 cdef public int luaopen_minired_bridge(lua_State *L) noexcept nogil:
     """Called through package.loadlib with engine.unbox (as lupa wraps it): redis.call and
-    redis.pcall for the pending NativeCall, two C closures over it and unbox, and the
-    function that registers the script entry."""
+    redis.pcall for the pending NativeCall, two C closures over it and unbox, the function
+    that registers the script entry, and the encoder of script results."""
     global _pending
     cdef Holder *holder = <Holder *>mr_newuserdata(L, sizeof(Holder))
+    cdef int field
     holder.call = NULL
+    holder.buffer = NULL
+    holder.capacity = 0
     mr_createtable(L, 0, 1)
     mr_pushcclosure(L, _release, 0)
     mr_setfield(L, -2, "__gc")
@@ -579,16 +758,22 @@ cdef public int luaopen_minired_bridge(lua_State *L) noexcept nogil:
     mr_pushcclosure(L, _redis_pcall, 2)
     mr_pushvalue(L, -3)
     mr_pushcclosure(L, _set_entry, 1)
-    return 3
+    # (13 slots at most: a C function is given LUA_MINSTACK, 20)
+    mr_pushvalue(L, -4)
+    for field in range(SHAPE_FIELDS):
+        mr_pushlstring(L, mr_shape_fields[field], strlen(mr_shape_fields[field]))
+    mr_pushcclosure(L, _encode_reply, 1 + SHAPE_FIELDS)
+    return 4
 
 
 cdef bint _api_found = False
 
 
 def native_call(lua, target, unbox):
-    """(redis.call, redis.pcall, set_entry, NativeCall) for the lupa runtime lua: Lua C
-    functions calling target(args tuple), with unbox() for deferred replies, and the native
-    script entry; None where the native bridge cannot work here (then lupa's is used)."""
+    """(redis.call, redis.pcall, set_entry, encode, NativeCall) for the lupa runtime lua: Lua
+    C functions calling target(args tuple), with unbox() for deferred replies, the native
+    script entry and result encoder; None where the native bridge cannot work here (then
+    lupa's is used)."""
     global _pending, _api_found
     if not _api_found:
         if mr_find_lua_api(lupa.lua51.__file__.encode()) != NULL:

@@ -13,7 +13,8 @@
 -- wiped, so no script can change what the next one sees.
 
 local mode, redis_version, redis_version_num, install_libraries, py_call, py_acl_check, py_check,
-      py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register, py_pcall = ...
+      py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register, py_pcall,
+      py_encode = ...
 
 local type, error, select, tostring, tonumber, unpack = type, error, select, tostring, tonumber, unpack
 local rawget, rawset, next, pairs, ipairs = rawget, rawset, next, pairs, ipairs
@@ -234,21 +235,12 @@ for i = 0, 1023 do
   integers[i] = ':' .. i .. CRLF
 end
 
--- True when t's only keys are 1..n (where reply_shape's field checks would all find nil).
--- next() walks the array part first, so for a table built as a list this is one call; a
--- table with its keys elsewhere just takes the field checks.
-local function only_array_keys(t, n)
-  if n == 0 then return next(t) == nil end
-  return next(t, n) == nil
-end
-
 local function encode_array(t, parts, n, null, depth)
   local count = 0
   while rawget(t, count + 1) ~= nil do count = count + 1 end
-  if not only_array_keys(t, count) and (rawget(t, 'err') ~= nil or rawget(t, 'ok') ~= nil
-      or rawget(t, 'double') ~= nil or rawget(t, 'big_number') ~= nil
-      or rawget(t, 'verbatim_string') ~= nil or rawget(t, 'map') ~= nil
-      or rawget(t, 'set') ~= nil) then
+  if rawget(t, 'err') ~= nil or rawget(t, 'ok') ~= nil or rawget(t, 'double') ~= nil
+      or rawget(t, 'big_number') ~= nil or rawget(t, 'verbatim_string') ~= nil
+      or rawget(t, 'map') ~= nil or rawget(t, 'set') ~= nil then
     if depth == 0 or type(rawget(t, 'err')) == 'string' then return nil end
     local ok = rawget(t, 'ok')
     if type(ok) ~= 'string' then return nil end
@@ -296,6 +288,19 @@ local function clear_parts(n)
   for i = 1, n do encode_parts[i] = nil end
 end
 
+-- A table result as RESP, or nil for the general path: the native bridge's encoder where it
+-- is compiled (luabridge.pyx, the same rule in C), else encode_array.
+local encode_reply = py_encode or function(result, null)
+  local encoded, n = pcall(encode_array, result, encode_parts, 0, null, 0)
+  if encoded and n then
+    local resp = concat(encode_parts, '', 1, n)
+    clear_parts(n)
+    return resp
+  end
+  clear_parts(#encode_parts)
+  return nil
+end
+
 -- finish() for EVAL and FCALL: a table result comes back already shaped, so Python gets
 -- (true, value) for a plain value, (true, nil, 'raw', resp) for an array encode_array could
 -- encode (null is the client's null frame), or (true, nil, <reply_shape(value)>).
@@ -310,13 +315,8 @@ local function finish_reply(null, ok, result)
       if type(status) == 'string' and type(rawget(result, 'err')) ~= 'string' then
         return true, nil, 'ok', status
       end
-      local encoded, n = pcall(encode_array, result, encode_parts, 0, null, 0)
-      if encoded and n then
-        local resp = concat(encode_parts, '', 1, n)
-        clear_parts(n)
-        return true, nil, 'raw', resp
-      end
-      clear_parts(#encode_parts)
+      local resp = encode_reply(result, null, script_resp)
+      if resp then return true, nil, 'raw', resp end
       return true, nil, reply_shape(result)
     end
     return true, result

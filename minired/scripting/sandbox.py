@@ -61,7 +61,7 @@ def _install_lua_libraries(lua: Any) -> Callable[[Any], None]:
 
 
 def _native_redis_call(lua: Any, bridge: Any) -> tuple | None:
-    """luabridge.native_call's (redis.call, redis.pcall, set_entry, NativeCall), or None where
+    """luabridge.native_call's (redis.call, redis.pcall, set_entry, encode, NativeCall), or None where
     the native bridge cannot be had here (the uncompiled build); lupa's bridge then gives the
     same replies, slower."""
     try:
@@ -107,7 +107,8 @@ class Sandbox:
         install = _install_lua_libraries(lua)
         native_calls = _native_redis_call(lua, bridge) if native else None
         self.native = native_calls is not None
-        py_call, py_pcall, set_entry, self._native = native_calls or (bridge.call, None, None, None)
+        py_call, py_pcall, set_entry, py_encode, self._native = (
+            native_calls or (bridge.call, None, None, None, None))
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
             _never_raise(install),
@@ -121,6 +122,7 @@ class Sandbox:
             _never_raise(bridge.randomseed),
             _never_raise(bridge.register_function, b"ERR internal error"),
             py_pcall,
+            py_encode,
         )
         # run_eval / run_function(fn, null, numkeys, *keys_and_args): see `start`.
         self.run_eval = self.api[b"run_eval"]

@@ -1,31 +1,12 @@
 """redis.call's arguments and replies against real Redis, through both of minired's ways from
 Lua into Python: the native bridge (luabridge.pyx, a Lua C function, in the compiled build)
-and lupa's (the fallback). Each test runs once per bridge on the shared minired."""
+and lupa's (the fallback). Each test runs once per bridge (conftest.py) on the shared
+minired."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-
-@pytest.fixture(params=["native", "lupa"])
-def bridge(request, mini):
-    """Give the shared minired an EVAL sandbox on the requested bridge (restored after)."""
-    from minired.scripting import engine_of
-    from minired.scripting.sandbox import Sandbox
-
-    def install(server, native):
-        engine = engine_of(server)
-        engine.scripts.clear()  # compiled functions belong to one Lua state
-        engine._eval_sandbox = Sandbox("eval", engine, native=native) if native is not None else None
-        return engine._eval_sandbox.native if native is not None else None
-
-    native = mini.call(install, mini.server, request.param == "native")
-    if request.param == "native" and not native:
-        pytest.skip("the uncompiled build has only lupa's bridge")
-    assert native == (request.param == "native")
-    yield request.param
-    mini.call(install, mini.server, None)
 
 
 _FILL = [("SET", "s", "v"), ("RPUSH", "l", "a", "b", "7"), ("HSET", "h", "f", "1"),
