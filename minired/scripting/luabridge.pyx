@@ -10,14 +10,15 @@ reply's plain values back.
 
 lupa links Lua statically and exports its C API, and its Lua has `package.loadlib`: Lua itself
 loads this module's `luaopen_minired_bridge` and hands it the state, and the Lua API is looked
-up in lupa's own extension module, so both sides use the one Lua. Where any of that is missing
-(another lupa build, the uncompiled install) `native_call` answers None and redis.call stays
-on lupa's bridge, which gives the same replies.
+up in lupa's own extension module (luaapi.pxd), so both sides use the one Lua. Where any of
+that is missing (another lupa build, the uncompiled install) `native_call` answers None and
+redis.call stays on lupa's bridge, which gives the same replies.
 
 The two functions are redis.call and redis.pcall themselves (C functions, as in Redis): they
 build the reply's table (an array of plain values, a status or an error) and raise errors.
 EVAL scripts are entered the same way (NativeCall.run): KEYS and ARGV built in C, the outcome
-read off the stack.
+read off the stack; and a script's table result is encoded as RESP in C (_encode_reply), as
+Redis's luaReplyToRedisReply does, instead of element by element in Lua.
 The command's arguments go to the engine's `call_native` as a list of bytes (None for what
 Redis refuses). What crosses back is one value, a list of bytes and ints (an array), or a
 tuple (text, b"ok"|b"err"); a reply that needs Lua tables built from Python comes back as
@@ -39,119 +40,9 @@ import threading
 
 import lupa.lua51
 
-cdef extern from *:
-    """
-    #include <dlfcn.h>
-    typedef struct lua_State lua_State;
-    typedef int (*mr_lua_CFunction)(lua_State *);
-    static int (*mr_gettop)(lua_State *);
-    static int (*mr_type)(lua_State *, int);
-    static const char *(*mr_tolstring)(lua_State *, int, size_t *);
-    static double (*mr_tonumber)(lua_State *, int);
-    static int (*mr_checkstack)(lua_State *, int);
-    static void (*mr_pushlstring)(lua_State *, const char *, size_t);
-    static void (*mr_pushnumber)(lua_State *, double);
-    static void (*mr_pushboolean)(lua_State *, int);
-    static void (*mr_pushnil)(lua_State *);
-    static void *(*mr_touserdata)(lua_State *, int);
-    static void *(*mr_newuserdata)(lua_State *, size_t);
-    static void (*mr_pushcclosure)(lua_State *, mr_lua_CFunction, int);
-    static void (*mr_createtable)(lua_State *, int, int);
-    static int (*mr_setmetatable)(lua_State *, int);
-    static void (*mr_setfield)(lua_State *, int, const char *);
-    static void (*mr_rawseti)(lua_State *, int, int);
-    static void (*mr_pushvalue)(lua_State *, int);
-    static void (*mr_call)(lua_State *, int, int);
-    static int (*mr_error)(lua_State *);
-    static int (*mr_toboolean)(lua_State *, int);
-    static void (*mr_rawgeti)(lua_State *, int, int);
-    static int (*mr_ref)(lua_State *, int);
-    static int (*mr_cpcall)(lua_State *, mr_lua_CFunction, void *);
-    static void (*mr_settop)(lua_State *, int);
-    static void (*mr_rawget)(lua_State *, int);
-    static void (*mr_remove)(lua_State *, int);
-    static void (*mr_insert)(lua_State *, int);
-
-    /* NULL when every function was found in the module at `path` (already loaded), else
-       the name of what is missing. */
-    static const char *mr_find_lua_api(const char *path) {
-        void *module = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-        if (module == NULL) return "the lupa module";
-    #define MR_FIND(var, name) \
-        if ((*(void **)(&var) = dlsym(module, name)) == NULL) return name;
-        MR_FIND(mr_gettop, "lua_gettop")
-        MR_FIND(mr_type, "lua_type")
-        MR_FIND(mr_tolstring, "lua_tolstring")
-        MR_FIND(mr_tonumber, "lua_tonumber")
-        MR_FIND(mr_checkstack, "lua_checkstack")
-        MR_FIND(mr_pushlstring, "lua_pushlstring")
-        MR_FIND(mr_pushnumber, "lua_pushnumber")
-        MR_FIND(mr_pushboolean, "lua_pushboolean")
-        MR_FIND(mr_pushnil, "lua_pushnil")
-        MR_FIND(mr_touserdata, "lua_touserdata")
-        MR_FIND(mr_newuserdata, "lua_newuserdata")
-        MR_FIND(mr_pushcclosure, "lua_pushcclosure")
-        MR_FIND(mr_createtable, "lua_createtable")
-        MR_FIND(mr_setmetatable, "lua_setmetatable")
-        MR_FIND(mr_setfield, "lua_setfield")
-        MR_FIND(mr_rawseti, "lua_rawseti")
-        MR_FIND(mr_pushvalue, "lua_pushvalue")
-        MR_FIND(mr_call, "lua_call")
-        MR_FIND(mr_error, "lua_error")
-        MR_FIND(mr_toboolean, "lua_toboolean")
-        MR_FIND(mr_rawgeti, "lua_rawgeti")
-        MR_FIND(mr_ref, "luaL_ref")
-        MR_FIND(mr_cpcall, "lua_cpcall")
-        MR_FIND(mr_settop, "lua_settop")
-        MR_FIND(mr_rawget, "lua_rawget")
-        MR_FIND(mr_remove, "lua_remove")
-        MR_FIND(mr_insert, "lua_insert")
-    #undef MR_FIND
-        return NULL;
-    }
-    """
-    ctypedef struct lua_State
-    ctypedef int (*lua_CFunction "mr_lua_CFunction")(lua_State *) noexcept nogil
-    int mr_gettop(lua_State *) nogil
-    int mr_type(lua_State *, int) nogil
-    const char *mr_tolstring(lua_State *, int, size_t *) nogil
-    double mr_tonumber(lua_State *, int) nogil
-    int mr_checkstack(lua_State *, int) nogil
-    void mr_pushlstring(lua_State *, const char *, size_t) nogil
-    void mr_pushnumber(lua_State *, double) nogil
-    void mr_pushboolean(lua_State *, int) nogil
-    void mr_pushnil(lua_State *) nogil
-    void *mr_touserdata(lua_State *, int) nogil
-    void *mr_newuserdata(lua_State *, size_t) nogil
-    void mr_pushcclosure(lua_State *, lua_CFunction, int) nogil
-    void mr_createtable(lua_State *, int, int) nogil
-    int mr_setmetatable(lua_State *, int) nogil
-    void mr_setfield(lua_State *, int, const char *) nogil
-    void mr_rawseti(lua_State *, int, int) nogil
-    void mr_pushvalue(lua_State *, int) nogil
-    void mr_call(lua_State *, int, int) nogil
-    int mr_error(lua_State *) nogil
-    int mr_toboolean(lua_State *, int) nogil
-    void mr_rawgeti(lua_State *, int, int) nogil
-    int mr_ref(lua_State *, int) nogil
-    # The protected entry runs with the GIL held (no Python thread switch mid-script setup).
-    ctypedef int (*lua_CFunction_gil "mr_lua_CFunction")(lua_State *) noexcept
-    int mr_cpcall(lua_State *, lua_CFunction_gil, void *) nogil
-    void mr_settop(lua_State *, int) nogil
-    void mr_rawget(lua_State *, int) nogil
-    void mr_remove(lua_State *, int) nogil
-    void mr_insert(lua_State *, int) nogil
-    const char *mr_find_lua_api(const char *) nogil
+from minired.scripting.luaapi cimport *
 
 cdef enum:
-    LUA_TNIL = 0
-    LUA_TBOOLEAN = 1
-    LUA_TNUMBER = 3
-    LUA_TSTRING = 4
-    LUA_TTABLE = 5
-    LUA_REGISTRYINDEX = -10000
-    LUA_MULTRET = -1
-    NO_REF = -2
     # lua_upvalueindex(1) and (2) in Lua 5.1: LUA_GLOBALSINDEX - i
     HOLDER_UPVALUE = -10003
     UNBOX_UPVALUE = -10004
