@@ -14,6 +14,13 @@ G = "scripting"
 _SCRIPT_RUN_FLAGS = "noscript stale skip_monitor no_mandatory_keys"
 
 
+def _engine(server):
+    """The server's script engine, looked up here because engine_of (minired/scripting, loaded
+    at the first script) runs as Python: a frame of the interpreter on every EVALSHA."""
+    engine = server.extensions.get("scripting")
+    return engine if engine is not None else engine_of(server)
+
+
 def _help(name: str, lines: tuple[str, ...]) -> list:
     header = f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
     return [Status(line.encode()) for line in (header, *lines, "HELP", "    Prints this help.")]
@@ -23,7 +30,7 @@ def _help(name: str, lines: tuple[str, ...]) -> list:
 
 def eval_(c, argv):
     """Execute a Lua script server side"""
-    return engine_of(c.server).eval(c, argv, False, False)  # by_sha, read_only
+    return _engine(c.server).eval(c, argv, False, False)  # by_sha, read_only
 
 
 command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
@@ -34,12 +41,12 @@ command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
          key_finder=keys_after_numkeys(2))
 def eval_ro(c, argv):
     """Execute a read-only Lua script server side"""
-    return engine_of(c.server).eval(c, argv, False, True)  # by_sha, read_only
+    return _engine(c.server).eval(c, argv, False, True)  # by_sha, read_only
 
 
 def evalsha(c, argv):
     """Execute a Lua script server side"""
-    return engine_of(c.server).eval(c, argv, True, False)  # by_sha, read_only
+    return _engine(c.server).eval(c, argv, True, False)  # by_sha, read_only
 
 
 command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
@@ -50,7 +57,7 @@ command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
          key_finder=keys_after_numkeys(2))
 def evalsha_ro(c, argv):
     """Execute a read-only Lua script server side"""
-    return engine_of(c.server).eval(c, argv, True, True)  # by_sha, read_only
+    return _engine(c.server).eval(c, argv, True, True)  # by_sha, read_only
 
 
 # --- SCRIPT --------------------------------------------------------------------------------------

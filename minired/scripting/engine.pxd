@@ -5,6 +5,7 @@
 from minired cimport dispatch
 from minired.client cimport Client
 from minired.commands.args cimport parse_int
+from minired.scripting.sandbox cimport Sandbox
 cimport cython
 
 cdef class Script:
@@ -23,7 +24,7 @@ cdef class ScriptEngine:
 
     @cython.locals(script=Script)
     cpdef object eval(self, Client c, list argv, bint by_sha, bint read_only)
-    cpdef object execute(self, Run run, object sandbox, object runner, object function,
+    cpdef object execute(self, Run run, Sandbox sandbox, object runner, object function,
                          object numkeys, object arguments, object sha=*)
 
 # Read per EVALSHA: typed, so the lookup is a C call, not a method lookup.
