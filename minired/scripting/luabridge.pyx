@@ -154,22 +154,28 @@ cdef class NativeCall:
         raise lupa.lua51.LuaError(text)
 
 
-cdef object _format_integer(long long value):
-    """Decimal digits of |value| < 1e17 (so the negation cannot overflow)."""
-    cdef char buffer[24]
-    cdef int at = 24
+cdef inline char *_decimal(char *end, long long value) noexcept nogil:
+    """Write value in decimal just before end; where its text starts."""
     cdef bint negative = value < 0
-    cdef unsigned long long rest = <unsigned long long>(-value if negative else value)
+    cdef unsigned long long rest = <unsigned long long>value
+    if negative:
+        rest = 0ULL - rest  # (as unsigned, so that the lowest value negates too)
     while True:
-        at -= 1
-        buffer[at] = <char>(48 + rest % 10)
+        end -= 1
+        end[0] = <char>(48 + rest % 10)
         rest //= 10
         if rest == 0:
             break
     if negative:
-        at -= 1
-        buffer[at] = 45  # '-'
-    return PyBytes_FromStringAndSize(buffer + at, 24 - at)
+        end -= 1
+        end[0] = 45  # '-'
+    return end
+
+
+cdef object _format_integer(long long value):
+    cdef char buffer[24]
+    cdef char *start = _decimal(buffer + 24, value)
+    return PyBytes_FromStringAndSize(start, buffer + 24 - start)
 
 
 cdef object _format_number(double value):
@@ -472,25 +478,12 @@ cdef bint _put(Encoding *out, const char *data, size_t size) noexcept nogil:
 cdef bint _put_header(Encoding *out, char kind, long long value) noexcept nogil:
     """kind, value in decimal, CRLF: an array's or a bulk string's length, or an integer."""
     cdef char text[24]
-    cdef int at = 22
-    cdef bint negative = value < 0
-    cdef unsigned long long rest = <unsigned long long>value
-    if negative:
-        rest = 0ULL - rest
+    cdef char *start
     text[22] = 13
     text[23] = 10
-    while True:
-        at -= 1
-        text[at] = <char>(48 + rest % 10)
-        rest //= 10
-        if rest == 0:
-            break
-    if negative:
-        at -= 1
-        text[at] = 45  # '-'
-    at -= 1
-    text[at] = kind
-    return _put(out, text + at, 24 - at)
+    start = _decimal(text + 22, value) - 1
+    start[0] = kind
+    return _put(out, start, text + 24 - start)
 
 
 cdef bint _put_status(Encoding *out, const char *text, size_t size) noexcept nogil:
