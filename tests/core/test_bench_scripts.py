@@ -1,0 +1,29 @@
+"""The benchmark scripts the bench README's figures come from still run and print their tables
+(short runs: the figures themselves are never asserted)."""
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _run(script: str, *args: str) -> str:
+    return subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+
+
+def test_queue_script_bench_times_each_transition():
+    out = _run("queue_script_bench.py", "-n", "20", "-r", "1")
+    for label in ("addJob", "moveToActive", "complete", "all"):
+        assert re.search(rf"^{label}\s+\d+\.\d µs/job", out, re.M), out
+
+
+def test_queue_replay_tcp_reads_both_servers_cpu():
+    out = _run("queue_replay_tcp.py", "-n", "20", "-r", "1")
+    for name in ("redis", "minired"):
+        match = re.search(rf"^\| {name} \| (\d+\.\d) \|", out, re.M)
+        assert match and float(match.group(1)) > 0, out
+    assert re.search(r"^minired/Redis: \d+\.\d\dx$", out, re.M), out
