@@ -6,6 +6,7 @@ from minired cimport dispatch
 from minired.client cimport Client
 from minired.commands.args cimport parse_int
 from minired.scripting.sandbox cimport Sandbox
+from minired.commands.table cimport CommandSpec
 cimport cython
 
 cdef class Script:
@@ -24,6 +25,10 @@ cdef class ScriptEngine:
 
     @cython.locals(script=Script)
     cpdef object eval(self, Client c, list argv, bint by_sha, bint read_only)
+    # Run by every redis.call: the spec and its arity as C values.
+    @cython.locals(run=Run, spec=CommandSpec, arity=cython.Py_ssize_t, write=cython.bint,
+                   argv=list)
+    cpdef object call_native(self, object args)
     cpdef object execute(self, Run run, Sandbox sandbox, object runner, object function,
                          object numkeys, object arguments, object sha=*)
 
