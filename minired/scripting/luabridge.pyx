@@ -33,7 +33,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport fabs, floor, signbit
 from libc.stdio cimport snprintf
 from libc.stdlib cimport free, realloc
-from libc.string cimport memcpy, strlen
+from libc.string cimport memcmp, memcpy, strlen
 
 import logging
 import threading
@@ -48,6 +48,10 @@ cdef enum:
     UNBOX_UPVALUE = -10004
     # call_native answers arrays of at most 256 elements (engine._UNPACKED_MAX)
     MAX_ITEMS = 256
+    # Short arguments kept as bytes between redis.calls (see _argument): slots, a power of
+    # two, and the longest text kept.
+    KEPT_ARGUMENTS = 64
+    KEPT_ARGUMENT_SIZE = 64
 
 cdef enum ItemKind:
     ITEM_NIL, ITEM_STRING, ITEM_NUMBER, ITEM_BOOLEAN
@@ -102,17 +106,27 @@ cdef class NativeCall:
     The script entry: `run` calls the sandbox's run_eval (registered by `set_entry` with the
     table of scripts by sha) on the state's main thread straight from C, as lupa's call
     would, without its generic argument and result conversion, its traceback lookup, and a
-    release of the GIL that the script's redis.call would have to take back every time."""
+    release of the GIL that the script's redis.call would have to take back every time.
+
+    The arguments last read (see _argument): where each Lua string's text was, and its bytes."""
     cdef object target
     cdef object held
     cdef lua_State *state
     cdef int run_eval, cached, hold
+    cdef const char *kept_text[KEPT_ARGUMENTS]
+    cdef PyObject *kept_bytes[KEPT_ARGUMENTS]
 
     def __init__(self, target):
         self.target = target
         self.held = None
         self.state = NULL
         self.run_eval = self.cached = self.hold = NO_REF
+
+    def __dealloc__(self):
+        cdef int slot
+        for slot in range(KEPT_ARGUMENTS):
+            Py_XDECREF(self.kept_bytes[slot])
+            self.kept_bytes[slot] = NULL
 
     def run(self, bytes key, bytes null, int numkeys, list arguments):
         """The outcome of run_eval(<the script cached as key>, null, numkeys, *arguments), or
@@ -189,7 +203,31 @@ cdef object _format_number(double value):
     return PyBytes_FromStringAndSize(buffer, length)
 
 
-cdef list _arguments(lua_State *L, int count):
+cdef object _argument(NativeCall call, const char *text, size_t size):
+    """A Lua string argument as bytes. Lua interns its strings, so a script's command names,
+    field names and keys come back at the same address call after call: a short one seen
+    there lately is answered with the same bytes object, whose hash the command table and the
+    keyspace then need not compute again. (The text is compared too: an address can be
+    reused by another string once the first is collected.)"""
+    cdef size_t slot
+    cdef PyObject *kept
+    if size > KEPT_ARGUMENT_SIZE:
+        return PyBytes_FromStringAndSize(text, size)
+    slot = (<size_t>text >> 4) & (KEPT_ARGUMENTS - 1)
+    kept = call.kept_bytes[slot]
+    if (kept != NULL and call.kept_text[slot] == text
+            and <size_t>PyBytes_GET_SIZE(<object>kept) == size
+            and memcmp(PyBytes_AS_STRING(<object>kept), text, size) == 0):
+        return <object>kept
+    value = PyBytes_FromStringAndSize(text, size)
+    Py_INCREF(value)
+    Py_XDECREF(kept)
+    call.kept_bytes[slot] = <PyObject *>value
+    call.kept_text[slot] = text
+    return value
+
+
+cdef list _arguments(NativeCall call, lua_State *L, int count):
     cdef list args = PyList_New(count)
     cdef int index, kind
     cdef size_t size
@@ -198,7 +236,7 @@ cdef list _arguments(lua_State *L, int count):
         kind = mr_type(L, index + 1)
         if kind == LUA_TSTRING:
             data = mr_tolstring(L, index + 1, &size)
-            arg = PyBytes_FromStringAndSize(data, size)
+            arg = _argument(call, data, size)
         elif kind == LUA_TNUMBER:
             arg = _format_number(mr_tonumber(L, index + 1))
         else:
@@ -270,7 +308,7 @@ cdef int _call_python(lua_State *L, PyObject *owner, Item *items, Shape *shape) 
     cdef NativeCall call = <NativeCall>owner
     try:
         call.held = None
-        result = call.target(_arguments(L, mr_gettop(L)))
+        result = call.target(_arguments(call, L, mr_gettop(L)))
         return _fill(call, result, items, shape)
     except BaseException:  # nothing may cross into Lua
         log.exception("internal error in redis.call")

@@ -93,3 +93,21 @@ def test_scripts_with_thousands_of_keys_and_arguments(diff, bridge):
     diff.check("EVAL", script, len(keys), *keys, *args)
     diff.check("EVAL", script, 0, *args)
     diff.check("EVAL", script, len(keys), *keys)
+
+
+def test_arguments_stay_right_while_lua_reuses_string_memory(diff, bridge):
+    """The native bridge keeps the bytes of the short arguments it read lately, found by where
+    Lua keeps their text; once a string is collected, another one with other text can take
+    its place. Collecting often, with keys of one length, makes that happen all the time."""
+    script = """
+    local matches = 0
+    for i = 1, 3000 do
+      local key = string.format('k%05d', i)
+      redis.call('SET', key, string.format('v%05d', i))
+      if redis.call('GET', key) == string.format('v%05d', i) then matches = matches + 1 end
+      if i % 25 == 0 then collectgarbage('collect') end
+    end
+    return {matches, redis.call('DBSIZE'), redis.call('GET', 'k00005'), redis.call('GET', 'k03000')}
+    """
+    diff.check("EVAL", script, 0)
+    diff.check("GET", "k01234")
