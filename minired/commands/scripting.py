@@ -15,8 +15,9 @@ _SCRIPT_RUN_FLAGS = "noscript stale skip_monitor no_mandatory_keys"
 
 
 def _engine(server):
-    """The server's script engine, looked up here because engine_of (minired/scripting, loaded
-    at the first script) runs as Python: a frame of the interpreter on every EVALSHA."""
+    """The server's script engine, for every handler here: looked up inline because engine_of
+    (minired/scripting, loaded at the first script) runs as Python, a frame of the interpreter
+    on every EVALSHA."""
     engine = server.extensions.get("scripting")
     return engine if engine is not None else engine_of(server)
 
@@ -68,13 +69,13 @@ container_command("script", G, summary="A container for Lua scripts management c
 @command("load", arity=3, flags="noscript stale", parent="script", group=G)
 def script_load(c, argv):
     """Load a Lua script into the scripts cache, without executing it"""
-    return engine_of(c.server).load(argv[2]).sha
+    return _engine(c.server).load(argv[2]).sha
 
 
 @command("exists", arity=-3, flags="noscript", parent="script", group=G)
 def script_exists(c, argv):
     """Check existence of scripts in the script cache"""
-    scripts = engine_of(c.server).scripts
+    scripts = _engine(c.server).scripts
     return [1 if sha.lower() in scripts else 0 for sha in argv[2:]]
 
 
@@ -83,14 +84,14 @@ def script_flush(c, argv):
     """Remove all the scripts from the script cache"""
     if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
         raise RedisError(errors.SCRIPT_FLUSH_MODE)
-    engine_of(c.server).flush()
+    _engine(c.server).flush()
     return OK
 
 
 @command("kill", arity=2, flags="noscript allow_busy", parent="script", group=G)
 def script_kill(c, argv):
     """Kill the script currently in execution"""
-    return engine_of(c.server).kill(is_eval=True)
+    return _engine(c.server).kill(is_eval=True)
 
 
 @command("debug", arity=3, flags="noscript", parent="script", group=G)
@@ -130,14 +131,14 @@ def script_help(c, argv):
 @command("fcall", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))
 def fcall(c, argv):
     """Invoke a function"""
-    return engine_of(c.server).functions.fcall(c, argv, read_only=False)
+    return _engine(c.server).functions.fcall(c, argv, read_only=False)
 
 
 @command("fcall_ro", arity=-3, flags="readonly " + _SCRIPT_RUN_FLAGS, group=G,
          key_finder=keys_after_numkeys(2))
 def fcall_ro(c, argv):
     """Invoke a read-only function"""
-    return engine_of(c.server).functions.fcall(c, argv, read_only=True)
+    return _engine(c.server).functions.fcall(c, argv, read_only=True)
 
 
 container_command("function", G, summary="A container for function commands")
@@ -155,13 +156,13 @@ def function_load(c, argv):
         index += 1
     if index != len(argv) - 1:
         raise RedisError("ERR Function code was not given")
-    return engine_of(c.server).functions.load(argv[index], replace)
+    return _engine(c.server).functions.load(argv[index], replace)
 
 
 @command("delete", arity=3, flags="write noscript", parent="function", group=G)
 def function_delete(c, argv):
     """Delete a function by name"""
-    engine_of(c.server).functions.delete(argv[2])
+    _engine(c.server).functions.delete(argv[2])
     return OK
 
 
@@ -170,7 +171,7 @@ def function_flush(c, argv):
     """Deleting all functions"""
     if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
         raise RedisError(errors.FUNCTION_FLUSH_MODE)
-    engine_of(c.server).functions.flush()
+    _engine(c.server).functions.flush()
     return OK
 
 
@@ -192,13 +193,13 @@ def function_list(c, argv):
             index += 2
         else:
             raise RedisError(errors.FUNCTION_UNKNOWN_ARGUMENT.format(argv[index].decode("utf-8", "replace")))
-    return engine_of(c.server).functions.list(pattern, with_code)
+    return _engine(c.server).functions.list(pattern, with_code)
 
 
 @command("dump", arity=2, flags="noscript", parent="function", group=G)
 def function_dump(c, argv):
     """Dump all functions into a serialized binary payload"""
-    return engine_of(c.server).functions.dump()
+    return _engine(c.server).functions.dump()
 
 
 @command("restore", arity=-3, flags="write denyoom noscript", parent="function", group=G)
@@ -207,20 +208,20 @@ def function_restore(c, argv):
     if len(argv) > 4:
         raise RedisError(errors.SYNTAX)
     policy = argv[3].lower() if len(argv) == 4 else b"append"
-    engine_of(c.server).functions.restore(argv[2], policy)
+    _engine(c.server).functions.restore(argv[2], policy)
     return OK
 
 
 @command("kill", arity=2, flags="noscript allow_busy", parent="function", group=G)
 def function_kill(c, argv):
     """Kill the function currently in execution."""
-    return engine_of(c.server).kill(is_eval=False)
+    return _engine(c.server).kill(is_eval=False)
 
 
 @command("stats", arity=2, flags="noscript allow_busy", parent="function", group=G)
 def function_stats(c, argv):
     """Return information about the function currently running (name, description, duration)"""
-    return engine_of(c.server).functions.stats()
+    return _engine(c.server).functions.stats()
 
 
 @command("help", arity=2, flags="loading stale", parent="function", group=G)
