@@ -27,3 +27,32 @@ def test_queue_replay_tcp_reads_both_servers_cpu():
         match = re.search(rf"^\| {name} \| (\d+\.\d) \|", out, re.M)
         assert match and float(match.group(1)) > 0, out
     assert re.search(r"^minired/Redis: \d+\.\d\dx$", out, re.M), out
+
+
+def test_instructions_tcp_loads_do_what_they_say_on_both_servers():
+    """instructions_tcp.py counts only under valgrind (not in this suite); its loads are checked
+    here, without valgrind: every request succeeds, and each load leaves what it should."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import instructions_tcp
+    from queue_replay_tcp import Connection
+    from servers import Minired, Redis
+
+    from minired_queue.keys import QueueKeys
+
+    completed = QueueKeys("bench").completed.encode()
+    for kind in (Redis, Minired):
+        server = kind().start()
+        try:
+            connection = Connection(server.port)
+            checks = {instructions_tcp.queue_load: (b"ZCARD", completed),
+                      instructions_tcp.evalsha_load: (b"LLEN", b"dst"),
+                      instructions_tcp.set_load: (b"DBSIZE",)}
+            for load, check in checks.items():
+                connection.call(b"*1\r\n$8\r\nFLUSHALL\r\n")
+                setup, measured = load(7)
+                for request in setup + measured:  # an error reply raises
+                    connection.call(request)
+                assert connection.call(instructions_tcp.multibulk(*check)) == 7, (kind.name, load)
+            connection.close()
+        finally:
+            server.stop()
