@@ -29,10 +29,10 @@ def test_queue_replay_tcp_reads_both_servers_cpu():
     assert re.search(r"^minired/Redis: \d+\.\d\dx$", out, re.M), out
 
 
-def test_instructions_tcp_loads_do_what_they_say_on_both_servers():
+def test_instructions_tcp_loads_do_what_they_say_on_both_servers(monkeypatch):
     """instructions_tcp.py counts only under valgrind (not in this suite); its loads are checked
     here, without valgrind: every request succeeds, and each load leaves what it should."""
-    sys.path.insert(0, str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
     import instructions_tcp
     from queue_replay_tcp import Connection
     from servers import Minired, Redis
