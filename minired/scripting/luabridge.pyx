@@ -91,7 +91,7 @@ cdef struct RunCall:
     PyObject *key
     PyObject *null
     double numkeys
-    int run_eval, cached, hold  # registry references (see _set_entry)
+    int run_native, cached, hold  # registry references (see _set_entry)
     bint missing         # set when key names no cached script
     PyObject *outcome    # set on success: a new reference to the outcome tuple
 
@@ -103,7 +103,7 @@ cdef class NativeCall:
     the next call because its bytes are pushed after the GIL is let go (a failing push
     unwinds the C stack).
 
-    The script entry: `run` calls the sandbox's run_eval (registered by `set_entry` with the
+    The script entry: `run` calls the sandbox's run_native (registered by `set_entry` with the
     table of scripts by sha) on the state's main thread straight from C, as lupa's call
     would, without its generic argument and result conversion, its traceback lookup, and a
     release of the GIL that the script's redis.call would have to take back every time.
@@ -112,7 +112,7 @@ cdef class NativeCall:
     cdef object target
     cdef object held
     cdef lua_State *state
-    cdef int run_eval, cached, hold
+    cdef int run_native, cached, hold
     cdef const char *kept_text[KEPT_ARGUMENTS]
     cdef PyObject *kept_bytes[KEPT_ARGUMENTS]
 
@@ -120,7 +120,7 @@ cdef class NativeCall:
         self.target = target
         self.held = None
         self.state = NULL
-        self.run_eval = self.cached = self.hold = NO_REF
+        self.run_native = self.cached = self.hold = NO_REF
 
     def __dealloc__(self):
         cdef int slot
@@ -129,7 +129,8 @@ cdef class NativeCall:
             self.kept_bytes[slot] = NULL
 
     def run(self, bytes key, bytes null, int numkeys, list arguments):
-        """The outcome of run_eval(<the script cached as key>, null, numkeys, *arguments), or
+        """The outcome of run_eval(<the script cached as key>, null, numkeys, *arguments) (run
+        through the sandbox's run_native, with KEYS and ARGV built here), or
         None where this cannot run it (no entry yet, an argument not bytes, key not cached):
         then lupa's call must. An outcome holding a table is kept by the sandbox's hold
         function and answered as (True, None, b"pending")."""
@@ -138,7 +139,7 @@ cdef class NativeCall:
         cdef int top, status
         cdef size_t size
         cdef const char *message
-        if L == NULL or self.run_eval == NO_REF:
+        if L == NULL or self.run_native == NO_REF:
             return None
         for argument in arguments:
             if type(argument) is not bytes:
@@ -147,7 +148,7 @@ cdef class NativeCall:
         run.key = <PyObject *>key
         run.null = <PyObject *>null
         run.numkeys = numkeys
-        run.run_eval, run.cached, run.hold = self.run_eval, self.cached, self.hold
+        run.run_native, run.cached, run.hold = self.run_native, self.cached, self.hold
         run.outcome = NULL
         run.missing = False
         top = mr_gettop(L)
@@ -401,7 +402,7 @@ cdef object _from_lua(lua_State *L, int index):
 
 
 cdef int _run_protected(lua_State *L) noexcept:
-    """lua_cpcall's function, with the GIL held: push run_eval, the cached script and the
+    """lua_cpcall's function, with the GIL held: push run_native, the cached script and the
     arguments, call it, and convert the outcome. A Lua error (out of memory) unwinds to
     lua_cpcall; until the call returns nothing but borrowed references is held here."""
     cdef RunCall *run = <RunCall *>mr_touserdata(L, 1)
@@ -414,7 +415,7 @@ cdef int _run_protected(lua_State *L) noexcept:
         run.missing = True
         return 0
     base = mr_gettop(L)
-    mr_rawgeti(L, LUA_REGISTRYINDEX, run.run_eval)
+    mr_rawgeti(L, LUA_REGISTRYINDEX, run.run_native)
     mr_rawgeti(L, LUA_REGISTRYINDEX, run.cached)
     mr_pushlstring(L, PyBytes_AS_STRING(<object>run.key), PyBytes_GET_SIZE(<object>run.key))
     mr_rawget(L, -2)
@@ -423,9 +424,8 @@ cdef int _run_protected(lua_State *L) noexcept:
         run.missing = True
         return 0
     mr_pushlstring(L, PyBytes_AS_STRING(<object>run.null), PyBytes_GET_SIZE(<object>run.null))
-    # KEYS and ARGV as the two tables run_eval takes with numkeys -1: built here at their
-    # size, cheaper than from varargs in Lua.
-    mr_pushnumber(L, -1)
+    # KEYS and ARGV as the two tables run_native takes: built here at their size, cheaper
+    # than from varargs in Lua.
     keys = <Py_ssize_t>run.numkeys
     for table in range(2):
         first = 0 if table == 0 else keys
@@ -435,7 +435,7 @@ cdef int _run_protected(lua_State *L) noexcept:
             argument = PyList_GET_ITEM(<object>run.arguments, index)
             mr_pushlstring(L, PyBytes_AS_STRING(<object>argument), PyBytes_GET_SIZE(<object>argument))
             mr_rawseti(L, -2, <int>(index - first + 1))
-    mr_call(L, 5, LUA_MULTRET)  # run_eval(fn, null, -1, KEYS, ARGV)
+    mr_call(L, 4, LUA_MULTRET)  # run_native(fn, null, KEYS, ARGV)
     results = mr_gettop(L) - base
     for position in range(base + 1, base + 1 + results):
         kind = mr_type(L, position)
@@ -617,18 +617,18 @@ cdef int _encode_reply(lua_State *L) noexcept nogil:
 
 
 cdef int _set_entry(lua_State *L) noexcept nogil:
-    """Called once (through lupa) with the sandbox's run_eval, its table of EVAL scripts by
+    """Called once (through lupa) with the sandbox's run_native, its table of EVAL scripts by
     sha, and the function that keeps an outcome holding tables: NativeCall.run's entry."""
     cdef Holder *holder = <Holder *>mr_touserdata(L, HOLDER_UPVALUE)
-    cdef int run_eval, cached, hold
+    cdef int run_native, cached, hold
     mr_settop(L, 3)
     hold = mr_ref(L, LUA_REGISTRYINDEX)  # (each takes the value on top)
     cached = mr_ref(L, LUA_REGISTRYINDEX)
-    run_eval = mr_ref(L, LUA_REGISTRYINDEX)
+    run_native = mr_ref(L, LUA_REGISTRYINDEX)
     if holder != NULL and holder.call != NULL:
         with gil:
             (<NativeCall>holder.call).state = L
-            (<NativeCall>holder.call).run_eval = run_eval
+            (<NativeCall>holder.call).run_native = run_native
             (<NativeCall>holder.call).cached = cached
             (<NativeCall>holder.call).hold = hold
     return 0

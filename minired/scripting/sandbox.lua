@@ -813,6 +813,21 @@ function api.run_eval(fn, null, nkeys, ...)
   return finish_reply(null, stop_running(xpcall(fn, error_handler)))
 end
 
+-- The native bridge's entry (luabridge.pyx, _run_protected): run_eval with KEYS and ARGV
+-- already built, and a plain value back without another call (each Lua call from here is a
+-- frame, and this runs for every EVALSHA).
+function api.run_native(fn, null, keys, argv)
+  script_resp = 2
+  globals.KEYS, globals.ARGV = keys, argv
+  running = true
+  local ok, result = xpcall(fn, error_handler)
+  running = false
+  if ok and not tripped and not raw_writes and type(result) ~= 'table' then
+    return true, result
+  end
+  return finish_reply(null, ok, result)
+end
+
 function api.run_function(fn, null, nkeys, ...)
   script_resp = 2
   local keys, argv = split_arguments(nkeys, ...)
@@ -821,7 +836,7 @@ function api.run_function(fn, null, nkeys, ...)
   return finish_reply(null, stop_running(xpcall(call, error_handler)))
 end
 
--- The native bridge's script entry (luabridge.pyx, NativeCall.run) calls run_eval with a
+-- The native bridge's script entry (luabridge.pyx, NativeCall.run) calls run_native with a
 -- script from `cached` (EVAL scripts by sha); an outcome holding a table is handed to `hold`
 -- and fetched from Python through lupa (take_pending): only lupa turns Lua tables into
 -- Python objects.

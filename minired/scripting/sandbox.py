@@ -132,7 +132,7 @@ class Sandbox:
         self._items = self.api[b"items"]
         self.table_from = lua.table_from
         if set_entry is not None:
-            set_entry(self.run_eval, self.api[b"cached"], self.api[b"hold"])
+            set_entry(self.api[b"run_native"], self.api[b"cached"], self.api[b"hold"])
         # Nothing reachable by name is left over: the state's globals are now the proxy.
 
     # --- compiling and running -----------------------------------------------------------------
