@@ -24,6 +24,7 @@ cdef class Server:
 
 cdef class ClientProtocol:
     cdef public object transport, pending
+    cdef public object _transport_closing, _transport_write, _transport_buffered
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser

@@ -209,11 +209,16 @@ class ClientProtocol:
     An asyncio protocol by its methods (asyncio and uvloop need no base class), so that the
     compiled build can make it an extension type (server.pxd)."""
 
-    __slots__ = ("server", "transport", "client", "parser", "pending")
+    __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
+                 "_transport_write", "_transport_buffered")
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
+        # The transport's methods every reply calls, bound once (see _write).
+        self._transport_closing: Any = None
+        self._transport_write: Any = None
+        self._transport_buffered: Any = None
         self.client: Client | None = None
         self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
         self.pending: deque = deque()
@@ -223,6 +228,11 @@ class ClientProtocol:
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         server = self.server
         self.transport = transport  # type: ignore[assignment]
+        # Bound here, the only place a transport is set: a method lookup on the transport's
+        # type per call is three per reply, and each misses the type's method cache often.
+        self._transport_closing = transport.is_closing
+        self._transport_write = transport.write  # type: ignore[attr-defined]
+        self._transport_buffered = transport.get_write_buffer_size  # type: ignore[attr-defined]
         if self.client is not None:
             # Accepted while a script was busy (scripting/busy.py): the client already exists
             # and is now handed to the loop; only the transport changes.
@@ -395,14 +405,13 @@ class ClientProtocol:
 
     def _write(self, data: bytes) -> None:
         # Called once per batch of replies (one read) and once per pushed message.
-        transport = self.transport
-        if transport is not None and not transport.is_closing():
+        if self.transport is not None and not self._transport_closing():
             server = self.server
             if server.sync_before_reply is not None:
                 server.sync_before_reply()
             server.stats.net_output_bytes += len(data)
-            transport.write(data)
-            if server.output_buffer_guard is not None and transport.get_write_buffer_size():
+            self._transport_write(data)
+            if server.output_buffer_guard is not None and self._transport_buffered():
                 server.output_buffer_guard(self)
 
     def _close(self) -> None:
