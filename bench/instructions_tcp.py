@@ -1,8 +1,8 @@
 """Both servers under valgrind, over TCP: instructions, simulated cache misses and mispredicted
 branches per request, minired against Redis. Where the CPU time differs, this says why.
 
-    python bench/instructions_tcp.py            # the queue job, EVALSHA and SET (~6 minutes)
-    python bench/instructions_tcp.py -n 100     # shorter runs (the default is 500)
+    python bench/instructions_tcp.py            # the queue job, EVALSHA and SET (~5 minutes)
+    python bench/instructions_tcp.py -n 300     # shorter runs (the default is 1,500)
 
 Each server runs under `valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes`, its
 instrumentation off. One lean client (a raw socket and hiredis, as in queue_replay_tcp.py)
@@ -10,7 +10,10 @@ sets the load up, turns the instrumentation on (callgrind_control), sends the me
 requests one at a time, each once the last reply is in, and turns it off again. Every load runs
 at two lengths, n and 3n; the difference divided by 2n is one request (one job for the queue),
 with start-up, set-up and the toggling cancelled out. Everything the server process runs in
-user space is counted: the event loop, parsing, the commands, Lua; not the kernel.
+user space is counted: the event loop, parsing, the commands, Lua; not the kernel. Collections
+(Lua's, CPython's) and malloc's consolidations fall at points any change shifts, so shorter
+runs move by a few percent from one build to the next where the path itself has not changed;
+the default length averages over many of them, and PYTHONHASHSEED=0 fixes minired's hashes.
 
 The caches are valgrind's model of this machine's (L1 instruction and data, last level), warm
 from the first measured request: a miss there means the request ran through more code or data
@@ -151,7 +154,7 @@ def _ratio(ours: float, theirs: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-n", type=int, default=500, help="requests (jobs) in the shorter run")
+    parser.add_argument("-n", type=int, default=1500, help="requests (jobs) in the shorter run")
     parser.add_argument("--keep", metavar="DIR", help="keep callgrind's files there (for callgrind_annotate)")
     opts = parser.parse_args()
     for tool in ("valgrind", "callgrind_control"):
