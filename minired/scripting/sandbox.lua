@@ -804,19 +804,11 @@ local function split_arguments(nkeys, ...)
   return keys, argv
 end
 
--- null: the caller's null frame ('$-1\r\n' under RESP2, '_\r\n' under RESP3), for results
--- finish_reply encodes.
-function api.run_eval(fn, null, nkeys, ...)
-  script_resp = 2
-  globals.KEYS, globals.ARGV = split_arguments(nkeys, ...)
-  running = true
-  return finish_reply(null, stop_running(xpcall(fn, error_handler)))
-end
-
--- The native bridge's entry (luabridge.pyx, _run_protected): run_eval with KEYS and ARGV
--- already built, and a plain value back without another call (each Lua call from here is a
--- frame, and this runs for every EVALSHA).
-function api.run_native(fn, null, keys, argv)
+-- KEYS and ARGV as tables, as the native bridge (luabridge.pyx, _run_protected) builds them;
+-- a plain value comes back without another call (each Lua call here is a frame, and this runs
+-- for every EVALSHA). null: the caller's null frame ('$-1\r\n' under RESP2, '_\r\n' under
+-- RESP3), for results finish_reply encodes.
+local function run_native(fn, null, keys, argv)
   script_resp = 2
   globals.KEYS, globals.ARGV = keys, argv
   running = true
@@ -826,6 +818,12 @@ function api.run_native(fn, null, keys, argv)
     return true, result
   end
   return finish_reply(null, ok, result)
+end
+api.run_native = run_native
+
+-- lupa's entry (sandbox.py's start): the same, with KEYS and ARGV as varargs.
+function api.run_eval(fn, null, nkeys, ...)
+  return run_native(fn, null, split_arguments(nkeys, ...))
 end
 
 function api.run_function(fn, null, nkeys, ...)
