@@ -39,12 +39,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from compare import SCRIPT  # noqa: E402
-from queue_replay_tcp import Connection  # noqa: E402
+from queue_replay_tcp import Connection, setup_and_measured  # noqa: E402
 from queue_script_bench import record  # noqa: E402
 from script_bench import multibulk  # noqa: E402
 from servers import BenchServer, Minired, Redis, wait_ready  # noqa: E402
 
-from minired_queue.scripts import SCRIPTS  # noqa: E402
 
 # callgrind's event columns with --cache-sim=yes --branch-sim=yes, in its order.
 EVENTS = ["Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim"]
@@ -102,10 +101,7 @@ class UnderValgrind(BenchServer):
 
 
 def queue_load(jobs: int) -> tuple[list[bytes], list[bytes]]:
-    requests = record(jobs)
-    setup = [multibulk(b"SCRIPT", b"LOAD", s.source.encode()) for s in SCRIPTS.values()]
-    setup += [request for label, request in requests if label == "addJob"]
-    return setup, [request for label, request in requests if label != "addJob"]
+    return setup_and_measured(record(jobs))
 
 
 def evalsha_load(calls: int) -> tuple[list[bytes], list[bytes]]:

@@ -50,19 +50,24 @@ class Connection:
         self.sock.close()
 
 
+def setup_and_measured(requests: list[tuple[str, bytes]]) -> tuple[list[bytes], list[bytes]]:
+    """The recording split in two: loading the scripts and adding the jobs, then what is
+    measured, the jobs' fetch and complete (also bench/instructions_tcp.py's queue load)."""
+    setup = [multibulk(b"SCRIPT", b"LOAD", script.source.encode()) for script in SCRIPTS.values()]
+    setup += [request for label, request in requests if label == "addJob"]
+    return setup, [request for label, request in requests if label != "addJob"]
+
+
 def server_us_per_job(server, requests: list[tuple[str, bytes]], jobs: int) -> float:
     """Load the scripts and add the jobs, then time the server's CPU over fetch and complete."""
+    setup, measured = setup_and_measured(requests)
     connection = Connection(server.port)
     try:
-        for script in SCRIPTS.values():
-            connection.call(multibulk(b"SCRIPT", b"LOAD", script.source.encode()))
-        for label, request in requests:
-            if label == "addJob":
-                connection.call(request)
+        for request in setup:
+            connection.call(request)
         before = server.cpu_seconds()
-        for label, request in requests:
-            if label != "addJob":
-                connection.call(request)
+        for request in measured:
+            connection.call(request)
         return (server.cpu_seconds() - before) / jobs * 1e6
     finally:
         connection.close()
