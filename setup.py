@@ -72,6 +72,11 @@ class OptionalBuildExt(build_ext):
             self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
+        if not self.extensions:
+            # Nothing is compiled this time (no Cython here, or MINIRED_PURE_PYTHON): the
+            # modules compiled earlier are still beside their sources, and the record of what
+            # they were compiled from must stay, or they would pass for up to date.
+            return
         try:
             super().run()
         except Exception as exc:  # no compiler at all

@@ -183,3 +183,27 @@ def test_an_edited_cython_module_is_left_out_until_the_next_build(tmp_path):
     run = _run_in_edited_copy(tmp_path, "scripting/luabridge.pyx", "\n# edited after the build\n",
                               probe)
     assert run.stdout.split() == ["False", "False", "b'$2\\r\\n-0\\r\\n'"], run.stderr
+
+
+def test_a_build_that_compiles_nothing_keeps_the_record_of_the_last_one(tmp_path):
+    """`setup.py build_ext` without Cython (or with MINIRED_PURE_PYTHON) compiles nothing; the
+    modules compiled before are still there, so their record must stay, or a stale module
+    would pass for up to date and shadow its edited source."""
+    _compiled_modules()
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "minired", tmp_path / "minired",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    record = tmp_path / "minired" / "_compiled.txt"
+    before = record.read_text()
+    with open(tmp_path / "minired" / "resp.py", "a") as f:
+        f.write("\nEDITED_AFTER_THE_BUILD = True\n")
+    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path,
+                           capture_output=True, text=True,
+                           env={**os.environ, "MINIRED_PURE_PYTHON": "1"})
+    assert build.returncode == 0, build.stderr
+    assert record.read_text() == before
+    probe = "import minired.resp as r; print(getattr(r, 'EDITED_AFTER_THE_BUILD', False))"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert run.stdout.split() == ["True"], run.stderr
