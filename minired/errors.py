@@ -235,6 +235,7 @@ NUMKEYS_NEGATIVE = "ERR Number of keys can't be negative"
 SCRIPT_COMPILE = "ERR Error compiling script (new function): {}"
 SCRIPT_KILLED = "ERR Script killed by user with SCRIPT KILL..."
 SCRIPT_RO_WITH_WRITE_FLAG = "ERR Can not execute a script with write flag using *_ro command."
+SCRIPT_OUT_OF_MEMORY = "ERR not enough memory"  # minired's cap on a Lua runtime (sandbox.py)
 SCRIPT_OOM = "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
 SCRIPT_FLUSH_MODE = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 SCRIPT_DEBUG_UNSUPPORTED = "ERR SCRIPT DEBUG is not supported by minired"

@@ -19,7 +19,7 @@ from ..commands.args import parse_int
 from ..commands.table import COMMANDS
 from ..errors import RedisError
 from ..resp import NULL_ARRAY, OK, Encoded, Status, format_double
-from .sandbox import _MAX_VARARGS, Sandbox, format_number_argument
+from .sandbox import _MAX_VARARGS, LuaError, Sandbox, format_number_argument, out_of_memory
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -34,6 +34,7 @@ _SPEC_CACHE_SIZE = 1024
 _OK_REPLY = (b"OK", _OK)
 # call_native's answer for a reply that `unbox` converts (luabridge.pyx fetches it).
 _DEFERRED = (None, b"py")
+_OUT_OF_MEMORY = (False, errors.SCRIPT_OUT_OF_MEMORY.encode())
 # The null frame of the calling client's protocol, for results the Lua side encodes.
 _NULL_RESP2 = b"$-1\r\n"
 _NULL_RESP3 = b"_\r\n"
@@ -231,7 +232,8 @@ class ScriptEngine:
     def _failed(run: Run, sandbox: Sandbox, outcome: tuple) -> RedisError:
         # Lua 5.1 has no emergency collection: a script that ran into the memory cap leaves its
         # garbage behind, and the next script would fail too unless it is collected now.
-        if sandbox.lua.get_memory_used() > sandbox.max_memory // 2:
+        sandbox.cap_guard.restore()
+        if outcome is _OUT_OF_MEMORY or sandbox.lua.get_memory_used() > sandbox.max_memory // 2:
             sandbox.lua.gccollect()
         return run_error(run.name, outcome)
 
@@ -257,6 +259,12 @@ class ScriptEngine:
             outcome = None if sha is None else sandbox.run_cached(sha, null, numkeys, arguments)
             if outcome is None:
                 outcome = sandbox.start(runner, function, null, numkeys, arguments)
+        except LuaError as exc:
+            # The cap reached outside the script's own protected call (while its arguments or
+            # its outcome were being built) is the same script error as inside it.
+            if not out_of_memory(exc):
+                raise
+            outcome = _OUT_OF_MEMORY
         finally:
             self.current = None
             if run.timed_out:

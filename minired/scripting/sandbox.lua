@@ -517,7 +517,7 @@ end
 -- themselves, C functions as in Redis. Otherwise py_call is lupa's bridge to engine.call and
 -- the two are built here.
 local redis_call, redis_pcall = py_call, py_pcall
-if type(py_call) ~= 'function' then
+if py_pcall == nil then
   local lupa_call = py_call
 
   -- lupa would hand integral numbers to Python as ints, losing -0: they are formatted here

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import lupa.lua51 as lupa
 
 from .. import resp
+from .memcap import CapGuard
 
 log = logging.getLogger("minired")
 
@@ -27,6 +28,12 @@ _INT64_MAX = 2**63
 # larger argument lists are passed as tables.
 _SLICE = 4000
 _MAX_VARARGS = 4000
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether a Lua error is the memory cap: lupa raises LuaMemoryError, the native entry a
+    LuaError with Lua's own message."""
+    return isinstance(exc, MemoryError) or str(exc) == "not enough memory"
 
 
 def _refuse_attribute(obj: Any, name: Any, is_setting: bool) -> Any:
@@ -48,19 +55,19 @@ def _never_raise(fn: Callable[..., Any], fallback: Any = None) -> Callable[..., 
     return guarded
 
 
-def _install_lua_libraries(lua: Any) -> Callable[[Any], None]:
+def _install_lua_libraries(lua: Any, guard: CapGuard) -> Callable[[Any], None]:
     try:
         from .lualibs import install_libraries
     except ImportError:  # the libraries module has not landed in this tree
         return lambda target: None
 
     def install(target: Any) -> None:
-        install_libraries(lua, target)
+        install_libraries(lua, target, guard)
 
     return install
 
 
-def _native_redis_call(lua: Any, bridge: Any) -> tuple | None:
+def _native_redis_call(lua: Any, bridge: Any, guard: CapGuard) -> tuple | None:
     """luabridge.native_call's (redis.call, redis.pcall, set_entry, encode, NativeCall), or None where
     the native bridge cannot be had here (the uncompiled build); lupa's bridge then gives the
     same replies, slower."""
@@ -68,7 +75,7 @@ def _native_redis_call(lua: Any, bridge: Any) -> tuple | None:
         from .luabridge import native_call
     except ImportError:
         return None
-    return native_call(lua, bridge.call_native, _never_raise(bridge.unbox))
+    return native_call(lua, bridge.call_native, guard.guard(_never_raise(bridge.unbox)))
 
 
 # A cap on what one Lua runtime may allocate. Redis has none, but a hostile or runaway script
@@ -84,7 +91,8 @@ class Sandbox:
     `native=False` keeps redis.call on lupa's bridge even where luabridge is compiled."""
 
     __slots__ = ("mode", "max_memory", "lua", "api", "run_eval", "run_function",
-                 "_run_load", "_reply_shape", "_items", "table_from", "native", "_native")
+                 "_run_load", "_reply_shape", "_items", "table_from", "native", "_native",
+                 "cap_guard")
 
     def __init__(self, mode: str, bridge: Any, native: bool = True) -> None:
         self.mode = mode
@@ -104,23 +112,25 @@ class Sandbox:
         prelude = lua.compile(source, name=b"=minired.sandbox")
         from .. import REDIS_VERSION
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
-        install = _install_lua_libraries(lua)
-        native_calls = _native_redis_call(lua, bridge) if native else None
+        self.cap_guard = cap_guard = CapGuard(lua, self.max_memory)
+        guard = cap_guard.guard
+        install = _install_lua_libraries(lua, cap_guard)
+        native_calls = _native_redis_call(lua, bridge, cap_guard) if native else None
         self.native = native_calls is not None
         py_call, py_pcall, set_entry, py_encode, self._native = (
-            native_calls or (bridge.call, None, None, None, None))
+            native_calls or (guard(bridge.call), None, None, None, None))
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
-            _never_raise(install),
+            guard(_never_raise(install)),
             py_call,  # guards itself (both kinds): it is the hot path
-            _never_raise(bridge.acl_check, (b"ERR internal error", b"err")),
-            _never_raise(bridge.check),
-            _never_raise(bridge.sha1hex, b""),
-            _never_raise(bridge.log),
-            _never_raise(bridge.setresp),
-            _never_raise(bridge.random, 0.0),
-            _never_raise(bridge.randomseed),
-            _never_raise(bridge.register_function, b"ERR internal error"),
+            guard(_never_raise(bridge.acl_check, (b"ERR internal error", b"err"))),
+            guard(_never_raise(bridge.check)),
+            guard(_never_raise(bridge.sha1hex, b"")),
+            guard(_never_raise(bridge.log)),
+            guard(_never_raise(bridge.setresp)),
+            guard(_never_raise(bridge.random, 0.0)),
+            guard(_never_raise(bridge.randomseed)),
+            guard(_never_raise(bridge.register_function, b"ERR internal error")),
             py_pcall,
             py_encode,
         )

@@ -129,6 +129,7 @@ def lua_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             return None
 
+    guarded.lua_callback = True  # type: ignore[attr-defined]
     return guarded
 
 
@@ -152,8 +153,11 @@ return env
 """
 
 
-def load_chunk(lua: Any, source: str, name: str, *args: Any) -> Any:
-    """Compile ``source`` as chunk ``name`` and run it with ``args`` as ``...``."""
+def load_chunk(lua: Any, source: str, name: str, *args: Any, guard: Any = None) -> Any:
+    """Compile ``source`` as chunk ``name`` and run it with ``args`` as ``...``. With a
+    memcap.CapGuard, the ``lua_safe`` helpers among ``args`` reach Lua through it."""
+    if guard is not None:
+        args = tuple(guard.guard(a) if getattr(a, "lua_callback", False) else a for a in args)
     chunk = lua.compile(source.encode(), name=("=" + name).encode())
     setfenv = lua.globals()[b"setfenv"]
     if setfenv is not None:  # every chunk also captures what it uses as locals
@@ -173,7 +177,7 @@ def _support_table(lua: Any) -> Any:
     )
 
 
-def install_libraries(lua: Any, target: Any) -> None:
+def install_libraries(lua: Any, target: Any, guard: Any = None) -> None:
     """Set target.cjson, target.cmsgpack, target.bit and target.struct.
 
     ``lua`` must be a ``lupa.lua51.LuaRuntime`` created with ``encoding=None``
@@ -185,9 +189,9 @@ def install_libraries(lua: Any, target: Any) -> None:
 
     support = _support_table(lua)
     target[b"cjson"] = lua_cjson.create(lua, support)
-    target[b"cmsgpack"] = lua_cmsgpack.create(lua, support)
-    target[b"bit"] = lua_bit.create(lua, support)
-    target[b"struct"] = lua_struct.create(lua, support)
+    target[b"cmsgpack"] = lua_cmsgpack.create(lua, support, guard)
+    target[b"bit"] = lua_bit.create(lua, support, guard)
+    target[b"struct"] = lua_struct.create(lua, support, guard)
 
 
 __all__ = ["install_libraries"]

@@ -181,8 +181,9 @@ return M
 """
 
 
-def create(lua: Any, support: Any) -> Any:
+def create(lua: Any, support: Any, guard: Any = None) -> Any:
     """Build the ``bit`` table for one Lua runtime."""
     ops = (_tobit, _bnot, _band, _bor, _bxor, _lshift, _rshift, _arshift,
            _rol, _ror, _bswap, _tohex)
-    return load_chunk(lua, _BIT_LUA, "lualibs.bit", support, *(lua_safe(op) for op in ops))
+    return load_chunk(lua, _BIT_LUA, "lualibs.bit", support, *(lua_safe(op) for op in ops),
+                      guard=guard)

@@ -367,9 +367,10 @@ return M
 """
 
 
-def create(lua: Any, support: Any) -> Any:
+def create(lua: Any, support: Any, guard: Any = None) -> Any:
     """Build the ``cmsgpack`` table for one Lua runtime."""
     return load_chunk(
         lua, _CMSGPACK_LUA, "lualibs.cmsgpack", support,
         lua_safe(_pack_float), lua_safe(_unpack_float), lua_safe(_unpack_double),
+        guard=guard,
     )

@@ -369,10 +369,11 @@ return M
 """
 
 
-def create(lua: Any, support: Any) -> Any:
+def create(lua: Any, support: Any, guard: Any = None) -> Any:
     """Build the ``struct`` table for one Lua runtime."""
     return load_chunk(
         lua, _STRUCT_LUA, "lualibs.struct", support,
         lua_safe(_pack_float), lua_safe(_pack_double),
         lua_safe(_unpack_float), lua_safe(_unpack_double),
+        guard=guard,
     )
