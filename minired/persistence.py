@@ -309,7 +309,10 @@ class Persistence:
         if self.background_save_pending:
             raise RedisError(errors.BGSAVE_IN_PROGRESS)
         self.background_save_pending = True
-        self._loop().call_soon(self._background_save_now)
+        if self.server.loop is None:  # a server driven in-process, with no loop running
+            self._background_save_now()
+        else:
+            self.server.loop.call_soon(self._background_save_now)
         return "Background saving started"
 
     def _background_save_now(self) -> None:
@@ -494,13 +497,11 @@ class Persistence:
                     pass  # logged by save(); retried after the delay above
                 return
 
-    def _loop(self) -> asyncio.AbstractEventLoop:
-        # attach() runs in the thread that will run the server's loop, before it starts.
-        return self.server.loop or asyncio.get_event_loop()
-
     def _schedule(self) -> None:
-        if not self.stopped:
-            self._timer = self._loop().call_later(TICK_SECONDS, self.tick)
+        # First called by the server's start hook: a server driven in-process without a loop
+        # (the benchmarks' harnesses) never ticks, and needs no current loop in its thread.
+        if not self.stopped and self.server.loop is not None:
+            self._timer = self.server.loop.call_later(TICK_SECONDS, self.tick)
 
     def on_shutdown(self) -> None:
         self.stopped = True
@@ -544,4 +545,4 @@ def attach(server: "Server") -> None:
     server.extensions.setdefault("shutdown_hooks", []).append(persistence.on_shutdown)
     persistence.load_on_start()
     persistence.reconcile()
-    persistence._schedule()
+    server.extensions.setdefault("start_hooks", []).append(persistence._schedule)

@@ -97,6 +97,8 @@ class Server:
         self.loop = asyncio.get_running_loop()
         self.blocking.loop = self.loop
         self.stopped = asyncio.Event()
+        for hook in self.extensions.get("start_hooks", []):
+            hook()  # timers of the subsystems (persistence), on the loop the server runs on
         if port != -1 and host:
             hosts = host.split()
             for h in hosts:
