@@ -90,14 +90,14 @@ def record(jobs: int) -> list[tuple[str, bytes]]:
 
     for n in range(jobs):
         run("addJob", add_job(keys, JobSpec({"n": n}, job_id=f"job-{n}")))
-    candidate = ""
+    candidates: tuple[str, ...] = ()
     for n in range(jobs):
         token = f"worker-1:{n}"
-        fetch = run("moveToActive", move_to_active(keys, candidate, token, 30_000))
+        fetch = run("moveToActive", move_to_active(keys, candidates, token, 30_000))
         if fetch.status == "miss":  # the first fetch names no candidate
-            fetch = run("moveToActive", move_to_active(keys, fetch.candidate, token, 30_000))
+            fetch = run("moveToActive", move_to_active(keys, fetch.candidates, token, 30_000))
         assert fetch.status == "active", fetch
-        candidate = fetch.candidate or ""
+        candidates = fetch.candidates
         run("complete", complete(keys, fetch.job, token, None, False))
     return client.recorded
 

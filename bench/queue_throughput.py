@@ -312,7 +312,7 @@ def print_tables(results: dict[tuple[str, int], list[Run]], backends: list[str])
 
     print("\nClient side and the add phase (medians). EVALSHA/job is what the workers sent (INFO "
           "commandstats over the processing window): 2 per job is one moveToActive and one complete; the "
-          "rest are fetches that missed (another worker took the candidate) or found wait empty:\n")
+          "rest are fetches that missed (other workers took every candidate) or found wait empty:\n")
     print("| backend | workers | server kernel CPU µs/job | worker CPU µs/job | EVALSHA/job | BZPOPMIN/job "
           "| add jobs/s | server CPU µs/add |")
     print("|---|---|---|---|---|---|---|---|")

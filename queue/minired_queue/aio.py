@@ -16,8 +16,8 @@ from .effects import AsyncEffectGuard
 from .errors import UnrecoverableError
 from .job import HeldJob, Job
 from .keys import QueueKeys
-from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
-                      delayed_job_due, describe_error, new_worker_id, wake_up)
+from .options import (Candidates, Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats,
+                      block_timeout, delayed_job_due, describe_error, new_worker_id, wake_up)
 from .sweeper import AsyncSweeper
 from .transitions import (RedisOp, SweepResult, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -53,7 +53,7 @@ class AsyncWorker:
         self.stats = WorkerStats()
         self.sweeper = AsyncSweeper(client, self.keys, self.options.max_stalled)
         self._tokens = 0
-        self._candidate = ""
+        self._candidates = Candidates()
         self._stopping = asyncio.Event()
         self._in_flight: dict[str, tuple[AsyncActiveJob, asyncio.Task]] = {}
         self._wake_task: asyncio.Task | None = None
@@ -77,7 +77,7 @@ class AsyncWorker:
                     active = await self._fetch()
                     reconnect.succeeded()
                 except (ConnectionError, TimeoutError) as exc:
-                    self._candidate = ""
+                    self._candidates.forget()
                     log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
                     await asyncio.sleep(reconnect.failed())
                 finally:
@@ -112,21 +112,25 @@ class AsyncWorker:
 
     # --- fetching -----------------------------------------------------------------------
     async def _fetch(self) -> AsyncActiveJob | None:
+        candidates = self._candidates
+        first_try = True
         while not self._stopping.is_set():
             self._tokens += 1
             token = f"{self.id}:{self._tokens}"
-            fetch = await move_to_active(self.keys, self._candidate, token,
-                                         self.options.lock_ttl_ms).run_async(self.client)
+            fetch = await move_to_active(self.keys, candidates.ids, token, self.options.lock_ttl_ms,
+                                         candidates.width).run_async(self.client)
             if delayed_job_due(fetch):
                 await promote_delayed(self.keys).run_async(self.client)
             if fetch.status == "active":
-                self._candidate = fetch.candidate or ""
+                candidates.took(fetch, first_try)
                 self.stats.bump("fetched")
                 return AsyncActiveJob(fetch.job, token, self.guard)
             if fetch.status == "miss":
-                self._candidate = fetch.candidate or ""
+                candidates.missed(fetch)
+                first_try = False
                 continue
-            self._candidate = ""
+            candidates.forget()
+            first_try = True
             if not delayed_job_due(fetch):
                 await self.client.bzpopmin([self.keys.marker, self.keys.wake(self.id)],
                                            timeout=block_timeout(fetch, self.options.block_timeout_s))

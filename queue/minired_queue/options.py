@@ -96,6 +96,37 @@ class Reconnect:
         self.delay_s = self.FIRST_S
 
 
+class Candidates:
+    """The jobs a fetch loop names to moveToActive, and how many it asks to be told of.
+
+    One worker alone needs only the tail. Workers racing for the same tail miss, and each
+    miss is a round trip, so the width doubles on a miss and halves again after a run of
+    fetches that hit at the first try."""
+
+    MOST = 16
+    CALM_FETCHES = 32
+
+    def __init__(self) -> None:
+        self.ids: tuple[str, ...] = ()
+        self.width = 1
+        self._calm = 0
+
+    def took(self, fetch: Fetch, first_try: bool) -> None:
+        self.ids = fetch.candidates
+        self._calm = self._calm + 1 if first_try else 0
+        if self._calm >= self.CALM_FETCHES and self.width > 1:
+            self.width //= 2
+            self._calm = 0
+
+    def missed(self, fetch: Fetch) -> None:
+        if self.ids:  # naming nothing (the first fetch) cannot hit: no sign of a race
+            self.width = min(self.width * 2, self.MOST)
+        self.ids = fetch.candidates
+
+    def forget(self) -> None:
+        self.ids = ()
+
+
 WAKE_KEY_TTL_MS = 60_000
 
 

@@ -44,12 +44,13 @@ class AddResult:
 
 @dataclass(frozen=True)
 class Fetch:
-    """Reply of moveToActive. ``candidate`` is the job to ask for next ('' when wait is empty)."""
+    """Reply of moveToActive. ``candidates``: the jobs to name next, oldest first (none when
+    wait is empty)."""
 
     status: str  # 'active' | 'miss' | 'empty' | 'paused'
     now_ms: int
     next_due_ms: int  # earliest delayed job's due time, -1 when none
-    candidate: str | None = None
+    candidates: tuple[str, ...] = ()
     job: Job | None = None
 
 
@@ -94,18 +95,24 @@ def _parse_fetch(reply: list) -> Fetch:
     status, now, due = text(reply[0]), int(reply[1]), int(reply[2])
     if status == "active":
         job_id = text(reply[4])
-        return Fetch(status, now, due, text(reply[3]), Job.from_hash(job_id, reply[5], state="active"))
+        return Fetch(status, now, due, tuple(map(text, reply[3])),
+                     Job.from_hash(job_id, reply[5], state="active"))
     if status == "miss":
-        return Fetch(status, now, due, text(reply[3]))
+        return Fetch(status, now, due, tuple(map(text, reply[3])))
     return Fetch(status, now, due)
 
 
-def move_to_active(keys: QueueKeys, candidate: str, token: str, lock_ttl_ms: int) -> Call[Fetch]:
+def move_to_active(keys: QueueKeys, candidates: Sequence[str], token: str, lock_ttl_ms: int,
+                   width: int = 1) -> Call[Fetch]:
+    """Take the tail of wait if it is one of ``candidates``; ``width``: how many candidates
+    the reply names for the next call."""
+    job_keys: list[str] = []
+    for job_id in candidates:
+        job_keys += [keys.job(job_id), keys.lock(job_id)]
     return Call(
         script("moveToActive"),
-        [keys.wait, keys.active, keys.delayed, keys.meta, keys.marker,
-         keys.job(candidate), keys.lock(candidate)],
-        [candidate, token, lock_ttl_ms],
+        [keys.wait, keys.active, keys.delayed, keys.meta, keys.marker, *job_keys],
+        [token, lock_ttl_ms, width, *candidates],
         _parse_fetch,
     )
 

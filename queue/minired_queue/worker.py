@@ -19,8 +19,8 @@ from .effects import EffectGuard
 from .errors import UnrecoverableError
 from .job import HeldJob, Job
 from .keys import QueueKeys
-from .options import (Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats, block_timeout,
-                      delayed_job_due, describe_error, new_worker_id, wake_up)
+from .options import (Candidates, Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats,
+                      block_timeout, delayed_job_due, describe_error, new_worker_id, wake_up)
 from .sweeper import Sweeper
 from .transitions import (RedisOp, complete, extend_lock, move_to_active, promote_delayed, release,
                           retry_or_fail)
@@ -65,7 +65,7 @@ class Worker:
         self.stats = WorkerStats()
         self.sweeper = Sweeper(client, self.keys, self.options.max_stalled)
         self._tokens = 0
-        self._candidate = ""
+        self._candidates = Candidates()
         self._stopping = threading.Event()
         self._maintenance_done = threading.Event()
         self._slots = threading.BoundedSemaphore(self.options.concurrency)
@@ -127,7 +127,7 @@ class Worker:
                 active = self._fetch()
                 reconnect.succeeded()
             except (ConnectionError, TimeoutError) as exc:
-                self._candidate = ""
+                self._candidates.forget()
                 log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
                 self._stopping.wait(reconnect.failed())
             finally:
@@ -137,22 +137,27 @@ class Worker:
                 threading.Thread(target=self._process, args=(active,), name=active.token, daemon=True).start()
 
     def _fetch(self) -> ActiveJob | None:
+        candidates = self._candidates
+        first_try = True
         while not self._stopping.is_set():
             token = self._next_token()
-            fetch = move_to_active(self.keys, self._candidate, token, self.options.lock_ttl_ms).run(self.client)
+            fetch = move_to_active(self.keys, candidates.ids, token, self.options.lock_ttl_ms,
+                                   candidates.width).run(self.client)
             if delayed_job_due(fetch):
                 promote_delayed(self.keys).run(self.client)
             if fetch.status == "active":
-                self._candidate = fetch.candidate or ""
+                candidates.took(fetch, first_try)
                 active = ActiveJob(fetch.job, token, self.guard)
                 with self._in_flight_changed:
                     self._in_flight[active.id] = active
                 self.stats.bump("fetched")
                 return active
             if fetch.status == "miss":
-                self._candidate = fetch.candidate or ""
+                candidates.missed(fetch)
+                first_try = False
                 continue
-            self._candidate = ""
+            candidates.forget()
+            first_try = True
             if not delayed_job_due(fetch):
                 self.client.bzpopmin([self.keys.marker, self.keys.wake(self.id)],
                                      timeout=block_timeout(fetch, self.options.block_timeout_s))

@@ -11,12 +11,12 @@ from minired_queue.transitions import Fetch, move_to_active
 
 def take(queue: Queue, token: str = "tok", lock_ttl_ms: int = 30_000) -> Fetch:
     """moveToActive until it hands out a job or says there is none (as a worker does)."""
-    candidate = ""
+    candidates: tuple[str, ...] = ()
     for _ in range(100):
-        fetch = move_to_active(queue.keys, candidate, token, lock_ttl_ms).run(queue.client)
+        fetch = move_to_active(queue.keys, candidates, token, lock_ttl_ms).run(queue.client)
         if fetch.status != "miss":
             return fetch
-        candidate = fetch.candidate
+        candidates = fetch.candidates
     raise AssertionError("moveToActive kept missing")
 
 

@@ -32,13 +32,45 @@ def test_move_to_active_locks_stamps_and_returns_the_job(queue):
 
 def test_a_stale_candidate_misses_and_names_the_current_tail(queue):
     first = queue.add({"n": 1})
-    queue.add({"n": 2})
-    fetch = move_to_active(queue.keys, "not-the-tail", "tok", 1000).run(queue.client)
-    assert (fetch.status, fetch.candidate) == ("miss", first)
+    second = queue.add({"n": 2})
+    fetch = move_to_active(queue.keys, ["not-the-tail"], "tok", 1000).run(queue.client)
+    assert (fetch.status, fetch.candidates) == ("miss", (first,))
     assert queue.counts()["wait"] == 2 and queue.counts()["active"] == 0
-    fetch = move_to_active(queue.keys, first, "tok", 1000).run(queue.client)
+    fetch = move_to_active(queue.keys, [first], "tok", 1000).run(queue.client)
     assert fetch.status == "active" and fetch.job.id == first
-    assert fetch.candidate != "" and fetch.candidate != first  # the next one to ask for
+    assert fetch.candidates == (second,)  # the next one to ask for
+
+
+def test_any_named_candidate_at_the_tail_is_taken(queue):
+    """Workers racing for the tail name the jobs behind it too: whichever of them is the
+    tail when the script runs is taken, without a miss."""
+    ids = [queue.add({"n": n}) for n in range(6)]
+    fetch = move_to_active(queue.keys, [], "tok", 1000, width=4).run(queue.client)
+    assert (fetch.status, fetch.candidates) == ("miss", tuple(ids[:4]))
+    named = fetch.candidates
+    take(queue, token="someone-else")  # another worker took ids[0] meanwhile
+    fetch = move_to_active(queue.keys, named, "tok", 1000, width=4).run(queue.client)
+    assert fetch.status == "active" and fetch.job.id == ids[1]
+    assert queue.client.get(queue.keys.lock(ids[1])) == b"tok"
+    assert fetch.candidates == tuple(ids[2:6])
+    fetch = move_to_active(queue.keys, fetch.candidates, "tok", 1000, width=2).run(queue.client)
+    assert fetch.job.id == ids[2] and fetch.candidates == tuple(ids[3:5])
+    assert placement(queue)["active"] == [ids[2], ids[1], ids[0]]
+    assert placement(queue)["wait"] == list(reversed(ids[3:]))
+
+
+def test_candidates_behind_the_tail_are_not_taken_out_of_order(queue):
+    ids = [queue.add({"n": n}) for n in range(3)]
+    fetch = move_to_active(queue.keys, [ids[1], ids[2]], "tok", 1000).run(queue.client)
+    assert (fetch.status, fetch.candidates) == ("miss", (ids[0],))
+    assert queue.counts()["active"] == 0
+
+
+def test_the_last_waiting_job_leaves_no_candidates(queue):
+    job_id = queue.add({"n": 1})
+    fetch = move_to_active(queue.keys, [job_id], "tok", 1000, width=8).run(queue.client)
+    assert fetch.status == "active" and fetch.candidates == ()
+    assert take(queue).status == "empty"
 
 
 def test_complete_requires_the_lock_token(queue):
