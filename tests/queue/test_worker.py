@@ -61,6 +61,24 @@ def test_concurrency_runs_that_many_jobs_at_once(queue, start_worker):
     assert queue.counts()["failed"] == 0
 
 
+def test_handlers_run_on_one_thread_per_slot_for_the_worker_s_life(queue, start_worker):
+    threads = set()
+
+    def handler(job):
+        threads.add(threading.get_ident())
+        time.sleep(0.002)
+
+    for n in range(30):
+        queue.add({"n": n})
+    worker = start_worker(handler, concurrency=3)
+    wait_until(_completed(queue, 30))
+    assert len(threads) <= 3
+    handlers = [t for t in threading.enumerate() if t.name.startswith(f"{worker.id}-handler-")]
+    assert len(handlers) == 3
+    worker.stop(wait=True, timeout=15)
+    wait_until(lambda: not any(t.is_alive() for t in handlers), timeout=5)
+
+
 def test_an_idle_worker_sleeps_without_polling_and_wakes_within_milliseconds(queue, start_worker):
     started_at = []
     worker = start_worker(lambda job: started_at.append(time.monotonic()), block_timeout_s=30.0)
