@@ -130,6 +130,10 @@ class OutputBufferGuard:
             client.closing = True
             # abort, not close: close would keep the unsent replies until the peer reads them.
             transport.abort()
+            # Gone now, as Redis frees it before it next reads a command: the loop would call
+            # this only after its next round of reads (replies are written at the end of one),
+            # and a PUBLISH read in that round would still count the client.
+            protocol.connection_lost(None)
 
     @staticmethod
     def _over(client: "Client", limit: OutputLimit, pending: int) -> bool:

@@ -18,15 +18,17 @@ cdef class Server:
     cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners
     cdef public object port, host, stopped, _expire_task, extensions, last_save
     cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
-    cdef public object output_buffer_guard, memory
+    cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled
     cdef public Stats stats
     cdef public Config config
 
 cdef class ClientProtocol:
     cdef public object transport, pending
-    cdef public object _transport_closing, _transport_write, _transport_buffered
+    cdef public object _transport_closing, _transport_write, _transport_buffered, outbox
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser
     cpdef _run(self, list commands)
     cpdef _write(self, data)
+    cpdef flush(self)
+    cpdef _send(self, data)

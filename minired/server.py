@@ -59,7 +59,8 @@ class Server:
     __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
                  "loop", "listeners", "port", "host", "stopped", "_expire_task",
                  "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
-                 "propagate", "sync_before_reply", "output_buffer_guard", "memory")
+                 "propagate", "sync_before_reply", "output_buffer_guard", "memory",
+                 "outbox_queue", "flush_scheduled")
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
@@ -89,6 +90,9 @@ class Server:
         # output_buffer_guard(protocol): a write left bytes queued in the transport (security).
         self.output_buffer_guard: Any = None
         self.memory = MemorySampler()
+        # Connections whose replies wait for the end of this pass of the loop (flush_replies).
+        self.outbox_queue: list[ClientProtocol] = []
+        self.flush_scheduled = False
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -162,6 +166,13 @@ class Server:
             except (asyncio.TimeoutError, Exception):
                 pass
 
+    def flush_replies(self) -> None:
+        """Write the replies held back during this pass of the loop (ClientProtocol._write)."""
+        queue, self.outbox_queue = self.outbox_queue, []
+        self.flush_scheduled = False
+        for protocol in queue:
+            protocol.flush()
+
     # --- hooks used by commands ------------------------------------------------------------------
 
     def over_maxmemory(self) -> bool:
@@ -212,7 +223,7 @@ class ClientProtocol:
     compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
-                 "_transport_write", "_transport_buffered")
+                 "_transport_write", "_transport_buffered", "outbox")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -224,6 +235,7 @@ class ClientProtocol:
         self.client: Client | None = None
         self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
         self.pending: deque = deque()
+        self.outbox: list | None = None  # replies not written yet (see _write)
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
@@ -270,12 +282,15 @@ class ClientProtocol:
             return
         client.closing = True
         server = self.server
-        server.clients.pop(client.id, None)
+        if server.clients.pop(client.id, None) is None:
+            self.outbox = None
+            return  # never admitted (maxclients), or its client is gone already (see security.py)
         server.blocking.disconnect(client)
         client.unwatch_all()
         for hook in server.extensions.get("disconnect_hooks", ()):
             hook(client)
         self.pending.clear()
+        self.outbox = None
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its commands until it catches up.
@@ -406,7 +421,44 @@ class ClientProtocol:
         self._close()
 
     def _write(self, data: bytes) -> None:
-        # Called once per batch of replies (one read) and once per pushed message.
+        # Called once per batch of replies (one read) and once per pushed message. The bytes wait
+        # until the loop has been round every connection with input, and are written then,
+        # together (Server.flush_replies), as Redis writes its replies before it sleeps. Written
+        # as each command finished, a reply reached a client that had handled the last one and
+        # gone to sleep: a wake-up per reply, which the writer pays for (on a VM an
+        # inter-processor interrupt), where a burst of writes wakes a client once a round.
+        outbox = self.outbox
+        if outbox is not None:
+            outbox.append(data)
+            return
+        server = self.server
+        loop = server.loop
+        if loop is None:  # driven in-process, with no loop to come back round
+            self._send(data)
+            return
+        self.outbox = [data]
+        server.outbox_queue.append(self)
+        if not server.flush_scheduled:
+            server.flush_scheduled = True
+            loop.call_soon(server.flush_replies)
+
+    def flush(self) -> None:
+        outbox = self.outbox
+        if outbox is not None:
+            self.outbox = None
+            self._send(outbox[0] if len(outbox) == 1 else b"".join(outbox))
+
+    def write_now(self, data: bytes) -> None:
+        """Write at once, after anything held back (a busy script's answers: the loop is not
+        coming back round until the script ends)."""
+        outbox = self.outbox
+        if outbox is not None:
+            self.outbox = None
+            outbox.append(data)
+            data = b"".join(outbox)
+        self._send(data)
+
+    def _send(self, data: bytes) -> None:
         if self.transport is not None and not self._transport_closing():
             server = self.server
             if server.sync_before_reply is not None:
@@ -417,6 +469,7 @@ class ClientProtocol:
                 server.output_buffer_guard(self)
 
     def _close(self) -> None:
+        self.flush()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 

@@ -128,6 +128,8 @@ class BusyService:
         run = self.run
         if run is None:
             return
+        if self.server.outbox_queue:  # replies held for the loop's next round, which is not soon
+            self.server.flush_replies()
         watched: dict[int, Any] = {}
         for client in list(self.server.clients.values()):
             protocol = getattr(client, "connection", None)
@@ -192,7 +194,7 @@ class BusyService:
             if client.close_after_reply or client.closing:
                 break
         if out:
-            protocol._write(b"".join(out))
+            protocol.write_now(b"".join(out))
         if client.close_after_reply:
             protocol._close()
             client.closing = True
