@@ -94,8 +94,10 @@ def _set_generic(c, key: bytes, value: bytes, flags: int, deadline: int | None,
         found = (flags & (_NX | _XX)) and db.get(key) is not None
     if (flags & _NX and found) or (flags & _XX and not found):
         return old if flags & _GET else abort_reply
-    db.set(key, value, keep_ttl=bool(flags & _KEEPTTL))
-    if deadline is not None:
+    if deadline is None:
+        db.set(key, value, keep_ttl=bool(flags & _KEEPTTL))
+    else:  # the new deadline replaces any old one: no need to clear it first
+        db.set(key, value, keep_ttl=True)
         db.set_expiry(key, deadline)
     return old if flags & _GET else ok_reply
 
