@@ -171,7 +171,11 @@ class Server:
         queue, self.outbox_queue = self.outbox_queue, []
         self.flush_scheduled = False
         for protocol in queue:
-            protocol.flush()
+            try:
+                protocol.flush()
+            except Exception:  # one connection's failure must not hold back the others' replies
+                log.exception("writing the replies of %s failed",
+                              protocol.client.addr if protocol.client is not None else "?")
 
     # --- hooks used by commands ------------------------------------------------------------------
 

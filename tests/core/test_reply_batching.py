@@ -135,3 +135,22 @@ def test_a_server_driven_without_a_loop_writes_at_once():
     client = connect(server)
     client.data_received(command(b"PING"))
     assert client.transport.writes == [b"+PONG\r\n"]
+
+
+def test_one_connection_failing_to_write_holds_back_no_other(caplog):
+    class Failing(RecordingTransport):
+        def write(self, data: bytes) -> None:
+            raise OSError("the transport broke")
+
+    server = server_on_a_loop()
+    broken = ClientProtocol(server)
+    broken.connection_made(Failing())
+    fine = connect(server)
+    broken.data_received(command(b"PING"))
+    fine.data_received(command(b"PING"))
+    server.loop.end_round()
+    assert fine.transport.writes == [b"+PONG\r\n"]
+    assert "writing the replies" in caplog.text
+    fine.data_received(command(b"PING"))  # and the next round is scheduled as usual
+    server.loop.end_round()
+    assert fine.transport.writes == [b"+PONG\r\n", b"+PONG\r\n"]
