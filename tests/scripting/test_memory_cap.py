@@ -72,7 +72,8 @@ def test_running_out_while_nested_replies_become_tables(capped):
     client = capped
     for i in range(200):
         client.call("XADD", "s", "*", "f", str(i))
-    script = "local t = {} for i = 1, 1e6 do t[i] = redis.call('xrange', 's', '-', '+') end return #t"
+    script = ("local t = {} for i = 1, 1e6 do t[i] = redis.call('xrange', 's', '-', '+') end "
+              "return #t")
     for _ in range(3):
         assert memory_error(client.call("EVAL", script, 0))
         assert client.call("EVAL", "return #redis.call('xrange', 's', '-', '+')", 0) == 200
@@ -95,7 +96,8 @@ def test_the_cap_holds_again_once_a_reply_is_pushed(capped):
     """The cap is lifted while a Python function's result is pushed: it must be back before
     the script allocates on its own."""
     client = capped
-    script = "redis.call('set', 'k', 'v') redis.call('get', 'k') redis.sha1hex('x') return #string.rep('x', 2^27)"
+    script = ("redis.call('set', 'k', 'v') redis.call('get', 'k') redis.sha1hex('x') "
+              "return #string.rep('x', 2^27)")
     assert client.call("EVAL", script, 0) == OUT_OF_MEMORY
     assert client.call("EVAL", "return redis.call('get', 'k')", 0) == b"v"
 
