@@ -53,7 +53,7 @@ def test_declared_key_counts_match_the_lua_headers():
 def test_every_key_of_a_queue_is_in_one_cluster_slot():
     keys = QueueKeys("orders")
     job = Job.from_hash("j1", {"data": "1", "dedupId": "d1"})
-    calls = [add_job(keys, JobSpec(1, job_id="j1", dedup_id="d1")), move_to_active(keys, "j1", "t", 10),
+    calls = [add_job(keys, JobSpec(1, job_id="j1", dedup_id="d1")), move_to_active(keys, ["j1", "j2"], "t", 10),
              complete(keys, job, "t", None), retry_or_fail(keys, job, "t", "boom"),
              move_stalled_to_wait(keys, [("j1", "d1"), ("j2", None)], 1), remove_jobs(keys, [("j1", "d1")])]
     slots = {key_slot(k.encode()) for call in calls for k in call.keys}
