@@ -106,6 +106,8 @@ def move_to_active(keys: QueueKeys, candidates: Sequence[str], token: str, lock_
                    width: int = 1) -> Call[Fetch]:
     """Take the tail of wait if it is one of ``candidates``; ``width``: how many candidates
     the reply names for the next call."""
+    if isinstance(candidates, str):  # would name each of its characters
+        raise TypeError("candidates: a sequence of job ids, not one id")
     job_keys: list[str] = []
     for job_id in candidates:
         job_keys += [keys.job(job_id), keys.lock(job_id)]

@@ -66,6 +66,11 @@ def test_candidates_behind_the_tail_are_not_taken_out_of_order(queue):
     assert queue.counts()["active"] == 0
 
 
+def test_one_id_is_not_taken_for_a_list_of_its_characters(queue):
+    with pytest.raises(TypeError):
+        move_to_active(queue.keys, "job-1", "tok", 1000)
+
+
 def test_the_last_waiting_job_leaves_no_candidates(queue):
     job_id = queue.add({"n": 1})
     fetch = move_to_active(queue.keys, [job_id], "tok", 1000, width=8).run(queue.client)
