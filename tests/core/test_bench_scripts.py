@@ -56,3 +56,11 @@ def test_instructions_tcp_loads_do_what_they_say_on_both_servers(monkeypatch):
             connection.close()
         finally:
             server.stop()
+
+
+def test_wakeups_reads_the_client_sleeps_and_the_server_kernel_time():
+    out = _run("wakeups.py", "-n", "2000", "--rounds", "1", "--only", "PING")
+    for name in ("redis", "minired"):
+        match = re.search(rf"^\| PING \| {name} \| (\d+) \| (\d+\.\d) \| (\d+\.\d\d) \| (\d+\.\d\d) \|$",
+                          out, re.M)
+        assert match and int(match.group(1)) > 0 and float(match.group(2)) > 0, out
