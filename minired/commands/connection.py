@@ -32,7 +32,8 @@ def _check_password(c, password: bytes, username: bytes = b"default") -> None:
     import hmac  # with hashlib, ~2.5 ms to import: paid by the first AUTH, not by start-up
 
     required = c.server.config.requirepass.encode()
-    if username != b"default" or not required or not hmac.compare_digest(password, required):
+    # Without requirepass the default user is "nopass": any password opens it, as in Redis.
+    if username != b"default" or (required and not hmac.compare_digest(password, required)):
         raise RedisError(errors.WRONGPASS)
     c.authenticated = True
 

@@ -21,6 +21,8 @@ def test_ping_echo_and_errors(diff):
     diff.check("CLIENT", "GETNAME")
     diff.check("AUTH", "x")
     diff.check("AUTH", "a", "b")
+    diff.check("AUTH", "default", "anything")  # no requirepass: the default user is nopass
+    diff.check("AUTH", "default", "")
     diff.check("HELLO", "4")
     diff.check("HELLO", "x")
 
