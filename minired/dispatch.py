@@ -52,6 +52,11 @@ def resolve(argv: list) -> CommandSpec | RedisError:
     return spec
 
 
+def _touches_keyspace(spec: CommandSpec) -> bool:
+    flags = spec.flags
+    return "readonly" in flags or "write" in flags or "may_replicate" in flags
+
+
 def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
     spec = _BY_SPELLING.get(argv[0])
@@ -79,6 +84,11 @@ def execute(c: "Client", argv: list) -> Any:
         if c.multi is not None:
             c.multi_failed = True
         return RedisError(errors.NOAUTH)
+    if c.flags and c in c.server.monitors and _touches_keyspace(spec):
+        # A monitor is flagged a replica in Redis, and replicas may not read or write.
+        if c.multi is not None:
+            c.multi_failed = True
+        return RedisError(errors.REPLICA_KEYSPACE)
     if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
         if "no_multi" in spec.flags:
             c.multi_failed = True
@@ -94,7 +104,11 @@ def execute(c: "Client", argv: list) -> Any:
 
 
 def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
-    """Run a validated command, counting it for INFO commandstats."""
+    """Run a validated command, counting it for INFO commandstats, and show it to monitors."""
+    monitored = c.server.monitors
+    if monitored:
+        from . import monitor
+        monitor.before(c, spec, argv)
     start = _clock_ns()
     try:
         reply = spec.handler(c, argv)
@@ -112,4 +126,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     elif spec.write and c.server.propagate is not None:
         c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
     c.last_command = argv[0]
+    if monitored:  # the server's list itself: MONITOR or RESET may just have changed it
+        from . import monitor
+        monitor.after(c, spec, argv)
     return reply

@@ -18,13 +18,13 @@ cdef class Server:
     cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners
     cdef public object port, host, stopped, _expire_task, extensions, last_save
     cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
-    cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled
+    cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled, monitors
     cdef public Stats stats
     cdef public Config config
 
 cdef class ClientProtocol:
     cdef public object transport, pending
-    cdef public object _transport_closing, _transport_write, _transport_buffered, outbox
+    cdef public object _transport_closing, _transport_write, _transport_buffered, outbox, echo
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser

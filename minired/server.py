@@ -60,7 +60,7 @@ class Server:
                  "loop", "listeners", "port", "host", "stopped", "_expire_task",
                  "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled")
+                 "outbox_queue", "flush_scheduled", "monitors")
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
@@ -93,6 +93,7 @@ class Server:
         # Connections whose replies wait for the end of this pass of the loop (flush_replies).
         self.outbox_queue: list[ClientProtocol] = []
         self.flush_scheduled = False
+        self.monitors: list = []  # clients that sent MONITOR (minired/monitor.py)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -227,7 +228,7 @@ class ClientProtocol:
     compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
-                 "_transport_write", "_transport_buffered", "outbox")
+                 "_transport_write", "_transport_buffered", "outbox", "echo")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -240,6 +241,7 @@ class ClientProtocol:
         self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
         self.pending: deque = deque()
         self.outbox: list | None = None  # replies not written yet (see _write)
+        self.echo: list | None = None  # a monitor's lines for its own command (monitor.py)
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
@@ -387,6 +389,9 @@ class ClientProtocol:
                 break
             # The protocol is read per reply: HELLO may switch it in the middle of a batch.
             resp.encode_into(reply, client.protocol, out)
+            if self.echo is not None:
+                out.extend(self.echo)
+                self.echo = None
             if ready_keys:
                 if out:
                     self._write(b"".join(out))

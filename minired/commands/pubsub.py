@@ -98,13 +98,14 @@ def _answer_publish(c, receivers: int, own: list):
     return Replies([*own, receivers])
 
 
-@command("publish", arity=3, flags="pubsub loading stale fast", group=G)
+@command("publish", arity=3, flags="pubsub loading stale fast may_replicate", group=G)
 def publish(c, argv):
     receivers, own = registry(c.server).publish(argv[1], argv[2], c)
     return _answer_publish(c, receivers, own)
 
 
-@command("spublish", arity=3, flags="pubsub loading stale fast", keys=(1, 1, 1), group=G)
+@command("spublish", arity=3, flags="pubsub loading stale fast may_replicate", keys=(1, 1, 1),
+          group=G)
 def spublish(c, argv):
     receivers, own = registry(c.server).spublish(argv[1], argv[2], c)
     return _answer_publish(c, receivers, own)

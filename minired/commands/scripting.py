@@ -12,6 +12,9 @@ from .table import command, container_command, keys_after_numkeys
 
 G = "scripting"
 _SCRIPT_RUN_FLAGS = "noscript stale skip_monitor no_mandatory_keys"
+# EVAL, EVALSHA and FCALL may replicate (hidden in COMMAND INFO, as in Redis): a MONITOR client,
+# a replica to Redis, may not run them.
+_SCRIPT_RUN_MAY_REPLICATE = _SCRIPT_RUN_FLAGS + " may_replicate"
 
 
 def _engine(server):
@@ -34,7 +37,7 @@ def eval_(c, argv):
     return _engine(c.server).eval(c, argv, False, False)  # by_sha, read_only
 
 
-command("eval", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
+command("eval", arity=-3, flags=_SCRIPT_RUN_MAY_REPLICATE, group=G,
         key_finder=keys_after_numkeys(2))(eval_)
 
 
@@ -50,7 +53,7 @@ def evalsha(c, argv):
     return _engine(c.server).eval(c, argv, True, False)  # by_sha, read_only
 
 
-command("evalsha", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G,
+command("evalsha", arity=-3, flags=_SCRIPT_RUN_MAY_REPLICATE, group=G,
         key_finder=keys_after_numkeys(2))(evalsha)
 
 
@@ -128,7 +131,7 @@ def script_help(c, argv):
 
 # --- FCALL / FUNCTION ----------------------------------------------------------------------------
 
-@command("fcall", arity=-3, flags=_SCRIPT_RUN_FLAGS, group=G, key_finder=keys_after_numkeys(2))
+@command("fcall", arity=-3, flags=_SCRIPT_RUN_MAY_REPLICATE, group=G, key_finder=keys_after_numkeys(2))
 def fcall(c, argv):
     """Invoke a function"""
     return _engine(c.server).functions.fcall(c, argv, read_only=False)

@@ -1,5 +1,5 @@
 """Server commands: DBSIZE, FLUSHDB/FLUSHALL, TIME, SAVE/BGSAVE/LASTSAVE, SHUTDOWN, CONFIG, DEBUG,
-ROLE, LOLWUT, MEMORY, SLOWLOG, LATENCY. INFO, COMMAND and ACL live in introspection.py.
+MONITOR, ROLE, LOLWUT, MEMORY, SLOWLOG, LATENCY. INFO, COMMAND and ACL live in introspection.py.
 
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
 SAVE, BGSAVE and SHUTDOWN SAVE sets `server.extensions["persistence"]` to an object with
@@ -17,7 +17,7 @@ from .. import REDIS_VERSION, errors
 from ..config import Config, ConfigError
 from ..errors import RedisError
 from ..glob import glob_match, is_literal
-from ..resp import OK, Status, Verbatim
+from ..resp import OK, Encoded, Status, Verbatim
 from .args import int_text, parse_int
 from .table import command, container_command
 
@@ -292,6 +292,18 @@ def debug(c, argv):
 
 
 # --- replication, fun, memory --------------------------------------------------------------------
+
+@command("monitor", arity=1, flags="admin noscript loading stale", group=G)
+def monitor_(c, argv):
+    """Listen for all requests received by the server in real time"""
+    from .. import monitor  # minired/monitor.py: loaded by the first MONITOR
+    if c.in_exec:  # a transaction's client expects one reply per command (CLIENT_DENY_BLOCKING)
+        raise RedisError(errors.MONITOR_DENY_BLOCKING)
+    if c in c.server.monitors:
+        return Encoded(b"")  # as Redis: a second MONITOR is ignored, with no reply at all
+    monitor.start(c)
+    return OK
+
 
 @command("role", arity=1, flags="noscript loading stale fast", group=G)
 def role(c, argv):

@@ -1,0 +1,111 @@
+"""MONITOR: every command the server runs, as a line to each monitoring client (Redis's
+replicationFeedMonitors).
+
+A line is `+<unix seconds>.<microseconds> [<db> <origin>] "<arg>" "<arg>" ...`, the arguments as
+Redis's sdscatrepr quotes them, the origin the client's address (`lua` inside a script, `unix:
+<path>` on a unix socket). A command is shown once it has run, with the database it left the
+client in, unless it is an admin command (CONFIG, DEBUG, MONITOR itself ...) or was refused
+before running (unknown, wrong arity, NOAUTH, queued in a transaction that was discarded).
+The script commands (flagged skip_monitor) are shown as they start instead, so that their
+scripts' commands follow them. AUTH and HELLO's AUTH arguments read "(redacted)".
+
+Nothing here runs unless a client is monitoring (dispatch.call checks `server.monitors`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .commands.table import CommandSpec
+
+_REDACTED = b"(redacted)"
+_ESCAPES = {ord("\\"): b"\\\\", ord('"'): b'\\"', ord("\n"): b"\\n", ord("\r"): b"\\r",
+            ord("\t"): b"\\t", ord("\a"): b"\\a", ord("\b"): b"\\b"}
+# Printable ASCII stands for itself; everything else as \xHH, as sdscatrepr writes it.
+_QUOTED = [_ESCAPES.get(byte) or (bytes([byte]) if 32 <= byte <= 126 else b"\\x%02x" % byte)
+           for byte in range(256)]
+
+
+def quote(arg: bytes) -> bytes:
+    if arg.isalnum():  # the common case: nothing to escape
+        return b'"' + arg + b'"'
+    return b'"' + b"".join([_QUOTED[byte] for byte in arg]) + b'"'
+
+
+def _redacted(argv: list) -> list:
+    """AUTH's arguments and HELLO's AUTH username and password, as Redis hides them."""
+    name = argv[0].lower()
+    if name == b"auth":
+        return [argv[0]] + [_REDACTED] * (len(argv) - 1)
+    if name == b"hello":
+        shown = list(argv)
+        for i in range(2, len(argv) - 2):
+            if argv[i].lower() == b"auth":
+                shown[i + 1] = shown[i + 2] = _REDACTED
+        return shown
+    return argv
+
+
+def _origin(c: "Client") -> bytes:
+    server = c.server
+    engine = server.extensions.get("scripting")
+    if engine is not None and c is engine.client:
+        return b"lua"
+    if c.addr.startswith(":") and server.config.get("unixsocket"):  # a unix socket's peer
+        return b"unix:" + server.config.get("unixsocket").encode()
+    return c.addr.encode()
+
+
+def feed(c: "Client", argv: list, own_line_after_reply: bool = True) -> None:
+    """Send the line for argv, run by c, to every monitoring client."""
+    server = c.server
+    now_us = server.clock.us()
+    seconds, micros = divmod(now_us, 1_000_000)
+    line = b"+%d.%06d [%d %b] %b\r\n" % (seconds, micros, c.db_index, _origin(c),
+                                        b" ".join([quote(arg) for arg in _redacted(argv)]))
+    for monitor in list(server.monitors):
+        if monitor.closing:
+            continue
+        connection = monitor.connection
+        if monitor is c and connection is not None and own_line_after_reply:
+            # Its own command: Redis queues the reply first, and the reply is encoded only once
+            # the command returns, so the line waits for it (ClientProtocol._run).
+            if connection.echo is None:
+                connection.echo = []
+            connection.echo.append(line)
+        else:
+            monitor._send(line)
+
+
+def before(c: "Client", spec: "CommandSpec", argv: list) -> None:
+    """The script commands are shown as they start (evalCommand feeds the monitors itself)."""
+    if "skip_monitor" in spec.flags:
+        feed(c, argv, own_line_after_reply=False)
+
+
+def after(c: "Client", spec: "CommandSpec", argv: list) -> None:
+    flags = spec.flags
+    if "admin" not in flags and "skip_monitor" not in flags:
+        feed(c, argv)
+
+
+def start(c: "Client") -> None:
+    """MONITOR: c receives every command from now on, until it leaves or RESETs."""
+    server = c.server
+    if c in server.monitors:
+        return
+    hooks = server.extensions.setdefault("disconnect_hooks", [])
+    if stop not in hooks:  # leaving, or RESET, ends monitoring
+        hooks.append(stop)
+    server.monitors.append(c)
+    c.flags = "O"  # CLIENT LIST's flag for a monitor
+
+
+def stop(c: "Client") -> None:
+    server = c.server
+    if c in server.monitors:
+        server.monitors.remove(c)
+        c.flags = ""
+
+
