@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .commands.connection import on_unix_socket
+
 if TYPE_CHECKING:
     from .client import Client
     from .commands.table import CommandSpec
@@ -52,8 +54,8 @@ def _origin(c: "Client") -> bytes:
     engine = server.extensions.get("scripting")
     if engine is not None and c is engine.client:
         return b"lua"
-    if c.addr.startswith(":") and server.config.get("unixsocket"):  # a unix socket's peer
-        return b"unix:" + server.config.get("unixsocket").encode()
+    if on_unix_socket(c):
+        return b"unix:" + (server.config.get("unixsocket") or "").encode()
     return c.addr.encode()
 
 

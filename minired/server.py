@@ -260,7 +260,8 @@ class ClientProtocol:
         sock = transport.get_extra_info("socket")
         peer = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")
-        addr = _format_addr(peer)
+        # A unix socket's peer has no name: Redis shows the socket's path for both ends.
+        addr = _format_addr(peer) if peer else _format_addr(local)
         client = Client(server, addr=addr, laddr=_format_addr(local),
                         fd=sock.fileno() if sock is not None else -1,
                         send=self._write, close=self._close)

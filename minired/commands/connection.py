@@ -128,11 +128,30 @@ def _valid_name(name: bytes) -> bytes:
     return name
 
 
+def on_unix_socket(c) -> bool:
+    """A unix socket's client has the socket's path as both its addresses (server.py); a TCP
+    client's two ports always differ."""
+    return bool(c.addr) and c.addr == c.laddr
+
+
+def _flags(c) -> str:
+    """CLIENT LIST's flags, in the order Redis writes them; N for none."""
+    flags = c.flags  # "O" for a monitor (minired/monitor.py)
+    if c.channels or c.patterns or c.shard_channels:
+        flags += "P"
+    if c.multi is not None:
+        flags += "x"
+    if c.blocked is not None:
+        flags += "b"
+    if on_unix_socket(c):
+        flags += "U"
+    return flags or "N"
+
+
 def client_info_line(c, current=None) -> str:
     now = time.monotonic()
     multi = len(c.multi) if c.multi is not None else -1
-    flags = c.flags or ("b" if c.blocked is not None else ("P" if c.channels or c.patterns else
-                        ("x" if c.multi is not None else "N")))
+    flags = _flags(c)
     cmd = "client|info" if c is current else c.last_command.decode(errors="replace").lower()
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "

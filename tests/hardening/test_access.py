@@ -164,6 +164,15 @@ def test_unix_socket_without_a_port():
         assert client.set("k", "v") and client.get("k") == b"v"
         info = client.client_info()
         assert info["id"]
+        # As Redis shows a unix socket's client: the socket's path for both ends, flag U.
+        assert (info["addr"], info["laddr"], info["flags"]) == (f"{path}:0", f"{path}:0", "U")
+        monitor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        monitor.connect(path)
+        monitor.sendall(b"MONITOR\r\n")
+        assert monitor.recv(100) == b"+OK\r\n"
+        client.set("seen", "1")
+        assert f'[0 unix:{path}] "SET" "seen" "1"'.encode() in monitor.recv(1000)
+        monitor.close()
         client.close()
         # Unix-socket clients count as local for protected mode.
         raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
