@@ -84,7 +84,7 @@ def execute(c: "Client", argv: list) -> Any:
         if c.multi is not None:
             c.multi_failed = True
         return RedisError(errors.NOAUTH)
-    if c.flags and c in c.server.monitors and _touches_keyspace(spec):
+    if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         if c.multi is not None:
             c.multi_failed = True

@@ -92,16 +92,18 @@ def after(c: "Client", spec: "CommandSpec", argv: list) -> None:
         feed(c, argv)
 
 
-def start(c: "Client") -> None:
-    """MONITOR: c receives every command from now on, until it leaves or RESETs."""
+def start(c: "Client") -> bool:
+    """MONITOR: c receives every command from now on, until it leaves or RESETs. False if it
+    was monitoring already."""
     server = c.server
     if c in server.monitors:
-        return
+        return False
     hooks = server.extensions.setdefault("disconnect_hooks", [])
     if stop not in hooks:  # leaving, or RESET, ends monitoring
         hooks.append(stop)
     server.monitors.append(c)
-    c.flags = "O"  # CLIENT LIST's flag for a monitor
+    c.flags = "O"  # CLIENT LIST's flag for a monitor, and dispatch.execute's cheap test for one
+    return True
 
 
 def stop(c: "Client") -> None:
@@ -109,5 +111,3 @@ def stop(c: "Client") -> None:
     if c in server.monitors:
         server.monitors.remove(c)
         c.flags = ""
-
-

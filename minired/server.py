@@ -391,8 +391,7 @@ class ClientProtocol:
             # The protocol is read per reply: HELLO may switch it in the middle of a batch.
             resp.encode_into(reply, client.protocol, out)
             if self.echo is not None:
-                out.extend(self.echo)
-                self.echo = None
+                self.append_echo(out)
             if ready_keys:
                 if out:
                     self._write(b"".join(out))
@@ -451,6 +450,11 @@ class ClientProtocol:
         if not server.flush_scheduled:
             server.flush_scheduled = True
             loop.call_soon(server.flush_replies)
+
+    def append_echo(self, out: list) -> None:
+        """A monitor's lines for its own command, after that command's reply in out."""
+        out.extend(self.echo)
+        self.echo = None
 
     def flush(self) -> None:
         outbox = self.outbox

@@ -131,7 +131,8 @@ def script_help(c, argv):
 
 # --- FCALL / FUNCTION ----------------------------------------------------------------------------
 
-@command("fcall", arity=-3, flags=_SCRIPT_RUN_MAY_REPLICATE, group=G, key_finder=keys_after_numkeys(2))
+@command("fcall", arity=-3, flags=_SCRIPT_RUN_MAY_REPLICATE, group=G,
+         key_finder=keys_after_numkeys(2))
 def fcall(c, argv):
     """Invoke a function"""
     return _engine(c.server).functions.fcall(c, argv, read_only=False)

@@ -299,9 +299,8 @@ def monitor_(c, argv):
     from .. import monitor  # minired/monitor.py: loaded by the first MONITOR
     if c.in_exec:  # a transaction's client expects one reply per command (CLIENT_DENY_BLOCKING)
         raise RedisError(errors.MONITOR_DENY_BLOCKING)
-    if c in c.server.monitors:
+    if not monitor.start(c):
         return Encoded(b"")  # as Redis: a second MONITOR is ignored, with no reply at all
-    monitor.start(c)
     return OK
 
 

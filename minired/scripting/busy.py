@@ -191,9 +191,8 @@ class BusyService:
         for argv in commands:
             reply = self._answer(client, argv)
             resp.encode_into(reply, client.protocol, out)
-            if protocol.echo is not None:  # a monitor's line for its own command, after its reply
-                out.extend(protocol.echo)
-                protocol.echo = None
+            if protocol.echo is not None:
+                protocol.append_echo(out)
             if client.close_after_reply or client.closing:
                 break
         if out:

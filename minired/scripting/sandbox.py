@@ -55,6 +55,12 @@ def _never_raise(fn: Callable[..., Any], fallback: Any = None) -> Callable[..., 
     return guarded
 
 
+def _lua_callback(cap_guard: CapGuard, fn: Callable[..., Any], fallback: Any = None) -> Any:
+    """fn as Lua may call it: never raising (_never_raise), and with the memory cap lifted
+    while its result is pushed (memcap.py)."""
+    return cap_guard.guard(_never_raise(fn, fallback))
+
+
 def _install_lua_libraries(lua: Any, guard: CapGuard) -> Callable[[Any], None]:
     try:
         from .lualibs import install_libraries
@@ -75,7 +81,7 @@ def _native_redis_call(lua: Any, bridge: Any, guard: CapGuard) -> tuple | None:
         from .luabridge import native_call
     except ImportError:
         return None
-    return native_call(lua, bridge.call_native, guard.guard(_never_raise(bridge.unbox)))
+    return native_call(lua, bridge.call_native, _lua_callback(guard, bridge.unbox))
 
 
 # A cap on what one Lua runtime may allocate. Redis has none, but a hostile or runaway script
@@ -113,24 +119,23 @@ class Sandbox:
         from .. import REDIS_VERSION
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
         self.cap_guard = cap_guard = CapGuard(lua, self.max_memory)
-        guard = cap_guard.guard
         install = _install_lua_libraries(lua, cap_guard)
         native_calls = _native_redis_call(lua, bridge, cap_guard) if native else None
         self.native = native_calls is not None
         py_call, py_pcall, set_entry, py_encode, self._native = (
-            native_calls or (guard(bridge.call), None, None, None, None))
+            native_calls or (cap_guard.guard(bridge.call), None, None, None, None))
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
-            guard(_never_raise(install)),
+            _lua_callback(cap_guard, install),
             py_call,  # guards itself (both kinds): it is the hot path
-            guard(_never_raise(bridge.acl_check, (b"ERR internal error", b"err"))),
-            guard(_never_raise(bridge.check)),
-            guard(_never_raise(bridge.sha1hex, b"")),
-            guard(_never_raise(bridge.log)),
-            guard(_never_raise(bridge.setresp)),
-            guard(_never_raise(bridge.random, 0.0)),
-            guard(_never_raise(bridge.randomseed)),
-            guard(_never_raise(bridge.register_function, b"ERR internal error")),
+            _lua_callback(cap_guard, bridge.acl_check, (b"ERR internal error", b"err")),
+            _lua_callback(cap_guard, bridge.check),
+            _lua_callback(cap_guard, bridge.sha1hex, b""),
+            _lua_callback(cap_guard, bridge.log),
+            _lua_callback(cap_guard, bridge.setresp),
+            _lua_callback(cap_guard, bridge.random, 0.0),
+            _lua_callback(cap_guard, bridge.randomseed),
+            _lua_callback(cap_guard, bridge.register_function, b"ERR internal error"),
             py_pcall,
             py_encode,
         )
