@@ -345,3 +345,14 @@ def unknown_subcommand(container: str, sub: bytes) -> RedisError:
 def unknown_subcommand_or_arity(sub: bytes, container: str) -> RedisError:
     return RedisError(UNKNOWN_SUBCOMMAND_OR_ARITY.format(sub.decode("utf-8", "replace")[:128],
                                                          container.upper()))
+
+
+# SORT, SORT_RO, BITOP, BITFIELD, BITFIELD_RO.
+SORT_SCORE_NOT_DOUBLE = "ERR One or more scores can't be converted into double"
+BITOP_NOT_SINGLE_SOURCE = "ERR BITOP NOT must be called with a single source key."
+BITFIELD_INVALID_TYPE = (
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but "
+    "i64 is."
+)
+BITFIELD_INVALID_OVERFLOW = "ERR Invalid OVERFLOW type specified"
+BITFIELD_RO_GET_ONLY = "ERR BITFIELD_RO only supports the GET subcommand"
