@@ -356,3 +356,20 @@ BITFIELD_INVALID_TYPE = (
 )
 BITFIELD_INVALID_OVERFLOW = "ERR Invalid OVERFLOW type specified"
 BITFIELD_RO_GET_ONLY = "ERR BITFIELD_RO only supports the GET subcommand"
+
+
+# GEOADD, GEODIST, GEOHASH, GEOPOS, GEORADIUS(_RO), GEORADIUSBYMEMBER(_RO), GEOSEARCH(STORE).
+GEO_INVALID_LONLAT = "ERR invalid longitude,latitude pair {:f},{:f}"
+GEO_UNSUPPORTED_UNIT = "ERR unsupported unit provided. please use M, KM, FT, MI"
+GEO_NEED_NUMERIC_RADIUS = "ERR need numeric radius"
+GEO_RADIUS_NEGATIVE = "ERR radius cannot be negative"
+GEO_NEED_NUMERIC_WIDTH = "ERR need numeric width"
+GEO_NEED_NUMERIC_HEIGHT = "ERR need numeric height"
+GEO_BOX_NEGATIVE = "ERR height or width cannot be negative"
+GEO_MEMBER_NOT_FOUND = "ERR could not decode requested zset member"
+GEO_COUNT_NOT_POSITIVE = "ERR COUNT must be > 0"
+GEO_ANY_WITHOUT_COUNT = "ERR the ANY argument requires COUNT argument"
+GEO_STORE_WITH_REPLY_OPTIONS = (
+    "ERR {} is not compatible with WITHDIST, WITHHASH and WITHCOORD options")
+GEO_FROM_REQUIRED = "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {}"
+GEO_BY_REQUIRED = "ERR exactly one of BYRADIUS and BYBOX can be specified for {}"
