@@ -373,3 +373,15 @@ GEO_STORE_WITH_REPLY_OPTIONS = (
     "ERR {} is not compatible with WITHDIST, WITHHASH and WITHCOORD options")
 GEO_FROM_REQUIRED = "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {}"
 GEO_BY_REQUIRED = "ERR exactly one of BYRADIUS and BYBOX can be specified for {}"
+
+
+# PFADD, PFCOUNT, PFMERGE, PFDEBUG, PFSELFTEST.
+HLL_WRONGTYPE = "WRONGTYPE Key is not a valid HyperLogLog string value."
+HLL_CORRUPTED = "INVALIDOBJ Corrupted HLL object detected"
+PFDEBUG_NO_SUCH_KEY = "ERR The specified key does not exist"
+PFDEBUG_NOT_SPARSE = "ERR HLL encoding is not sparse"
+PFDEBUG_UNKNOWN_SUBCOMMAND = "ERR Unknown PFDEBUG subcommand '{}'"
+HLL_TEST_REGISTER = "TESTFAILED Register {} should be {} but is {}"
+HLL_TEST_SPARSE_NOT_USED = "TESTFAILED sparse encoding not used"
+HLL_TEST_DISAGREE = "TESTFAILED dense/sparse disagree"
+HLL_TEST_ERROR = "TESTFAILED Too big error. card:{} abserr:{}"
