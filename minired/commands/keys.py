@@ -301,14 +301,17 @@ def _rename(c, source: bytes, target: bytes, only_if_new: bool):
     if source == target:
         return 0 if only_if_new else OK
     deadline = db.expiry(source)
-    if db.get(target) is not None:
-        if only_if_new:
-            return 0
+    target_exists = db.get(target) is not None
+    if target_exists and only_if_new:
+        return 0
+    # The source is signalled first and then the target, as Redis does (in that order the
+    # invalidation messages of client-side caching go out).
+    db.delete(source)
+    if target_exists:
         db.delete(target)
     db.set(target, value)
     if deadline is not None:
         db.set_expiry(target, deadline)
-    db.delete(source)
     return 1 if only_if_new else OK
 
 

@@ -35,12 +35,15 @@ def setbit(c, argv):
     value = db.get_typed(key, bytes)
     byte_index = offset >> 3
     mask = 0x80 >> (offset & 7)
+    grown = value is None or len(value) <= byte_index
     if value is None:
         value = b""
     if len(value) <= byte_index:
         value += bytes(byte_index + 1 - len(value))
     old_byte = value[byte_index]
     new_byte = (old_byte | mask) if on else (old_byte & ~mask)
+    if new_byte == old_byte and not grown:
+        return 1 if old_byte & mask else 0  # nothing changed: no signal (WATCH, tracking)
     value = value[:byte_index] + bytes((new_byte,)) + value[byte_index + 1:]
     db.set(key, value, keep_ttl=True)
     return 1 if old_byte & mask else 0
