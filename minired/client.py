@@ -56,7 +56,7 @@ class Client:
         self.authenticated = not server.config.requirepass
         self.created = time.monotonic()
         self.last_interaction = self.created
-        self.last_command = b"NULL"
+        self.last_command = None  # the spec of the last command run, for CLIENT LIST
         # MULTI: list of queued argv while in a transaction, None otherwise.
         self.multi: list | None = None
         self.multi_failed = False

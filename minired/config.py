@@ -223,6 +223,7 @@ PARAMS: dict[str, Param] = _params(
     Param("stream-node-max-bytes", "4096", _memory(0, _LLONG_MAX)),
     Param("stream-node-max-entries", "100", _integer(0, _LLONG_MAX)),
     Param("hll-sparse-max-bytes", "3000", _memory(0, _LLONG_MAX)),
+    Param("tracking-table-max-keys", "1000000", _integer(0, _LLONG_MAX)),
     Param("lazyfree-lazy-eviction", "no", _bool),
     Param("lazyfree-lazy-expire", "no", _bool),
     Param("lazyfree-lazy-server-del", "no", _bool),

@@ -5,8 +5,9 @@ from minired.client cimport Client
 from minired.commands.table cimport CommandSpec
 cimport cython
 
-@cython.locals(spec=CommandSpec)
 cpdef object execute(Client c, list argv)
+@cython.locals(spec=CommandSpec)
+cpdef object _execute(Client c, list argv)
 @cython.locals(start=cython.longlong, finish=cython.longlong)
 cpdef object call(Client c, CommandSpec spec, list argv)
 

@@ -59,6 +59,13 @@ def _touches_keyspace(spec: CommandSpec) -> bool:
 
 def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
+    tracking = c.server.tracking
+    if tracking is not None:  # client-side caching: see minired/tracking.py
+        return tracking.execute(c, argv, _execute)
+    return _execute(c, argv)
+
+
+def _execute(c: "Client", argv: list) -> Any:
     spec = _BY_SPELLING.get(argv[0])
     if spec is None:
         spec = COMMANDS.get(argv[0].lower())
@@ -67,6 +74,7 @@ def execute(c: "Client", argv: list) -> Any:
     if spec is None or spec.subcommands or not spec.min_args <= len(argv) <= spec.max_args:
         resolved = resolve(argv)
         if type(resolved) is RedisError:
+            c.last_command = None
             if c.multi is not None:
                 c.multi_failed = True
                 if argv[0].lower() == b"exec":  # a rejected EXEC discards the transaction
@@ -78,6 +86,7 @@ def execute(c: "Client", argv: list) -> Any:
             c.server.stats.count_error(resolved.message)
             return resolved
         spec = resolved
+    c.last_command = spec  # (what CLIENT LIST shows: set before the checks, as in Redis)
     # Redis asks the default user's password at each command, so removing requirepass frees
     # clients that connected while it was set.
     if not c.authenticated and "no_auth" not in spec.flags and c.server.config.requirepass:
@@ -125,7 +134,9 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         c.server.stats.count_error(reply.message)
     elif spec.write and c.server.propagate is not None:
         c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
-    c.last_command = argv[0]
+    tracking = c.server.tracking
+    if tracking is not None:
+        tracking.remember(c, spec, argv)
     if monitored:  # the server's list itself: MONITOR or RESET may just have changed it
         from . import monitor
         monitor.after(c, spec, argv)

@@ -385,3 +385,35 @@ HLL_TEST_REGISTER = "TESTFAILED Register {} should be {} but is {}"
 HLL_TEST_SPARSE_NOT_USED = "TESTFAILED sparse encoding not used"
 HLL_TEST_DISAGREE = "TESTFAILED dense/sparse disagree"
 HLL_TEST_ERROR = "TESTFAILED Too big error. card:{} abserr:{}"
+
+
+# CLIENT TRACKING and CLIENT CACHING.
+TRACKING_ONE_REDIRECT = "ERR A client can only redirect to a single other client"
+TRACKING_NO_SUCH_REDIRECT = "ERR The client ID you want redirect to does not exist"
+TRACKING_PREFIX_NEEDS_BCAST = "ERR PREFIX option requires BCAST mode to be enabled"
+TRACKING_BCAST_SWITCH = (
+    "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and "
+    "then re-enabling it with a different mode."
+)
+TRACKING_OPTS_WITH_BCAST = "ERR OPTIN and OPTOUT are not compatible with BCAST"
+TRACKING_OPTIN_AND_OPTOUT = "ERR You can't specify both OPTIN mode and OPTOUT mode"
+TRACKING_OPT_SWITCH = (
+    "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and "
+    "then re-enabling it with a different mode."
+)
+TRACKING_PREFIX_OVERLAPS_EXISTING = (
+    "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must "
+    "not overlap."
+)
+TRACKING_PREFIX_OVERLAPS_GIVEN = (
+    "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client "
+    "must not overlap."
+)
+CACHING_NEEDS_TRACKING = (
+    "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or "
+    "OPTOUT mode enabled"
+)
+CACHING_YES_NEEDS_OPTIN = (
+    "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+CACHING_NO_NEEDS_OPTOUT = (
+    "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")

@@ -61,7 +61,7 @@ class Database:
     """One numbered database: key -> value, key -> absolute expiry in ms."""
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
-                 "ready_keys", "_expiry_heap", "avg_ttl_hint")
+                 "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -75,6 +75,8 @@ class Database:
         self.ready_keys = ready_keys
         # (deadline, key) pairs; may hold stale entries, checked against `expires` when popped.
         self._expiry_heap: list[tuple[int, bytes]] = []
+        # The server's client-side caching table (minired/tracking.py), once a client uses it.
+        self.tracking: Any = None
 
     # --- lookups -----------------------------------------------------------------------------
 
@@ -121,8 +123,8 @@ class Database:
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
-        if self.watchers or self.blocking_keys:  # the common case: nobody to tell
-            self.signal_modified(key)
+        if self.watchers or self.blocking_keys or self.tracking is not None:
+            self.signal_modified(key)  # (the common case is nobody to tell)
 
     def delete(self, key: bytes) -> bool:
         """Remove key; True if it held a live value."""
@@ -159,6 +161,8 @@ class Database:
                 record.dirty = True
         if key in self.blocking_keys:
             self.ready_keys.append((self, key))
+        if self.tracking is not None:
+            self.tracking.key_modified(key)
 
     def flush(self) -> None:
         # Blocked readers hear of it too: XREADGROUP ends with an error when its stream goes.

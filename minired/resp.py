@@ -85,6 +85,10 @@ class Push(list):
     """A push frame (RESP3 `>`): pub/sub messages and subscription confirmations."""
 
 
+class OrderedSet(list):
+    """A set reply whose elements Redis writes in a fixed order (CLIENT TRACKINGINFO's flags)."""
+
+
 class Replies(list):
     """Several replies produced by one command, encoded one after another."""
 
@@ -583,6 +587,7 @@ _ENCODERS = {
     Push: _encode_push,
     set: _encode_set,
     frozenset: _encode_set,
+    OrderedSet: _encode_set,
     dict: _encode_map,
     Replies: _encode_replies,
     Encoded: _encode_encoded,

@@ -60,7 +60,7 @@ class Server:
                  "loop", "listeners", "port", "host", "stopped", "_expire_task",
                  "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled", "monitors")
+                 "outbox_queue", "flush_scheduled", "monitors", "tracking")
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
@@ -94,6 +94,8 @@ class Server:
         self.outbox_queue: list[ClientProtocol] = []
         self.flush_scheduled = False
         self.monitors: list = []  # clients that sent MONITOR (minired/monitor.py)
+        # Client-side caching (minired/tracking.py), from the first CLIENT TRACKING ON.
+        self.tracking: Any = None
 
     # --- lifecycle -----------------------------------------------------------------------------
 

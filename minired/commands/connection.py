@@ -7,6 +7,7 @@ from .. import REDIS_VERSION, errors, resp
 from ..errors import RedisError
 from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
+from .client_tracking import tracking_flags, tracking_redirect
 from .table import command, container_command
 
 G = "connection"
@@ -143,22 +144,27 @@ def _flags(c) -> str:
         flags += "x"
     if c.blocked is not None:
         flags += "b"
+    flags += tracking_flags(c)
     if on_unix_socket(c):
         flags += "U"
     return flags or "N"
 
 
-def client_info_line(c, current=None) -> str:
+def client_info_line(c, current=None, running: str = "") -> str:
+    """One line of CLIENT LIST; `current`, the client asking, shows the command it is running."""
     now = time.monotonic()
     multi = len(c.multi) if c.multi is not None else -1
     flags = _flags(c)
-    cmd = "client|info" if c is current else c.last_command.decode(errors="replace").lower()
+    if c is current:
+        cmd = running
+    else:
+        cmd = c.last_command.full_name if c.last_command is not None else "NULL"
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
         f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
         f"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
-        f"tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={c.protocol} "
+        f"tot-mem=0 events=r cmd={cmd} user=default redir={tracking_redirect(c)} resp={c.protocol} "
         f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
     )
 
@@ -195,7 +201,7 @@ def client_setinfo(c, argv):
 
 @command("info", arity=2, flags="noscript loading stale", parent="client", group=G)
 def client_info(c, argv):
-    return Verbatim((client_info_line(c, c) + "\n").encode())
+    return Verbatim((client_info_line(c, c, "client|info") + "\n").encode())
 
 
 @command("list", arity=-2, flags="admin noscript loading stale", parent="client", group=G)
@@ -220,7 +226,8 @@ def client_list(c, argv):
                 clients = []
         else:
             raise RedisError(errors.SYNTAX)
-    return Verbatim("".join(client_info_line(x, c) + "\n" for x in clients).encode())
+    return Verbatim("".join(client_info_line(x, c, "client|list") + "\n"
+                            for x in clients).encode())
 
 
 @command("kill", arity=-3, flags="admin noscript loading stale", parent="client", group=G)

@@ -352,12 +352,13 @@ def _server_section(server) -> list[str]:
 
 def _clients_section(server) -> list[str]:
     waiters = server.blocking.waiters.values()
+    tracking = server.tracking
     return [
         f"connected_clients:{len(server.clients)}",
         "cluster_connections:0",
         f"maxclients:{server.config.maxclients}",
         f"blocked_clients:{server.blocking.blocked_clients}",
-        "tracking_clients:0",
+        f"tracking_clients:{len(tracking.clients) if tracking is not None else 0}",
         f"clients_in_timeout_table:{sum(1 for w in waiters if w.deadline_ms is not None)}",
     ]
 
@@ -419,8 +420,16 @@ def _stats_section(server) -> list[str]:
         "evicted_keys:0",  # minired never evicts: maxmemory only refuses writes (noeviction)
         f"pubsub_channels:{len(channels)}",
         f"pubsub_patterns:{len(patterns)}",
+        *_tracking_totals(server.tracking),
         f"total_error_replies:{sum(stats.error_replies.values())}",
     ]
+
+
+def _tracking_totals(tracking) -> list[str]:
+    keys, items, prefixes = (0, 0, 0) if tracking is None else (
+        len(tracking.table), tracking.items, len(tracking.prefixes))
+    return [f"tracking_total_keys:{keys}", f"tracking_total_items:{items}",
+            f"tracking_total_prefixes:{prefixes}"]
 
 
 def _replication_section(server) -> list[str]:

@@ -40,6 +40,7 @@ def _flush_mode(argv) -> None:
 def flushall(c, argv):
     """Remove all keys from all databases"""
     _flush_mode(argv)
+    _tell_trackers(c)
     c.server.keyspace.flushall()
     return OK
 
@@ -48,8 +49,16 @@ def flushall(c, argv):
 def flushdb(c, argv):
     """Remove all keys from the current database"""
     _flush_mode(argv)
+    _tell_trackers(c)
     c.db.flush()
     return OK
+
+
+def _tell_trackers(c) -> None:
+    """Every client-side cache is dropped on a flush, FLUSHDB included: the tracking table
+    does not know databases apart."""
+    if c.server.tracking is not None:
+        c.server.tracking.flushed()
 
 
 @command("dbsize", arity=1, flags="readonly fast", group=G)
