@@ -14,8 +14,6 @@ whole binary strings.
 from __future__ import annotations
 
 from collections import deque
-from decimal import Decimal
-from fractions import Fraction
 from itertools import islice
 from typing import Callable
 
@@ -90,6 +88,10 @@ def lookup_by_pattern(db, pattern: bytes, element: bytes) -> bytes | None:
 
 def _inexact(text: bytes, value: float) -> bool:
     """Whether the number written in text is not exactly the double strtod made of it."""
+    # Only a subnormal weight gets here: the exact-arithmetic modules are not loaded before.
+    from decimal import Decimal
+    from fractions import Fraction
+
     body = text.lstrip(b"+-").lower()
     if body[:2] == b"0x":
         mantissa, _, exponent = body[2:].partition(b"p")
