@@ -8,240 +8,179 @@ them (maxmemory-policy, notify-keyspace-events, ...) keep working.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_UINT_MAX = 2**32 - 1
-_LLONG_MAX = 2**63 - 1
-_ULLONG_MAX = 2**64 - 1
-
-
-class ConfigError(ValueError):
-    """A value CONFIG SET (or the command line) refuses; the text is Redis's reason."""
-
-
-Normalizer = Callable[[str], str]
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: str
-    # Checks a new value and returns the text CONFIG GET will show; raises ConfigError.
-    normalize: Normalizer
-    # "mutable", "immutable" (start-up only) or "protected" (Redis's enable-protected-configs).
-    mode: str = "mutable"
-
-
-# --- value types -------------------------------------------------------------------------------
-
-def _string(value: str) -> str:
-    return value
-
-
-def _bool(value: str) -> str:
-    lowered = value.lower()
-    if lowered not in ("yes", "no"):
-        raise ConfigError("argument must be 'yes' or 'no'")
-    return lowered
-
-
-def _enum(*choices: str) -> Normalizer:
-    def normalize(value: str) -> str:
-        lowered = value.lower()
-        if lowered not in choices:
-            raise ConfigError(f"argument(s) must be one of the following: {', '.join(choices)}")
-        return lowered
-    return normalize
-
-
-def _parse_integer(value: str) -> int:
-    # Redis's string2ll: optional '-', digits, no '+', no spaces, no leading zeros.
-    try:
-        number = int(value)
-    except ValueError:
-        raise ConfigError("argument couldn't be parsed into an integer") from None
-    if str(number) != value or not -(2**63) <= number <= _LLONG_MAX:
-        raise ConfigError("argument couldn't be parsed into an integer")
-    return number
-
-
-def _check_range(number: int, low: int, high: int) -> None:
-    if not low <= number <= high:
-        raise ConfigError(f"argument must be between {low} and {high} inclusive")
-
-
-def _integer(low: int, high: int, clamp: tuple[int, int] | None = None) -> Normalizer:
-    def normalize(value: str) -> str:
-        number = _parse_integer(value)
-        _check_range(number, low, high)
-        if clamp is not None:  # Redis keeps e.g. hz within what the event loop can honour
-            number = min(max(number, clamp[0]), clamp[1])
-        return str(number)
-    return normalize
-
-
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2,
-          "g": 1000**3, "gb": 1024**3}
-
-
-def parse_memory(text: str) -> int:
-    """A size as redis.conf writes it: '100', '1k' (1000), '1kb' (1024), '2gb'; ConfigError if
-    it is not one. Values past 64 bits saturate, as strtoull does, for the range check to see."""
-    lowered = text.lower()
-    digits = lowered.rstrip("bkmg")
-    unit = lowered[len(digits):]
-    if not digits.isdigit() or not digits.isascii() or unit not in _UNITS:
-        raise ConfigError("argument must be a memory value")
-    return min(int(digits) * _UNITS[unit], _ULLONG_MAX)
-
-
-def _memory(low: int, high: int) -> Normalizer:
-    def normalize(value: str) -> str:
-        number = parse_memory(value)
-        _check_range(number, low, high)
-        return str(number)
-    return normalize
-
-
-# notify-keyspace-events: the classes in the order Redis prints them; 'A' is all of g$lshzxetd.
-_EVENT_CLASSES = "g$lshzxetd"
-_EVENT_FLAGS = _EVENT_CLASSES + "nKEm"
-
-
-def _keyspace_events(value: str) -> str:
-    chosen = set()
-    for ch in value:
-        if ch == "A":
-            chosen.update(_EVENT_CLASSES)
-        elif ch in _EVENT_FLAGS:
-            chosen.add(ch)
-        else:
-            raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
-    if chosen.issuperset(_EVENT_CLASSES):
-        text = "A"
-    else:
-        text = "".join(ch for ch in _EVENT_CLASSES + "n" if ch in chosen)
-    return text + "".join(ch for ch in "KEm" if ch in chosen)
-
-
-def _save_points(value: str) -> str:
-    if value == "":
-        return ""
-    parts = value.split(" ")
-    if len(parts) % 2:
-        raise ConfigError("Invalid save parameters")
-    for part in parts:
-        try:
-            number = _parse_integer(part)
-        except ConfigError:
-            raise ConfigError("Invalid save parameters") from None
-        if number < 0:
-            raise ConfigError("Invalid save parameters")
-    return value
-
-
-_OUTPUT_BUFFER_CLASSES = {"normal": "normal", "slave": "slave", "replica": "slave",
-                          "pubsub": "pubsub"}
-
-
-def _output_buffer_limits(value: str, current: str) -> str:
-    parts = value.split()
-    if len(parts) % 4:
-        raise ConfigError("Wrong number of arguments in buffer limit configuration.")
-    limits = {}
-    current_parts = current.split()
-    for i in range(0, len(current_parts), 4):
-        limits[current_parts[i]] = current_parts[i + 1:i + 4]
-    for i in range(0, len(parts), 4):
-        cls = _OUTPUT_BUFFER_CLASSES.get(parts[i].lower())
-        if cls is None:
-            raise ConfigError("Invalid client class specified in buffer limit configuration.")
-        try:
-            hard, soft = parse_memory(parts[i + 1]), parse_memory(parts[i + 2])
-            seconds = _parse_integer(parts[i + 3])
-        except ConfigError:
-            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit "
-                              "configuration.") from None
-        if seconds < 0:
-            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit "
-                              "configuration.")
-        limits[cls] = [str(hard), str(soft), str(seconds)]
-    return " ".join(f"{cls} {' '.join(limits[cls])}" for cls in ("normal", "slave", "pubsub"))
-
+from .config_values import (  # noqa: F401  (ConfigError, parse_memory: used by importers)
+    ConfigError, INT_MAX, INT_MIN, LLONG_MAX, NO_DEFRAG, NO_TLS, Normalizer,
+    OUTPUT_BUFFER_DEFAULTS, Param, UINT_MAX, ULLONG_MAX, boolean, enum, hostname, integer,
+    keyspace_events, memory, memory_or_percent, octal, only, oom_score_adj_values,
+    output_buffer_limits, parse_memory, percentiles, proc_title_template, save_points,
+    shutdown_flags, startup_output_buffer_limits, text,
+)
 
 # --- the parameters ----------------------------------------------------------------------------
 
 _EVICTION_POLICIES = ("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
                       "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")
+_PROTECTED_ACTION = enum("no", "yes", "local")
+_INT, _LONG = integer(0, INT_MAX), integer(0, LLONG_MAX)
+_PORT = integer(0, 65535)
+
+
+def _each(normalize: Normalizer, *entries: tuple[str, str], mode: str = "mutable",
+          hidden: bool = False) -> list[Param]:
+    """Parameters of one type: (name, default) pairs."""
+    return [Param(name, default, normalize, mode, hidden) for name, default in entries]
+
+
+def _blank(*names: str) -> list[tuple[str, str]]:
+    return [(name, "") for name in names]
 
 
 def _params(*params: Param) -> dict[str, Param]:
     return {p.name: p for p in params}
 
 
+# minired keeps most of these only to answer CONFIG GET/SET as Redis does (it has no
+# replication, cluster, TLS, AOF rewrite, defragmentation, syslog, ...): what it acts on is
+# read through Config's attributes, number() and get() by the subsystems concerned.
 PARAMS: dict[str, Param] = _params(
     # The listeners are opened once at start-up; minired does not rebind on CONFIG SET.
-    Param("bind", "127.0.0.1", _string, "immutable"),
-    Param("port", "6379", _integer(0, 65535), "immutable"),
-    Param("unixsocket", "", _string, "immutable"),
-    Param("unixsocketperm", "0", _string, "immutable"),
-    Param("databases", "16", _integer(1, _INT_MAX), "immutable"),
-    Param("requirepass", "", _string),
-    Param("protected-mode", "yes", _bool),
-    Param("maxclients", "10000", _integer(1, _UINT_MAX)),
-    Param("timeout", "0", _integer(0, _INT_MAX)),
-    Param("tcp-keepalive", "300", _integer(0, _INT_MAX)),
-    Param("proto-max-bulk-len", "536870912", _memory(1024 * 1024, _LLONG_MAX)),
-    Param("client-query-buffer-limit", "1073741824", _memory(1024 * 1024, _LLONG_MAX)),
-    Param("client-output-buffer-limit",
-          "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", _string),
-    Param("busy-reply-threshold", "5000", _integer(0, _LLONG_MAX)),
-    Param("maxmemory", "0", _memory(0, _ULLONG_MAX)),
-    Param("maxmemory-policy", "noeviction", _enum(*_EVICTION_POLICIES)),
-    Param("maxmemory-samples", "5", _integer(1, _INT_MAX)),
-    Param("maxmemory-eviction-tenacity", "10", _integer(0, 100)),
-    Param("maxmemory-clients", "0", _memory(0, _LLONG_MAX)),
-    Param("appendonly", "no", _bool),
-    Param("appendfsync", "everysec", _enum("everysec", "always", "no")),
-    Param("appendfilename", "appendonly.aof", _string, "immutable"),
-    Param("dir", ".", _string, "protected"),
-    Param("dbfilename", "dump.rdb", _string, "protected"),
-    Param("save", "", _save_points),
-    Param("loglevel", "notice", _enum("debug", "verbose", "notice", "warning")),
-    Param("logfile", "", _string, "immutable"),
-    Param("notify-keyspace-events", "", _keyspace_events),
-    Param("hz", "10", _integer(0, _INT_MAX, clamp=(1, 500))),
-    Param("list-max-listpack-size", "-2", _integer(_INT_MIN, _INT_MAX)),
-    Param("list-compress-depth", "0", _integer(0, _INT_MAX)),
-    Param("hash-max-listpack-entries", "512", _integer(0, _LLONG_MAX)),
-    Param("hash-max-listpack-value", "64", _memory(0, _LLONG_MAX)),
-    Param("set-max-intset-entries", "512", _integer(0, _LLONG_MAX)),
-    Param("zset-max-listpack-entries", "128", _integer(0, _LLONG_MAX)),
-    Param("zset-max-listpack-value", "64", _memory(0, _LLONG_MAX)),
-    Param("stream-node-max-bytes", "4096", _memory(0, _LLONG_MAX)),
-    Param("stream-node-max-entries", "100", _integer(0, _LLONG_MAX)),
-    Param("hll-sparse-max-bytes", "3000", _memory(0, _LLONG_MAX)),
-    Param("tracking-table-max-keys", "1000000", _integer(0, _LLONG_MAX)),
-    Param("lazyfree-lazy-eviction", "no", _bool),
-    Param("lazyfree-lazy-expire", "no", _bool),
-    Param("lazyfree-lazy-server-del", "no", _bool),
-    Param("lazyfree-lazy-user-del", "no", _bool),
-    Param("lazyfree-lazy-user-flush", "no", _bool),
-    Param("slowlog-log-slower-than", "10000", _integer(-1, _LLONG_MAX)),
-    Param("slowlog-max-len", "128", _integer(0, _LLONG_MAX)),
-    Param("latency-monitor-threshold", "0", _integer(0, _LLONG_MAX)),
-    Param("activerehashing", "yes", _bool),
-    Param("cluster-enabled", "no", _bool, "immutable"),
-    Param("replica-read-only", "yes", _bool),
+    Param("bind", "127.0.0.1", text, "immutable"),
+    Param("port", "6379", _PORT, "immutable"),
+    Param("unixsocket", "", text, "immutable"),
+    Param("unixsocketperm", "0", octal, "immutable"),
+    Param("databases", "16", integer(1, INT_MAX), "immutable"),
+    Param("requirepass", "", text),
+    Param("protected-mode", "yes", boolean),
+    Param("maxclients", "10000", integer(1, UINT_MAX)),
+    Param("timeout", "0", _INT),
+    Param("tcp-keepalive", "300", _INT),
+    Param("proto-max-bulk-len", "536870912", memory(1024 * 1024, LLONG_MAX)),
+    Param("client-query-buffer-limit", "1073741824", memory(1024 * 1024, LLONG_MAX)),
+    Param("client-output-buffer-limit", OUTPUT_BUFFER_DEFAULTS, startup_output_buffer_limits),
+    Param("busy-reply-threshold", "5000", _LONG),
+    Param("maxmemory", "0", memory(0, ULLONG_MAX)),
+    Param("maxmemory-policy", "noeviction", enum(*_EVICTION_POLICIES)),
+    Param("maxmemory-samples", "5", integer(1, INT_MAX)),
+    Param("maxmemory-eviction-tenacity", "10", integer(0, 100)),
+    Param("maxmemory-clients", "0", memory_or_percent),
+    Param("appendonly", "no", boolean),
+    Param("appendfsync", "everysec", enum("everysec", "always", "no")),
+    Param("appendfilename", "appendonly.aof", text, "immutable"),
+    Param("dir", ".", text, "protected"),
+    Param("dbfilename", "dump.rdb", text, "protected"),
+    Param("save", "", save_points),
+    Param("loglevel", "notice", enum("debug", "verbose", "notice", "warning")),
+    Param("logfile", "", text, "immutable"),
+    Param("notify-keyspace-events", "", keyspace_events),
+    Param("hz", "10", integer(0, INT_MAX, clamp=(1, 500))),
+    Param("list-max-listpack-size", "-2", integer(INT_MIN, INT_MAX)),
+    Param("list-compress-depth", "0", _INT),
+    Param("hash-max-listpack-entries", "512", _LONG),
+    Param("hash-max-listpack-value", "64", memory(0, LLONG_MAX)),
+    Param("set-max-intset-entries", "512", _LONG),
+    Param("zset-max-listpack-entries", "128", _LONG),
+    Param("zset-max-listpack-value", "64", memory(0, LLONG_MAX)),
+    Param("stream-node-max-bytes", "4096", memory(0, LLONG_MAX)),
+    Param("stream-node-max-entries", "100", _LONG),
+    Param("hll-sparse-max-bytes", "3000", memory(0, LLONG_MAX)),
+    Param("tracking-table-max-keys", "1000000", _LONG),
+    *_each(boolean, *((f"lazyfree-lazy-{kind}", "no")
+                    for kind in ("eviction", "expire", "server-del", "user-del", "user-flush"))),
+    Param("slowlog-log-slower-than", "10000", integer(-1, LLONG_MAX)),
+    Param("slowlog-max-len", "128", _LONG),
+    Param("latency-monitor-threshold", "0", _LONG),
+    Param("activerehashing", "yes", boolean),
+    Param("cluster-enabled", "no", boolean, "immutable"),
+    Param("replica-read-only", "yes", boolean),
     # minired never replicates: shown (empty) for clients that read it, never settable.
-    Param("replicaof", "", _string, "immutable"),
-    Param("daemonize", "no", _bool, "immutable"),
-    Param("io-threads", "1", _integer(1, 128), "immutable"),
-    Param("enable-debug-command", "no", _string, "immutable"),
+    Param("replicaof", "", text, "immutable"),
+    Param("daemonize", "no", boolean, "immutable"),
+    Param("io-threads", "1", integer(1, 128), "immutable"),
+    Param("enable-debug-command", "no", _PROTECTED_ACTION, "immutable"),
     # minired's own: opt-in clock control for tests (MINIRED ADVANCE).
-    Param("time-control", "no", _bool, "immutable"),
+    Param("time-control", "no", boolean, "immutable"),
+    # Only stored and echoed from here on.
+    *_each(boolean, ("rdbcompression", "yes"), ("rdb-del-sync-files", "no"),
+           ("stop-writes-on-bgsave-error", "yes"), ("dynamic-hz", "yes"),
+           ("repl-disable-tcp-nodelay", "no"), ("repl-diskless-sync", "yes"),
+           ("aof-rewrite-incremental-fsync", "yes"), ("no-appendfsync-on-rewrite", "no"),
+           ("cluster-require-full-coverage", "yes"), ("rdb-save-incremental-fsync", "yes"),
+           ("aof-load-truncated", "yes"), ("aof-use-rdb-preamble", "yes"),
+           ("aof-timestamp-enabled", "no"), ("cluster-replica-no-failover", "no"),
+           ("replica-lazy-flush", "no"), ("replica-serve-stale-data", "yes"),
+           ("replica-ignore-maxmemory", "yes"), ("jemalloc-bg-thread", "yes"),
+           ("cluster-allow-reads-when-down", "no"), ("cluster-allow-pubsubshard-when-down", "yes"),
+           ("crash-log-enabled", "yes"), ("crash-memcheck-enabled", "yes"),
+           ("cluster-allow-replica-migration", "yes"), ("replica-announced", "yes"),
+           ("latency-tracking", "yes"), ("aof-disable-auto-gc", "no"),
+           ("replica-ignore-disk-write-errors", "no"), ("tls-prefer-server-ciphers", "no"),
+           ("tls-session-caching", "yes")),
+    *_each(boolean, ("rdbchecksum", "yes"), ("io-threads-do-reads", "no"),
+           ("always-show-logo", "no"), ("set-proc-title", "yes"), ("syslog-enabled", "no"),
+           ("disable-thp", "yes"), mode="immutable"),
+    Param("activedefrag", "no", only(boolean, "no", NO_DEFRAG)),
+    *_each(text, *_blank("replica-announce-ip", "masteruser", "masterauth",
+                            "cluster-announce-ip", "ignore-warnings", "bind-source-addr",
+                            "tls-cert-file", "tls-key-file", "tls-key-file-pass",
+                            "tls-client-cert-file", "tls-client-key-file",
+                            "tls-client-key-file-pass", "tls-dh-params-file", "tls-ca-cert-file",
+                            "tls-ca-cert-dir", "tls-protocols", "tls-ciphers", "tls-ciphersuites")),
+    *_each(text, ("cluster-config-file", "nodes.conf"), ("syslog-ident", "redis"),
+           ("appenddirname", "appendonlydir"),
+           *_blank("aclfile", "pidfile", "server_cpulist", "bio_cpulist", "aof_rewrite_cpulist",
+                   "bgsave_cpulist"), mode="immutable"),
+    Param("cluster-announce-hostname", "", hostname),
+    Param("proc-title-template", "{title} {listen-addr} {server-mode}", proc_title_template),
+    Param("supervised", "no", enum("upstart", "systemd", "auto", "no"), "immutable"),
+    Param("syslog-facility", "local0", enum("user", *(f"local{i}" for i in range(8))),
+          "immutable"),
+    Param("repl-diskless-load", "disabled", enum("disabled", "on-empty-db", "swapdb")),
+    Param("oom-score-adj", "no",
+          enum("no", "yes", "relative", "absolute", shown_as={"relative": "yes"})),
+    Param("oom-score-adj-values", "0 200 800", oom_score_adj_values),
+    Param("acl-pubsub-default", "resetchannels", enum("allchannels", "resetchannels")),
+    Param("sanitize-dump-payload", "no", enum("no", "yes", "clients")),
+    *_each(_PROTECTED_ACTION, ("enable-protected-configs", "no"),
+           ("enable-module-command", "no"), mode="immutable"),
+    Param("cluster-preferred-endpoint-type", "ip", enum("ip", "hostname", "unknown-endpoint")),
+    Param("propagation-error-behavior", "ignore", enum("ignore", "panic", "panic-on-replicas")),
+    *_each(shutdown_flags, ("shutdown-on-sigint", "default"), ("shutdown-on-sigterm", "default")),
+    Param("latency-tracking-info-percentiles", "50 99 99.9", percentiles),
+    *_each(_INT, ("auto-aof-rewrite-percentage", "100"), ("cluster-replica-validity-factor", "10"),
+           ("cluster-migration-barrier", "1"), ("lfu-log-factor", "10"), ("lfu-decay-time", "1"),
+           ("replica-priority", "100"), ("repl-diskless-sync-delay", "5"),
+           ("min-replicas-to-write", "0"), ("min-replicas-max-lag", "10"),
+           ("shutdown-timeout", "10"), ("repl-diskless-sync-max-replicas", "0"),
+           ("tls-session-cache-size", "20480"), ("tls-session-cache-timeout", "300")),
+    Param("tcp-backlog", "511", _INT, "immutable"),
+    *_each(_PORT, ("replica-announce-port", "0"), ("cluster-announce-bus-port", "0"),
+           ("cluster-announce-port", "0"), ("cluster-announce-tls-port", "0")),
+    Param("cluster-port", "0", _PORT, "immutable"),
+    Param("tls-port", "0", only(_PORT, "0", NO_TLS)),
+    *_each(only(boolean, "no", NO_TLS), ("tls-cluster", "no"), ("tls-replication", "no")),
+    Param("tls-auth-clients", "yes", enum("no", "yes", "optional")),
+    *_each(integer(1, 99), ("active-defrag-cycle-min", "1"), ("active-defrag-cycle-max", "25")),
+    *_each(integer(0, 1000), ("active-defrag-threshold-lower", "10"),
+           ("active-defrag-threshold-upper", "100")),
+    Param("active-defrag-max-scan-fields", "1000", integer(1, LLONG_MAX)),
+    Param("active-defrag-ignore-bytes", "104857600", memory(1, LLONG_MAX)),
+    Param("active-expire-effort", "1", integer(1, 10)),
+    *_each(integer(1, INT_MAX), ("repl-timeout", "60"), ("repl-ping-replica-period", "10")),
+    *_each(_LONG, ("acllog-max-len", "128"), ("cluster-node-timeout", "15000"),
+           ("repl-backlog-ttl", "3600")),
+    Param("repl-backlog-size", "1048576", memory(1, LLONG_MAX, floor=16384)),
+    Param("auto-aof-rewrite-min-size", "67108864", memory(0, LLONG_MAX)),
+    Param("cluster-link-sendbuf-limit", "0", memory(0, ULLONG_MAX)),
+    Param("socket-mark-id", "0", integer(0, UINT_MAX), "immutable"),
+    # Redis's debugging knobs, which CONFIG GET patterns do not list.
+    Param("use-exit-on-panic", "no", boolean, hidden=True),
+    *_each(integer(INT_MIN, INT_MAX), ("rdb-key-save-delay", "0"), ("key-load-delay", "0"),
+           hidden=True),
+    Param("watchdog-period", "0", _INT, hidden=True),
+    Param("loading-process-events-interval-bytes", "2097152", integer(1024, INT_MAX),
+          hidden=True),
 )
 
 DEFAULTS: dict[str, str] = {name: param.default for name, param in PARAMS.items()}
@@ -255,6 +194,11 @@ ALIASES = {
     "zset-max-ziplist-value": "zset-max-listpack-value",
     "list-max-ziplist-size": "list-max-listpack-size",
     "slaveof": "replicaof",
+    **{name.replace("replica", "slave"): name for name in (
+        "replica-read-only", "replica-serve-stale-data", "replica-lazy-flush",
+        "replica-ignore-maxmemory", "replica-announce-ip", "replica-announce-port",
+        "replica-priority", "repl-ping-replica-period", "min-replicas-to-write",
+        "min-replicas-max-lag", "cluster-replica-no-failover", "cluster-replica-validity-factor")},
 }
 
 IMMUTABLE = frozenset(name for name, param in PARAMS.items() if param.mode == "immutable")
@@ -306,12 +250,12 @@ class Config:
         if param.mode == "protected":
             raise ConfigError("can't set protected config")
         if param.name == "client-output-buffer-limit":
-            return _output_buffer_limits(value, self.values[param.name])
+            return output_buffer_limits(value, self.values[param.name])
         return param.normalize(value)
 
     def names(self) -> Iterator[str]:
         """Every name CONFIG GET patterns are matched against, aliases included."""
-        yield from PARAMS
+        yield from (name for name, param in PARAMS.items() if not param.hidden)
         yield from ALIASES
 
     def number(self, name: str) -> int:
