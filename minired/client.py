@@ -35,7 +35,8 @@ class Client:
                  "protocol", "name", "lib_name", "lib_ver", "authenticated", "created",
                  "last_interaction", "last_command", "multi", "multi_failed", "in_exec",
                  "in_script", "watched", "channels", "patterns", "shard_channels", "blocked",
-                 "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection")
+                 "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection",
+                 "user", "user_restricted")
 
     def __init__(self, server: "Server", addr: str = "", laddr: str = "", fd: int = -1,
                  send: Callable[[bytes], None] | None = None,
@@ -73,6 +74,10 @@ class Client:
         self.flags = ""
         self.output_soft_limit_since: float | None = None  # see security.py
         self.connection: Any = None  # the server's protocol object, for scripting/busy.py
+        # The ACL user (None: the default user) and whether dispatch must check its commands
+        # (see security.py).
+        self.user: Any = None
+        self.user_restricted = False
 
     # --- state ---------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import errors, resp
+from . import errors, resp, security
 from .commands.table import COMMANDS, CommandSpec
 from .errors import RedisError
 
@@ -89,10 +89,16 @@ def _execute(c: "Client", argv: list) -> Any:
     c.last_command = spec  # (what CLIENT LIST shows: set before the checks, as in Redis)
     # Redis asks the default user's password at each command, so removing requirepass frees
     # clients that connected while it was set.
-    if not c.authenticated and "no_auth" not in spec.flags and c.server.config.requirepass:
+    if not c.authenticated and "no_auth" not in spec.flags and security.auth_required(c.server):
         if c.multi is not None:
             c.multi_failed = True
         return RedisError(errors.NOAUTH)
+    if c.user_restricted:  # ACL: false for a user who may run everything (security.py)
+        denied = security.check_command(c, spec, argv)
+        if denied is not None:
+            if c.multi is not None:
+                c.multi_failed = True
+            return denied
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         if c.multi is not None:
@@ -114,6 +120,10 @@ def _execute(c: "Client", argv: list) -> Any:
 
 def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     """Run a validated command, counting it for INFO commandstats, and show it to monitors."""
+    if c.user_restricted:  # EXEC and scripts check again (security.check_nested)
+        denied = security.check_nested(c, spec, argv)
+        if denied is not None:
+            return denied
     monitored = c.server.monitors
     if monitored:
         from . import monitor

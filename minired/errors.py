@@ -417,3 +417,54 @@ CACHING_YES_NEEDS_OPTIN = (
     "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
 CACHING_NO_NEEDS_OPTOUT = (
     "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+
+# ACL: ACL SETUSER/GETUSER/DELUSER/DRYRUN/LOG/GENPASS/LOAD/SAVE, AUTH against users, and the
+# NOPERM permission checks (minired/acl.py, minired/commands/acl.py).
+ACL_RULE_ERROR = "ERR Error in ACL SETUSER modifier '{}': {}"
+ACL_RULE_UNKNOWN_COMMAND = "Unknown command or category name in ACL"
+ACL_RULE_SYNTAX = "Syntax error"
+ACL_RULE_KEYS_AFTER_ALL = (
+    "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not "
+    "have any effect. Try 'resetkeys' to start with an empty list of patterns")
+ACL_RULE_CHANNELS_AFTER_ALL = (
+    "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does "
+    "not have any effect. Try 'resetchannels' to start with an empty list of channels")
+ACL_RULE_NO_SUCH_PASSWORD = "The password you are trying to remove from the user does not exist"
+ACL_RULE_BAD_HASH = ("The password hash must be exactly 64 characters and contain only "
+                     "lowercase hexadecimal characters")
+ACL_RULE_FIRSTARG_OF_SUBCOMMAND = "Allowing first-arg of a subcommand is not supported"
+ACL_USERNAME_SPACES = "ERR Usernames can't contain spaces or null characters"
+ACL_UNMATCHED_PARENTHESIS = "ERR Unmatched parenthesis in acl selector starting at '{}'."
+ACL_DELETE_DEFAULT = "ERR The 'default' user cannot be removed"
+ACL_NO_SUCH_USER = "ERR Can not find user '{}' in ACL"
+ACL_DRYRUN_NO_USER = "ERR User '{}' not found"
+ACL_DRYRUN_NO_COMMAND = "ERR Command '{}' not found"
+ACL_DRYRUN_DENIED_COMMAND = "This user has no permissions to run the '{}' command"
+ACL_DRYRUN_DENIED_KEY = "This user has no permissions to access the '{}' key"
+ACL_DRYRUN_DENIED_CHANNEL = "This user has no permissions to access the '{}' channel"
+ACL_NO_FILE = (
+    "ERR This Redis instance is not configured to use an ACL file. You may want to specify "
+    "users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a "
+    "Redis configuration file set) in order to store users in the Redis configuration.")
+ACL_SAVE_FAILED = ("ERR There was an error trying to save the ACLs. Please check the server "
+                   "logs for more information")
+ACL_GENPASS_BITS = ("ERR ACL GENPASS argument must be the number of bits for the output "
+                    "password, a positive number up to 4096")
+ACL_CAT_ARITY = "ERR unknown subcommand or wrong number of arguments for 'CAT'. Try ACL HELP."
+ACL_UNKNOWN_CATEGORY = "ERR Unknown category '{}'"
+NOPERM_COMMAND = "NOPERM this user has no permissions to run the '{}' command"
+NOPERM_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments"
+NOPERM_CHANNEL = ("NOPERM this user has no permissions to access one of the channels used as "
+                  "arguments")
+NOPERM_EXEC = (
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
+    "call. This command is no longer allowed for the following reason: {}")
+NOPERM_EXEC_COMMAND = "no permission to execute the command or subcommand"
+NOPERM_EXEC_KEY = "no permission to touch the specified keys"
+NOPERM_EXEC_CHANNEL = "no permission to access one of the channels used as arguments"
+SCRIPT_ACL_COMMAND = "ERR The user executing the script can't run this command or subcommand"
+SCRIPT_ACL_KEY = ("ERR The user executing the script can't access at least one of the keys "
+                  "mentioned in the command arguments")
+SCRIPT_ACL_CHANNEL = ("ERR The user executing the script can't publish to the channel "
+                      "mentioned in the command")
+CLIENT_KILL_NO_USER = "ERR No such user '{}'"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .. import REDIS_VERSION, errors, resp
+from .. import REDIS_VERSION, errors, resp, security
 from ..errors import RedisError
 from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
@@ -29,26 +29,24 @@ def echo(c, argv):
     return argv[1]
 
 
-def _check_password(c, password: bytes, username: bytes = b"default") -> None:
-    import hmac  # with hashlib, ~2.5 ms to import: paid by the first AUTH, not by start-up
-
-    required = c.server.config.requirepass.encode()
-    # Without requirepass the default user is "nopass": any password opens it, as in Redis.
-    if username != b"default" or (required and not hmac.compare_digest(password, required)):
+def _authenticate(c, username: bytes, password: bytes, command_name: bytes) -> None:
+    """Log the client in as the user (AUTH, HELLO AUTH), or raise WRONGPASS."""
+    if not security.users_of(c.server).authenticate(c, username, password, command_name):
         raise RedisError(errors.WRONGPASS)
-    c.authenticated = True
 
 
 @command("auth", arity=-2, flags="noscript loading stale fast no_auth allow_busy", group=G)
 def auth(c, argv):
     if len(argv) > 3:
         raise RedisError(errors.SYNTAX)
-    if len(argv) == 2 and not c.server.config.requirepass:
-        raise RedisError(errors.AUTH_NOT_CONFIGURED)
-    if len(argv) == 3:
-        _check_password(c, argv[2], argv[1])
+    if len(argv) == 2:
+        users = security.users_of(c.server)
+        users.sync_requirepass()
+        if users.default.nopass:
+            raise RedisError(errors.AUTH_NOT_CONFIGURED)
+        _authenticate(c, b"default", argv[1], argv[0])
     else:
-        _check_password(c, argv[1])
+        _authenticate(c, argv[1], argv[2], argv[0])
     return OK
 
 
@@ -68,14 +66,16 @@ def hello(c, argv):
         option = argv[i].lower()
         remaining = len(argv) - i - 1
         if option == b"auth" and remaining >= 2:
-            _check_password(c, argv[i + 2], argv[i + 1])
+            # As in Redis 7.0, AUTH takes effect as it is parsed: a later bad option leaves
+            # the client authenticated.
+            _authenticate(c, argv[i + 1], argv[i + 2], argv[0])
             i += 3
         elif option == b"setname" and remaining >= 1:
             name = _valid_name(argv[i + 1])
             i += 2
         else:
             raise RedisError(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
-    if not c.authenticated and c.server.config.requirepass:
+    if not c.authenticated and security.auth_required(c.server):
         raise RedisError("NOAUTH HELLO must be called with the client already authenticated, "
                          "otherwise the HELLO AUTH <user> <pass> option can be used to "
                          "authenticate the client and select the RESP protocol version at the same time")
@@ -114,7 +114,7 @@ def reset(c, argv):
     c.select(0)
     c.protocol = 2
     c.name = b""
-    c.authenticated = not server.config.requirepass
+    security.users_of(server).reset_client(c)
     return Status(b"RESET")
 
 
@@ -150,6 +150,10 @@ def _flags(c) -> str:
     return flags or "N"
 
 
+def _user_name(c) -> str:
+    return "default" if c.user is None else c.user.name.decode(errors="replace")
+
+
 def client_info_line(c, current=None, running: str = "") -> str:
     """One line of CLIENT LIST; `current`, the client asking, shows the command it is running."""
     now = time.monotonic()
@@ -164,7 +168,8 @@ def client_info_line(c, current=None, running: str = "") -> str:
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
         f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
         f"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
-        f"tot-mem=0 events=r cmd={cmd} user=default redir={tracking_redirect(c)} resp={c.protocol} "
+        f"tot-mem=0 events=r cmd={cmd} user={_user_name(c)} redir={tracking_redirect(c)} "
+        f"resp={c.protocol} "
         f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
     )
 
@@ -266,7 +271,11 @@ def client_kill(c, argv):
             else:
                 filters.append(lambda x: False)
         elif option == b"user":
-            filters.append(lambda x, v=value: v == b"default")
+            users = security.users_of(c.server)
+            user = users.by_name.get(value)
+            if user is None:
+                raise RedisError(errors.CLIENT_KILL_NO_USER.format(value.decode(errors="replace")))
+            filters.append(lambda x, u=user: users.user_of(x) is u)
         elif option == b"skipme":
             if value.lower() not in (b"yes", b"no"):
                 raise RedisError(errors.SYNTAX)

@@ -1,4 +1,4 @@
-"""COMMAND and its subcommands, ACL CAT/WHOAMI/USERS, INFO: the server describing itself.
+"""COMMAND and its subcommands, INFO: the server describing itself (ACL is commands/acl.py).
 
 Everything here is derived from `table.COMMANDS`, so a command declared once is described
 correctly everywhere. Redis 7 reply shapes: COMMAND INFO gives name, arity, flags, first key,
@@ -20,7 +20,7 @@ from .. import REDIS_VERSION, __version__, errors
 from ..errors import RedisError
 from ..glob import glob_match
 from ..resp import Status, Verbatim
-from .table import COMMANDS, CommandSpec, command, container_command
+from .table import COMMANDS, CommandSpec, command
 
 G = "server"
 
@@ -265,37 +265,6 @@ def command_help(c, argv):
         "HELP",
         "    Prints this help.",
     )]
-
-
-# --- ACL (the default user only: minired has no user management) ------------------------------
-
-container_command("acl", G, flags="sentinel", summary="A container for Access List Control commands")
-
-
-@command("whoami", arity=2, flags="noscript loading stale sentinel", parent="acl", group=G)
-def acl_whoami(c, argv):
-    """Return the name of the user associated to the current connection"""
-    return b"default"
-
-
-@command("users", arity=2, flags="admin noscript loading stale sentinel", parent="acl", group=G)
-def acl_users(c, argv):
-    """List the username of all the configured ACL rules"""
-    return [b"default"]
-
-
-@command("cat", arity=-2, flags="noscript loading stale sentinel", parent="acl", group=G)
-def acl_cat(c, argv):
-    """List the ACL categories or the commands inside a category"""
-    if len(argv) == 2:
-        return [category.encode() for category in ACL_CATEGORIES]
-    if len(argv) > 3:
-        raise RedisError("ERR unknown subcommand or wrong number of arguments for 'CAT'. "
-                         "Try ACL HELP.")
-    category = argv[2].lower().decode(errors="replace")
-    if category not in ACL_CATEGORIES:
-        raise RedisError(f"ERR Unknown category '{argv[2].decode(errors='replace')}'")
-    return [spec.full_name.encode() for spec in all_specs() if category in acl_categories(spec)]
 
 
 # --- INFO --------------------------------------------------------------------------------------
