@@ -37,21 +37,7 @@ DENIED_COMMAND = 1
 DENIED_KEY = 2
 DENIED_CHANNEL = 4
 
-# Categories Redis's command table declares by hand for these commands, beyond those the
-# group and flags imply (what introspection.acl_categories derives).
-_DECLARED_CATEGORIES = {
-    "restore": ("dangerous",), "keys": ("keyspace", "dangerous"), "randomkey": ("keyspace",),
-    "scan": ("keyspace",), "swapdb": ("keyspace", "dangerous"), "wait": ("connection",),
-    "flushall": ("keyspace", "dangerous"), "flushdb": ("keyspace", "dangerous"),
-    "dbsize": ("keyspace",), "lastsave": ("admin", "dangerous"), "role": ("admin", "dangerous"),
-    "info": ("dangerous",), "sort": ("dangerous", "list", "set", "sortedset"),
-    "sort_ro": ("dangerous", "list", "set", "sortedset"), "client|help": ("connection",),
-    "object|help": ("keyspace",), "xinfo|help": ("stream",), "xgroup|help": ("stream",),
-    "script|help": ("scripting",), "function|help": ("scripting",),
-    **{name: ("connection",) for name in (
-        "command", "command|count", "command|info", "command|docs", "command|list",
-        "command|getkeys", "command|getkeysandflags", "command|help")},
-}
+
 
 # Commands whose arguments name channels (Redis's ACLDoesCommandHaveChannels).
 _CHANNEL_COMMANDS = frozenset({"publish", "spublish", "subscribe", "ssubscribe", "psubscribe"})
@@ -62,10 +48,9 @@ class RuleError(Exception):
 
 
 def command_categories(spec: "CommandSpec") -> list[str]:
-    from .commands.introspection import ACL_CATEGORIES, acl_categories
+    from .commands.introspection import acl_categories
 
-    found = set(acl_categories(spec)) | set(_DECLARED_CATEGORIES.get(spec.full_name, ()))
-    return [category for category in ACL_CATEGORIES if category in found]
+    return acl_categories(spec)
 
 
 class CommandIndex:

@@ -50,6 +50,23 @@ def ordered_flags(spec: CommandSpec) -> list[str]:
     return [flag for flag in _FLAG_ORDER if flag in spec.flags]
 
 
+# Categories Redis's command table declares by hand for these commands, beyond those the
+# group and flags imply (acl_categories derives those).
+_DECLARED_CATEGORIES = {
+    "restore": ("dangerous",), "keys": ("keyspace", "dangerous"), "randomkey": ("keyspace",),
+    "scan": ("keyspace",), "swapdb": ("keyspace", "dangerous"), "wait": ("connection",),
+    "flushall": ("keyspace", "dangerous"), "flushdb": ("keyspace", "dangerous"),
+    "dbsize": ("keyspace",), "lastsave": ("admin", "dangerous"), "role": ("admin", "dangerous"),
+    "info": ("dangerous",), "sort": ("dangerous", "list", "set", "sortedset"),
+    "sort_ro": ("dangerous", "list", "set", "sortedset"), "client|help": ("connection",),
+    "object|help": ("keyspace",), "xinfo|help": ("stream",), "xgroup|help": ("stream",),
+    "script|help": ("scripting",), "function|help": ("scripting",),
+    **{name: ("connection",) for name in (
+        "command", "command|count", "command|info", "command|docs", "command|list",
+        "command|getkeys", "command|getkeysandflags", "command|help")},
+}
+
+
 def acl_categories(spec: CommandSpec) -> list[str]:
     """The categories Redis would give a command of this group with these flags."""
     flags = spec.flags
@@ -75,6 +92,7 @@ def acl_categories(spec: CommandSpec) -> list[str]:
     if "blocking" in flags:
         found.add("blocking")
     found.add("fast" if "fast" in flags else "slow")
+    found.update(_DECLARED_CATEGORIES.get(spec.full_name, ()))
     return [category for category in ACL_CATEGORIES if category in found]
 
 
