@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import errors
+from .acl_commands import CommandIndex, index, lookup_command
 from .glob import glob_match
 
 if TYPE_CHECKING:
@@ -38,70 +39,12 @@ DENIED_KEY = 2
 DENIED_CHANNEL = 4
 
 
-
 # Commands whose arguments name channels (Redis's ACLDoesCommandHaveChannels).
 _CHANNEL_COMMANDS = frozenset({"publish", "spublish", "subscribe", "ssubscribe", "psubscribe"})
 
 
 class RuleError(Exception):
     """An ACL rule refused; the message is Redis's ACLSetUserStringError text."""
-
-
-def command_categories(spec: "CommandSpec") -> list[str]:
-    from .commands.introspection import acl_categories
-
-    return acl_categories(spec)
-
-
-class CommandIndex:
-    """One bit per command and subcommand, in the table's order; built once, on first use,
-    when every command group has registered its commands."""
-
-    def __init__(self) -> None:
-        from .commands.introspection import ACL_CATEGORIES, all_specs
-        from .commands.table import COMMANDS
-
-        self.specs = list(all_specs())
-        self.bit = {id(spec): 1 << i for i, spec in enumerate(self.specs)}
-        self.all = (1 << len(self.specs)) - 1
-        self.top_level = list(COMMANDS.values())
-        # A container's bit with its subcommands' (ACLChangeSelectorPerm changes them together).
-        self.family: dict[int, int] = {}
-        for spec in self.specs:
-            mask = self.bit[id(spec)]
-            for sub in spec.subcommands.values():
-                mask |= self.bit[id(sub)]
-            self.family[id(spec)] = mask
-        self.categories = ACL_CATEGORIES
-        self.category_members: dict[str, list] = {name: [] for name in ACL_CATEGORIES}
-        self.category_mask: dict[str, int] = dict.fromkeys(ACL_CATEGORIES, 0)
-        for spec in self.specs:
-            for category in command_categories(spec):
-                self.category_members[category].append(spec)
-                self.category_mask[category] |= self.bit[id(spec)]
-
-
-_index: CommandIndex | None = None
-
-
-def index() -> CommandIndex:
-    global _index
-    if _index is None:
-        _index = CommandIndex()
-    return _index
-
-
-def lookup_command(name: bytes) -> "CommandSpec | None":
-    """Redis's ACLLookupCommand: 'get', or 'config|get' for a subcommand."""
-    from .commands.table import COMMANDS
-
-    parts = name.split(b"|")
-    if not name or len(parts) > 2:
-        return None
-    base = COMMANDS.get(parts[0].lower())
-    if base is None or len(parts) == 1 or not base.subcommands:
-        return base if len(parts) == 1 else None
-    return base.subcommands.get(parts[1].lower())
 
 
 def has_spaces(text: bytes) -> bool:

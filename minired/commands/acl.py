@@ -9,7 +9,7 @@ from .. import acl, errors, security
 from ..errors import RedisError
 from ..resp import OK, OrderedSet, Status
 from .args import parse_int
-from .introspection import ACL_CATEGORIES, all_specs
+from .introspection import ACL_CATEGORIES, acl_categories, all_specs
 from .table import command, container_command
 
 G = "server"
@@ -120,7 +120,7 @@ def acl_cat(c, argv):
     if category not in ACL_CATEGORIES:
         raise RedisError(errors.ACL_UNKNOWN_CATEGORY.format(_text(argv[2][:128])))
     return [spec.full_name.encode() for spec in all_specs()
-            if category in acl.command_categories(spec)]
+            if category in acl_categories(spec)]
 
 
 @command("genpass", arity=-2, flags="noscript loading stale sentinel", parent="acl", group=G)
