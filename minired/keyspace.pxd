@@ -10,7 +10,7 @@ cdef class Clock:
     cpdef object us(self)
 
 cdef class Database:
-    cdef public object index, avg_ttl_hint, tracking
+    cdef public object index, avg_ttl_hint, tracking, notifier
     cdef public dict data, expires, watchers, blocking_keys
     cdef public list ready_keys, _expiry_heap
     cdef public Clock clock

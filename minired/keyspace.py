@@ -61,7 +61,7 @@ class Database:
     """One numbered database: key -> value, key -> absolute expiry in ms."""
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
-                 "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking")
+                 "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -77,6 +77,8 @@ class Database:
         self._expiry_heap: list[tuple[int, bytes]] = []
         # The server's client-side caching table (minired/tracking.py), once a client uses it.
         self.tracking: Any = None
+        # Keyspace notifications (minired/notifications.py), while notify-keyspace-events is on.
+        self.notifier: Any = None
 
     # --- lookups -----------------------------------------------------------------------------
 
@@ -120,6 +122,8 @@ class Database:
 
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
         """Store value at key; any previous TTL is cleared unless keep_ttl."""
+        if self.notifier is not None and self.get(key) is None:
+            self.notifier.key_created(self, key)  # after "expired" if it had expired, as dbAdd
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
@@ -192,6 +196,8 @@ class Database:
     def _expire(self, key: bytes) -> None:
         del self.data[key]
         del self.expires[key]
+        if self.notifier is not None:
+            self.notifier.key_expired(self, key)
         self.signal_modified(key)
 
     def active_expire(self, now_ms: int | None = None, limit: int = 10_000) -> int:

@@ -10,7 +10,7 @@ import time
 from collections import deque
 from typing import Any
 
-from . import REDIS_VERSION, __version__, dispatch, resp
+from . import REDIS_VERSION, __version__, dispatch, notifications, resp
 from .blocking import Block, BlockingManager
 from .client import Client
 from .config import Config
@@ -96,6 +96,7 @@ class Server:
         self.monitors: list = []  # clients that sent MONITOR (minired/monitor.py)
         # Client-side caching (minired/tracking.py), from the first CLIENT TRACKING ON.
         self.tracking: Any = None
+        notifications.configure(self)  # notify-keyspace-events given at start-up
 
     # --- lifecycle -----------------------------------------------------------------------------
 

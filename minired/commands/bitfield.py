@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import RedisError
+from ..notifications import GENERIC, STRING, notify
 from .args import parse_int
 from .table import command
 
@@ -65,11 +66,14 @@ def bitop(c, argv):
     width = max(len(source) for source in sources)
     target = argv[2]
     if not width:
-        db.delete(target)
+        if db.delete(target) and db.notifier is not None:
+            notify(db, GENERIC, b"del", target)
         return 0
     # Shorter strings count as padded with zero bytes on the right.
     numbers = [int.from_bytes(source.ljust(width, b"\0"), "big") for source in sources]
     db.set(target, operation(numbers, width).to_bytes(width, "big"))
+    if db.notifier is not None:
+        notify(db, STRING, b"set", target)
     return width
 
 
@@ -248,9 +252,13 @@ def _bitfield(c, argv, read_only_command: bool):
             changes += 1
     if changes:
         db.set(key, bytes(data), keep_ttl=True)
+        if db.notifier is not None:
+            notify(db, STRING, b"setbit", key)
     elif grown > 0:
         # Redis creates or pads the string before running the operations, but only tells
         # WATCH about it when an operation wrote something.
+        if value is None and db.notifier is not None:
+            db.notifier.key_created(db, key)
         db.data[key] = bytes(data)
     return replies
 

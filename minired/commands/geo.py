@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import errors, geohash
 from ..errors import RedisError
+from ..notifications import GENERIC, ZSET, notify
 from ..geohash import Shape
 from ..resp import NULL_ARRAY, Encoded
 from ..zset import ZSet
@@ -282,8 +283,7 @@ def _georadius(c, argv, source_index: int, variant: int, store_allowed: bool = F
     store_key = search.store_key
     if zset is None:
         if store_key is not None:
-            c.db.delete(store_key)
-            return 0
+            return _store(c, argv, store_key, [], 1.0, False)
         return []
     # COUNT needs the nearest points, hence sorting, unless ANY asked for any of them.
     if search.count and not search.sort and not search.any:
@@ -298,7 +298,7 @@ def _georadius(c, argv, source_index: int, variant: int, store_allowed: bool = F
     points = points[:returned]
     conversion = shape.conversion
     if store_key is not None:
-        return _store(c, store_key, points, conversion, search.store_dist)
+        return _store(c, argv, store_key, points, conversion, search.store_dist)
     if not (search.with_dist or search.with_hash or search.with_coord):
         return [point.member for point in points]
     reply = []
@@ -314,15 +314,20 @@ def _georadius(c, argv, source_index: int, variant: int, store_allowed: bool = F
     return reply
 
 
-def _store(c, key: bytes, points: list, conversion: float, store_dist: bool) -> int:
+def _store(c, argv, key: bytes, points: list, conversion: float, store_dist: bool) -> int:
+    db = c.db
     if not points:
-        c.db.delete(key)
+        if db.delete(key) and db.notifier is not None:
+            notify(db, GENERIC, b"del", key)
         return 0
     if store_dist:
         entries = [(point.dist / conversion, point.member) for point in points]
     else:
         entries = [(point.score, point.member) for point in points]
-    c.db.set(key, ZSet(entries))
+    db.set(key, ZSet(entries))
+    if db.notifier is not None:
+        searching = argv[0].lower() == b"geosearchstore"
+        notify(db, ZSET, b"geosearchstore" if searching else b"georadiusstore", key)
     return len(points)
 
 

@@ -7,6 +7,7 @@ import random
 
 from .. import errors
 from ..errors import RedisError
+from ..notifications import GENERIC, HASH, notify
 from ..resp import OK
 from . import strings_longdouble as longdouble
 from .args import int_text, parse_int, parse_random_count
@@ -36,6 +37,8 @@ def _set_fields(c, argv) -> int:
         db.set(key, fields)
     else:
         db.signal_modified(key)
+    if db.notifier is not None:
+        notify(db, HASH, b"hset", key)
     return len(fields) - before
 
 
@@ -59,11 +62,13 @@ def hsetnx(c, argv):
     fields = db.get_typed(key, dict)
     if fields is None:
         db.set(key, {field: argv[3]})
-        return 1
-    if field in fields:
+    elif field in fields:
         return 0
-    fields[field] = argv[3]
-    db.signal_modified(key)
+    else:
+        fields[field] = argv[3]
+        db.signal_modified(key)
+    if db.notifier is not None:
+        notify(db, HASH, b"hset", key)
     return 1
 
 
@@ -110,6 +115,10 @@ def hdel(c, argv):
             db.signal_modified(key)
         else:
             db.delete(key)
+        if db.notifier is not None:
+            notify(db, HASH, b"hdel", key)
+            if not fields:
+                notify(db, GENERIC, b"del", key)
     return deleted
 
 
@@ -163,6 +172,8 @@ def hincrby(c, argv):
     if not _INT64_MIN <= result <= _INT64_MAX:
         raise RedisError(errors.OVERFLOW)
     _store_number(db, key, fields, field, int_text(result))
+    if db.notifier is not None:
+        notify(db, HASH, b"hincrby", key)
     return result
 
 
@@ -196,6 +207,8 @@ def hincrbyfloat(c, argv):
         raise RedisError(errors.INCR_FLOAT_NAN) from None
     text = longdouble.format_human(result)
     _store_number(db, key, fields, field, text)
+    if db.notifier is not None:
+        notify(db, HASH, b"hincrbyfloat", key)
     return text
 
 

@@ -9,6 +9,7 @@ from .. import errors
 from .. import hyperloglog as hll
 from .. import hyperloglog_sparse
 from ..errors import RedisError
+from ..notifications import STRING, notify
 from ..resp import OK, Status
 from .table import command
 
@@ -47,12 +48,15 @@ def pfadd(c, argv):
         if corrupted.value is not None:
             _store_quietly(c, key, corrupted.value)
         raise RedisError(errors.HLL_CORRUPTED) from None
+    db = c.db
     if created:
-        c.db.set(key, hll.with_stale_cache(value) if new_value is None else new_value)
-        return 1
-    if not updated:
+        db.set(key, hll.with_stale_cache(value) if new_value is None else new_value)
+    elif not updated:
         return 0
-    c.db.set(key, new_value, keep_ttl=True)
+    else:
+        db.set(key, new_value, keep_ttl=True)
+    if db.notifier is not None:
+        notify(db, STRING, b"pfadd", key)
     return 1
 
 
@@ -99,7 +103,10 @@ def pfmerge(c, argv):
     key = argv[1]
     dest = c.db.get(key)
     merged = hll.merge_into(dest, union, use_dense, _sparse_max_bytes(c))
-    c.db.set(key, merged, keep_ttl=dest is not None)
+    db = c.db
+    db.set(key, merged, keep_ttl=dest is not None)
+    if db.notifier is not None:
+        notify(db, STRING, b"pfadd", key)
     return OK
 
 

@@ -11,6 +11,7 @@ from .. import errors
 from ..blocking import Block
 from ..errors import RedisError
 from ..keyspace import type_name
+from ..notifications import GENERIC, notify
 from ..resp import OK, Status
 from . import keys_dump, keys_object  # noqa: F401  (register DUMP, RESTORE, OBJECT)
 from .args import parse_int
@@ -26,8 +27,14 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 @command("del", arity=-2, flags="write", keys=(1, -1, 1), group=G)
 def del_(c, argv):
-    delete = c.db.delete
-    return sum(1 for key in argv[1:] if delete(key))
+    db = c.db
+    deleted = 0
+    for key in argv[1:]:
+        if db.delete(key):
+            deleted += 1
+            if db.notifier is not None:
+                notify(db, GENERIC, b"del", key)
+    return deleted
 
 
 @command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), group=G)
@@ -103,9 +110,13 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
             return 0
     if when <= now:
         db.delete(key)
+        event = b"del"
     else:
         db.set_expiry(key, when)
         db.signal_modified(key)
+        event = b"expire"
+    if db.notifier is not None:
+        notify(db, GENERIC, event, key)
     return 1
 
 
@@ -169,6 +180,8 @@ def persist(c, argv):
     if db.get(key) is None or not db.persist(key):
         return 0
     db.signal_modified(key)
+    if db.notifier is not None:
+        notify(db, GENERIC, b"persist", key)
     return 1
 
 
@@ -312,6 +325,9 @@ def _rename(c, source: bytes, target: bytes, only_if_new: bool):
     db.set(target, value)
     if deadline is not None:
         db.set_expiry(target, deadline)
+    if db.notifier is not None:
+        notify(db, GENERIC, b"rename_from", source)
+        notify(db, GENERIC, b"rename_to", target)
     return 1 if only_if_new else OK
 
 
@@ -368,6 +384,8 @@ def copy_(c, argv):
     target_db.set(target, duplicate(value))
     if deadline is not None:
         target_db.set_expiry(target, deadline)
+    if target_db.notifier is not None:
+        notify(target_db, GENERIC, b"copy_to", target)
     return 1
 
 
@@ -388,6 +406,9 @@ def move(c, argv):
     if deadline is not None:
         target_db.set_expiry(key, deadline)
     db.delete(key)
+    if db.notifier is not None:
+        notify(db, GENERIC, b"move_from", key)
+        notify(target_db, GENERIC, b"move_to", key)
     return 1
 
 

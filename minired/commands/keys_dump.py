@@ -16,6 +16,7 @@ from typing import Any, Callable
 from .. import errors
 from ..errors import RedisError
 from ..keyspace import type_name
+from ..notifications import GENERIC, notify
 from ..rdb import BadData, Reader, encode_length, encode_string, footer_ok, seal
 from ..resp import OK
 from ..zset import ZSet
@@ -249,14 +250,17 @@ def restore(c, argv):
     if ttl < 0:
         raise RedisError(errors.RESTORE_INVALID_TTL)
     value = load_payload(argv[3])
-    if replace:
-        db.delete(key)
+    deleted = replace and db.delete(key)
     now = c.server.clock.ms()
     if ttl and not absolute_ttl:
         ttl += now
     if ttl and ttl <= now:
+        if deleted and db.notifier is not None:
+            notify(db, GENERIC, b"del", key)
         return OK  # already expired: the key is (still) gone
     db.set(key, value)
     if ttl:
         db.set_expiry(key, ttl)
+    if db.notifier is not None:
+        notify(db, GENERIC, b"restore", key)
     return OK

@@ -13,6 +13,7 @@ from itertools import islice
 from .. import errors
 from ..blocking import Block, parse_timeout
 from ..errors import WRONGTYPE, RedisError
+from ..notifications import GENERIC, LIST, notify
 from ..resp import NULL_ARRAY, OK
 from .args import parse_int, parse_non_negative
 from .table import command, keys_after_numkeys
@@ -45,6 +46,8 @@ def _pop_one(db, key: bytes, value: deque, left: bool) -> bytes:
     if not value:
         db.delete_if_empty(key, value)
     db.signal_modified(key)
+    if db.notifier is not None:
+        _notify_change(db, b"lpop" if left else b"rpop", key, value)
     return item
 
 
@@ -54,7 +57,16 @@ def _pop_many(db, key: bytes, value: deque, left: bool, count: int) -> list:
     if not value:
         db.delete_if_empty(key, value)
     db.signal_modified(key)
+    if db.notifier is not None:
+        _notify_change(db, b"lpop" if left else b"rpop", key, value)
     return items
+
+
+def _notify_change(db, event: bytes, key: bytes, value: deque) -> None:
+    """The event of a change that removed elements, and "del" if it removed the last one."""
+    notify(db, LIST, event, key)
+    if not value:
+        notify(db, GENERIC, b"del", key)
 
 
 def _move(db, source_key: bytes, source: deque, target_key: bytes, from_left: bool,
@@ -73,9 +85,13 @@ def _move(db, source_key: bytes, source: deque, target_key: bytes, from_left: bo
         else:
             target.append(item)
         db.signal_modified(target_key)
+    if db.notifier is not None:  # as lmoveHandlePush does, the push comes first
+        notify(db, LIST, b"lpush" if to_left else b"rpush", target_key)
     if not source:
         db.delete_if_empty(source_key, source)
     db.signal_modified(source_key)
+    if db.notifier is not None:
+        _notify_change(db, b"lpop" if from_left else b"rpop", source_key, source)
     return item
 
 
@@ -108,6 +124,8 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
         else:
             value.extend(argv[2:])
         db.set(key, value)
+        if db.notifier is not None:
+            notify(db, LIST, b"lpush" if left else b"rpush", key)
         return len(value)
     if type(value) is not deque:
         raise RedisError(WRONGTYPE)
@@ -121,6 +139,8 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
     else:
         value.extend(argv[2:])
     db.signal_modified(key)
+    if db.notifier is not None:
+        notify(db, LIST, b"lpush" if left else b"rpush", key)
     return len(value)
 
 
@@ -341,6 +361,8 @@ def lset(c, argv):
         raise RedisError(errors.INDEX_OUT_OF_RANGE)
     value[index] = argv[3]
     db.signal_modified(argv[1])
+    if db.notifier is not None:
+        notify(db, LIST, b"lset", argv[1])
     return OK
 
 
@@ -360,6 +382,8 @@ def linsert(c, argv):
         return -1
     value.insert(index if where == b"before" else index + 1, argv[4])
     db.signal_modified(argv[1])
+    if db.notifier is not None:
+        notify(db, LIST, b"linsert", argv[1])
     return len(value)
 
 
@@ -388,6 +412,8 @@ def lrem(c, argv):
         value.extend(kept)
         db.delete_if_empty(key, value)
         db.signal_modified(key)
+        if db.notifier is not None:
+            _notify_change(db, b"lrem", key, value)
     return removed
 
 
@@ -415,6 +441,8 @@ def ltrim(c, argv):
             value.popleft()
     db.delete_if_empty(key, value)
     db.signal_modified(key)  # Redis signals even when nothing was trimmed
+    if db.notifier is not None:
+        _notify_change(db, b"ltrim", key, value)
     return OK
 
 

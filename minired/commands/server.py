@@ -13,7 +13,7 @@ import logging
 import sys
 import time
 
-from .. import REDIS_VERSION, errors
+from .. import REDIS_VERSION, errors, notifications
 from ..config import Config, ConfigError
 from ..errors import RedisError
 from ..glob import glob_match, is_literal
@@ -189,6 +189,11 @@ def config_set(c, argv):
     # All or nothing: nothing is stored until every pair has been checked.
     for name, value in changes:
         config.set(name, value)
+    for i in range(2, len(argv), 2):
+        if Config.canonical(argv[i].decode(errors="replace")) == "notify-keyspace-events":
+            # From the value as given: the stored text shows no 'n' next to 'A', as in Redis,
+            # though the class stays on.
+            notifications.configure(c.server, argv[i + 1].decode(errors="replace"))
     return OK
 
 

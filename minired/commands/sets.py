@@ -8,6 +8,7 @@ import random
 
 from .. import errors
 from ..errors import RedisError
+from ..notifications import GENERIC, SET, notify
 from .args import parse_int, parse_non_negative
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
@@ -25,12 +26,15 @@ def sadd(c, argv):
     if members is None:
         members = set(argv[2:])
         db.set(key, members)
-        return len(members)
-    before = len(members)
-    members.update(argv[2:])
-    added = len(members) - before
-    if added:
-        db.signal_modified(key)
+        added = len(members)
+    else:
+        before = len(members)
+        members.update(argv[2:])
+        added = len(members) - before
+        if added:
+            db.signal_modified(key)
+    if added and db.notifier is not None:
+        notify(db, SET, b"sadd", key)
     return added
 
 
@@ -45,10 +49,7 @@ def srem(c, argv):
     members.difference_update(argv[2:])
     removed = before - len(members)
     if removed:
-        if members:
-            db.signal_modified(key)
-        else:
-            db.delete(key)
+        _after_removal(db, key, members, b"srem")
     return removed
 
 
@@ -93,24 +94,35 @@ def spop(c, argv):
             return None
         member = _random_member(members)
         members.discard(member)
-        _after_removal(db, key, members)
+        _after_removal(db, key, members, b"spop")
         return member
     if members is None or count == 0:
         return set()
     if count >= len(members):
         db.delete(key)
-        return members
-    popped = set(random.sample(tuple(members), count))
-    members.difference_update(popped)
-    db.signal_modified(key)
+        members, popped = set(), members
+    else:
+        popped = set(random.sample(tuple(members), count))
+        members.difference_update(popped)
+        db.signal_modified(key)
+    if db.notifier is not None:
+        _notify_removal(db, key, members, b"spop")
     return popped
 
 
-def _after_removal(db, key: bytes, members: set) -> None:
+def _after_removal(db, key: bytes, members: set, event: bytes) -> None:
     if members:
         db.signal_modified(key)
     else:
         db.delete(key)
+    if db.notifier is not None:
+        _notify_removal(db, key, members, event)
+
+
+def _notify_removal(db, key: bytes, members: set, event: bytes) -> None:
+    notify(db, SET, event, key)
+    if not members:
+        notify(db, GENERIC, b"del", key)
 
 
 @command("srandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
@@ -149,12 +161,16 @@ def smove(c, argv):
     if member not in source:
         return 0
     source.discard(member)
-    _after_removal(db, source_key, source)
+    _after_removal(db, source_key, source, b"srem")
     if destination is None:
         db.set(destination_key, {member})
     elif member not in destination:
         destination.add(member)
         db.signal_modified(destination_key)
+    else:
+        return 1
+    if db.notifier is not None:
+        notify(db, SET, b"sadd", destination_key)
     return 1
 
 
@@ -190,11 +206,15 @@ def _difference(sources: list[set | None]) -> set:
     return first.difference(*(source for source in sources[1:] if source is not None))
 
 
-def _store(c, destination: bytes, members: set) -> int:
+def _store(c, destination: bytes, members: set, event: bytes) -> int:
+    db = c.db
     if not members:
-        c.db.delete(destination)
+        if db.delete(destination) and db.notifier is not None:
+            notify(db, GENERIC, b"del", destination)
         return 0
-    c.db.set(destination, members)
+    db.set(destination, members)
+    if db.notifier is not None:
+        notify(db, SET, event, destination)
     return len(members)
 
 
@@ -215,17 +235,17 @@ def sdiff(c, argv):
 
 @command("sinterstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group=G)
 def sinterstore(c, argv):
-    return _store(c, argv[1], _intersection(_sources(c, argv[2:])))
+    return _store(c, argv[1], _intersection(_sources(c, argv[2:])), b"sinterstore")
 
 
 @command("sunionstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group=G)
 def sunionstore(c, argv):
-    return _store(c, argv[1], _union(_sources(c, argv[2:])))
+    return _store(c, argv[1], _union(_sources(c, argv[2:])), b"sunionstore")
 
 
 @command("sdiffstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group=G)
 def sdiffstore(c, argv):
-    return _store(c, argv[1], _difference(_sources(c, argv[2:])))
+    return _store(c, argv[1], _difference(_sources(c, argv[2:])), b"sdiffstore")
 
 
 @command("sintercard", arity=-3, flags="readonly", group=G, key_finder=keys_after_numkeys(1))

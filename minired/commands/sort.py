@@ -19,6 +19,7 @@ from typing import Callable
 
 from .. import errors
 from ..errors import RedisError
+from ..notifications import GENERIC, LIST, notify
 from ..zset import ZSet
 from .args import c_strtod, parse_int
 from .table import command
@@ -398,8 +399,10 @@ def _sort(c, argv: list, read_only: bool):
         return results
     if results:
         db.set(options.store, deque(b"" if item is None else item for item in results))
-    else:
-        db.delete(options.store)
+        if db.notifier is not None:
+            notify(db, LIST, b"sortstore", options.store)
+    elif db.delete(options.store) and db.notifier is not None:
+        notify(db, GENERIC, b"del", options.store)
     return len(results)
 
 

@@ -13,6 +13,7 @@ from itertools import islice
 from .. import errors
 from ..blocking import Block
 from ..errors import RedisError
+from ..notifications import STREAM, notify
 from ..resp import NULL_ARRAY, OK, Status
 from ..stream import MAX_ID, MIN_ID, Stream, StreamID, format_id
 from ..stream_groups import (ConsumerGroup, Consumer, PendingEntry, consumers_info,
@@ -47,6 +48,15 @@ def _stream_and_group(c, key: bytes, group_name: bytes) -> tuple[Stream, Consume
     if group is None:
         raise RedisError(errors.STREAM_NOGROUP.format(_text(key), _text(group_name)))
     return stream, group
+
+
+def _consumer(db, key: bytes, group: ConsumerGroup, name: bytes, now_ms: int) -> Consumer:
+    """The consumer a read or claim acts for; one created here is an event, as in Redis."""
+    if db.notifier is not None and name not in group.consumers:
+        consumer = group.consumer(name, now_ms)
+        notify(db, STREAM, b"xgroup-createconsumer", key)
+        return consumer
+    return group.consumer(name, now_ms)
 
 
 def _entry(stream_id: StreamID, fields: list) -> list:
@@ -114,6 +124,8 @@ def xgroup_create(c, argv):
     elif group is not None:
         raise RedisError(errors.STREAM_BUSYGROUP)
     stream.groups[argv[3]] = ConsumerGroup(last_id, entries_read)
+    if c.db.notifier is not None:
+        notify(c.db, STREAM, b"xgroup-create", argv[2])
     return OK
 
 
@@ -132,6 +144,8 @@ def xgroup_setid(c, argv):
         entries_read = _parse_entries_read(argv[6])
     group.last_id = last_id
     group.entries_read = entries_read
+    if c.db.notifier is not None:
+        notify(c.db, STREAM, b"xgroup-setid", argv[2])
     return OK
 
 
@@ -146,6 +160,8 @@ def xgroup_destroy(c, argv):
     db = c.db
     if argv[2] in db.blocking_keys:
         db.ready_keys.append((db, argv[2]))
+    if db.notifier is not None:
+        notify(db, STREAM, b"xgroup-destroy", argv[2])
     return 1
 
 
@@ -153,13 +169,20 @@ def xgroup_destroy(c, argv):
          group=G)
 def xgroup_createconsumer(c, argv):
     _, group = _xgroup_existing(c, argv)
-    return int(group.create_consumer(argv[4], c.server.clock.ms()))
+    created = group.create_consumer(argv[4], c.server.clock.ms())
+    if created and c.db.notifier is not None:
+        notify(c.db, STREAM, b"xgroup-createconsumer", argv[2])
+    return int(created)
 
 
 @command("delconsumer", arity=5, flags="write", keys=(2, 2, 1), parent="xgroup", group=G)
 def xgroup_delconsumer(c, argv):
     _, group = _xgroup_existing(c, argv)
-    return group.delete_consumer(argv[4])
+    existed = argv[4] in group.consumers
+    pending = group.delete_consumer(argv[4])
+    if existed and c.db.notifier is not None:
+        notify(c.db, STREAM, b"xgroup-delconsumer", argv[2])
+    return pending
 
 
 _XGROUP_HELP = (
@@ -252,10 +275,10 @@ def xreadgroup(c, argv):
     results = []
     for key, stream, group, after in targets:
         if after != MAX_ID:
-            consumer = group.consumer(consumer_name, now)
+            consumer = _consumer(c.db, key, group, consumer_name, now)
             results.append((key, _read_history(stream, consumer, incr_id(after), count, now)))
         elif _has_new_entries(stream, group):
-            consumer = group.consumer(consumer_name, now)
+            consumer = _consumer(c.db, key, group, consumer_name, now)
             results.append((key, _read_new(stream, group, consumer, count, noack, now)))
     if results:
         return read_reply(c, results)
@@ -275,7 +298,7 @@ def xreadgroup(c, argv):
         if not _has_new_entries(stream, group):
             return None
         served_at = client.server.clock.ms()
-        consumer = group.consumer(consumer_name, served_at)
+        consumer = _consumer(client.db, key, group, consumer_name, served_at)
         entries = _read_new(stream, group, consumer, count or _BLOCKED_DEFAULT_COUNT, noack,
                             served_at)
         return read_reply(client, [(key, entries)])
@@ -422,7 +445,7 @@ def xclaim(c, argv):
         elif min_idle and now - entry.delivery_time < min_idle:
             continue
         if consumer is None:
-            consumer = group.consumer(argv[3], now)
+            consumer = _consumer(c.db, argv[1], group, argv[3], now)
         group.claim(stream_id, entry, consumer)
         entry.delivery_time = delivery_time
         if retry_count >= 0:
@@ -480,7 +503,7 @@ def xautoclaim(c, argv):
         if min_idle and now - entry.delivery_time < min_idle:
             continue
         if consumer is None:
-            consumer = group.consumer(argv[3], now)
+            consumer = _consumer(c.db, argv[1], group, argv[3], now)
         group.claim(stream_id, entry, consumer)
         entry.delivery_time = now
         if not justid:

@@ -11,6 +11,7 @@ from typing import NamedTuple
 from .. import errors
 from ..blocking import Block
 from ..errors import RedisError
+from ..notifications import STREAM, notify
 from ..resp import NULL_ARRAY, OK, Status
 from ..stream import MAX_ID, MIN_ID, U64_MAX, Stream, StreamID, format_id
 from ..stream_groups import full_groups_info
@@ -258,12 +259,15 @@ def xadd(c, argv):
     if new_id <= stream.last_id:
         raise RedisError(errors.STREAM_ID_TOO_SMALL)
     stream.append(new_id, argv[id_index + 1:], _node_max_bytes(c), _node_max_entries(c))
+    db = c.db
     if created:
-        c.db.set(key, stream)
+        db.set(key, stream)
     else:
-        c.db.signal_modified(key)
-    if args.trims:
-        args.apply(stream)
+        db.signal_modified(key)
+    if db.notifier is not None:
+        notify(db, STREAM, b"xadd", key)
+    if args.trims and args.apply(stream) and db.notifier is not None:
+        notify(db, STREAM, b"xtrim", key)
     return format_id(new_id)
 
 
@@ -279,6 +283,8 @@ def xtrim(c, argv):
     removed = args.apply(stream)
     if removed:
         c.db.signal_modified(argv[1])
+        if c.db.notifier is not None:
+            notify(c.db, STREAM, b"xtrim", argv[1])
     return removed
 
 
@@ -330,6 +336,8 @@ def xdel(c, argv):
     deleted = sum(1 for stream_id in ids if stream.delete(stream_id))
     if deleted:
         c.db.signal_modified(argv[1])
+        if c.db.notifier is not None:
+            notify(c.db, STREAM, b"xdel", argv[1])
     return deleted
 
 
@@ -521,6 +529,8 @@ def xsetid(c, argv):
     if max_deleted is not None and max_deleted != MIN_ID:
         stream.max_deleted_id = max_deleted
     c.db.signal_modified(argv[1])
+    if c.db.notifier is not None:
+        notify(c.db, STREAM, b"xsetid", argv[1])
     return OK
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import RedisError
+from ..notifications import GENERIC, STRING, notify
 from ..resp import OK
 from . import strings_bits  # noqa: F401  (registers SETBIT, BITCOUNT, LCS, ...)
 from . import strings_longdouble as longdouble
@@ -99,6 +100,10 @@ def _set_generic(c, key: bytes, value: bytes, flags: int, deadline: int | None,
     else:  # the new deadline replaces any old one: no need to clear it first
         db.set(key, value, keep_ttl=True)
         db.set_expiry(key, deadline)
+    if db.notifier is not None:
+        notify(db, STRING, b"set", key)
+        if deadline is not None:
+            notify(db, GENERIC, b"expire", key)
     return old if flags & _GET else ok_reply
 
 
@@ -111,7 +116,10 @@ command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(get)
 
 def set_(c, argv):
     if len(argv) == 3:
-        c.db.set(argv[1], argv[2])
+        db = c.db
+        db.set(argv[1], argv[2])
+        if db.notifier is not None:
+            notify(db, STRING, b"set", argv[1])
         return OK
     flags, expire = _parse_set_options(argv, 3, is_set=True)
     deadline = None if expire is None else _deadline(c, expire, flags, "set")
@@ -140,16 +148,22 @@ def psetex(c, argv):
 
 @command("getset", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def getset(c, argv):
-    old = c.db.get_typed(argv[1], bytes)
-    c.db.set(argv[1], argv[2])
+    db = c.db
+    old = db.get_typed(argv[1], bytes)
+    db.set(argv[1], argv[2])
+    if db.notifier is not None:
+        notify(db, STRING, b"set", argv[1])
     return old
 
 
 @command("getdel", arity=2, flags="write fast", keys=(1, 1, 1), group=G)
 def getdel(c, argv):
-    value = c.db.get_typed(argv[1], bytes)
+    db = c.db
+    value = db.get_typed(argv[1], bytes)
     if value is not None:
-        c.db.delete(argv[1])
+        db.delete(argv[1])
+        if db.notifier is not None:
+            notify(db, GENERIC, b"del", argv[1])
     return value
 
 
@@ -165,11 +179,17 @@ def getex(c, argv):
         deadline = _deadline(c, expire, flags, "getex")
         if flags & (_EXAT | _PXAT) and deadline <= c.server.clock.ms():
             db.delete(key)
+            event = b"del"
         else:
             db.set_expiry(key, deadline)
             db.signal_modified(key)
+            event = b"expire"
+        if db.notifier is not None:
+            notify(db, GENERIC, event, key)
     elif flags & _PERSIST and db.persist(key):
         db.signal_modified(key)
+        if db.notifier is not None:
+            notify(db, GENERIC, b"persist", key)
     return value
 
 
@@ -194,6 +214,8 @@ def mset(c, argv):
     db = c.db
     for key, value in _pairs(argv):
         db.set(key, value)
+        if db.notifier is not None:
+            notify(db, STRING, b"set", key)
     return OK
 
 
@@ -205,6 +227,8 @@ def msetnx(c, argv):
         return 0
     for key, value in pairs:
         db.set(key, value)
+        if db.notifier is not None:
+            notify(db, STRING, b"set", key)
     return 1
 
 
@@ -218,6 +242,8 @@ def _incr_by(c, key: bytes, increment: int) -> int:
     if not INT64_MIN <= result <= INT64_MAX:
         raise RedisError(errors.OVERFLOW)
     db.set(key, int_text(result), True)  # keep_ttl
+    if db.notifier is not None:
+        notify(db, STRING, b"incrby", key)
     return result
 
 
@@ -266,6 +292,8 @@ def incrbyfloat(c, argv):
     except longdouble.NotFinite:
         raise RedisError(errors.INCR_FLOAT_NAN) from None
     db.set(key, result, keep_ttl=True)
+    if db.notifier is not None:
+        notify(db, STRING, b"incrbyfloat", key)
     return result
 
 
@@ -282,11 +310,14 @@ def append(c, argv):
     key = argv[1]
     current = db.get_typed(key, bytes)
     if current is None:
-        db.set(key, argv[2])
-        return len(argv[2])
-    check_string_length(c, len(current) + len(argv[2]))
-    value = current + argv[2]
-    db.set(key, value, keep_ttl=True)
+        value = argv[2]
+        db.set(key, value)
+    else:
+        check_string_length(c, len(current) + len(argv[2]))
+        value = current + argv[2]
+        db.set(key, value, keep_ttl=True)
+    if db.notifier is not None:
+        notify(db, STRING, b"append", key)
     return len(value)
 
 
@@ -343,4 +374,6 @@ def setrange(c, argv):
         current += bytes(offset - len(current))
     value = current[:offset] + patch + current[offset + len(patch):]
     db.set(key, value, keep_ttl=True)
+    if db.notifier is not None:
+        notify(db, STRING, b"setrange", key)
     return len(value)

@@ -10,6 +10,7 @@ from array import array
 
 from .. import errors
 from ..errors import RedisError
+from ..notifications import STRING, notify
 from .args import parse_int
 from .table import command
 
@@ -46,6 +47,8 @@ def setbit(c, argv):
         return 1 if old_byte & mask else 0  # nothing changed: no signal (WATCH, tracking)
     value = value[:byte_index] + bytes((new_byte,)) + value[byte_index + 1:]
     db.set(key, value, keep_ttl=True)
+    if db.notifier is not None:
+        notify(db, STRING, b"setbit", key)
     return 1 if old_byte & mask else 0
 
 

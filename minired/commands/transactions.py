@@ -68,6 +68,9 @@ def exec_(c, argv):
     call = dispatch.call
     c.in_exec = True
     try:
+        notifier = c.db.notifier
+        if notifier is not None:  # keyspace notifications to this client go inside the reply
+            return notifier.run_transaction(c, queued, call)
         return [call(c, spec, command_argv) for spec, command_argv in queued]
     finally:
         c.in_exec = False

@@ -11,6 +11,7 @@ import math
 from .. import errors
 from ..blocking import Block, parse_timeout
 from ..errors import RedisError
+from ..notifications import GENERIC, ZSET, notify
 from ..resp import NULL_ARRAY
 from ..zset import LexRange, ScoreRange, ZSet
 from .args import parse_float, parse_int, parse_non_negative, parse_range_double
@@ -97,12 +98,15 @@ def _add_one(c, key: bytes, score: float, member: bytes) -> int:
         zset = ZSet()
         zset.add(member, score)
         db.set(key, zset)
-        return 1
-    current = zset.scores.get(member)
-    if current is not None and current == score:
-        return 0
-    zset.add(member, score)
-    db.signal_modified(key)
+        current = None
+    else:
+        current = zset.scores.get(member)
+        if current is not None and current == score:
+            return 0
+        zset.add(member, score)
+        db.signal_modified(key)
+    if db.notifier is not None:
+        notify(db, ZSET, b"zadd", key)
     return 1 if current is None else 0
 
 
@@ -175,6 +179,8 @@ def _zadd(c, argv, incr: bool):
             db.set(key, zset)
     elif added or updated:
         db.signal_modified(key)
+    if (added or updated) and db.notifier is not None:
+        notify(db, ZSET, b"zincr" if incr else b"zadd", key)
     if incr:
         return score if processed else None
     return added + updated if ch else added
@@ -342,10 +348,18 @@ def _limited(zset: ZSet, start: int, stop: int, offset: int, limit: int, reverse
 
 
 def _store_range(c, destination: bytes, entries: list) -> int:
+    return store_result(c.db, destination, entries, b"zrangestore")
+
+
+def store_result(db, destination: bytes, entries: list, event: bytes) -> int:
+    """A computed sorted set into destination (deleted when the result is empty)."""
     if not entries:
-        c.db.delete(destination)
+        if db.delete(destination) and db.notifier is not None:
+            notify(db, GENERIC, b"del", destination)
         return 0
-    c.db.set(destination, ZSet(entries))
+    db.set(destination, ZSet(entries))
+    if db.notifier is not None:
+        notify(db, ZSET, event, destination)
     return len(entries)
 
 
@@ -402,15 +416,19 @@ def zrem(c, argv):
             if not zset:
                 break
     if removed:
-        _after_removal(db, key, zset)
+        _after_removal(db, key, zset, b"zrem")
     return removed
 
 
-def _after_removal(db, key: bytes, zset: ZSet) -> None:
+def _after_removal(db, key: bytes, zset: ZSet, event: bytes) -> None:
     if zset:
         db.signal_modified(key)
     else:
         db.delete(key)
+    if db.notifier is not None:
+        notify(db, ZSET, event, key)
+        if not zset:
+            notify(db, GENERIC, b"del", key)
 
 
 def _zremrange(c, argv, by: str) -> int:
@@ -433,8 +451,12 @@ def _zremrange(c, argv, by: str) -> int:
         first, stop = zset.lex_span(spec)
     removed = zset.delete_span(first, stop)
     if removed:
-        _after_removal(db, key, zset)
+        _after_removal(db, key, zset, _ZREMRANGE_EVENTS[by])
     return removed
+
+
+_ZREMRANGE_EVENTS = {_BY_RANK: b"zremrangebyrank", _BY_SCORE: b"zremrangebyscore",
+                     _BY_LEX: b"zremrangebylex"}
 
 
 @command("zremrangebyrank", arity=4, flags="write", keys=(1, 1, 1), group=G)
@@ -456,7 +478,7 @@ def zremrangebylex(c, argv):
 
 def _pop(c, key: bytes, zset: ZSet, count: int, highest: bool) -> list:
     popped = zset.pop(count, highest)
-    _after_removal(c.db, key, zset)
+    _after_removal(c.db, key, zset, b"zpopmax" if highest else b"zpopmin")
     return popped
 
 

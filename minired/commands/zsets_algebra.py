@@ -15,7 +15,7 @@ from .args import parse_float, parse_int, parse_random_count
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
 from .table import command, keys_after_numkeys
-from .zsets import G, is_listpack, scored_reply
+from .zsets import G, is_listpack, scored_reply, store_result
 
 _UNION, _INTER, _DIFF = "union", "inter", "diff"
 
@@ -185,12 +185,8 @@ def _reply(c, scores: dict, withscores: bool):
     return [member for _, member in ranked]
 
 
-def _store(c, destination: bytes, scores: dict) -> int:
-    if not scores:
-        c.db.delete(destination)
-        return 0
-    c.db.set(destination, ZSet(_ranked(scores)))
-    return len(scores)
+def _store(c, destination: bytes, scores: dict, event: bytes) -> int:
+    return store_result(c.db, destination, _ranked(scores), event)
 
 
 @command("zunion", arity=-3, flags="readonly", group=G, key_finder=keys_after_numkeys(1))
@@ -211,19 +207,22 @@ def zdiff(c, argv):
 @command("zunionstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group=G,
          key_finder=_keys_after_destination)
 def zunionstore(c, argv):
-    return _store(c, argv[1], _setop(c, argv, "zunionstore", 2, _UNION, store=True)[0])
+    return _store(c, argv[1], _setop(c, argv, "zunionstore", 2, _UNION, store=True)[0],
+                  b"zunionstore")
 
 
 @command("zinterstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group=G,
          key_finder=_keys_after_destination)
 def zinterstore(c, argv):
-    return _store(c, argv[1], _setop(c, argv, "zinterstore", 2, _INTER, store=True)[0])
+    return _store(c, argv[1], _setop(c, argv, "zinterstore", 2, _INTER, store=True)[0],
+                  b"zinterstore")
 
 
 @command("zdiffstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group=G,
          key_finder=_keys_after_destination)
 def zdiffstore(c, argv):
-    return _store(c, argv[1], _setop(c, argv, "zdiffstore", 2, _DIFF, store=True)[0])
+    return _store(c, argv[1], _setop(c, argv, "zdiffstore", 2, _DIFF, store=True)[0],
+                  b"zdiffstore")
 
 
 @command("zintercard", arity=-3, flags="readonly", group=G, key_finder=keys_after_numkeys(1))
