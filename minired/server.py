@@ -10,7 +10,7 @@ import time
 from collections import deque
 from typing import Any
 
-from . import REDIS_VERSION, __version__, dispatch, notifications, resp
+from . import REDIS_VERSION, __version__, dispatch, notifications, resp, security
 from .blocking import Block, BlockingManager
 from .client import Client
 from .config import Config
@@ -324,7 +324,8 @@ class ClientProtocol:
         config = server.config
         # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
         parser.max_bulk_len = config.proto_max_bulk_len
-        if client.blocked is None and (client.authenticated or not config.requirepass):
+        if client.blocked is None and (client.authenticated
+                                       or not security.auth_required(server)):
             commands = parser.feed_and_parse(data)
         else:
             parser.feed(data)
@@ -363,11 +364,10 @@ class ClientProtocol:
         limits; once authenticated, the rest of the buffer takes the normal path."""
         parser = self.parser
         client = self.client
-        config = self.server.config
         parser.unauthenticated = True
         try:
-            while (not client.authenticated and config.requirepass and not client.closing
-                   and client.blocked is None and not self.pending):
+            while (not client.authenticated and security.auth_required(self.server)
+                   and not client.closing and client.blocked is None and not self.pending):
                 commands = parser.parse()
                 if not commands:
                     break
