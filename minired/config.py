@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from .config_values import (  # noqa: F401  (ConfigError, parse_memory: used by importers)
-    ConfigError, INT_MAX, INT_MIN, LLONG_MAX, NO_DEFRAG, NO_TLS, Normalizer,
+    ConfigApplyError, ConfigError, INT_MAX, INT_MIN, LLONG_MAX, NO_DEFRAG, NO_TLS, Normalizer,
     OUTPUT_BUFFER_DEFAULTS, Param, UINT_MAX, ULLONG_MAX, boolean, enum, hostname, integer,
     keyspace_events, memory, memory_or_percent, octal, only, oom_score_adj_values,
     output_buffer_limits, parse_memory, percentiles, proc_title_template, save_points,
@@ -158,8 +158,9 @@ PARAMS: dict[str, Param] = _params(
     *_each(_PORT, ("replica-announce-port", "0"), ("cluster-announce-bus-port", "0"),
            ("cluster-announce-port", "0"), ("cluster-announce-tls-port", "0")),
     Param("cluster-port", "0", _PORT, "immutable"),
-    Param("tls-port", "0", only(_PORT, "0", NO_TLS)),
-    *_each(only(boolean, "no", NO_TLS), ("tls-cluster", "no"), ("tls-replication", "no")),
+    Param("tls-port", "0", only(_PORT, "0", NO_TLS, ConfigApplyError)),
+    *_each(only(boolean, "no", NO_TLS, ConfigApplyError), ("tls-cluster", "no"),
+           ("tls-replication", "no")),
     Param("tls-auth-clients", "yes", enum("no", "yes", "optional")),
     *_each(integer(1, 99), ("active-defrag-cycle-min", "1"), ("active-defrag-cycle-max", "25")),
     *_each(integer(0, 1000), ("active-defrag-threshold-lower", "10"),
@@ -242,13 +243,17 @@ class Config:
         self.values[self.canonical(name)] = _to_text(value)
         self._derive()
 
+    def settable(self, name: str) -> str:
+        """Why CONFIG SET may not change this parameter at all ('' if it may)."""
+        mode = PARAMS[self.canonical(name)].mode
+        return f"can't set {mode} config" if mode in ("immutable", "protected") else ""
+
     def validated(self, name: str, value: str) -> str:
         """The text `value` would be stored as by CONFIG SET name value; ConfigError if refused."""
         param = PARAMS[self.canonical(name)]
-        if param.mode == "immutable":
-            raise ConfigError("can't set immutable config")
-        if param.mode == "protected":
-            raise ConfigError("can't set protected config")
+        refusal = self.settable(name)
+        if refusal:
+            raise ConfigError(refusal)
         if param.name == "client-output-buffer-limit":
             return output_buffer_limits(value, self.values[param.name])
         return param.normalize(value)

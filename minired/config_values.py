@@ -17,6 +17,11 @@ class ConfigError(ValueError):
     """A value CONFIG SET (or the command line) refuses; the text is Redis's reason."""
 
 
+class ConfigApplyError(ConfigError):
+    """A valid value Redis refuses only when it applies the whole CONFIG SET, after checking
+    every other value (TLS settings): other pairs' errors are reported first."""
+
+
 Normalizer = Callable[[str], str]
 
 
@@ -164,13 +169,14 @@ def memory_or_percent(value: str) -> str:
     return f"{-number}%" if number < 0 else str(number)
 
 
-def only(normalize: Normalizer, allowed: str, reason: str) -> Normalizer:
+def only(normalize: Normalizer, allowed: str, reason: str,
+         refusal: type[ConfigError] = ConfigError) -> Normalizer:
     """A parameter minired cannot act on: any valid value but `allowed` is refused with the
     error Redis gives when it cannot apply it either (no TLS, no active defragmentation)."""
     def refuse(value: str) -> str:
         text = normalize(value)
         if text != allowed:
-            raise ConfigError(reason)
+            raise refusal(reason)
         return text
     return refuse
 

@@ -314,6 +314,7 @@ TIME_CONTROL_DISABLED = (
     "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE"
 )
 
+CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
 CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "

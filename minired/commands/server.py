@@ -14,7 +14,7 @@ import sys
 import time
 
 from .. import REDIS_VERSION, errors, notifications
-from ..config import Config, ConfigError
+from ..config import Config, ConfigApplyError, ConfigError
 from ..errors import RedisError
 from ..glob import glob_match, is_literal
 from ..resp import OK, Encoded, Status, Verbatim
@@ -172,20 +172,33 @@ def config_set(c, argv):
     if len(argv) % 2:
         raise RedisError(errors.SYNTAX)
     config = c.server.config
-    changes: list[tuple[str, str]] = []
+    names = [argv[i].decode(errors="replace") for i in range(2, len(argv), 2)]
+    # First every name (unknown, not settable, repeated), then every value, as Redis checks
+    # them: the first failure is the one reported.
     seen: set[str] = set()
-    for i in range(2, len(argv), 2):
-        raw_name = argv[i].decode(errors="replace")
+    for raw_name in names:
         if not Config.known(raw_name):
-            raise RedisError(f"ERR Unknown option or number of arguments for CONFIG SET - '{raw_name}'")
+            raise RedisError(errors.CONFIG_SET_UNKNOWN.format(raw_name))
+        refusal = config.settable(raw_name)
+        if refusal:
+            raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, refusal))
         # Duplicates are spotted by the name as written: an alias and its target may both appear.
         if raw_name.lower() in seen:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, "duplicate parameter"))
         seen.add(raw_name.lower())
+    changes: list[tuple[str, str]] = []
+    refused_on_apply: RedisError | None = None
+    for raw_name, i in zip(names, range(3, len(argv), 2)):
+        # Redis names each parameter by its own entry (aliases have theirs): in lowercase.
         try:
-            changes.append((raw_name, config.validated(raw_name, argv[i + 1].decode(errors="replace"))))
+            changes.append((raw_name, config.validated(raw_name, argv[i].decode(errors="replace"))))
+        except ConfigApplyError as exc:
+            refused_on_apply = refused_on_apply or RedisError(
+                errors.CONFIG_SET_FAILED.format(raw_name.lower(), exc))
         except ConfigError as exc:
-            raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, exc)) from None
+            raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name.lower(), exc)) from None
+    if refused_on_apply is not None:
+        raise refused_on_apply
     # All or nothing: nothing is stored until every pair has been checked.
     for name, value in changes:
         config.set(name, value)

@@ -187,3 +187,22 @@ def test_startup_values_are_shown_as_redis_shows_them():
         Config(unixsocketperm="999")
     with pytest.raises(ConfigError, match="TLS"):
         Config(tls_port="6380")  # minired has no TLS listener to open
+
+
+@pytest.mark.parametrize("pairs", [
+    ("MAXMEMORY", "abc"),                       # a value error names the parameter in lowercase
+    ("slave-read-only", "maybe"),               # an alias by its own name
+    ("maxmemory", "abc", "nope", "1"),          # every name is checked before any value
+    ("daemonize", "yes", "nope", "1"),          # the first failing name wins
+    ("maxmemory", "1", "maxmemory", "2"),
+    ("tls-port", "1", "maxmemory", "abc"),      # TLS is refused only once the rest is valid
+    ("tls-cluster", "yes", "maxmemory", "10"),
+    ("activedefrag", "yes", "maxmemory", "abc"),
+    ("maxmemory", "abc", "activedefrag", "yes"),
+])
+def test_config_set_reports_the_error_redis_reports(diff, pairs):
+    try:
+        diff.check("CONFIG", "SET", *pairs)
+        diff.check("CONFIG", "GET", "maxmemory")
+    finally:
+        diff.both("CONFIG", "SET", "maxmemory", "0")
