@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from operator import attrgetter
 
+from .csort import merge_sort, partial_sort
+
 STEP_MAX = 26  # 26 * 2 = 52 bits
 LAT_MIN = -85.05112878
 LAT_MAX = 85.05112878
@@ -385,112 +387,8 @@ def sort_points(points: list[GeoPoint], descending: bool, count: int) -> list[Ge
     if count >= len(points):
         if any(point.dist != point.dist for point in points):
             # NaN makes the comparison inconsistent: only the same algorithm gives the same order.
-            return _merge_sort(points, compare)
+            return merge_sort(points, compare)
         return sorted(points, key=attrgetter("dist"), reverse=descending)
     items = list(points)
-    _partial_quicksort(items, 0, len(items), compare, 0, count - 1)
+    partial_sort(items, compare, 0, count - 1)
     return items[:count]
-
-
-def _merge_sort(items: list[GeoPoint], compare) -> list[GeoPoint]:
-    """glibc's msort_with_tmp: top-down, the left half first, ties (compare <= 0) from the left."""
-    if len(items) <= 1:
-        return items
-    half = len(items) // 2
-    left = _merge_sort(items[:half], compare)
-    right = _merge_sort(items[half:], compare)
-    merged = []
-    i = j = 0
-    while i < len(left) and j < len(right):
-        if compare(left[i], right[j]) <= 0:
-            merged.append(left[i])
-            i += 1
-        else:
-            merged.append(right[j])
-            j += 1
-    merged.extend(left[i:])
-    merged.extend(right[j:])
-    return merged
-
-
-def _median_of_three(items: list, a: int, b: int, c: int, compare) -> int:
-    if compare(items[a], items[b]) < 0:
-        if compare(items[b], items[c]) < 0:
-            return b
-        return c if compare(items[a], items[c]) < 0 else a
-    if compare(items[b], items[c]) > 0:
-        return b
-    return a if compare(items[a], items[c]) < 0 else c
-
-
-def _swap_runs(items: list, a: int, b: int, n: int) -> None:
-    for offset in range(n):
-        items[a + offset], items[b + offset] = items[b + offset], items[a + offset]
-
-
-def _partial_quicksort(items: list, a: int, n: int, compare, left: int, right: int) -> None:
-    """pqsort.c (NetBSD's qsort, Bentley & McIlroy, limited to the partitions that overlap the
-    ranks left..right), on list indexes instead of byte pointers."""
-    while True:
-        if n < 7:
-            for pm in range(a + 1, a + n):
-                pl = pm
-                while pl > a and compare(items[pl - 1], items[pl]) > 0:
-                    items[pl], items[pl - 1] = items[pl - 1], items[pl]
-                    pl -= 1
-            return
-        pm = a + n // 2
-        if n > 7:
-            pl = a
-            pn = a + n - 1
-            if n > 40:
-                d = n // 8
-                pl = _median_of_three(items, pl, pl + d, pl + 2 * d, compare)
-                pm = _median_of_three(items, pm - d, pm, pm + d, compare)
-                pn = _median_of_three(items, pn - 2 * d, pn - d, pn, compare)
-            pm = _median_of_three(items, pl, pm, pn, compare)
-        items[a], items[pm] = items[pm], items[a]
-        pa = pb = a + 1
-        pc = pd = a + n - 1
-        pivot = items[a]
-        while True:
-            while pb <= pc:
-                result = compare(items[pb], pivot)
-                if result > 0:
-                    break
-                if result == 0:
-                    items[pa], items[pb] = items[pb], items[pa]
-                    pa += 1
-                pb += 1
-            while pb <= pc:
-                result = compare(items[pc], pivot)
-                if result < 0:
-                    break
-                if result == 0:
-                    items[pc], items[pd] = items[pd], items[pc]
-                    pd -= 1
-                pc -= 1
-            if pb > pc:
-                break
-            items[pb], items[pc] = items[pc], items[pb]
-            pb += 1
-            pc -= 1
-        pn = a + n
-        r = min(pa - a, pb - pa)
-        _swap_runs(items, a, pb - r, r)
-        r = min(pd - pc, pn - pd - 1)
-        _swap_runs(items, pb, pn - r, r)
-        r = pb - pa
-        if r > 1 and _overlaps(a, a + r - 1, left, right):
-            _partial_quicksort(items, a, r, compare, left, right)
-        r = pd - pc
-        if r <= 1:
-            return
-        a = pn - r
-        n = r
-        if not _overlaps(a, a + r - 1, left, right):
-            return
-
-
-def _overlaps(first: int, last: int, left: int, right: int) -> bool:
-    return not ((left < first and right < first) or (left > last and right > last))

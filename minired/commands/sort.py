@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import islice
-from typing import Callable
 
 from .. import errors
+from ..csort import partial_sort
 from ..errors import RedisError
 from ..notifications import GENERIC, LIST, notify
 from ..zset import ZSet
@@ -79,11 +79,11 @@ def lookup_by_pattern(db, pattern: bytes, element: bytes) -> bytes | None:
     arrow = pattern.find(b"->", star + 1, text_end)
     if arrow >= 0 and arrow + 2 < text_end:
         key = pattern[:star] + element + pattern[star + 1:arrow]
-        fields = db.get(key)
+        fields = db.read(key)
         if type(fields) is not dict:
             return None
         return fields.get(pattern[arrow + 2:])
-    value = db.get(pattern[:star] + element + pattern[star + 1:])
+    value = db.read(pattern[:star] + element + pattern[star + 1:])
     return value if type(value) is bytes else None
 
 
@@ -131,118 +131,6 @@ def sort_score(raw: bytes) -> float | None:
 
 def _strcoll_key(text: bytes) -> bytes:
     return text.split(b"\0", 1)[0]
-
-
-# --- pqsort ----------------------------------------------------------------------------------
-
-Compare = Callable[[tuple, tuple], int]
-
-
-def partial_sort(items: list, compare: Compare, first: int, last: int) -> None:
-    """Redis's pqsort (Bentley-McIlroy quicksort from NetBSD, skipping the partitions outside
-    positions first..last): those positions end up as a full sort would leave them; ties
-    land where this algorithm puts them, which the replies show."""
-    _pqsort(items, 0, len(items), compare, first, last)
-
-
-def _median_of_three(items: list, a: int, b: int, c: int, compare: Compare) -> int:
-    if compare(items[a], items[b]) < 0:
-        if compare(items[b], items[c]) < 0:
-            return b
-        return c if compare(items[a], items[c]) < 0 else a
-    if compare(items[b], items[c]) > 0:
-        return b
-    return a if compare(items[a], items[c]) < 0 else c
-
-
-def _insertion_sort(items: list, base: int, count: int, compare: Compare) -> None:
-    for moving in range(base + 1, base + count):
-        position = moving
-        while position > base and compare(items[position - 1], items[position]) > 0:
-            items[position - 1], items[position] = items[position], items[position - 1]
-            position -= 1
-
-
-def _swap_runs(items: list, a: int, b: int, count: int) -> None:
-    if count > 0:
-        items[a:a + count], items[b:b + count] = items[b:b + count], items[a:a + count]
-
-
-def _outside(base: int, count: int, first: int, last: int) -> bool:
-    end = base + count
-    return (first < base and last < base) or (first >= end and last >= end)
-
-
-def _pqsort(items: list, base: int, count: int, compare: Compare, first: int,
-            last: int) -> None:
-    # The C code recurses into the left part and loops on the right one; the parts are
-    # disjoint, so a stack of pending parts sorts them the same without Python's recursion.
-    pending = [(base, count)]
-    while pending:
-        base, count = pending.pop()
-        if count < 7:
-            _insertion_sort(items, base, count, compare)
-            continue
-        left, right = _partition(items, base, count, compare)
-        if left is None:
-            _insertion_sort(items, base, count, compare)
-            continue
-        for part_base, part_count in (right, left):
-            if part_count > 1 and not _outside(part_base, part_count, first, last):
-                pending.append((part_base, part_count))
-
-
-def _partition(items: list, base: int, count: int, compare: Compare):
-    """One Bentley-McIlroy partitioning step: the (base, count) of the parts below and above
-    the pivot, or (None, None) if no element moved (the caller then insertion-sorts)."""
-    middle = base + count // 2
-    if count > 7:
-        low, high = base, base + count - 1
-        if count > 40:
-            step = count // 8
-            low = _median_of_three(items, low, low + step, low + 2 * step, compare)
-            middle = _median_of_three(items, middle - step, middle, middle + step, compare)
-            high = _median_of_three(items, high - 2 * step, high - step, high, compare)
-        middle = _median_of_three(items, low, middle, high, compare)
-    items[base], items[middle] = items[middle], items[base]
-    pivot_run_end = scan_low = base + 1
-    scan_high = pivot_run_start = base + count - 1
-    swapped = False
-    while True:
-        while scan_low <= scan_high:
-            result = compare(items[scan_low], items[base])
-            if result > 0:
-                break
-            if result == 0:
-                swapped = True
-                items[pivot_run_end], items[scan_low] = items[scan_low], items[pivot_run_end]
-                pivot_run_end += 1
-            scan_low += 1
-        while scan_low <= scan_high:
-            result = compare(items[scan_high], items[base])
-            if result < 0:
-                break
-            if result == 0:
-                swapped = True
-                items[scan_high], items[pivot_run_start] = (items[pivot_run_start],
-                                                            items[scan_high])
-                pivot_run_start -= 1
-            scan_high -= 1
-        if scan_low > scan_high:
-            break
-        items[scan_low], items[scan_high] = items[scan_high], items[scan_low]
-        swapped = True
-        scan_low += 1
-        scan_high -= 1
-    if not swapped:
-        return None, None
-    end = base + count
-    run = min(pivot_run_end - base, scan_low - pivot_run_end)
-    _swap_runs(items, base, scan_low - run, run)
-    run = min(pivot_run_start - scan_high, end - pivot_run_start - 1)
-    _swap_runs(items, scan_low, end - run, run)
-    above = pivot_run_start - scan_high
-    return (base, scan_low - pivot_run_end), (end - above, above)
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -368,7 +256,7 @@ def _sorted(c, elements: list, options: _Options, start: int, end: int) -> list:
 def _sort(c, argv: list, read_only: bool):
     options = _parse_options(argv, read_only)
     db = c.db
-    value = db.get(argv[1])
+    value = db.read(argv[1])
     if value is None:
         value = ()
     elif type(value) not in (deque, set, ZSet):

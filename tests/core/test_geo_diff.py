@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minired import geohash
+from minired import csort, geohash
 
 PROTOCOLS = pytest.mark.parametrize("protocol", [2, 3])
 
@@ -435,7 +435,7 @@ def test_known_scores_and_hashes():
 
 def test_merge_sort_is_stable_like_glibc_qsort():
     points = [geohash.GeoPoint(b"%d" % i, 0.0, float(i % 3), 0.0, 0.0) for i in range(20)]
-    ordered = geohash._merge_sort(points, geohash._compare_ascending)
+    ordered = csort.merge_sort(points, geohash._compare_ascending)
     assert ordered == sorted(points, key=lambda point: point.dist)
     # A NaN distance makes the comparison inconsistent; the result is still a permutation.
     points[5].dist = float("nan")
