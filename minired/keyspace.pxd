@@ -11,6 +11,7 @@ cdef class Clock:
 
 cdef class Database:
     cdef public object index, avg_ttl_hint, tracking, notifier
+    cdef public long long keyspace_hits, keyspace_misses, expired_lazily
     cdef public dict data, expires, watchers, blocking_keys
     cdef public list ready_keys, _expiry_heap
     cdef public Clock clock
@@ -18,6 +19,8 @@ cdef class Database:
     cpdef object get(self, object key)
     cpdef object get_typed(self, object key, object cls)
     cpdef bint exists(self, object key)
+    cpdef object read(self, object key)
+    cpdef object read_typed(self, object key, object cls)
     cpdef object set(self, object key, object value, bint keep_ttl=*)
     cpdef bint delete(self, object key)
     cpdef object pop(self, object key)

@@ -61,7 +61,8 @@ class Database:
     """One numbered database: key -> value, key -> absolute expiry in ms."""
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
-                 "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier")
+                 "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
+                 "keyspace_hits", "keyspace_misses", "expired_lazily")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -79,6 +80,11 @@ class Database:
         self.tracking: Any = None
         # Keyspace notifications (minired/notifications.py), while notify-keyspace-events is on.
         self.notifier: Any = None
+        # INFO keyspace_hits/misses: counted by read() and read_typed() only (see there).
+        self.keyspace_hits = 0
+        self.keyspace_misses = 0
+        # Keys a lookup found expired (INFO expired_keys adds those the active cycle removed).
+        self.expired_lazily = 0
 
     # --- lookups -----------------------------------------------------------------------------
 
@@ -89,6 +95,7 @@ class Database:
             deadline = expires.get(key)
             if deadline is not None and deadline <= self.clock.ms():
                 self._expire(key)
+                self.expired_lazily += 1
                 return None
         return self.data.get(key)
 
@@ -101,6 +108,30 @@ class Database:
 
     def exists(self, key: bytes) -> bool:
         return self.get(key) is not None
+
+    # Redis counts hits and misses in lookupKeyRead only: commands that read a key (GET, EXISTS,
+    # LRANGE, SUNIONSTORE's sources ...) look it up with these; writes use get()/get_typed(),
+    # which count nothing. Each costs one integer increment over get().
+
+    def read(self, key: bytes) -> Any:
+        """get() for a read lookup, counted in INFO keyspace_hits/keyspace_misses."""
+        value = self.get(key)
+        if value is None:
+            self.keyspace_misses += 1
+        else:
+            self.keyspace_hits += 1
+        return value
+
+    def read_typed(self, key: bytes, cls: type) -> Any:
+        """get_typed() for a read lookup, counted as read() counts (WRONGTYPE is a hit)."""
+        value = self.get(key)
+        if value is None:
+            self.keyspace_misses += 1
+            return None
+        self.keyspace_hits += 1
+        if type(value) is not cls:
+            raise RedisError(WRONGTYPE)
+        return value
 
     def __len__(self) -> int:
         return len(self.data)
@@ -115,6 +146,7 @@ class Database:
             deadline = self.expires.get(key)
             if deadline is not None and deadline <= now:
                 self._expire(key)
+                self.expired_lazily += 1
                 continue
             yield key
 

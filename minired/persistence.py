@@ -244,6 +244,8 @@ class Persistence:
         self.last_save_attempt = 0.0
         self.last_save_ok = True
         self.background_save_pending = False
+        self.saves = 0  # INFO rdb_saves
+        self.last_background_save_seconds = -1  # INFO rdb_last_bgsave_time_sec (-1: none yet)
         self.aof_file: Any = None
         self.aof_path = ""
         self.aof_base_size = 0
@@ -299,6 +301,7 @@ class Persistence:
             log.warning("Failed saving the DB to %s: %s", self.snapshot_path, exc)
             raise RedisError(errors.SAVE_FAILED) from None
         self.last_save_ok = True
+        self.saves += 1
         self.dirty = 0
         self.server.last_save = int(time.time())
         log.info("DB saved on disk (%s, %d bytes)", self.snapshot_path, size)
@@ -318,10 +321,12 @@ class Persistence:
     def _background_save_now(self) -> None:
         if not self.background_save_pending:
             return  # a SAVE or SHUTDOWN got there first
+        started = int(time.time())  # whole seconds on the wall clock, as Redis's time(NULL)
         try:
             self.save()
         except RedisError:
             pass  # logged by save()
+        self.last_background_save_seconds = int(time.time()) - started
 
     # --- the write path --------------------------------------------------------------------------
 

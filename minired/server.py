@@ -24,7 +24,8 @@ ACTIVE_EXPIRE_INTERVAL = 0.1
 class Stats:
     __slots__ = ("started", "started_monotonic", "connections_received",
                  "commands_processed", "rejected_connections", "expired_keys",
-                 "net_input_bytes", "net_output_bytes", "error_replies")
+                 "net_input_bytes", "net_output_bytes", "error_replies",
+                 "reads_processed", "writes_processed")
 
     def __init__(self) -> None:
         self.started = time.time()
@@ -35,6 +36,9 @@ class Stats:
         self.expired_keys = 0
         self.net_input_bytes = 0
         self.net_output_bytes = 0
+        # INFO total_reads_processed/total_writes_processed: socket reads and reply writes.
+        self.reads_processed = 0
+        self.writes_processed = 0
         # INFO errorstats: error replies by their first word (ERR, WRONGTYPE, ...).
         self.error_replies: dict[str, int] = {}
 
@@ -45,6 +49,8 @@ class Stats:
         self.expired_keys = 0
         self.net_input_bytes = 0
         self.net_output_bytes = 0
+        self.reads_processed = 0
+        self.writes_processed = 0
         self.error_replies = {}
 
     def count_error(self, message: str) -> None:
@@ -319,7 +325,9 @@ class ClientProtocol:
         if client is None or client.closing:
             return
         server = self.server
-        server.stats.net_input_bytes += len(data)
+        stats = server.stats
+        stats.net_input_bytes += len(data)
+        stats.reads_processed += 1
         parser = self.parser
         config = server.config
         # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
@@ -480,7 +488,9 @@ class ClientProtocol:
             server = self.server
             if server.sync_before_reply is not None:
                 server.sync_before_reply()
-            server.stats.net_output_bytes += len(data)
+            stats = server.stats
+            stats.net_output_bytes += len(data)
+            stats.writes_processed += 1
             self._transport_write(data)
             if server.output_buffer_guard is not None and self._transport_buffered():
                 server.output_buffer_guard(self)

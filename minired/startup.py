@@ -9,7 +9,7 @@ from .server import Server
 # (pub/sub registry, persistence, ...). The script engine is not among them: it attaches on
 # first use (scripting.engine_of), so lupa and the Lua runtime load with the first script
 # instead of delaying every start-up; the commands that reach it are registered regardless.
-SUBSYSTEMS = ("minired.pubsub", "minired.persistence", "minired.security")
+SUBSYSTEMS = ("minired.pubsub", "minired.persistence", "minired.security", "minired.metrics")
 
 
 def prepare_server(server: Server) -> Server:

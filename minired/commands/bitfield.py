@@ -62,7 +62,7 @@ def bitop(c, argv):
         raise RedisError(errors.BITOP_NOT_SINGLE_SOURCE)
     db = c.db
     # Every source is checked before anything is written: a WRONGTYPE leaves no trace.
-    sources = [db.get_typed(key, bytes) or b"" for key in argv[3:]]
+    sources = [db.read_typed(key, bytes) or b"" for key in argv[3:]]
     width = max(len(source) for source in sources)
     target = argv[2]
     if not width:
@@ -216,7 +216,7 @@ def _bitfield(c, argv, read_only_command: bool):
     db = c.db
     key = argv[1]
     if read_only:
-        data = db.get_typed(key, bytes) or b""
+        data = db.read_typed(key, bytes) or b""
         return [_get(data, operation) for operation in operations]
     if read_only_command:
         raise RedisError(errors.BITFIELD_RO_GET_ONLY)

@@ -129,7 +129,7 @@ def geoadd(c, argv):
 
 @command("geopos", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
 def geopos(c, argv):
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     reply = []
     for member in argv[2:]:
         score = None if zset is None else zset.scores.get(member)
@@ -142,7 +142,7 @@ def geopos(c, argv):
 
 @command("geohash", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
 def geohash_(c, argv):
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     reply = []
     for member in argv[2:]:
         score = None if zset is None else zset.scores.get(member)
@@ -157,7 +157,7 @@ def geodist(c, argv):
         to_meters = _unit(argv[4])
     elif len(argv) > 5:
         raise RedisError(errors.SYNTAX)
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     if zset is None:
         return None
     first = zset.scores.get(argv[2])
@@ -278,7 +278,7 @@ def _parse_search(argv, source_index: int, variant: int, store_allowed: bool,
 
 def _georadius(c, argv, source_index: int, variant: int, store_allowed: bool = False):
     """georadiusGeneric."""
-    zset = c.db.get_typed(argv[source_index], ZSet)
+    zset = c.db.read_typed(argv[source_index], ZSet)
     search = _parse_search(argv, source_index, variant, store_allowed, zset)
     store_key = search.store_key
     if zset is None:

@@ -73,7 +73,7 @@ def hsetnx(c, argv):
 
 
 def hget(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     return None if fields is None else fields.get(argv[2])
 
 
@@ -82,7 +82,7 @@ command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)(hget)
 
 @command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def hmget(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     if fields is None:
         return [None] * (len(argv) - 2)
     get = fields.get
@@ -90,7 +90,7 @@ def hmget(c, argv):
 
 
 def hgetall(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     # A map in RESP3, a flat field/value array in RESP2 (the encoder flattens dicts).
     return {} if fields is None else dict(fields)
 
@@ -126,7 +126,7 @@ command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)(hdel)
 
 
 def hexists(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     return int(fields is not None and argv[2] in fields)
 
 
@@ -135,13 +135,13 @@ command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)(hexi
 
 @command("hlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def hlen(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     return 0 if fields is None else len(fields)
 
 
 @command("hstrlen", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def hstrlen(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     if fields is None:
         return 0
     value = fields.get(argv[2])
@@ -150,13 +150,13 @@ def hstrlen(c, argv):
 
 @command("hkeys", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
 def hkeys(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     return [] if fields is None else list(fields)
 
 
 @command("hvals", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
 def hvals(c, argv):
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     return [] if fields is None else list(fields.values())
 
 
@@ -223,12 +223,12 @@ def _store_number(db, key: bytes, fields: dict | None, field: bytes, text: bytes
 @command("hrandfield", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
 def hrandfield(c, argv):
     if len(argv) == 2:
-        fields = c.db.get_typed(argv[1], dict)
+        fields = c.db.read_typed(argv[1], dict)
         if not fields:
             return None
         return _nth_field(fields, random.randrange(len(fields)))
     count, withvalues = parse_random_count(argv, b"withvalues")
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     if fields is None or count == 0:
         return []
     size = len(fields)
@@ -258,7 +258,7 @@ def _nth_field(fields: dict, index: int) -> bytes:
 @command("hscan", arity=-3, flags="readonly", keys=(1, 1, 1), group=G)
 def hscan(c, argv):
     cursor = parse_scan_cursor(argv[2])
-    fields = c.db.get_typed(argv[1], dict)
+    fields = c.db.read_typed(argv[1], dict)
     if fields is None:
         return [b"0", []]
     count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)

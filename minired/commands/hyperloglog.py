@@ -20,9 +20,9 @@ def _sparse_max_bytes(c) -> int:
     return c.server.config.number("hll-sparse-max-bytes")
 
 
-def _hll_value(c, key: bytes) -> bytes | None:
+def _hll_value(c, key: bytes, read: bool = False) -> bytes | None:
     """The HLL at key, None if missing; the two WRONGTYPE errors otherwise."""
-    value = c.db.get_typed(key, bytes)
+    value = (c.db.read_typed if read else c.db.get_typed)(key, bytes)
     if value is not None and not hll.is_hll(value):
         raise RedisError(errors.HLL_WRONGTYPE)
     return value
@@ -66,7 +66,7 @@ def _registers_union(c, keys: list) -> tuple[bytes, bool]:
     union = bytes(hll.REGISTERS)
     any_dense = False
     for key in keys:
-        value = _hll_value(c, key)
+        value = _hll_value(c, key, read=True)
         if value is None:
             continue
         any_dense = any_dense or value[4] == hll.DENSE
@@ -83,7 +83,7 @@ def pfcount(c, argv):
         union, _ = _registers_union(c, argv[1:])
         return hll.as_signed(hll.estimate(hll.histogram(union)))
     key = argv[1]
-    value = _hll_value(c, key)
+    value = _hll_value(c, key, read=True)
     if value is None:
         return 0
     card = hll.cached_cardinality(value)

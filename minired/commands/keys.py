@@ -44,7 +44,7 @@ def unlink(c, argv):
 
 @command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), group=G)
 def exists(c, argv):
-    get = c.db.get
+    get = c.db.read
     return sum(1 for key in argv[1:] if get(key) is not None)
 
 
@@ -55,7 +55,7 @@ def touch(c, argv):
 
 @command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def type_(c, argv):
-    value = c.db.get(argv[1])
+    value = c.db.read(argv[1])
     return Status(b"none" if value is None else type_name(value).encode())
 
 
@@ -142,7 +142,7 @@ def pexpireat(c, argv):
 
 def _ttl_generic(c, key: bytes, in_ms: bool, absolute: bool) -> int:
     db = c.db
-    if db.get(key) is None:
+    if db.read(key) is None:
         return -2
     deadline = db.expiry(key)
     if deadline is None:
@@ -373,7 +373,7 @@ def copy_(c, argv):
     db = c.db
     if target_db is db and source == target:
         raise RedisError(errors.SAME_OBJECT)
-    value = db.get(source)
+    value = db.read(source)
     if value is None:
         return 0
     deadline = db.expiry(source)

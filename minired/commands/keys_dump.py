@@ -211,7 +211,7 @@ register_zset(ZSet, to_pairs=lambda zset: [(member, score) for score, member in 
 
 @command("dump", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
 def dump(c, argv):
-    value = c.db.get(argv[1])
+    value = c.db.read(argv[1])
     if value is None:
         return None
     return dump_payload(value)

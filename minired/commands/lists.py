@@ -251,7 +251,7 @@ def lmpop(c, argv):
 
 def llen(c, argv):
     """The length of a list (0 if missing)."""
-    value = _list(c.db, argv[1])
+    value = c.db.read_typed(argv[1], deque)
     return 0 if value is None else len(value)
 
 
@@ -262,7 +262,7 @@ def lrange(c, argv):
     """Elements from start to end inclusive; negative indexes count from the tail."""
     start = parse_int(argv[2])
     end = parse_int(argv[3])
-    value = _list(c.db, argv[1])
+    value = c.db.read_typed(argv[1], deque)
     if value is None:
         return []
     length = len(value)
@@ -282,7 +282,7 @@ command("lrange", arity=4, flags="readonly", keys=(1, 1, 1), group=G)(lrange)
 
 def lindex(c, argv):
     """The element at an index (negative from the tail), or null."""
-    value = _list(c.db, argv[1])
+    value = c.db.read_typed(argv[1], deque)
     if value is None:
         return None
     index = parse_int(argv[2])
@@ -316,7 +316,7 @@ def lpos(c, argv):
         else:
             raise RedisError(errors.SYNTAX)
         i += 2
-    value = _list(c.db, argv[1])
+    value = c.db.read_typed(argv[1], deque)
     if value is None:
         return None if count is None else []
     element = argv[2]

@@ -1,5 +1,6 @@
 """Server commands: DBSIZE, FLUSHDB/FLUSHALL, TIME, SAVE/BGSAVE/LASTSAVE, SHUTDOWN, CONFIG, DEBUG,
-MONITOR, ROLE, LOLWUT, MEMORY, SLOWLOG, LATENCY. INFO, COMMAND and ACL live in introspection.py.
+MONITOR, ROLE, LOLWUT, MEMORY, SLOWLOG, LATENCY. INFO lives in info.py, COMMAND in
+introspection.py, ACL in acl.py.
 
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
 SAVE, BGSAVE and SHUTDOWN SAVE sets `server.extensions["persistence"]` to an object with
@@ -215,6 +216,8 @@ def config_resetstat(c, argv):
     """Reset the stats returned by INFO"""
     server = c.server
     server.stats.reset()
+    for db in server.keyspace.dbs:  # INFO's keyspace_hits/misses and lazy expiries, per database
+        db.keyspace_hits = db.keyspace_misses = db.expired_lazily = 0
     for spec in introspection.all_specs():
         spec.calls = spec.nanoseconds = spec.failed_calls = spec.rejected_calls = 0
     return OK

@@ -55,25 +55,25 @@ def srem(c, argv):
 
 @command("sismember", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def sismember(c, argv):
-    members = c.db.get_typed(argv[1], set)
+    members = c.db.read_typed(argv[1], set)
     return int(members is not None and argv[2] in members)
 
 
 @command("smismember", arity=-3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def smismember(c, argv):
-    members = c.db.get_typed(argv[1], set) or ()
+    members = c.db.read_typed(argv[1], set) or ()
     return [int(member in members) for member in argv[2:]]
 
 
 @command("smembers", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
 def smembers(c, argv):
-    members = c.db.get_typed(argv[1], set)
+    members = c.db.read_typed(argv[1], set)
     return set() if members is None else set(members)
 
 
 @command("scard", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def scard(c, argv):
-    members = c.db.get_typed(argv[1], set)
+    members = c.db.read_typed(argv[1], set)
     return 0 if members is None else len(members)
 
 
@@ -130,12 +130,12 @@ def srandmember(c, argv):
     if len(argv) > 3:
         raise RedisError(errors.SYNTAX)
     if len(argv) == 2:
-        members = c.db.get_typed(argv[1], set)
+        members = c.db.read_typed(argv[1], set)
         return None if not members else _random_member(members)
     count = parse_int(argv[2])
     if count < -_LONG_MAX:
         raise RedisError(errors.VALUE_NOT_BETWEEN.format(-_LONG_MAX, _LONG_MAX))
-    members = c.db.get_typed(argv[1], set)
+    members = c.db.read_typed(argv[1], set)
     if members is None or count == 0:
         return []
     if count >= len(members):
@@ -181,7 +181,7 @@ def _sources(c, keys: list[bytes]) -> list[set | None]:
     db = c.db
     found = []
     for key in keys:
-        value = db.get(key)
+        value = db.read(key)
         if value is not None and type(value) is not set:
             raise RedisError(errors.WRONGTYPE)
         found.append(value)
@@ -282,7 +282,7 @@ def sintercard(c, argv):
 @command("sscan", arity=-3, flags="readonly", keys=(1, 1, 1), group=G)
 def sscan(c, argv):
     cursor = parse_scan_cursor(argv[2])
-    members = c.db.get_typed(argv[1], set)
+    members = c.db.read_typed(argv[1], set)
     if members is None:
         return [b"0", []]
     count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)

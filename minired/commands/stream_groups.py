@@ -43,7 +43,7 @@ def _text(raw: bytes) -> str:
 
 def _stream_and_group(c, key: bytes, group_name: bytes) -> tuple[Stream, ConsumerGroup]:
     """The stream and group XPENDING, XCLAIM and XAUTOCLAIM work on, or their NOGROUP error."""
-    stream = get_stream(c, key)
+    stream = c.db.read_typed(key, Stream)
     group = stream.groups.get(group_name) if stream is not None else None
     if group is None:
         raise RedisError(errors.STREAM_NOGROUP.format(_text(key), _text(group_name)))
@@ -261,7 +261,7 @@ def xreadgroup(c, argv):
     # an explicit maximal ID therefore reads new entries too.
     targets: list[tuple[bytes, Stream, ConsumerGroup, StreamID]] = []
     for key, raw in zip(keys, argv[streams_at + half:]):
-        stream = get_stream(c, key)
+        stream = c.db.read_typed(key, Stream)
         group = stream.groups.get(group_name) if stream is not None else None
         if group is None:
             raise RedisError(errors.STREAM_NOGROUP_XREADGROUP.format(_text(key),
@@ -310,7 +310,7 @@ def xreadgroup(c, argv):
 
 @command("xack", arity=-4, flags="write fast", keys=(1, 1, 1), group=G)
 def xack(c, argv):
-    stream = get_stream(c, argv[1])
+    stream = c.db.read_typed(argv[1], Stream)
     group = stream.groups.get(argv[2]) if stream is not None else None
     if group is None:
         return 0
@@ -516,7 +516,7 @@ def xautoclaim(c, argv):
 # --- XINFO GROUPS / CONSUMERS --------------------------------------------------------------------
 
 def _info_stream(c, key: bytes) -> Stream:
-    stream = get_stream(c, key)
+    stream = c.db.read_typed(key, Stream)
     if stream is None:
         raise RedisError(errors.NO_SUCH_KEY)
     return stream

@@ -292,7 +292,7 @@ def xtrim(c, argv):
 
 @command("xlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def xlen(c, argv):
-    stream = get_stream(c, argv[1])
+    stream = c.db.read_typed(argv[1], Stream)
     return 0 if stream is None else stream.length
 
 
@@ -308,7 +308,7 @@ def _range(c, argv, reverse: bool):
             i += 2
         else:
             raise RedisError(errors.SYNTAX)
-    stream = get_stream(c, argv[1])
+    stream = c.db.read_typed(argv[1], Stream)
     if stream is None:
         return []
     if count == 0:
@@ -459,7 +459,7 @@ def xread(c, argv):
     keys = argv[streams_at:streams_at + half]
     after: list[StreamID] = []
     for key, raw in zip(keys, argv[streams_at + half:]):
-        stream = get_stream(c, key)
+        stream = c.db.read_typed(key, Stream)
         if raw == b"$":
             after.append(stream.last_id if stream is not None else MIN_ID)
         elif raw == b">":
@@ -470,7 +470,7 @@ def xread(c, argv):
     def serve(client):
         results = []
         for key, since in zip(keys, after):
-            stream = client.db.get(key)
+            stream = client.db.read(key)
             if type(stream) is Stream and stream.length and stream.last_live_id() > since:
                 results.append((key, entries_reply(stream.range(incr_id(since), MAX_ID, count))))
         return read_reply(client, results) if results else None
@@ -605,7 +605,7 @@ def _rax_nodes(keys: list[bytes], depth: int) -> int:
 
 @command("stream", arity=-3, flags="readonly", keys=(2, 2, 1), parent="xinfo", group=G)
 def xinfo_stream(c, argv):
-    stream = get_stream(c, argv[2])
+    stream = c.db.read_typed(argv[2], Stream)
     if stream is None:
         raise RedisError(errors.NO_SUCH_KEY)
     argc = len(argv)

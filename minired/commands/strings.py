@@ -88,7 +88,7 @@ def _set_generic(c, key: bytes, value: bytes, flags: int, deadline: int | None,
                  ok_reply=OK, abort_reply=None):
     db = c.db
     if flags & _GET:
-        old = db.get_typed(key, bytes)
+        old = db.read_typed(key, bytes)
         found = old is not None
     else:
         old = None
@@ -108,7 +108,7 @@ def _set_generic(c, key: bytes, value: bytes, flags: int, deadline: int | None,
 
 
 def get(c, argv):
-    return c.db.get_typed(argv[1], bytes)
+    return c.db.read_typed(argv[1], bytes)
 
 
 command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(get)
@@ -149,7 +149,7 @@ def psetex(c, argv):
 @command("getset", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
 def getset(c, argv):
     db = c.db
-    old = db.get_typed(argv[1], bytes)
+    old = db.read_typed(argv[1], bytes)
     db.set(argv[1], argv[2])
     if db.notifier is not None:
         notify(db, STRING, b"set", argv[1])
@@ -159,7 +159,7 @@ def getset(c, argv):
 @command("getdel", arity=2, flags="write fast", keys=(1, 1, 1), group=G)
 def getdel(c, argv):
     db = c.db
-    value = db.get_typed(argv[1], bytes)
+    value = db.read_typed(argv[1], bytes)
     if value is not None:
         db.delete(argv[1])
         if db.notifier is not None:
@@ -172,7 +172,7 @@ def getex(c, argv):
     flags, expire = _parse_set_options(argv, 2, is_set=False)
     db = c.db
     key = argv[1]
-    value = db.get_typed(key, bytes)
+    value = db.read_typed(key, bytes)
     if value is None:
         return None
     if expire is not None:
@@ -195,7 +195,7 @@ def getex(c, argv):
 
 @command("mget", arity=-2, flags="readonly fast", keys=(1, -1, 1), group=G)
 def mget(c, argv):
-    get_value = c.db.get
+    get_value = c.db.read
     values = []
     for key in argv[1:]:
         value = get_value(key)
@@ -323,7 +323,7 @@ def append(c, argv):
 
 @command("strlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def strlen(c, argv):
-    value = c.db.get_typed(argv[1], bytes)
+    value = c.db.read_typed(argv[1], bytes)
     return 0 if value is None else len(value)
 
 
@@ -331,7 +331,7 @@ def strlen(c, argv):
 def getrange(c, argv):
     start = parse_int(argv[2])
     end = parse_int(argv[3])
-    value = c.db.get_typed(argv[1], bytes)
+    value = c.db.read_typed(argv[1], bytes)
     if value is None:
         return b""
     length = len(value)

@@ -55,7 +55,7 @@ def setbit(c, argv):
 @command("getbit", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def getbit(c, argv):
     offset = parse_bit_offset(c, argv[2])
-    value = c.db.get_typed(argv[1], bytes)
+    value = c.db.read_typed(argv[1], bytes)
     byte_index = offset >> 3
     if value is None or byte_index >= len(value):
         return 0
@@ -94,7 +94,7 @@ def _bits(value: bytes, first_bit: int, last_bit: int) -> tuple[int, int, int]:
 
 @command("bitcount", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
 def bitcount(c, argv):
-    value = c.db.get_typed(argv[1], bytes)
+    value = c.db.read_typed(argv[1], bytes)
     if value is None:
         return 0
     argc = len(argv)
@@ -122,7 +122,7 @@ def bitpos(c, argv):
     bit = parse_int(argv[2])
     if bit not in (0, 1):
         raise RedisError(errors.BIT_ARGUMENT)
-    value = c.db.get_typed(argv[1], bytes)
+    value = c.db.read_typed(argv[1], bytes)
     if value is None:
         return -1 if bit else 0
     argc = len(argv)
@@ -155,7 +155,7 @@ def bitpos(c, argv):
 @command("lcs", arity=-3, flags="readonly", keys=(1, 2, 1), group="string")
 def lcs(c, argv):
     db = c.db
-    a, b = db.get(argv[1]), db.get(argv[2])
+    a, b = db.read(argv[1]), db.read(argv[2])
     if (a is not None and type(a) is not bytes) or (b is not None and type(b) is not bytes):
         raise RedisError(errors.LCS_NOT_STRINGS)
     a = a or b""

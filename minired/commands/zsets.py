@@ -200,13 +200,13 @@ def zincrby(c, argv):
 
 @command("zscore", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def zscore(c, argv):
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     return None if zset is None else zset.scores.get(argv[2])
 
 
 @command("zmscore", arity=-3, flags="readonly fast", keys=(1, 1, 1), group=G)
 def zmscore(c, argv):
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     if zset is None:
         return [None] * (len(argv) - 2)
     get = zset.scores.get
@@ -215,14 +215,14 @@ def zmscore(c, argv):
 
 @command("zcard", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def zcard(c, argv):
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     return 0 if zset is None else len(zset)
 
 
 @command("zcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group=G)
 def zcount(c, argv):
     spec = parse_score_range(argv[2], argv[3])
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     if zset is None:
         return 0
     start, stop = zset.score_span(spec)
@@ -232,7 +232,7 @@ def zcount(c, argv):
 @command("zlexcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group=G)
 def zlexcount(c, argv):
     spec = parse_lex_range(argv[2], argv[3])
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     if zset is None:
         return 0
     start, stop = zset.lex_span(spec)
@@ -240,7 +240,7 @@ def zlexcount(c, argv):
 
 
 def _rank(c, argv, reverse: bool):
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     if zset is None:
         return None
     rank = zset.rank(argv[2])
@@ -305,7 +305,7 @@ def _zrange(c, argv, source_index: int, by: str | None, reverse: bool | None,
     else:
         spec = parse_lex_range(low, high)
 
-    zset = c.db.get_typed(argv[source_index], ZSet)
+    zset = c.db.read_typed(argv[source_index], ZSet)
     if zset is None:
         entries = []
     elif by == _BY_RANK:

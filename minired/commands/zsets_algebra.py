@@ -75,7 +75,7 @@ def _setop(c, argv, name: str, numkeys_index: int, op: str, store: bool = False,
     db = c.db
     sources = []
     for key in argv[first:first + numkeys]:
-        value = db.get(key)
+        value = db.read(key)
         if value is not None and type(value) is not ZSet and type(value) is not set:
             raise RedisError(errors.WRONGTYPE)
         sources.append(_Source(value))
@@ -235,12 +235,12 @@ def zintercard(c, argv):
 @command("zrandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
 def zrandmember(c, argv):
     if len(argv) == 2:
-        zset = c.db.get_typed(argv[1], ZSet)
+        zset = c.db.read_typed(argv[1], ZSet)
         if zset is None:
             return None
         return zset.order[random.randrange(len(zset))][1]
     count, withscores = parse_random_count(argv, b"withscores")
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     if zset is None or count == 0:
         return []
     order = zset.order
@@ -260,7 +260,7 @@ def zrandmember(c, argv):
 @command("zscan", arity=-3, flags="readonly", keys=(1, 1, 1), group=G)
 def zscan(c, argv):
     cursor = parse_scan_cursor(argv[2])
-    zset = c.db.get_typed(argv[1], ZSet)
+    zset = c.db.read_typed(argv[1], ZSet)
     if zset is None:
         return [b"0", []]
     count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)
