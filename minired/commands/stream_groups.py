@@ -131,17 +131,14 @@ def xgroup_create(c, argv):
 
 @command("setid", arity=-5, flags="write", keys=(2, 2, 1), parent="xgroup", group=G)
 def xgroup_setid(c, argv):
-    stream, group = _xgroup_existing(c, argv)
+    # The arguments are checked before the key and the group are looked up, as in Redis.
     argc = len(argv)
-    if argc not in (5, 7):
+    if argc not in (5, 7) or (argc == 7 and argv[5].lower() != b"entriesread"):
         raise errors.unknown_subcommand_or_arity(argv[1], "xgroup")
+    entries_read = _parse_entries_read(argv[6]) if argc == 7 else None
+    stream, group = _xgroup_existing(c, argv)
     # Unlike CREATE, SETID takes any ID, "-" and "+" included.
     last_id = stream.last_id if argv[4] == b"$" else parse_id(argv[4])[0]
-    entries_read = None
-    if argc == 7:
-        if argv[5].lower() != b"entriesread":
-            raise errors.unknown_subcommand_or_arity(argv[1], "xgroup")
-        entries_read = _parse_entries_read(argv[6])
     group.last_id = last_id
     group.entries_read = entries_read
     if c.db.notifier is not None:

@@ -104,9 +104,9 @@ def bitcount(c, argv):
         raise RedisError(errors.SYNTAX)
     start = parse_int(argv[2])
     end = parse_int(argv[3])
-    in_bits = _range_unit(argv[4]) if argc == 5 else False
     if start < 0 and end < 0 and start > end:
-        return 0
+        return 0  # before the unit is read, as in Redis
+    in_bits = _range_unit(argv[4]) if argc == 5 else False
     length = len(value) * 8 if in_bits else len(value)
     start, end = _clamp(start, end, length)
     if start > end:

@@ -263,3 +263,15 @@ def test_xread_block_times_out_with_null(diff):
 def test_xread_block_returns_at_once_when_data_is_there(diff):
     fill(diff, "s", 2)
     diff.check("XREAD", "BLOCK", "0", "STREAMS", "s", "1-1")
+
+
+def test_xgroup_setid_checks_its_arguments_before_the_key(diff):
+    """Found by bench/grammar_fuzz.py: Redis reads the argument count and ENTRIESREAD first."""
+    diff.check("XGROUP", "SETID", "nokey", "3-1", "ENTRIESREAD", "3")
+    diff.check("XADD", "stream", "1-1", "f", "v")
+    diff.check("XGROUP", "SETID", "stream", "nogroup", "$", "ENTRIESREAD", " 1")
+    diff.check("XGROUP", "SETID", "nokey", "g1", "$", "ENTRIESREAD", "-9223372036854775808")
+    diff.check("SET", "str", "hello")
+    diff.check("XGROUP", "SETID", "str", "g1", "$", "ENTRIESREAD", "1.5")
+    diff.check("XGROUP", "SETID", "stream", "g1", "$", "FOO", "1")
+    diff.check("XGROUP", "SETID", "stream", "nogroup", "bad-id")

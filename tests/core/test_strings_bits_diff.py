@@ -118,3 +118,12 @@ def test_lcs_resp3(diff):
     diff.hello(3)
     diff.check("MSET", "a", "ohmytext", "b", "mynewtext")
     diff.check("LCS", "a", "b", "IDX", "WITHMATCHLEN")
+
+
+def test_bitcount_of_an_empty_negative_range_ignores_the_unit(diff):
+    """Found by bench/grammar_fuzz.py: start and end both negative, start > end: 0 at once."""
+    diff.check("SET", "s", "foobar")
+    for unit in ("5", "BIT", "BYTE", "x"):
+        diff.check("BITCOUNT", "s", "-1", "-100", unit)
+    diff.check("BITCOUNT", "s", "1", "-100", "x")
+    diff.check("BITCOUNT", "s", "-1", "-100", "BYTE", "x")
