@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import errors, resp, security
-from .commands.table import COMMANDS, CommandSpec
+from .commands.table import COMMANDS, CommandSpec, lookup
 from .errors import RedisError
 
 if TYPE_CHECKING:
@@ -75,6 +75,9 @@ def _execute(c: "Client", argv: list) -> Any:
         resolved = resolve(argv)
         if type(resolved) is RedisError:
             c.last_command = None
+            known = lookup(argv)  # a known command with the wrong arity counts as rejected
+            if known is not None and not known.arity_ok(len(argv)):
+                known.rejected_calls += 1
             if c.multi is not None:
                 c.multi_failed = True
                 if argv[0].lower() == b"exec":  # a rejected EXEC discards the transaction
@@ -90,9 +93,7 @@ def _execute(c: "Client", argv: list) -> Any:
     # Redis asks the default user's password at each command, so removing requirepass frees
     # clients that connected while it was set.
     if not c.authenticated and "no_auth" not in spec.flags and security.auth_required(c.server):
-        if c.multi is not None:
-            c.multi_failed = True
-        return RedisError(errors.NOAUTH)
+        return _reject(c, spec, errors.NOAUTH)
     if c.user_restricted:  # ACL: false for a user who may run everything (security.py)
         denied = security.check_command(c, spec, argv)
         if denied is not None:
@@ -101,21 +102,28 @@ def _execute(c: "Client", argv: list) -> Any:
             return denied
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
-        if c.multi is not None:
-            c.multi_failed = True
-        return RedisError(errors.REPLICA_KEYSPACE)
+        return _reject(c, spec, errors.REPLICA_KEYSPACE)
     if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
         if "no_multi" in spec.flags:
-            c.multi_failed = True
-            return RedisError(errors.COMMAND_NOT_ALLOWED_IN_MULTI)
+            return _reject(c, spec, errors.COMMAND_NOT_ALLOWED_IN_MULTI)
         c.multi.append((spec, argv))
         return resp.QUEUED
     if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
             and spec.root_name not in _SUBSCRIBED_ALLOWED):
-        return RedisError(errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
+        return _reject(c, spec, errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
     if spec.denyoom and c.server.over_maxmemory():
-        return RedisError(errors.OOM)
+        return _reject(c, spec, errors.OOM)
     return call(c, spec, argv)
+
+
+def _reject(c: "Client", spec: CommandSpec, message: str) -> RedisError:
+    """A command refused before it runs, as Redis's rejectCommand: an error reply counted in
+    INFO (errorstats, the command's rejected_calls), and a failed transaction if queuing."""
+    if c.multi is not None:
+        c.multi_failed = True
+    spec.rejected_calls += 1
+    c.server.stats.count_error(message)
+    return RedisError(message)
 
 
 def call(c: "Client", spec: CommandSpec, argv: list) -> Any:

@@ -319,13 +319,17 @@ class ScriptEngine:
                 if type(known) is bytes:
                     return known, _ERR
             spec, arity, write = known
+            # A command refused here counts as rejected in INFO commandstats, as in Redis.
             if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+                spec.rejected_calls += 1
                 return errors.SCRIPT_CALL_ARITY.encode(), _ERR
             if write:
                 if run.read_only:
+                    spec.rejected_calls += 1
                     return errors.SCRIPT_CALL_WRITE_IN_RO.encode(), _ERR
                 if (not run.allow_oom and not run.dirty and spec.denyoom
                         and self.server.over_maxmemory()):
+                    spec.rejected_calls += 1
                     return lua_error_text(errors.OOM), _ERR
                 run.dirty = True
             script_client = self.client
@@ -378,6 +382,7 @@ class ScriptEngine:
                 return errors.SCRIPT_CALL_UNKNOWN.encode()
         arity = spec.arity
         if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
+            spec.rejected_calls += 1
             return errors.SCRIPT_CALL_ARITY.encode()
         if "noscript" in spec.flags:
             return errors.SCRIPT_CALL_NOSCRIPT.encode()

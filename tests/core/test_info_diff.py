@@ -307,3 +307,39 @@ def test_rate_is_the_mean_of_the_last_samples():
     assert rate.mean() == 100
     rate.track(SAMPLES * 100 + 300, 3)  # the counter went back: CONFIG RESETSTAT
     assert rate.mean() == 0
+
+
+REJECTIONS = {
+    "arity": [["GET", "a", "b"]],
+    "container arity": [["CLIENT"]],
+    "unknown subcommand": [["CLIENT", "NOPE"]],
+    "arity while queuing": [["MULTI"], ["GET"], ["EXEC"]],
+    "no_multi": [["MULTI"], ["WATCH", "x"], ["EXEC"]],
+    "subscribe context": [["SUBSCRIBE", "ch"], ["GET", "a"]],
+    "arity in a script": [["EVAL", "return redis.call('get', 'a', 'b')", "0"]],
+    "unknown in a script": [["EVAL", "return redis.call('nosuch')", "0"]],
+    "oom": [["CONFIG", "SET", "maxmemory", "1"], ["SET", "a", "b"],
+            ["CONFIG", "SET", "maxmemory", "0"]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(REJECTIONS))
+def test_rejected_commands_are_counted_as_redis_counts_them(real_redis, mini, name):
+    """Refused before running (Redis's rejectCommand): an error reply in errorstats, and the
+    command's rejected_calls in commandstats."""
+    def counters(port):
+        client, admin = RawClient(port), RawClient(port)
+        try:
+            admin.call("CONFIG", "RESETSTAT")
+            for command in REJECTIONS[name]:
+                client.call(*command)
+            info = fields(admin)
+            return {key: value.split(",usec=")[0] + value[value.index(",rejected"):]
+                    if key.startswith("cmdstat_") else value
+                    for key, value in info.items()
+                    if key.startswith(("cmdstat_", "errorstat_", "total_error_replies"))
+                    and key not in ("cmdstat_config", "cmdstat_info")}
+        finally:
+            client.close()
+            admin.close()
+    assert counters(mini.port) == counters(real_redis.port)
