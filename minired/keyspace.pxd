@@ -19,7 +19,7 @@ cdef class Database:
     cpdef object get(self, object key)
     cpdef object get_typed(self, object key, object cls)
     cpdef bint exists(self, object key)
-    cpdef object read(self, object key)
+    cpdef object read(self, object key, bint notify=*)
     cpdef object read_typed(self, object key, object cls)
     cpdef object set(self, object key, object value, bint keep_ttl=*)
     cpdef bint delete(self, object key)

@@ -113,11 +113,14 @@ class Database:
     # LRANGE, SUNIONSTORE's sources ...) look it up with these; writes use get()/get_typed(),
     # which count nothing. Each costs one integer increment over get().
 
-    def read(self, key: bytes) -> Any:
-        """get() for a read lookup, counted in INFO keyspace_hits/keyspace_misses."""
+    def read(self, key: bytes, notify: bool = True) -> Any:
+        """get() for a read lookup, counted in INFO keyspace_hits/keyspace_misses; a miss is a
+        "keymiss" notification unless `notify` is false (Redis's LOOKUP_NONOTIFY)."""
         value = self.get(key)
         if value is None:
             self.keyspace_misses += 1
+            if notify and self.notifier is not None:
+                self.notifier.key_missed(self, key)
         else:
             self.keyspace_hits += 1
         return value
@@ -127,6 +130,8 @@ class Database:
         value = self.get(key)
         if value is None:
             self.keyspace_misses += 1
+            if self.notifier is not None:
+                self.notifier.key_missed(self, key)
             return None
         self.keyspace_hits += 1
         if type(value) is not cls:

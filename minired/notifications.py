@@ -104,6 +104,10 @@ class Notifier:
     def key_expired(self, db: "Database", key: bytes) -> None:
         self.emit(EXPIRED, b"expired", key, db.index)
 
+    def key_missed(self, db: "Database", key: bytes) -> None:
+        """A read lookup found nothing (lookupKeyRead's "keymiss")."""
+        self.emit(KEY_MISS, b"keymiss", key, db.index)
+
     # --- EXEC ----------------------------------------------------------------------------------
 
     def run_transaction(self, c: "Client", queued: list, call) -> list:

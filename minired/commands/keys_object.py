@@ -71,7 +71,7 @@ def encoding(value: Any, config) -> str:
 
 
 def _lookup(c, key: bytes):
-    return c.db.read(key)
+    return c.db.read(key, notify=False)  # OBJECT's lookup is counted but sends no keymiss
 
 
 @command("encoding", arity=3, flags="readonly", keys=(2, 2, 1), parent="object", group=G)

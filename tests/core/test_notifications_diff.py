@@ -642,7 +642,7 @@ def test_generated_commands_notify_as_in_redis(logs):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    pair = logs("KEAn")
+    pair = logs("KEAnm")
 
     @settings(max_examples=300, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -659,3 +659,35 @@ def test_generated_commands_notify_as_in_redis(logs):
         assert transcripts[1] == transcripts[0]
 
     check()
+
+
+KEY_MISS_COMMANDS = split("""
+GET nokey
+SET k v
+GET k
+MGET k nokey other
+EXISTS nokey k
+TYPE nokey
+STRLEN nokey
+TTL nokey
+LRANGE nolist 0 -1
+HGET nohash f
+SMEMBERS noset
+ZSCORE nozset m
+XRANGE nostream - +
+GETRANGE nokey 0 1
+SET k2 v GET
+INCR counter
+DUMP nokey
+OBJECT ENCODING nokey
+SUNIONSTORE dest noset1 noset2
+PFCOUNT nohll
+SORT nolist
+""")
+
+
+@pytest.mark.parametrize("flags", ["Km", "Em", "KEA"])
+def test_key_misses(logs, flags):
+    """Class m: "keymiss" on a read lookup that finds nothing (and only with m: A leaves it
+    out), as lookupKeyRead sends it."""
+    same_events(logs, KEY_MISS_COMMANDS, flags)
