@@ -62,6 +62,16 @@ def _valid_hash(text: bytes) -> bool:
     return len(text) == 64 and all(ch in b"0123456789abcdef" for ch in text)
 
 
+def _password_digest(op: bytes, hashed: bool) -> str:
+    """The stored form of a password rule's argument: >pass and <pass hash it, #hash and !hash
+    give the hash itself, which must be 64 lowercase hex digits."""
+    if not hashed:
+        return hash_password(op[1:])
+    if not _valid_hash(op[1:]):
+        raise RuleError(errors.ACL_RULE_BAD_HASH)
+    return op[1:].decode()
+
+
 def _lower(op: bytes) -> bytes:
     return op.lower()
 
@@ -443,22 +453,12 @@ class User:
             self.flags.discard("nopass")
             self.passwords = []
         elif op[:1] in (b">", b"#"):
-            if op[:1] == b">":
-                digest = hash_password(op[1:])
-            elif not _valid_hash(op[1:]):
-                raise RuleError(errors.ACL_RULE_BAD_HASH)
-            else:
-                digest = op[1:].decode()
+            digest = _password_digest(op, hashed=op[:1] == b"#")
             if digest not in self.passwords:
                 self.passwords.append(digest)
             self.flags.discard("nopass")
         elif op[:1] in (b"<", b"!"):
-            if op[:1] == b"<":
-                digest = hash_password(op[1:])
-            elif not _valid_hash(op[1:]):
-                raise RuleError(errors.ACL_RULE_BAD_HASH)
-            else:
-                digest = op[1:].decode()
+            digest = _password_digest(op, hashed=op[:1] == b"!")
             if digest not in self.passwords:
                 raise RuleError(errors.ACL_RULE_NO_SUCH_PASSWORD)
             self.passwords.remove(digest)
