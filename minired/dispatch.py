@@ -131,6 +131,10 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     if c.user_restricted:  # EXEC and scripts check again (security.check_nested)
         denied = security.check_nested(c, spec, argv)
         if denied is not None:
+            # An error reply Redis counts; a script's call (scriptCall) also a rejected one.
+            if c.in_script:
+                spec.rejected_calls += 1
+            c.server.stats.count_error(denied.message)
             return denied
     monitored = c.server.monitors
     if monitored:
@@ -149,7 +153,8 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     spec.calls += 1
     if type(reply) is RedisError:
         spec.failed_calls += 1
-        c.server.stats.count_error(reply.message)
+        if not reply.counted:  # (a script's error that its own command already counted)
+            c.server.stats.count_error(reply.message)
     elif spec.write and c.server.propagate is not None:
         c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
     tracking = c.server.tracking

@@ -5,13 +5,16 @@ from __future__ import annotations
 class RedisError(Exception):
     """An error reply. Raised by commands or returned as a reply value; its text is the whole line."""
 
-    __slots__ = ("message",)
+    __slots__ = ("message", "counted")
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, counted: bool = False) -> None:
         # hiredis drops the connection on an error that spans lines, so errors are always one line.
         if "\n" in message or "\r" in message:
             message = message.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
         self.message = message
+        # Already counted in INFO's error stats: a script's outcome that is the error of a
+        # command it ran (Redis's ERR_REPLY_FLAG_NO_STATS_UPDATE), so not counted again.
+        self.counted = counted
         super().__init__(message)
 
     def __repr__(self) -> str:

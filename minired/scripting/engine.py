@@ -29,6 +29,10 @@ log = logging.getLogger("minired")
 SCRIPT_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys")
 _LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 _ERR = b"err"
+# The kind of an error a command gave or its call was refused with, which INFO has already
+# counted: its Lua table says so (ignore_error_stats_update), and a script ending with it is
+# not counted again.
+_COUNTED_ERR = b"counted_err"
 _OK = b"ok"
 _SPEC_CACHE_SIZE = 1024
 _OK_REPLY = (b"OK", _OK)
@@ -124,7 +128,8 @@ def _all_plain(items: Iterable) -> bool:
 
 
 def run_error(name: bytes, outcome: tuple) -> RedisError:
-    """The error reply of a failed run: the message plus where it happened, on one line."""
+    """The error reply of a failed run: the message plus where it happened, on one line;
+    counted already where the error table said so (outcome[4])."""
     message = outcome[1]
     if isinstance(message, bytes):
         message = message.decode("utf-8", "replace")
@@ -136,7 +141,7 @@ def run_error(name: bytes, outcome: tuple) -> RedisError:
         if isinstance(line, float) and line.is_integer():
             line = int(line)
         message = f"{message} script: {name.decode('utf-8', 'replace')}, on {source}:{line}."
-    return RedisError(message)
+    return RedisError(message, len(outcome) > 4 and outcome[4] is True)
 
 
 class Lrand48:
@@ -278,8 +283,33 @@ class ScriptEngine:
                 return Encoded(outcome[3])
             if tag == b"ok" and outcome[3] == b"OK":
                 return OK
-            return sandbox.shaped_reply(outcome[2:], script_client.protocol)
+            reply = sandbox.shaped_reply(outcome[2:], script_client.protocol)
+            if tag == b"array" or tag == b"map" or tag == b"set":
+                self._count_nested_errors(run, reply)
+            return reply
         return self._failed(run, sandbox, outcome)
+
+    def _count_nested_errors(self, run: Run, reply: Any) -> None:
+        """Errors within a script's array (map, set) result are error replies of their own in
+        Redis: each counted in INFO unless it is a command's error the script passed on (already
+        counted), and each of those marks the script's call failed, as one fresh error or more
+        does (afterErrorReply and call's incrCommandStatsOnError)."""
+        found: list = []
+        _collect_errors(reply, found)
+        if not found:
+            return
+        failed = 0
+        fresh = False
+        stats = self.server.stats
+        for error in found:
+            if error.counted:
+                failed += 1
+            else:
+                stats.count_error(error.message)
+                fresh = True
+        spec = COMMANDS.get(run.command.lower())
+        if spec is not None:
+            spec.failed_calls += failed + fresh
 
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
 
@@ -317,20 +347,17 @@ class ScriptEngine:
             if known is None:
                 known = self._lookup(argv)
                 if type(known) is bytes:
-                    return known, _ERR
+                    return self._refused(None, known)
             spec, arity, write = known
             # A command refused here counts as rejected in INFO commandstats, as in Redis.
             if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
-                spec.rejected_calls += 1
-                return errors.SCRIPT_CALL_ARITY.encode(), _ERR
+                return self._refused(spec, errors.SCRIPT_CALL_ARITY.encode())
             if write:
                 if run.read_only:
-                    spec.rejected_calls += 1
-                    return errors.SCRIPT_CALL_WRITE_IN_RO.encode(), _ERR
+                    return self._refused(spec, errors.SCRIPT_CALL_WRITE_IN_RO.encode())
                 if (not run.allow_oom and not run.dirty and spec.denyoom
                         and self.server.over_maxmemory()):
-                    spec.rejected_calls += 1
-                    return lua_error_text(errors.OOM), _ERR
+                    return self._refused(spec, lua_error_text(errors.OOM))
                 run.dirty = True
             script_client = self.client
             reply = dispatch.call(script_client, spec, argv)
@@ -341,8 +368,8 @@ class ScriptEngine:
                 return reply
             if kind is Status:
                 return _OK_REPLY if reply is OK else (reply, _OK)
-            if kind is RedisError:
-                return lua_error_text(reply.message), _ERR
+            if kind is RedisError:  # (counted by dispatch.call)
+                return lua_error_text(reply.message), _COUNTED_ERR
             if kind is Block:  # cannot happen (scripts never block), but never hang a script
                 reply = reply.timeout_reply
             resp3 = script_client.protocol == 3
@@ -359,6 +386,14 @@ class ScriptEngine:
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             log.exception("internal error in redis.call")
             return b"ERR internal error", _ERR
+
+    def _refused(self, spec: Any, text: bytes) -> tuple:
+        """A command a script may not run as called (scriptCall's checks): an error reply
+        counted in INFO, and a rejected call of the command where there is one."""
+        if spec is not None:
+            spec.rejected_calls += 1
+        self.server.stats.count_error(text.decode("utf-8", "replace"))
+        return text, _COUNTED_ERR
 
     def unbox(self) -> Any:
         """The Lua value of the reply call_native kept (called from Lua through lupa)."""
@@ -385,6 +420,7 @@ class ScriptEngine:
             spec.rejected_calls += 1
             return errors.SCRIPT_CALL_ARITY.encode()
         if "noscript" in spec.flags:
+            spec.rejected_calls += 1
             return errors.SCRIPT_CALL_NOSCRIPT.encode()
         known = (spec, arity, spec.write)
         if cacheable:
@@ -407,8 +443,9 @@ class ScriptEngine:
             return table({b"double": reply}) if resp3 else resp.format_double(reply)
         if kind is resp.Status:
             return table({b"ok": bytes(reply)})
-        if kind is RedisError:
-            return table({b"err": lua_error_text(reply.message)})
+        if kind is RedisError:  # (within an array: counted by the command that gave it)
+            return table({b"err": lua_error_text(reply.message),
+                          b"ignore_error_stats_update": True})
         if kind is resp.Verbatim:
             if resp3:
                 return table({b"verbatim_string": table({b"format": b"txt", b"string": bytes(reply)})})
@@ -526,6 +563,20 @@ class ScriptEngine:
 
 
 _SMALL_COUNTS = {b"%d" % n: n for n in range(64)}
+
+
+def _collect_errors(reply: Any, found: list) -> None:
+    kind = type(reply)
+    if kind is RedisError:
+        found.append(reply)
+    elif kind is list or kind is set:
+        for item in reply:
+            if type(item) is not bytes:
+                _collect_errors(item, found)
+    elif kind is dict:
+        for key, value in reply.items():
+            _collect_errors(key, found)
+            _collect_errors(value, found)
 
 
 def _string_arguments(args: tuple) -> list | None:

@@ -21,8 +21,8 @@ read off the stack; and a script's table result is encoded as RESP in C (_encode
 Redis's luaReplyToRedisReply does, instead of element by element in Lua.
 The command's arguments go to the engine's `call_native` as a list of bytes (None for what
 Redis refuses). What crosses back is one value, a list of bytes and ints (an array), or a
-tuple (text, b"ok"|b"err"); a reply that needs Lua tables built from Python comes back as
-(None, b"py"), and the C function fetches it through lupa from engine.unbox.
+tuple (text, b"ok"|b"err"|b"counted_err"); a reply that needs Lua tables built from Python
+comes back as (None, b"py"), and the C function fetches it through lupa from engine.unbox.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong, PyLong_AsDouble
@@ -62,6 +62,9 @@ cdef enum Shape:
     SHAPE_ARRAY    # [elements]: a table of them
     SHAPE_STATUS   # (text, b"ok"): {ok = text}
     SHAPE_ERROR    # (text, b"err"): raised as {err = text} (redis.pcall returns it)
+    # (text, b"counted_err"): a command's error, or its refusal, already counted in INFO:
+    # {err = text, ignore_error_stats_update = true}, as Redis marks it
+    SHAPE_COUNTED_ERROR
     SHAPE_DEFERRED  # (None, b"py"): the Lua value comes from engine.unbox
 
 cdef struct Item:
@@ -292,6 +295,7 @@ cdef int _fill(NativeCall call, object result, Item *items, Shape *shape) except
             raise ValueError("unexpected reply tuple")
         kind = (<tuple>result)[1]
         shape[0] = (SHAPE_STATUS if kind == b"ok" else SHAPE_ERROR if kind == b"err"
+                    else SHAPE_COUNTED_ERROR if kind == b"counted_err"
                     else SHAPE_DEFERRED if kind == b"py" else SHAPE_VALUE)
         if shape[0] == SHAPE_VALUE:
             raise ValueError(f"unknown reply kind {kind!r}")
@@ -360,12 +364,15 @@ cdef int _reply(lua_State *L, bint raise_errors) noexcept nogil:
             _push(L, &items[index])
             mr_rawseti(L, -2, index + 1)
         return 1
-    mr_createtable(L, 0, 1)
+    mr_createtable(L, 0, 2 if shape == SHAPE_COUNTED_ERROR else 1)
     _push(L, &items[0])
     if shape == SHAPE_STATUS:
         mr_setfield(L, -2, "ok")
         return 1
     mr_setfield(L, -2, "err")
+    if shape == SHAPE_COUNTED_ERROR:
+        mr_pushboolean(L, 1)
+        mr_setfield(L, -2, "ignore_error_stats_update")
     if raise_errors:
         mr_error(L)
     return 1

@@ -109,12 +109,15 @@ local function relocate(message, info)
   return message
 end
 
--- Redis's __redis__err__handler: every error becomes {err=..., source=..., line=...}.
+-- Redis's __redis__err__handler: every error becomes {err=..., source=..., line=...}, and a
+-- command's error (redis.call's, or pcall's re-raised) keeps ignore_error_stats_update: it was
+-- counted in INFO when the command failed.
 local function error_handler(err)
   local info = error_frame()
   local result = {}
   if type(err) == 'table' then
     result.err = err.err
+    result.ignore_error_stats_update = err.ignore_error_stats_update
   else
     result.err = 'ERR ' .. tostring(relocate(err, info))
   end
@@ -151,7 +154,8 @@ local function arm_hook()
   sethook(hook, '', HOOK_COUNT)
 end
 
--- A failed run's outcome: false, message[, source, line].
+-- A failed run's outcome: false, message[, source, line, counted] (counted: the error was
+-- counted in INFO already, as Redis's luaExtractErrorInformation reads it).
 local function failure(result)
   if type(result) ~= 'table' then
     return false, 'ERR ' .. tostring(result)
@@ -160,7 +164,8 @@ local function failure(result)
   if type(message) ~= 'string' and type(message) ~= 'number' then
     message = 'ERR unknown error'
   end
-  return false, tostring(message), result.source, result.line
+  return false, tostring(message), result.source, result.line,
+         result.ignore_error_stats_update == true
 end
 
 local function finish(ok, result)
@@ -170,10 +175,11 @@ local function finish(ok, result)
   return failure(result)
 end
 
--- Reply shapes for the Python side: one call per table instead of one per field.
+-- Reply shapes for the Python side: one call per table instead of one per field. An error
+-- comes with whether INFO counted it already (a command's error the script passed on).
 local function reply_shape(t)
   local v = rawget(t, 'err')
-  if type(v) == 'string' then return 'err', v end
+  if type(v) == 'string' then return 'err', v, rawget(t, 'ignore_error_stats_update') == true end
   v = rawget(t, 'ok')
   if type(v) == 'string' then return 'ok', v end
   v = rawget(t, 'double')
@@ -533,11 +539,13 @@ if py_pcall == nil then
 
   -- The engine answers a reply as a Lua value, a status or error text with its kind, or for
   -- a flat array (true, count, elements...): building the table here is cheaper than from
-  -- Python.
+  -- Python. A 'counted_err' is a command's error (or its refusal) that INFO counted already,
+  -- and its table says so, as Redis's does.
   local function call_reply(value, kind, ...)
     if kind == nil then return value end
     if value == true then return {...} end
     if kind == 'ok' then return {ok = value} end
+    if kind == 'counted_err' then error({err = value, ignore_error_stats_update = true}) end
     error({err = value})  -- kind == 'err'
   end
 
@@ -545,6 +553,7 @@ if py_pcall == nil then
     if kind == nil then return value end
     if value == true then return {...} end
     if kind == 'ok' then return {ok = value} end
+    if kind == 'counted_err' then return {err = value, ignore_error_stats_update = true} end
     return {err = value}
   end
 

@@ -237,8 +237,8 @@ class Sandbox:
             return resp.OK if text == b"OK" else resp.Status(_one_line(text))
         if tag == b"array":
             return self._elements(shape[1], shape[2], script_resp)
-        if tag == b"err":
-            return resp_error(shape[1])
+        if tag == b"err":  # (shape[2]: the table's ignore_error_stats_update)
+            return resp_error(shape[1], shape[2] is True)
         if tag == b"double":
             return float(shape[1])
         if tag == b"map":
@@ -283,11 +283,11 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def resp_error(message: bytes | str) -> Any:
+def resp_error(message: bytes | str, counted: bool = False) -> Any:
     from ..errors import RedisError
     if isinstance(message, bytes):
         message = message.decode("utf-8", "replace")
-    return RedisError(message)
+    return RedisError(message, counted)
 
 
 def _lua_error_text(exc: Exception) -> str:
