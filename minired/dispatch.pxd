@@ -8,7 +8,7 @@ cimport cython
 cpdef object execute(Client c, list argv)
 @cython.locals(spec=CommandSpec)
 cpdef object _execute(Client c, list argv)
-@cython.locals(start=cython.longlong, finish=cython.longlong)
+@cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong)
 cpdef object call(Client c, CommandSpec spec, list argv)
 
 # Read per command: typed, so the lookup is a C call, not a method lookup.

@@ -149,8 +149,10 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         log.exception("internal error running %r", argv[:1])
         reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
     finish = _clock_ns()
-    spec.nanoseconds += finish - start
+    elapsed = finish - start
+    spec.nanoseconds += elapsed
     spec.calls += 1
+    spec.latency_histogram[elapsed.bit_length()] += 1  # LATENCY HISTOGRAM: minired/latency.py
     if type(reply) is RedisError:
         spec.failed_calls += 1
         if not reply.counted:  # (a script's error that its own command already counted)

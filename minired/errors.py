@@ -472,3 +472,6 @@ SCRIPT_ACL_KEY = ("ERR The user executing the script can't access at least one o
 SCRIPT_ACL_CHANNEL = ("ERR The user executing the script can't publish to the channel "
                       "mentioned in the command")
 CLIENT_KILL_NO_USER = "ERR No such user '{}'"
+
+# LATENCY GRAPH, LATENCY HISTOGRAM, MEMORY STATS/DOCTOR/MALLOC-STATS.
+LATENCY_NO_SAMPLES = "ERR No samples available for event '{}'"

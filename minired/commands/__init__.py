@@ -7,7 +7,7 @@ from .table import COMMANDS, CommandSpec, command, container_command, lookup  # 
 
 GROUPS = (
     "connection", "keys", "strings", "lists", "hashes", "sets", "zsets", "streams",
-    "stream_groups", "pubsub", "transactions", "scripting", "server", "clock",
+    "stream_groups", "pubsub", "transactions", "scripting", "server", "diagnostics", "clock",
     "sort", "bitfield", "geo", "hyperloglog", "client_tracking", "acl",
 )
 

@@ -9,8 +9,8 @@ shows for it when the feature is idle: 0, -1, "ok". Memory is the process's resi
 used_memory and the allocator figures are all that one number, so every fragmentation ratio is
 1.00.
 
-Beyond Redis: minired_version and python_version (Server). Short of Redis: no Latencystats
-section (its percentiles need a histogram per command, recorded on every call).
+Beyond Redis: minired_version and python_version (Server). Latencystats percentiles come from
+minired's coarser per-command histograms (minired/latency.py): the top of an octave.
 """
 from __future__ import annotations
 
@@ -427,6 +427,12 @@ def _commandstats_section(server) -> list[str]:
     return lines
 
 
+def _latencystats_section(server) -> list[str]:
+    from ..latency import info_lines
+    from .introspection import all_specs
+    return info_lines(server.config, all_specs())
+
+
 def _errorstats_section(server) -> list[str]:
     # Redis keeps them in a radix tree: by name.
     return [f"errorstat_{code}:count={count}"
@@ -468,6 +474,7 @@ _SECTIONS = (
     ("modules", "Modules", _no_lines, True),
     ("commandstats", "Commandstats", _commandstats_section, False),
     ("errorstats", "Errorstats", _errorstats_section, True),
+    ("latencystats", "Latencystats", _latencystats_section, False),
     ("cluster", "Cluster", lambda server: ["cluster_enabled:0"], True),
     ("keyspace", "Keyspace", _keyspace_section, True),
 )

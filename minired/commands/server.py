@@ -1,6 +1,6 @@
 """Server commands: DBSIZE, FLUSHDB/FLUSHALL, TIME, SAVE/BGSAVE/LASTSAVE, SHUTDOWN, CONFIG, DEBUG,
-MONITOR, ROLE, LOLWUT, MEMORY, SLOWLOG, LATENCY. INFO lives in info.py, COMMAND in
-introspection.py, ACL in acl.py.
+MONITOR, ROLE, LOLWUT, SLOWLOG. INFO lives in info.py, COMMAND in introspection.py, ACL in
+acl.py, MEMORY and LATENCY in diagnostics.py.
 
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
 SAVE, BGSAVE and SHUTDOWN SAVE sets `server.extensions["persistence"]` to an object with
@@ -11,10 +11,9 @@ data in memory only and says so instead of pretending a snapshot was written.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 
-from .. import REDIS_VERSION, errors, notifications
+from .. import REDIS_VERSION, errors, latency, notifications
 from ..config import Config, ConfigApplyError, ConfigError
 from ..errors import RedisError
 from ..glob import glob_match, is_literal
@@ -204,10 +203,13 @@ def config_set(c, argv):
     for name, value in changes:
         config.set(name, value)
     for i in range(2, len(argv), 2):
-        if Config.canonical(argv[i].decode(errors="replace")) == "notify-keyspace-events":
+        name = Config.canonical(argv[i].decode(errors="replace"))
+        if name == "notify-keyspace-events":
             # From the value as given: the stored text shows no 'n' next to 'A', as in Redis,
             # though the class stays on.
             notifications.configure(c.server, argv[i + 1].decode(errors="replace"))
+        elif name == "latency-tracking":
+            latency.set_tracking(introspection.all_specs(), config.get(name) == "yes")
     return OK
 
 
@@ -220,6 +222,7 @@ def config_resetstat(c, argv):
         db.keyspace_hits = db.keyspace_misses = db.expired_lazily = 0
     for spec in introspection.all_specs():
         spec.calls = spec.nanoseconds = spec.failed_calls = spec.rejected_calls = 0
+    latency.reset(introspection.all_specs())
     return OK
 
 
@@ -321,7 +324,7 @@ def debug(c, argv):
     raise errors.unknown_subcommand_or_arity(argv[1], "DEBUG")
 
 
-# --- replication, fun, memory --------------------------------------------------------------------
+# --- replication, fun ----------------------------------------------------------------------------
 
 @command("monitor", arity=1, flags="admin noscript loading stale", group=G)
 def monitor_(c, argv):
@@ -353,71 +356,7 @@ def lolwut(c, argv):
     return Verbatim(f"Redis ver. {REDIS_VERSION}\n".encode())
 
 
-container_command("memory", G, summary="A container for memory diagnostics commands")
-
-_OBJECT_OVERHEAD = 16  # what Redis's MEMORY USAGE adds for the key's dict entry
-
-
-def _approximate_size(value) -> int:
-    """Bytes a value takes, estimated from its payload (Python's own overhead is not Redis's)."""
-    if isinstance(value, (bytes, bytearray)):
-        return len(value) + _OBJECT_OVERHEAD
-    if isinstance(value, dict):
-        return sum(len(k) + _approximate_size(v) for k, v in value.items()) + _OBJECT_OVERHEAD
-    try:
-        items = list(value)
-    except TypeError:
-        return sys.getsizeof(value)
-    return sum(_approximate_size(x) if isinstance(x, (bytes, bytearray)) else sys.getsizeof(x)
-               for x in items) + _OBJECT_OVERHEAD
-
-
-@command("usage", arity=-3, flags="readonly", keys=(2, 2, 1), parent="memory", group=G)
-def memory_usage(c, argv):
-    """Estimate the memory usage of a key"""
-    if len(argv) == 5 and argv[3].lower() == b"samples":
-        parse_int(argv[4])
-    elif len(argv) != 3:
-        raise RedisError(errors.SYNTAX)
-    value = c.db.get(argv[2])
-    if value is None:
-        return None
-    return len(argv[2]) + _approximate_size(value)
-
-
-@command("doctor", arity=2, flags="", parent="memory", group=G)
-def memory_doctor(c, argv):
-    """Outputs memory problems report"""
-    return Verbatim(b"minired runs on the Python heap; there is no allocator report to analyse.\n")
-
-
-@command("purge", arity=2, flags="", parent="memory", group=G)
-def memory_purge(c, argv):
-    """Ask the allocator to release memory"""
-    import gc
-
-    gc.collect()
-    return OK
-
-
-@command("help", arity=2, flags="loading stale", parent="memory", group=G)
-def memory_help(c, argv):
-    """Show helpful text about the different subcommands"""
-    return _help(
-        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "DOCTOR",
-        "    Return memory problems reports.",
-        "PURGE",
-        "    Attempt to purge dirty pages for reclamation by the allocator.",
-        "USAGE <key> [SAMPLES <count>]",
-        "    Return memory in bytes used by <key> and its value. Nested values are",
-        "    sampled up to <count> times (default: 5, 0 means sample all).",
-        "HELP",
-        "    Prints this help.",
-    )
-
-
-# --- SLOWLOG and LATENCY: minired records neither, so both are always empty ----------------------
+# --- SLOWLOG: minired records no slow log, so it is always empty ---------------------------------
 
 container_command("slowlog", G, summary="A container for slow log commands")
 
@@ -460,44 +399,6 @@ def slowlog_help(c, argv):
         "    Return the length of the slowlog.",
         "RESET",
         "    Reset the slowlog.",
-        "HELP",
-        "    Prints this help.",
-    )
-
-
-container_command("latency", G, summary="A container for latency diagnostics commands")
-
-
-@command("latest", arity=2, flags="admin noscript loading stale", parent="latency", group=G)
-def latency_latest(c, argv):
-    """Return the latest latency samples for all events"""
-    return []
-
-
-@command("history", arity=3, flags="admin noscript loading stale", parent="latency", group=G)
-def latency_history(c, argv):
-    """Return timestamp-latency samples for the event"""
-    return []
-
-
-@command("reset", arity=-2, flags="admin noscript loading stale", parent="latency", group=G)
-def latency_reset(c, argv):
-    """Reset latency data for one or more events"""
-    return 0
-
-
-@command("help", arity=2, flags="loading stale", parent="latency", group=G)
-def latency_help(c, argv):
-    """Show helpful text about the different subcommands"""
-    return _help(
-        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "HISTORY <event>",
-        "    Return time-latency samples for the <event> class.",
-        "LATEST",
-        "    Return the latest latency samples for all events.",
-        "RESET [<event> ...]",
-        "    Reset latency data of one or more <event> classes.",
-        "    (default: reset all data for all event classes)",
         "HELP",
         "    Prints this help.",
     )

@@ -4,5 +4,6 @@
 cdef class CommandSpec:
     cdef public object name, handler, arity, flags, first_key, last_key, step, group
     cdef public object key_finder, parent, subcommands, summary, denyoom, write, min_args, max_args
+    cdef public object latency_histogram
     # INFO commandstats counters: C integers, so counting a call allocates nothing.
     cdef public long long calls, nanoseconds, failed_calls, rejected_calls

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..latency import new_histogram
+
 Handler = Callable[[Any, list], Any]
 
 # Flags as Redis names them in COMMAND output.
@@ -32,7 +34,8 @@ class CommandSpec:
 
     __slots__ = ("name", "handler", "arity", "flags", "first_key", "last_key", "step", "group",
                  "key_finder", "parent", "subcommands", "summary", "calls", "nanoseconds",
-                 "failed_calls", "rejected_calls", "denyoom", "write", "min_args", "max_args")
+                 "failed_calls", "rejected_calls", "denyoom", "write", "min_args", "max_args",
+                 "latency_histogram")
 
     def __init__(self, name: str, handler: Handler | None, arity: int, flags: frozenset,
                  first_key: int = 0, last_key: int = 0, step: int = 0, group: str = "generic",
@@ -59,6 +62,8 @@ class CommandSpec:
         self.nanoseconds = 0
         self.failed_calls = 0
         self.rejected_calls = 0
+        # Calls by duration, for LATENCY HISTOGRAM and INFO latencystats (minired/latency.py).
+        self.latency_histogram = new_histogram()
         self.denyoom = "denyoom" in flags
         self.write = "write" in flags
         # Argument-count bounds from the arity, so dispatch checks them with one comparison.

@@ -1,0 +1,395 @@
+"""MEMORY and LATENCY: the server's reports on itself, as Redis 7.0 words and shapes them.
+
+Memory figures are INFO's (commands/info.py): the process's resident size stands for every
+allocator total, so the fragmentation ratios are 1; what minired does not have (replication
+backlog, replica and cluster buffers, per-client buffer accounting) is 0. The per-database
+hash table overheads are Redis's formula (dict entries, bucket array, key objects) applied to
+minired's key counts. MEMORY DOCTOR reads the memory above start-up as Redis reads its
+allocations (minired's start-up is a whole interpreter), so a fresh or small instance gets
+Redis's "empty" report. minired's allocator is not jemalloc: MEMORY MALLOC-STATS answers as a
+Redis built with libc malloc does.
+
+Latency: the per-command histograms are recorded by dispatch.call (see minired/latency.py).
+minired records no latency events (Redis's latency monitor samples event durations above
+latency-monitor-threshold), so LATENCY LATEST and HISTORY are empty, GRAPH has no samples for
+any event and DOCTOR gives Redis's report for an instance without events.
+"""
+from __future__ import annotations
+
+import struct
+import sys
+
+from .. import errors, latency
+from ..errors import RedisError
+from ..resp import OK, Encoded, Status, Verbatim, encode_into
+from .args import parse_int
+from .table import COMMANDS, command, container_command
+
+G = "server"
+
+
+def _help(*lines: str) -> list:
+    return [Status(line.encode()) for line in lines]
+
+
+# --- MEMORY --------------------------------------------------------------------------------------
+
+container_command("memory", G, summary="A container for memory diagnostics commands")
+
+_OBJECT_OVERHEAD = 16  # what Redis's MEMORY USAGE adds for the key's dict entry
+
+
+def _approximate_size(value) -> int:
+    """Bytes a value takes, estimated from its payload (Python's own overhead is not Redis's)."""
+    if isinstance(value, (bytes, bytearray)):
+        return len(value) + _OBJECT_OVERHEAD
+    if isinstance(value, dict):
+        return sum(len(k) + _approximate_size(v) for k, v in value.items()) + _OBJECT_OVERHEAD
+    try:
+        items = list(value)
+    except TypeError:
+        return sys.getsizeof(value)
+    return sum(_approximate_size(x) if isinstance(x, (bytes, bytearray)) else sys.getsizeof(x)
+               for x in items) + _OBJECT_OVERHEAD
+
+
+@command("usage", arity=-3, flags="readonly", keys=(2, 2, 1), parent="memory", group=G)
+def memory_usage(c, argv):
+    """Estimate the memory usage of a key"""
+    if len(argv) == 5 and argv[3].lower() == b"samples":
+        parse_int(argv[4])
+    elif len(argv) != 3:
+        raise RedisError(errors.SYNTAX)
+    value = c.db.get(argv[2])
+    if value is None:
+        return None
+    return len(argv[2]) + _approximate_size(value)
+
+
+# Redis's sizes on a 64-bit build: dictEntry, a bucket pointer, robj.
+_DICT_ENTRY, _BUCKET, _ROBJ = 24, 8, 16
+
+
+def _dict_slots(size: int) -> int:
+    """Buckets of a Redis dict holding `size` entries: it doubles from 4 when full."""
+    if not size:
+        return 0
+    slots = 4
+    while slots < size:
+        slots *= 2
+    return slots
+
+
+def _database_overheads(server) -> list[tuple[int, int, int]]:
+    """(database, main hash table bytes, expires hash table bytes), for databases with keys."""
+    found = []
+    for db in server.keyspace.dbs:
+        keys = len(db.data)
+        if not keys:
+            continue
+        expires = len(db.expires)
+        main = keys * (_DICT_ENTRY + _ROBJ) + _dict_slots(keys) * _BUCKET
+        found.append((db.index, main, expires * _DICT_ENTRY + _dict_slots(expires) * _BUCKET))
+    return found
+
+
+def _float(value: float) -> float:
+    """Redis computes these ratios in C floats: the reply shows the float's digits."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def memory_overview(server) -> dict:
+    """getMemoryOverheadData's figures, from what minired knows of its memory."""
+    import resource
+
+    from ..server import used_memory  # minired.server imports the command table: import late
+    from .info import _aof_buffered, _scripting_memory
+
+    used = used_memory()
+    peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    metrics = server.extensions.get("metrics")
+    startup = metrics.startup_memory if metrics is not None else used
+    scripting = _scripting_memory(server)
+    databases = _database_overheads(server)
+    overhead = (startup + _aof_buffered(server) + scripting["scripts"]
+                + scripting["functions_memory"] + sum(main + exp for _, main, exp in databases))
+    overhead = min(overhead, used)
+    keys = sum(len(db.data) for db in server.keyspace.dbs)
+    net_usage = used - startup if used > startup else 1
+    return {
+        "used": used, "peak": peak, "startup": startup, "overhead": overhead,
+        "aof_buffer": _aof_buffered(server), "lua_caches": scripting["scripts"],
+        "functions_caches": scripting["functions_memory"], "databases": databases,
+        "keys": keys, "net_usage": net_usage, "cached_scripts": scripting["cached"],
+    }
+
+
+@command("stats", arity=2, flags="", parent="memory", group=G)
+def memory_stats(c, argv):
+    """Show memory usage details"""
+    m = memory_overview(c.server)
+    used, dataset = m["used"], m["used"] - m["overhead"]
+    reply = {
+        b"peak.allocated": m["peak"],
+        b"total.allocated": used,
+        b"startup.allocated": m["startup"],
+        b"replication.backlog": 0,
+        b"clients.slaves": 0,
+        b"clients.normal": 0,
+        b"cluster.links": 0,
+        b"aof.buffer": m["aof_buffer"],
+        b"lua.caches": m["lua_caches"],
+        b"functions.caches": m["functions_caches"],
+    }
+    for index, main, expires in m["databases"]:
+        reply[b"db.%d" % index] = {
+            b"overhead.hashtable.main": main,
+            b"overhead.hashtable.expires": expires,
+            b"overhead.hashtable.slot-to-keys": 0,  # (cluster mode only)
+        }
+    reply.update({
+        b"overhead.total": m["overhead"],
+        b"keys.count": m["keys"],
+        b"keys.bytes-per-key": m["net_usage"] // m["keys"] if m["keys"] else 0,
+        b"dataset.bytes": dataset,
+        b"dataset.percentage": _float(_float(_float(dataset) * 100) / m["net_usage"]),
+        b"peak.percentage": _float(_float(_float(used) * 100) / m["peak"]),
+        # The resident size stands for the allocator's figures: no fragmentation to show.
+        b"allocator.allocated": used,
+        b"allocator.active": used,
+        b"allocator.resident": used,
+        b"allocator-fragmentation.ratio": 1.0,
+        b"allocator-fragmentation.bytes": 0,
+        b"allocator-rss.ratio": 1.0,
+        b"allocator-rss.bytes": 0,
+        b"rss-overhead.ratio": 1.0,
+        b"rss-overhead.bytes": 0,
+        b"fragmentation": 1.0,
+        b"fragmentation.bytes": 0,
+    })
+    return reply
+
+
+_EMPTY_THRESHOLD = 5 * 1024 * 1024  # Redis's "empty" bound on its allocations
+_MANY_SCRIPTS = 1000
+_DOCTOR_NO_ISSUES = ("Hi Sam, I can't find any memory issue in your instance. I can only account "
+                     "for what occurs on this base.\n")
+_DOCTOR_EMPTY = (
+    "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be "
+    "used in these conditions. Please, leave for your mission on Earth and fill it with some "
+    "data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n")
+_DOCTOR_ISSUES = "Sam, I detected a few issues in this Redis instance memory implants:\n\n"
+_DOCTOR_BIG_PEAK = (
+    " * Peak memory: In the past this instance used more than 150% the memory that is currently "
+    "using. The allocator is normally not able to release memory after a peak, so you can expect "
+    "to see a big fragmentation ratio, however this is actually harmless and is only due to the "
+    "memory peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than "
+    "expected, the memory will be used as soon as you fill the Redis instance with more data. If "
+    "the memory peak was only occasional and you want to try to reclaim memory, please try the "
+    "MEMORY PURGE command, otherwise the only other option is to shutdown and restart the "
+    "instance.\n\n")
+_DOCTOR_MANY_SCRIPTS = (
+    " * Many scripts: There seem to be many cached scripts in this instance (more than 1000). "
+    "This may be because scripts are generated and `EVAL`ed, instead of being parameterized "
+    "(with KEYS and ARGV), `SCRIPT LOAD`ed and `EVALSHA`ed. Unless `SCRIPT FLUSH` is called "
+    "periodically, the scripts' caches may end up consuming most of your memory.\n\n")
+_DOCTOR_FOOTER = "I'm here to keep you safe, Sam. I want to help you.\n"
+
+
+def memory_doctor_report(in_use: int, peak_in_use: int, cached_scripts: int) -> str:
+    """Redis's getMemoryDoctorReport on memory above start-up. Its fragmentation, RSS overhead
+    and client buffer checks never fire on minired's figures (ratios 1, no buffer accounting)."""
+    if in_use < _EMPTY_THRESHOLD:
+        return _DOCTOR_EMPTY
+    issues = []
+    if peak_in_use / in_use > 1.5:
+        issues.append(_DOCTOR_BIG_PEAK)
+    if cached_scripts > _MANY_SCRIPTS:
+        issues.append(_DOCTOR_MANY_SCRIPTS)
+    if not issues:
+        return _DOCTOR_NO_ISSUES
+    return _DOCTOR_ISSUES + "".join(issues) + _DOCTOR_FOOTER
+
+
+@command("doctor", arity=2, flags="", parent="memory", group=G)
+def memory_doctor(c, argv):
+    """Outputs memory problems report"""
+    m = memory_overview(c.server)
+    report = memory_doctor_report(max(m["used"] - m["startup"], 0),
+                                  max(m["peak"] - m["startup"], 0), m["cached_scripts"])
+    return Verbatim(report.encode())
+
+
+@command("malloc-stats", arity=2, flags="", parent="memory", group=G)
+def memory_malloc_stats(c, argv):
+    """Show allocator internal stats"""
+    # Redis's reply when not built with jemalloc (a bulk string, not verbatim, even in RESP3).
+    return b"Stats not supported for the current allocator"
+
+
+@command("purge", arity=2, flags="", parent="memory", group=G)
+def memory_purge(c, argv):
+    """Ask the allocator to release memory"""
+    import gc
+
+    gc.collect()
+    return OK
+
+
+@command("help", arity=2, flags="loading stale", parent="memory", group=G)
+def memory_help(c, argv):
+    """Show helpful text about the different subcommands"""
+    return _help(
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return memory problems reports.",
+        "MALLOC-STATS",
+        "    Return internal statistics report from the memory allocator.",
+        "PURGE",
+        "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "STATS",
+        "    Return information about the memory usage of the server.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        "HELP",
+        "    Prints this help.",
+    )
+
+
+# --- LATENCY -------------------------------------------------------------------------------------
+
+container_command("latency", G, summary="A container for latency diagnostics commands")
+
+_LATENCY_FLAGS = "admin noscript loading stale"
+
+
+@command("latest", arity=2, flags=_LATENCY_FLAGS, parent="latency", group=G)
+def latency_latest(c, argv):
+    """Return the latest latency samples for all events."""
+    return []
+
+
+@command("history", arity=3, flags=_LATENCY_FLAGS, parent="latency", group=G)
+def latency_history(c, argv):
+    """Return timestamp-latency samples for the event."""
+    return []
+
+
+@command("reset", arity=-2, flags=_LATENCY_FLAGS, parent="latency", group=G)
+def latency_reset(c, argv):
+    """Reset latency data for one or more events."""
+    return 0  # the number of event series deleted: there are none
+
+
+@command("graph", arity=3, flags=_LATENCY_FLAGS, parent="latency", group=G)
+def latency_graph(c, argv):
+    """Return a latency graph for the event."""
+    raise RedisError(errors.LATENCY_NO_SAMPLES.format(argv[2].decode(errors="replace")))
+
+
+_DOCTOR_DISABLED = (
+    "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. "
+    "You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. "
+    "If we weren't in a deep space mission I'd suggest to take a look at "
+    "https://redis.io/topics/latency-monitor.\n")
+_DOCTOR_NO_SPIKES = (
+    "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the "
+    "slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think "
+    "things over.\n")
+_DOCTOR_ADVICES = "\nI have a few advices for you:\n\n"
+_DOCTOR_DISABLE_THP = (
+    "- I detected a non zero amount of anonymous huge pages used by your process. This creates "
+    "very serious latency events in different conditions, especially when Redis is persisting "
+    "on disk. To disable THP support use the command 'echo never > "
+    "/sys/kernel/mm/transparent_hugepage/enabled', make sure to also add it into /etc/rc.local "
+    "so that the command will be executed again after a reboot. Note that even if you have "
+    "already disabled THP, you still need to restart the Redis process to get rid of the huge "
+    "pages already created.\n")
+
+
+def _anonymous_huge_pages() -> int:
+    """Bytes of transparent huge pages this process uses (Redis's THPGetAnonHugePagesSize)."""
+    for path in ("/proc/self/smaps_rollup", "/proc/self/smaps"):
+        try:
+            with open(path, "rb") as f:
+                return sum(int(line.split()[1]) * 1024 for line in f
+                           if line.startswith(b"AnonHugePages:"))
+        except (OSError, ValueError, IndexError):
+            continue
+    return 0
+
+
+@command("doctor", arity=2, flags=_LATENCY_FLAGS, parent="latency", group=G)
+def latency_doctor(c, argv):
+    """Return a human readable latency analysis report."""
+    if c.server.config.number("latency-monitor-threshold") == 0:
+        return Verbatim(_DOCTOR_DISABLED.encode())
+    # No events to analyse: only the advice that does not depend on them.
+    if _anonymous_huge_pages() > 0:
+        return Verbatim((_DOCTOR_ADVICES + _DOCTOR_DISABLE_THP).encode())
+    return Verbatim(_DOCTOR_NO_SPIKES.encode())
+
+
+def _histogram_reply(spec) -> dict:
+    return {b"calls": sum(spec.latency_histogram),
+            b"histogram_usec": latency.cumulative_buckets(spec.latency_histogram)}
+
+
+def _named_spec(name: bytes):
+    """A command or 'container|sub' as Redis's lookupCommandBySds finds it: one level only."""
+    parts = name.lower().split(b"|")
+    if len(parts) > 2:
+        return None
+    spec = COMMANDS.get(parts[0])
+    if spec is None or len(parts) == 1:
+        return spec
+    return spec.subcommands.get(parts[1]) if spec.subcommands else None
+
+
+@command("histogram", arity=-2, flags=_LATENCY_FLAGS, parent="latency", group=G)
+def latency_histogram(c, argv):
+    """Return the cumulative distribution of latencies of a subset of commands or all."""
+    if len(argv) == 2:
+        chosen = [spec for top in COMMANDS.values() for spec in (top, *top.subcommands.values())]
+    else:
+        # As named, a container bringing its subcommands; repeats are answered again.
+        chosen = []
+        for name in argv[2:]:
+            spec = _named_spec(name)
+            if spec is not None:
+                chosen += [spec, *spec.subcommands.values()]
+    pairs = [(spec.full_name.encode(), _histogram_reply(spec))
+             for spec in chosen if any(spec.latency_histogram)]
+    # A map that may repeat a name (LATENCY HISTOGRAM get GET): encoded here, as no dict can.
+    out = [(b"%%%d\r\n" if c.protocol == 3 else b"*%d\r\n")
+           % (len(pairs) if c.protocol == 3 else 2 * len(pairs))]
+    for name, value in pairs:
+        encode_into(name, c.protocol, out)
+        encode_into(value, c.protocol, out)
+    return Encoded(b"".join(out))
+
+
+@command("help", arity=2, flags="loading stale", parent="latency", group=G)
+def latency_help(c, argv):
+    """Show helpful text about the different subcommands."""
+    return _help(
+        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return a human readable latency analysis report.",
+        "GRAPH <event>",
+        "    Return an ASCII latency graph for the <event> class.",
+        "HISTORY <event>",
+        "    Return time-latency samples for the <event> class.",
+        "LATEST",
+        "    Return the latest latency samples for all events.",
+        "RESET [<event> ...]",
+        "    Reset latency data of one or more <event> classes.",
+        "    (default: reset all data for all event classes)",
+        "HISTOGRAM [COMMAND ...]",
+        "    Return a cumulative distribution of latencies in the format of a histogram for the "
+        "specified command names.",
+        "    If no commands are specified then all histograms are replied.",
+        "HELP",
+        "    Prints this help.",
+    )
