@@ -12,3 +12,4 @@ cdef class Client:
     cdef public object last_command, multi, multi_failed, in_exec, in_script, watched
     cdef public object channels, patterns, shard_channels, blocked, closing, close_after_reply
     cdef public object flags, output_soft_limit_since, connection, user, user_restricted
+    cdef public object reply_mode

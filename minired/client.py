@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import resp
+from .client_reply import SILENCED
 
 if TYPE_CHECKING:
     from .keyspace import Database
@@ -36,7 +37,7 @@ class Client:
                  "last_interaction", "last_command", "multi", "multi_failed", "in_exec",
                  "in_script", "watched", "channels", "patterns", "shard_channels", "blocked",
                  "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection",
-                 "user", "user_restricted")
+                 "user", "user_restricted", "reply_mode")
 
     def __init__(self, server: "Server", addr: str = "", laddr: str = "", fd: int = -1,
                  send: Callable[[bytes], None] | None = None,
@@ -78,6 +79,8 @@ class Client:
         # (see security.py).
         self.user: Any = None
         self.user_restricted = False
+        # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).
+        self.reply_mode = 0
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -104,6 +107,8 @@ class Client:
     def send(self, reply: Any) -> None:
         if self._send is None or self.closing:
             return
+        if self.reply_mode & SILENCED and type(reply) is not resp.Push:
+            return  # CLIENT REPLY OFF/SKIP: a blocked command's late reply; pushes still leave
         out: list[bytes] = []
         resp.encode_into(reply, self.protocol, out)
         self._send(b"".join(out))

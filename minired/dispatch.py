@@ -106,6 +106,9 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
         if "no_multi" in spec.flags:
             return _reject(c, spec, errors.COMMAND_NOT_ALLOWED_IN_MULTI)
+        paused = c.server.pause
+        if paused is not None and paused.holds(c, spec, argv):
+            return paused.hold(c, argv)  # Redis holds a paused write before queuing it
         c.multi.append((spec, argv))
         return resp.QUEUED
     if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
@@ -113,6 +116,9 @@ def _execute(c: "Client", argv: list) -> Any:
         return _reject(c, spec, errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
     if spec.denyoom and c.server.over_maxmemory():
         return _reject(c, spec, errors.OOM)
+    paused = c.server.pause
+    if paused is not None and paused.holds(c, spec, argv):  # CLIENT PAUSE (minired/pause.py)
+        return paused.hold(c, argv)
     return call(c, spec, argv)
 
 

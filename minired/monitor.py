@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import client_reply
 from .commands.connection import on_unix_socket
 
 if TYPE_CHECKING:
@@ -67,8 +68,8 @@ def feed(c: "Client", argv: list, own_line_after_reply: bool = True) -> None:
     line = b"+%d.%06d [%d %b] %b\r\n" % (seconds, micros, c.db_index, _origin(c),
                                         b" ".join([quote(arg) for arg in _redacted(argv)]))
     for monitor in list(server.monitors):
-        if monitor.closing:
-            continue
+        if monitor.closing or monitor.reply_mode & client_reply.SILENCED:
+            continue  # (CLIENT REPLY OFF silences a monitor's lines too)
         connection = monitor.connection
         if monitor is c and connection is not None and own_line_after_reply:
             # Its own command: Redis queues the reply first, and the reply is encoded only once

@@ -10,7 +10,8 @@ import time
 from collections import deque
 from typing import Any
 
-from . import REDIS_VERSION, __version__, dispatch, notifications, resp, security
+from . import REDIS_VERSION, __version__, client_reply, dispatch, notifications, pause, resp
+from . import security
 from .blocking import Block, BlockingManager
 from .client import Client
 from .config import Config
@@ -66,7 +67,7 @@ class Server:
                  "loop", "listeners", "port", "host", "stopped", "_expire_task",
                  "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled", "monitors", "tracking")
+                 "outbox_queue", "flush_scheduled", "monitors", "tracking", "pause")
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
@@ -102,6 +103,8 @@ class Server:
         self.monitors: list = []  # clients that sent MONITOR (minired/monitor.py)
         # Client-side caching (minired/tracking.py), from the first CLIENT TRACKING ON.
         self.tracking: Any = None
+        # CLIENT PAUSE in force (minired/pause.py), None otherwise: dispatch checks it per command.
+        self.pause: Any = None
         notifications.configure(self)  # notify-keyspace-events given at start-up
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -141,7 +144,8 @@ class Server:
     async def _active_expire_loop(self) -> None:
         while True:
             await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
-            if self.active_expire_enabled:
+            # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run).
+            if self.active_expire_enabled and self.pause is None:
                 self.stats.expired_keys += self.keyspace.active_expire()
             if self.keyspace.ready_keys:
                 self.blocking.serve_ready_keys()
@@ -161,6 +165,7 @@ class Server:
             srv.close()
         for client in list(self.clients.values()):
             client.close()
+        pause.unpause(self)  # stops its timer; the clients it held are closing
         if self._expire_task is not None:
             self._expire_task.cancel()
         if self.stopped is not None:
@@ -400,7 +405,11 @@ class ClientProtocol:
                 self.pending.extend(commands[count:])
                 break
             # The protocol is read per reply: HELLO may switch it in the middle of a batch.
-            resp.encode_into(reply, client.protocol, out)
+            if client.reply_mode:  # CLIENT REPLY OFF or SKIP
+                if client_reply.encode_outgoing(client, reply, out):
+                    self.echo = None  # a silenced monitor's lines for its own command
+            else:
+                resp.encode_into(reply, client.protocol, out)
             if self.echo is not None:
                 self.append_echo(out)
             if ready_keys:
@@ -424,6 +433,10 @@ class ClientProtocol:
             self._protocol_error(self.parser.error)
 
     def _resume(self) -> None:
+        """A blocked command was answered (blocking.py): the client's next commands may run."""
+        client = self.client
+        if client is not None and client.reply_mode:
+            client_reply.command_over(client)  # a SKIP applied to the blocked command
         if (self.pending or self.parser.buffered) and self.server.loop is not None:
             self.server.loop.call_soon(self._resume_now)
 
@@ -435,9 +448,17 @@ class ClientProtocol:
             if client.blocked is None and not client.closing and self.parser.buffered:
                 self.data_received(b"")  # input that arrived while the client was blocked
 
+    def resume_held(self, argv: list) -> None:
+        """The pause that held this client's command is over (pause.py): run the command again,
+        then the input that waited behind it."""
+        self.pending.appendleft(argv)
+        if self.server.loop is not None:
+            self.server.loop.call_soon(self._resume_now)
+
     def _protocol_error(self, error: resp.ProtocolError) -> None:
         log.debug("protocol error from %s: %s", self.client.addr if self.client else "?", error)
-        self._write(resp.encode(error.reply, 2))
+        if self.client is None or not self.client.reply_mode & client_reply.SILENCED:
+            self._write(resp.encode(error.reply, 2))
         self._close()
 
     def _write(self, data: bytes) -> None:

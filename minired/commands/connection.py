@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .. import REDIS_VERSION, errors, resp, security
+from .. import REDIS_VERSION, client_reply, errors, pause, resp, security
 from ..errors import RedisError
 from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
@@ -114,6 +114,7 @@ def reset(c, argv):
     c.select(0)
     c.protocol = 2
     c.name = b""
+    client_reply.reset(c)
     security.users_of(server).reset_client(c)
     return Status(b"RESET")
 
@@ -307,7 +308,9 @@ def client_unblock(c, argv):
         with_error = mode == b"error"
     target_id = parse_int(argv[2])
     target = c.server.clients.get(target_id)
-    if target is None:
+    if target is None or pause.is_held(target):
+        # A command held by CLIENT PAUSE is not blocked on anything (Redis 7.0 crashes here;
+        # later versions answer 0, as minired does).
         return 0
     return 1 if c.server.blocking.unblock(target, with_error) else 0
 
@@ -323,13 +326,38 @@ for _name in ("no-evict", "no-touch"):
 
 
 @command("reply", arity=3, flags="noscript loading stale", parent="client", group=G)
-def client_reply(c, argv):
+def client_reply_(c, argv):
     mode = argv[2].lower()
     if mode == b"on":
-        return OK
-    if mode in (b"off", b"skip"):
-        raise RedisError("ERR CLIENT REPLY OFF/SKIP is not supported by minired")
+        return client_reply.turn_on(c)
+    if mode == b"off":
+        return client_reply.turn_off(c)
+    if mode == b"skip":
+        return client_reply.skip_next(c)
     raise RedisError(errors.SYNTAX)
+
+
+@command("pause", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
+def client_pause(c, argv):
+    if len(argv) > 4:
+        raise errors.unknown_subcommand_or_arity(argv[1], "client")
+    everything = True
+    if len(argv) == 4:  # Redis checks the mode before the timeout
+        mode = argv[3].lower()
+        if mode not in (b"write", b"all"):
+            raise RedisError(errors.CLIENT_PAUSE_MODE)
+        everything = mode == b"all"
+    timeout_ms = parse_int(argv[2], errors.TIMEOUT_NOT_INTEGER)
+    if timeout_ms < 0:
+        raise RedisError(errors.TIMEOUT_NEGATIVE)
+    pause.pause(c.server, everything, timeout_ms)
+    return OK
+
+
+@command("unpause", arity=2, flags="admin noscript loading stale", parent="client", group=G)
+def client_unpause(c, argv):
+    pause.unpause(c.server)
+    return OK
 
 
 @command("help", arity=2, flags="loading stale", parent="client", group=G)
@@ -340,5 +368,5 @@ def client_help(c, argv):
         "KILL <ip:port> | KILL <option> <value> [<option> <value> [...]]",
         "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)",
-        "REPLY (ON|OFF|SKIP)", "HELP",
+        "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "REPLY (ON|OFF|SKIP)", "HELP",
     )]

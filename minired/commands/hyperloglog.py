@@ -77,7 +77,7 @@ def _registers_union(c, keys: list) -> tuple[bytes, bool]:
     return union, any_dense
 
 
-@command("pfcount", arity=-2, flags="readonly", keys=(1, -1, 1), group=G)
+@command("pfcount", arity=-2, flags="readonly may_replicate", keys=(1, -1, 1), group=G)
 def pfcount(c, argv):
     if len(argv) > 2:
         union, _ = _registers_union(c, argv[1:])
@@ -122,7 +122,7 @@ def _pfmerge_key_positions(argv: list) -> list[int]:
 pfmerge.spec.key_finder = _pfmerge_key_positions
 
 
-@command("pfselftest", arity=1, flags="admin", group=G)
+@command("pfselftest", arity=1, flags="admin may_replicate", group=G)
 def pfselftest(c, argv):
     failure = hll.selftest(_sparse_max_bytes(c))
     if failure is not None:

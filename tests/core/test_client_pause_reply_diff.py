@@ -1,0 +1,448 @@
+"""CLIENT PAUSE / UNPAUSE and CLIENT REPLY ON|OFF|SKIP, against real Redis.
+
+Each scenario runs on both servers over raw sockets and records what each connection received
+and when ("nothing within 100 ms", "everything after UNPAUSE"); the records must be equal. The
+windows are generous and nothing asserts a tight timing: the machine is shared.
+"""
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from tests.support.respclient import encode_command
+
+# Long enough never to end during a test: every test that starts one ends it with UNPAUSE.
+LONG_PAUSE_MS = 60_000
+QUIET = 0.1  # "not answered within 100 ms"
+
+
+class Conn:
+    """A raw connection that reads whatever arrived within a window, as bytes."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def send(self, *commands) -> None:
+        self.sock.sendall(b"".join(encode_command(c) for c in commands))
+
+    def received(self, wait: float = QUIET) -> bytes:
+        """Bytes arriving within `wait` seconds (and right after, while they keep coming)."""
+        data = b""
+        self.sock.settimeout(wait)
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return data + b"<closed>"
+                data += chunk
+                self.sock.settimeout(0.02)
+        except socket.timeout:
+            return data
+
+    def until(self, ending: bytes, timeout: float = 5.0) -> bytes:
+        """Bytes up to and including `ending`; fails if it does not come within `timeout`."""
+        data = b""
+        deadline = time.monotonic() + timeout
+        while not data.endswith(ending):
+            left = deadline - time.monotonic()
+            assert left > 0, f"waited for {ending!r}, got {data!r}"
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(65536)
+            assert chunk, f"connection closed; got {data!r}"
+            data += chunk
+        return data
+
+    def call(self, *args) -> bytes:
+        self.send(args)
+        return self.until(b"\r\n")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def both(diff, real_redis, mini):
+    """Run `scenario(port, connect)` on Redis and on minired and return both records; every
+    connection opened is closed, and a pause left behind is ended."""
+
+    def run(scenario):
+        records = []
+        for port in (real_redis.port, mini.port):
+            opened: list[Conn] = []
+
+            def connect(port=port, opened=opened) -> Conn:
+                conn = Conn(port)
+                opened.append(conn)
+                return conn
+
+            try:
+                records.append(scenario(connect))
+            finally:
+                for conn in opened:
+                    conn.close()
+                admin = Conn(port)
+                admin.call("CLIENT", "UNPAUSE")
+                admin.close()
+        redis_record, minired_record = records
+        assert minired_record == redis_record
+        return redis_record
+
+    return run
+
+
+# --- CLIENT PAUSE -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("CLIENT", "PAUSE"), ("CLIENT", "PAUSE", "abc"), ("CLIENT", "PAUSE", "-1"),
+    ("CLIENT", "PAUSE", "1.5"), ("CLIENT", "PAUSE", "+5"), ("CLIENT", "PAUSE", "-0"),
+    ("CLIENT", "PAUSE", "0x10"), ("CLIENT", "PAUSE", "99999999999999999999"),
+    ("CLIENT", "PAUSE", "10", "foo"), ("CLIENT", "PAUSE", "-1", "foo"),
+    ("CLIENT", "PAUSE", "abc", "all"), ("CLIENT", "PAUSE", "10", "write", "extra"),
+    ("CLIENT", "UNPAUSE", "x"),
+])
+def test_pause_argument_errors(diff, args):
+    diff.check_error(*args)
+
+
+def test_pause_zero_and_unpause_without_pause(diff):
+    diff.check("CLIENT", "PAUSE", "0", "ALL")
+    diff.check("CLIENT", "UNPAUSE")
+    diff.check("PING")
+
+
+def test_write_pause_holds_writes_and_lets_reads_through(both):
+    def scenario(connect):
+        admin, reader, writer = connect(), connect(), connect()
+        record = [admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "write")]
+        reader.send(("GET", "k"), ("PING",))
+        record.append(reader.until(b"+PONG\r\n"))  # reads are answered during the pause
+        # A held write holds the reads pipelined behind it.
+        writer.send(("SET", "k", "v"), ("GET", "k"), ("PING",))
+        record.append(writer.received())
+        record.append(admin.call("CLIENT", "UNPAUSE"))
+        record.append(writer.until(b"+PONG\r\n"))
+        return record
+
+    record = both(scenario)
+    assert record[2] == b""
+
+
+@pytest.mark.parametrize("args", [
+    ("EVAL", "return 1", "0"),
+    ("EVAL", "#!lua\nreturn 1", "0"),
+    ("EVAL", "#!lua flags=no-writes\nreturn 1", "0"),
+    ("EVAL", "#!lua flags=bogus\nreturn 1", "0"),
+    ("EVALSHA", "x", "0"),
+    ("EVAL_RO", "return 1", "0"),
+    ("FCALL", "nosuch", "0"),
+    ("FCALL_RO", "nosuch", "0"),
+    ("PUBLISH", "ch", "m"),
+    ("SPUBLISH", "ch", "m"),
+    ("WAIT", "0", "0"),
+    ("SET", "k"),  # arity errors are answered before the pause is considered
+    ("NOSUCH",),
+    ("CLIENT", "ID"),
+    ("BLPOP", "list", "0.01"),
+])
+def test_write_pause_holds_what_may_replicate(both, args):
+    def scenario(connect):
+        admin, client = connect(), connect()
+        admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE")
+        client.send(args)
+        during = client.received()
+        admin.call("CLIENT", "UNPAUSE")
+        after = client.received(0.3) if not during else b""
+        return ["held" if not during else "answered", after if not during else b""]
+
+    both(scenario)
+
+
+def test_write_pause_and_scripts_that_declare_their_flags(both):
+    function = ("#!lua name=lib\n"
+                "redis.register_function{function_name='ro', callback=function() return 1 end,"
+                " flags={'no-writes'}}\n"
+                "redis.register_function('rw', function() return 2 end)")
+
+    def scenario(connect):
+        admin, ro, rw, by_sha = connect(), connect(), connect(), connect()
+        admin.call("FUNCTION", "LOAD", "REPLACE", function)
+        sha = admin.call("SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 3").split(b"\r\n")[1]
+        admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE")
+        ro.send(("FCALL", "ro", "0"))
+        rw.send(("FCALL", "rw", "0"))
+        by_sha.send(("EVALSHA", sha, "0"))
+        record = [ro.received(), rw.received(), by_sha.received()]
+        admin.call("CLIENT", "UNPAUSE")
+        record.append(rw.until(b"\r\n"))
+        admin.call("FUNCTION", "FLUSH")
+        return record
+
+    assert both(scenario)[:3] == [b":1\r\n", b"", b":3\r\n"]
+
+
+def test_write_pause_and_transactions(both):
+    def scenario(connect):
+        admin, reads, writes, early = connect(), connect(), connect(), connect()
+        early.send(("MULTI",), ("SET", "k", "v"))
+        record = [early.until(b"+QUEUED\r\n")]
+        admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE")
+        reads.send(("MULTI",), ("GET", "k"), ("PING",), ("EXEC",))
+        record.append(reads.until(b"+PONG\r\n"))  # nothing to hold: runs at once
+        writes.send(("MULTI",), ("SET", "k", "w"), ("GET", "k"))
+        record.append(writes.received())  # MULTI answered, the write held before queuing
+        early.send(("EXEC",))  # queued writes: EXEC is held
+        record.append(early.received())
+        record.append(admin.call("CLIENT", "UNPAUSE"))
+        record.append(early.until(b"\r\n+OK\r\n"))
+        writes.send(("EXEC",))
+        record.append(writes.until(b"$1\r\nw\r\n"))
+        return record
+
+    record = both(scenario)
+    assert record[2] == b"+OK\r\n" and record[3] == b""
+
+
+def test_pause_all_holds_every_command_the_pausing_clients_too(both):
+    def scenario(connect):
+        admin, other = connect(), connect()
+        admin.send(("CLIENT", "PAUSE", 400, "ALL"), ("PING",))
+        record = [admin.received()]
+        other.send(("CLIENT", "UNPAUSE"), ("GET", "k"))  # even UNPAUSE waits for the end
+        record.append(other.received())
+        record.append(admin.until(b"+PONG\r\n"))
+        record.append(other.until(b"$-1\r\n"))
+        return record
+
+    assert both(scenario)[:2] == [b"+OK\r\n", b""]
+
+
+def test_a_later_pause_extends_and_upgrades_never_shortens(both):
+    def scenario(connect):
+        admin, writer, reader = connect(), connect(), connect()
+        admin.send(("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE"), ("CLIENT", "PAUSE", 10, "WRITE"))
+        record = [admin.until(b"+OK\r\n+OK\r\n")]
+        time.sleep(0.15)
+        writer.send(("SET", "k", "v"))  # the shorter pause did not shorten the first
+        record.append(writer.received())
+        record.append(admin.call("CLIENT", "UNPAUSE"))
+        record.append(writer.until(b"+OK\r\n"))
+        # A short ALL pause during a longer WRITE one: ALL until the later end.
+        admin.send(("CLIENT", "PAUSE", 700, "WRITE"), ("CLIENT", "PAUSE", 50, "ALL"))
+        record.append(admin.until(b"+OK\r\n+OK\r\n"))
+        time.sleep(0.2)
+        reader.send(("GET", "k"))
+        record.append(reader.received())
+        record.append(reader.until(b"$1\r\nv\r\n"))
+        return record
+
+    record = both(scenario)
+    assert record[1] == b"" and record[5] == b""
+
+
+def test_held_clients_run_in_the_order_they_were_held(both):
+    def scenario(connect):
+        admin = connect()
+        pushers = [connect() for _ in range(3)]
+        admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE")
+        for name, pusher in zip("abc", pushers):
+            pusher.send(("RPUSH", "order", name))
+            assert pusher.received(0.05) == b""
+        admin.send(("CLIENT", "UNPAUSE"), ("LRANGE", "order", 0, -1))
+        # Commands after UNPAUSE on its own connection run before the released ones.
+        record = [admin.until(b"*0\r\n")]
+        record += [pusher.until(b"\r\n") for pusher in pushers]
+        record.append(admin.call("LRANGE", "order", 0, -1))
+        return record
+
+    both(scenario)
+
+
+def test_held_clients_show_as_blocked_and_may_disconnect(both):
+    def scenario(connect):
+        admin, held, leaving = connect(), connect(), connect()
+        held_id = held.call("CLIENT", "ID")[1:-2]
+        admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE")
+        held.send(("MULTI",), ("SET", "k", "v"))
+        held.until(b"+OK\r\n")
+        leaving.send(("SET", "gone", "1"))
+        time.sleep(0.05)
+        leaving.close()
+        time.sleep(0.05)
+        admin.send(("INFO", "clients"))
+        info = admin.until(b"\r\n\r\n")
+        blocked = [line for line in info.split(b"\r\n") if line.startswith(b"blocked_clients")]
+        admin.send(("CLIENT", "LIST", "ID", held_id))
+        listing = admin.until(b"\n\r\n")
+        shown = [field for field in listing.split()
+                 if field.startswith((b"flags=", b"cmd=", b"multi="))]
+        admin.call("CLIENT", "UNPAUSE")
+        return [blocked, shown, held.until(b"+QUEUED\r\n"), admin.call("GET", "gone")]
+
+    record = both(scenario)
+    assert record[0] == [b"blocked_clients:1"]
+
+
+def test_client_unblock_leaves_a_held_client_alone(mini):
+    # Redis 7.0 crashes here (later versions answer 0): minired only.
+    admin, held = Conn(mini.port), Conn(mini.port)
+    try:
+        held_id = int(held.call("CLIENT", "ID")[1:-2])
+        admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE")
+        held.send(("BLPOP", "nothing", "0.05"))
+        assert held.received() == b""
+        assert admin.call("CLIENT", "UNBLOCK", held_id) == b":0\r\n"
+        assert admin.call("CLIENT", "UNBLOCK", held_id, "ERROR") == b":0\r\n"
+        admin.call("CLIENT", "UNPAUSE")
+        assert held.until(b"*-1\r\n") == b"*-1\r\n"  # the BLPOP ran, then timed out
+    finally:
+        Conn(mini.port).call("CLIENT", "UNPAUSE")
+        admin.close()
+        held.close()
+
+
+def test_keys_do_not_expire_during_a_pause(both):
+    def scenario(connect):
+        admin = connect()
+        admin.send(("SET", "e", "v", "PX", 30), ("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE"))
+        record = [admin.until(b"+OK\r\n+OK\r\n")]
+        time.sleep(0.3)
+        record.append(admin.call("DBSIZE"))  # the active cycle leaves the key in place
+        admin.call("CLIENT", "UNPAUSE")
+        deadline = time.monotonic() + 3
+        while admin.call("DBSIZE") != b":0\r\n":
+            assert time.monotonic() < deadline, "the key never expired after the pause"
+            time.sleep(0.05)
+        return record
+
+    assert both(scenario)[1] == b":1\r\n"
+
+
+# --- CLIENT REPLY -------------------------------------------------------------------------------
+
+END = ("ECHO", "end")  # appended after CLIENT REPLY ON, so each run ends on a known reply
+
+
+@pytest.mark.parametrize("commands", [
+    [("CLIENT", "REPLY", "OFF"), ("SET", "a", "1"), ("GET", "a"), ("NOSUCH",), ("GET", "a", "b"),
+     ("CLIENT", "REPLY", "ON"), ("GET", "a")],
+    [("CLIENT", "REPLY", "SKIP"), ("SET", "a", "1"), ("GET", "a")],
+    [("CLIENT", "REPLY", "SKIP"), ("CLIENT", "REPLY", "SKIP"), ("PING", "1"), ("PING", "2")],
+    [("CLIENT", "REPLY", "OFF"), ("CLIENT", "REPLY", "SKIP"), ("PING", "1")],
+    [("CLIENT", "REPLY", "SKIP"), ("CLIENT", "REPLY", "OFF"), ("PING", "1")],
+    [("CLIENT", "REPLY", "SKIP"), ("CLIENT", "REPLY", "ON"), ("PING", "1")],
+    [("CLIENT", "REPLY", "FOO"), ("CLIENT", "REPLY", "OFF"), ("CLIENT", "REPLY", "FOO")],
+    [("CLIENT", "REPLY", "SKIP"), ("NOSUCH",), ("PING", "2")],
+    [("CLIENT", "REPLY", "SKIP"), ("GET",), ("PING", "2")],
+    [("CLIENT", "REPLY", "OFF"), ("HELLO", "3"), ("CLIENT", "REPLY", "ON"), ("PING", "3")],
+    [("CLIENT", "REPLY", "OFF"), ("RESET",), ("PING",)],
+    [("CLIENT", "REPLY", "SKIP"), ("RESET",), ("PING",)],
+    [("CLIENT", "REPLY", "SKIP"), ("EVAL", "return redis.call('client','reply','off')", "0"),
+     ("PING",)],
+    # Inside a transaction: the EXEC array's header counts replies that never leave, as Redis.
+    [("MULTI",), ("CLIENT", "REPLY", "SKIP"), ("PING", "1"), ("EXEC",), ("PING", "2"),
+     ("PING", "3")],
+    [("MULTI",), ("CLIENT", "REPLY", "OFF"), ("PING", "1"), ("EXEC",), ("PING", "2")],
+    [("MULTI",), ("CLIENT", "REPLY", "OFF"), ("PING", "1"), ("CLIENT", "REPLY", "ON"),
+     ("PING", "2"), ("EXEC",), ("PING", "3")],
+    [("CLIENT", "REPLY", "OFF"), ("MULTI",), ("CLIENT", "REPLY", "ON"), ("PING", "1"),
+     ("EXEC",), ("PING", "3")],
+    [("MULTI",), ("CLIENT", "REPLY", "SKIP"), ("CLIENT", "REPLY", "ON"), ("PING", "1"),
+     ("EXEC",), ("PING", "3"), ("PING", "4")],
+    [("CLIENT", "REPLY", "SKIP"), ("MULTI",), ("CLIENT", "REPLY", "ON"), ("PING", "1"),
+     ("EXEC",), ("PING", "3")],
+    [("MULTI",), ("PING", "1"), ("CLIENT", "REPLY", "SKIP"), ("EXEC",), ("PING", "3"),
+     ("PING", "4")],
+    [("MULTI",), ("CLIENT", "REPLY", "SKIP"), ("EXEC",), ("RESET",), ("PING",)],
+])
+def test_reply_modes_send_the_same_bytes(both, commands):
+    def scenario(connect):
+        conn = connect()
+        conn.send(*commands, ("CLIENT", "REPLY", "ON"), END)
+        return conn.until(b"$3\r\nend\r\n")
+
+    both(scenario)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_pushes_leave_while_replies_are_off(both, protocol):
+    def scenario(connect):
+        subscriber, publisher = connect(), connect()
+        if protocol == 3:
+            subscriber.send(("HELLO", 3))
+            subscriber.until(b"*0\r\n")  # the end of HELLO's map (modules, none)
+        subscriber.send(("CLIENT", "REPLY", "OFF"), ("SUBSCRIBE", "ch"))
+        record = [subscriber.until(b":1\r\n")]  # the confirmation is a push: it leaves
+        publisher.call("PUBLISH", "ch", "m1")
+        record.append(subscriber.until(b"m1\r\n"))
+        # RESP2 refuses CLIENT REPLY while subscribed: its error is silenced too.
+        subscriber.send(("CLIENT", "REPLY", "ON"), ("PING",))
+        record.append(subscriber.received())
+        return record
+
+    both(scenario)
+
+
+def test_tracking_invalidations_leave_while_replies_are_off(both):
+    def scenario(connect):
+        reader, writer = connect(), connect()
+        reader.send(("HELLO", 3))
+        reader.until(b"*0\r\n")  # the end of HELLO's map (modules, none)
+        reader.send(("CLIENT", "TRACKING", "ON"), ("GET", "t"))
+        record = [reader.until(b"_\r\n")]
+        reader.send(("CLIENT", "REPLY", "OFF"))
+        writer.call("SET", "t", "1")
+        record.append(reader.until(b"t\r\n"))
+        reader.send(("GET", "t"), ("CLIENT", "REPLY", "ON"), END)
+        record.append(reader.until(b"end\r\n"))
+        return record
+
+    both(scenario)
+
+
+def test_a_blocked_commands_late_reply_is_silenced_too(both):
+    def scenario(connect):
+        waiting, pusher = connect(), connect()
+        waiting.send(("CLIENT", "REPLY", "SKIP"), ("BLPOP", "queue", "0"))
+        record = [waiting.received()]
+        pusher.call("RPUSH", "queue", "x")
+        waiting.send(("PING", "next"))  # SKIP was used up by BLPOP
+        record.append(waiting.until(b"next\r\n"))
+        waiting.send(("CLIENT", "REPLY", "OFF"), ("BLPOP", "queue", "0"))
+        time.sleep(0.05)
+        pusher.call("RPUSH", "queue", "y")
+        waiting.send(("CLIENT", "REPLY", "ON"), END)
+        record.append(waiting.until(b"end\r\n"))
+        record.append(pusher.call("LLEN", "queue"))
+        return record
+
+    both(scenario)
+
+
+def test_a_held_command_keeps_the_skip_that_applies_to_it(both):
+    def scenario(connect):
+        admin, client = connect(), connect()
+        admin.call("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE")
+        client.send(("CLIENT", "REPLY", "SKIP"), ("SET", "k", "v"), ("GET", "k"))
+        record = [client.received()]
+        admin.call("CLIENT", "UNPAUSE")
+        record.append(client.until(b"\r\n"))
+        return record
+
+    assert both(scenario) == [b"", b"$1\r\nv\r\n"]
+
+
+def test_a_monitors_lines_are_silenced_while_replies_are_off(both):
+    def scenario(connect):
+        monitor, writer = connect(), connect()
+        monitor.call("MONITOR")
+        monitor.send(("CLIENT", "REPLY", "OFF"))
+        writer.call("SET", "m", "1")
+        silent = monitor.received()
+        monitor.send(("CLIENT", "REPLY", "ON"))
+        after = monitor.until(b'"CLIENT" "REPLY" "ON"\r\n')  # (timestamps and ports differ)
+        return [silent, after.startswith(b"+OK\r\n+"), after.count(b"\r\n")]
+
+    both(scenario)
