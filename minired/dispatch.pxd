@@ -8,8 +8,11 @@ cimport cython
 cpdef object execute(Client c, list argv)
 @cython.locals(spec=CommandSpec)
 cpdef object _execute(Client c, list argv)
-@cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong)
+@cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong,
+               histogram=list)
 cpdef object call(Client c, CommandSpec spec, list argv)
+@cython.locals(bits=cython.int)
+cdef int _bit_length(long long nanoseconds)
 
 # Read per command: typed, so the lookup is a C call, not a method lookup.
 cdef dict _BY_SPELLING

@@ -14,9 +14,9 @@ appear, the counts and the reply shapes are Redis's):
 - a percentile is the top (p0: the bottom) of its octave rather than of its 1% sub-bucket.
 
 Histograms live on the command table's specs, as the INFO commandstats counters do, so they
-belong to the process. `latency-tracking no` swaps each for a PausedHistogram, which keeps its
-counts readable (Redis still reports histograms recorded before tracking stopped) but drops
-new ones; nothing is then added to call()'s path.
+belong to the process. `latency-tracking no` sets each spec's histogram to None, which
+call() skips, and keeps the counts here: Redis still reports histograms recorded before
+tracking stopped (`recorded`).
 """
 from __future__ import annotations
 
@@ -37,24 +37,27 @@ _BUCKET_USEC = [((1024 << k) + (8 << k) - 1) // 1000 for k in range(_LOG_BUCKETS
 _OVERFLOW_USEC = ((1 << 30) - 1) // 1000
 
 
-class PausedHistogram(list):
-    """A histogram while latency-tracking is off: readable, but `h[i] += 1` changes nothing."""
-
-    __slots__ = ()
-
-    def __setitem__(self, index, value) -> None:
-        pass
-
-
 _tracking = True
+# While latency-tracking is off: each spec's counts, kept readable (id(spec) -> counts).
+_paused: dict[int, list] = {}
 
 
-def new_histogram() -> list:
-    return [0] * SLOTS if _tracking else PausedHistogram([0] * SLOTS)
+def new_histogram() -> list | None:
+    return [0] * SLOTS if _tracking else None
+
+
+def recorded(spec) -> list:
+    """A command's counts, whether tracking is on (its histogram) or off (kept here)."""
+    histogram = spec.latency_histogram
+    return histogram if histogram is not None else _paused.get(id(spec), _EMPTY)
+
+
+_EMPTY = [0] * SLOTS
 
 
 def reset(specs: Iterable) -> None:
     """CONFIG RESETSTAT: Redis frees every histogram."""
+    _paused.clear()
     for spec in specs:
         spec.latency_histogram = new_histogram()
 
@@ -66,8 +69,11 @@ def set_tracking(specs: Iterable, enabled: bool) -> None:
         return
     _tracking = enabled
     for spec in specs:
-        counts = list(spec.latency_histogram)
-        spec.latency_histogram = counts if enabled else PausedHistogram(counts)
+        if enabled:
+            spec.latency_histogram = _paused.pop(id(spec), None) or [0] * SLOTS
+        else:
+            _paused[id(spec)] = spec.latency_histogram
+            spec.latency_histogram = None
 
 
 def _log_bucket(slot: int) -> int:
@@ -122,4 +128,5 @@ def info_lines(config, specs: Iterable) -> list[str]:
         return []  # Redis shows the title alone; histograms recorded before stay for LATENCY
     shown = config.get("latency-tracking-info-percentiles").split()
     return [percentiles_line(spec.full_name, spec.latency_histogram, shown)
-            for spec in specs if any(spec.latency_histogram)]
+            for spec in specs if spec.latency_histogram is not None
+            and any(spec.latency_histogram)]

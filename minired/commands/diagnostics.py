@@ -332,8 +332,8 @@ def latency_doctor(c, argv):
 
 
 def _histogram_reply(spec) -> dict:
-    return {b"calls": sum(spec.latency_histogram),
-            b"histogram_usec": latency.cumulative_buckets(spec.latency_histogram)}
+    counts = latency.recorded(spec)
+    return {b"calls": sum(counts), b"histogram_usec": latency.cumulative_buckets(counts)}
 
 
 def _named_spec(name: bytes):
@@ -360,7 +360,7 @@ def latency_histogram(c, argv):
             if spec is not None:
                 chosen += [spec, *spec.subcommands.values()]
     pairs = [(spec.full_name.encode(), _histogram_reply(spec))
-             for spec in chosen if any(spec.latency_histogram)]
+             for spec in chosen if any(latency.recorded(spec))]
     # A map that may repeat a name (LATENCY HISTOGRAM get GET): encoded here, as no dict can.
     out = [(b"%%%d\r\n" if c.protocol == 3 else b"*%d\r\n")
            % (len(pairs) if c.protocol == 3 else 2 * len(pairs))]

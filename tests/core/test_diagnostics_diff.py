@@ -294,6 +294,15 @@ def test_buckets_and_percentiles_follow_hdr_histogram():
 
 
 def test_a_paused_histogram_keeps_its_counts():
-    paused = latency.PausedHistogram(_histogram_of(1500))
-    paused[11] += 1
-    assert paused[11] == 1 and sum(paused) == 1
+    from minired.commands.table import CommandSpec
+
+    spec = CommandSpec("probe", None, 1, frozenset())
+    spec.latency_histogram[11] += 1
+    try:
+        latency.set_tracking([spec], False)
+        assert spec.latency_histogram is None  # what dispatch.call skips
+        assert sum(latency.recorded(spec)) == 1
+        latency.set_tracking([spec], True)
+        assert spec.latency_histogram[11] == 1
+    finally:
+        latency.set_tracking([spec], True)
