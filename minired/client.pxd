@@ -11,5 +11,7 @@ cdef class Client:
     cdef public object name, lib_name, lib_ver, authenticated, created, last_interaction
     cdef public object last_command, multi, multi_failed, in_exec, in_script, watched
     cdef public object channels, patterns, shard_channels, blocked, closing, close_after_reply
-    cdef public object flags, output_soft_limit_since, connection, user, user_restricted
-    cdef public object reply_mode
+    cdef public object flags, output_soft_limit_since, connection, user
+    # Checked on every command: C values, so the check is a struct read.
+    cdef public bint user_restricted
+    cdef public int reply_mode

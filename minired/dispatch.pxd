@@ -9,10 +9,11 @@ cpdef object execute(Client c, list argv)
 @cython.locals(spec=CommandSpec)
 cpdef object _execute(Client c, list argv)
 @cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong,
-               histogram=list)
+               histogram=list, extras=cython.bint)
 cpdef object call(Client c, CommandSpec spec, list argv)
 @cython.locals(bits=cython.int)
 cdef int _bit_length(long long nanoseconds)
 
 # Read per command: typed, so the lookup is a C call, not a method lookup.
 cdef dict _BY_SPELLING
+cdef bint _extras_in_use

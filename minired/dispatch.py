@@ -24,6 +24,18 @@ _clock_ns = time.perf_counter_ns
 _BY_SPELLING: dict[bytes, CommandSpec] = {}
 _SPELLINGS_KEPT = 1024
 
+# Whether any server of this process has used client tracking, CLIENT PAUSE or MONITOR: until
+# then the per-command checks for them are skipped, since reading them off the server is an
+# attribute lookup on every command (the client's server is not a typed field).
+_extras_in_use = False
+
+
+def use_extras() -> None:
+    """Called by tracking, CLIENT PAUSE and MONITOR the first time they are used."""
+    global _extras_in_use
+    _extras_in_use = True
+
+
 # Commands a transaction runs at once instead of queuing.
 _MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 # Commands a RESP2 client may send while subscribed.
@@ -59,9 +71,10 @@ def _touches_keyspace(spec: CommandSpec) -> bool:
 
 def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
-    tracking = c.server.tracking
-    if tracking is not None:  # client-side caching: see minired/tracking.py
-        return tracking.execute(c, argv, _execute)
+    if _extras_in_use:
+        tracking = c.server.tracking
+        if tracking is not None:  # client-side caching: see minired/tracking.py
+            return tracking.execute(c, argv, _execute)
     return _execute(c, argv)
 
 
@@ -106,9 +119,10 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
         if "no_multi" in spec.flags:
             return _reject(c, spec, errors.COMMAND_NOT_ALLOWED_IN_MULTI)
-        paused = c.server.pause
-        if paused is not None and paused.holds(c, spec, argv):
-            return paused.hold(c, argv)  # Redis holds a paused write before queuing it
+        if _extras_in_use:
+            paused = c.server.pause
+            if paused is not None and paused.holds(c, spec, argv):
+                return paused.hold(c, argv)  # Redis holds a paused write before queuing it
         c.multi.append((spec, argv))
         return resp.QUEUED
     if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
@@ -116,9 +130,10 @@ def _execute(c: "Client", argv: list) -> Any:
         return _reject(c, spec, errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
     if spec.denyoom and c.server.over_maxmemory():
         return _reject(c, spec, errors.OOM)
-    paused = c.server.pause
-    if paused is not None and paused.holds(c, spec, argv):  # CLIENT PAUSE (minired/pause.py)
-        return paused.hold(c, argv)
+    if _extras_in_use:
+        paused = c.server.pause
+        if paused is not None and paused.holds(c, spec, argv):  # CLIENT PAUSE (pause.py)
+            return paused.hold(c, argv)
     return call(c, spec, argv)
 
 
@@ -152,8 +167,8 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
                 spec.rejected_calls += 1
             c.server.stats.count_error(denied.message)
             return denied
-    monitored = c.server.monitors
-    if monitored:
+    extras = _extras_in_use
+    if extras and c.server.monitors:
         from . import monitor
         monitor.before(c, spec, argv)
     start = _clock_ns()
@@ -177,10 +192,12 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
             c.server.stats.count_error(reply.message)
     elif spec.write and c.server.propagate is not None:
         c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
-    tracking = c.server.tracking
-    if tracking is not None:
-        tracking.remember(c, spec, argv)
-    if monitored:  # the server's list itself: MONITOR or RESET may just have changed it
-        from . import monitor
-        monitor.after(c, spec, argv)
+    if extras or _extras_in_use:  # (MONITOR itself may just have turned them on)
+        server = c.server
+        tracking = server.tracking
+        if tracking is not None:
+            tracking.remember(c, spec, argv)
+        if server.monitors:  # read again: MONITOR or RESET may just have changed the list
+            from . import monitor
+            monitor.after(c, spec, argv)
     return reply

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import client_reply
+from . import client_reply, dispatch
 from .commands.connection import on_unix_socket
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ def start(c: "Client") -> bool:
     if stop not in hooks:  # leaving, or RESET, ends monitoring
         hooks.append(stop)
     server.monitors.append(c)
+    dispatch.use_extras()
     c.flags = "O"  # CLIENT LIST's flag for a monitor, and dispatch.execute's cheap test for one
     return True
 

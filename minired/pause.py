@@ -104,6 +104,9 @@ def pause(server: "Server", everything: bool, timeout_ms: int) -> None:
             return  # over before any command could be held
         current = ClientPause(server)
         server.pause = current
+        from . import dispatch
+
+        dispatch.use_extras()
         server.clock.listeners.append(current._on_clock_advanced)
     current.everything = current.everything or everything
     if end > current.end_ms:

@@ -102,6 +102,9 @@ class Tracking:
         tracking = server.tracking
         if tracking is None:
             tracking = server.tracking = cls(server)
+            from . import dispatch
+
+            dispatch.use_extras()
             for db in server.keyspace.dbs:
                 db.tracking = tracking
             server.extensions.setdefault("disconnect_hooks", []).append(tracking.disable)
