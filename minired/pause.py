@@ -10,7 +10,6 @@ each client then goes on with the input that waited behind its command.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from .blocking import Block
@@ -167,6 +166,8 @@ def _declared_script_flags(server: "Server", name: str, argv: list) -> frozenset
         return script.flags if script is not None else None
     body = argv[1]
     if engine is not None:
+        import hashlib  # (only while a WRITE pause holds a script: kept off start-up)
+
         script = engine.scripts.get(hashlib.sha1(body).hexdigest().encode())
         if script is not None:
             return script.flags
