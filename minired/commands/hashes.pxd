@@ -5,7 +5,7 @@ from minired.client cimport Client
 from minired.commands.args cimport int_text, parse_int
 from minired.keyspace cimport Database
 
-@cython.locals(fields=dict, index=cython.Py_ssize_t)
+@cython.locals(db=Database, fields=dict, index=cython.Py_ssize_t)
 cpdef object _set_fields(Client c, list argv)
 cpdef object _store_number(Database db, object key, object fields, object field, object text)
 
@@ -14,5 +14,7 @@ cpdef object hexists(Client c, list argv)
 cpdef object hget(Client c, list argv)
 cpdef object hset(Client c, list argv)
 cpdef object hgetall(Client c, list argv)
+@cython.locals(db=Database)
 cpdef object hdel(Client c, list argv)
+@cython.locals(db=Database)
 cpdef object hincrby(Client c, list argv)

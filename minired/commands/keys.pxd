@@ -2,8 +2,12 @@
 # take the client typed, so their keyspace calls are C calls (keyspace.pxd).
 from minired.client cimport Client
 from minired.commands.args cimport parse_int
+from minired.keyspace cimport Database
+cimport cython
 
+@cython.locals(db=Database)
 cpdef object _expire_generic(Client c, object argv, bint relative, object unit_ms)
+@cython.locals(db=Database)
 cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
 
 cdef dict _EXPIRE_OPTIONS

@@ -4,12 +4,15 @@
 from minired.client cimport Client
 from minired.commands.args cimport parse_int, parse_non_negative
 from minired.keyspace cimport Database
+cimport cython
 
 cpdef object _list(Database db, object key)
 cpdef object _pop_one(Database db, object key, object value, bint left)
 cpdef object _move(Database db, object source_key, object source, object target_key,
                    bint from_left, bint to_left)
+@cython.locals(db=Database)
 cpdef object _push(Client c, object argv, bint left, bint only_existing)
+@cython.locals(db=Database)
 cpdef object _pop(Client c, object argv, bint left)
 
 # Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
@@ -17,9 +20,12 @@ cpdef object lpush(Client c, list argv)
 cpdef object rpush(Client c, list argv)
 cpdef object rpop(Client c, list argv)
 cpdef object lpop(Client c, list argv)
+@cython.locals(db=Database)
 cpdef object lmove(Client c, list argv)
+@cython.locals(db=Database)
 cpdef object rpoplpush(Client c, list argv)
 cpdef object lrange(Client c, list argv)
+@cython.locals(db=Database)
 cpdef object lrem(Client c, list argv)
 cpdef object llen(Client c, list argv)
 cpdef object lindex(Client c, list argv)

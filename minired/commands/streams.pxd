@@ -5,6 +5,7 @@
 from minired.client cimport Client
 from minired.commands.args cimport parse_int
 from minired.stream cimport Stream
+from minired.keyspace cimport Database
 cimport cython
 
 cdef class TrimArgs:
@@ -18,5 +19,5 @@ cpdef object _node_max_bytes(Client c)
 cpdef tuple _parse_add_or_trim(Client c, object argv, bint xadd)
 
 # Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
-@cython.locals(args=TrimArgs, stream=Stream)
+@cython.locals(db=Database, args=TrimArgs, stream=Stream)
 cpdef object xadd(Client c, list argv)

@@ -2,6 +2,7 @@
 # client typed, so their keyspace calls are C calls (keyspace.pxd).
 from minired.client cimport Client
 from minired.commands.args cimport int_text, parse_int
+from minired.keyspace cimport Database
 cimport cython
 
 @cython.locals(flags=cython.int, bit=cython.int, j=cython.Py_ssize_t, argc=cython.Py_ssize_t)
@@ -9,8 +10,10 @@ cpdef tuple _parse_set_options(object argv, Py_ssize_t start, bint is_set)
 
 @cython.locals(value=cython.longlong, now=cython.longlong, in_seconds=cython.int)
 cpdef object _deadline(Client c, object raw, int flags, object command_name)
+@cython.locals(db=Database)
 cpdef object _set_generic(Client c, object key, object value, int flags, object deadline,
                           object ok_reply=*, object abort_reply=*)
+@cython.locals(db=Database)
 cpdef object _incr_by(Client c, object key, object increment)
 
 cdef dict _OPTION_BITS
@@ -20,5 +23,6 @@ cdef long long _MAX_SECONDS, _MAX_EXPIRE
 
 # Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
 cpdef object get(Client c, list argv)
+@cython.locals(db=Database)
 cpdef object set_(Client c, list argv)
 cpdef object incr(Client c, list argv)
