@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .. import REDIS_VERSION, client_reply, errors, pause, resp, security
+from .. import REDIS_VERSION, client_reply, errors, pause, security
 from ..errors import RedisError
 from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
@@ -296,16 +296,22 @@ def client_kill(c, argv):
     return killed
 
 
-@command("unblock", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
-def client_unblock(c, argv):
+def _last_option(argv: list, choices: tuple, error: str) -> bytes | None:
+    """CLIENT UNBLOCK's reason or CLIENT PAUSE's mode, the optional fourth argument: Redis
+    checks it before the third."""
     if len(argv) > 4:
         raise errors.unknown_subcommand_or_arity(argv[1], "client")
-    with_error = False
-    if len(argv) == 4:  # Redis checks the reason before the id
-        mode = argv[3].lower()
-        if mode not in (b"timeout", b"error"):
-            raise RedisError(errors.UNBLOCK_REASON)
-        with_error = mode == b"error"
+    if len(argv) < 4:
+        return None
+    option = argv[3].lower()
+    if option not in choices:
+        raise RedisError(error)
+    return option
+
+
+@command("unblock", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
+def client_unblock(c, argv):
+    with_error = _last_option(argv, (b"timeout", b"error"), errors.UNBLOCK_REASON) == b"error"
     target_id = parse_int(argv[2])
     target = c.server.clients.get(target_id)
     if target is None or pause.is_held(target):
@@ -339,14 +345,7 @@ def client_reply_(c, argv):
 
 @command("pause", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
 def client_pause(c, argv):
-    if len(argv) > 4:
-        raise errors.unknown_subcommand_or_arity(argv[1], "client")
-    everything = True
-    if len(argv) == 4:  # Redis checks the mode before the timeout
-        mode = argv[3].lower()
-        if mode not in (b"write", b"all"):
-            raise RedisError(errors.CLIENT_PAUSE_MODE)
-        everything = mode == b"all"
+    everything = _last_option(argv, (b"write", b"all"), errors.CLIENT_PAUSE_MODE) != b"write"
     timeout_ms = parse_int(argv[2], errors.TIMEOUT_NOT_INTEGER)
     if timeout_ms < 0:
         raise RedisError(errors.TIMEOUT_NEGATIVE)
