@@ -20,7 +20,7 @@ def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
     At most 19 digits, which an unsigned 64-bit integer always holds, so the compiled build
     (args.pxd types these locals) reads every text in C, without building objects."""
     data = raw
-    size = len(data)
+    size = len(raw)  # (not len(data): compiled, that is strlen, which stops at a NUL byte)
     negative = size > 0 and data[0] == 45  # '-'
     i = 1 if negative else 0
     # Refused before reading the digits: "", "-", more than 19 digits, "01", "-0".

@@ -133,9 +133,13 @@ def xgroup_create(c, argv):
 def xgroup_setid(c, argv):
     # The arguments are checked before the key and the group are looked up, as in Redis.
     argc = len(argv)
-    if argc not in (5, 7) or (argc == 7 and argv[5].lower() != b"entriesread"):
+    entries_read = None
+    if argc >= 7 and argv[5].lower() == b"entriesread":
+        entries_read = _parse_entries_read(argv[6])  # read before the count is checked
+        if argc != 7:
+            raise errors.unknown_subcommand_or_arity(argv[1], "xgroup")
+    elif argc != 5:
         raise errors.unknown_subcommand_or_arity(argv[1], "xgroup")
-    entries_read = _parse_entries_read(argv[6]) if argc == 7 else None
     stream, group = _xgroup_existing(c, argv)
     # Unlike CREATE, SETID takes any ID, "-" and "+" included.
     last_id = stream.last_id if argv[4] == b"$" else parse_id(argv[4])[0]

@@ -275,3 +275,12 @@ def test_xgroup_setid_checks_its_arguments_before_the_key(diff):
     diff.check("XGROUP", "SETID", "str", "g1", "$", "ENTRIESREAD", "1.5")
     diff.check("XGROUP", "SETID", "stream", "g1", "$", "FOO", "1")
     diff.check("XGROUP", "SETID", "stream", "nogroup", "bad-id")
+
+
+def test_xgroup_setid_reads_entriesread_before_counting_arguments(diff):
+    diff.check("XADD", "stream", "1-1", "f", "v")
+    diff.check("XGROUP", "CREATE", "stream", "g1", "$")
+    for tail in (("ENTRIESREAD", "-2", "-1"), ("ENTRIESREAD", "x", "4"),
+                 ("ENTRIESREAD", "3", "foo"), ("ENTRIESREAD", "3", "ENTRIESREAD", "4"),
+                 ("foo", "3", "bar"), ("5",), ("ENTRIESREAD",), ("ENTRIESREAD", "3")):
+        diff.check("XGROUP", "SETID", "stream", "g1", "$", *tail)

@@ -296,3 +296,18 @@ def test_resp3_replies(diff):
     diff.check("INCRBYFLOAT", "f", "1.5")
     diff.check("GETEX", "missing")
     diff.check("GETDEL", "missing")
+
+
+def test_integers_with_a_nul_byte_are_not_integers(diff):
+    """A value or argument with a NUL byte after its digits is no integer (the compiled
+    integer parser used to stop at the NUL). Found by bench/grammar_fuzz.py."""
+    diff.check("SET", "int", "10")
+    diff.check("SETRANGE", "int", "7", "v")
+    for command in (("INCR", "int"), ("DECR", "int"), ("INCRBY", "int", "10"),
+                    ("DECRBY", "int", "1"), ("INCRBY", "n", "5\x00x"), ("INCRBY", "n", "5\x00"),
+                    ("EXPIRE", "int", "10\x00"), ("GETRANGE", "int", "0\x001", "2"),
+                    ("SETBIT", "bits", "1\x00", "1")):
+        diff.check(*command)
+    diff.check("SET", "n3", "10")
+    diff.check("SETBIT", "n3", "40", "1")
+    diff.check("INCR", "n3")
