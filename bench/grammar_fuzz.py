@@ -31,16 +31,18 @@ from tests.support.servers import MiniredProcess, RedisServer  # noqa: E402
 class Servers:
     """A real redis-server and a minired subprocess; minired is restarted when it dies."""
 
+    protocol = 2  # --resp3 sets 3 for every pair of servers of the run
+
     def __init__(self) -> None:
         self.redis = RedisServer().start()
         self.minired = MiniredProcess().start()
-        self.pair = ServerPair(self.redis.port, self.minired.port)
+        self.pair = ServerPair(self.redis.port, self.minired.port, protocol=self.protocol)
 
     def restart_minired(self) -> None:
         self.minired.stop()
         self.minired = MiniredProcess().start()
         self.pair.close()
-        self.pair = ServerPair(self.redis.port, self.minired.port)
+        self.pair = ServerPair(self.redis.port, self.minired.port, protocol=self.protocol)
 
     def recover(self) -> None:
         """After a timeout the connections may hold late replies: start them afresh, and
@@ -67,6 +69,8 @@ def _parse_args() -> argparse.Namespace:
                         help="comma-separated command names left out (known mismatches)")
     parser.add_argument("--sequence-length", type=int, default=12)
     parser.add_argument("--markdown", default="", help="also write the findings to this file")
+    parser.add_argument("--resp3", action="store_true",
+                        help="compare RESP3 replies (HELLO 3 on every connection)")
     return parser.parse_args()
 
 
@@ -151,7 +155,8 @@ def _markdown(findings: dict[str, Mismatch], seed: int) -> str:
 def main() -> int:
     args = _parse_args()
     seed = args.seed if args.seed is not None else random.randrange(2**32)
-    print(f"seed {seed}", flush=True)
+    print(f"seed {seed}" + (" (RESP3)" if args.resp3 else ""), flush=True)
+    Servers.protocol = 3 if args.resp3 else 2
     servers = Servers()
     try:
         grammars = load_grammars(RawClient(servers.redis.port))

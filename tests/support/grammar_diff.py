@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass
 
 from .grammar import CommandGenerator, CommandGrammar, exclusion_reason
-from .respclient import Err, NullArray, RawClient
+from .respclient import Err, Map, NullArray, RawClient
 
 SETUP: list[list[str]] = [
     ["SET", "str", "hello"],
@@ -82,6 +82,10 @@ def _clock_class(reply):
 
 def _without_idle_times(reply):
     """Idle and delivery times (ms since an event) differ between two servers by nature."""
+    if isinstance(reply, Map):  # RESP3: (field, value) pairs
+        return Map([(key, "<ms>" if key in IDLE_FIELDS and isinstance(value, int)
+                     else "<timestamp>" if isinstance(value, int) and value > 10**12
+                     else _without_idle_times(value)) for key, value in reply])
     if isinstance(reply, list):
         out = []
         previous = None
@@ -107,6 +111,8 @@ def normalise(name: str, argv: list[str], reply):
         return _clock_class(reply)
     if name in UNORDERED and isinstance(reply, list):
         return _sorted(reply)
+    if name in UNORDERED_PAIRS and isinstance(reply, Map):
+        return sorted(reply, key=repr)  # RESP3's map of the same pairs
     if name in UNORDERED_PAIRS and isinstance(reply, list):
         return _pairs_sorted(reply)
     if name in ("sort", "sort_ro") and "BY" in (a.upper() for a in argv[2:]):
@@ -193,10 +199,18 @@ class OutOfStep(Exception):
 class ServerPair:
     """One connection to each server, both with socket timeouts so nothing can hang."""
 
-    def __init__(self, redis_port: int, minired_port: int, timeout: float = 5.0) -> None:
+    def __init__(self, redis_port: int, minired_port: int, timeout: float = 5.0,
+                 protocol: int = 2) -> None:
         self.redis_port, self.minired_port, self.timeout = redis_port, minired_port, timeout
+        self.protocol = protocol  # 3: both connections send HELLO 3 first (replies as RESP3)
         self.redis = RawClient(redis_port, timeout=timeout)
         self.minired = RawClient(minired_port, timeout=timeout)
+        self._hello()
+
+    def _hello(self) -> None:
+        if self.protocol == 3:
+            self.redis.call("HELLO", "3")
+            self.minired.call("HELLO", "3")
 
     def close(self) -> None:
         self.redis.close()
@@ -210,6 +224,7 @@ class ServerPair:
                 pass
         self.redis = RawClient(self.redis_port, timeout=self.timeout)
         self.minired = RawClient(self.minired_port, timeout=self.timeout)
+        self._hello()
 
     def call_both(self, argv: list[str]):
         try:
@@ -268,7 +283,10 @@ def _lex_range_defined(pair: ServerPair, name: str, argv: list[str]) -> bool:
     expected, actual = pair.call_both(["ZRANGE", argv[position], "0", "-1", "WITHSCORES"])
     if not isinstance(expected, list) or expected != actual:
         return True  # not a sorted set (an error to compare), or already a mismatch to show
-    return len(set(expected[1::2])) <= 1
+    # RESP2 answers member, score, member, ...; RESP3 [member, score] pairs.
+    pairs = expected and isinstance(expected[0], list)
+    scores = [pair[1] for pair in expected] if pairs else expected[1::2]
+    return len({repr(score) for score in scores}) <= 1
 
 
 def shrink(pair: ServerPair, mismatch: Mismatch,
