@@ -3,7 +3,7 @@ run in lockstep on a real redis-server and on minired, replies compared.
 
     python bench/grammar_fuzz.py [--seconds 120] [--seed N] [--commands zadd,zrange]
                                  [--skip xgroup|setid] [--sequence-length 12]
-                                 [--markdown findings.md]
+                                 [--markdown findings.md] [--resp3]
 
 For each distinct mismatch (command + a short signature of the difference) prints the shortest
 sequence found that reproduces it and both replies; then a summary. A run is reproducible from
