@@ -119,10 +119,10 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
         if "no_multi" in spec.flags:
             return _reject(c, spec, errors.COMMAND_NOT_ALLOWED_IN_MULTI)
-        if _extras_in_use:
-            paused = c.server.pause
-            if paused is not None and paused.holds(c, spec, argv):
-                return paused.hold(c, argv)  # Redis holds a paused write before queuing it
+        if _extras_in_use:  # Redis holds a paused write before queuing it
+            held = _held(c, spec, argv)
+            if held is not None:
+                return held
         c.multi.append((spec, argv))
         return resp.QUEUED
     if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
@@ -131,10 +131,18 @@ def _execute(c: "Client", argv: list) -> Any:
     if spec.denyoom and c.server.over_maxmemory():
         return _reject(c, spec, errors.OOM)
     if _extras_in_use:
-        paused = c.server.pause
-        if paused is not None and paused.holds(c, spec, argv):  # CLIENT PAUSE (pause.py)
-            return paused.hold(c, argv)
+        held = _held(c, spec, argv)
+        if held is not None:
+            return held
     return call(c, spec, argv)
+
+
+def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:
+    """CLIENT PAUSE (minired/pause.py): the Block that holds this command, or None."""
+    paused = c.server.pause
+    if paused is not None and paused.holds(c, spec, argv):
+        return paused.hold(c, argv)
+    return None
 
 
 def _bit_length(nanoseconds: int) -> int:
@@ -162,10 +170,6 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     if c.user_restricted:  # EXEC and scripts check again (security.check_nested)
         denied = security.check_nested(c, spec, argv)
         if denied is not None:
-            # An error reply Redis counts; a script's call (scriptCall) also a rejected one.
-            if c.in_script:
-                spec.rejected_calls += 1
-            c.server.stats.count_error(denied.message)
             return denied
     extras = _extras_in_use
     if extras and c.server.monitors:

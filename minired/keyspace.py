@@ -127,14 +127,8 @@ class Database:
 
     def read_typed(self, key: bytes, cls: type) -> Any:
         """get_typed() for a read lookup, counted as read() counts (WRONGTYPE is a hit)."""
-        value = self.get(key)
-        if value is None:
-            self.keyspace_misses += 1
-            if self.notifier is not None:
-                self.notifier.key_missed(self, key)
-            return None
-        self.keyspace_hits += 1
-        if type(value) is not cls:
+        value = self.read(key)
+        if value is not None and type(value) is not cls:
             raise RedisError(WRONGTYPE)
         return value
 

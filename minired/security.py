@@ -401,8 +401,13 @@ def check_nested(c: "Client", spec, argv: list) -> RedisError | None:
         return None
     users.add_log(real, _REASONS[result], context, _denial_object(spec, argv, result, position),
                   users.user_of(real).name)
-    index = {acl.DENIED_COMMAND: 0, acl.DENIED_KEY: 1, acl.DENIED_CHANNEL: 2}[result]
-    return RedisError(messages[index])
+    message = messages[{acl.DENIED_COMMAND: 0, acl.DENIED_KEY: 1, acl.DENIED_CHANNEL: 2}[result]]
+    # Counted as Redis counts it: an error reply, and for a script's call (scriptCall) a
+    # rejected one too.
+    if c.in_script:
+        spec.rejected_calls += 1
+    c.server.stats.count_error(message)
+    return RedisError(message)
 
 
 def _script_client_checks(server: "Server") -> None:

@@ -346,8 +346,8 @@ class ScriptEngine:
             known = self._specs.get(argv[0])
             if known is None:
                 known = self._lookup(argv)
-                if type(known) is bytes:
-                    return self._refused(None, known)
+                if type(known) is bytes:  # refused, and counted, by _lookup
+                    return known, _COUNTED_ERR
             spec, arity, write = known
             # A command refused here counts as rejected in INFO commandstats, as in Redis.
             if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
@@ -388,12 +388,17 @@ class ScriptEngine:
             return b"ERR internal error", _ERR
 
     def _refused(self, spec: Any, text: bytes) -> tuple:
-        """A command a script may not run as called (scriptCall's checks): an error reply
-        counted in INFO, and a rejected call of the command where there is one."""
+        """A command a script may not run as called (scriptCall's checks), as redis.call
+        answers it: its error, counted by _count_refusal."""
+        return self._count_refusal(spec, text), _COUNTED_ERR
+
+    def _count_refusal(self, spec: Any, text: bytes) -> bytes:
+        """An error reply counted in INFO, and a rejected call of the command where there is
+        one; the error text back."""
         if spec is not None:
             spec.rejected_calls += 1
         self.server.stats.count_error(text.decode("utf-8", "replace"))
-        return text, _COUNTED_ERR
+        return text
 
     def unbox(self) -> Any:
         """The Lua value of the reply call_native kept (called from Lua through lupa)."""
@@ -407,21 +412,19 @@ class ScriptEngine:
         name = argv[0]
         spec = COMMANDS.get(name.lower())
         if spec is None:
-            return errors.SCRIPT_CALL_UNKNOWN.encode()
+            return self._count_refusal(None, errors.SCRIPT_CALL_UNKNOWN.encode())
         cacheable = not spec.subcommands
         if spec.subcommands:
             sub = spec.subcommands.get(argv[1].lower()) if len(argv) >= 2 else None
             if sub is not None:
                 spec = sub
             elif len(argv) >= 2 and spec.handler is None:
-                return errors.SCRIPT_CALL_UNKNOWN.encode()
+                return self._count_refusal(None, errors.SCRIPT_CALL_UNKNOWN.encode())
         arity = spec.arity
         if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
-            spec.rejected_calls += 1
-            return errors.SCRIPT_CALL_ARITY.encode()
+            return self._count_refusal(spec, errors.SCRIPT_CALL_ARITY.encode())
         if "noscript" in spec.flags:
-            spec.rejected_calls += 1
-            return errors.SCRIPT_CALL_NOSCRIPT.encode()
+            return self._count_refusal(spec, errors.SCRIPT_CALL_NOSCRIPT.encode())
         known = (spec, arity, spec.write)
         if cacheable:
             if len(self._specs) >= _SPEC_CACHE_SIZE:
