@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from importlib.abc import MetaPathFinder
 
@@ -12,6 +13,8 @@ class SourceOverStaleExtension(MetaPathFinder):
 
     def __init__(self, stale: dict[str, str]) -> None:
         self.stale = stale
+        if os.environ.get("MINIRED_PURE_PYTHON"):
+            return  # asked for: nothing to warn about
         print(f"minired: {len(stale)} compiled module(s) older than their source, loaded from "
               f".py or, written in Cython, left out (reinstall to compile them again): "
               f"{', '.join(sorted(stale))}", file=sys.stderr)
