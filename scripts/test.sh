@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, then run all of it.
 # Used as is by the README and by CI (.ci/run): one command, a fresh machine.
+#   1. Redis's own Tcl suite against the compiled minired, redis-server as the control
+#   2. the pytest suite on the compiled build
+#   3. the pytest suite on the uncompiled build (MINIRED_PURE_PYTHON=1)
+# Arguments go to both pytest runs (e.g. `./scripts/test.sh -k lists`); with arguments, the Tcl
+# suite is left out (run it alone with scripts/redis_tcl.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The differential tests compare against a real Redis 7: Debian's redis-server package.
-if ! command -v redis-server >/dev/null 2>&1; then
+# Debian packages the tests drive: redis-server (the differential tests compare every reply
+# with a real Redis 7) and tcl (Redis's own test suite is written in it).
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v tclsh >/dev/null 2>&1 || missing+=(tcl)
+if [ ${#missing[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # The package's service (if the machine starts services) is not used: tests start their own
 # servers on free ports.
@@ -21,5 +30,12 @@ if command -v npm >/dev/null 2>&1; then
     (cd tests/integration/node && npm install --silent --no-audit --no-fund >/dev/null)
 fi
 
+status=0
+if [ $# -eq 0 ]; then
+    python3 scripts/redis_tcl.py || status=1
+fi
 # -n 2: the machine has two cores; each xdist worker starts its own servers.
-exec python3 -m pytest -n 2 -q "$@"
+python3 -m pytest -n 2 -q "$@" || status=1
+echo "== the same suite on the uncompiled build (MINIRED_PURE_PYTHON=1)"
+MINIRED_PURE_PYTHON=1 python3 -m pytest -n 2 -q "$@" || status=1
+exit $status

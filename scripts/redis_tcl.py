@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Redis's own Tcl test suite (7.0.15, vendored in tests/redis_tcl/) against minired, with a
+real redis-server as the control.
+
+Every unit that can run against an external server runs against a fresh server of its own, so
+one failure cannot hide the next, in two lanes (the machine has two cores). A unit that fails
+on minired runs again on redis-server: a test that fails there too in this environment is
+reported, not counted. What is left must be empty, apart from the short list of documented
+differences (tests/redis_tcl/differences.txt, each with its reason, mirrored in the README's
+"Where minired differs"); otherwise, or when a unit stops early or leaves its server dead, the
+exit status is 1.
+
+    python3 scripts/redis_tcl.py                       # every unit, compiled minired
+    python3 scripts/redis_tcl.py unit/scripting unit/multi
+    MINIRED_PURE_PYTHON=1 python3 scripts/redis_tcl.py  # the uncompiled build
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = ROOT / "tests" / "redis_tcl" / "redis-tests-7.0.15"
+DIFFERENCES = ROOT / "tests" / "redis_tcl" / "differences.txt"
+MINIRED = f"{sys.executable} -m minired --port {{PORT}}"
+REDIS = 'redis-server --port {PORT} --save "" --appendonly no'
+# Units that need a cluster, TLS or the server's own binary (as all_units.sh leaves them out).
+EXCLUDED = {"unit/tls", "unit/cluster", "unit/cluster-scripting", "unit/printver",
+            "unit/type/list-common"}
+SLOW_UNITS = {"unit/hyperloglog", "unit/type/list", "unit/type/zset", "unit/type/stream",
+              "unit/scripting", "unit/geo", "unit/type/set", "unit/type/hash"}
+_FAILED = re.compile(r"^\[err\]: (.*?) in tests/", re.M)
+
+
+@dataclass
+class UnitResult:
+    unit: str
+    passed: int = 0
+    failed: list[str] = field(default_factory=list)
+    errors: str = "none"
+    alive: bool = True
+    seconds: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        return self.errors == "none" and self.alive
+
+
+def all_units() -> list[str]:
+    tests = SUITE / "tests"
+    found = sorted(str(p.relative_to(tests).with_suffix(""))
+                   for folder in (tests / "unit", tests / "unit" / "type")
+                   for p in folder.glob("*.tcl"))
+    return [u for u in found if u not in EXCLUDED]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers(port: int, timeout: float = 3.0) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def run_unit(unit: str, server_cmd: str, suite_copy: Path, logs: Path) -> UnitResult:
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="redis-tcl-server-")
+    name = unit.replace("/", "_")
+    with open(logs / f"server.{name}.log", "wb") as server_log:
+        server = subprocess.Popen(server_cmd.replace("{PORT}", str(port)), shell=True,
+                                  cwd=workdir, stdout=server_log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 15
+        while not answers(port, 0.5) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env = {**os.environ, "PROFILE": "subset", "UNIT_TIMEOUT": "300",
+               "NOPROGRESS_TIMEOUT": "90", "RESTORE_CONFIG": "0", "LOG_DIR": str(logs)}
+        started = time.monotonic()
+        out = subprocess.run([str(suite_copy / "run_redis_tcl.sh"), str(suite_copy),
+                              "127.0.0.1", str(port), unit], env=env, capture_output=True,
+                             text=True).stdout
+        result = UnitResult(unit, seconds=time.monotonic() - started)
+        summary = next((line for line in out.splitlines() if line.startswith(unit + " ")), "")
+        match = re.search(r"passed=(\d+)", summary)
+        result.passed = int(match.group(1)) if match else 0
+        match = re.search(r"errors=(.*?) skipped_tag=", summary)
+        result.errors = match.group(1) if match else "unit did not report"
+        log = logs / f"{name}.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        result.failed = _FAILED.findall(text)
+        result.alive = server.poll() is None and answers(port)
+        return result
+    finally:
+        try:
+            os.killpg(server.pid, 9)
+        except ProcessLookupError:
+            pass
+        server.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_units(units: list[str], server_cmd: str, logs: Path, jobs: int) -> dict[str, UnitResult]:
+    logs.mkdir(parents=True, exist_ok=True)
+    # Each lane works on a copy of the suite of its own: the suite writes under tests/tmp.
+    lanes: queue.Queue[Path] = queue.Queue()
+    for lane in range(jobs):
+        copy = Path(tempfile.mkdtemp(prefix=f"redis-tcl-lane{lane}-")) / "suite"
+        shutil.copytree(SUITE, copy)
+        lanes.put(copy)
+
+    def work(unit: str) -> UnitResult:
+        copy = lanes.get()
+        try:
+            result = run_unit(unit, server_cmd, copy, logs)
+        finally:
+            lanes.put(copy)
+        print(describe(result), flush=True)
+        return result
+
+    # The slowest units first, so that the lanes finish together.
+    ordered = sorted(units, key=lambda u: u not in SLOW_UNITS)
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(work, ordered))
+    finally:
+        while not lanes.empty():
+            shutil.rmtree(lanes.get().parent, ignore_errors=True)
+    return {r.unit: r for r in results}
+
+
+def describe(r: UnitResult) -> str:
+    state = "" if r.clean else f" errors={r.errors}" + ("" if r.alive else " SERVER DEAD")
+    return f"{r.unit}: passed={r.passed} failed={len(r.failed)} ({r.seconds:.0f}s){state}"
+
+
+def documented() -> dict[tuple[str, str], str]:
+    """(unit, test name) -> why minired differs, from differences.txt."""
+    known = {}
+    if DIFFERENCES.exists():
+        for line in DIFFERENCES.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                unit, name, reason = (part.strip() for part in line.split("|", 2))
+                known[(unit, name)] = reason
+    return known
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("units", nargs="*", help="units to run (default: all external units)")
+    parser.add_argument("--server", default=MINIRED, help="command starting the server "
+                        "under test in the foreground; {PORT} is replaced")
+    parser.add_argument("--control", default=REDIS, help="the control server's command")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--logs", default=None, help="folder for the unit and server logs")
+    args = parser.parse_args()
+    if shutil.which("tclsh") is None:
+        print("redis-tcl: tclsh is missing (Debian: apt-get install tcl)", file=sys.stderr)
+        return 2
+    units = args.units or all_units()
+    logs = Path(args.logs or tempfile.mkdtemp(prefix="redis-tcl-logs-"))
+    print(f"Redis's Tcl suite: {len(units)} units against `{args.server}` (logs: {logs})",
+          flush=True)
+    results = run_units(units, args.server, logs / "minired", args.jobs)
+    suspicious = [u for u, r in results.items() if r.failed or not r.clean]
+    control: dict[str, UnitResult] = {}
+    if suspicious:
+        print(f"control: {len(suspicious)} unit(s) again on redis-server", flush=True)
+        control = run_units(suspicious, args.control, logs / "redis", args.jobs)
+    known = documented()
+    unexpected, also_on_redis, differences = [], [], []
+    for unit in sorted(results):
+        r = results[unit]
+        redis_failed = set(control[unit].failed) if unit in control else set()
+        for name in r.failed:
+            if name in redis_failed:
+                also_on_redis.append(f"{unit}: {name}")
+            elif (unit, name) in known:
+                differences.append(f"{unit}: {name} — {known[(unit, name)]}")
+            else:
+                unexpected.append(f"{unit}: {name}")
+        if not r.clean:
+            unexpected.append(f"{unit}: stopped early or killed its server ({r.errors}; "
+                              f"server {'alive' if r.alive else 'dead'})")
+    for title, lines in (("fail on redis-server too here (not counted)", also_on_redis),
+                         ("documented differences (README)", differences),
+                         ("FAILED on minired, passed on redis-server", unexpected)):
+        if lines:
+            print(f"\n{title}:")
+            for line in lines:
+                print(f"  {line}")
+    passed = sum(r.passed for r in results.values())
+    print(f"\nredis-tcl: {passed} passed, {len(unexpected)} failed "
+          f"({len(differences)} documented, {len(also_on_redis)} failing on Redis too)",
+          flush=True)
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
