@@ -16,7 +16,7 @@ import time
 from .. import REDIS_VERSION, errors, latency, notifications
 from ..config import Config, ConfigApplyError, ConfigError
 from ..errors import RedisError
-from ..glob import glob_match, is_literal
+from ..glob import glob_match, has_wildcard
 from ..resp import OK, Encoded, Status, Verbatim
 from .args import int_text, parse_int
 from .table import command, container_command
@@ -154,14 +154,15 @@ def config_get(c, argv):
     config = c.server.config
     found: dict[bytes, bytes] = {}
     for raw in argv[2:]:
-        if is_literal(raw):
+        if not has_wildcard(raw):
             name = raw.decode(errors="replace")
             if Config.known(name):
                 # A literal name is echoed as asked (case and alias kept), as Redis does.
                 found.setdefault(raw, config.get(name).encode())
             continue
+        pattern = raw.split(b"\0", 1)[0]  # stringmatch: the C string, up to its first NUL
         for name in config.names():
-            if glob_match(raw, name.encode(), nocase=True):
+            if glob_match(pattern, name.encode(), nocase=True):
                 found.setdefault(name.encode(), config.get(name).encode())
     return found
 
