@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Redis's own Tcl test suite (7.0.15, vendored in tests/redis_tcl/) against minired, with a
+"""Redis's own Tcl test suite (7.0.15, vendored in tests/redis_tcl/vendor/) against minired, with a
 real redis-server as the control.
 
 Every unit that can run against an external server runs against a fresh server of its own, so
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITE = ROOT / "tests" / "redis_tcl" / "redis-tests-7.0.15"
+SUITE = ROOT / "tests" / "redis_tcl" / "vendor" / "redis-tests-7.0.15"
 DIFFERENCES = ROOT / "tests" / "redis_tcl" / "differences.txt"
 MINIRED = f"{sys.executable} -m minired --port {{PORT}}"
 REDIS = 'redis-server --port {PORT} --save "" --appendonly no'
