@@ -37,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--protected-mode", default="yes", choices=["yes", "no"])
     parser.add_argument("--time-control", nargs="?", const="yes", default="no", choices=["yes", "no"],
                         help="enable MINIRED ADVANCE <ms> to move the server clock (tests only)")
+    parser.add_argument("--cluster", type=int, default=0, metavar="N",
+                        help="serve a Redis Cluster of N masters, on --port and the next N-1 "
+                             "ports (free ones with --port 0)")
+    parser.add_argument("--cluster-control", action="store_true",
+                        help="enable MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER (tests only)")
     parser.add_argument("--loglevel", default="notice",
                         choices=["debug", "verbose", "notice", "warning"])
     parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
@@ -49,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_config(argv: list[str]) -> tuple[Config, argparse.Namespace]:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
+    if args.cluster < 0:
+        parser.error("--cluster takes the number of masters (1 or more)")
     overrides: dict[str, object] = {
         "port": args.port, "bind": args.bind, "unixsocket": args.unixsocket,
         "databases": args.databases, "requirepass": args.requirepass,
@@ -96,20 +103,19 @@ def install_event_loop_policy(use_uvloop: bool = True) -> str:
     return "asyncio"
 
 
-async def serve(config: Config, ready_line: bool = True) -> None:
+async def serve(config: Config, ready_line: bool = True, cluster: int = 0,
+                cluster_control: bool = False) -> None:
     from .server import Server, banner
     from .startup import prepare_server
 
+    host = config.get("bind") or "127.0.0.1"
+    if cluster:
+        await serve_cluster(config, host, cluster, cluster_control, ready_line)
+        return
     server = Server(config)
     prepare_server(server)
-    host = config.get("bind") or "127.0.0.1"
     await server.start(host, int(config.get("port")), config.get("unixsocket") or None)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, server.request_shutdown)
-        except (NotImplementedError, RuntimeError):
-            pass
+    _stop_on_signals(server.request_shutdown)
     # Start-up is over (__main__ turned the cyclic collector off while it ran). What it built
     # lives as long as the process, so it is frozen out of the collector's sight first: else
     # the first pass would re-scan all of it, right when the first clients arrive. The price
@@ -123,6 +129,46 @@ async def serve(config: Config, ready_line: bool = True) -> None:
     await server.serve_until_stopped()
 
 
+def _stop_on_signals(stop) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop)
+        except (NotImplementedError, RuntimeError):
+            pass
+
+
+async def serve_cluster(config: Config, host: str, masters: int, control: bool,
+                        ready_line: bool) -> None:
+    """`--cluster N`: N masters in this process (minired/cluster.py). The process serves them
+    all until a signal or any node's SHUTDOWN stops every one."""
+    from .server import banner
+    from .startup import node_configs, start_cluster
+
+    servers = await start_cluster(node_configs(config, masters), host, control)
+
+    def stop_all() -> None:
+        for server in servers:
+            server.request_shutdown()
+
+    _stop_on_signals(stop_all)
+    gc.freeze()
+    gc.enable()
+    # The first address is where banner() puts a single server's: readers of that line find
+    # the startup node where they find a server's port.
+    line = banner(servers[0]).replace(
+        f" ready on {servers[0].host}:{servers[0].port} ",
+        f" ready on {' '.join(f'{s.host}:{s.port}' for s in servers)} "
+        f"(cluster of {masters} masters) ")
+    if ready_line:
+        print(line, flush=True)
+    log.info("%s", line)
+    waits = [asyncio.ensure_future(server.serve_until_stopped()) for server in servers]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    stop_all()
+    await asyncio.gather(*waits, return_exceptions=True)
+
+
 def run(argv: list[str]) -> int:
     config, args = parse_config(argv)
     logging.basicConfig(
@@ -132,7 +178,7 @@ def run(argv: list[str]) -> int:
     loop_name = install_event_loop_policy(not args.no_uvloop)
     log.info("minired %s starting (event loop: %s, pid %d)", __version__, loop_name, os.getpid())
     try:
-        asyncio.run(serve(config))
+        asyncio.run(serve(config, cluster=args.cluster, cluster_control=args.cluster_control))
     except OSError as exc:
         log.error("could not start: %s", exc)
         return 1

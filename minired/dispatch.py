@@ -31,7 +31,8 @@ _extras_in_use = False
 
 
 def use_extras() -> None:
-    """Called by tracking, CLIENT PAUSE and MONITOR the first time they are used."""
+    """Called by tracking, CLIENT PAUSE and MONITOR the first time they are used, and by
+    cluster mode as its nodes form."""
     global _extras_in_use
     _extras_in_use = True
 
@@ -113,6 +114,10 @@ def _execute(c: "Client", argv: list) -> Any:
             if c.multi is not None:
                 c.multi_failed = True
             return denied
+    if _extras_in_use:
+        redirected = _routed(c, spec, argv)
+        if redirected is not None:
+            return redirected
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
@@ -135,6 +140,28 @@ def _execute(c: "Client", argv: list) -> Any:
         if held is not None:
             return held
     return call(c, spec, argv)
+
+
+def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
+    """Cluster mode (minired/cluster.py): MOVED, ASK, CROSSSLOT, TRYAGAIN or CLUSTERDOWN for a
+    command this node may not run, or None. Refused inside MULTI, the transaction fails; a
+    refused EXEC discards it and gives the refusal itself, as Redis's processCommand does."""
+    node = c.server.cluster
+    if node is None:
+        return None
+    message = node.route(c, spec, argv)
+    if message is None:
+        return None
+    spec.rejected_calls += 1
+    if c.multi is not None:
+        if spec.name == "exec":
+            c.multi = None
+            c.multi_failed = False
+            c.unwatch_all()
+        else:
+            c.multi_failed = True
+    c.server.stats.count_error(message)
+    return RedisError(message)
 
 
 def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:

@@ -478,3 +478,24 @@ LATENCY_NO_SAMPLES = "ERR No samples available for event '{}'"
 
 # CLIENT PAUSE.
 CLIENT_PAUSE_MODE = "ERR CLIENT PAUSE mode must be WRITE or ALL"
+
+# Cluster mode (minired/cluster.py, commands/cluster.py).
+CLUSTER_DISABLED = "ERR This instance has cluster support disabled"
+CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
+CLUSTER_TRYAGAIN = "TRYAGAIN Multiple keys request during rehashing of slot"
+CLUSTER_DOWN = "CLUSTERDOWN The cluster is down"
+CLUSTER_SLOT_UNBOUND = "CLUSTERDOWN Hash slot not served"
+CLUSTER_INVALID_SLOT = "ERR Invalid slot"
+CLUSTER_INVALID_SLOT_OR_COUNT = "ERR Invalid slot or number of keys"
+SCRIPT_NON_LOCAL_KEY = "ERR Script attempted to access a non local key in a cluster node"
+SCRIPT_CLUSTER_DOWN = "ERR Script attempted to execute a command while the cluster is down"
+SCRIPT_NO_CLUSTER = "ERR Can not run script on cluster, 'no-cluster' flag is set."
+SELECT_IN_CLUSTER = "ERR SELECT is not allowed in cluster mode"
+SWAPDB_IN_CLUSTER = "ERR SWAPDB is not allowed in cluster mode"
+MOVE_IN_CLUSTER = "ERR MOVE is not allowed in cluster mode"
+COPY_DB_IN_CLUSTER = "ERR Copying to another database is not allowed in cluster mode"
+SORT_BY_IN_CLUSTER = "ERR BY option of SORT denied in Cluster mode."
+SORT_GET_IN_CLUSTER = "ERR GET option of SORT denied in Cluster mode."
+CLUSTER_CONTROL_DISABLED = (
+    "ERR cluster control is disabled; start minired with --cluster-control to use MINIRED CLUSTER")
+CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"

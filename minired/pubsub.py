@@ -29,6 +29,9 @@ class PubSub:
         self.channels: dict[bytes, dict["Client", None]] = {}
         self.patterns: dict[bytes, dict["Client", None]] = {}
         self.shard_channels: dict[bytes, dict["Client", None]] = {}
+        # Cluster mode: the other nodes' registries, which a PUBLISH reaches as the cluster bus
+        # carries it (minired/cluster.py); empty for a single server.
+        self.peers: list[PubSub] = []
 
     # --- subscribing -----------------------------------------------------------------------------
 
@@ -81,6 +84,12 @@ class PubSub:
                     _deliver(clients, Push([PMESSAGE, pattern, channel, message]), publisher, own)
                     receivers += len(clients)
         return receivers, own
+
+    def forward(self, channel: bytes, message: bytes) -> None:
+        """A PUBLISH of this node delivered on the other nodes of its cluster, whose
+        subscribers it does not count (PUBLISH answers this node's receivers only)."""
+        for peer in self.peers:
+            peer.publish(channel, message)
 
     def spublish(self, channel: bytes, message: bytes,
                  publisher: "Client | None" = None) -> tuple[int, list[Push]]:

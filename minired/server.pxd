@@ -20,7 +20,7 @@ cdef class Server:
     cdef public object port, host, stopped, _expire_task, extensions, last_save
     cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
     cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled, monitors
-    cdef public object tracking, pause
+    cdef public object tracking, pause, cluster
     cdef public Stats stats
     cdef public Config config
 

@@ -67,11 +67,12 @@ class Server:
                  "loop", "listeners", "port", "host", "stopped", "_expire_task",
                  "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled", "monitors", "tracking", "pause")
+                 "outbox_queue", "flush_scheduled", "monitors", "tracking", "pause", "cluster")
 
-    def __init__(self, config: Config | None = None) -> None:
+    def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
-        self.keyspace = Keyspace(self.config.databases)
+        # (the nodes of a cluster in one process share one clock: minired/cluster.py)
+        self.keyspace = Keyspace(self.config.databases, clock)
         self.clock = self.keyspace.clock
         self.blocking = BlockingManager(self.keyspace)
         self.clients: dict[int, Client] = {}
@@ -105,6 +106,9 @@ class Server:
         self.tracking: Any = None
         # CLIENT PAUSE in force (minired/pause.py), None otherwise: dispatch checks it per command.
         self.pause: Any = None
+        # This server's node in cluster mode (minired/cluster.py), None otherwise: dispatch
+        # routes every command through it, behind the same gate as the three above.
+        self.cluster: Any = None
         notifications.configure(self)  # notify-keyspace-events given at start-up
 
     # --- lifecycle -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 
+from .config import Config
 from .server import Server
 
 # Modules exposing `attach(server)`, in order. Each owns one subsystem's per-server state
@@ -16,3 +17,37 @@ def prepare_server(server: Server) -> Server:
     for name in SUBSYSTEMS:
         importlib.import_module(name).attach(server)
     return server
+
+
+def node_configs(config: Config, masters: int) -> list[Config]:
+    """One config per cluster node: `config` with consecutive ports from its own (7000, 7001,
+    ... as in Redis's cluster tutorial), or free ports for port 0."""
+    base = int(config.get("port"))
+    configs = []
+    for i in range(masters):
+        node = Config()
+        node.values.update(config.values)
+        node.set("port", base + i if base else 0)  # (set derives the typed fields again)
+        node.set("cluster-enabled", "yes")
+        configs.append(node)
+    return configs
+
+
+async def start_cluster(configs: list[Config], host: str, control: bool = False) -> list[Server]:
+    """Cluster mode: one master per config, each on its own port (its config's, 0 for a free
+    one), all on the running loop and one clock, joined into one cluster (minired/cluster.py).
+    `control` allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER."""
+    from .cluster import form
+    from .keyspace import Clock
+
+    clock = Clock()
+    servers = [prepare_server(Server(config, clock)) for config in configs]
+    try:
+        for server, config in zip(servers, configs):
+            await server.start(host, int(config.get("port")))
+    except BaseException:
+        for server in servers:
+            server.request_shutdown()
+        raise
+    form(servers, control)
+    return servers

@@ -84,13 +84,16 @@ def hello(c, argv):
     c.protocol = protocol
     return {
         b"server": b"redis", b"version": REDIS_VERSION.encode(), b"proto": protocol,
-        b"id": c.id, b"mode": b"standalone", b"role": b"master", b"modules": [],
+        b"id": c.id, b"mode": b"standalone" if c.server.cluster is None else b"cluster",
+        b"role": b"master", b"modules": [],
     }
 
 
 @command("select", arity=2, flags="loading stale fast", group=G)
 def select(c, argv):
     index = parse_int(argv[1])
+    if index != 0 and c.server.cluster is not None:
+        raise RedisError(errors.SELECT_IN_CLUSTER)
     if not 0 <= index < len(c.server.keyspace):
         raise RedisError(errors.DB_INDEX_OUT_OF_RANGE)
     c.select(index)

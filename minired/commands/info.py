@@ -94,7 +94,7 @@ def _server_section(server) -> list[str]:
         ("redis_git_sha1", "00000000"),
         ("redis_git_dirty", 0),
         ("redis_build_id", _build_id()),
-        ("redis_mode", "standalone"),
+        ("redis_mode", "standalone" if server.cluster is None else "cluster"),
         ("os", f"{uname.system} {uname.release} {uname.machine}"),
         ("arch_bits", 64 if sys.maxsize > 2**32 else 32),
         ("python_version", platform.python_version()),
@@ -475,7 +475,8 @@ _SECTIONS = (
     ("commandstats", "Commandstats", _commandstats_section, False),
     ("errorstats", "Errorstats", _errorstats_section, True),
     ("latencystats", "Latencystats", _latencystats_section, False),
-    ("cluster", "Cluster", lambda server: ["cluster_enabled:0"], True),
+    ("cluster", "Cluster",
+     lambda server: [f"cluster_enabled:{0 if server.cluster is None else 1}"], True),
     ("keyspace", "Keyspace", _keyspace_section, True),
 )
 _DEFAULT = frozenset(name for name, _, _, default in _SECTIONS if default)

@@ -369,6 +369,8 @@ def copy_(c, argv):
         else:
             raise RedisError(errors.SYNTAX)
         j += 1
+    if target_db.index != 0 and c.server.cluster is not None:
+        raise RedisError(errors.COPY_DB_IN_CLUSTER)
     source, target = argv[1], argv[2]
     db = c.db
     if target_db is db and source == target:
@@ -391,6 +393,8 @@ def copy_(c, argv):
 
 @command("move", arity=3, flags="write fast", keys=(1, 1, 1), group=G)
 def move(c, argv):
+    if c.server.cluster is not None:
+        raise RedisError(errors.MOVE_IN_CLUSTER)
     target_db = c.server.keyspace[_select_index(c, argv[2])]
     db = c.db
     if target_db is db:
@@ -414,6 +418,8 @@ def move(c, argv):
 
 @command("swapdb", arity=3, flags="write fast", group="server")
 def swapdb(c, argv):
+    if c.server.cluster is not None:
+        raise RedisError(errors.SWAPDB_IN_CLUSTER)
     first = parse_int(argv[1], errors.INVALID_FIRST_DB)
     second = parse_int(argv[2], errors.INVALID_SECOND_DB)
     if not INT32_MIN <= first <= INT32_MAX:

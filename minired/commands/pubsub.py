@@ -100,7 +100,10 @@ def _answer_publish(c, receivers: int, own: list):
 
 @command("publish", arity=3, flags="pubsub loading stale fast may_replicate", group=G)
 def publish(c, argv):
-    receivers, own = registry(c.server).publish(argv[1], argv[2], c)
+    pubsub = registry(c.server)
+    receivers, own = pubsub.publish(argv[1], argv[2], c)
+    if pubsub.peers:
+        pubsub.forward(argv[1], argv[2])
     return _answer_publish(c, receivers, own)
 
 

@@ -147,7 +147,9 @@ class _Options:
         self.gets: list[bytes] = []
 
 
-def _parse_options(argv: list, read_only: bool) -> _Options:
+def _parse_options(argv: list, read_only: bool, cluster: bool) -> _Options:
+    """SORT's options; in cluster mode a BY or GET pattern is refused, since the keys it names
+    may live on other nodes."""
     options = _Options()
     argc = len(argv)
     j = 2
@@ -173,8 +175,12 @@ def _parse_options(argv: list, read_only: bool) -> _Options:
             # '*' does not undo it.
             if b"*" not in argv[j + 1].split(b"\0", 1)[0]:
                 options.dont_sort = True
+            elif cluster:
+                raise RedisError(errors.SORT_BY_IN_CLUSTER)
             j += 1
         elif word == b"get" and left >= 1:
+            if cluster:
+                raise RedisError(errors.SORT_GET_IN_CLUSTER)
             options.gets.append(argv[j + 1])
             j += 1
         else:
@@ -254,7 +260,7 @@ def _sorted(c, elements: list, options: _Options, start: int, end: int) -> list:
 
 
 def _sort(c, argv: list, read_only: bool):
-    options = _parse_options(argv, read_only)
+    options = _parse_options(argv, read_only, c.server.cluster is not None)
     db = c.db
     value = db.read(argv[1])
     if value is None:

@@ -243,6 +243,8 @@ class ScriptEngine:
         return run_error(run.name, outcome)
 
     def _check_flags(self, flags: frozenset, read_only: bool) -> None:
+        if "no-cluster" in flags and self.server.cluster is not None:
+            raise RedisError(errors.SCRIPT_NO_CLUSTER)
         if "allow-oom" not in flags and self.server.over_maxmemory():
             raise RedisError(errors.SCRIPT_OOM)
         if "no-writes" not in flags and read_only:
@@ -359,6 +361,11 @@ class ScriptEngine:
                         and self.server.over_maxmemory()):
                     return self._refused(spec, lua_error_text(errors.OOM))
                 run.dirty = True
+            cluster = self.server.cluster  # cluster mode: keys this node does not serve
+            if cluster is not None:
+                refusal = cluster.script_refusal(run.caller, spec, argv)
+                if refusal is not None:
+                    return self._refused(spec, refusal.encode())
             script_client = self.client
             reply = dispatch.call(script_client, spec, argv)
             kind = type(reply)
