@@ -164,6 +164,13 @@ class BlockingManager:
         """Answer a blocked client and let it run its next commands."""
         if self.on_finish is not None:
             self.on_finish(waiter, reply)
+        if type(reply) is RedisError:
+            # The blocked command fails only now (NOGROUP, UNBLOCKED, WRONGTYPE on serving):
+            # counted in errorstats and its failed_calls as Redis's updateStatsOnUnblock does.
+            spec = waiter.client.last_command
+            if spec is not None:
+                spec.failed_calls += 1
+            waiter.client.server.stats.count_error(reply.message)
         self._detach(waiter)
         waiter.client.send(reply)
         waiter.resume()

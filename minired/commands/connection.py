@@ -8,7 +8,7 @@ from ..errors import RedisError
 from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
 from .client_tracking import tracking_flags, tracking_redirect
-from .table import command, container_command
+from .table import command, container_command, lookup
 
 G = "connection"
 
@@ -321,7 +321,13 @@ def client_unblock(c, argv):
         # A command held by CLIENT PAUSE is not blocked on anything (Redis 7.0 crashes here;
         # later versions answer 0, as minired does).
         return 0
-    return 1 if c.server.blocking.unblock(target, with_error) else 0
+    if not c.server.blocking.unblock(target, with_error):
+        return 0
+    if with_error:
+        # The error reply it made counts as this command's failure too: Redis's call() sees
+        # the error count grow while CLIENT UNBLOCK runs.
+        lookup(argv).failed_calls += 1
+    return 1
 
 
 def _on_off(c, argv):

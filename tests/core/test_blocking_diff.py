@@ -452,3 +452,43 @@ def test_push_right_after_killing_a_blocked_client_stays_in_the_list(diff, conne
     for client, client_id in zip((diff.redis, diff.minired), ids):
         assert client.pipeline([("CLIENT", "KILL", "ID", client_id), ("RPUSH", "q", "v")]) == [1, 1]
     diff.check("LRANGE", "q", 0, -1)
+
+
+def _error_counters(client: RawClient) -> dict[str, str]:
+    """errorstats, total_error_replies and the commands' calls/failed_calls (usec aside)."""
+    counters = {}
+    for section in ("errorstats", "stats", "commandstats"):
+        info = client.call("INFO", section)
+        text = info.text if isinstance(info, Verbatim) else info
+        for line in text.decode().splitlines():
+            name, _, value = line.partition(":")
+            if name.startswith("errorstat_") or name == "total_error_replies":
+                counters[name] = value
+            elif name.startswith("cmdstat_") and name not in ("cmdstat_info", "cmdstat_config"):
+                counters[name] = ",".join(part for part in value.split(",")
+                                          if not part.startswith("usec"))
+    return counters
+
+
+@pytest.mark.parametrize("case", ["nogroup", "unblock-error", "wrongtype"])
+def test_a_blocked_command_that_ends_in_an_error_is_counted_once(diff, connect, case):
+    """The error a blocked command ends with counts in errorstats, total_error_replies and its
+    failed_calls, as Redis's updateStatsOnUnblock does (tests/unit/type/stream-cgroups.tcl)."""
+    waiter = connect()
+    ids = waiter.redis.call("CLIENT", "ID"), waiter.minired.call("CLIENT", "ID")
+    if case == "nogroup":
+        diff.check("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    diff.check("CONFIG", "RESETSTAT")
+    if case == "nogroup":
+        block(diff, waiter, "XREADGROUP", "GROUP", "g", "alice", "BLOCK", 0, "STREAMS", "s", ">")
+        diff.check("XGROUP", "DESTROY", "s", "g")
+    elif case == "unblock-error":
+        block(diff, waiter, "BLPOP", "k", 0)
+        assert diff.redis.call("CLIENT", "UNBLOCK", ids[0], "ERROR") == 1
+        assert diff.minired.call("CLIENT", "UNBLOCK", ids[1], "ERROR") == 1
+    else:
+        block(diff, waiter, "BLMOVE", "src", "dst", "LEFT", "RIGHT", 0)
+        diff.check("SET", "dst", "string")
+        diff.check("RPUSH", "src", "job")
+    assert isinstance(waiter.read_both(), Err)
+    assert _error_counters(diff.minired) == _error_counters(diff.redis)
