@@ -5,17 +5,17 @@ Everything here is derived from `table.COMMANDS`, so a command declared once is 
 correctly everywhere. Redis 7 reply shapes: COMMAND INFO gives name, arity, flags, first key,
 last key, step, ACL categories, tips, key specs and subcommands.
 
-Derived rather than declared, and so approximate: ACL categories come from the group and flags
-the way Redis's setImplicitACLCategories does (categories Redis adds by hand, such as
-@dangerous on FLUSHALL, are absent); key specs carry RO/RW only, without Redis's finer access
-flags; tips are empty. Name, arity, flags and key positions are exact.
+ACL categories are derived from the group and flags the way Redis's setImplicitACLCategories
+does, plus the ones Redis declares by hand. Key specs and tips are Redis's own (keyspecs.py),
+and COMMAND GETKEYS/GETKEYSANDFLAGS evaluate them as Redis does.
 """
 from __future__ import annotations
 
 from .. import errors
 from ..errors import RedisError
 from ..glob import glob_match
-from ..resp import Status
+from ..resp import OrderedSet, Status
+from .keyspecs import has_keys, keys_with_flags, specs_of, tips_of
 from .table import COMMANDS, CommandSpec, command
 
 G = "server"
@@ -58,7 +58,7 @@ _DECLARED_CATEGORIES = {
     "object|help": ("keyspace",), "xinfo|help": ("stream",), "xgroup|help": ("stream",),
     "script|help": ("scripting",), "function|help": ("scripting",),
     **{name: ("connection",) for name in (
-        "command", "command|count", "command|info", "command|docs", "command|list",
+        "asking", "readonly", "readwrite", "command", "command|count", "command|info", "command|docs", "command|list",
         "command|getkeys", "command|getkeysandflags", "command|help")},
 }
 
@@ -92,40 +92,67 @@ def acl_categories(spec: CommandSpec) -> list[str]:
     return [category for category in ACL_CATEGORIES if category in found]
 
 
-def _access_flag(spec: CommandSpec) -> str:
-    return "RW" if "write" in spec.flags else "RO"
+def _flag_set(flags) -> OrderedSet:
+    return OrderedSet(Status(flag.encode()) for flag in flags)
 
 
-def key_specs(spec: CommandSpec) -> list[dict]:
+def _begin_search(begin: tuple) -> dict:
+    if begin[0] == "index":
+        return {b"type": b"index", b"spec": {b"index": begin[1]}}
+    if begin[0] == "keyword":
+        return {b"type": b"keyword",
+                b"spec": {b"keyword": begin[1].encode(), b"startfrom": begin[2]}}
+    return {b"type": b"unknown", b"spec": {}}
+
+
+def _find_keys(find: tuple) -> dict:
+    if find[0] == "range":
+        return {b"type": b"range",
+                b"spec": {b"lastkey": find[1], b"keystep": find[2], b"limit": find[3]}}
+    if find[0] == "keynum":
+        return {b"type": b"keynum",
+                b"spec": {b"keynumidx": find[1], b"firstkey": find[2], b"keystep": find[3]}}
+    return {b"type": b"unknown", b"spec": {}}
+
+
+def key_specs(spec: CommandSpec) -> OrderedSet:
+    """Redis's key specs for the command (a set in RESP3, as Redis replies)."""
+    specs = specs_of(spec)
+    if specs is None:
+        specs = _declared_specs(spec)
+    rendered = OrderedSet()
+    for notes, flags, begin, find in specs:
+        entry: dict = {b"notes": notes.encode()} if notes is not None else {}
+        entry[b"flags"] = _flag_set(flags)
+        entry[b"begin_search"] = _begin_search(begin)
+        entry[b"find_keys"] = _find_keys(find)
+        rendered.append(entry)
+    return rendered
+
+
+def _declared_specs(spec: CommandSpec) -> list[tuple]:
+    """Specs for a command of minired's own, from the key positions its @command declares."""
+    access = ("RW",) if spec.write else ("RO",)
     specs = []
     if spec.first_key:
         last = spec.last_key
-        specs.append({
-            b"flags": [Status(_access_flag(spec).encode())],
-            b"begin_search": {b"type": b"index", b"spec": {b"index": spec.first_key}},
-            b"find_keys": {b"type": b"range", b"spec": {
-                b"lastkey": last - spec.first_key if last >= 0 else last,
-                b"keystep": spec.step, b"limit": 0}},
-        })
+        specs.append((None, access, ("index", spec.first_key),
+                      ("range", last - spec.first_key if last >= 0 else last, spec.step, 0)))
     if spec.key_finder is not None:
-        # Keys found by code (numkeys, STREAMS ...): described as Redis describes a spec it
-        # cannot express, with the INCOMPLETE flag.
-        specs.append({
-            b"flags": [Status(_access_flag(spec).encode()), Status(b"incomplete")],
-            b"begin_search": {b"type": b"unknown", b"spec": {}},
-            b"find_keys": {b"type": b"unknown", b"spec": {}},
-        })
+        specs.append((None, access + ("incomplete",), ("unknown",), ("unknown",)))
     return specs
 
 
 def command_info(spec: CommandSpec) -> list:
     return [
         spec.full_name.encode(), spec.arity,
-        [Status(flag.encode()) for flag in ordered_flags(spec)],
+        _flag_set(ordered_flags(spec)),
         spec.first_key, spec.last_key, spec.step,
-        [Status(b"@" + category.encode()) for category in acl_categories(spec)],
-        [], key_specs(spec),
-        [command_info(sub) for sub in spec.subcommands.values()],
+        _flag_set("@" + category for category in acl_categories(spec)),
+        OrderedSet(tip.encode() for tip in tips_of(spec)), key_specs(spec),
+        # An empty set for a command without subcommands, else an array, as Redis replies.
+        [command_info(sub) for sub in spec.subcommands.values()] if spec.subcommands
+        else OrderedSet(),
     ]
 
 
@@ -157,22 +184,21 @@ def all_specs():
         yield from spec.subcommands.values()
 
 
-def _key_positions(argv: list) -> tuple[CommandSpec, list[int]]:
-    """The spec argv runs and its key positions, with Redis's COMMAND GETKEYS errors."""
+def _keys_and_flags(argv: list) -> list:
+    """The keys of argv with their flags, with Redis's COMMAND GETKEYS errors."""
     spec = COMMANDS.get(argv[0].lower())
     if spec is not None and spec.subcommands and len(argv) >= 2:
         spec = spec.subcommands.get(argv[1].lower())
-    if spec is None or spec.handler is None:
+    if spec is None:
         raise RedisError("ERR Invalid command specified")
-    # Shard channels sit at key positions (for cluster slots) but are not keys.
-    if (not spec.first_key and spec.key_finder is None) or "pubsub" in spec.flags:
+    if not has_keys(spec):
         raise RedisError("ERR The command has no key arguments")
     if not spec.arity_ok(len(argv)):
         raise RedisError("ERR Invalid number of arguments specified for command")
-    positions = spec.key_indexes(argv)
-    if not positions and "no_mandatory_keys" not in spec.flags:
+    found = keys_with_flags(spec, argv)
+    if not found and "no_mandatory_keys" not in spec.flags:
         raise RedisError("ERR Invalid arguments specified for command")
-    return spec, positions
+    return found
 
 
 # --- COMMAND -----------------------------------------------------------------------------------
@@ -240,17 +266,14 @@ def command_list(c, argv):
 def command_getkeys(c, argv):
     """Extract keys given a full Redis command"""
     target = argv[2:]
-    _, positions = _key_positions(target)
-    return [target[i] for i in positions]
+    return [target[i] for i, _ in _keys_and_flags(target)]
 
 
 @command("getkeysandflags", arity=-4, flags="loading stale", parent="command", group=G)
 def command_getkeysandflags(c, argv):
     """Extract keys and access flags given a full Redis command"""
     target = argv[2:]
-    spec, positions = _key_positions(target)
-    access = [Status(_access_flag(spec).encode())]
-    return [[target[i], access] for i in positions]
+    return [[target[i], _flag_set(flags)] for i, flags in _keys_and_flags(target)]
 
 
 @command("help", arity=2, flags="loading stale", parent="command", group=G)
