@@ -62,7 +62,7 @@ class Database:
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
                  "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
-                 "keyspace_hits", "keyspace_misses", "expired_lazily")
+                 "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -85,6 +85,9 @@ class Database:
         self.keyspace_misses = 0
         # Keys a lookup found expired (INFO expired_keys adds those the active cycle removed).
         self.expired_lazily = 0
+        # While CLIENT PAUSE is in force (minired/pause.py) the dataset stays as it is: a key
+        # whose time has passed reads as missing but is only deleted once the pause ends.
+        self.keep_expired = False
 
     # --- lookups -----------------------------------------------------------------------------
 
@@ -94,8 +97,9 @@ class Database:
         if expires:
             deadline = expires.get(key)
             if deadline is not None and deadline <= self.clock.ms():
-                self._expire(key)
-                self.expired_lazily += 1
+                if not self.keep_expired:
+                    self._expire(key)
+                    self.expired_lazily += 1
                 return None
         return self.data.get(key)
 
@@ -144,8 +148,9 @@ class Database:
         for key in list(self.data):
             deadline = self.expires.get(key)
             if deadline is not None and deadline <= now:
-                self._expire(key)
-                self.expired_lazily += 1
+                if not self.keep_expired:
+                    self._expire(key)
+                    self.expired_lazily += 1
                 continue
             yield key
 
@@ -234,6 +239,8 @@ class Database:
     def active_expire(self, now_ms: int | None = None, limit: int = 10_000) -> int:
         """Delete up to `limit` keys whose deadline passed, so memory is freed for keys no
         client reads again. Returns how many were deleted."""
+        if self.keep_expired:
+            return 0
         now = self.clock.ms() if now_ms is None else now_ms
         heap = self._expiry_heap
         expires = self.expires

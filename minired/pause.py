@@ -103,6 +103,7 @@ def pause(server: "Server", everything: bool, timeout_ms: int) -> None:
             return  # over before any command could be held
         current = ClientPause(server)
         server.pause = current
+        _keep_expired_keys(server, True)
         from . import dispatch
 
         dispatch.use_extras()
@@ -119,6 +120,7 @@ def unpause(server: "Server") -> None:
     if current is None:
         return
     server.pause = None
+    _keep_expired_keys(server, False)
     if current.timer is not None:
         current.timer.cancel()
         current.timer = None
@@ -132,6 +134,13 @@ def unpause(server: "Server") -> None:
             continue  # gone, or already released
         blocking.disconnect(client)  # detaches the keyless waiter, with no reply
         client.connection.resume_held(argv)
+
+
+def _keep_expired_keys(server: "Server", keep: bool) -> None:
+    """Redis keeps the dataset constant during any pause: keys whose time passes read as
+    missing but are neither deleted nor counted in expired_keys until it ends."""
+    for db in server.keyspace.dbs:
+        db.keep_expired = keep
 
 
 # --- which commands a WRITE pause holds ---------------------------------------------------------

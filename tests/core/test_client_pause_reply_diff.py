@@ -320,6 +320,37 @@ def test_keys_do_not_expire_during_a_pause(both):
     assert both(scenario)[1] == b":1\r\n"
 
 
+def _expired_keys(conn: Conn) -> bytes:
+    conn.send(("INFO", "stats"))
+    info = conn.until(b"\r\n\r\n")
+    return next(line for line in info.split(b"\r\n") if line.startswith(b"expired_keys:"))
+
+
+def test_a_key_whose_time_passes_during_a_pause_reads_as_missing_and_stays(both):
+    """Redis keeps the dataset constant during a pause: lookups hide a key whose time passed
+    but delete (and count) it only once the pause ends (tests/unit/pause.tcl)."""
+    def scenario(connect):
+        admin = connect()
+        admin.call("CONFIG", "RESETSTAT")
+        admin.send(("MULTI",), ("SET", "e", "v", "PX", 10), ("SET", "f", "v", "PX", 10),
+                   ("SET", "kept", "v"), ("CLIENT", "PAUSE", LONG_PAUSE_MS, "WRITE"), ("EXEC",))
+        admin.until(b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n")
+        time.sleep(0.05)
+        record = [admin.call(*command) for command in (
+            ("GET", "e"), ("EXISTS", "e", "f"), ("TTL", "e"), ("PTTL", "f"), ("TYPE", "e"),
+            ("DBSIZE",))]
+        for command in (("KEYS", "*"), ("SCAN", 0)):
+            admin.send(command)
+            record.append(admin.until(b"kept\r\n"))
+        record.append(_expired_keys(admin))
+        admin.call("CLIENT", "UNPAUSE")
+        record += [admin.call("GET", "e"), _expired_keys(admin)]
+        return record
+
+    record = both(scenario)
+    assert record[5] == b":3\r\n" and record[8] == b"expired_keys:0"
+
+
 # --- CLIENT REPLY -------------------------------------------------------------------------------
 
 END = ("ECHO", "end")  # appended after CLIENT REPLY ON, so each run ends on a known reply
