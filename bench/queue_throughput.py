@@ -261,7 +261,7 @@ def verify(client: redis.Redis, queue: Queue, ids: list[str], reports: list) -> 
     stats = collections.Counter()
     for _, s, _, _ in reports:
         stats.update(s)
-    if stats["fetched"] != jobs or stats["completed"] != jobs or stats["lost"] or stats["failed"] \
+    if stats["fetched"] != jobs or stats["completed"] != jobs or stats["refused"] or stats["failed"] \
             or stats["retried"] or stats["released"]:
         problems.append(f"worker stats {dict(stats)}")
     return problems

@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable
 
 from .connection import connect, connect_async
+from .core import is_async_handler
 from .keys import DEFAULT_PREFIX, QueueKeys
 from .options import WorkerOptions
 from .queue import Queue, known_queues
@@ -19,11 +20,18 @@ DEFAULT_URL = "redis://127.0.0.1:6379"
 
 
 def load_handler(path: str) -> Callable[..., Any]:
-    """Resolve ``package.module:function``."""
+    """Resolve ``package.module:function``, finding modules in the current directory as
+    ``python -m`` (and RQ's and Celery's CLIs) do."""
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
         raise SystemExit(f"handler must look like package.module:function, got {path!r}")
-    target: Any = importlib.import_module(module_name)
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise SystemExit(f"cannot import {module_name!r} (looked in {cwd} and sys.path): {exc}") from exc
     for part in attr.split("."):
         target = getattr(target, part)
     if not callable(target):
@@ -75,7 +83,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    result = _queue(args, args.queue).sweep(max_stalled=args.max_stalled)
+    result = _queue(args, args.queue).sweep()
     print(f"recovered {len(result.recovered)} stalled job(s), failed {len(result.failed)}")
     for job_id in result.recovered:
         print(f"  recovered {job_id}")
@@ -87,7 +95,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_add(args: argparse.Namespace) -> int:
     job_id = _queue(args, args.queue).add(json.loads(args.data), job_id=args.id, dedup_id=args.dedup_id,
                                           dedup_ttl_ms=args.dedup_ttl_ms, delay_ms=args.delay_ms,
-                                          attempts=args.attempts)
+                                          attempts=args.attempts, priority=args.priority)
     print(job_id)
     return 0
 
@@ -98,7 +106,16 @@ def _worker_options(args: argparse.Namespace) -> WorkerOptions:
         heartbeat_interval_s=args.heartbeat_ms / 1000 if args.heartbeat_ms else None,
         sweep_interval_s=args.sweep_interval if args.sweep_interval > 0 else None,
         max_stalled=args.max_stalled, block_timeout_s=args.block_timeout, shutdown_grace_s=args.grace,
+        burst=args.burst,
     )
+
+
+def _ready_line(worker: Any, keys: QueueKeys, flavour: str) -> str:
+    return f"worker {worker.id} on {keys.name} ready ({flavour}, concurrency {worker.options.concurrency})"
+
+
+def _stop_line(worker: Any) -> str:
+    return f"worker {worker.id} stopped: {json.dumps(worker.stats.as_dict())}"
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -110,9 +127,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
         async def main() -> None:
             client = connect_async(args.url, cluster=args.cluster)
-            worker = AsyncWorker(keys, client, handler, options)
-            await worker.run(install_signal_handlers=True)
-            await client.aclose()
+            # A plain handler runs in a thread with synchronous calls, on its own client.
+            sync_client = None if is_async_handler(handler) else connect(args.url, cluster=args.cluster)
+            worker = AsyncWorker(keys, client, handler, options, sync_client=sync_client)
+            print(_ready_line(worker, keys, "asyncio"), flush=True)
+            try:
+                await worker.run(install_signal_handlers=True)
+            finally:
+                print(_stop_line(worker), flush=True)
+                await client.aclose()
+                if sync_client is not None:
+                    sync_client.close()
 
         try:
             import uvloop
@@ -122,10 +147,56 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 0
     from .worker import Worker
 
-    worker = Worker(keys, connect(args.url, cluster=args.cluster), handler, options)
-    print(f"worker {worker.id} on {keys.name} ready", flush=True)
-    worker.run()
-    print(f"worker {worker.id} stopped: {json.dumps(worker.stats.as_dict())}", flush=True)
+    try:
+        worker = Worker(keys, connect(args.url, cluster=args.cluster), handler, options)
+    except TypeError as exc:
+        raise SystemExit(str(exc)) from exc
+    print(_ready_line(worker, keys, "threads"), flush=True)
+    try:
+        worker.run()
+    finally:
+        print(_stop_line(worker), flush=True)
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from .metrics import render
+
+    client = connect(args.url, cluster=args.cluster)
+    names = args.queues or known_queues(client, args.prefix)
+    sys.stdout.write(render(Queue(name, client, prefix=args.prefix) for name in names))
+    return 0
+
+
+def cmd_configure(args: argparse.Namespace) -> int:
+    queue = _queue(args, args.queue)
+    changes = {}
+    for pair in args.settings:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"settings look like name=value (value 'none' clears), got {pair!r}")
+        try:
+            changes[name.replace("-", "_")] = None if value.lower() == "none" else int(value)
+        except ValueError as exc:
+            raise SystemExit(f"{name}: not an integer: {value!r}") from exc
+    try:
+        print(json.dumps(queue.configure(**changes) if changes else queue.settings()))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
+    return 0
+
+
+def cmd_repeat(args: argparse.Namespace) -> int:
+    queue = _queue(args, args.queue)
+    if args.remove:
+        print("removed" if queue.remove_repeatable(args.remove) else f"no repeatable {args.remove!r}")
+        return 0
+    repeatables = queue.repeatables()
+    if not repeatables:
+        print("no repeatable jobs")
+    for r in repeatables:
+        when = f"every {r.schedule.every_ms} ms" if r.schedule.every_ms else f"cron '{r.schedule.cron}' {r.schedule.tz}"
+        print(f"{r.key}  {when}  next={r.next_tick_ms}  made={r.count}{f'/{r.limit}' if r.limit else ''}")
     return 0
 
 
@@ -161,10 +232,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true")
     p.set_defaults(fn=cmd_retry)
 
-    p = sub.add_parser("sweep", help="recover stalled jobs now")
+    p = sub.add_parser("sweep", help="recover stalled jobs now (with the queue's stall limit)")
     p.add_argument("queue")
-    p.add_argument("--max-stalled", type=int, default=1)
     p.set_defaults(fn=cmd_sweep)
+
+    p = sub.add_parser("configure", help="show or set queue settings: max_stalled, concurrency, rate_max, "
+                                         "rate_duration_ms, keep_completed, keep_completed_age_ms, keep_failed, "
+                                         "keep_failed_age_ms")
+    p.add_argument("queue")
+    p.add_argument("settings", nargs="*", help="name=value ('none' clears)")
+    p.set_defaults(fn=cmd_configure)
+
+    p = sub.add_parser("repeat", help="list repeatable jobs, or remove one")
+    p.add_argument("queue")
+    p.add_argument("--remove", metavar="KEY")
+    p.set_defaults(fn=cmd_repeat)
+
+    p = sub.add_parser("metrics", help="queue metrics in the Prometheus text format")
+    p.add_argument("queues", nargs="*", help="default: every known queue")
+    p.set_defaults(fn=cmd_metrics)
 
     p = sub.add_parser("add", help="add a job")
     p.add_argument("queue")
@@ -174,18 +260,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dedup-ttl-ms", type=int, default=0)
     p.add_argument("--delay-ms", type=int, default=0)
     p.add_argument("--attempts", type=int, default=1)
+    p.add_argument("--priority", type=int, default=0, help="1 (first) .. 2097151; 0: none, before all")
     p.set_defaults(fn=cmd_add)
 
     p = sub.add_parser("worker", help="process jobs with a handler given as package.module:function")
     p.add_argument("queue")
     p.add_argument("handler")
-    p.add_argument("--concurrency", type=int, default=1)
-    p.add_argument("--lock-ttl-ms", type=int, default=30_000)
+    p.add_argument("--concurrency", type=int, default=1, help="jobs at once (default %(default)s)")
+    p.add_argument("--lock-ttl-ms", type=int, default=30_000, help="default %(default)s")
     p.add_argument("--heartbeat-ms", type=int, default=0, help="default: a third of the lock TTL")
-    p.add_argument("--sweep-interval", type=float, default=5.0, help="seconds; 0 disables")
-    p.add_argument("--max-stalled", type=int, default=1)
-    p.add_argument("--block-timeout", type=float, default=5.0)
-    p.add_argument("--grace", type=float, default=10.0, help="seconds in-flight jobs get on SIGTERM")
+    p.add_argument("--sweep-interval", type=float, default=5.0, help="seconds; 0 disables (default %(default)s)")
+    p.add_argument("--max-stalled", type=int, default=None,
+                   help="store this stall limit with the queue (default: keep the queue's, 1 if unset)")
+    p.add_argument("--block-timeout", type=float, default=5.0, help="seconds (default %(default)s)")
+    p.add_argument("--grace", type=float, default=10.0,
+                   help="seconds in-flight jobs get on SIGTERM before release (default %(default)s)")
+    p.add_argument("--burst", action="store_true", help="exit once nothing is ready")
     p.add_argument("--asyncio", action="store_true", help="use the asyncio worker")
     p.set_defaults(fn=cmd_worker)
 

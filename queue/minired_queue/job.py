@@ -6,7 +6,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-STATES = ("wait", "active", "delayed", "completed", "failed")
+STATES = ("wait", "prioritized", "active", "delayed", "completed", "failed")
+
+# Scores of the prioritized set are priority * 2**32 + a counter, exact in a double up to 2**53.
+MAX_PRIORITY = 2**21 - 1
 
 
 def text(value: Any) -> str:
@@ -51,6 +54,11 @@ class Backoff:
             raise ValueError("backoff delay must be >= 0")
 
 
+def check_priority(priority: int) -> None:
+    if not isinstance(priority, int) or not 0 <= priority <= MAX_PRIORITY:
+        raise ValueError(f"priority must be an integer from 0 to {MAX_PRIORITY}, got {priority!r}")
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """Everything a producer says about one job.
@@ -59,7 +67,9 @@ class JobSpec:
     omitted a random id is made here, on the client, so a retried add is idempotent too.
     ``dedup_id``: while its marker is held, adding another job with the same dedup id
     returns the holder's id instead. ``dedup_ttl_ms`` > 0 holds the marker that long;
-    0 holds it until the job completes or is dead-lettered.
+    0 holds it until the job completes or is dead-lettered. ``priority``: 0 (default) is
+    no priority, taken first, FIFO; 1 .. 2**21-1 wait in the prioritized set, lower first,
+    FIFO within one priority.
     """
 
     data: Any = None
@@ -70,9 +80,11 @@ class JobSpec:
     delay_ms: int = 0
     attempts: int = 1
     backoff: Backoff | None = None
+    priority: int = 0
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
+        check_priority(self.priority)
         if self.attempts < 1:
             raise ValueError("attempts must be >= 1")
         if self.delay_ms < 0 or self.dedup_ttl_ms < 0:
@@ -87,7 +99,11 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Job:
-    """A job's record, read from its hash. ``state`` is filled in by lookups that check it."""
+    """A job's stored record, read from its hash (``Queue.get_job``, and the ``job`` a
+    handler's ``ActiveJob`` carries): a snapshot, not a handle. ``state`` is filled in by
+    lookups that check it. ``return_value`` is the handler's result once completed;
+    ``failed_reason``/``stacktrace`` the last error; ``progress`` what the handler last
+    reported."""
 
     id: str
     data: Any
@@ -106,6 +122,9 @@ class Job:
     failed_reason: str | None
     stacktrace: str | None
     locked_by: str | None
+    priority: int = 0
+    progress: Any = None
+    repeat_key: str | None = None
     state: str | None = None
 
     @classmethod
@@ -115,6 +134,7 @@ class Job:
         fields = {text(k): v for k, v in raw.items()}
         backoff_kind = _optional_text(fields.get("backoffType"))
         return_value = _optional_text(fields.get("returnvalue"))
+        progress = _optional_text(fields.get("progress"))
         return cls(
             id=job_id,
             data=json.loads(text(fields.get("data", "null"))),
@@ -133,30 +153,9 @@ class Job:
             failed_reason=_optional_text(fields.get("failedReason")),
             stacktrace=_optional_text(fields.get("stacktrace")),
             locked_by=_optional_text(fields.get("lockedBy")),
+            priority=_int(fields.get("priority")),
+            progress=json.loads(progress) if progress is not None else None,
+            repeat_key=_optional_text(fields.get("repeatKey")),
             state=state,
         )
 
-
-class HeldJob:
-    """A job a worker holds under its lock, as handed to the handler: the job, its lock token,
-    and the effect guard. The sync and asyncio workers each add their own guard calls."""
-
-    def __init__(self, job: Job, token: str, guard: Any) -> None:
-        self.job = job
-        self.token = token
-        self._guard = guard
-        # For handlers that write to Redis themselves: the worker's client, and the queue's
-        # keys (build effect keys from keys.base so they share the queue's slot).
-        self.redis = guard.client
-        self.keys = guard.keys
-        # Set once the handler has returned: the outcome script, not the heartbeat, now decides
-        # whether this worker still owns the job (it may complete while a renewal is in flight).
-        self.recording = False
-
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def data(self) -> Any:
-        return self.job.data

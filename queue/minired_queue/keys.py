@@ -38,6 +38,12 @@ class QueueKeys:
         return self._key("wait")
 
     @property
+    def prioritized(self) -> str:
+        """Sorted set of ready jobs with a priority, score = priority * 2**32 + a counter:
+        lower priorities first, FIFO within one. Taken only when wait is empty."""
+        return self._key("prioritized")
+
+    @property
     def active(self) -> str:
         """List of jobs some worker holds a lock on (or held one until it expired)."""
         return self._key("active")
@@ -60,8 +66,28 @@ class QueueKeys:
     # --- queue-wide bookkeeping ----------------------------------------------------------
     @property
     def meta(self) -> str:
-        """Hash of queue settings; field ``paused`` present while the queue is paused."""
+        """Hash of queue settings: ``paused`` (present while paused), ``maxStalled``,
+        ``concurrency``, ``rateMax``/``rateDuration``, retention, and the priority counter."""
         return self._key("meta")
+
+    @property
+    def limiter(self) -> str:
+        """The rate limiter's counter: jobs handed out in the current window (its PX)."""
+        return self._key("limiter")
+
+    @property
+    def history(self) -> str:
+        """Hash of per-minute counts and processing-time buckets, the last hour only."""
+        return self._key("history")
+
+    @property
+    def repeat(self) -> str:
+        """Sorted set of repeatable jobs: repeat key -> next tick (server ms)."""
+        return self._key("repeat")
+
+    def repeat_spec(self, repeat_key: str) -> str:
+        """Hash describing one repeatable job: its schedule and the options of its instances."""
+        return self._key(f"repeat:{repeat_key}")
 
     @property
     def marker(self) -> str:

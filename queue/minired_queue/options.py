@@ -20,19 +20,25 @@ class WorkerOptions:
     """``lock_ttl_ms``: how long a job stays owned without a heartbeat; the time a crashed
     worker's jobs wait before the sweep may recover them. ``heartbeat_interval_s``
     defaults to a third of the TTL, so two heartbeats can be missed before a lock lapses.
-    ``sweep_interval_s``: how often this worker offers to sweep (None: never); the sweep is
-    throttled queue-wide to the same interval. ``max_stalled``: stalls tolerated before a
-    job is failed. ``block_timeout_s``: longest single blocking wait. ``shutdown_grace_s``:
-    how long a stop waits for in-flight jobs before releasing them back to wait."""
+    ``sweep_interval_s``: how often this worker offers to sweep, fire repeatable ticks and
+    apply retention (None: never); throttled queue-wide to the same interval.
+    ``max_stalled``: how many stalls a job is recovered from; the stall after that fails it
+    (BullMQ's maxStalledCount). It is a setting of the queue, stored with it: None (default)
+    uses the queue's (1 unless ``Queue.configure(max_stalled=...)`` set it); a number is
+    stored with the queue when the worker starts. ``block_timeout_s``: longest single
+    blocking wait. ``shutdown_grace_s``: how long a stop waits for in-flight jobs before
+    releasing them back to wait. ``burst``: stop once nothing is ready (delayed jobs stay).
+    ``remove_on_complete``: delete a job's record as it completes."""
 
     concurrency: int = 1
     lock_ttl_ms: int = 30_000
     heartbeat_interval_s: float | None = None
     sweep_interval_s: float | None = 5.0
-    max_stalled: int = 1
+    max_stalled: int | None = None
     block_timeout_s: float = 5.0
     shutdown_grace_s: float = 10.0
     remove_on_complete: bool = False
+    burst: bool = False
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -43,6 +49,8 @@ class WorkerOptions:
             self.heartbeat_interval_s = self.lock_ttl_ms / 3000
         if self.heartbeat_interval_s * 1000 >= self.lock_ttl_ms:
             raise ValueError("heartbeat_interval_s must be shorter than the lock TTL")
+        if self.max_stalled is not None and self.max_stalled < 0:
+            raise ValueError("max_stalled must be >= 0")
 
 
 @dataclass
@@ -53,8 +61,8 @@ class WorkerStats:
     completed: int = 0
     retried: int = 0
     failed: int = 0
-    lost: int = 0  # outcomes refused because the lock had passed to someone else
-    released: int = 0  # handed back to wait at shutdown
+    refused: int = 0  # outcomes the queue refused: the lock had lapsed or passed to another delivery
+    released: int = 0  # handed back to wait at shutdown (no attempt counted)
     recovered: int = 0  # stalled jobs this worker's sweeps sent back to wait
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 

@@ -1,6 +1,7 @@
 """The producer and admin side of a queue: add jobs, inspect and operate on them."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Sequence
 
 from redis.exceptions import NoScriptError
@@ -8,9 +9,19 @@ from redis.exceptions import NoScriptError
 from .connection import connect
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
-from .sweeper import Sweeper
-from .transitions import (DEFAULT_EVENTS_CAP, AddResult, SweepResult, add_job, promote_delayed, remove_jobs,
+from .repeat import Repeatable, Schedule, describe, fire_steps, pending_instance, spec_fields, upsert_steps
+from .steps import drive
+from .sweeper import promote_steps, retention_steps, sweep_steps
+from .transitions import (DEFAULT_EVENTS_CAP, AddResult, SweepResult, add_job, remove_jobs, remove_repeatable,
                           retry_jobs, set_paused)
+
+# Queue settings (``Queue.configure``) and the meta hash fields holding them.
+SETTINGS = {"max_stalled": "maxStalled", "concurrency": "concurrency", "rate_max": "rateMax",
+            "rate_duration_ms": "rateDuration", "keep_completed": "keepCompleted",
+            "keep_completed_age_ms": "keepCompletedAgeMs", "keep_failed": "keepFailed",
+            "keep_failed_age_ms": "keepFailedAgeMs"}
+DEFAULT_MAX_STALLED = 1  # as moveStalledJobsToWait.lua reads it when unset
+_HISTORY_FIELD = re.compile(r"^(?P<minute>\d+):(?P<name>\w+)$")
 
 PIPELINE_CHUNK = 500
 ADMIN_BATCH = 200
@@ -42,10 +53,10 @@ class Queue:
     # --- adding ---------------------------------------------------------------------
     def add(self, data: Any = None, *, job_id: str | None = None, name: str = "",
             dedup_id: str | None = None, dedup_ttl_ms: int = 0, delay_ms: int = 0,
-            attempts: int = 1, backoff: Backoff | None = None) -> str:
+            attempts: int = 1, backoff: Backoff | None = None, priority: int = 0) -> str:
         """Add one job; returns its id (the existing job's id when deduplicated)."""
         spec = JobSpec(data, job_id=job_id, name=name, dedup_id=dedup_id, dedup_ttl_ms=dedup_ttl_ms,
-                       delay_ms=delay_ms, attempts=attempts, backoff=backoff)
+                       delay_ms=delay_ms, attempts=attempts, backoff=backoff, priority=priority)
         return self.add_job(spec).job_id
 
     def add_job(self, spec: JobSpec) -> AddResult:
@@ -79,21 +90,18 @@ class Queue:
 
     # --- inspection -----------------------------------------------------------------
     def counts(self) -> dict[str, int]:
+        """Jobs per state: wait, prioritized, active, delayed, completed, failed."""
         pipe = self.client.pipeline(transaction=False)
-        pipe.llen(self.keys.wait)
-        pipe.llen(self.keys.active)
-        pipe.zcard(self.keys.delayed)
-        pipe.zcard(self.keys.completed)
-        pipe.zcard(self.keys.failed)
+        for state in STATES:
+            key = getattr(self.keys, state)
+            pipe.llen(key) if state in ("wait", "active") else pipe.zcard(key)
         return dict(zip(STATES, (int(n) for n in pipe.execute())))
 
     def get_state(self, job_id: str) -> str | None:
         pipe = self.client.pipeline(transaction=False)
-        pipe.lpos(self.keys.wait, job_id)
-        pipe.lpos(self.keys.active, job_id)
-        pipe.zscore(self.keys.delayed, job_id)
-        pipe.zscore(self.keys.completed, job_id)
-        pipe.zscore(self.keys.failed, job_id)
+        for state in STATES:
+            key = getattr(self.keys, state)
+            pipe.lpos(key, job_id) if state in ("wait", "active") else pipe.zscore(key, job_id)
         for state, found in zip(STATES, pipe.execute()):
             if found is not None:
                 return state
@@ -125,8 +133,76 @@ class Queue:
         return bool(self.client.hexists(self.keys.meta, "paused"))
 
     def metrics(self) -> dict[str, int]:
-        """Monotonic counters (added, completed, failed, retried, stalled, removed)."""
+        """Monotonic counters (added, completed, failed, retried, stalled, removed) and the
+        processing-time histogram (``ms_le_<bound>``, ``ms_sum``, ``ms_count``)."""
         return {text(k): int(v) for k, v in self.client.hgetall(self.keys.metrics).items()}
+
+    def record_depth(self) -> int:
+        """How many jobs are ready to run (wait + prioritized), noted in the history as the
+        minute's largest depth seen: the dashboard samples it as it refreshes."""
+        from .transitions import record_depth
+
+        return record_depth(self.keys).run(self.client)
+
+    def history(self, minutes: int = 60) -> list[dict[str, int]]:
+        """Per-minute counts of the last ``minutes`` minutes that had any, oldest first:
+        {'minute': unix minute, 'completed', 'failed', 'retried', 'stalled', 'ms_sum',
+        'ms_count', 'ms_le_<bound>'...}. Kept in Redis for the last hour, by every worker."""
+        return _history_rows(self.client.hgetall(self.keys.history), minutes)
+
+    def active_jobs(self) -> list[dict[str, Any]]:
+        """Jobs in active with their owner (lock token: worker id and delivery), attempt,
+        lock time left (ms; -2: lapsed, the sweep will recover it) and progress."""
+        ids = [text(i) for i in self.client.lrange(self.keys.active, 0, -1)]
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hgetall(self.keys.job(job_id))
+            pipe.pttl(self.keys.lock(job_id))
+        replies = pipe.execute()
+        found = []
+        for index, job_id in enumerate(ids):
+            raw, ttl = replies[2 * index], replies[2 * index + 1]
+            if not raw:
+                continue
+            job = Job.from_hash(job_id, raw, state="active")
+            owner = job.locked_by or ""
+            found.append({"job": job, "worker": owner.rpartition(":")[0], "token": owner,
+                          "attempt": job.attempts_started, "lock_ttl_ms": int(ttl), "progress": job.progress})
+        return found
+
+    # --- settings -------------------------------------------------------------------
+    def configure(self, **settings: int | None) -> dict[str, int]:
+        """Store queue-wide settings with the queue (meta hash), where every worker, sweep
+        and fetch reads them; None clears one. ``max_stalled`` (default 1),
+        ``concurrency`` (most jobs active at once across all workers), ``rate_max`` per
+        ``rate_duration_ms`` (most jobs started per window across all workers), and
+        retention: ``keep_completed``/``keep_failed`` (how many finished jobs to keep),
+        ``keep_completed_age_ms``/``keep_failed_age_ms`` (how long)."""
+        unknown = set(settings) - set(SETTINGS)
+        if unknown:
+            raise ValueError(f"unknown queue settings: {sorted(unknown)}")
+        for name, value in settings.items():
+            if value is not None and (not isinstance(value, int) or value < (1 if name in (
+                    "concurrency", "rate_max", "rate_duration_ms") else 0)):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if ("rate_max" in settings) and settings["rate_max"] is not None and "rate_duration_ms" not in settings:
+            settings["rate_duration_ms"] = 1000
+        pipe = self.client.pipeline(transaction=False)
+        for name, value in settings.items():
+            if value is None:
+                pipe.hdel(self.keys.meta, SETTINGS[name])
+            else:
+                pipe.hset(self.keys.meta, SETTINGS[name], value)
+        pipe.execute()
+        self._register()
+        return self.settings()
+
+    def settings(self) -> dict[str, int]:
+        """The stored settings, with max_stalled's default filled in."""
+        values = self.client.hmget(self.keys.meta, *SETTINGS.values())
+        found = {name: int(value) for name, value in zip(SETTINGS, values) if value is not None}
+        found.setdefault("max_stalled", DEFAULT_MAX_STALLED)
+        return found
 
     def events(self, count: int = 100) -> list[dict[str, str]]:
         """The most recent job events, oldest first: {'id', 'event', 'jobId', ...}."""
@@ -197,16 +273,71 @@ class Queue:
         return removed
 
     def promote_delayed(self) -> int:
-        """Move due delayed jobs to wait now (workers also do this as they fetch)."""
+        """Make due delayed jobs ready now (workers also do this as they fetch)."""
         moved = 0
-        while (promotion := promote_delayed(self.keys).run(self.client)).moved:
+        while (promotion := drive(promote_steps(self.keys), self.client)).moved:
             moved += promotion.moved
         return moved
 
-    def sweep(self, max_stalled: int = 1) -> SweepResult:
-        """Run the recovery sweep once, unthrottled."""
-        return Sweeper(self.client, self.keys, max_stalled, self.events_cap).sweep()
+    def sweep(self) -> SweepResult:
+        """Run the recovery sweep once, unthrottled, with the queue's stall limit."""
+        return drive(sweep_steps(self.keys, 0, self.events_cap), self.client)
+
+    def apply_retention(self) -> int:
+        """Delete finished jobs beyond the retention settings now (workers do it each sweep)."""
+        return drive(retention_steps(self.keys), self.client)
+
+    # --- repeatable jobs ------------------------------------------------------------
+    def add_repeatable(self, repeat_key: str, data: Any = None, *, every_ms: int | None = None,
+                       cron: str | None = None, tz: str = "UTC", name: str = "", attempts: int = 1,
+                       backoff: Backoff | None = None, priority: int = 0, limit: int = 0) -> str:
+        """Register a job made every ``every_ms`` or on the ``cron`` expression in ``tz``,
+        ``limit`` times (0: forever). Registering the same key again updates its options
+        and keeps its schedule unless the schedule changed. Returns 'created', 'updated'
+        or 'rescheduled'. Instances are made by the workers' maintenance (or
+        ``run_scheduler()``), one per tick, ids ``repeat:<key>:<tick ms>``."""
+        if not repeat_key or any(c in repeat_key for c in "{}"):
+            raise ValueError(f"repeat key must be non-empty and free of braces: {repeat_key!r}")
+        schedule = Schedule(every_ms=every_ms, cron=cron, tz=tz)
+        fields = spec_fields(JobSpec(data).payload(), name, attempts, backoff, priority, limit)
+        self._register()
+        return drive(upsert_steps(self.keys, repeat_key, schedule, fields), self.client)
+
+    def repeatables(self) -> list[Repeatable]:
+        """Scheduled repeatables (one that reached its limit is no longer listed)."""
+        keys = [text(k) for k in self.client.zrange(self.keys.repeat, 0, -1)]
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(self.keys.repeat_spec(key))
+            pipe.zscore(self.keys.repeat, key)
+        replies = pipe.execute()
+        found = [describe(key, replies[2 * i], replies[2 * i + 1]) for i, key in enumerate(keys) if replies[2 * i]]
+        return found
+
+    def remove_repeatable(self, repeat_key: str) -> bool:
+        """Stop a repeatable; its instance not yet due is removed too."""
+        last = self.client.hget(self.keys.repeat_spec(repeat_key), "lastTick")
+        return remove_repeatable(self.keys, repeat_key, pending_instance(repeat_key, last)).run(self.client)
+
+    def run_scheduler(self, horizon_ms: int = 0) -> int:
+        """Make the instances of repeatable ticks due within ``horizon_ms``; returns how many
+        this call made. Workers do this every sweep interval."""
+        return drive(fire_steps(self.keys, horizon_ms, self.events_cap), self.client)
 
 
 def known_queues(client: Any, prefix: str = DEFAULT_PREFIX) -> list[str]:
     return sorted(text(name) for name in client.smembers(registry_key(prefix)))
+
+
+def _history_rows(raw: dict, minutes: int) -> list[dict[str, int]]:
+    rows: dict[int, dict[str, int]] = {}
+    for key, value in raw.items():
+        match = _HISTORY_FIELD.match(text(key))
+        if match:
+            minute = int(match.group("minute"))
+            rows.setdefault(minute, {"minute": minute})[match.group("name")] = int(value)
+    ordered = [rows[m] for m in sorted(rows)]
+    if ordered and minutes > 0:
+        newest = ordered[-1]["minute"]
+        ordered = [row for row in ordered if row["minute"] > newest - minutes]
+    return ordered

@@ -4,6 +4,11 @@ File names follow BullMQ's ``verbNoun-<numkeys>.lua``; a script without the suff
 a variable number of keys (a fixed header plus a group per job). The suffix is checked on
 every call, so a caller that passes the wrong keys fails here instead of inside Lua.
 
+Code several scripts share lives once in ``lua/includes/<name>.lua``; a script names it
+with a line ``--- @include "<name>"`` (BullMQ's syntax), replaced here by the snippet
+(each snippet once per script, its own includes first). The SHA is that of the assembled
+source, which is what a port must load too.
+
 The fallback on NOSCRIPT is EVAL of the source, routed by the same KEYS: it runs the
 script and caches it on the node that owns the slot, which is exactly where the next
 EVALSHA for this queue will go (plain Redis, minired, or one Redis Cluster master).
@@ -14,11 +19,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from redis.exceptions import NoScriptError
 
 _NAME = re.compile(r"^(?P<name>[A-Za-z]+)(?:-(?P<numkeys>\d+))?\.lua$")
+_INCLUDE = re.compile(r'^--- @include "(?P<name>[A-Za-z]+)"[ \t]*$', re.M)
 
 
 @dataclass(frozen=True)
@@ -49,13 +55,36 @@ class LuaScript:
             return await client.eval(self.source, len(keys), *keys, *args)
 
 
+def assemble(source: str, read_include: Callable[[str], str]) -> str:
+    """Replace each ``--- @include "name"`` line by the snippet, once per script."""
+    seen: set[str] = set()
+
+    def expand(text: str) -> str:
+        def replace(match: re.Match) -> str:
+            name = match.group("name")
+            if name in seen:
+                return ""
+            seen.add(name)
+            return expand(read_include(name)).rstrip("\n")
+
+        return _INCLUDE.sub(replace, text)
+
+    return expand(source)
+
+
 def _load_all() -> dict[str, LuaScript]:
     found: dict[str, LuaScript] = {}
-    for entry in resources.files(__package__).joinpath("lua").iterdir():
+    lua = resources.files(__package__).joinpath("lua")
+    includes = lua.joinpath("includes")
+
+    def read_include(name: str) -> str:
+        return includes.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+
+    for entry in lua.iterdir():
         match = _NAME.match(entry.name)
         if not match:
             continue
-        source = entry.read_text(encoding="utf-8")
+        source = assemble(entry.read_text(encoding="utf-8"), read_include)
         numkeys = match.group("numkeys")
         found[match.group("name")] = LuaScript(
             name=match.group("name"),

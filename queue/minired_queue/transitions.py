@@ -44,14 +44,15 @@ class AddResult:
 
 @dataclass(frozen=True)
 class Fetch:
-    """Reply of moveToActive. ``candidates``: the jobs to name next, oldest first (none when
-    wait is empty)."""
+    """Reply of moveToActive. ``candidates``: the jobs to name next, next first (none when
+    nothing is ready)."""
 
-    status: str  # 'active' | 'miss' | 'empty' | 'paused'
+    status: str  # 'active' | 'miss' | 'empty' | 'paused' | 'capped' | 'limited'
     now_ms: int
     next_due_ms: int  # earliest delayed job's due time, -1 when none
     candidates: tuple[str, ...] = ()
     job: Job | None = None
+    retry_after_ms: int = 0  # 'limited': until the rate limit window ends
 
 
 @dataclass(frozen=True)
@@ -82,11 +83,11 @@ def add_job(keys: QueueKeys, spec: JobSpec, events_cap: int = DEFAULT_EVENTS_CAP
     backoff = spec.backoff
     return Call(
         script("addJob"),
-        [keys.wait, keys.delayed, keys.marker, keys.job(spec.id), keys.dedup(spec.dedup_id or ""),
-         keys.metrics, keys.events],
+        [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
+         keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events],
         [spec.id, spec.payload(), spec.name, spec.attempts,
          backoff.kind if backoff else "", backoff.delay_ms if backoff else 0,
-         spec.delay_ms, spec.dedup_id or "", spec.dedup_ttl_ms, events_cap],
+         spec.delay_ms, spec.dedup_id or "", spec.dedup_ttl_ms, events_cap, spec.priority],
         lambda reply: AddResult(text(reply[0]), bool(reply[1])),
     )
 
@@ -99,13 +100,15 @@ def _parse_fetch(reply: list) -> Fetch:
                      Job.from_hash(job_id, reply[5], state="active"))
     if status == "miss":
         return Fetch(status, now, due, tuple(map(text, reply[3])))
+    if status == "limited":
+        return Fetch(status, now, due, retry_after_ms=int(reply[3]))
     return Fetch(status, now, due)
 
 
 def move_to_active(keys: QueueKeys, candidates: Sequence[str], token: str, lock_ttl_ms: int,
                    width: int = 1) -> Call[Fetch]:
-    """Take the tail of wait if it is one of ``candidates``; ``width``: how many candidates
-    the reply names for the next call."""
+    """Take the next ready job if it is one of ``candidates``; ``width``: how many
+    candidates the reply names for the next call."""
     if isinstance(candidates, str):  # would name each of its characters
         raise TypeError("candidates: a sequence of job ids, not one id")
     job_keys: list[str] = []
@@ -113,7 +116,8 @@ def move_to_active(keys: QueueKeys, candidates: Sequence[str], token: str, lock_
         job_keys += [keys.job(job_id), keys.lock(job_id)]
     return Call(
         script("moveToActive"),
-        [keys.wait, keys.active, keys.delayed, keys.meta, keys.marker, *job_keys],
+        [keys.wait, keys.active, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.limiter,
+         *job_keys],
         [token, lock_ttl_ms, width, *candidates],
         _parse_fetch,
     )
@@ -128,8 +132,8 @@ def complete(keys: QueueKeys, job: Job, token: str, return_value: Any, remove: b
     return Call(
         script("complete"),
         [keys.active, keys.completed, keys.lock(job.id), keys.job(job.id), keys.dedup(job.dedup_id or ""),
-         keys.metrics, keys.events],
-        [job.id, token, json.dumps(return_value, separators=(",", ":"), default=str),
+         keys.metrics, keys.events, keys.meta, keys.marker, keys.history],
+        [job.id, token, _json(return_value),
          "1" if remove else "0", events_cap, job.dedup_id or ""],
         lambda reply: text(reply) == "completed",
     )
@@ -148,8 +152,8 @@ def retry_or_fail(keys: QueueKeys, job: Job, token: str, reason: str, stacktrace
                   unrecoverable: bool = False, events_cap: int = DEFAULT_EVENTS_CAP) -> Call[FailOutcome]:
     return Call(
         script("retryOrFail"),
-        [keys.active, keys.wait, keys.delayed, keys.failed, keys.marker, keys.lock(job.id), keys.job(job.id),
-         keys.dedup(job.dedup_id or ""), keys.metrics, keys.events],
+        [keys.active, keys.wait, keys.delayed, keys.prioritized, keys.failed, keys.marker, keys.lock(job.id),
+         keys.job(job.id), keys.dedup(job.dedup_id or ""), keys.meta, keys.metrics, keys.history, keys.events],
         [job.id, token, reason, stacktrace, "1" if unrecoverable else "0", events_cap],
         _parse_fail,
     )
@@ -158,17 +162,18 @@ def retry_or_fail(keys: QueueKeys, job: Job, token: str, reason: str, stacktrace
 def release(keys: QueueKeys, job_id: str, token: str) -> Call[bool]:
     return Call(
         script("releaseJob"),
-        [keys.active, keys.wait, keys.marker, keys.lock(job_id), keys.job(job_id)],
+        [keys.active, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.lock(job_id), keys.job(job_id)],
         [job_id, token],
         lambda reply: text(reply) == "released",
     )
 
 
-def promote_delayed(keys: QueueKeys, limit: int = 1000) -> Call[Promotion]:
+def promote_delayed(keys: QueueKeys, candidates: Sequence[str]) -> Call[Promotion]:
+    """``candidates``: the first ids of delayed (``ZRANGE delayed 0 n-1``)."""
     return Call(
         script("promoteDelayed"),
-        [keys.delayed, keys.wait, keys.marker],
-        [limit],
+        [keys.delayed, keys.wait, keys.prioritized, keys.meta, keys.marker, *(keys.job(i) for i in candidates)],
+        list(candidates),
         lambda reply: Promotion(int(reply[0]), int(reply[1]), int(reply[2])),
     )
 
@@ -177,16 +182,18 @@ def set_paused(keys: QueueKeys, paused: bool) -> Call[bool]:
     return Call(script("setPaused"), [keys.meta, keys.marker], ["1" if paused else "0"], lambda r: r == 1)
 
 
-def move_stalled_to_wait(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]], max_stalled: int,
+def move_stalled_to_wait(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]],
                          events_cap: int = DEFAULT_EVENTS_CAP) -> Call[SweepResult]:
-    """``candidates``: (job id, dedup id) of jobs seen in active without a lock."""
+    """``candidates``: (job id, dedup id) of jobs seen in active without a lock. The stall
+    limit is the queue's setting (meta ``maxStalled``), read by the script."""
     job_keys: list[str] = []
     for job_id, dedup_id in candidates:
         job_keys += [keys.lock(job_id), keys.job(job_id), keys.dedup(dedup_id or "")]
     return Call(
         script("moveStalledJobsToWait"),
-        [keys.active, keys.wait, keys.failed, keys.marker, keys.metrics, keys.events, *job_keys],
-        [max_stalled, events_cap, *(job_id for job_id, _ in candidates)],
+        [keys.active, keys.wait, keys.prioritized, keys.failed, keys.meta, keys.marker, keys.metrics,
+         keys.history, keys.events, *job_keys],
+        [events_cap, *(job_id for job_id, _ in candidates)],
         lambda reply: SweepResult([text(i) for i in reply[0]], [text(i) for i in reply[1]]),
     )
 
@@ -197,7 +204,7 @@ def remove_jobs(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]]) -
         job_keys += [keys.job(job_id), keys.dedup(dedup_id or "")]
     return Call(
         script("removeJobs"),
-        [keys.wait, keys.delayed, keys.completed, keys.failed, keys.metrics, *job_keys],
+        [keys.wait, keys.prioritized, keys.delayed, keys.completed, keys.failed, keys.metrics, *job_keys],
         [job_id for job_id, _ in candidates],
         lambda reply: [text(i) for i in reply],
     )
@@ -206,10 +213,72 @@ def remove_jobs(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]]) -
 def retry_jobs(keys: QueueKeys, job_ids: Sequence[str]) -> Call[list[str]]:
     return Call(
         script("retryJobs"),
-        [keys.failed, keys.wait, keys.marker, *(keys.job(i) for i in job_ids)],
+        [keys.failed, keys.wait, keys.prioritized, keys.meta, keys.marker, *(keys.job(i) for i in job_ids)],
         list(job_ids),
         lambda reply: [text(i) for i in reply],
     )
+
+
+def update_progress(keys: QueueKeys, job_id: str, token: str, progress: Any,
+                    events_cap: int = DEFAULT_EVENTS_CAP) -> Call[bool]:
+    return Call(script("updateProgress"), [keys.lock(job_id), keys.job(job_id), keys.events],
+                [job_id, token, _json(progress), events_cap], lambda reply: reply == 1)
+
+
+def clean_jobs(keys: QueueKeys, state: str, candidates: Sequence[str], keep: int | None,
+               max_age_ms: int | None) -> Call[list[str]]:
+    """``candidates``: the oldest ids of ``state`` (completed or failed), oldest first."""
+    return Call(
+        script("cleanJobs"),
+        [getattr(keys, state), keys.metrics, *(keys.job(i) for i in candidates)],
+        [-1 if keep is None else keep, -1 if max_age_ms is None else max_age_ms, *candidates],
+        lambda reply: [text(i) for i in reply],
+    )
+
+
+def repeat_instance_id(repeat_key: str, tick_ms: int) -> str:
+    """The id of a repeatable's instance for one tick: deterministic, so a tick can make
+    only one job."""
+    return f"repeat:{repeat_key}:{tick_ms}"
+
+
+def add_repeated_job(keys: QueueKeys, repeat_key: str, tick_ms: int, next_tick_ms: int | None,
+                     events_cap: int = DEFAULT_EVENTS_CAP) -> Call[bool]:
+    job_id = repeat_instance_id(repeat_key, tick_ms)
+    return Call(
+        script("addRepeatedJob"),
+        [keys.repeat, keys.repeat_spec(repeat_key), keys.wait, keys.delayed, keys.prioritized, keys.meta,
+         keys.marker, keys.job(job_id), keys.metrics, keys.events],
+        [repeat_key, tick_ms, -1 if next_tick_ms is None else next_tick_ms, job_id, events_cap],
+        lambda reply: reply == 1,
+    )
+
+
+def upsert_repeatable(keys: QueueKeys, repeat_key: str, first_tick_ms: int, schedule: str,
+                      fields: dict[str, Any]) -> Call[str]:
+    flat: list[Any] = []
+    for name, value in fields.items():
+        flat += [name, value]
+    return Call(script("upsertRepeatable"), [keys.repeat, keys.repeat_spec(repeat_key)],
+                [repeat_key, first_tick_ms, schedule, *flat], text)
+
+
+def remove_repeatable(keys: QueueKeys, repeat_key: str, pending_job_id: str | None) -> Call[bool]:
+    return Call(
+        script("removeRepeatable"),
+        [keys.repeat, keys.repeat_spec(repeat_key), keys.delayed, keys.job(pending_job_id or "")],
+        [repeat_key, pending_job_id or ""],
+        lambda reply: reply == 1,
+    )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def record_depth(keys: QueueKeys) -> Call[int]:
+    """Sample the ready line's depth into the per-minute history (the dashboard's chart)."""
+    return Call(script("recordDepth"), [keys.wait, keys.prioritized, keys.history], [], int)
 
 
 @dataclass(frozen=True)

@@ -16,38 +16,15 @@ from typing import Any, Callable
 
 from redis.exceptions import ConnectionError, TimeoutError
 
+from .active import ActiveJob
+from .core import WorkerCore, is_async_handler, plain_result
 from .effects import EffectGuard
-from .errors import UnrecoverableError
-from .job import HeldJob, Job
 from .keys import QueueKeys
-from .options import (Candidates, Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, WorkerStats,
-                      block_timeout, delayed_job_due, describe_error, new_worker_id, wake_up)
-from .sweeper import Sweeper
-from .transitions import (RedisOp, complete, extend_lock, move_to_active, promote_delayed, release,
-                          retry_or_fail)
+from .options import Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, wake_up
+from .steps import drive
+from .transitions import DEFAULT_EVENTS_CAP, SweepResult
 
 log = logging.getLogger(__name__)
-
-
-class ActiveJob(HeldJob):
-    """What a handler receives: the job, plus the means to guard its side effects."""
-
-    def __init__(self, job: Job, token: str, guard: EffectGuard) -> None:
-        super().__init__(job, token, guard)
-        self._lock_lost = threading.Event()
-
-    @property
-    def lock_lost(self) -> bool:
-        """True once a heartbeat found the lock gone or taken: another worker may now own
-        this job, and this worker's outcome for it will be refused."""
-        return self._lock_lost.is_set()
-
-    def apply_once(self, effect: str, *ops: RedisOp) -> bool:
-        return self._guard.apply_once(self.id, effect, ops, self.token)
-
-    def run_once(self, effect: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
-        return self._guard.run_once(self.id, effect, fn, self.token)
-
 
 Handler = Callable[[ActiveJob], Any]
 
@@ -55,18 +32,17 @@ Handler = Callable[[ActiveJob], Any]
 class Worker:
     def __init__(self, queue: str | QueueKeys, client: Any, handler: Handler,
                  options: WorkerOptions | None = None, hooks: Hooks | None = None,
-                 guard: EffectGuard | None = None) -> None:
+                 guard: EffectGuard | None = None, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+        if is_async_handler(handler):
+            # It would return a coroutine nobody awaits: the job recorded done, its effects never run.
+            raise TypeError(f"{handler!r} is a coroutine function: run it with minired_queue.aio.AsyncWorker "
+                            "(minired-queue worker --asyncio)")
         self.keys = queue if isinstance(queue, QueueKeys) else QueueKeys(queue)
         self.client = client
         self.handler = handler
-        self.options = options or WorkerOptions()
-        self.hooks = hooks or Hooks()
         self.guard = guard or EffectGuard(client, self.keys)
-        self.id = new_worker_id()
-        self.stats = WorkerStats()
-        self.sweeper = Sweeper(client, self.keys, self.options.max_stalled)
-        self._tokens = 0
-        self._candidates = Candidates()
+        self.core = WorkerCore(self.keys, options or WorkerOptions(), hooks or Hooks(), events_cap)
+        self.options, self.hooks, self.id, self.stats = self.core.options, self.core.hooks, self.core.id, self.core.stats
         self._stopping = threading.Event()
         self._maintenance_done = threading.Event()
         self._slots = threading.BoundedSemaphore(self.options.concurrency)
@@ -80,6 +56,7 @@ class Worker:
         if install_signal_handlers and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: self.stop())
+        drive(self.core.setup(), self.client)
         maintenance = threading.Thread(target=self._maintain, name=f"{self.id}-maintenance", daemon=True)
         maintenance.start()
         # One long-lived thread per slot: starting a thread for each job cost ~80 µs of CPU,
@@ -122,10 +99,6 @@ class Worker:
             log.exception("could not wake worker %s", self.id)
 
     # --- fetching -----------------------------------------------------------------------
-    def _next_token(self) -> str:
-        self._tokens += 1
-        return f"{self.id}:{self._tokens}"
-
     def _fetch_loop(self, jobs: SimpleQueue) -> None:
         reconnect = Reconnect()
         while not self._stopping.is_set():
@@ -136,7 +109,7 @@ class Worker:
                 active = self._fetch()
                 reconnect.succeeded()
             except (ConnectionError, TimeoutError) as exc:
-                self._candidates.forget()
+                self.core.candidates.forget()
                 log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
                 self._stopping.wait(reconnect.failed())
             finally:
@@ -144,33 +117,17 @@ class Worker:
                     self._slots.release()
             if active is not None:
                 jobs.put(active)  # a slot is held for it, so a handler thread is free
+            elif self.core.drained:
+                self._stopping.set()
 
     def _fetch(self) -> ActiveJob | None:
-        candidates = self._candidates
-        first_try = True
-        while not self._stopping.is_set():
-            token = self._next_token()
-            fetch = move_to_active(self.keys, candidates.ids, token, self.options.lock_ttl_ms,
-                                   candidates.width).run(self.client)
-            if delayed_job_due(fetch):
-                promote_delayed(self.keys).run(self.client)
-            if fetch.status == "active":
-                candidates.took(fetch, first_try)
-                active = ActiveJob(fetch.job, token, self.guard)
-                with self._in_flight_changed:
-                    self._in_flight[active.id] = active
-                self.stats.bump("fetched")
-                return active
-            if fetch.status == "miss":
-                candidates.missed(fetch)
-                first_try = False
-                continue
-            candidates.forget()
-            first_try = True
-            if not delayed_job_due(fetch):
-                self.client.bzpopmin([self.keys.marker, self.keys.wake(self.id)],
-                                     timeout=block_timeout(fetch, self.options.block_timeout_s))
-        return None
+        taken = drive(self.core.fetch(self._stopping.is_set), self.client)
+        if taken is None:
+            return None
+        active = ActiveJob(*taken, self.guard, self.core.events_cap)
+        with self._in_flight_changed:
+            self._in_flight[active.id] = active
+        return active
 
     # --- processing ---------------------------------------------------------------------
     def _handle(self, jobs: SimpleQueue) -> None:
@@ -180,7 +137,7 @@ class Worker:
     def _process(self, active: ActiveJob) -> None:
         try:
             try:
-                result = self.handler(active)
+                result = plain_result(self.handler(active))
             except Exception as exc:
                 self._record_failure(active, exc)
             else:
@@ -196,35 +153,10 @@ class Worker:
             self._slots.release()
 
     def _record_success(self, active: ActiveJob, result: Any) -> None:
-        active.recording = True
-        if complete(self.keys, active.job, active.token, result, self.options.remove_on_complete).run(self.client):
-            self.stats.bump("completed")
-            self._call_hook(self.hooks.on_completed, active.job, result)
-        else:
-            self._lost(active)
+        drive(self.core.record_success(active, result), self.client)
 
     def _record_failure(self, active: ActiveJob, exc: Exception) -> None:
-        active.recording = True
-        reason, trace = describe_error(exc)
-        outcome = retry_or_fail(self.keys, active.job, active.token, reason, trace,
-                                unrecoverable=isinstance(exc, UnrecoverableError)).run(self.client)
-        if outcome.status == "lost":
-            self._lost(active)
-            return
-        self.stats.bump("retried" if outcome.status == "retry" else "failed")
-        self._call_hook(self.hooks.on_failed, active.job, exc, outcome.status)
-
-    def _lost(self, active: ActiveJob) -> None:
-        self.stats.bump("lost")
-        log.warning("job %s: lock lost, outcome discarded (another delivery owns it)", active.id)
-        self._call_hook(self.hooks.on_lock_lost, active.job)
-
-    def _call_hook(self, hook: Callable | None, *args: Any) -> None:
-        if hook is not None:
-            try:
-                hook(*args)
-            except Exception:
-                log.exception("hook %r raised", hook)
+        drive(self.core.record_failure(active, exc), self.client)
 
     # --- maintenance: heartbeat and sweep -------------------------------------------------
     def _maintain(self) -> None:
@@ -234,30 +166,18 @@ class Worker:
         while True:
             try:
                 if schedule.heartbeat_due(time.monotonic()):
-                    self._renew_locks()
+                    with self._in_flight_changed:
+                        held = list(self._in_flight.values())
+                    drive(self.core.renew_locks(held), self.client)
                 if schedule.sweep_due(time.monotonic()) and not self._stopping.is_set():
-                    self.sweep(throttle_ms=int(schedule.sweep_s * 1000))
+                    drive(self.core.housekeeping(int(schedule.sweep_s * 1000)), self.client)
             except Exception:
                 log.exception("worker %s maintenance failed; retrying next beat", self.id)
             if self._maintenance_done.wait(schedule.tick_s):
                 return
 
-    def _renew_locks(self) -> None:
-        with self._in_flight_changed:
-            jobs = [job for job in self._in_flight.values() if not (job.lock_lost or job.recording)]
-        for active in jobs:
-            if not extend_lock(self.keys, active.id, active.token, self.options.lock_ttl_ms).run(self.client):
-                if active.recording:
-                    continue  # completed meanwhile: the lock went with the job
-                active._lock_lost.set()
-                log.warning("job %s: lock lost before it finished", active.id)
-
-    def sweep(self, throttle_ms: int = 0):
-        result = self.sweeper.sweep(throttle_ms)
-        if result.recovered or result.failed:
-            self.stats.bump("recovered", len(result.recovered))
-            self._call_hook(self.hooks.on_stalled, result.recovered, result.failed)
-        return result
+    def sweep(self, throttle_ms: int = 0) -> SweepResult:
+        return drive(self.core.sweep(throttle_ms), self.client) or SweepResult([], [])
 
     # --- shutdown -----------------------------------------------------------------------
     def _finish_in_flight(self) -> None:
@@ -266,11 +186,7 @@ class Worker:
             while self._in_flight and (left := deadline - time.monotonic()) > 0:
                 self._in_flight_changed.wait(left)
             unfinished = list(self._in_flight.values())
-        for active in unfinished:
-            # The handler thread may still finish later; its outcome will then be refused.
-            active._lock_lost.set()
-            if release(self.keys, active.id, active.token).run(self.client):
-                self.stats.bump("released")
+        drive(self.core.release(unfinished), self.client)
         with self._in_flight_changed:
             for active in unfinished:
                 self._in_flight.pop(active.id, None)

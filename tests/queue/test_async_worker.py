@@ -5,7 +5,10 @@ import asyncio
 import time
 
 from minired_queue import Backoff, RedisOp
+import pytest
+
 from minired_queue.aio import AsyncWorker
+from minired_queue.worker import Worker
 from minired_queue.options import Hooks, WorkerOptions
 from minired_queue.transitions import SweepResult
 
@@ -21,12 +24,12 @@ async def _until(predicate, timeout: float = 10.0) -> None:
     raise AssertionError(f"condition not met within {timeout}s")
 
 
-def _run(backend, queue, handler, scenario, hooks: Hooks | None = None, **options):
+def _run(backend, queue, handler, scenario, hooks: Hooks | None = None, sync_client=None, **options):
     """Run ``scenario(worker)`` next to a running AsyncWorker, then stop it cleanly."""
     async def main():
         client = backend.async_client()
         worker = AsyncWorker(queue.keys, client, handler, WorkerOptions(**{"block_timeout_s": 1.0, **options}),
-                             hooks)
+                             hooks, sync_client=sync_client)
         runner = asyncio.create_task(worker.run())
         try:
             return await scenario(worker)
@@ -54,8 +57,59 @@ def test_async_and_plain_handlers_complete_jobs(backend, queue):
 
     more = [queue.add({"n": n}) for n in range(3)]
     _run(backend, queue, lambda job: f"sync {job.data['n']}",  # a plain function runs in a thread
-         lambda worker: _until(lambda: queue.counts()["completed"] == 13))
+         lambda worker: _until(lambda: queue.counts()["completed"] == 13), sync_client=queue.client)
     assert [queue.get_job(i).return_value for i in more] == ["sync 0", "sync 1", "sync 2"]
+
+
+def test_a_plain_handler_under_the_asyncio_worker_applies_its_effects(backend, queue):
+    """Issue 25 finding 1: a plain handler was handed awaitable calls; apply_once returned
+    an unawaited coroutine and every job was recorded done with no effect applied."""
+    ledger, direct = f"{queue.keys.base}:ledger", f"{queue.keys.base}:direct"
+
+    def send(job):  # the README's shape of handler: plain def, synchronous calls
+        assert job.apply_once("count", RedisOp("HINCRBY", ledger, job.id, 1)) is True
+        assert job.run_once("external", lambda: "sent") == (True, "sent")
+        job.redis.hincrby(direct, job.id, 1)
+        assert job.update_progress({"done": 1}) is True
+        return job.id
+
+    ids = [queue.add({"n": n}) for n in range(20)]
+    _run(backend, queue, send, lambda worker: _until(lambda: queue.counts()["completed"] == 20),
+         sync_client=queue.client, concurrency=4)
+    assert {k.decode(): int(v) for k, v in queue.client.hgetall(ledger).items()} == {i: 1 for i in ids}
+    assert {k.decode(): int(v) for k, v in queue.client.hgetall(direct).items()} == {i: 1 for i in ids}
+    assert all(queue.client.exists(queue.keys.effect(i, "external")) for i in ids)
+    assert queue.get_job(ids[0]).progress == {"done": 1}
+
+
+def test_a_plain_handler_without_synchronous_calls_is_refused_at_start(backend, queue):
+    async def main():
+        client = backend.async_client()
+        try:
+            with pytest.raises(TypeError, match="plain function.*sync_client"):
+                AsyncWorker(queue.keys, client, lambda job: None)
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
+
+
+def test_an_async_handler_is_refused_by_the_threaded_worker(queue):
+    async def handler(job):
+        return None
+
+    with pytest.raises(TypeError, match="coroutine function.*AsyncWorker"):
+        Worker(queue.keys, queue.client, handler)
+
+
+def test_a_plain_handler_returning_a_coroutine_fails_its_job_loudly(backend, queue):
+    async def really_async(job):
+        return None
+
+    job_id = queue.add({"n": 1})
+    _run(backend, queue, lambda job: really_async(job), lambda w: _until(lambda: queue.counts()["failed"] == 1),
+         sync_client=queue.client)
+    assert "declare it `async def`" in queue.get_job(job_id).failed_reason
 
 
 def test_async_concurrency_overlaps_jobs(backend, queue):
@@ -166,9 +220,12 @@ def test_async_worker_stops_when_a_cancellation_is_swallowed(backend, queue):
                 pass
             return SweepResult([], [])
 
-        worker.sweep = sweep_that_swallows_a_cancellation
+        worker.housekeeping = sweep_that_swallows_a_cancellation
         await asyncio.wait_for(in_sweep.wait(), 10)
         return time.monotonic()
 
-    asked = _run(backend, queue, lambda job: None, scenario, sweep_interval_s=0.01)
+    async def nothing(job):
+        return None
+
+    asked = _run(backend, queue, nothing, scenario, sweep_interval_s=0.01)
     assert time.monotonic() - asked < 5

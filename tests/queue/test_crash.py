@@ -23,4 +23,4 @@ def test_sigkilled_workers_lose_nothing_and_effects_happen_once(backend, client,
     assert len(report.guarded_counts) == 2000 and set(report.guarded_counts.values()) == {1}
     assert report.unguarded_total >= 2000  # without the marker, redeliveries may repeat it
     counts = Queue(queue_name, client).counts()
-    assert counts == {"wait": 0, "active": 0, "delayed": 0, "completed": 2000, "failed": 0}
+    assert counts == {"wait": 0, "prioritized": 0, "active": 0, "delayed": 0, "completed": 2000, "failed": 0}

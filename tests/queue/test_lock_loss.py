@@ -69,7 +69,7 @@ def test_a_worker_notices_the_lost_lock_and_its_outcome_is_discarded(backend, qu
         wait_until(lambda: held["job"].lock_lost)  # the next heartbeat finds the token changed
         release_handler.set()
         wait_until(lambda: lost == [job_id])
-        assert worker.stats.lost == 1 and worker.stats.completed == 0
+        assert worker.stats.refused == 1 and worker.stats.completed == 0
         assert complete(queue.keys, fetch.job, "other:1", "fresh result").run(queue.client)
         assert queue.get_job(job_id).return_value == "fresh result"
     finally:

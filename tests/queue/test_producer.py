@@ -14,7 +14,7 @@ def test_add_stores_the_job_in_wait(queue):
     assert job.data == {"to": "a@example.com"}
     assert (job.name, job.max_attempts, job.backoff) == ("email", 3, Backoff.exponential(100))
     assert (job.attempts_made, job.attempts_started, job.stalled_counter) == (0, 0, 0)
-    assert queue.counts() == {"wait": 1, "active": 0, "delayed": 0, "completed": 0, "failed": 0}
+    assert queue.counts() == {"wait": 1, "prioritized": 0, "active": 0, "delayed": 0, "completed": 0, "failed": 0}
 
 
 def test_unknown_job_is_none(queue):
@@ -104,7 +104,7 @@ def test_failed_jobs_listing_retry_and_remove(queue):
     assert queue.remove(ids[1]) is True
     assert queue.get_job(ids[1]) is None
     assert queue.retry_failed() == 1  # the remaining one
-    assert queue.counts() == {"wait": 2, "active": 0, "delayed": 0, "completed": 0, "failed": 0}
+    assert queue.counts() == {"wait": 2, "prioritized": 0, "active": 0, "delayed": 0, "completed": 0, "failed": 0}
 
 
 def test_remove_refuses_an_active_job(queue):
@@ -130,7 +130,7 @@ def test_drain_removes_waiting_and_delayed_but_not_active(queue):
     queue.add_many([JobSpec({"n": n}) for n in range(450)])
     queue.add_many([JobSpec({"n": n}, delay_ms=60_000) for n in range(30)])
     assert queue.drain() == 480
-    assert queue.counts() == {"wait": 0, "active": 1, "delayed": 0, "completed": 0, "failed": 0}
+    assert queue.counts() == {"wait": 0, "prioritized": 0, "active": 1, "delayed": 0, "completed": 0, "failed": 0}
     assert queue.get_job(active_id).state == "active"
 
 
@@ -156,7 +156,8 @@ def test_metrics_events_and_queue_registry(client, queue):
     queue.add({"n": 2}, delay_ms=50_000)
     fetch = take(queue)
     complete(queue.keys, fetch.job, "tok", "ok").run(client)
-    assert queue.metrics() == {"added": 2, "completed": 1}
+    metrics = queue.metrics()
+    assert (metrics["added"], metrics["completed"], metrics["ms_count"]) == (2, 1, 1)
     events = queue.events()
     assert [(e["event"], e["jobId"]) for e in events][0] == ("waiting", job_id)
     assert [e["event"] for e in events] == ["waiting", "delayed", "completed"]

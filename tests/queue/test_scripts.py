@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from redis.cluster import RedisCluster
@@ -15,10 +16,14 @@ from minired_queue.job import Job, JobSpec
 
 EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "retryOrFail",
                         "moveStalledJobsToWait", "promoteDelayed", "releaseJob", "setPaused",
-                        "removeJobs", "retryJobs", "applyEffectOnce", "releaseEffect"}
+                        "removeJobs", "retryJobs", "applyEffectOnce", "releaseEffect", "updateProgress",
+                        "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable"}
 
-# Names a script binds to KEYS[...] entries before passing them to redis.call.
-KEY_LOCALS = {"lockKey", "jobKey", "dedupKey"}
+ROOT = Path(__file__).resolve().parents[2]
+
+# Names bound to KEYS[...] entries before being passed to redis.call: locals and function
+# parameters ending in "Key", and fields of a table of keys built from KEYS.
+KEY_NAME = re.compile(r"^(\w+Key|keys\.\w+)$")
 
 
 def _code_only(lua: str) -> str:
@@ -39,8 +44,23 @@ def test_scripts_touch_only_keys_passed_in_KEYS(name):
     assert calls
     for command, first_arg in calls:
         first_arg = first_arg.strip()
-        assert first_arg.startswith("KEYS[") or first_arg in KEY_LOCALS, (command, first_arg)
+        assert first_arg.startswith("KEYS[") or KEY_NAME.match(first_arg), (command, first_arg)
     assert "emq" not in source
+    # ... and every such name is bound only to a KEYS entry (or passed one, by its callers).
+    for name, value in re.findall(r"(\w+Key)\s*=\s*([^\n,]+)", source):
+        assert value.strip().startswith("KEYS["), (name, value)
+    for value in re.findall(r"[{,]\s*(?:wait|delayed|prioritized|meta|marker|job|metrics|events) = ([^,}]+)", source):
+        assert value.strip().startswith("KEYS["), value
+
+
+def test_included_snippets_are_assembled_once_per_script():
+    for script in SCRIPTS.values():
+        assert "@include" not in script.source, script.name
+        for function in re.findall(r"local function (\w+)", script.source):
+            assert script.source.count(f"local function {function}(") == 1, (script.name, function)
+    # The shared snippets are shared, not copied: one definition in lua/includes/ each.
+    assert "local function takeOwned" not in (ROOT / "queue/minired_queue/lua/complete-10.lua").read_text()
+    assert "local function takeOwned" in SCRIPTS["complete"].source and "takeOwned(" in SCRIPTS["releaseJob"].source
 
 
 def test_declared_key_counts_match_the_lua_headers():
@@ -55,7 +75,7 @@ def test_every_key_of_a_queue_is_in_one_cluster_slot():
     job = Job.from_hash("j1", {"data": "1", "dedupId": "d1"})
     calls = [add_job(keys, JobSpec(1, job_id="j1", dedup_id="d1")), move_to_active(keys, ["j1", "j2"], "t", 10),
              complete(keys, job, "t", None), retry_or_fail(keys, job, "t", "boom"),
-             move_stalled_to_wait(keys, [("j1", "d1"), ("j2", None)], 1), remove_jobs(keys, [("j1", "d1")])]
+             move_stalled_to_wait(keys, [("j1", "d1"), ("j2", None)]), remove_jobs(keys, [("j1", "d1")])]
     slots = {key_slot(k.encode()) for call in calls for k in call.keys}
     slots |= {key_slot(k.encode()) for k in (keys.events, keys.wake("w"), keys.effect("j1", "e"))}
     assert slots == {key_slot(b"{orders}")}

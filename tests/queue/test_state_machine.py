@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minired_queue import Backoff, Queue
-from minired_queue.transitions import (complete, extend_lock, move_to_active, promote_delayed, release,
+from minired_queue.transitions import (complete, extend_lock, move_to_active, release,
                                        retry_or_fail)
 
 from .helpers import assert_each_job_in_exactly_one_state, placement, server_time_ms, take
@@ -164,7 +164,7 @@ def test_backoff_goes_through_the_delayed_set_on_the_server_clock(queue, clock, 
         clock.advance(delay + clock.span(20))
         fetch = take(queue)  # moveToActive reports the due job; the worker promotes it
         assert 0 <= fetch.next_due_ms <= fetch.now_ms
-        assert promote_delayed(queue.keys).run(queue.client).moved == 1
+        assert queue.promote_delayed() == 1
     fetch = take(queue)
     assert retry_or_fail(queue.keys, fetch.job, "tok", "boom").run(queue.client).status == "failed"
 
@@ -199,10 +199,10 @@ def test_every_job_is_always_in_exactly_one_state(client, queue_name, clock, act
                 held[fetch.job.id] = (fetch.job, f"t{step}")
         elif action == "promote":
             clock.advance(clock.span(15))
-            promote_delayed(queue.keys).run(queue.client)
+            queue.promote_delayed()
         elif action == "expire_and_sweep":
             clock.advance(clock.span(30))
-            queue.sweep(max_stalled=1)
+            queue.sweep()
             held.clear()  # every lock has lapsed; those jobs are no longer ours
         elif held:
             job_id = rng.choice(sorted(held))

@@ -49,7 +49,7 @@ def test_live_locks_are_left_alone(queue):
 def test_expired_locks_go_back_to_wait_and_the_stall_is_counted(queue, clock, stall, lock_ttl_ms):
     ids = stall(3)
     clock.advance(lock_ttl_ms * 2)
-    result = queue.sweep(max_stalled=1)
+    result = queue.sweep()
     assert sorted(result.recovered) == sorted(ids) and result.failed == []
     assert queue.counts()["wait"] == 3 and queue.counts()["active"] == 0
     assert all(queue.get_job(i).stalled_counter == 1 for i in ids)
@@ -61,10 +61,10 @@ def test_expired_locks_go_back_to_wait_and_the_stall_is_counted(queue, clock, st
 def test_a_job_that_stalls_too_often_is_dead_lettered(queue, clock, stall, lock_ttl_ms):
     [job_id] = stall(1)
     clock.advance(lock_ttl_ms * 2)
-    assert queue.sweep(max_stalled=1).recovered == [job_id]
+    assert queue.sweep().recovered == [job_id]
     take(queue, token="dead-again", lock_ttl_ms=lock_ttl_ms)
     clock.advance(lock_ttl_ms * 2)
-    result = queue.sweep(max_stalled=1)
+    result = queue.sweep()
     assert result.failed == [job_id]
     job = queue.get_job(job_id)
     assert job.state == "failed" and "stalled more than the allowed limit" in job.failed_reason

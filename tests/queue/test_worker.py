@@ -209,7 +209,7 @@ def test_stop_past_the_grace_period_releases_in_flight_jobs(queue, start_worker)
     job = queue.get_job(job_id)
     assert job.state == "wait" and job.attempts_made == 0
     finish.set()  # the abandoned handler finishes; its outcome is refused
-    wait_until(lambda: worker.stats.lost == 1)
+    wait_until(lambda: worker.stats.refused == 1)
     assert queue.get_job(job_id).state == "wait"
 
 

@@ -1,9 +1,11 @@
 --[[ moveStalledJobsToWait: the recovery sweep.
 
   A job in active whose lock key no longer exists has an owner that stopped renewing it
-  (crashed, hung, partitioned). Such a job goes back to wait and its stall is counted;
-  once it has stalled more than the allowed number of times it is failed instead, so a
-  job that kills every worker that touches it cannot cycle forever.
+  (crashed, hung, partitioned). Such a job goes back to the front of its line and its
+  stall is counted. The stall limit is the queue's own setting (meta field `maxStalled`,
+  default 1), so every sweeper of the queue applies the same one: a job may be recovered
+  that many times; the stall after that fails it, so a job that kills every worker that
+  touches it cannot cycle forever (BullMQ's maxStalledCount).
 
   The caller passes a snapshot of active as candidates. Everything that matters is
   re-checked here, in one atomic step: the lock is still missing AND the LREM from
@@ -11,23 +13,28 @@
   snapshot therefore finds the LREM returns 0 and moves nothing: each stalled job is
   reclaimed exactly once, however many sweeps overlap.
 
-  KEYS[1] active   KEYS[2] wait   KEYS[3] failed   KEYS[4] marker
-  KEYS[5] metrics  KEYS[6] events
-  then for candidate i (i = 1..n): KEYS[4+3i] lock, KEYS[5+3i] job hash,
-  KEYS[6+3i] the job's dedup marker
-  ARGV[1] max stalled count   ARGV[2] events stream cap   ARGV[2+i] candidate i's id
+  KEYS[1] active   KEYS[2] wait   KEYS[3] prioritized   KEYS[4] failed   KEYS[5] meta
+  KEYS[6] marker   KEYS[7] metrics   KEYS[8] history   KEYS[9] events
+  then for candidate i (i = 1..n): KEYS[7+3i] lock, KEYS[8+3i] job hash,
+  KEYS[9+3i] the job's dedup marker
+  ARGV[1] events stream cap   ARGV[1+i] candidate i's id
 
   Returns {recovered ids, failed ids}.
 ]]
-local maxStalled = tonumber(ARGV[1])
-local candidates = (#KEYS - 6) / 3
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--- @include "serverNow"
+--- @include "freeDedup"
+--- @include "pushReady"
+--- @include "recordFinish"
+--- @include "emitEvent"
+local DEFAULT_MAX_STALLED = 1
+local maxStalled = tonumber(redis.call('HGET', KEYS[5], 'maxStalled')) or DEFAULT_MAX_STALLED
+local candidates = (#KEYS - 9) / 3
+local now = serverNow()
 
 local recovered, failed = {}, {}
 for i = 1, candidates do
-  local jobId = ARGV[2 + i]
-  local lockKey, jobKey, dedupKey = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
+  local jobId = ARGV[1 + i]
+  local lockKey, jobKey, dedupKey = KEYS[7 + 3 * i], KEYS[8 + 3 * i], KEYS[9 + 3 * i]
   if redis.call('EXISTS', lockKey) == 0 and redis.call('LREM', KEYS[1], 1, jobId) > 0 then
     local stalls = redis.call('HINCRBY', jobKey, 'stalledCounter', 1)
     redis.call('HDEL', jobKey, 'lockedBy')
@@ -35,24 +42,21 @@ for i = 1, candidates do
       local reason = 'job stalled more than the allowed limit (' .. maxStalled .. ')'
       redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
       redis.call('HSET', jobKey, 'failedReason', reason, 'finishedOn', now)
-      if redis.call('GET', dedupKey) == jobId and redis.call('PTTL', dedupKey) == -1 then
-        redis.call('DEL', dedupKey)
-      end
-      redis.call('ZADD', KEYS[3], now, jobId)
-      redis.call('HINCRBY', KEYS[5], 'failed', 1)
-      redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[2], '*', 'event', 'failed', 'jobId', jobId,
-        'failedReason', reason)
+      freeDedup(dedupKey, jobId)
+      redis.call('ZADD', KEYS[4], now, jobId)
+      recordFinish(KEYS[7], KEYS[8], now, 'failed', nil)
+      emitEvent(KEYS[9], ARGV[1], 'failed', jobId, 'failedReason', reason)
       failed[#failed + 1] = jobId
     else
-      -- RPUSH: the tail is taken next, so a recovered job does not queue behind newer work.
-      redis.call('RPUSH', KEYS[2], jobId)
-      redis.call('HINCRBY', KEYS[5], 'stalled', 1)
-      redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[2], '*', 'event', 'stalled', 'jobId', jobId)
+      -- The front of its line: a recovered job does not queue behind newer work.
+      pushReady(KEYS[2], KEYS[3], KEYS[5], jobId, redis.call('HGET', jobKey, 'priority'), true)
+      recordFinish(KEYS[7], KEYS[8], now, 'stalled', nil)
+      emitEvent(KEYS[9], ARGV[1], 'stalled', jobId)
       recovered[#recovered + 1] = jobId
     end
   end
 end
-if #recovered > 0 then
-  redis.call('ZADD', KEYS[4], 0, '0')
+if #recovered > 0 or #failed > 0 then
+  redis.call('ZADD', KEYS[6], 0, '0')
 end
 return {recovered, failed}

@@ -1,30 +1,37 @@
---[[ moveToActive: hand the oldest waiting job to a worker, under a lock.
+--[[ moveToActive: hand the next ready job to a worker, under a lock.
 
-  The job leaves wait and enters active in the same RPOPLPUSH, and its lock is set in
-  the same script, so no instant exists where the job is in neither list or is in
-  active without an owner.
+  The next job is the tail of wait (jobs without a priority, FIFO) or, when wait is
+  empty, the first of the prioritized zset (lowest priority, then oldest): ZRANGE 0 0,
+  O(log n). The job leaves its container and enters active in the same script that sets
+  its lock, so no instant exists where the job is in neither or is active without owner.
 
   Scripts may only touch keys declared in KEYS, but the job's hash and lock keys depend
-  on which job is at the tail of wait. So the caller names candidates (tails it last saw,
-  oldest first) and passes their keys; if the tail is none of them the script changes
-  nothing and returns the current tails as the next candidates ('miss'). Several workers
-  race for the same tail: naming the few jobs behind it too lets a worker take whichever
-  of them is the tail by the time its call runs, instead of missing and asking again.
+  on which job is next. So the caller names candidates (jobs it last saw at the front,
+  next first) and passes their keys; if the next job is none of them the script changes
+  nothing and returns the current front as the next candidates ('miss'). Several workers
+  race for the same job: naming the few jobs behind it too lets a worker take whichever
+  of them is next by the time its call runs, instead of missing and asking again.
 
-  KEYS[1] wait   KEYS[2] active   KEYS[3] delayed   KEYS[4] meta   KEYS[5] marker
-  KEYS[4 + 2i] candidate i's job hash   KEYS[5 + 2i] candidate i's lock   (i = 1 .. n)
+  Queue settings in meta are honoured first: `paused`; `concurrency` (at most that many
+  jobs in active, across all workers: 'capped'); `rateMax` per `rateDuration` ms (at
+  most that many jobs handed out per window, across all workers: 'limited', with the ms
+  left in the window; the window is the limiter key's PX).
+
+  KEYS[1] wait   KEYS[2] active   KEYS[3] delayed   KEYS[4] prioritized   KEYS[5] meta
+  KEYS[6] marker   KEYS[7] limiter
+  KEYS[6 + 2i] candidate i's job hash   KEYS[7 + 2i] candidate i's lock   (i = 1 .. n)
   ARGV[1] lock token   ARGV[2] lock TTL (ms)   ARGV[3] how many candidates to hand back
   ARGV[3 + i] candidate i's job id
 
   Returns {status, now ms, next delayed due time ms or -1, ...}:
-    {'active', now, due, next candidates (oldest first), job id, job hash as a flat array
+    {'active', now, due, next candidates (next first), job id, job hash as a flat array
      (as it is after this script, in no particular field order)}
-    {'miss',   now, due, current candidates (oldest first)}
-    {'empty',  now, due}
-    {'paused', now, due}
+    {'miss',    now, due, current candidates (next first)}
+    {'limited', now, due, ms until the rate limit window ends}
+    {'empty' | 'paused' | 'capped', now, due}
 ]]
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--- @include "serverNow"
+local now = serverNow()
 
 local nextDue = -1
 local head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
@@ -32,48 +39,83 @@ if head[2] then
   nextDue = tonumber(head[2])
 end
 
-if redis.call('HEXISTS', KEYS[4], 'paused') == 1 then
+local settings = redis.call('HMGET', KEYS[5], 'paused', 'concurrency', 'rateMax')
+if settings[1] then
   return {'paused', now, nextDue}
+end
+local cap = tonumber(settings[2])
+if cap and redis.call('LLEN', KEYS[2]) >= cap then
+  return {'capped', now, nextDue}
+end
+local rateMax = tonumber(settings[3])
+if rateMax and (tonumber(redis.call('GET', KEYS[7])) or 0) >= rateMax then
+  local left = redis.call('PTTL', KEYS[7])
+  if left > 0 then
+    return {'limited', now, nextDue, left}
+  end
+  redis.call('DEL', KEYS[7])  -- a limiter without expiry cannot be: start a fresh window
 end
 
 local want = math.max(1, tonumber(ARGV[3]) or 1)
--- The oldest waiting ids: the one to take, and the ones after it (the next candidates).
-local oldest = redis.call('LRANGE', KEYS[1], -(want + 1), -1)
-local tail = oldest[#oldest]
-if not tail then
+-- The next want + 1 jobs in the order they will be taken: the one to take, then the
+-- next candidates. From wait's tail backwards, then the prioritized zset's head.
+local order = {}
+local fromWait = redis.call('LRANGE', KEYS[1], -(want + 1), -1)
+for i = #fromWait, 1, -1 do
+  order[#order + 1] = fromWait[i]
+end
+local waiting = #order
+if #order < want + 1 then
+  for _, jobId in ipairs(redis.call('ZRANGE', KEYS[4], 0, want - #order)) do
+    order[#order + 1] = jobId
+  end
+end
+local nextId = order[1]
+if not nextId then
   return {'empty', now, nextDue}
 end
 
--- The ids from the tail backwards (oldest first), leaving out the first `skip`.
-local function candidates(ids, skip)
+local function candidates(skip)
   local out = {}
-  for i = #ids - skip, math.max(1, #ids - skip - want + 1), -1 do
-    out[#out + 1] = ids[i]
+  for i = skip + 1, math.min(#order, skip + want) do
+    out[#out + 1] = order[i]
   end
   return out
 end
 
 local slot
 for i = 4, #ARGV do
-  if ARGV[i] == tail then
+  if ARGV[i] == nextId then
     slot = i - 3
     break
   end
 end
 if not slot then
-  return {'miss', now, nextDue, candidates(oldest, 0)}
+  return {'miss', now, nextDue, candidates(0)}
 end
-local jobKey, lockKey = KEYS[4 + 2 * slot], KEYS[5 + 2 * slot]
+local jobKey, lockKey = KEYS[6 + 2 * slot], KEYS[7 + 2 * slot]
 
 local job = redis.call('HGETALL', jobKey)
 if #job == 0 then
   -- An id without a job hash cannot be processed; drop it rather than wedge the queue.
-  redis.call('RPOP', KEYS[1])
-  return {'miss', now, nextDue, candidates(oldest, 1)}
+  if waiting > 0 then
+    redis.call('RPOP', KEYS[1])
+  else
+    redis.call('ZREM', KEYS[4], nextId)
+  end
+  return {'miss', now, nextDue, candidates(1)}
 end
 
-redis.call('RPOPLPUSH', KEYS[1], KEYS[2])
+if waiting > 0 then
+  redis.call('RPOPLPUSH', KEYS[1], KEYS[2])
+else
+  redis.call('ZREM', KEYS[4], nextId)
+  redis.call('LPUSH', KEYS[2], nextId)
+end
 redis.call('SET', lockKey, ARGV[1], 'PX', ARGV[2])
+if rateMax and redis.call('INCR', KEYS[7]) == 1 then
+  redis.call('PEXPIRE', KEYS[7], tonumber(redis.call('HGET', KEYS[5], 'rateDuration')) or 1000)
+end
 
 -- Count the delivery and stamp it in one write, and hand back the hash read above with the
 -- same three fields changed (rather than reading it again).
@@ -97,8 +139,8 @@ for field, value in pairs(stamps) do
   fields[#fields + 1] = value
 end
 
-if #oldest > 1 then
+if #order > 1 then
   -- More work is waiting: pass the wake-up on so another idle worker takes it.
-  redis.call('ZADD', KEYS[5], 0, '0')
+  redis.call('ZADD', KEYS[6], 0, '0')
 end
-return {'active', now, nextDue, candidates(oldest, 1), tail, fields}
+return {'active', now, nextDue, candidates(1), nextId, fields}

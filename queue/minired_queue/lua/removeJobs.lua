@@ -1,11 +1,12 @@
 --[[ removeJobs: delete jobs that are not being processed.
 
-  A job is removed only if it is found in wait, delayed, completed or failed; a job in
-  active is left alone (its worker holds it; the sweep deals with it if that worker is
-  gone). Used for remove, drain and cleaning old completed/failed jobs.
+  A job is removed only if it is found in wait, prioritized, delayed, completed or
+  failed; a job in active is left alone (its worker holds it; the sweep deals with it if
+  that worker is gone). Used for remove, drain and cleaning old completed/failed jobs.
 
-  KEYS[1] wait   KEYS[2] delayed   KEYS[3] completed   KEYS[4] failed   KEYS[5] metrics
-  then for candidate i: KEYS[4+2i] job hash, KEYS[5+2i] the job's dedup marker
+  KEYS[1] wait   KEYS[2] prioritized   KEYS[3] delayed   KEYS[4] completed   KEYS[5] failed
+  KEYS[6] metrics
+  then for candidate i: KEYS[5+2i] job hash, KEYS[6+2i] the job's dedup marker
   ARGV[i] candidate i's id
 
   Returns the ids removed.
@@ -13,12 +14,12 @@
 local removed = {}
 for i = 1, #ARGV do
   local jobId = ARGV[i]
-  local jobKey, dedupKey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+  local jobKey, dedupKey = KEYS[5 + 2 * i], KEYS[6 + 2 * i]
   -- LREM from the tail: drain takes candidates from the tail, so they are found at once.
   local found = redis.call('LREM', KEYS[1], -1, jobId) > 0
-  found = redis.call('ZREM', KEYS[2], jobId) > 0 or found
-  found = redis.call('ZREM', KEYS[3], jobId) > 0 or found
-  found = redis.call('ZREM', KEYS[4], jobId) > 0 or found
+  for set = 2, 5 do
+    found = redis.call('ZREM', KEYS[set], jobId) > 0 or found
+  end
   if found then
     redis.call('DEL', jobKey)
     if redis.call('GET', dedupKey) == jobId then
@@ -28,6 +29,6 @@ for i = 1, #ARGV do
   end
 end
 if #removed > 0 then
-  redis.call('HINCRBY', KEYS[5], 'removed', #removed)
+  redis.call('HINCRBY', KEYS[6], 'removed', #removed)
 end
 return removed

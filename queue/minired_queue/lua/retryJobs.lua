@@ -1,23 +1,26 @@
---[[ retryJobs: move dead-lettered jobs back to wait with a fresh attempt budget.
+--[[ retryJobs: move dead-lettered jobs back to wait (or prioritized) with a fresh
+  attempt budget.
 
-  KEYS[1] failed   KEYS[2] wait   KEYS[3] marker   then KEYS[3+i] candidate i's job hash
+  KEYS[1] failed   KEYS[2] wait   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
+  then KEYS[5+i] candidate i's job hash
   ARGV[i] candidate i's id
 
   Only ids still in failed move (a concurrent retry or remove wins once).
   Returns the ids moved.
 ]]
+--- @include "pushReady"
 local moved = {}
 for i = 1, #ARGV do
   local jobId = ARGV[i]
   if redis.call('ZREM', KEYS[1], jobId) > 0 then
-    local jobKey = KEYS[3 + i]
+    local jobKey = KEYS[5 + i]
     redis.call('HSET', jobKey, 'attemptsMade', 0, 'stalledCounter', 0)
     redis.call('HDEL', jobKey, 'failedReason', 'stacktrace', 'finishedOn')
-    redis.call('LPUSH', KEYS[2], jobId)
+    pushReady(KEYS[2], KEYS[3], KEYS[4], jobId, redis.call('HGET', jobKey, 'priority'), false)
     moved[#moved + 1] = jobId
   end
 end
 if #moved > 0 then
-  redis.call('ZADD', KEYS[3], 0, '0')
+  redis.call('ZADD', KEYS[5], 0, '0')
 end
 return moved

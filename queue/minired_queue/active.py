@@ -1,0 +1,102 @@
+"""What a handler receives: the job it holds under a lock, and the calls it may make.
+
+``ActiveJob`` (plain handlers, synchronous calls) and ``AsyncActiveJob`` (``async def``
+handlers, awaitable calls) differ only in that. Both carry:
+
+* ``id``, ``data``, and ``job``: the ``Job`` record as delivered (the same class
+  ``Queue.get_job`` returns, read when the job was handed out); its fields are also
+  readable on the active job itself (``job.attempts_started`` ...);
+* ``keys`` (the queue's key names: build effect keys from ``keys.base``) and ``redis``
+  (a client of the matching kind);
+* ``lock_lost``: True once a heartbeat found the lock gone or taken;
+* ``apply_once(effect, *RedisOp)``, ``run_once(effect, fn)``: the effect guard;
+* ``update_progress(value)``: any JSON value, readable as ``Job.progress``.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .effects import AsyncEffectGuard, EffectGuard
+from .job import Job
+from .keys import QueueKeys
+from .transitions import DEFAULT_EVENTS_CAP, RedisOp, update_progress
+
+
+class HeldJob:
+    """The part both kinds share: the job, its lock token, the lock-lost flag."""
+
+    def __init__(self, job: Job, token: str, keys: QueueKeys, client: Any,
+                 events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+        self.job = job
+        self.token = token
+        self.keys = keys
+        self.redis = client
+        self.events_cap = events_cap
+        self._lock_lost = threading.Event()
+        # Set once the handler has returned: the outcome script, not the heartbeat, now decides
+        # whether this worker still owns the job (it may complete while a renewal is in flight).
+        self.recording = False
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @property
+    def data(self) -> Any:
+        return self.job.data
+
+    @property
+    def lock_lost(self) -> bool:
+        """True once a heartbeat found the lock gone or taken: another worker may now own
+        this job, and this worker's outcome for it will be refused."""
+        return self._lock_lost.is_set()
+
+    def mark_lost(self) -> None:
+        self._lock_lost.set()
+
+    def __getattr__(self, name: str) -> Any:
+        # The record's fields (name, attempts_made, priority, ...) read through.
+        if name.startswith("_") or name == "job":
+            raise AttributeError(name)
+        return getattr(self.job, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r}, token={self.token!r})"
+
+
+class ActiveJob(HeldJob):
+    """A held job with synchronous calls: what a plain (non-async) handler receives, from
+    the threaded worker and from the asyncio worker alike."""
+
+    def __init__(self, job: Job, token: str, guard: EffectGuard, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+        super().__init__(job, token, guard.keys, guard.client, events_cap)
+        self._guard = guard
+
+    def apply_once(self, effect: str, *ops: RedisOp) -> bool:
+        return self._guard.apply_once(self.id, effect, ops, self.token)
+
+    def run_once(self, effect: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
+        return self._guard.run_once(self.id, effect, fn, self.token)
+
+    def update_progress(self, progress: Any) -> bool:
+        """Record progress; False when this delivery no longer owns the job."""
+        return update_progress(self.keys, self.id, self.token, progress, self.events_cap).run(self.redis)
+
+
+class AsyncActiveJob(HeldJob):
+    """A held job with awaitable calls: what an ``async def`` handler receives."""
+
+    def __init__(self, job: Job, token: str, guard: AsyncEffectGuard, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+        super().__init__(job, token, guard.keys, guard.client, events_cap)
+        self._guard = guard
+
+    async def apply_once(self, effect: str, *ops: RedisOp) -> bool:
+        return await self._guard.apply_once(self.id, effect, ops, self.token)
+
+    async def run_once(self, effect: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
+        return await self._guard.run_once(self.id, effect, fn, self.token)
+
+    async def update_progress(self, progress: Any) -> bool:
+        return await update_progress(self.keys, self.id, self.token, progress,
+                                     self.events_cap).run_async(self.redis)

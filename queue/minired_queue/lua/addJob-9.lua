@@ -1,0 +1,46 @@
+--[[ addJob: create a job and make it ready (wait, or prioritized when it has a priority),
+  or put it in delayed when it has a delay.
+
+  KEYS[1] wait      KEYS[2] delayed   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
+  KEYS[6] job hash
+  KEYS[7] dedup marker (emq:{q}:de:<dedup id>; declared even when ARGV[8] is empty)
+  KEYS[8] metrics   KEYS[9] events
+
+  ARGV[1] job id        ARGV[2] payload (JSON)   ARGV[3] job name
+  ARGV[4] max attempts  ARGV[5] backoff type ('' | 'fixed' | 'exponential')
+  ARGV[6] backoff delay (ms)   ARGV[7] delay (ms)
+  ARGV[8] dedup id ('' for none)   ARGV[9] dedup TTL in ms (0: held until the job finishes)
+  ARGV[10] events stream cap   ARGV[11] priority (0: none; lower runs first)
+
+  Returns {job id, created}: created = 1 when this call made the job, 0 when the id
+  already existed or the dedup id is held (then the id returned is the holder's).
+]]
+--- @include "serverNow"
+--- @include "createJob"
+local jobId = ARGV[1]
+
+-- A stable id makes adding idempotent: the second add of the same id is a no-op.
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  return {jobId, 0}
+end
+
+local dedupId = ARGV[8]
+if dedupId ~= '' then
+  local ttl = tonumber(ARGV[9])
+  local taken
+  if ttl > 0 then
+    taken = redis.call('SET', KEYS[7], jobId, 'NX', 'PX', ttl)
+  else
+    taken = redis.call('SET', KEYS[7], jobId, 'NX')
+  end
+  if not taken then
+    return {redis.call('GET', KEYS[7]), 0}
+  end
+end
+
+createJob({wait = KEYS[1], delayed = KEYS[2], prioritized = KEYS[3], meta = KEYS[4], marker = KEYS[5],
+           job = KEYS[6], metrics = KEYS[8], events = KEYS[9], eventsCap = ARGV[10]},
+  jobId, {data = ARGV[2], name = ARGV[3], maxAttempts = ARGV[4], backoffType = ARGV[5],
+          backoffDelay = ARGV[6], delay = ARGV[7], dedupId = dedupId, priority = ARGV[11]},
+  serverNow())
+return {jobId, 1}

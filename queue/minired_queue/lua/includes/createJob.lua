@@ -1,0 +1,25 @@
+--- @include "pushReady"
+--- @include "emitEvent"
+-- Write a new job's hash and place it: delayed when it has a delay, else ready.
+-- opts: data, name, maxAttempts, backoffType, backoffDelay, delay, dedupId, priority,
+-- and optionally repeatName (the repeatable that made it).
+local function createJob(keys, jobId, opts, now)
+  local delay = tonumber(opts.delay) or 0
+  redis.call('HSET', keys.job,
+    'data', opts.data, 'name', opts.name, 'timestamp', now, 'delay', delay,
+    'maxAttempts', opts.maxAttempts, 'backoffType', opts.backoffType, 'backoffDelay', opts.backoffDelay,
+    'attemptsMade', 0, 'attemptsStarted', 0, 'stalledCounter', 0, 'dedupId', opts.dedupId,
+    'priority', opts.priority)
+  if opts.repeatName then
+    redis.call('HSET', keys.job, 'repeatKey', opts.repeatName)
+  end
+  if delay > 0 then
+    redis.call('ZADD', keys.delayed, now + delay, jobId)
+  else
+    pushReady(keys.wait, keys.prioritized, keys.meta, jobId, opts.priority, false)
+  end
+  -- Wake one blocked worker. For a delayed job this lets it shorten its wait to the due time.
+  redis.call('ZADD', keys.marker, 0, '0')
+  redis.call('HINCRBY', keys.metrics, 'added', 1)
+  emitEvent(keys.events, keys.eventsCap, delay > 0 and 'delayed' or 'waiting', jobId)
+end

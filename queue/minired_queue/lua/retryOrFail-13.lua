@@ -1,0 +1,64 @@
+--[[ retryOrFail: record a failed attempt; schedule a retry or dead-letter the job.
+
+  KEYS[1] active   KEYS[2] wait   KEYS[3] delayed   KEYS[4] prioritized   KEYS[5] failed
+  KEYS[6] marker   KEYS[7] lock   KEYS[8] job hash   KEYS[9] the job's dedup marker
+  KEYS[10] meta    KEYS[11] metrics   KEYS[12] history   KEYS[13] events
+  ARGV[1] job id   ARGV[2] lock token   ARGV[3] error message   ARGV[4] stack trace
+  ARGV[5] '1' when the error is unrecoverable (no retry whatever the attempts left)
+  ARGV[6] events stream cap
+
+  The backoff is computed here, from the job's own options and the server clock:
+  fixed: delay; exponential: delay * 2^(attempts made - 1). A retry without backoff
+  goes back to wait (or prioritized) behind the jobs already there.
+
+  Returns {'retry', delay ms}, {'failed', attempts made}, or {'lost'} when the caller
+  no longer owns the lock.
+]]
+--- @include "serverNow"
+--- @include "takeOwned"
+--- @include "freeDedup"
+--- @include "pushReady"
+--- @include "recordFinish"
+--- @include "wakeIfCapped"
+--- @include "emitEvent"
+local jobId = ARGV[1]
+if not takeOwned(KEYS[1], KEYS[7], jobId, ARGV[2]) then
+  return {'lost'}
+end
+local now = serverNow()
+local jobKey = KEYS[8]
+local duration = attemptDuration(jobKey, now)
+
+local made = redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
+redis.call('HSET', jobKey, 'failedReason', ARGV[3], 'stacktrace', ARGV[4])
+redis.call('HDEL', jobKey, 'lockedBy')
+local opts = redis.call('HMGET', jobKey, 'maxAttempts', 'backoffType', 'backoffDelay', 'priority')
+local maxAttempts = tonumber(opts[1]) or 1
+wakeIfCapped(KEYS[10], KEYS[6])
+
+if ARGV[5] ~= '1' and made < maxAttempts then
+  local backoffType, backoffDelay = opts[2], tonumber(opts[3]) or 0
+  local delay = 0
+  if backoffType == 'fixed' then
+    delay = backoffDelay
+  elseif backoffType == 'exponential' then
+    delay = backoffDelay * math.pow(2, made - 1)
+  end
+  delay = math.floor(delay)
+  if delay > 0 then
+    redis.call('ZADD', KEYS[3], now + delay, jobId)
+  else
+    pushReady(KEYS[2], KEYS[4], KEYS[10], jobId, opts[4], false)
+  end
+  redis.call('ZADD', KEYS[6], 0, '0')
+  recordFinish(KEYS[11], KEYS[12], now, 'retried', duration)
+  emitEvent(KEYS[13], ARGV[6], 'retrying', jobId, 'attemptsMade', made, 'delay', delay, 'failedReason', ARGV[3])
+  return {'retry', delay}
+end
+
+freeDedup(KEYS[9], jobId)
+redis.call('HSET', jobKey, 'finishedOn', now)
+redis.call('ZADD', KEYS[5], now, jobId)
+recordFinish(KEYS[11], KEYS[12], now, 'failed', duration)
+emitEvent(KEYS[13], ARGV[6], 'failed', jobId, 'attemptsMade', made, 'failedReason', ARGV[3])
+return {'failed', made}
