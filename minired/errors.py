@@ -314,7 +314,7 @@ PROTOCOL_BIG_INLINE = "ERR Protocol error: too big inline request"
 PROTOCOL_UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
 
 TIME_CONTROL_DISABLED = (
-    "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE"
+    "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE and MINIRED CLOCK"
 )
 
 CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"

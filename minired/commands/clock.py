@@ -32,5 +32,7 @@ def minired_advance(c, argv):
 
 @command("clock", arity=2, flags="fast", parent="minired", group="server")
 def minired_clock(c, argv):
-    """The server clock in ms (Unix time plus any advance)."""
+    """The server clock in ms (Unix time plus any advance). Refused without time control,
+    as documented: it exists for tests that move the clock (others read TIME)."""
+    _require_time_control(c)
     return c.server.clock.ms()

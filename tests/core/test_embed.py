@@ -46,8 +46,12 @@ def test_embedded_direct_access_and_clock():
 
 def test_embedded_time_control_is_off_by_default():
     with EmbeddedServer() as server:
-        reply = RawClient(server.port).call("MINIRED", "ADVANCE", "10")
-        assert isinstance(reply, Err) and "time-control" in reply.message
+        client = RawClient(server.port)
+        # MINIRED CLOCK too, as the README says (it answered without time control: issue 25).
+        for command in (("MINIRED", "ADVANCE", "10"), ("MINIRED", "CLOCK")):
+            reply = client.call(*command)
+            assert isinstance(reply, Err) and "time-control" in reply.message, command
+        assert isinstance(client.call("TIME"), list)  # reading the clock stays open to everyone
 
 
 def test_embedded_config_keywords_and_bad_values():
