@@ -10,10 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests drive: redis-server (the differential tests compare every reply
-# with a real Redis 7) and tcl (Redis's own test suite is written in it).
+# with a real Redis 7), tcl (Redis's own test suite is written in it), and chromium with its
+# driver (the dashboard's browser tests).
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v tclsh >/dev/null 2>&1 || missing+=(tcl)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -1,0 +1,211 @@
+"""What the dashboard shows, as plain JSON-ready dicts read from Redis: no web framework here.
+
+Every read goes through the queue's own API or plain reads of its keys, and every write goes
+through the queue's Lua transitions (``Queue.retry_failed``, ``Queue.remove``, ``pause``), so a
+click on the page can never lose or duplicate a job. The same functions serve minired, Redis
+and Redis Cluster: each queue's keys share one hash tag, and the server panel asks only what
+every node answers.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..chaos import guarded_key, unguarded_key
+from ..job import STATES, Job, text
+from ..keys import QueueKeys
+from ..metrics import DURATION_BOUNDS_MS
+from ..queue import Queue, known_queues
+
+ACTIVE_SHOWN = 100
+FAILED_SHOWN = 50
+EVENTS_SHOWN = 50
+MARKERS_SHOWN = 50
+HISTORY_MINUTES = 60
+
+
+def queue_names(client: Any, prefix: str) -> list[str]:
+    return known_queues(client, prefix)
+
+
+def _job_summary(job: Job) -> dict[str, Any]:
+    return {"id": job.id, "name": job.name, "state": job.state, "attempts_made": job.attempts_made,
+            "max_attempts": job.max_attempts, "failed_reason": job.failed_reason,
+            "finished_on": job.finished_on, "priority": job.priority}
+
+
+def overview(client: Any, prefix: str) -> dict[str, Any]:
+    """Every known queue with its count per state, whether it is paused, and its totals."""
+    queues = []
+    for name in queue_names(client, prefix):
+        queue = Queue(name, client, prefix=prefix)
+        queues.append({"name": name, "counts": queue.counts(), "paused": queue.is_paused(),
+                       "metrics": queue.metrics()})
+    return {"queues": queues, "states": list(STATES), "time_ms": int(time.time() * 1000)}
+
+
+def active_jobs(queue: Queue, limit: int = ACTIVE_SHOWN) -> list[dict[str, Any]]:
+    """Jobs in active with the worker that holds each and its lock's time left. A job whose
+    lock is gone (ttl -2) is stalled: the next sweep moves it back to wait."""
+    return [{"job": _job_summary(entry["job"]), "worker": entry["worker"], "token": entry["token"],
+             "attempt": entry["attempt"], "lock_ttl_ms": entry["lock_ttl_ms"],
+             "progress": entry["progress"]}
+            for entry in queue.active_jobs()[:limit]]
+
+
+def demo_effects(queue: Queue) -> dict[str, int] | None:
+    """For a queue the crash demo (``minired-queue demo``) drives: how many effects were applied
+    with the dedup marker and without it. Exactly once shows as guarded == jobs with an effect."""
+    guarded = queue.client.hvals(guarded_key(queue.keys))
+    if not guarded:
+        return None
+    unguarded = queue.client.hvals(unguarded_key(queue.keys))
+    return {"jobs": len(guarded), "guarded": sum(int(v) for v in guarded),
+            "unguarded": sum(int(v) for v in unguarded)}
+
+
+def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
+    queue = Queue(name, client, prefix=prefix)
+    events = queue.events(EVENTS_SHOWN)
+    return {"name": name, "counts": queue.counts(), "paused": queue.is_paused(),
+            "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(queue),
+            "failed": [_job_summary(j) for j in queue.failed_jobs(0, FAILED_SHOWN)],
+            "recovered": [e for e in events if e.get("event") == "stalled"],
+            "events": events}
+
+
+def _percentile(row: dict[str, int], fraction: float) -> float | None:
+    """The upper bound (ms) of the bucket holding the given fraction of a minute's attempts."""
+    total = row.get("ms_count", 0)
+    if not total:
+        return None
+    running = 0
+    for bound in DURATION_BOUNDS_MS:
+        running += row.get(f"ms_le_{bound}", 0)
+        if running >= fraction * total:
+            return float(bound)
+    return float(DURATION_BOUNDS_MS[-1] * 2)  # past the last bound: shown above the chart's top
+
+
+def history(client: Any, prefix: str, name: str, minutes: int = HISTORY_MINUTES) -> dict[str, Any]:
+    """The last hour per minute of server time, for the charts: jobs completed and failed,
+    processing-time percentiles (from the histogram buckets the scripts keep), and the depth
+    of the ready line (wait + prioritized) as sampled now and by earlier reads."""
+    queue = Queue(name, client, prefix=prefix)
+    seconds, micros = client.time()
+    now_minute = (int(seconds) * 1000 + int(micros) // 1000) // 60_000
+    depth = queue.record_depth()
+    rows = {row["minute"]: row for row in queue.history(minutes)}
+    series: dict[str, list] = {"minute": [], "completed": [], "failed": [], "p50_ms": [],
+                               "p95_ms": [], "p99_ms": [], "waiting": []}
+    for minute in range(now_minute - minutes + 1, now_minute + 1):
+        row = rows.get(minute, {})
+        series["minute"].append(minute * 60)
+        series["completed"].append(row.get("completed", 0))
+        series["failed"].append(row.get("failed", 0))
+        series["p50_ms"].append(_percentile(row, 0.50))
+        series["p95_ms"].append(_percentile(row, 0.95))
+        series["p99_ms"].append(_percentile(row, 0.99))
+        series["waiting"].append(row.get("waiting"))
+    return {"name": name, "series": series, "waiting_now": depth}
+
+
+def _marker(client: Any, key: str) -> dict[str, Any]:
+    pipe = client.pipeline(transaction=False)
+    pipe.get(key)
+    pipe.pttl(key)
+    value, ttl = pipe.execute()
+    return {"key": key, "value": None if value is None else text(value), "ttl_ms": int(ttl)}
+
+
+def job_detail(client: Any, prefix: str, name: str, job_id: str) -> dict[str, Any] | None:
+    """One job: its record, state, attempts, error and traceback, progress, result, its dedup
+    marker and the effect markers its handler set (``apply_once``)."""
+    queue = Queue(name, client, prefix=prefix)
+    job = queue.get_job(job_id)
+    if job is None:
+        return None
+    keys = queue.keys
+    effects = []
+    # Effect markers are dedup markers named <job id>:<effect>: all in this queue's slot.
+    pattern = keys.dedup(f"{_glob_escape(job_id)}:*")
+    for key in client.scan_iter(match=pattern, count=1000, **_slot_of(client, keys)):
+        effects.append(_marker(client, text(key)))
+        if len(effects) >= MARKERS_SHOWN:
+            break
+    lock = _marker(client, keys.lock(job_id))
+    return {"queue": name, "id": job.id, "name": job.name, "state": job.state, "data": job.data,
+            "timestamp": job.timestamp, "delay": job.delay, "priority": job.priority,
+            "attempts_made": job.attempts_made, "attempts_started": job.attempts_started,
+            "max_attempts": job.max_attempts, "stalled_counter": job.stalled_counter,
+            "processed_on": job.processed_on, "finished_on": job.finished_on,
+            "failed_reason": job.failed_reason, "stacktrace": job.stacktrace,
+            "progress": job.progress, "result": job.return_value, "locked_by": job.locked_by,
+            "lock": lock if lock["value"] is not None else None,
+            "dedup": _marker(client, keys.dedup(job.dedup_id)) if job.dedup_id else None,
+            "effects": sorted(effects, key=lambda m: m["key"])}
+
+
+def _glob_escape(value: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in value)
+
+
+def _slot_of(client: Any, keys: QueueKeys) -> dict[str, Any]:
+    """SCAN on a cluster client must go to the node holding the queue's slot."""
+    from ..connection import is_cluster
+
+    if not is_cluster(client):
+        return {}
+    return {"target_nodes": client.get_node_from_key(keys.base)}
+
+
+# --- writes: each one a Lua transition of the queue library ---------------------------------
+def retry(client: Any, prefix: str, name: str, job_ids: list[str] | None) -> int:
+    return Queue(name, client, prefix=prefix).retry_failed(job_ids)
+
+
+def remove(client: Any, prefix: str, name: str, job_id: str) -> bool:
+    return Queue(name, client, prefix=prefix).remove(job_id)
+
+
+def set_paused(client: Any, prefix: str, name: str, paused: bool) -> bool:
+    queue = Queue(name, client, prefix=prefix)
+    return queue.pause() if paused else queue.resume()
+
+
+# --- the server panel ---------------------------------------------------------------------------
+def server_panel(client: Any) -> dict[str, Any]:
+    """Clients, memory, commands per second, and (on minired) the clock and whether it can be
+    moved. A cluster client reports its first node."""
+    from ..connection import is_cluster
+
+    node = client.get_default_node() if is_cluster(client) else None
+    target = {"target_nodes": node} if node is not None else {}
+    info = client.info(**target)
+    minired = "minired_version" in info or _is_minired(client, target)
+    panel = {"minired": minired, "redis_version": info.get("redis_version"),
+             "connected_clients": info.get("connected_clients"),
+             "used_memory_human": info.get("used_memory_human"),
+             "ops_per_sec": info.get("instantaneous_ops_per_sec"),
+             "uptime_s": info.get("uptime_in_seconds"), "clock_ms": None, "time_control": False}
+    if minired:
+        try:
+            panel["clock_ms"] = int(client.execute_command("MINIRED", "CLOCK", **target))
+            panel["time_control"] = True
+        except Exception:  # refused without --time-control: the clock is wall time
+            panel["clock_ms"] = int(time.time() * 1000)
+    return panel
+
+
+def _is_minired(client: Any, target: dict[str, Any]) -> bool:
+    try:
+        return bool(client.execute_command("COMMAND", "INFO", "minired", **target)[0])
+    except Exception:
+        return False
+
+
+def advance_clock(client: Any, ms: int) -> int:
+    """MINIRED ADVANCE: refused by the server unless it runs with --time-control."""
+    if ms <= 0:
+        raise ValueError("advance by a positive number of milliseconds")
+    return int(client.execute_command("MINIRED", "ADVANCE", ms))

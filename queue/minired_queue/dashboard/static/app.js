@@ -1,0 +1,302 @@
+// The dashboard page: hash routes (#/, #/queue/NAME, #/queue/NAME/job/ID), live counts from the
+// server-sent event stream, the open queue or job polled once a second, every write confirmed
+// in the page and sent with the CSRF token the server put in the page.
+"use strict";
+
+const CSRF = document.querySelector('meta[name="csrf-token"]').content;
+const STATES = ["wait", "prioritized", "active", "delayed", "completed", "failed"];
+const POLL_MS = 1000;
+
+const $ = (sel) => document.querySelector(sel);
+const view = $("#view");
+let pollTimer = null;
+let countdownTimer = null;
+let charts = [];
+let lastOverview = null;
+
+// --- helpers -------------------------------------------------------------------------------
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const enc = encodeURIComponent;
+const fmtTime = (ms) => (ms ? new Date(ms).toLocaleString() : "–");
+const pretty = (value) => (value === null || value === undefined ? "–" : JSON.stringify(value, null, 2));
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { credentials: "same-origin", ...options });
+  const body = await response.json().catch(() => ({ error: response.statusText }));
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function post(path, body) {
+  return api(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": CSRF },
+    body: JSON.stringify(body || {}),
+  });
+}
+
+function toast(text, isError = false) {
+  const box = $("#toast");
+  box.textContent = text;
+  box.className = isError ? "toast error" : "toast";
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (box.hidden = true), 4000);
+}
+
+// Every write asks first, in the page (no browser dialog, so it works the same everywhere).
+function confirmThen(text, action) {
+  const modal = $("#confirm");
+  $("#confirm-text").textContent = text;
+  modal.hidden = false;
+  const close = () => { modal.hidden = true; yes.onclick = no.onclick = null; };
+  const yes = $("#confirm-yes"), no = $("#confirm-no");
+  yes.onclick = async () => {
+    close();
+    try { await action(); refresh(); } catch (error) { toast(error.message, true); }
+  };
+  no.onclick = close;
+}
+
+// --- live counts -------------------------------------------------------------------------------
+function connectStream() {
+  const source = new EventSource("api/stream");
+  source.onopen = () => { $("#live").textContent = "live"; $("#live").className = "live on"; };
+  source.onerror = () => { $("#live").textContent = "reconnecting…"; $("#live").className = "live"; };
+  source.onmessage = (message) => {
+    const payload = JSON.parse(message.data);
+    if (payload.error) { $("#live").textContent = payload.error; return; }
+    lastOverview = payload.overview;
+    renderServer(payload.server);
+    if (route().page === "overview") renderOverview(payload.overview);
+  };
+}
+
+function renderServer(server) {
+  if (!server) return;
+  const facts = [["backend", server.minired ? "minired" : `Redis ${server.redis_version}`],
+    ["clients", server.connected_clients], ["memory", server.used_memory_human],
+    ["commands/s", server.ops_per_sec]];
+  if (server.minired) facts.push(["clock", new Date(server.clock_ms).toISOString()]);
+  $("#server").hidden = false;
+  $("#server-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", { text: k }),
+    el("dd", { id: `server-${k.replace(/\W/g, "")}`, text: v ?? "–" })]));
+  $("#advance-form").hidden = !server.time_control;
+}
+
+$("#advance-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const ms = parseInt($("#advance-ms").value, 10);
+  post("api/server/advance", { ms }).then((r) => toast(`clock now ${new Date(r.clock_ms).toISOString()}`),
+    (e) => toast(e.message, true));
+});
+
+// --- pages ----------------------------------------------------------------------------------------
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "queue" && parts[1] && parts[2] === "job" && parts[3]) {
+    return { page: "job", queue: parts[1], job: parts.slice(3).join("/") };
+  }
+  if (parts[0] === "queue" && parts[1]) return { page: "queue", queue: parts[1] };
+  return { page: "overview" };
+}
+
+function countsRow(counts) {
+  return STATES.map((s) => el("td", { class: `num state-${s}`, "data-state": s, text: counts[s] ?? 0 }));
+}
+
+function renderOverview(overview) {
+  if (!overview) { view.replaceChildren(el("p", { text: "loading…" })); return; }
+  const rows = overview.queues.map((q) => el("tr", { id: `queue-${q.name}` },
+    el("td", {}, el("a", { href: `#/queue/${enc(q.name)}`, text: q.name })),
+    countsRow(q.counts),
+    el("td", { class: "paused", text: q.paused ? "paused" : "" })));
+  view.replaceChildren(el("h1", { text: "Queues" }),
+    overview.queues.length ? el("table", { id: "queues" },
+      el("thead", {}, el("tr", {}, el("th", { text: "queue" }), STATES.map((s) => el("th", { class: "num", text: s })),
+        el("th", { text: "" }))),
+      el("tbody", {}, rows)) : el("p", { text: "No queues yet." }));
+}
+
+function chart(title, series, data, id) {
+  const box = el("div", { class: "chart", id });
+  const width = Math.min(560, Math.max(280, view.clientWidth / 2 - 30));
+  // Points too: a minute with data between empty ones is a point, not a line.
+  const shown = series.map((s) => ({ ...s, points: { show: true, size: 4 }, spanGaps: false }));
+  const plot = new uPlot({ title, width, height: 180, series: [{}, ...shown],
+    axes: [{}, { size: 50 }], scales: { x: { time: true } } }, data, box);
+  charts.push(plot);
+  return box;
+}
+
+function renderCharts(history) {
+  charts.forEach((c) => c.destroy());
+  charts = [];
+  const s = history.series;
+  return el("div", { class: "charts" },
+    chart("jobs per minute", [{ label: "completed", stroke: "#2a7" }, { label: "failed", stroke: "#d33" }],
+      [s.minute, s.completed, s.failed], "chart-throughput"),
+    chart("processing time (ms)", [{ label: "p50", stroke: "#27c" }, { label: "p95", stroke: "#c72" },
+      { label: "p99", stroke: "#a2a" }], [s.minute, s.p50_ms, s.p95_ms, s.p99_ms], "chart-latency"),
+    chart("ready to run (wait + prioritized)", [{ label: "jobs", stroke: "#555" }],
+      [s.minute, s.waiting], "chart-waiting"));
+}
+
+function lockCell(job, fetchedAt) {
+  const cell = el("td", { class: "num lock", "data-ttl": job.lock_ttl_ms, "data-at": fetchedAt });
+  cell.textContent = lockText(job.lock_ttl_ms);
+  return cell;
+}
+
+function lockText(ttl) {
+  if (ttl === -2) return "expired: stalled";
+  if (ttl === -1) return "no expiry";
+  return `${(Math.max(0, ttl) / 1000).toFixed(1)} s`;
+}
+
+function tickLocks() {
+  const now = Date.now();
+  document.querySelectorAll("td.lock").forEach((cell) => {
+    const ttl = parseInt(cell.dataset.ttl, 10);
+    if (ttl < 0) return;
+    const left = ttl - (now - parseInt(cell.dataset.at, 10));
+    cell.textContent = left > 0 ? lockText(left) : "expired: stalled";
+  });
+}
+
+function jobLink(queue, id) {
+  return el("a", { href: `#/queue/${enc(queue)}/job/${enc(id)}`, text: id });
+}
+
+async function renderQueue(name) {
+  const [q, history] = await Promise.all([api(`api/queues/${enc(name)}`),
+    api(`api/queues/${enc(name)}/history`)]);
+  const fetchedAt = Date.now();
+  const base = `api/queues/${enc(name)}`;
+  const pause = el("button", { id: "pause-button",
+    onclick: () => confirmThen(`${q.paused ? "Resume" : "Pause"} queue ${name}?`,
+      () => post(`${base}/pause`, { paused: !q.paused })) }, q.paused ? "Resume" : "Pause");
+  const retryAll = el("button", { id: "retry-all", class: "danger", disabled: q.counts.failed ? null : "",
+    onclick: () => confirmThen(`Retry all ${q.counts.failed} failed jobs of ${name}?`,
+      () => post(`${base}/retry`, { ids: null }).then((r) => toast(`${r.retried} job(s) back to wait`))) },
+  "Retry all failed");
+  const active = q.active.map((j) => el("tr", { id: `active-${j.job.id}`, class: j.lock_ttl_ms === -2 ? "stalled" : "" },
+    el("td", {}, jobLink(name, j.job.id)), el("td", { text: j.job.name }), el("td", { text: j.worker || "–" }),
+    el("td", { class: "num", text: `${j.attempt}/${j.job.max_attempts}` }), lockCell(j, fetchedAt),
+    el("td", { text: j.progress === null ? "" : JSON.stringify(j.progress) })));
+  const failed = q.failed.map((j) => el("tr", { id: `failed-${j.id}` },
+    el("td", {}, jobLink(name, j.id)), el("td", { text: j.name }),
+    el("td", { class: "num", text: `${j.attempts_made}/${j.max_attempts}` }),
+    el("td", { class: "reason", text: j.failed_reason || "" }), el("td", { text: fmtTime(j.finished_on) }),
+    el("td", {},
+      el("button", { class: "retry", id: `retry-${j.id}`,
+        onclick: () => confirmThen(`Retry job ${j.id}?`, () => post(`${base}/retry`, { ids: [j.id] })) }, "Retry"),
+      el("button", { class: "remove danger", id: `remove-${j.id}`,
+        onclick: () => confirmThen(`Remove job ${j.id} for good?`,
+          () => post(`${base}/remove/${enc(j.id)}`)) }, "Remove"))));
+  const events = q.events.slice(-20).reverse().map((e) => el("li", {},
+    el("code", { text: e.event }), " ", e.jobId ? jobLink(name, e.jobId) : "",
+    " ", el("span", { class: "muted", text: Object.entries(e)
+      .filter(([k]) => !["id", "event", "jobId"].includes(k)).map(([k, v]) => `${k}=${v}`).join(" ") })));
+  const recovered = q.recovered.slice(-20).reverse().map((e) => el("li", {}, jobLink(name, e.jobId),
+    el("span", { class: "muted", text: ` recovered by the sweep (event ${e.id})` })));
+  view.replaceChildren(
+    el("p", {}, el("a", { href: "#/", text: "← all queues" })),
+    el("h1", {}, `Queue ${name} `, q.paused ? el("span", { class: "badge", text: "paused" }) : ""),
+    el("table", { id: "counts" }, el("thead", {}, el("tr", {}, STATES.map((s) => el("th", { class: "num", text: s })))),
+      el("tbody", {}, el("tr", {}, countsRow(q.counts)))),
+    el("p", { class: "actions" }, pause, retryAll),
+    q.demo ? el("p", { id: "demo-effects", class: "panel" },
+      `Crash demo: ${q.demo.jobs} jobs applied their effect; with the dedup marker `,
+      el("strong", { text: `${q.demo.guarded} effects` }),
+      ` (${q.demo.guarded === q.demo.jobs ? "exactly once each" : "NOT once each"}), without it ${q.demo.unguarded}` +
+      ` (${q.demo.unguarded - q.demo.jobs} duplicates from redeliveries).`) : "",
+    el("p", { class: "muted" }, `Totals: ${Object.entries(q.metrics).filter(([k]) => !k.startsWith("ms_"))
+      .map(([k, v]) => `${k} ${v}`).join(", ") || "none yet"}`),
+    renderCharts(history),
+    el("h2", { text: `Active (${q.counts.active})` }),
+    active.length ? el("table", { id: "active" }, el("thead", {}, el("tr", {},
+      ["job", "name", "worker", "attempt", "lock TTL", "progress"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, active)) : el("p", { class: "muted", text: "No job is running." }),
+    el("h2", { text: `Failed (${q.counts.failed})` }),
+    failed.length ? el("table", { id: "failed" }, el("thead", {}, el("tr", {},
+      ["job", "name", "attempts", "reason", "failed at", ""].map((h) => el("th", { text: h })))),
+    el("tbody", {}, failed)) : el("p", { class: "muted", text: "No failed job." }),
+    el("div", { class: "columns" },
+      el("div", {}, el("h2", { text: "Recovered by the sweep" }),
+        recovered.length ? el("ul", { id: "recovered" }, recovered) : el("p", { class: "muted", text: "None lately." })),
+      el("div", {}, el("h2", { text: "Events" }), el("ul", { id: "events" }, events))));
+}
+
+async function renderJob(name, id) {
+  const base = `api/queues/${enc(name)}`;
+  const job = await api(`${base}/jobs/${enc(id)}`);
+  const fact = (k, v, attrs = {}) => [el("dt", { text: k }), el("dd", attrs, v ?? "–")];
+  const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${(m.ttl_ms / 1000).toFixed(1)} s)` : ""}` : "–");
+  const actions = [];
+  if (job.state === "failed") {
+    actions.push(el("button", { id: "job-retry", onclick: () => confirmThen(`Retry job ${id}?`,
+      () => post(`${base}/retry`, { ids: [id] })) }, "Retry"));
+  }
+  if (job.state !== "active") {
+    actions.push(el("button", { id: "job-remove", class: "danger", onclick: () => confirmThen(`Remove job ${id} for good?`,
+      () => post(`${base}/remove/${enc(id)}`).then(() => { location.hash = `#/queue/${enc(name)}`; })) }, "Remove"));
+  }
+  view.replaceChildren(
+    el("p", {}, el("a", { href: `#/queue/${enc(name)}`, text: `← queue ${name}` })),
+    el("h1", {}, `Job ${id} `, el("span", { class: `badge state-${job.state}`, id: "job-state", text: job.state || "unknown" })),
+    el("p", { class: "actions" }, actions),
+    el("dl", { class: "facts" },
+      fact("name", job.name || "–"), fact("added", fmtTime(job.timestamp)),
+      fact("attempts", `${job.attempts_made} made, ${job.attempts_started} started, at most ${job.max_attempts}`),
+      fact("stalls", job.stalled_counter), fact("priority", job.priority || "none"),
+      fact("processed", fmtTime(job.processed_on)), fact("finished", fmtTime(job.finished_on)),
+      fact("held by", job.locked_by), fact("lock", marker(job.lock)),
+      fact("dedup marker", marker(job.dedup), { id: "job-dedup" })),
+    el("h2", { text: "Data" }), el("pre", { id: "job-data", text: pretty(job.data) }),
+    el("h2", { text: "Progress" }), el("pre", { id: "job-progress", text: pretty(job.progress) }),
+    el("h2", { text: "Result" }), el("pre", { id: "job-result", text: pretty(job.result) }),
+    el("h2", { text: "Error" }),
+    el("pre", { id: "job-error", class: job.failed_reason ? "error" : "", text: job.failed_reason || "–" }),
+    job.stacktrace ? el("pre", { id: "job-stacktrace", class: "trace", text: job.stacktrace }) : "",
+    el("h2", { text: "Effect markers" }),
+    job.effects.length ? el("ul", { id: "job-effects" }, job.effects.map((m) => el("li", { text: marker(m) })))
+      : el("p", { class: "muted", text: "None: no guarded effect applied (or their markers expired)." }));
+}
+
+async function refresh() {
+  const r = route();
+  try {
+    if (r.page === "overview") renderOverview(lastOverview || await api("api/overview"));
+    else if (r.page === "queue") await renderQueue(r.queue);
+    else await renderJob(r.queue, r.job);
+  } catch (error) {
+    view.replaceChildren(el("p", { class: "error", id: "page-error", text: error.message }));
+  }
+}
+
+function onRoute() {
+  clearInterval(pollTimer);
+  refresh();
+  // The overview follows the event stream; a queue's or a job's page polls while open.
+  if (route().page !== "overview") pollTimer = setInterval(refresh, POLL_MS);
+}
+
+window.addEventListener("hashchange", onRoute);
+countdownTimer = setInterval(tickLocks, 100);
+connectStream();
+onRoute();
