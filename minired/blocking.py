@@ -32,7 +32,8 @@ class Block:
     then ends with an error, as Redis unblocks it).
     """
 
-    __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply", "retry_when_deleted")
+    __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply", "retry_when_deleted",
+                 "logged_call")
 
     def __init__(self, keys: list[bytes], timeout_ms: int,
                  retry: Callable[["Client", bytes], Any], timeout_reply: Any,
@@ -42,6 +43,8 @@ class Block:
         self.retry = retry
         self.timeout_reply = timeout_reply
         self.retry_when_deleted = retry_when_deleted
+        # (spec, argv, nanoseconds) of the call that blocked, for the slow log (dispatch.call).
+        self.logged_call: tuple | None = None
 
 
 class Waiter:
@@ -171,6 +174,10 @@ class BlockingManager:
             if spec is not None:
                 spec.failed_calls += 1
             waiter.client.server.stats.count_error(reply.message)
+        logged = waiter.block.logged_call
+        if logged is not None:
+            client = waiter.client
+            client.server.slowlog.push_if_slow(client, logged[0], logged[1], logged[2])
         self._detach(waiter)
         waiter.client.send(reply)
         waiter.resume()

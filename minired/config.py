@@ -208,7 +208,7 @@ IMMUTABLE = frozenset(name for name, param in PARAMS.items() if param.mode == "i
 class Config:
     __slots__ = ("values", "_numbers", "databases", "requirepass", "proto_max_bulk_len",
                  "client_query_buffer_limit", "maxclients", "maxmemory",
-                 "busy_reply_threshold_ms", "time_control")
+                 "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns")
 
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
@@ -283,6 +283,9 @@ class Config:
         self.maxmemory = self.number("maxmemory")
         self.busy_reply_threshold_ms = self.number("busy-reply-threshold")
         self.time_control = self.values["time-control"] == "yes"
+        # dispatch.call compares every command's duration with it; -1: the slow log is off.
+        slower_than = int(self.values["slowlog-log-slower-than"])
+        self.slowlog_threshold_ns = slower_than * 1000 if slower_than >= 0 else -1
 
 
 def _to_text(value: object) -> str:

@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import errors, resp, security
+from .blocking import Block
 from .commands.table import COMMANDS, CommandSpec, lookup
 from .errors import RedisError
 
@@ -182,6 +183,14 @@ def _bit_length(nanoseconds: int) -> int:
     return bits
 
 
+def _slow(c: "Client", spec: CommandSpec, argv: list, reply: Any, elapsed: int) -> None:
+    if type(reply) is Block:
+        # Logged once it is answered, as Redis logs a blocked command when it unblocks.
+        reply.logged_call = (spec, argv, elapsed)
+    else:
+        c.server.slowlog.push(c, spec, argv, elapsed)
+
+
 def _reject(c: "Client", spec: CommandSpec, message: str) -> RedisError:
     """A command refused before it runs, as Redis's rejectCommand: an error reply counted in
     INFO (errorstats, the command's rejected_calls), and a failed transaction if queuing."""
@@ -217,6 +226,9 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     histogram = spec.latency_histogram  # LATENCY HISTOGRAM (minired/latency.py); None: off
     if histogram is not None:
         histogram[_bit_length(elapsed)] += 1
+    threshold = c.server.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
+    if threshold >= 0 and (threshold <= elapsed or type(reply) is Block):
+        _slow(c, spec, argv, reply, elapsed)
     if type(reply) is RedisError:
         spec.failed_calls += 1
         if not reply.counted:  # (a script's error that its own command already counted)

@@ -7,7 +7,8 @@ Redis's sdscatrepr quotes them, the origin the client's address (`lua` inside a 
 client in, unless it is an admin command (CONFIG, DEBUG, MONITOR itself ...) or was refused
 before running (unknown, wrong arity, NOAUTH, queued in a transaction that was discarded).
 The script commands (flagged skip_monitor) are shown as they start instead, so that their
-scripts' commands follow them. AUTH and HELLO's AUTH arguments read "(redacted)".
+scripts' commands follow them. Arguments Redis redacts (AUTH's, HELLO's AUTH pair) read
+"(redacted)", as in the slow log (slowlog.redacted).
 
 Nothing here runs unless a client is monitoring (dispatch.call checks `server.monitors`).
 """
@@ -17,12 +18,12 @@ from typing import TYPE_CHECKING
 
 from . import client_reply, dispatch
 from .commands.connection import on_unix_socket
+from .slowlog import redacted
 
 if TYPE_CHECKING:
     from .client import Client
     from .commands.table import CommandSpec
 
-_REDACTED = b"(redacted)"
 _ESCAPES = {ord("\\"): b"\\\\", ord('"'): b'\\"', ord("\n"): b"\\n", ord("\r"): b"\\r",
             ord("\t"): b"\\t", ord("\a"): b"\\a", ord("\b"): b"\\b"}
 # Printable ASCII stands for itself; everything else as \xHH, as sdscatrepr writes it.
@@ -34,20 +35,6 @@ def quote(arg: bytes) -> bytes:
     if arg.isalnum():  # the common case: nothing to escape
         return b'"' + arg + b'"'
     return b'"' + b"".join([_QUOTED[byte] for byte in arg]) + b'"'
-
-
-def _redacted(argv: list) -> list:
-    """AUTH's arguments and HELLO's AUTH username and password, as Redis hides them."""
-    name = argv[0].lower()
-    if name == b"auth":
-        return [argv[0]] + [_REDACTED] * (len(argv) - 1)
-    if name == b"hello":
-        shown = list(argv)
-        for i in range(2, len(argv) - 2):
-            if argv[i].lower() == b"auth":
-                shown[i + 1] = shown[i + 2] = _REDACTED
-        return shown
-    return argv
 
 
 def _origin(c: "Client") -> bytes:
@@ -66,7 +53,7 @@ def feed(c: "Client", argv: list, own_line_after_reply: bool = True) -> None:
     now_us = server.clock.us()
     seconds, micros = divmod(now_us, 1_000_000)
     line = b"+%d.%06d [%d %b] %b\r\n" % (seconds, micros, c.db_index, _origin(c),
-                                        b" ".join([quote(arg) for arg in _redacted(argv)]))
+                                        b" ".join([quote(arg) for arg in redacted(argv)]))
     for monitor in list(server.monitors):
         if monitor.closing or monitor.reply_mode & client_reply.SILENCED:
             continue  # (CLIENT REPLY OFF silences a monitor's lines too)

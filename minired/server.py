@@ -16,6 +16,7 @@ from .blocking import Block, BlockingManager
 from .client import Client
 from .config import Config
 from .keyspace import Keyspace
+from .slowlog import SlowLog
 
 log = logging.getLogger("minired")
 
@@ -64,7 +65,7 @@ class Server:
 
     # Slots: requests read these on every command (subsystems keep their state in `extensions`).
     __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
-                 "loop", "listeners", "port", "host", "stopped", "_expire_task",
+                 "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
                  "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
                  "outbox_queue", "flush_scheduled", "monitors", "tracking", "pause", "cluster")
@@ -109,6 +110,7 @@ class Server:
         # This server's node in cluster mode (minired/cluster.py), None otherwise: dispatch
         # routes every command through it, behind the same gate as the three above.
         self.cluster: Any = None
+        self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
         notifications.configure(self)  # notify-keyspace-events given at start-up
 
     # --- lifecycle -----------------------------------------------------------------------------

@@ -61,7 +61,6 @@ def hello(c, argv):
         if protocol not in (2, 3):
             raise RedisError(errors.NOPROTO)
     i = 2
-    name = None
     while i < len(argv):
         option = argv[i].lower()
         remaining = len(argv) - i - 1
@@ -71,7 +70,8 @@ def hello(c, argv):
             _authenticate(c, argv[i + 1], argv[i + 2], argv[0])
             i += 3
         elif option == b"setname" and remaining >= 1:
-            name = _valid_name(argv[i + 1])
+            # Named as it is parsed too: a later bad option or failed AUTH keeps the name.
+            c.name = _valid_name(argv[i + 1])
             i += 2
         else:
             raise RedisError(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
@@ -79,8 +79,6 @@ def hello(c, argv):
         raise RedisError("NOAUTH HELLO must be called with the client already authenticated, "
                          "otherwise the HELLO AUTH <user> <pass> option can be used to "
                          "authenticate the client and select the RESP protocol version at the same time")
-    if name is not None:
-        c.name = name
     c.protocol = protocol
     return {
         b"server": b"redis", b"version": REDIS_VERSION.encode(), b"proto": protocol,

@@ -357,7 +357,7 @@ def lolwut(c, argv):
     return Verbatim(f"Redis ver. {REDIS_VERSION}\n".encode())
 
 
-# --- SLOWLOG: minired records no slow log, so it is always empty ---------------------------------
+# --- SLOWLOG (the log itself is minired/slowlog.py, fed by dispatch.call) -----------------------
 
 container_command("slowlog", G, summary="A container for slow log commands")
 
@@ -367,22 +367,25 @@ def slowlog_get(c, argv):
     """Get the slow log's entries"""
     if len(argv) > 3:
         raise errors.unknown_subcommand_or_arity(argv[1], "SLOWLOG")
+    count = 10
     if len(argv) == 3:
         count = parse_int(argv[2], "ERR count should be greater than or equal to -1")
         if count < -1:
             raise RedisError("ERR count should be greater than or equal to -1")
-    return []
+    entries = c.server.slowlog.entries
+    return c.server.slowlog.get(len(entries) if count == -1 else count)
 
 
 @command("len", arity=2, flags="admin loading stale", parent="slowlog", group=G)
 def slowlog_len(c, argv):
     """Get the slow log's length"""
-    return 0
+    return len(c.server.slowlog.entries)
 
 
 @command("reset", arity=2, flags="admin loading stale", parent="slowlog", group=G)
 def slowlog_reset(c, argv):
     """Clear all entries from the slow log"""
+    c.server.slowlog.reset()
     return OK
 
 
