@@ -200,6 +200,18 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    try:
+        from .dashboard import DashboardServer
+    except ImportError as exc:  # the web side is an optional extra
+        raise SystemExit(f"the dashboard needs its extra: pip install 'minired[dashboard]' ({exc})")
+    server = DashboardServer(connect(args.url, cluster=args.cluster), prefix=args.prefix,
+                             bind=args.bind, port=args.port, token=args.token)
+    print(f"dashboard for {args.url} on {server.url}", flush=True)
+    server.run()
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import main as demo_main
 
@@ -279,6 +291,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--asyncio", action="store_true", help="use the asyncio worker")
     p.set_defaults(fn=cmd_worker)
 
+    p = sub.add_parser("dashboard", help="serve the web dashboard (pip install 'minired[dashboard]')")
+    p.add_argument("--port", type=int, default=8080, help="default %(default)s; 0 picks a free port")
+    p.add_argument("--bind", default="127.0.0.1",
+                   help="default %(default)s; anywhere else a token is required")
+    p.add_argument("--token", default=os.environ.get("MINIRED_DASHBOARD_TOKEN"),
+                   help="access token (env MINIRED_DASHBOARD_TOKEN); made up when binding beyond "
+                        "loopback without one")
+    p.set_defaults(fn=cmd_dashboard)
+
     p = sub.add_parser("demo", help="show the guarantees: crashes, recovery, exactly-once effects")
     p.add_argument("--jobs", type=int, default=500)
     p.add_argument("--workers", type=int, default=3)
@@ -287,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--server", choices=("minired", "url"), default="minired",
                    help="embedded minired (default), or the server at --url")
+    p.add_argument("--dashboard", action="store_true",
+                   help="serve the dashboard while the demo runs, and until Ctrl-C after it")
+    p.add_argument("--dashboard-port", type=int, default=8080, help="default %(default)s")
     p.set_defaults(fn=cmd_demo)
     return parser
 
