@@ -177,8 +177,14 @@ def run(argv: list[str]) -> int:
         datefmt="%d %b %Y %H:%M:%S")
     loop_name = install_event_loop_policy(not args.no_uvloop)
     log.info("minired %s starting (event loop: %s, pid %d)", __version__, loop_name, os.getpid())
+    from .persistence import LoadError
+
     try:
         asyncio.run(serve(config, cluster=args.cluster, cluster_control=args.cluster_control))
+    except LoadError as exc:
+        # Data on disk that cannot be loaded in full: stop, as Redis does, and leave it alone.
+        log.error("%s", exc)
+        return 1
     except OSError as exc:
         log.error("could not start: %s", exc)
         return 1

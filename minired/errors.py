@@ -67,7 +67,6 @@ INVALID_SECOND_DB = "ERR invalid second DB index"
 BUSYKEY = "BUSYKEY Target key name already exists."
 DUMP_PAYLOAD_INVALID = "ERR DUMP payload version or checksum are wrong"
 BAD_DATA_FORMAT = "ERR Bad data format"
-DUMP_UNSUPPORTED_TYPE = "ERR DUMP of {} values is not supported by minired"
 RESTORE_INVALID_TTL = "ERR Invalid TTL value, must be >= 0"
 RESTORE_INVALID_IDLETIME = "ERR Invalid IDLETIME value, must be >= 0"
 RESTORE_INVALID_FREQ = "ERR Invalid FREQ value, must be >= 0 and <= 255"
@@ -327,6 +326,10 @@ DEBUG_NOT_ALLOWED = (
 NO_PERSISTENCE = "ERR minired keeps data in memory only: no persistence is configured to save to"
 SAVE_FAILED = "ERR"  # Redis answers a failed SAVE with a bare ERR; the reason goes to the log
 BGSAVE_IN_PROGRESS = "ERR Background save already in progress"
+BGSAVE_AOF_REWRITE_IN_PROGRESS = ("ERR Another child process is active (AOF?): can't BGSAVE "
+                                  "right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE "
+                                  "whenever possible.")
+AOF_REWRITE_IN_PROGRESS = "ERR Background append only file rewriting already in progress"
 UNKNOWN_SUBCOMMAND_OR_ARITY = (
     "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."
 )

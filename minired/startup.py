@@ -16,6 +16,12 @@ SUBSYSTEMS = ("minired.pubsub", "minired.persistence", "minired.security", "mini
 def prepare_server(server: Server) -> Server:
     for name in SUBSYSTEMS:
         importlib.import_module(name).attach(server)
+    persistence = server.extensions.get("persistence_engine")
+    if persistence is not None and persistence.pending_functions:
+        # The data loaded holds function libraries: they need the script engine now.
+        from .scripting import engine_of
+
+        engine_of(server)
     return server
 
 

@@ -4,8 +4,9 @@ acl.py, MEMORY and LATENCY in diagnostics.py.
 
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
 SAVE, BGSAVE and SHUTDOWN SAVE sets `server.extensions["persistence"]` to an object with
-`save()` (write a snapshot now, raise RedisError on failure; update `server.last_save`) and
-`background_save(schedule: bool) -> str` (the status text to reply). Without one, minired keeps
+`save(shutting_down=False)` (write a snapshot now, raise RedisError on failure; update
+`server.last_save`), `background_save(schedule: bool) -> str` and `rewrite_aof() -> str` (the
+status texts to reply). Without one, minired keeps
 data in memory only and says so instead of pretending a snapshot was written.
 """
 from __future__ import annotations
@@ -108,6 +109,12 @@ def bgsave(c, argv):
     return Status(_persistence(c).background_save(len(argv) == 2).encode())
 
 
+@command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading", group=G)
+def bgrewriteaof(c, argv):
+    """Asynchronously rewrite the append-only file"""
+    return Status(_persistence(c).rewrite_aof().encode())
+
+
 @command("shutdown", arity=-1, flags="admin noscript loading stale no_multi allow_busy", group=G)
 def shutdown(c, argv):
     """Synchronously save the dataset to disk and then shut down the server"""
@@ -131,7 +138,7 @@ def shutdown(c, argv):
                 raise RedisError(errors.NO_PERSISTENCE)
         else:
             try:
-                persistence.save()
+                persistence.save(shutting_down=True)
             except RedisError:
                 if b"force" not in options:
                     log.warning("error saving before SHUTDOWN; not shutting down")

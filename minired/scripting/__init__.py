@@ -26,6 +26,9 @@ def attach(server: "Server") -> "ScriptEngine":
         engine.functions = FunctionLibraries(engine)
         engine.busy = BusyService(server, engine)
         server.extensions["scripting"] = engine
+        persistence = server.extensions.get("persistence_engine")
+        if persistence is not None:  # libraries are saved in snapshots from now on
+            persistence.use_functions(engine.functions)
     return engine
 
 

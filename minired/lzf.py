@@ -1,0 +1,154 @@
+"""LZF, the compression of RDB strings: a port of the liblzf 3.6 that Redis builds (lzf_c.c with
+Redis's lzfP.h: HLOG 16, VERY_FAST), so a compressed string is byte for byte the one Redis
+writes and DUMP payloads and RDB files compare equal with Redis's.
+"""
+from __future__ import annotations
+
+_HSIZE = 1 << 16
+_MAX_LIT = 1 << 5
+_MAX_OFF = 1 << 13
+_MAX_REF = (1 << 8) + (1 << 3)
+_MASK32 = 0xFFFFFFFF
+
+
+def _idx(h: int) -> int:
+    # VERY_FAST's IDX on a 32-bit unsigned hval: ((h >> (3*8 - HLOG)) - h*5) & (HSIZE - 1)
+    return ((h >> 8) - h * 5) & (_HSIZE - 1)
+
+
+def compress(data: bytes, out_len: int) -> bytes | None:
+    """lzf_compress into at most `out_len` bytes; None where it does not fit (as 0 in C)."""
+    in_len = len(data)
+    if not in_len or not out_len:
+        return None
+    # Positions stand for pointers; -1 is a slot never set (Redis's table is uninitialised
+    # stack memory, which in practice never passes the `ref > in_data` test either).
+    htab: dict[int, int] = {}
+    out = bytearray(b"\x00")  # the first literal run's length byte, filled in when it ends
+    lit = 0
+    run_at = 0  # where the current run's length byte is
+    ip = 0
+    in_end = in_len
+    hval = (data[0] << 8) | data[1] if in_len > 1 else 0
+    while ip < in_end - 2:
+        hval = ((hval << 8) | data[ip + 2]) & _MASK32
+        slot = _idx(hval)
+        ref = htab.get(slot, -1)
+        htab[slot] = ip
+        off = ip - ref - 1
+        if (ref > 0 and off < _MAX_OFF and data[ref] == data[ip]
+                and data[ref + 1] == data[ip + 1] and data[ref + 2] == data[ip + 2]):
+            length = 2
+            maxlen = in_end - ip - length
+            if maxlen > _MAX_REF:
+                maxlen = _MAX_REF
+            if lit:
+                out[run_at] = lit - 1  # stop run
+            else:
+                del out[run_at]  # undo an empty run
+            if len(out) + 3 + 1 >= out_len:
+                return None
+            # lzf_c.c compares 16 bytes unrolled, without the maxlen check, when maxlen > 16:
+            # a match may then run past maxlen, and Redis's output has it so.
+            matched = True
+            if maxlen > 16:
+                for _ in range(16):
+                    length += 1
+                    if data[ref + length] != data[ip + length]:
+                        matched = False
+                        break
+            if matched:
+                while True:
+                    length += 1
+                    if length >= maxlen or data[ref + length] != data[ip + length]:
+                        break
+            length -= 2  # now #octets - 1
+            ip += 1
+            if length < 7:
+                out.append((off >> 8) + (length << 5))
+            else:
+                out.append((off >> 8) + (7 << 5))
+                out.append(length - 7)
+            out.append(off & 0xFF)
+            lit = 0
+            run_at = len(out)
+            out.append(0)  # start run
+            ip += length + 1
+            if ip >= in_end - 2:
+                break
+            ip -= 2
+            hval = (data[ip] << 8) | data[ip + 1]
+            hval = ((hval << 8) | data[ip + 2]) & _MASK32
+            htab[_idx(hval)] = ip
+            ip += 1
+            hval = ((hval << 8) | data[ip + 2]) & _MASK32
+            htab[_idx(hval)] = ip
+            ip += 1
+        else:
+            if len(out) >= out_len:
+                return None
+            lit += 1
+            out.append(data[ip])
+            ip += 1
+            if lit == _MAX_LIT:
+                out[run_at] = lit - 1
+                lit = 0
+                run_at = len(out)
+                out.append(0)
+    if len(out) + 3 > out_len:
+        return None
+    while ip < in_end:
+        lit += 1
+        out.append(data[ip])
+        ip += 1
+        if lit == _MAX_LIT:
+            out[run_at] = lit - 1
+            lit = 0
+            run_at = len(out)
+            out.append(0)
+    if lit:
+        out[run_at] = lit - 1
+    else:
+        del out[run_at]
+    return bytes(out)
+
+
+class LzfError(ValueError):
+    """The bytes are not an LZF stream of the announced length."""
+
+
+def decompress(data: bytes, expected: int) -> bytes:
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n:
+        ctrl = data[i]
+        i += 1
+        if ctrl < 32:
+            run = ctrl + 1
+            if i + run > n:
+                raise LzfError
+            out += data[i:i + run]
+            i += run
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            if i >= n:
+                raise LzfError
+            length += data[i]
+            i += 1
+        if i >= n:
+            raise LzfError
+        ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
+        i += 1
+        if ref < 0:
+            raise LzfError
+        length += 2
+        if ref + length <= len(out):
+            out += out[ref:ref + length]
+        else:  # the copy overlaps what it writes: a repeating pattern
+            for _ in range(length):
+                out.append(out[ref])
+                ref += 1
+    if len(out) != expected:
+        raise LzfError
+    return bytes(out)
