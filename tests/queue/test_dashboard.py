@@ -181,3 +181,42 @@ def test_event_stream_sends_the_overview(client, queue):
     names = {q["name"]: q for q in payload["overview"]["queues"]}
     assert names[queue.name]["counts"]["wait"] == 1
     assert "connected_clients" in payload["server"]
+
+
+def _cli_dashboard(url: str, *args: str):
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "minired_queue.cli", "--url", url, "dashboard",
+                                "--port", "0", *args], stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    return process, line.rsplit(" on ", 1)[-1].strip()
+
+
+@pytest.mark.parametrize("backend", ["minired"], indirect=True)
+def test_cli_serves_the_dashboard(backend, queue):
+    import urllib.error
+    import urllib.request
+
+    queue.add(job_id="cli")
+    process, url = _cli_dashboard(backend.url)
+    try:
+        assert url.startswith("http://127.0.0.1:") and "token" not in url
+        overview = json.loads(urllib.request.urlopen(url + "api/overview", timeout=10).read())
+        assert queue.name in [q["name"] for q in overview["queues"]]
+    finally:
+        process.terminate()
+        process.wait(10)
+    # Beyond loopback a token is made up, printed in the URL, and required.
+    process, url = _cli_dashboard(backend.url, "--bind", "0.0.0.0")
+    try:
+        base, _, token = url.partition("?token=")
+        assert len(token) >= 16
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(base + "api/overview", timeout=10)
+        assert refused.value.code == 401
+        request = urllib.request.Request(base + "api/overview", headers={"Authorization": f"Bearer {token}"})
+        assert urllib.request.urlopen(request, timeout=10).status == 200
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -48,12 +48,14 @@ class DashboardServer:
         if token is None and needs_token(bind):
             token = secrets.token_urlsafe(18)
         self.bind, self.token = bind, token
-        # The socket is bound here, so the URL (port 0: a free port) is known before serving.
+        # The socket is bound and listening here, so the URL (port 0: a free port) can be
+        # printed and used before uvicorn serves.
         family = socket.AF_INET6 if ":" in bind else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._socket.bind((bind, port))
+            self._socket.listen(128)  # connections wait in the backlog until uvicorn serves
         except OSError as exc:
             self._socket.close()
             raise SystemExit(f"dashboard: cannot listen on {bind}:{port}: {exc.strerror}") from None
