@@ -502,3 +502,16 @@ SORT_GET_IN_CLUSTER = "ERR GET option of SORT denied in Cluster mode."
 CLUSTER_CONTROL_DISABLED = (
     "ERR cluster control is disabled; start minired with --cluster-control to use MINIRED CLUSTER")
 CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"
+
+# Replication and modules, which minired does not have (commands/replication.py, modules.py).
+INVALID_MASTER_PORT = "ERR Invalid master port"
+REPLICAOF_IN_CLUSTER = "ERR REPLICAOF not allowed in cluster mode."
+REPLICATION_UNSUPPORTED = (
+    "ERR minired does not replicate: only REPLICAOF NO ONE (it is always a master) is supported")
+MODULE_NOT_ALLOWED = (
+    "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", "
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server.")
+MODULE_LOAD_FAILED = "ERR Error loading the extension. Please check the server logs."
+MODULE_LOADEX_ARGUMENTS = "ERR Error parsing load arguments"
+MODULE_NOT_LOADED = "ERR Error unloading module: no such module with that name"

@@ -261,8 +261,9 @@ def config_help(c, argv):
 
 # --- DEBUG (off unless enable-debug-command allows it, as in Redis 7) ----------------------------
 
-def _debug_allowed(c) -> bool:
-    setting = c.server.config.get("enable-debug-command")
+def protected_action_allowed(c, option: str) -> bool:
+    """Whether enable-debug-command or enable-module-command (`option`) lets c run it."""
+    setting = c.server.config.get(option)
     if setting == "yes":
         return True
     if setting != "local":
@@ -270,7 +271,7 @@ def _debug_allowed(c) -> bool:
     host = c.addr.rsplit(":", 1)[0].strip("[]")
     if not host:  # a Unix socket is local
         return True
-    import ipaddress  # only DEBUG with enable-debug-command local needs it: kept off start-up
+    import ipaddress  # only a "local" setting needs it: kept off start-up
 
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -296,7 +297,7 @@ def _atoi(raw: bytes) -> int:
 @command("debug", arity=-2, flags="admin noscript loading stale", group=G)
 def debug(c, argv):
     """A container for debugging commands"""
-    if not _debug_allowed(c):
+    if not protected_action_allowed(c, "enable-debug-command"):
         raise RedisError(errors.DEBUG_NOT_ALLOWED)
     sub = argv[1].lower()
     if sub == b"help" and len(argv) == 2:

@@ -1,0 +1,78 @@
+"""MODULE: minired loads no modules. LIST answers an empty list (clients call it to detect
+features), and LOAD/LOADEX/UNLOAD answer as a Redis without modules does: refused while
+enable-module-command forbids them, else the load or unload fails."""
+from __future__ import annotations
+
+from .. import errors
+from ..errors import RedisError
+from ..resp import Status
+from .server import protected_action_allowed
+from .table import command, container_command
+
+G = "server"
+
+container_command("module", G, summary="A container for module commands")
+
+
+def _allowed(c) -> None:
+    if not protected_action_allowed(c, "enable-module-command"):
+        raise RedisError(errors.MODULE_NOT_ALLOWED)
+
+
+@command("list", arity=2, flags="admin noscript", parent="module", group=G)
+def module_list(c, argv):
+    """List all modules loaded by the server"""
+    return []
+
+
+@command("load", arity=-3, flags="admin noscript no_async_loading protected", parent="module",
+         group=G)
+def module_load(c, argv):
+    """Load a module"""
+    _allowed(c)
+    raise RedisError(errors.MODULE_LOAD_FAILED)
+
+
+@command("loadex", arity=-3, flags="admin noscript no_async_loading protected",
+         parent="module", group=G)
+def module_loadex(c, argv):
+    """Load a module with extended parameters"""
+    _allowed(c)
+    # parseLoadexArguments: CONFIG name value pairs, then optionally ARGS and the rest.
+    i = 3
+    while i < len(argv):
+        word = argv[i].lower()
+        if word == b"config" and i + 2 < len(argv):
+            i += 3
+        elif word == b"args" and i + 1 < len(argv):
+            break
+        else:
+            raise RedisError(errors.MODULE_LOADEX_ARGUMENTS)
+    raise RedisError(errors.MODULE_LOAD_FAILED)
+
+
+@command("unload", arity=3, flags="admin noscript no_async_loading protected", parent="module",
+         group=G)
+def module_unload(c, argv):
+    """Unload a module"""
+    _allowed(c)
+    raise RedisError(errors.MODULE_NOT_LOADED)
+
+
+@command("help", arity=2, flags="loading stale", parent="module", group=G)
+def module_help(c, argv):
+    """Show helpful text about the different subcommands"""
+    return [Status(line.encode()) for line in (
+        "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LIST",
+        "    Return a list of loaded modules.",
+        "LOAD <path> [<arg> ...]",
+        "    Load a module library from <path>, passing to it any optional arguments.",
+        "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+        "    Load a module library from <path>, while passing it module configurations and "
+        "optional arguments.",
+        "UNLOAD <name>",
+        "    Unload a module.",
+        "HELP",
+        "    Prints this help.",
+    )]
