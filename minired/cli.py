@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--protected-mode", default="yes", choices=["yes", "no"])
     parser.add_argument("--time-control", nargs="?", const="yes", default="no", choices=["yes", "no"],
                         help="enable MINIRED ADVANCE <ms> to move the server clock (tests only)")
+    parser.add_argument("--fault-injection", nargs="?", const="yes", default="no",
+                        choices=["yes", "no"],
+                        help="enable MINIRED FAULT to make chosen commands fail (tests only)")
     parser.add_argument("--cluster", type=int, default=0, metavar="N",
                         help="serve a Redis Cluster of N masters, on --port and the next N-1 "
                              "ports (free ones with --port 0)")
@@ -60,7 +63,8 @@ def parse_config(argv: list[str]) -> tuple[Config, argparse.Namespace]:
         "port": args.port, "bind": args.bind, "unixsocket": args.unixsocket,
         "databases": args.databases, "requirepass": args.requirepass,
         "maxclients": args.maxclients, "protected-mode": args.protected_mode,
-        "time-control": args.time_control, "loglevel": args.loglevel,
+        "time-control": args.time_control, "fault-injection": args.fault_injection,
+        "loglevel": args.loglevel,
     }
     # Any other redis-server style option: --name value (a value may be empty, e.g. --save "").
     i = 0

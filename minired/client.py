@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import resp
-from .client_reply import SILENCED
+from .client_reply import DISRUPTED, SILENCED, Disruption
 
 if TYPE_CHECKING:
     from .keyspace import Database
@@ -107,8 +107,13 @@ class Client:
     def send(self, reply: Any) -> None:
         if self._send is None or self.closing:
             return
-        if self.reply_mode & SILENCED and type(reply) is not resp.Push:
-            return  # CLIENT REPLY OFF/SKIP: a blocked command's late reply; pushes still leave
+        if self.reply_mode:
+            if (self.reply_mode & DISRUPTED and type(reply) is Disruption
+                    and self.connection is not None):
+                self.connection.send_disrupted(reply)  # a fault's, on a blocked command's reply
+                return
+            if self.reply_mode & SILENCED and type(reply) is not resp.Push:
+                return  # CLIENT REPLY OFF/SKIP: a blocked command's late reply; pushes leave
         out: list[bytes] = []
         resp.encode_into(reply, self.protocol, out)
         self._send(b"".join(out))

@@ -24,6 +24,9 @@ SILENCED = OFF | SKIP
 # CLIENT REPLY ran during the current command, and whether that command started silenced.
 CHANGED = 8
 SILENCED_BEFORE = 16
+# A fault (minired/faults.py) changes how this command's reply leaves: the reply is a Disruption
+# the connection acts on (server.py), now or, for a blocked command, when Client.send gets it.
+DISRUPTED = 32
 
 
 class _Silence(Replies):
@@ -36,6 +39,23 @@ class _NoReply(Replies):
 
 class _ReplyOn(Status):
     """CLIENT REPLY ON's +OK, after which replies leave again."""
+
+
+class Disruption(Replies):
+    """A reply a fault changes on its way out: nothing of it is written unless `send`, only a
+    part of it if `partial`, what is written waits `hold_ms` (and everything the connection writes
+    after it), and the connection closes after it if `close`. Where no connection acts on it (a
+    busy script's answers) it is just the reply it holds."""
+
+    __slots__ = ("send", "close", "partial", "hold_ms")
+
+    def __init__(self, replies: tuple = (), send: bool = True, close: bool = False,
+                 partial: bool = False, hold_ms: int = 0) -> None:
+        super().__init__(replies)
+        self.send = send
+        self.close = close
+        self.partial = partial
+        self.hold_ms = hold_ms
 
 
 # Distinct types, so no one extends them in place (tracking extends plain Replies), and

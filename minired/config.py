@@ -101,6 +101,8 @@ PARAMS: dict[str, Param] = _params(
     Param("enable-debug-command", "no", _PROTECTED_ACTION, "immutable"),
     # minired's own: opt-in clock control for tests (MINIRED ADVANCE).
     Param("time-control", "no", boolean, "immutable"),
+    # minired's own: opt-in fault injection for tests (MINIRED FAULT, minired/faults.py).
+    Param("fault-injection", "no", boolean, "immutable"),
     # Only stored and echoed from here on.
     *_each(boolean, ("rdbcompression", "yes"), ("rdb-del-sync-files", "no"),
            ("stop-writes-on-bgsave-error", "yes"), ("dynamic-hz", "yes"),

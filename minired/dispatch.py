@@ -122,6 +122,12 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
+    if _extras_in_use:
+        faults = c.server.faults  # fault injection (minired/faults.py), None unless enabled
+        if faults is not None:
+            disrupted = faults.intercept(c, spec, argv)
+            if disrupted is not None:
+                return disrupted
     if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
         if "no_multi" in spec.flags:
             return _reject(c, spec, errors.COMMAND_NOT_ALLOWED_IN_MULTI)

@@ -24,11 +24,12 @@ class EmbeddedServer:
     """A minired server running in a daemon thread of the current process."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", time_control: bool = False,
-                 use_uvloop: bool = True, **config: Any) -> None:
+                 use_uvloop: bool = True, fault_injection: bool = False, **config: Any) -> None:
         self.host = host
         self.port = port
         self.use_uvloop = use_uvloop
-        self.config = Config(bind=host, port=port, time_control=time_control, **config)
+        self.config = Config(bind=host, port=port, time_control=time_control,
+                             fault_injection=fault_injection, **config)
         self.server: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -110,6 +111,13 @@ class EmbeddedServer:
     def flushall(self) -> None:
         self.call(self.server.keyspace.flushall)
 
+    @property
+    def faults(self) -> "Faults":
+        """Fault injection from Python (the server needs fault_injection=True)."""
+        if self.server is None or self.server.faults is None:
+            raise RuntimeError("fault injection is off: EmbeddedServer(fault_injection=True)")
+        return Faults(self)
+
     def stop(self, timeout: float = 5.0) -> None:
         if self._loop is not None and self.server is not None and self._thread is not None \
                 and self._thread.is_alive():
@@ -123,16 +131,103 @@ class EmbeddedServer:
         self.stop()
 
 
+class FaultRule:
+    """A rule `Faults.add` made: `with` it to remove it at the end of the block."""
+
+    def __init__(self, faults: "Faults", rule_id: int) -> None:
+        self.faults = faults
+        self.id = rule_id
+
+    @property
+    def matched(self) -> int:
+        return self._entry()[b"matched"]
+
+    @property
+    def fired(self) -> int:
+        return self._entry()[b"fired"]
+
+    def _entry(self) -> dict:
+        for entry in self.faults.list():
+            if entry[b"id"] == self.id:
+                return entry
+        return {b"matched": 0, b"fired": 0}  # (removed: COUNT used up, or deleted)
+
+    def remove(self) -> bool:
+        return self.faults.remove(self.id)
+
+    def __enter__(self) -> "FaultRule":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+class Faults:
+    """MINIRED FAULT for an EmbeddedServer, run on its loop: the same rules as over the wire.
+
+        with srv.faults.add("ERROR", "LOADING Redis is loading the dataset in memory",
+                            command="get", count=1):
+            ...
+    """
+
+    _OPTIONS = (("command", "COMMAND"), ("key", "KEY"), ("client_name", "CLIENT-NAME"),
+                ("client_id", "CLIENT-ID"), ("script", "SCRIPT"), ("in_script", "IN-SCRIPT"),
+                ("count", "COUNT"), ("after", "AFTER"), ("probability", "PROBABILITY"),
+                ("seed", "SEED"))
+
+    def __init__(self, server: EmbeddedServer) -> None:
+        self._server = server
+        self._injector = server.server.faults
+
+    def add(self, action: str, *args: Any, **match: Any) -> FaultRule:
+        """A rule: the action and its argument as over the wire, then the matches as keywords
+        (command="get" or ["get", "set"], key, client_name, client_id, script, in_script=True,
+        count, after, probability, seed)."""
+        words: list[Any] = [action, *args]
+        for keyword, option in self._OPTIONS:
+            value = match.pop(keyword, None)
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                value = "yes" if value else "no"
+            elif isinstance(value, (list, tuple)):
+                value = ",".join(value)
+            words += [option, value]
+        if match:
+            raise TypeError(f"unknown fault options {sorted(match)}")
+        argv = [w if isinstance(w, bytes) else str(w).encode() for w in words]
+        return FaultRule(self, self._server.call(self._injector.add, argv).id)
+
+    def list(self) -> list:
+        return self._server.call(self._injector.entries)
+
+    def remove(self, rule_id: int) -> bool:
+        return self._server.call(self._injector.remove, rule_id)
+
+    def reset(self) -> None:
+        self._server.call(self._injector.reset)
+
+    def kill_clients(self, kind: str | None = None) -> int:
+        return self._server.call(self._injector.kill_clients,
+                                 kind.encode() if kind is not None else None)
+
+    def loading(self, ms: int) -> None:
+        self._server.call(self._injector.start_loading, ms)
+
+
 class SubprocessServer:
     """minired in a child process, started with `python -m minired --port 0`; the port is read
     from its ready line."""
 
-    def __init__(self, *args: str, time_control: bool = False, host: str = "127.0.0.1") -> None:
+    def __init__(self, *args: str, time_control: bool = False, host: str = "127.0.0.1",
+                 fault_injection: bool = False) -> None:
         self.host = host
         self.port = 0
         self.args = list(args)
         if time_control:
             self.args.append("--time-control")
+        if fault_injection:
+            self.args.append("--fault-injection")
         self.proc: subprocess.Popen | None = None
 
     @property

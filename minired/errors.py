@@ -318,6 +318,18 @@ TIME_CONTROL_DISABLED = (
 
 CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
 CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
+FAULT_INJECTION_DISABLED = (
+    "ERR fault injection is disabled; start minired with --fault-injection to use MINIRED FAULT"
+)
+FAULT_SYNTAX = "ERR MINIRED FAULT ADD: {}"
+FAULT_UNKNOWN_ACTION = "ERR MINIRED FAULT ADD: unknown action '{}' (one of {})"
+FAULT_UNKNOWN_COMMAND = "ERR MINIRED FAULT ADD: unknown command '{}' in COMMAND"
+FAULT_IN_SCRIPT_ERROR_ONLY = (
+    "ERR MINIRED FAULT ADD: only ERROR applies to commands scripts call (IN-SCRIPT yes)"
+)
+FAULT_LOADING_MS = "ERR MINIRED FAULT LOADING needs ms >= 0"
+FAULT_KILL_TYPE = "ERR MINIRED FAULT KILL-CLIENTS: TYPE is normal or pubsub"
+LOADING = "LOADING Redis is loading the dataset in memory"
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "

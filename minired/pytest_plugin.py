@@ -4,9 +4,11 @@
   its own process, so each has its own server on its own free port).
 - `minired_url`: its URL.
 - `minired_client`: a redis-py client on a database flushed before each test.
+- `minired_faults`: the fixture server's fault injection (minired.embed.Faults); every rule is
+  removed after the test.
 
 Clock control (MINIRED ADVANCE) is on for the fixture server; `--minired-no-time-control` turns
-it off.
+it off; fault injection (MINIRED FAULT) is on too, and `--minired-no-fault-injection` turns it off.
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("minired")
     group.addoption("--minired-no-time-control", action="store_true", default=False,
                     help="start the minired fixture server without MINIRED ADVANCE")
+    group.addoption("--minired-no-fault-injection", action="store_true", default=False,
+                    help="start the minired fixture server without MINIRED FAULT")
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +33,9 @@ def minired_server(request: pytest.FixtureRequest) -> Iterator["EmbeddedServer"]
     from minired.embed import EmbeddedServer
 
     time_control = not request.config.getoption("--minired-no-time-control")
-    server = EmbeddedServer(port=0, time_control=time_control).start()
+    fault_injection = not request.config.getoption("--minired-no-fault-injection")
+    server = EmbeddedServer(port=0, time_control=time_control,
+                            fault_injection=fault_injection).start()
     try:
         yield server
     finally:
@@ -51,3 +57,14 @@ def minired_client(minired_server):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def minired_faults(minired_server):
+    """Fault injection on the fixture server: `minired_faults.add("DROP", command="get")`."""
+    faults = minired_server.faults
+    faults.reset()
+    try:
+        yield faults
+    finally:
+        faults.reset()

@@ -20,13 +20,14 @@ cdef class Server:
     cdef public object port, host, stopped, _expire_task, extensions, last_save, slowlog
     cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
     cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled, monitors
-    cdef public object tracking, pause, cluster
+    cdef public object tracking, pause, cluster, faults
     cdef public Stats stats
     cdef public Config config
 
 cdef class ClientProtocol:
     cdef public object transport, pending
     cdef public object _transport_closing, _transport_write, _transport_buffered, outbox, echo
+    cdef public object held
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser

@@ -8,7 +8,7 @@ import os
 import socket
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import REDIS_VERSION, __version__, client_reply, dispatch, notifications, pause, resp
 from . import security
@@ -17,6 +17,9 @@ from .client import Client
 from .config import Config
 from .keyspace import Keyspace
 from .slowlog import SlowLog
+
+if TYPE_CHECKING:
+    from .faults import FaultInjector
 
 log = logging.getLogger("minired")
 
@@ -68,7 +71,8 @@ class Server:
                  "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
                  "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled", "monitors", "tracking", "pause", "cluster")
+                 "outbox_queue", "flush_scheduled", "monitors", "tracking", "pause", "cluster",
+                 "faults")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -113,6 +117,13 @@ class Server:
         self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
         notifications.configure(self)  # notify-keyspace-events given at start-up
 
+        # Fault rules (minired/faults.py) when started with fault-injection, None otherwise:
+        # dispatch asks it about every command, behind the same gate.
+        self.faults: FaultInjector | None = None
+        if self.config.get("fault-injection") == "yes":
+            from .faults import FaultInjector as _Injector  # (off: never imported)
+
+            self.faults = _Injector(self)
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 6379,
@@ -248,7 +259,7 @@ class ClientProtocol:
     compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
-                 "_transport_write", "_transport_buffered", "outbox", "echo")
+                 "_transport_write", "_transport_buffered", "outbox", "echo", "held")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -265,6 +276,8 @@ class ClientProtocol:
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
+        # A fault's DELAY: the timer that releases the output held in `outbox` (see _hold).
+        self.held: Any = None
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         server = self.server
         self.transport = transport  # type: ignore[assignment]
@@ -321,6 +334,9 @@ class ClientProtocol:
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its commands until it catches up.
+        if self.held is not None:
+            self.held.cancel()
+            self.held = None
         if self.transport is not None:
             self.transport.pause_reading()
 
@@ -404,15 +420,17 @@ class ClientProtocol:
             reply = dispatch.execute(client, argv)
             count += 1
             if type(reply) is Block:
-                if out:
-                    self._write(b"".join(out))
-                    out = []
-                server.blocking.block(client, reply, self._resume)
-                self.pending.extend(commands[count:])
+                self._block(reply, commands, count, out)
                 break
             # The protocol is read per reply: HELLO may switch it in the middle of a batch.
-            if client.reply_mode:  # CLIENT REPLY OFF or SKIP
-                if client_reply.encode_outgoing(client, reply, out):
+            if client.reply_mode:  # CLIENT REPLY OFF or SKIP, or a fault
+                if client.reply_mode & client_reply.DISRUPTED:
+                    if type(reply) is Block:  # a blocking command under a fault: it waits
+                        self._block(reply, commands, count, out)
+                        break
+                    self._disrupt(reply, out)
+                    client_reply.command_over(client)
+                elif client_reply.encode_outgoing(client, reply, out):
                     self.echo = None  # a silenced monitor's lines for its own command
             else:
                 resp.encode_into(reply, client.protocol, out)
@@ -434,6 +452,82 @@ class ClientProtocol:
     def _run_pending(self) -> None:
         batch = list(self.pending)
         self.pending.clear()
+    def _block(self, block: Block, commands: list, count: int, out: list) -> None:
+        """Park the client on a Block: the replies before it leave, the commands after it wait."""
+        if out:
+            self._write(b"".join(out))
+            out.clear()
+        self.server.blocking.block(self.client, block, self._resume)
+        self.pending.extend(commands[count:])
+
+    # --- faults (minired/faults.py) ------------------------------------------------------------
+
+    def _disrupt(self, reply: Any, out: list) -> None:
+        """Act on a fault's Disruption: append to `out` what of the reply leaves, hold the output
+        from there on, or mark the connection to close once `out` is written."""
+        client = self.client
+        client.reply_mode &= ~client_reply.DISRUPTED
+        if type(reply) is not client_reply.Disruption:
+            # Client tracking may have put its own messages after it: they are dropped with it.
+            if type(reply) is resp.Replies and reply and \
+                    type(reply[0]) is client_reply.Disruption:
+                reply = reply[0]
+            else:
+                resp.encode_into(reply, client.protocol, out)
+                return
+        if reply.hold_ms:
+            if out:
+                self._write(b"".join(out))
+                out.clear()
+            self._hold(reply.hold_ms)
+        if reply.send:
+            if reply.partial:
+                whole = resp.encode(reply, client.protocol)
+                out.append(whole[:max(1, len(whole) // 2)])
+            else:
+                resp.encode_into(reply, client.protocol, out)
+        if reply.close:
+            client.close_after_reply = True
+
+    def send_disrupted(self, reply: Any) -> None:
+        """A blocked command's reply under a fault (Client.send)."""
+        out: list = []
+        client = self.client
+        client.reply_mode |= client_reply.DISRUPTED
+        self._disrupt(reply, out)
+        if out:
+            self._write(b"".join(out))
+        if client.close_after_reply:
+            client.close()
+
+    def _hold(self, ms: int) -> None:
+        """Hold everything this connection writes for ms (from now, or from the end of a hold
+        already running, whichever is later): `outbox` collects it, out of the server's flush
+        queue, until the loop's timer releases it. Other connections are served meanwhile."""
+        server = self.server
+        loop = server.loop
+        if loop is None:
+            return  # driven in-process: there is no loop to wait on
+        when = loop.time() + ms / 1000
+        if self.held is not None:
+            when = max(when, self.held.when())
+            self.held.cancel()
+        else:
+            self.flush()  # replies already waiting for this pass leave first
+            try:
+                server.outbox_queue.remove(self)
+            except ValueError:
+                pass
+            self.outbox = []
+        self.held = loop.call_at(when, self._release)
+
+    def _release(self) -> None:
+        self.held = None
+        held = self.outbox
+        self.outbox = None
+        if held and self.client is not None and not self.client.closing:
+            self._write(b"".join(held))
+
         self._run(batch)
         if self.parser.error is not None and self.client.blocked is None and not self.pending:
             self._protocol_error(self.parser.error)

@@ -9,6 +9,7 @@ GROUPS = (
     "connection", "keys", "strings", "lists", "hashes", "sets", "zsets", "streams",
     "stream_groups", "pubsub", "transactions", "scripting", "server", "diagnostics", "clock",
     "sort", "bitfield", "geo", "hyperloglog", "client_tracking", "acl",
+    "faults",
     "replication", "modules",
     "cluster",
 )

@@ -367,6 +367,11 @@ class ScriptEngine:
                 if refusal is not None:
                     return self._refused(spec, refusal.encode())
             script_client = self.client
+            faults = self.server.faults  # fault injection: IN-SCRIPT rules (minired/faults.py)
+            if faults is not None:
+                injected = faults.in_script(run.caller, spec, argv, run.name)
+                if injected is not None:
+                    return self._refused(spec, lua_error_text(injected))
             reply = dispatch.call(script_client, spec, argv)
             kind = type(reply)
             if kind is bytes or kind is int:

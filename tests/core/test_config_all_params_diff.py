@@ -11,6 +11,7 @@ from tests.support.respclient import Err
 # In one server's CONFIG GET '*' and not the other's.
 _NOT_IN_BOTH = {
     "time-control": "minired's own (MINIRED ADVANCE clock control)",
+    "fault-injection": "minired's own (MINIRED FAULT fault injection)",
 }
 
 # Defaults that depend on how each server of the suite was started, not on the parameter.

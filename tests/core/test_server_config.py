@@ -8,9 +8,9 @@ from minired.embed import EmbeddedServer
 from tests.support.respclient import Err, Map, RawClient
 
 # Parameters whose value depends on how each server was started, not on defaults.
-_STARTUP_DEPENDENT = {"port", "bind", "dir", "time-control", "save", "appendfilename",
-                      "enable-debug-command", "loglevel"}
-_REDIS_HAS_NOT = {"time-control"}
+_STARTUP_DEPENDENT = {"port", "bind", "dir", "time-control", "fault-injection", "save",
+                      "appendfilename", "enable-debug-command", "loglevel"}
+_REDIS_HAS_NOT = {"time-control", "fault-injection"}
 
 
 @pytest.fixture
