@@ -10,9 +10,9 @@ MINIRED CLUSTER commands (commands/cluster.py), which exist so that clients' han
 redirections and of a down cluster can be tested.
 
 Dispatch asks `ClusterNode.route` about every command once cluster mode is on (the same
-one-flag gate as tracking, CLIENT PAUSE and MONITOR), and the script engine asks
-`ClusterNode.script_refusal` about every redis.call; a server not in cluster mode never
-reaches this module.
+one-flag gate as tracking, CLIENT PAUSE and MONITOR; startup.start_cluster opens it), and the
+script engine asks `ClusterNode.script_refusal` about every redis.call; a server not in
+cluster mode never reaches this module.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import struct
 from binascii import crc_hqx
 from typing import TYPE_CHECKING, Any
 
-from . import dispatch, errors, pubsub
+from . import errors, pubsub
 
 if TYPE_CHECKING:
     from .client import Client
@@ -310,5 +310,4 @@ def form(servers: "list[Server]", control: bool = False) -> Cluster:
     for node in cluster.nodes:
         node.pubsub.peers = [other.pubsub for other in cluster.nodes if other is not node]
     cluster.assign_evenly()
-    dispatch.use_extras()
     return cluster

@@ -24,13 +24,19 @@ class EmbeddedServer:
     """A minired server running in a daemon thread of the current process."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", time_control: bool = False,
-                 use_uvloop: bool = True, fault_injection: bool = False, **config: Any) -> None:
+                 use_uvloop: bool = True, fault_injection: bool = False, cluster: int = 0,
+                 cluster_control: bool = False, **config: Any) -> None:
         self.host = host
         self.port = port
         self.use_uvloop = use_uvloop
         self.config = Config(bind=host, port=port, time_control=time_control,
                              fault_injection=fault_injection, **config)
         self.server: Any = None
+        # cluster=N: N masters on this thread's loop (minired/cluster.py), `server` the first;
+        # cluster_control allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER.
+        self.cluster = cluster
+        self.cluster_control = cluster_control
+        self.servers: list = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -38,7 +44,17 @@ class EmbeddedServer:
 
     @property
     def url(self) -> str:
+        """The server's URL; for a cluster, its first node's (a startup node for clients)."""
         return f"redis://{self.host}:{self.port}"
+
+    @property
+    def nodes(self) -> list[tuple[str, int]]:
+        """(host, port) of every node: the one server, or each master of a cluster."""
+        return [(server.host, server.port) for server in self.servers]
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"redis://{host}:{port}" for host, port in self.nodes]
 
     def start(self, timeout: float = 10.0) -> "EmbeddedServer":
         self._thread = threading.Thread(target=self._run, name=f"minired-{self.port}", daemon=True)
@@ -65,9 +81,17 @@ class EmbeddedServer:
         loop = self._loop = self._new_loop()
         asyncio.set_event_loop(loop)
         try:
-            self.server = prepare_server(Server(self.config))
-            loop.run_until_complete(self.server.start(self.host, self.port,
-                                                      self.config.get("unixsocket") or None))
+            if self.cluster:
+                from .startup import node_configs, start_cluster
+
+                self.servers = loop.run_until_complete(start_cluster(
+                    node_configs(self.config, self.cluster), self.host, self.cluster_control))
+                self.server = self.servers[0]
+            else:
+                self.server = prepare_server(Server(self.config))
+                loop.run_until_complete(self.server.start(self.host, self.port,
+                                                          self.config.get("unixsocket") or None))
+                self.servers = [self.server]
             self.port = self.server.port
         except BaseException as exc:  # reported to the thread that called start()
             self._error = exc
@@ -76,7 +100,8 @@ class EmbeddedServer:
             return
         self._ready.set()
         try:
-            loop.run_until_complete(self.server.serve_until_stopped())
+            loop.run_until_complete(asyncio.gather(
+                *(server.serve_until_stopped() for server in self.servers)))
         finally:
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
             for task in pending:
@@ -109,7 +134,8 @@ class EmbeddedServer:
         return self.call(self.server.clock.advance, ms)
 
     def flushall(self) -> None:
-        self.call(self.server.keyspace.flushall)
+        for server in self.servers:
+            self.call(server.keyspace.flushall)
 
     @property
     def faults(self) -> "Faults":
@@ -121,8 +147,12 @@ class EmbeddedServer:
     def stop(self, timeout: float = 5.0) -> None:
         if self._loop is not None and self.server is not None and self._thread is not None \
                 and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self.server.request_shutdown)
+            self._loop.call_soon_threadsafe(self._shutdown)
             self._thread.join(timeout)
+
+    def _shutdown(self) -> None:
+        for server in self.servers:
+            server.request_shutdown()
 
     def __enter__(self) -> "EmbeddedServer":
         return self.start()
@@ -217,10 +247,12 @@ class Faults:
 
 class SubprocessServer:
     """minired in a child process, started with `python -m minired --port 0`; the port is read
-    from its ready line."""
+    from its ready line. `cluster=N` starts a cluster of N masters (`--cluster N`): the line
+    names every node (`addresses`), and `port` is the first one's."""
 
     def __init__(self, *args: str, time_control: bool = False, host: str = "127.0.0.1",
-                 fault_injection: bool = False) -> None:
+                 fault_injection: bool = False, cluster: int = 0,
+                 cluster_control: bool = False) -> None:
         self.host = host
         self.port = 0
         self.args = list(args)
@@ -228,6 +260,11 @@ class SubprocessServer:
             self.args.append("--time-control")
         if fault_injection:
             self.args.append("--fault-injection")
+        if cluster:
+            self.args += ["--cluster", str(cluster)]
+        if cluster_control:
+            self.args.append("--cluster-control")
+        self.addresses: list[tuple[str, int]] = []
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -245,7 +282,12 @@ class SubprocessServer:
             if not line:
                 break
             if " ready on " in line:
-                self.port = int(line.split(" ready on ")[1].split()[0].rsplit(":", 1)[1])
+                for word in line.split(" ready on ")[1].split():
+                    host, _, port = word.rpartition(":")
+                    if not port.isdigit():
+                        break  # the addresses end where "(cluster of N masters)" or pid= start
+                    self.addresses.append((host, int(port)))
+                self.port = self.addresses[0][1]
                 return self
         self.stop()
         raise RuntimeError("minired subprocess did not report ready")

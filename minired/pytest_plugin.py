@@ -4,6 +4,8 @@
   its own process, so each has its own server on its own free port).
 - `minired_url`: its URL.
 - `minired_client`: a redis-py client on a database flushed before each test.
+- `minired_cluster`: a Redis Cluster of three masters in one in-process server (cluster mode,
+  MINIRED CLUSTER allowed), one per session.
 - `minired_faults`: the fixture server's fault injection (minired.embed.Faults); every rule is
   removed after the test.
 
@@ -68,3 +70,17 @@ def minired_faults(minired_server):
         yield faults
     finally:
         faults.reset()
+
+
+@pytest.fixture(scope="session")
+def minired_cluster() -> Iterator["EmbeddedServer"]:
+    """A Redis Cluster of three masters in this process (EmbeddedServer(cluster=3)), with
+    clock and cluster control: `url` is a startup node for RedisCluster.from_url, `nodes`
+    every (host, port). Its nodes' keys are flushed by `minired_cluster.flushall()`."""
+    from minired.embed import EmbeddedServer
+
+    server = EmbeddedServer(port=0, time_control=True, cluster=3, cluster_control=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()

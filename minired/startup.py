@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 
+from . import dispatch
 from .config import Config
 from .server import Server
 
@@ -56,4 +57,5 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False)
             server.request_shutdown()
         raise
     form(servers, control)
+    dispatch.use_extras()  # from now on dispatch asks each node about every command
     return servers
