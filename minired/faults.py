@@ -312,6 +312,15 @@ class FaultInjector:
             return None
         action = rule.action
         if action == "ERROR":
+            if spec.name == "exec" and spec.parent is None and c.multi is not None:
+                # The error as given, and the transaction discarded (nothing it queued runs,
+                # the client leaves MULTI), as Redis does for an EXEC it redirects (MOVED).
+                c.multi = None
+                c.multi_failed = False
+                c.unwatch_all()
+                spec.rejected_calls += 1
+                c.server.stats.count_error(rule.error)
+                return RedisError(rule.error)
             return dispatch._reject(c, spec, rule.error)
         if action == "STALL":
             time.sleep(rule.ms / 1000)  # the whole server stops: that is the point
