@@ -162,25 +162,21 @@ class EmbeddedServer:
 
 
 class FaultRule:
-    """A rule `Faults.add` made: `with` it to remove it at the end of the block."""
+    """A rule `Faults.add` made, with its counters (kept after COUNT removed it): `with` it to
+    remove it at the end of the block."""
 
-    def __init__(self, faults: "Faults", rule_id: int) -> None:
+    def __init__(self, faults: "Faults", rule: Any) -> None:
         self.faults = faults
-        self.id = rule_id
+        self._rule = rule  # minired.faults.Rule, updated on the server's loop
+        self.id = rule.id
 
     @property
     def matched(self) -> int:
-        return self._entry()[b"matched"]
+        return self._rule.matched
 
     @property
     def fired(self) -> int:
-        return self._entry()[b"fired"]
-
-    def _entry(self) -> dict:
-        for entry in self.faults.list():
-            if entry[b"id"] == self.id:
-                return entry
-        return {b"matched": 0, b"fired": 0}  # (removed: COUNT used up, or deleted)
+        return self._rule.fired
 
     def remove(self) -> bool:
         return self.faults.remove(self.id)
@@ -226,7 +222,7 @@ class Faults:
         if match:
             raise TypeError(f"unknown fault options {sorted(match)}")
         argv = [w if isinstance(w, bytes) else str(w).encode() for w in words]
-        return FaultRule(self, self._server.call(self._injector.add, argv).id)
+        return FaultRule(self, self._server.call(self._injector.add, argv))
 
     def list(self) -> list:
         return self._server.call(self._injector.entries)

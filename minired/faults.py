@@ -265,6 +265,8 @@ class FaultInjector:
     def start_loading(self, ms: int) -> None:
         """Answer every command not flagged `loading` with Redis's LOADING error for ms (0 ends
         the window)."""
+        if ms < 0:
+            raise RedisError(errors.FAULT_LOADING_MS)
         self.loading_until = time.monotonic() + ms / 1000 if ms > 0 else 0.0
         if ms > 0:
             dispatch.use_extras()
@@ -272,6 +274,8 @@ class FaultInjector:
     def kill_clients(self, kind: bytes | None = None, spare: "Client | None" = None) -> int:
         """Cut every connection (of a type: normal or pubsub), as a restart does, except
         `spare` (the client asking); returns how many were cut."""
+        if kind is not None and kind not in (b"normal", b"pubsub"):
+            raise RedisError(errors.FAULT_KILL_TYPE)
         killed = 0
         for client in list(self.server.clients.values()):
             if client is spare or client.closing:

@@ -14,6 +14,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from minired.embed import EmbeddedServer, SubprocessServer
+from minired.errors import RedisError as MiniredError
 from tests.support.respclient import Err, RawClient
 
 pytest_plugins = ("pytester",)
@@ -510,6 +511,14 @@ def test_python_api_rules_are_context_managers(srv):
             r.eval("return redis.call('set', 'a', '1')", 0)
     with pytest.raises(TypeError):
         srv.faults.add("DROP", colour="red")
+    with pytest.raises(MiniredError, match="TYPE"):
+        srv.faults.kill_clients("replica")
+    with pytest.raises(MiniredError, match="ms >= 0"):
+        srv.faults.loading(-1)
+    with srv.faults.add("DROP", command="blmove", count=1) as rule:
+        with pytest.raises(redis.ConnectionError):
+            r.blmove("src", "dst", 0.1)
+        assert (rule.matched, rule.fired) == (1, 1)  # kept after COUNT removed the rule
 
 
 def test_pytest_fixture(pytester):
