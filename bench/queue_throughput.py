@@ -240,7 +240,7 @@ def verify(client: redis.Redis, queue: Queue, ids: list[str], reports: list) -> 
     """Every job completed exactly once, checked on the server and against what handlers saw."""
     jobs, problems = len(ids), []
     counts = queue.counts()
-    if counts != {"wait": 0, "active": 0, "delayed": 0, "completed": jobs, "failed": 0}:
+    if counts != {"wait": 0, "prioritized": 0, "active": 0, "delayed": 0, "completed": jobs, "failed": 0}:
         problems.append(f"counts {counts}")
     if {text(m) for m in client.zrange(queue.keys.completed, 0, -1)} != set(ids):
         problems.append("the completed set is not exactly the ids added")

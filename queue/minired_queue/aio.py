@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import threading
 import time
 from typing import Any, Callable
 
@@ -29,6 +30,33 @@ from .transitions import DEFAULT_EVENTS_CAP, SweepResult
 log = logging.getLogger(__name__)
 
 __all__ = ["AsyncActiveJob", "AsyncWorker"]
+
+
+def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
+    """Run ``fn`` in a daemon thread of its own. Not the loop's default executor: a plain
+    handler still running after its job was released at shutdown must not keep the
+    process alive (asyncio.run waits for the executor's threads), as the threaded
+    worker's daemon threads do not."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():
+            outcome()
+
+    def target() -> None:
+        try:
+            result = fn(*args)
+            outcome = lambda: future.set_result(result)  # noqa: E731
+        except BaseException as exc:  # handed to the awaiting task, as to_thread would
+            outcome = lambda: future.set_exception(exc)  # noqa: E731
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the loop is gone: the worker stopped and released the job
+            pass
+
+    threading.Thread(target=target, name=f"handler-{getattr(args[0], 'id', '')}", daemon=True).start()
+    return future
 
 
 class AsyncWorker:
@@ -68,7 +96,8 @@ class AsyncWorker:
         reconnect = Reconnect()
         try:
             while not self._stopping.is_set():
-                await slots.acquire()
+                if not await self._slot_or_stop(slots):
+                    break
                 active = None
                 try:
                     active = await self._fetch()
@@ -96,6 +125,24 @@ class AsyncWorker:
             maintenance.cancel()
             await asyncio.gather(maintenance, *filter(None, [self._wake_task]), return_exceptions=True)
             await self.client.delete(self.keys.wake(self.id))
+
+    async def _slot_or_stop(self, slots: asyncio.Semaphore) -> bool:
+        """Wait for a free slot; False if stopping came first (with every slot busy, the
+        loop must still notice a stop, or a SIGTERM would wait for a job to end)."""
+        acquire = asyncio.ensure_future(slots.acquire())
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait({acquire, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not acquire.done():
+            acquire.cancel()
+        try:
+            await acquire
+        except asyncio.CancelledError:
+            return False
+        if self._stopping.is_set():
+            slots.release()
+            return False
+        return True
 
     def stop(self) -> None:
         """Stop fetching; in-flight jobs get ``shutdown_grace_s`` to finish, then are released."""
@@ -125,7 +172,7 @@ class AsyncWorker:
                 if self.handler_is_async:
                     result = await self.handler(active)
                 else:
-                    result = plain_result(await asyncio.to_thread(self.handler, active))
+                    result = plain_result(await _in_daemon_thread(self.handler, active))
             except Exception as exc:
                 await drive_async(self.core.record_failure(active, exc), self.client)
             else:

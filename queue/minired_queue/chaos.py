@@ -1,8 +1,10 @@
 """A crash harness: real worker processes killed with SIGKILL mid-job while a queue drains.
 
 Shared by the demo (``minired-queue demo``), the crash test and ``bench/queue_crash.py``.
-Worker processes alternate between the threaded and the asyncio worker. Every job's
-handler applies two effects half-way through its work:
+Worker processes rotate between the threaded worker, the asyncio worker with an async
+handler, and the asyncio worker with a plain handler (run in a thread with synchronous
+calls). Optionally the queue also has priorities, a rate limit and a repeatable job in
+the mix. Every job's handler applies two effects half-way through its work:
 
 * a guarded one (``apply_once``: dedup marker and write in one script), counted per job
   in ``<queue>:chaos:guarded``;
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .connection import connect
-from .job import JobSpec, text
+from .job import STATES, JobSpec, text
 from .keys import QueueKeys
 from .queue import Queue
 from .transitions import RedisOp
@@ -74,10 +76,13 @@ class ChaosConfig:
     # A job may be hit by several kills in a row; this harness is about loss and
     # duplication, not the stall limit, so it tolerates many stalls.
     max_stalled: int = 50
-    # Worker processes alternate between these, so both workers face the same kills.
-    flavours: tuple[str, ...] = ("threads", "asyncio")
+    # Worker processes rotate between these, so every kind of worker faces the kills.
+    flavours: tuple[str, ...] = ("threads", "asyncio", "asyncio-plain")
     time_limit_s: float = 120.0
     seed: int | None = None
+    priorities: bool = False  # jobs get random priorities 0..3
+    rate_limit: tuple[int, int] | None = None  # (jobs, per window ms) for the whole queue
+    repeat_every_ms: int | None = None  # a repeatable job ticking while the kills go on
 
 
 @dataclass
@@ -93,6 +98,18 @@ class ChaosReport:
     stalled_recovered: int
     elapsed_s: float
     events: list[str] = field(default_factory=list)
+    repeat_instances: list[str] = field(default_factory=list)  # completed
+    repeat_unfinished: list[str] = field(default_factory=list)  # made but not completed
+
+    @property
+    def lost_nothing(self) -> bool:
+        return not self.missing and self.failed == 0 and not self.repeat_unfinished
+
+    @property
+    def effects_once(self) -> bool:
+        """The guarded effect ran exactly once for every job and every repeat instance."""
+        expected = self.jobs + len(self.repeat_instances)
+        return len(self.guarded_counts) == expected and set(self.guarded_counts.values()) <= {1}
 
     @property
     def redeliveries(self) -> int:
@@ -122,6 +139,9 @@ class ChaosReport:
             f"completed                     {self.completed}   (failed {self.failed}, lost {lost})",
             f"deliveries                    {self.deliveries}   ({self.redeliveries} redeliveries)",
             f"stalled jobs recovered        {self.stalled_recovered}   (by the sweep)",
+            *([f"repeatable instances          {len(self.repeat_instances)} completed, "
+               f"{len(self.repeat_unfinished)} unfinished"] if self.repeat_instances or self.repeat_unfinished
+              else []),
             f"effect with dedup marker      {self.guarded_total} applications, "
             f"{self.guarded_duplicates} duplicates",
             f"effect without dedup marker   {self.unguarded_total} applications, "
@@ -139,10 +159,10 @@ class WorkerProcesses:
 
     def spawn(self) -> subprocess.Popen:
         c = self.config
-        use_asyncio = c.flavours[len(self.procs) % len(c.flavours)] == "asyncio"
-        handler = f"{__name__}:{'async_effect_handler' if use_asyncio else 'effect_handler'}"
+        flavour = c.flavours[len(self.procs) % len(c.flavours)]
+        handler = f"{__name__}:{'async_effect_handler' if flavour == 'asyncio' else 'effect_handler'}"
         args = [sys.executable, "-m", "minired_queue.cli", "--url", c.url, *(["--cluster"] if c.cluster else []),
-                "worker", c.queue, handler, *(["--asyncio"] if use_asyncio else []),
+                "worker", c.queue, handler, *(["--asyncio"] if flavour.startswith("asyncio") else []),
                 "--concurrency", str(c.concurrency),
                 "--lock-ttl-ms", str(c.lock_ttl_ms), "--sweep-interval", str(c.sweep_interval_s),
                 "--max-stalled", str(c.max_stalled),
@@ -185,9 +205,26 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
     client = connect(config.url, cluster=config.cluster)
     queue = Queue(config.queue, client)
     started = time.monotonic()
-    queue.add_many(JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"job-{n}")
+    if config.rate_limit:
+        queue.configure(rate_max=config.rate_limit[0], rate_duration_ms=config.rate_limit[1])
+        say(f"rate limit: {config.rate_limit[0]} jobs per {config.rate_limit[1]} ms")
+    if config.repeat_every_ms:
+        queue.add_repeatable("chaos-tick", {"work_ms": config.work_ms[0]}, every_ms=config.repeat_every_ms,
+                             priority=1 if config.priorities else 0)
+        say(f"repeatable job every {config.repeat_every_ms} ms")
+    queue.add_many(JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"job-{n}",
+                           priority=rng.randint(0, 3) if config.priorities else 0)
                    for n in range(config.jobs))
-    say(f"added {config.jobs} jobs to {config.queue!r}")
+    say(f"added {config.jobs} jobs to {config.queue!r}{' with priorities 0-3' if config.priorities else ''}")
+    ids = [f"job-{n}" for n in range(config.jobs)]
+
+    def all_finished() -> bool:
+        pipe = client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.zscore(queue.keys.completed, job_id)
+            pipe.zscore(queue.keys.failed, job_id)
+        replies = pipe.execute()
+        return all(a is not None or b is not None for a, b in zip(replies[0::2], replies[1::2]))
 
     workers = WorkerProcesses(config)
     for _ in range(config.workers):
@@ -198,7 +235,7 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
     try:
         while time.monotonic() < deadline:
             counts = queue.counts()
-            if counts["completed"] + counts["failed"] >= config.jobs:
+            if counts["completed"] + counts["failed"] >= config.jobs and all_finished():
                 break
             time.sleep(rng.uniform(*config.kill_interval_s))
             if kills < config.kills:
@@ -211,11 +248,21 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
                     workers.spawn()
                     events.append(f"SIGKILL worker pid {victim.pid} mid-job; replacement started")
                     say(events[-1])
+        if config.repeat_every_ms:
+            # Stop the ticks, then let the instances already made finish.
+            queue.remove_repeatable("chaos-tick")
+            while time.monotonic() < deadline and sum(
+                    n for state, n in queue.counts().items() if state not in ("completed", "failed")):
+                time.sleep(0.05)
     finally:
         workers.stop_all()
     elapsed = time.monotonic() - started
 
-    ids = [f"job-{n}" for n in range(config.jobs)]
+    placed = {state: [text(i) for i in (client.lrange(getattr(queue.keys, state), 0, -1) if state in (
+        "wait", "active") else client.zrange(getattr(queue.keys, state), 0, -1))] for state in STATES}
+    repeat_done = [i for i in placed["completed"] if i.startswith("repeat:")]
+    repeat_open = [i for state, found in placed.items() if state != "completed" for i in found
+                   if i.startswith("repeat:")]
     pipe = client.pipeline(transaction=False)
     for job_id in ids:
         pipe.zscore(queue.keys.completed, job_id)
@@ -235,6 +282,8 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
         stalled_recovered=queue.metrics().get("stalled", 0),
         elapsed_s=elapsed,
         events=events,
+        repeat_instances=repeat_done,
+        repeat_unfinished=repeat_open,
     )
     client.close()
     return report

@@ -71,8 +71,8 @@ def main(args: argparse.Namespace) -> int:
     print()
     print(report.summary())
     print()
-    lost_none = not report.missing and report.failed == 0
-    once = report.guarded_duplicates == 0 and len(report.guarded_counts) == report.jobs
+    lost_none = report.lost_nothing
+    once = report.effects_once
     print(f"never lost:         {'YES' if lost_none else 'NO'} - every job reached completed")
     print(f"never stuck:        {'YES' if report.stalled_recovered or not report.kills else 'NO'} - "
           f"{report.stalled_recovered} job(s) of killed workers went back to wait through the sweep")

@@ -135,7 +135,7 @@ class Queue:
     def metrics(self) -> dict[str, int]:
         """Monotonic counters (added, completed, failed, retried, stalled, removed) and the
         processing-time histogram (``ms_le_<bound>``, ``ms_sum``, ``ms_count``)."""
-        return {text(k): int(v) for k, v in self.client.hgetall(self.keys.metrics).items()}
+        return _with_count({text(k): int(v) for k, v in self.client.hgetall(self.keys.metrics).items()})
 
     def record_depth(self) -> int:
         """How many jobs are ready to run (wait + prioritized), noted in the history as the
@@ -336,8 +336,15 @@ def _history_rows(raw: dict, minutes: int) -> list[dict[str, int]]:
         if match:
             minute = int(match.group("minute"))
             rows.setdefault(minute, {"minute": minute})[match.group("name")] = int(value)
-    ordered = [rows[m] for m in sorted(rows)]
+    ordered = [_with_count(rows[m]) for m in sorted(rows)]
     if ordered and minutes > 0:
         newest = ordered[-1]["minute"]
         ordered = [row for row in ordered if row["minute"] > newest - minutes]
     return ordered
+
+
+def _with_count(counters: dict[str, int]) -> dict[str, int]:
+    """Add ``ms_count``, the histogram's total: the scripts store only its buckets."""
+    if any(name.startswith("ms_le_") for name in counters):
+        counters["ms_count"] = sum(v for name, v in counters.items() if name.startswith("ms_le_"))
+    return counters

@@ -35,6 +35,7 @@ def placement(queue: Queue) -> dict[str, list[str]]:
     client, keys = queue.client, queue.keys
     return {
         "wait": [text(i) for i in client.lrange(keys.wait, 0, -1)],
+        "prioritized": [text(i) for i in client.zrange(keys.prioritized, 0, -1)],
         "active": [text(i) for i in client.lrange(keys.active, 0, -1)],
         "delayed": [text(i) for i in client.zrange(keys.delayed, 0, -1)],
         "completed": [text(i) for i in client.zrange(keys.completed, 0, -1)],

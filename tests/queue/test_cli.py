@@ -103,10 +103,22 @@ def test_worker_command_processes_jobs_and_stops_on_sigterm(backend, queue, flav
             proc.wait()
 
 
-def test_sigterm_finishes_the_in_flight_job_within_the_grace_period(backend, queue):
+SLEEPERS = {"threads": "tests.queue.handlers:sleep_then_echo",
+            "asyncio": "tests.queue.handlers:async_sleep_then_echo",
+            "asyncio-plain": "tests.queue.handlers:sleep_then_echo"}  # a plain handler in a thread
+
+
+def _sleeper(backend, queue, flavour: str, *extra: str) -> subprocess.Popen:
+    return _worker(backend, queue, SLEEPERS[flavour], *(["--asyncio"] if flavour != "threads" else []), *extra)
+
+
+@pytest.mark.parametrize("flavour", sorted(SLEEPERS))
+def test_sigterm_finishes_the_in_flight_job_within_the_grace_period(backend, queue, flavour):
     job_id = queue.add({"sleep": 0.5})
-    proc = _worker(backend, queue, "tests.queue.handlers:sleep_then_echo", "--grace", "5")
+    proc = _sleeper(backend, queue, flavour, "--grace", "5")
     try:
+        # Both workers say they are ready and, on stopping, what they did (issue 25: the
+        # asyncio one said nothing).
         assert proc.stdout.readline().startswith("worker ")
         assert proc.stdout.readline().strip() == f"started {job_id}"
         proc.send_signal(signal.SIGTERM)
@@ -114,28 +126,91 @@ def test_sigterm_finishes_the_in_flight_job_within_the_grace_period(backend, que
         assert proc.wait(10) == 0
         assert time.monotonic() - stopped_at < 5
         assert queue.get_job(job_id).state == "completed"
-        assert '"completed": 1' in proc.stdout.read()
+        summary = json.loads(proc.stdout.read().strip().split("stopped: ", 1)[1])
+        assert summary["completed"] == 1 and summary["refused"] == 0 and "lost" not in summary
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
 
 
-def test_sigterm_past_the_grace_period_releases_the_job(backend, queue):
+@pytest.mark.parametrize("flavour", sorted(SLEEPERS))
+def test_sigterm_past_the_grace_period_releases_the_job(backend, queue, flavour):
     job_id = queue.add({"sleep": 30})
-    proc = _worker(backend, queue, "tests.queue.handlers:sleep_then_echo", "--grace", "0.2")
+    proc = _sleeper(backend, queue, flavour, "--grace", "0.2")
     try:
         proc.stdout.readline()
         assert proc.stdout.readline().strip() == f"started {job_id}"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
         job = queue.get_job(job_id)
-        assert job.state == "wait" and job.attempts_made == 0
+        # Released at once, for another worker: back in wait, no attempt counted.
+        assert job.state == "wait" and job.attempts_made == 0 and queue.counts()["active"] == 0
         assert '"released": 1' in proc.stdout.read()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_handler_module_in_the_current_directory_is_found(backend, queue, tmp_path):
+    """Issue 25 finding 2: run as an installed console script, whose sys.path holds its own
+    directory and not the current one, the CLI could not import myapp.jobs."""
+    app = tmp_path / "app"
+    (app / "myapp").mkdir(parents=True)
+    (app / "myapp" / "__init__.py").write_text("")
+    (app / "myapp" / "jobs.py").write_text("def send(job):\n    return 'sent ' + job.id\n")
+    launcher = tmp_path / "bin" / "minired-queue"
+    launcher.parent.mkdir()
+    launcher.write_text("import sys\nfrom minired_queue.cli import main\nsys.exit(main())\n")
+    job_id = queue.add({"to": "a@example.com"})
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'queue'}{os.pathsep}{ROOT}"}
+    done = subprocess.run([sys.executable, str(launcher), *_cli(backend, "worker", queue.name, "myapp.jobs:send",
+                                                                 "--burst", "--block-timeout", "1")],
+                          cwd=app, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert queue.get_job(job_id).return_value == f"sent {job_id}"
+    assert "ready" in done.stdout and '"completed": 1' in done.stdout
+
+
+def test_worker_command_refuses_an_async_handler_without_asyncio(backend, queue):
+    done = subprocess.run([sys.executable, "-m", "minired_queue.cli",
+                           *_cli(backend, "worker", queue.name, "tests.queue.handlers:async_echo", "--burst")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "coroutine function" in done.stderr and "--asyncio" in done.stderr
+
+
+def test_sweep_uses_the_stall_limit_stored_with_the_queue(backend, queue, clock, capsys):
+    """Issue 25 finding 4: the CLI's sweep applied its own max_stalled=1 and dead-lettered a
+    job the workers' setting would have retried."""
+    queue.configure(max_stalled=2)
+    job_id = queue.add({"n": 1})
+    for stall in (1, 2, 3):
+        take(queue, token=f"dead:{stall}", lock_ttl_ms=clock.span(40))
+        clock.advance(clock.span(80))
+        main(_cli(backend, "sweep", queue.name))
+        out = capsys.readouterr().out
+        assert (f"recovered {job_id}" in out) == (stall <= 2) and (f"failed    {job_id}" in out) == (stall == 3)
+    assert queue.get_job(job_id).state == "failed"
+
+
+def test_configure_repeat_and_metrics_commands(backend, queue, capsys):
+    main(_cli(backend, "configure", queue.name, "concurrency=4", "rate_max=10", "rate-duration-ms=2000"))
+    assert json.loads(capsys.readouterr().out) == {"concurrency": 4, "rate_max": 10, "rate_duration_ms": 2000,
+                                                   "max_stalled": 1}
+    main(_cli(backend, "configure", queue.name, "concurrency=none"))
+    assert "concurrency" not in json.loads(capsys.readouterr().out)
+    with pytest.raises(SystemExit):
+        main(_cli(backend, "configure", queue.name, "concurrency=lots"))
+    queue.add_repeatable("nightly", cron="0 3 * * *", tz="Europe/Paris")
+    main(_cli(backend, "repeat", queue.name))
+    assert "nightly  cron '0 3 * * *' Europe/Paris" in capsys.readouterr().out
+    main(_cli(backend, "repeat", queue.name, "--remove", "nightly"))
+    assert capsys.readouterr().out.strip() == "removed"
+    queue.add({"n": 1}, priority=3)
+    main(_cli(backend, "metrics", queue.name))
+    out = capsys.readouterr().out
+    assert f'minired_queue_jobs{{queue="{queue.name}",state="prioritized"}} 1' in out
 
 
 def test_demo_reports_the_guarantees(backend, capsys):

@@ -1,7 +1,8 @@
-"""The crash test: real worker processes (threaded and asyncio, alternating) SIGKILLed at
-random moments while ~2,000 jobs drain. Nothing may be lost, every job must complete, and
-the guarded effect must be applied exactly once per job. A longer run:
-``python bench/queue_crash.py``."""
+"""The crash test: real worker processes (threaded, asyncio with an async handler, asyncio
+with a plain handler, in turn) SIGKILLed at random moments while ~2,000 jobs drain, with
+priorities, a queue-wide rate limit and a repeatable job in the mix. Nothing may be lost,
+every job and every repeat instance must complete, and the guarded effect must be applied
+exactly once per job. A longer run: ``python bench/queue_crash.py``."""
 from __future__ import annotations
 
 import random
@@ -13,14 +14,20 @@ from minired_queue.queue import Queue
 def test_sigkilled_workers_lose_nothing_and_effects_happen_once(backend, client, queue_name, capsys):
     seed = random.randrange(2**32)
     report = run_chaos(ChaosConfig(url=backend.url, cluster=backend.cluster, queue=queue_name, jobs=2000,
-                                   workers=3, concurrency=3, kills=6, time_limit_s=90, seed=seed))
+                                   workers=3, concurrency=3, kills=6, time_limit_s=90, seed=seed,
+                                   priorities=True, rate_limit=(150, 100), repeat_every_ms=50))
     with capsys.disabled():  # the redelivery count is part of the result: always show it
         print(f"\n[{backend.kind}] crash test (seed {seed}):\n{report.summary()}")
     assert report.kills >= 3, "too few kills landed mid-job for the test to mean anything"
     assert report.missing == [] and report.failed == 0 and report.completed == 2000
+    assert report.repeat_unfinished == [] and len(report.repeat_instances) >= 3 and report.lost_nothing
     # Each victim held at least one job, which had to come back through the sweep.
     assert report.redeliveries >= report.kills and report.stalled_recovered >= report.kills
-    assert len(report.guarded_counts) == 2000 and set(report.guarded_counts.values()) == {1}
+    # Every job and repeat instance (the asyncio workers' plain handlers included) applied its
+    # guarded effect, and exactly once.
+    assert len(report.guarded_counts) == 2000 + len(report.repeat_instances)
+    assert set(report.guarded_counts.values()) == {1} and report.effects_once
     assert report.unguarded_total >= 2000  # without the marker, redeliveries may repeat it
     counts = Queue(queue_name, client).counts()
-    assert counts == {"wait": 0, "prioritized": 0, "active": 0, "delayed": 0, "completed": 2000, "failed": 0}
+    assert counts == {"wait": 0, "prioritized": 0, "active": 0, "delayed": 0,
+                      "completed": 2000 + len(report.repeat_instances), "failed": 0}

@@ -2,8 +2,8 @@
 --
 -- Totals (metrics hash, never reset): the outcome's counter, and the processing time
 -- histogram: `ms_le_<bound>` counts attempts that took at most <bound> ms and more than
--- the bound before it (not cumulative; Prometheus export adds them up), `ms_sum`,
--- `ms_count`. History (one hash): the same per minute of server time, fields
+-- the bound before it (not cumulative; Prometheus export adds them up; their sum is the
+-- count, not stored: one write less per job), `ms_sum`. History (one hash): the same per minute of server time, fields
 -- `<minute>:<name>` (and `<minute>:waiting`, the ready depth recordDepth samples); field
 -- `first` is the oldest minute kept, and minutes older than
 -- HISTORY_MINUTES are deleted as new ones start, so the hash stays bounded.
@@ -55,10 +55,8 @@ local function recordFinish(metricsKey, historyKey, now, outcome, durationMs)
     local bucket = durationField(durationMs)
     redis.call('HINCRBY', metricsKey, bucket, 1)
     redis.call('HINCRBY', metricsKey, 'ms_sum', durationMs)
-    redis.call('HINCRBY', metricsKey, 'ms_count', 1)
     redis.call('HINCRBY', historyKey, minute .. bucket, 1)
     redis.call('HINCRBY', historyKey, minute .. 'ms_sum', durationMs)
-    redis.call('HINCRBY', historyKey, minute .. 'ms_count', 1)
   end
 end
 
