@@ -44,6 +44,7 @@ from . import dispatch, errors, rdb_file
 from .blocking import Block
 from .client import Client
 from .errors import RedisError
+from .rdb import COMPRESS_IN_FILES, NO_COMPRESSION
 from .rdb_file import RdbError
 
 if TYPE_CHECKING:
@@ -568,7 +569,8 @@ class Persistence:
         return rdb_file.save_chunks(
             server.keyspace, self._function_codes(), int(time.time()),
             server.memory.used(),
-            compress=self.config.get("rdbcompression") == "yes",
+            compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
+                           else NO_COMPRESSION),
             checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base)
 
     def save(self, shutting_down: bool = False) -> None:

@@ -118,9 +118,17 @@ def encode_length(n: int) -> bytes:
     return b"\x81" + struct.pack(">Q", n)
 
 
-def encode_string(value: bytes, compress: bool = True) -> bytes:
-    """rdbSaveRawString: short decimal integers in the int encodings, strings over 20 bytes
-    LZF-compressed when that saves at least four bytes."""
+# encode_string's compress_from: from which length strings are LZF-compressed.
+COMPRESS_AS_REDIS = 21  # rdbSaveRawString's: every string over 20 bytes (DUMP payloads)
+# Files: pure-Python LZF costs ~20 us per short string, and saving a few bytes of a short one
+# is not worth it (a save of 200k short keys took 4.6 s instead of 0.6 s). Redis reads both.
+COMPRESS_IN_FILES = 256
+NO_COMPRESSION = 1 << 62
+
+
+def encode_string(value: bytes, compress_from: int = COMPRESS_AS_REDIS) -> bytes:
+    """rdbSaveRawString: short decimal integers in the int encodings, strings of compress_from
+    bytes or more (and over 20) LZF-compressed when that saves at least four bytes."""
     size = len(value)
     if size <= 11:
         number = string2ll(value)
@@ -130,7 +138,7 @@ def encode_string(value: bytes, compress: bool = True) -> bytes:
             if -(1 << 15) <= number < 1 << 15:
                 return bytes((0xC0 | ENC_INT16,)) + struct.pack("<h", number)
             return bytes((0xC0 | ENC_INT32,)) + struct.pack("<i", number)
-    elif compress and size > 20:
+    elif size >= compress_from and size > 20:
         packed = lzf.compress(value, size - 4)
         if packed is not None:
             return (bytes((0xC0 | ENC_LZF,)) + encode_length(len(packed)) + encode_length(size)
@@ -484,11 +492,11 @@ def _node_listpack(node: StreamNode) -> bytes:
     return listpack(items)
 
 
-def _encode_stream(stream: Stream, compress: bool) -> bytes:
+def _encode_stream(stream: Stream, compress_from: int) -> bytes:
     out = [encode_length(len(stream.nodes))]
     for node in stream.nodes:
-        out.append(encode_string(_encode_id(node.master_id), compress))
-        out.append(encode_string(_node_listpack(node), compress))
+        out.append(encode_string(_encode_id(node.master_id), compress_from))
+        out.append(encode_string(_node_listpack(node), compress_from))
     out.append(encode_length(stream.length))
     for stream_id in (stream.last_id, stream.first_id, stream.max_deleted_id):
         out.append(encode_length(stream_id[0]))
@@ -497,7 +505,7 @@ def _encode_stream(stream: Stream, compress: bool) -> bytes:
     groups = sorted(stream.groups.items())  # Redis walks its radix tree: by name
     out.append(encode_length(len(groups)))
     for name, group in groups:
-        out.append(encode_string(name, compress))
+        out.append(encode_string(name, compress_from))
         out.append(encode_length(group.last_id[0]))
         out.append(encode_length(group.last_id[1]))
         out.append(encode_length(_U64 if group.entries_read is None else group.entries_read))
@@ -508,7 +516,7 @@ def _encode_stream(stream: Stream, compress: bool) -> bytes:
         consumers = group.sorted_consumers()
         out.append(encode_length(len(consumers)))
         for consumer in consumers:
-            out.append(encode_string(consumer.name, compress))
+            out.append(encode_string(consumer.name, compress_from))
             out.append(_encode_ms(consumer.seen_time))
             out.append(encode_length(len(consumer.pending)))
             out.extend(_encode_id(stream_id) for stream_id in consumer.pending)
@@ -619,37 +627,37 @@ def _decode_stream(reader: Reader, version_2: bool) -> Stream:
 
 # --- values --------------------------------------------------------------------------------------
 
-def _encode_elements(rdb_type: int, items, compress: bool) -> bytes:
+def _encode_elements(rdb_type: int, items, compress_from: int) -> bytes:
     items = list(items)
     return (bytes((rdb_type,)) + encode_length(len(items))
-            + b"".join([encode_string(item, compress) for item in items]))
+            + b"".join([encode_string(item, compress_from) for item in items]))
 
 
-def encode_value(value: Any, compress: bool = True) -> bytes:
+def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS) -> bytes:
     """The type byte and the RDB encoding of a value; TypeError for a type RDB cannot hold."""
     kind = type(value)
     if kind is bytes:
-        return bytes((TYPE_STRING,)) + encode_string(value, compress)
+        return bytes((TYPE_STRING,)) + encode_string(value, compress_from)
     if kind is deque:
-        return _encode_elements(TYPE_LIST, value, compress)
+        return _encode_elements(TYPE_LIST, value, compress_from)
     if kind is set:
-        return _encode_elements(TYPE_SET, value, compress)
+        return _encode_elements(TYPE_SET, value, compress_from)
     if kind is dict:
         out = [bytes((TYPE_HASH,)), encode_length(len(value))]
         for field, item in value.items():
-            out.append(encode_string(field, compress))
-            out.append(encode_string(item, compress))
+            out.append(encode_string(field, compress_from))
+            out.append(encode_string(item, compress_from))
         return b"".join(out)
     if kind is ZSet:
         # Greatest first, as Redis saves a skiplist (its loader then always inserts at the head).
         out = [bytes((TYPE_ZSET_2,)), encode_length(len(value))]
         pack = struct.Struct("<d").pack
         for score, member in reversed(value.order):
-            out.append(encode_string(member, compress))
+            out.append(encode_string(member, compress_from))
             out.append(pack(score))
         return b"".join(out)
     if kind is Stream:
-        return bytes((TYPE_STREAM_LISTPACKS_2,)) + _encode_stream(value, compress)
+        return bytes((TYPE_STREAM_LISTPACKS_2,)) + _encode_stream(value, compress_from)
     raise TypeError(type_name(value))
 
 

@@ -12,7 +12,7 @@ import struct
 from typing import TYPE_CHECKING, Iterator
 
 from . import REDIS_VERSION
-from .rdb import (EOF_MESSAGE, OBJECT_TYPES, RDB_VERSION, BadData, EmptyKey, Reader, crc64,
+from .rdb import (COMPRESS_IN_FILES, EOF_MESSAGE, OBJECT_TYPES, RDB_VERSION, BadData, EmptyKey, Reader, crc64,
                   decode_object, encode_length, encode_string, encode_value, seal)
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def _aux(name: bytes, value: bytes) -> bytes:
 
 
 def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_memory: int,
-                compress: bool = True, checksum: bool = True, aof_base: bool = False
+                compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False
                 ) -> Iterator[bytes]:
     """The file in pieces of ~64 KB, its checksum last (rdbSaveRio). Values are read as they
     are: the caller holds the keyspace still (a forked child, or the event loop itself)."""
@@ -181,7 +181,7 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
            _aux(b"used-mem", b"%d" % used_memory),
            _aux(b"aof-base", b"1" if aof_base else b"0")]
     for code in functions:
-        out.append(bytes((OPCODE_FUNCTION2,)) + encode_string(code, compress))
+        out.append(bytes((OPCODE_FUNCTION2,)) + encode_string(code, compress_from))
     size = sum(map(len, out))
     expiry_pack = struct.Struct("<q").pack
     for db in keyspace.dbs:
@@ -194,9 +194,9 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
                    + encode_length(len(expires)))
         for key, value in data.items():
             deadline = expires.get(key) if expires else None
-            body = encode_value(value, compress)
+            body = encode_value(value, compress_from)
             record = (bytes((OPCODE_EXPIRETIME_MS,)) + expiry_pack(deadline) if deadline is not None
-                      else b"") + body[:1] + encode_string(key, compress) + body[1:]
+                      else b"") + body[:1] + encode_string(key, compress_from) + body[1:]
             out.append(record)
             size += len(record)
             if size >= _CHUNK:

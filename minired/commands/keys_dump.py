@@ -9,7 +9,8 @@ from typing import Any
 from .. import errors
 from ..errors import RedisError
 from ..notifications import GENERIC, notify
-from ..rdb import BadData, Reader, decode_value, encode_value, footer_ok, seal
+from ..rdb import (COMPRESS_AS_REDIS, NO_COMPRESSION, BadData, Reader, decode_value,
+                   encode_value, footer_ok, seal)
 from ..resp import OK
 from .args import parse_int
 from .table import command
@@ -17,8 +18,8 @@ from .table import command
 G = "generic"
 
 
-def dump_payload(value: Any, compress: bool = True) -> bytes:
-    return seal(encode_value(value, compress))
+def dump_payload(value: Any, compress_from: int = COMPRESS_AS_REDIS) -> bytes:
+    return seal(encode_value(value, compress_from))
 
 
 def load_payload(payload: bytes) -> Any:
@@ -39,7 +40,8 @@ def dump(c, argv):
     value = c.db.read(argv[1])
     if value is None:
         return None
-    return dump_payload(value, c.server.config.get("rdbcompression") == "yes")
+    compress = c.server.config.get("rdbcompression") == "yes"
+    return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION)
 
 
 @command("restore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group=G)

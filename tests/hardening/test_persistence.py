@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
+import pytest
 import redis
 
 from minired.embed import EmbeddedServer, SubprocessServer
 from tests.support.respclient import Err, RawClient
+from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 
 
 def _kill9(server: SubprocessServer) -> None:
@@ -190,6 +194,8 @@ def test_bgsave_shutdown_save_and_save_points(tmp_path):
         while not (tmp_path / "dump.rdb").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert (tmp_path / "dump.rdb").exists(), "the save point did not fire"
+        while client.info("persistence")["rdb_bgsave_in_progress"]:  # its child is reaped
+            time.sleep(0.05)
         raw = RawClient(server.port)
         assert raw.call("BGSAVE") == b"Background saving started"
         client.set("b", "2")
@@ -244,3 +250,201 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes") as srv:
         client = redis.Redis(port=srv.port)
         assert client.mget("before", "after", "not-logged") == [b"1", b"2", None]
+
+
+# --- files that cannot be loaded in full: refused, left alone --------------------------------------
+
+def _redis_dump(tmp_path, build) -> bytes:
+    """A dump.rdb written by redis-server after `build(client)`."""
+    directory = tmp_path / "redis-made"
+    directory.mkdir()
+    port = free_port()
+    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--dir", str(directory),
+                             "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = redis.Redis(port=port)
+        build(client)
+        client.save()
+    finally:
+        terminate(proc)
+    return (directory / "dump.rdb").read_bytes()
+
+
+def _start_minired(directory, *extra) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minired", "--port", "0", "--dir", str(directory),
+                           *extra], capture_output=True, timeout=15, stdin=subprocess.DEVNULL)
+
+
+def _some_data(client: redis.Redis) -> None:
+    client.set("important", "do not lose me")
+    client.rpush("list", *range(300))
+    client.xadd("stream", {"f": "v"})
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bit flip", "newer version", "other program",
+                                    "empty"])
+def test_a_file_that_cannot_be_read_stops_start_up_and_is_left_alone(tmp_path, damage):
+    data = _redis_dump(tmp_path, _some_data)
+    if damage == "truncated":
+        data = data[:len(data) // 2]
+    elif damage == "bit flip":
+        data = data[:60] + bytes([data[60] ^ 0x40]) + data[61:]
+    elif damage == "newer version":
+        data = b"REDIS0011" + data[9:]
+    elif damage == "other program":
+        data = b"PK\x03\x04 not a redis file at all" * 10
+    else:
+        data = b""
+    path = tmp_path / "dump.rdb"
+    path.write_bytes(data)
+    result = _start_minired(tmp_path, "--save", "3600 1")
+    assert result.returncode != 0
+    assert path.read_bytes() == data and sorted(os.listdir(tmp_path)) == ["dump.rdb", "redis-made"]
+    message = result.stderr.decode()
+    expected = {"truncated": "Short read or OOM loading DB", "bit flip": "",
+                "newer version": "Can't handle RDB format version 11",
+                "other program": "Wrong signature trying to load DB from file",
+                "empty": "Short read or OOM loading DB"}[damage]
+    assert expected in message, message
+
+
+def test_a_truncated_aof_stops_start_up_unless_aof_load_truncated(tmp_path):
+    with EmbeddedServer(dir=str(tmp_path), appendonly="yes", appendfsync="always") as srv:
+        client = redis.Redis(port=srv.port)
+        client.set("a", "1")
+        client.set("b", "2")
+    path = tmp_path / "appendonlydir" / "appendonly.aof.1.incr.aof"
+    data = path.read_bytes()[:-3]
+    path.write_bytes(data)
+    result = _start_minired(tmp_path, "--appendonly", "yes", "--aof-load-truncated", "no")
+    assert result.returncode != 0 and b"Unexpected end of file" in result.stderr
+    assert path.read_bytes() == data
+    at = data.index(b"*")  # not a cut: bytes that are no command, where a command starts
+    path.write_bytes(data[:at] + b"garbage\r\n" + data[at:])
+    result = _start_minired(tmp_path, "--appendonly", "yes")
+    assert result.returncode != 0 and b"Bad file format" in result.stderr
+
+
+# --- kill -9 at any moment of a save --------------------------------------------------------------
+
+def _fill(client: redis.Redis, generation: int) -> None:
+    pipe = client.pipeline(transaction=False)
+    for i in range(10_000):
+        pipe.set(f"key:{i}", f"{generation}-" + "v" * 200)
+    pipe.set("generation", generation)
+    pipe.execute()
+
+
+def test_kill9_during_a_save_leaves_the_old_or_the_new_file(tmp_path):
+    """SAVE writes in the server, BGSAVE in a forked child: either is killed with SIGKILL at
+    some moment of its write, and the dump.rdb left is always a whole file, the old or the new
+    (each attempt's server loads what the last one left)."""
+    args = ("--dir", str(tmp_path))
+    on_disk = 0  # the generations the file may hold: the last one known saved, or the next
+    attempts = [("SAVE", 0.0), ("BGSAVE", 0.02), ("SAVE", 0.08), ("BGSAVE", 0.2), ("SAVE", 1.0)]
+    for attempt, (how, delay) in enumerate([*attempts, ("", 0)], 1):
+        server = SubprocessServer(*args).start()
+        try:
+            client = redis.Redis(port=server.port)
+            loaded = int(client.get("generation") or 0)
+            assert loaded in (on_disk, attempt - 1), (loaded, on_disk, attempt)
+            on_disk = loaded
+            if not how:
+                break
+            _fill(client, attempt)
+            raw = RawClient(server.port)
+            raw.send(how)
+            time.sleep(delay)
+            if how == "BGSAVE":  # the child writing the file is the one killed
+                for pid in _children(server.proc.pid):
+                    os.kill(pid, signal.SIGKILL)
+            _kill9(server)
+        finally:
+            server.stop()
+        for name in os.listdir(tmp_path):  # a temp-<pid>.rdb may stay, as Redis's does
+            if name != "dump.rdb":
+                assert name.startswith("temp-") and name.endswith(".rdb"), name
+                os.unlink(tmp_path / name)
+        if (tmp_path / "dump.rdb").exists():
+            check = subprocess.run(["redis-check-rdb", str(tmp_path / "dump.rdb")],
+                                   capture_output=True)
+            assert check.returncode == 0, check.stdout
+    assert on_disk == len(attempts)  # the last SAVE, given a second, finished
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(child) for child in f.read().split()]
+    except OSError:
+        return []
+
+
+# --- the AOF both ways with Redis -----------------------------------------------------------------
+
+def _aof_dataset(client: redis.Redis) -> None:
+    client.set("s", "v", px=900_000)
+    client.rpush("l", *range(10))
+    client.hset("h", mapping={"a": 1})
+    client.sadd("set", "x", "y")
+    client.zadd("z", {"m": 1.5})
+    client.xadd("st", {"f": "v"}, id="1-1")
+    client.xgroup_create("st", "g", id="0")
+    client.xreadgroup("g", "c", {"st": ">"})
+    client.incr("counter")
+    pipe = client.pipeline(transaction=True)
+    pipe.incr("counter").lpush("l", "in-multi")
+    pipe.execute()
+
+
+def _aof_view(client: redis.Redis) -> dict:
+    view = _dataset(client)
+    view["ttl-set"] = client.pttl("s") > 800_000
+    view["pending"] = client.xpending("st", "g")["pending"]
+    return view
+
+
+def test_minired_aof_loads_into_redis_and_back(tmp_path):
+    with EmbeddedServer(dir=str(tmp_path), appendonly="yes", appendfsync="always") as srv:
+        client = redis.Redis(port=srv.port)
+        _aof_dataset(client)
+        assert client.bgrewriteaof()
+        client.set("after-rewrite", "1")
+        deadline = time.monotonic() + 10
+        while client.info("persistence")["aof_rewrite_in_progress"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.set("after-rewrite-done", "2")
+        expected = _aof_view(client)
+    files = sorted(os.listdir(tmp_path / "appendonlydir"))
+    assert files == ["appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof",
+                     "appendonly.aof.manifest"], files
+    port = free_port()
+    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--dir", str(tmp_path),
+                             "--save", "", "--appendonly", "yes"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = redis.Redis(port=port)
+        assert _aof_view(client) == expected
+        client.set("written-by-redis", "3")
+        client.rpush("l", "from-redis")
+        expected = _aof_view(client)
+    finally:
+        terminate(proc)
+    with EmbeddedServer(dir=str(tmp_path), appendonly="yes") as srv:
+        assert _aof_view(redis.Redis(port=srv.port)) == expected
+
+
+def test_a_plain_appendonly_aof_is_taken_in_as_redis_7_does(tmp_path):
+    commands = b"".join(
+        b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
+        for argv in ([b"SET", b"k", b"v"], [b"RPUSH", b"l", b"a", b"b"]))
+    (tmp_path / "appendonly.aof").write_bytes(commands)
+    with EmbeddedServer(dir=str(tmp_path), appendonly="yes") as srv:
+        client = redis.Redis(port=srv.port)
+        assert client.get("k") == b"v" and client.lrange("l", 0, -1) == [b"a", b"b"]
+    assert (tmp_path / "appendonlydir" / "appendonly.aof").read_bytes() == commands
+    manifest = (tmp_path / "appendonlydir" / "appendonly.aof.manifest").read_text()
+    assert manifest.splitlines()[0] == "file appendonly.aof seq 1 type b"
