@@ -90,17 +90,18 @@ def slot_ranges(slots: list[int]) -> list[tuple[int, int]]:
 class ClusterNode:
     """One master: its identity, the database it serves, and its view of open migrations."""
 
-    __slots__ = ("cluster", "id", "host", "port", "db", "pubsub", "config_epoch", "migrating",
-                 "importing", "asking", "readonly", "failed")
+    __slots__ = ("cluster", "id", "host", "port", "db", "pubsub", "blocking", "config_epoch",
+                 "migrating", "importing", "asking", "readonly", "failed")
 
     def __init__(self, cluster: "Cluster", host: str, port: int, db: "Database",
-                 pubsub: Any, config_epoch: int) -> None:
+                 pubsub: Any, blocking: Any, config_epoch: int) -> None:
         self.cluster = cluster
         self.id = os.urandom(20).hex()
         self.host = host
         self.port = port
         self.db = db  # database 0, the only one a cluster node serves
         self.pubsub = pubsub
+        self.blocking = blocking  # the server's BlockingManager: see redirect_blocked
         self.config_epoch = config_epoch
         # slot -> the node it is moving to (on the source) / coming from (on the target), as
         # CLUSTER SETSLOT MIGRATING / IMPORTING leave them.
@@ -188,6 +189,25 @@ class ClusterNode:
             return f"MOVED {slot} {owner.address}"
         return None
 
+    def redirect_blocked(self) -> None:
+        """End the waits of clients blocked on keys this node no longer serves, with MOVED
+        (or CLUSTERDOWN while the cluster is down), as clusterRedirectBlockedClientIfNeeded
+        does: else they would wait for pushes that now go to another node."""
+        cluster = self.cluster
+        for waiter in list(self.blocking.waiters.values()):
+            keys = waiter.block.keys
+            if not keys:
+                continue  # (not waiting on a key)
+            if cluster.down:
+                self.blocking.finish(waiter, errors.RedisError(errors.CLUSTER_DOWN))
+                continue
+            slot = key_hash_slot(keys[0])
+            owner = cluster.slots[slot]
+            if owner is not self and slot not in self.importing:
+                message = (errors.CLUSTER_SLOT_UNBOUND if owner is None
+                           else f"MOVED {slot} {owner.address}")
+                self.blocking.finish(waiter, errors.RedisError(message))
+
     def script_refusal(self, caller: "Client", spec: "CommandSpec", argv: list) -> str | None:
         """Why a script may not run this command here (scriptVerifyClusterState), or None. A
         Redis 7.0 node refuses keys it does not serve; keys of another slot it serves are
@@ -225,9 +245,10 @@ class Cluster:
                 return True
         return False
 
-    def add_node(self, host: str, port: int, db: "Database", pubsub: Any) -> ClusterNode:
+    def add_node(self, host: str, port: int, db: "Database", pubsub: Any,
+                 blocking: Any) -> ClusterNode:
         self.current_epoch += 1
-        node = ClusterNode(self, host, port, db, pubsub, self.current_epoch)
+        node = ClusterNode(self, host, port, db, pubsub, blocking, self.current_epoch)
         self.nodes.append(node)
         return node
 
@@ -303,7 +324,7 @@ def form(servers: "list[Server]", control: bool = False) -> Cluster:
     cluster = Cluster(control)
     for server in servers:
         node = cluster.add_node(server.host, server.port, server.keyspace[0],
-                                pubsub.registry(server))
+                                pubsub.registry(server), server.blocking)
         server.cluster = node
         server.config.set("cluster-enabled", "yes")
         server.extensions.setdefault("disconnect_hooks", []).append(node.forget_client)

@@ -283,7 +283,10 @@ def minired_cluster(c, argv):
         target = _node_at(me, argv[4])
         option = argv[5].lower() if len(argv) > 5 else None
         if option == b"finish" and len(argv) == 6:
-            return cluster.finish_migration(slot, target)
+            moved = cluster.finish_migration(slot, target)
+            for node in cluster.nodes:
+                node.redirect_blocked()
+            return moved
         if cluster.slots[slot] is target:
             raise RedisError(f"ERR slot {slot} is already served by {target.address}")
         if option is None:
@@ -301,5 +304,7 @@ def minired_cluster(c, argv):
     if action in (b"failover", b"recover") and len(argv) == 4:
         node = _node_at(me, argv[3])
         node.failed = action == b"failover"
+        for each in cluster.nodes:
+            each.redirect_blocked()
         return OK
     raise RedisError(errors.SYNTAX)

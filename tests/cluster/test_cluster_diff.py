@@ -335,6 +335,29 @@ def test_a_slot_in_the_middle_of_a_move(cdiff):
             assert client.call("CLUSTER", "SETSLOT", slot, "NODE", cdiff.real_ids[2]) == b"OK"
 
 
+def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected(cdiff):
+    slot = 12182
+    real, mini = RawClient(cdiff.real_ports[2]), RawClient(cdiff.mini_ports[2])
+    try:
+        real.send("BLPOP", "{foo}q", 0)
+        mini.send("BLPOP", "{foo}q", 0)
+        cdiff.check(2, "CLIENT", "LIST", "TYPE", "pubsub")  # (a round trip: both are blocked)
+        cdiff.real[0].call("CLUSTER", "SETSLOT", slot, "IMPORTING", cdiff.real_ids[2])
+        cdiff.real[2].call("CLUSTER", "SETSLOT", slot, "MIGRATING", cdiff.real_ids[0])
+        _finish_real_migration(cdiff, slot)
+        cdiff.mini[0].call("MINIRED", "CLUSTER", "MIGRATE", slot, cdiff.mini_ports[0], "FINISH")
+        # (Redis redirects it from its clients cron, within a second)
+        assert cdiff.normalize(real.read(), True) == cdiff.normalize(mini.read(), False) == \
+            Err("MOVED 12182 <node0>")
+    finally:
+        real.close()
+        mini.close()
+        for client in cdiff.real:
+            client.call("CLUSTER", "SETSLOT", slot, "STABLE")
+        for client in cdiff.real:
+            assert client.call("CLUSTER", "SETSLOT", slot, "NODE", cdiff.real_ids[2]) == b"OK"
+
+
 def test_a_server_without_cluster_mode_answers_as_redis_does(diff):
     for args in (("CLUSTER", "INFO"), ("CLUSTER", "KEYSLOT", "foo"), ("CLUSTER", "SLOTS"),
                  ("CLUSTER", "HELP"), ("CLUSTER", "SETSLOT", 1, "STABLE"), ("READONLY",),

@@ -1,5 +1,6 @@
-"""Every queue test runs against three backends: minired (embedded, with clock control),
-a real redis-server, and a local 3-master Redis Cluster."""
+"""Every queue test runs against four backends: minired (embedded, with clock control),
+a real redis-server, a local 3-master Redis Cluster, and minired's own 3-master cluster
+(`minired --cluster 3`, embedded, with clock control)."""
 from __future__ import annotations
 
 import time
@@ -14,7 +15,7 @@ from minired_queue.queue import Queue
 from tests.queue.cluster import RedisClusterServers
 from tests.support.servers import RedisServer
 
-BACKENDS = ["minired", "redis", "cluster"]
+BACKENDS = ["minired", "redis", "cluster", "minired_cluster"]
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +39,15 @@ def cluster_server():
         yield servers
 
 
+@pytest.fixture(scope="session")
+def minired_cluster_server():
+    from minired.embed import EmbeddedServer
+
+    server = EmbeddedServer(port=0, time_control=True, cluster=3, cluster_control=True).start()
+    yield server
+    server.stop()
+
+
 @dataclass
 class Backend:
     kind: str
@@ -45,11 +55,11 @@ class Backend:
 
     @property
     def cluster(self) -> bool:
-        return self.kind == "cluster"
+        return self.kind in ("cluster", "minired_cluster")
 
     @property
     def has_clock_control(self) -> bool:
-        return self.kind == "minired"
+        return self.kind in ("minired", "minired_cluster")
 
     def client(self, **options: Any):
         return connect(self.url, cluster=self.cluster, **options)
@@ -77,7 +87,9 @@ class Clock:
 
     def advance(self, ms: int) -> None:
         if self.backend.has_clock_control:
-            self.client.execute_command("MINIRED", "ADVANCE", ms)
+            # (the nodes of minired's cluster share one clock: any node moves it)
+            options = {"target_nodes": self.client.get_random_node()} if self.backend.cluster else {}
+            self.client.execute_command("MINIRED", "ADVANCE", ms, **options)
         else:
             time.sleep(ms / 1000)
 
