@@ -44,7 +44,7 @@ from . import dispatch, errors, rdb_file
 from .blocking import Block
 from .client import Client
 from .errors import RedisError
-from .rdb import COMPRESS_IN_FILES, NO_COMPRESSION
+from .rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
 from .rdb_file import RdbError
 
 if TYPE_CHECKING:
@@ -571,7 +571,8 @@ class Persistence:
             server.memory.used(),
             compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
                            else NO_COMPRESSION),
-            checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base)
+            checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
+            compact=Compact.from_config(self.config.get))
 
     def save(self, shutting_down: bool = False) -> None:
         """SAVE: write the snapshot now, on the loop. SHUTDOWN first stops a child at work."""

@@ -633,22 +633,137 @@ def _encode_elements(rdb_type: int, items, compress_from: int) -> bytes:
             + b"".join([encode_string(item, compress_from) for item in items]))
 
 
-def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS) -> bytes:
-    """The type byte and the RDB encoding of a value; TypeError for a type RDB cannot hold."""
+class Compact:
+    """Up to which sizes Redis 7.0 keeps a value in a compact encoding (its config): values
+    within them are written in that encoding, as Redis writes them, so DUMP payloads are
+    Redis's bytes and files load with the same encodings."""
+
+    __slots__ = ("hash_entries", "hash_value", "zset_entries", "zset_value", "intset_entries",
+                 "list_fill")
+
+    def __init__(self, hash_entries: int = 512, hash_value: int = 64, zset_entries: int = 128,
+                 zset_value: int = 64, intset_entries: int = 512, list_fill: int = -2) -> None:
+        self.hash_entries = hash_entries
+        self.hash_value = hash_value
+        self.zset_entries = zset_entries
+        self.zset_value = zset_value
+        self.intset_entries = intset_entries
+        self.list_fill = list_fill
+
+    @classmethod
+    def from_config(cls, get: Callable[[str], Any]) -> "Compact":
+        return cls(int(get("hash-max-listpack-entries")), int(get("hash-max-listpack-value")),
+                   int(get("zset-max-listpack-entries")), int(get("zset-max-listpack-value")),
+                   int(get("set-max-intset-entries")), int(get("list-max-listpack-size")))
+
+
+_INT64_MIN = -(2**63)
+# quicklist.c: optimization_level, the node sizes of list-max-listpack-size -1 .. -5.
+_QUICKLIST_NODE_BYTES = (4096, 8192, 16384, 32768, 65536)
+_QUICKLIST_SAFETY_LIMIT = 8192
+_QUICKLIST_SIZE_ESTIMATE_OVERHEAD = 8
+_QUICKLIST_LARGE_ELEMENT = 1 << 30
+
+
+def d2string(value: float) -> bytes:
+    """A score as Redis 7.0's d2string spells it (listpack sorted sets store this text)."""
+    if value != value:
+        return b"nan"
+    if value in (float("inf"), float("-inf")):
+        return b"inf" if value > 0 else b"-inf"
+    if value == 0:
+        return b"-0" if struct.pack("<d", value)[7] & 0x80 else b"0"
+    if -4503599627370495 < value < 4503599627370496 and value == int(value):
+        return b"%d" % int(value)
+    return b"%.17g" % value
+
+
+def _intset_blob(members) -> bytes | None:
+    numbers = []
+    for member in members:
+        number = string2ll(member)
+        if number is None:
+            return None
+        numbers.append(number)
+    numbers.sort()
+    low, high = numbers[0], numbers[-1]
+    if low >= -(1 << 15) and high < 1 << 15:
+        width, code = 2, "h"
+    elif low >= -(1 << 31) and high < 1 << 31:
+        width, code = 4, "i"
+    else:
+        width, code = 8, "q"
+    return struct.pack("<II", width, len(numbers)) + struct.pack("<%d%s" % (len(numbers), code),
+                                                                  *numbers)
+
+
+def _quicklist_nodes(items, fill: int) -> list[list[bytes]]:
+    """The nodes a quicklist built by tail pushes holds (_quicklistNodeAllowInsert)."""
+    nodes: list[list[bytes]] = []
+    node: list[bytes] | None = None
+    node_bytes = 0
+    limit = (_QUICKLIST_NODE_BYTES[min(-fill, 5) - 1] if fill < 0 else None)
+    for item in items:
+        size = len(item)
+        allowed = False
+        if node is not None and size < _QUICKLIST_LARGE_ELEMENT:
+            new_size = node_bytes + size + _QUICKLIST_SIZE_ESTIMATE_OVERHEAD
+            if limit is not None and new_size <= limit:
+                allowed = True
+            elif new_size > _QUICKLIST_SAFETY_LIMIT:
+                allowed = False
+            else:
+                allowed = fill >= 0 and len(node) < fill
+        if not allowed:
+            node = []
+            nodes.append(node)
+            node_bytes = 7  # an empty listpack
+        node.append(item)
+        node_bytes += len(_lp_element(item))
+    return nodes
+
+
+def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
+                 compact: Compact | None = None) -> bytes:
+    """The type byte and the RDB encoding of a value; TypeError for a type RDB cannot hold.
+    With `compact`, values within its sizes are written in Redis's compact encodings."""
     kind = type(value)
     if kind is bytes:
         return bytes((TYPE_STRING,)) + encode_string(value, compress_from)
     if kind is deque:
-        return _encode_elements(TYPE_LIST, value, compress_from)
+        if compact is None:
+            return _encode_elements(TYPE_LIST, value, compress_from)
+        nodes = _quicklist_nodes(value, compact.list_fill)
+        out = [bytes((TYPE_LIST_QUICKLIST_2,)), encode_length(len(nodes))]
+        for node in nodes:
+            out.append(encode_length(_QUICKLIST_PACKED))
+            out.append(encode_string(listpack(node), compress_from))
+        return b"".join(out)
     if kind is set:
+        if compact is not None and len(value) <= compact.intset_entries:
+            blob = _intset_blob(value)
+            if blob is not None:
+                return bytes((TYPE_SET_INTSET,)) + encode_string(blob, compress_from)
         return _encode_elements(TYPE_SET, value, compress_from)
     if kind is dict:
+        if (compact is not None and len(value) <= compact.hash_entries
+                and all(len(f) <= compact.hash_value and len(v) <= compact.hash_value
+                        for f, v in value.items())):
+            items = [item for pair in value.items() for item in pair]
+            return bytes((TYPE_HASH_LISTPACK,)) + encode_string(listpack(items), compress_from)
         out = [bytes((TYPE_HASH,)), encode_length(len(value))]
         for field, item in value.items():
             out.append(encode_string(field, compress_from))
             out.append(encode_string(item, compress_from))
         return b"".join(out)
     if kind is ZSet:
+        if (compact is not None and compact.zset_entries and len(value) <= compact.zset_entries
+                and all(len(member) <= compact.zset_value for member in value.scores)):
+            items = []
+            for score, member in value.order:
+                items.append(member)
+                items.append(d2string(score))
+            return bytes((TYPE_ZSET_LISTPACK,)) + encode_string(listpack(items), compress_from)
         # Greatest first, as Redis saves a skiplist (its loader then always inserts at the head).
         out = [bytes((TYPE_ZSET_2,)), encode_length(len(value))]
         pack = struct.Struct("<d").pack

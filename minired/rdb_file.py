@@ -12,7 +12,8 @@ import struct
 from typing import TYPE_CHECKING, Iterator
 
 from . import REDIS_VERSION
-from .rdb import (COMPRESS_IN_FILES, EOF_MESSAGE, OBJECT_TYPES, RDB_VERSION, BadData, EmptyKey, Reader, crc64,
+from .rdb import (COMPRESS_IN_FILES, EOF_MESSAGE, OBJECT_TYPES, RDB_VERSION, BadData, Compact,
+                  EmptyKey, Reader, crc64,
                   decode_object, encode_length, encode_string, encode_value, seal)
 
 if TYPE_CHECKING:
@@ -169,8 +170,8 @@ def _aux(name: bytes, value: bytes) -> bytes:
 
 
 def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_memory: int,
-                compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False
-                ) -> Iterator[bytes]:
+                compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False,
+                compact: Compact | None = None) -> Iterator[bytes]:
     """The file in pieces of ~64 KB, its checksum last (rdbSaveRio). Values are read as they
     are: the caller holds the keyspace still (a forked child, or the event loop itself)."""
     crc = 0
@@ -194,7 +195,7 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
                    + encode_length(len(expires)))
         for key, value in data.items():
             deadline = expires.get(key) if expires else None
-            body = encode_value(value, compress_from)
+            body = encode_value(value, compress_from, compact)
             record = (bytes((OPCODE_EXPIRETIME_MS,)) + expiry_pack(deadline) if deadline is not None
                       else b"") + body[:1] + encode_string(key, compress_from) + body[1:]
             out.append(record)

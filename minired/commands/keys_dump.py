@@ -9,7 +9,7 @@ from typing import Any
 from .. import errors
 from ..errors import RedisError
 from ..notifications import GENERIC, notify
-from ..rdb import (COMPRESS_AS_REDIS, NO_COMPRESSION, BadData, Reader, decode_value,
+from ..rdb import (COMPRESS_AS_REDIS, NO_COMPRESSION, BadData, Compact, Reader, decode_value,
                    encode_value, footer_ok, seal)
 from ..resp import OK
 from .args import parse_int
@@ -18,8 +18,9 @@ from .table import command
 G = "generic"
 
 
-def dump_payload(value: Any, compress_from: int = COMPRESS_AS_REDIS) -> bytes:
-    return seal(encode_value(value, compress_from))
+def dump_payload(value: Any, compress_from: int = COMPRESS_AS_REDIS,
+                 compact: Compact | None = None) -> bytes:
+    return seal(encode_value(value, compress_from, compact))
 
 
 def load_payload(payload: bytes) -> Any:
@@ -40,8 +41,10 @@ def dump(c, argv):
     value = c.db.read(argv[1])
     if value is None:
         return None
-    compress = c.server.config.get("rdbcompression") == "yes"
-    return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION)
+    config = c.server.config
+    compress = config.get("rdbcompression") == "yes"
+    return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION,
+                        Compact.from_config(config.get))
 
 
 @command("restore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group=G)
