@@ -2,15 +2,19 @@
 
 A job is never lost (it moves between states only inside atomic Lua scripts), never
 stuck (locks expire and the recovery sweep hands orphaned jobs back), and its effects
-can be made exactly-once with dedup markers. See queue/PROTOCOL.md.
+can be made exactly-once with dedup markers. Priorities, repeatable and cron jobs, a
+queue-wide rate limit and concurrency cap, progress, retention and metrics come on top,
+each an atomic script as well. See queue/README.md and queue/PROTOCOL.md.
 """
+from .active import ActiveJob, AsyncActiveJob
 from .job import Backoff, Job, JobSpec
 from .keys import QueueKeys
 from .queue import Queue, known_queues
+from .repeat import Repeatable, Schedule
 from .sweeper import AsyncSweeper, Sweeper
 from .transitions import AddResult, RedisOp, SweepResult
 
 __all__ = [
-    "AddResult", "AsyncSweeper", "Backoff", "Job", "JobSpec", "Queue", "QueueKeys", "RedisOp",
-    "SweepResult", "Sweeper", "known_queues",
+    "ActiveJob", "AddResult", "AsyncActiveJob", "AsyncSweeper", "Backoff", "Job", "JobSpec", "Queue", "QueueKeys",
+    "RedisOp", "Repeatable", "Schedule", "SweepResult", "Sweeper", "known_queues",
 ]
