@@ -11,13 +11,14 @@ job would be recorded done with its effect never applied.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import threading
 import time
 from typing import Any, Callable
 
-from redis.exceptions import ConnectionError, TimeoutError
+from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 
 from .active import ActiveJob, AsyncActiveJob, HeldJob
 from .core import WorkerCore, is_async_handler, plain_result
@@ -46,10 +47,9 @@ def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> "asyncio.Future[Any
 
     def target() -> None:
         try:
-            result = fn(*args)
-            outcome = lambda: future.set_result(result)  # noqa: E731
+            outcome = functools.partial(future.set_result, fn(*args))
         except BaseException as exc:  # handed to the awaiting task, as to_thread would
-            outcome = lambda: future.set_exception(exc)  # noqa: E731
+            outcome = functools.partial(future.set_exception, exc)
         try:
             loop.call_soon_threadsafe(settle, outcome)
         except RuntimeError:  # the loop is gone: the worker stopped and released the job
@@ -105,6 +105,10 @@ class AsyncWorker:
                 except (ConnectionError, TimeoutError) as exc:
                     self.core.candidates.forget()
                     log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
+                    await asyncio.sleep(reconnect.failed())
+                except ResponseError as exc:  # refused (OOM, READONLY, ...): nothing was moved
+                    self.core.candidates.forget()
+                    log.warning("worker %s: the server refused a fetch (%s); retrying", self.id, exc)
                     await asyncio.sleep(reconnect.failed())
                 finally:
                     if active is None:

@@ -86,7 +86,7 @@ def retention_steps(keys: QueueKeys) -> Steps[int]:
 class Sweeper:
     """Stalled-job recovery for one queue, on a synchronous client."""
 
-    def __init__(self, client: Any, keys: QueueKeys, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+    def __init__(self, client: Any, keys: QueueKeys, *, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
         self.client = client
         self.keys = keys
         self.events_cap = events_cap
@@ -99,7 +99,7 @@ class Sweeper:
 class AsyncSweeper:
     """The same sweep on a redis.asyncio client."""
 
-    def __init__(self, client: Any, keys: QueueKeys, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+    def __init__(self, client: Any, keys: QueueKeys, *, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
         self.client = client
         self.keys = keys
         self.events_cap = events_cap

@@ -82,6 +82,16 @@ def test_a_plain_handler_under_the_asyncio_worker_applies_its_effects(backend, q
     assert queue.get_job(ids[0]).progress == {"done": 1}
 
 
+def test_a_plain_handlers_error_is_recorded(backend, queue):
+    def broken(job):
+        raise KeyError("sku")
+
+    job_id = queue.add({"n": 1}, attempts=2)
+    _run(backend, queue, broken, lambda w: _until(lambda: queue.counts()["failed"] == 1), sync_client=queue.client)
+    job = queue.get_job(job_id)
+    assert (job.failed_reason, job.attempts_made) == ("KeyError: 'sku'", 2)
+
+
 def test_a_plain_handler_without_synchronous_calls_is_refused_at_start(backend, queue):
     async def main():
         client = backend.async_client()

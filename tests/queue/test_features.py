@@ -3,6 +3,7 @@ retention, repeatable and cron jobs, and metrics: each an atomic transition, on 
 backend."""
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import Counter
@@ -12,7 +13,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim
 
-from minired_queue import Backoff, Queue
+from minired_queue import Queue
+from minired_queue.aio import AsyncWorker
 from minired_queue.job import MAX_PRIORITY
 from minired_queue.metrics import render, wsgi_app
 from minired_queue.options import WorkerOptions
@@ -140,6 +142,46 @@ def test_concurrency_cap_counts_every_worker(backend, queue):
             worker.stop(wait=True, timeout=10)
             worker.client.close()
     assert peak == 2
+
+
+def test_concurrency_cap_and_rate_limit_hold_for_asyncio_workers(backend, queue):
+    queue.configure(concurrency=2)
+    running, peak = 0, 0
+
+    async def handler(job):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.02)
+        running -= 1
+
+    for n in range(10):
+        queue.add({"n": n}, priority=n % 2)
+
+    async def main():
+        clients = [backend.async_client() for _ in range(2)]
+        workers = [AsyncWorker(queue.keys, c, handler, WorkerOptions(concurrency=3, block_timeout_s=1))
+                   for c in clients]
+        runs = [asyncio.create_task(w.run()) for w in workers]
+        try:
+            while queue.counts()["completed"] < 10:
+                await asyncio.sleep(0.02)
+            queue.configure(concurrency=None, rate_max=1, rate_duration_ms=120_000)
+            queue.add({"n": 10})
+            queue.add({"n": 11})
+            while queue.counts()["completed"] < 11:
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.3)  # a leaking limit would let the last job run meanwhile
+            return queue.counts()
+        finally:
+            for w in workers:
+                w.stop()
+            await asyncio.wait_for(asyncio.gather(*runs), 15)
+            for c in clients:
+                await c.aclose()
+
+    counts = asyncio.run(main())
+    assert peak == 2 and counts["completed"] == 11 and counts["wait"] == 1
 
 
 def test_a_capped_fetch_says_so(queue):
