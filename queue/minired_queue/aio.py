@@ -77,7 +77,8 @@ class AsyncWorker:
         self.guard = guard or AsyncEffectGuard(client, self.keys)
         self.sync_guard = EffectGuard(sync_client, self.keys) if sync_client is not None else None
         self.core = WorkerCore(self.keys, options or WorkerOptions(), hooks or Hooks(), events_cap)
-        self.options, self.hooks, self.id, self.stats = self.core.options, self.core.hooks, self.core.id, self.core.stats
+        self.options, self.hooks = self.core.options, self.core.hooks
+        self.id, self.stats = self.core.id, self.core.stats
         self._stopping = asyncio.Event()
         self._in_flight: dict[str, tuple[HeldJob, asyncio.Task]] = {}
         self._wake_task: asyncio.Task | None = None

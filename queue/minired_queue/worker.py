@@ -14,7 +14,7 @@ import time
 from queue import SimpleQueue
 from typing import Any, Callable
 
-from redis.exceptions import ConnectionError, TimeoutError
+from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 
 from .active import ActiveJob
 from .core import WorkerCore, is_async_handler, plain_result
@@ -42,7 +42,8 @@ class Worker:
         self.handler = handler
         self.guard = guard or EffectGuard(client, self.keys)
         self.core = WorkerCore(self.keys, options or WorkerOptions(), hooks or Hooks(), events_cap)
-        self.options, self.hooks, self.id, self.stats = self.core.options, self.core.hooks, self.core.id, self.core.stats
+        self.options, self.hooks = self.core.options, self.core.hooks
+        self.id, self.stats = self.core.id, self.core.stats
         self._stopping = threading.Event()
         self._maintenance_done = threading.Event()
         self._slots = threading.BoundedSemaphore(self.options.concurrency)
@@ -111,6 +112,10 @@ class Worker:
             except (ConnectionError, TimeoutError) as exc:
                 self.core.candidates.forget()
                 log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
+                self._stopping.wait(reconnect.failed())
+            except ResponseError as exc:  # refused (OOM, READONLY, ...): nothing was moved
+                self.core.candidates.forget()
+                log.warning("worker %s: the server refused a fetch (%s); retrying", self.id, exc)
                 self._stopping.wait(reconnect.failed())
             finally:
                 if active is None:

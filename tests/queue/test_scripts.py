@@ -10,8 +10,9 @@ from redis.crc import key_slot
 
 from minired_queue.keys import QueueKeys
 from minired_queue.scripts import SCRIPTS
-from minired_queue.transitions import (add_job, complete, move_stalled_to_wait, move_to_active, remove_jobs,
-                                       retry_or_fail)
+from minired_queue.transitions import (add_job, add_repeated_job, clean_jobs, complete, move_stalled_to_wait,
+                                       move_to_active, promote_delayed, release, remove_jobs, remove_repeatable,
+                                       retry_or_fail, update_progress, upsert_repeatable)
 from minired_queue.job import Job, JobSpec
 
 EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "retryOrFail",
@@ -75,9 +76,14 @@ def test_every_key_of_a_queue_is_in_one_cluster_slot():
     job = Job.from_hash("j1", {"data": "1", "dedupId": "d1"})
     calls = [add_job(keys, JobSpec(1, job_id="j1", dedup_id="d1")), move_to_active(keys, ["j1", "j2"], "t", 10),
              complete(keys, job, "t", None), retry_or_fail(keys, job, "t", "boom"),
-             move_stalled_to_wait(keys, [("j1", "d1"), ("j2", None)]), remove_jobs(keys, [("j1", "d1")])]
+             move_stalled_to_wait(keys, [("j1", "d1"), ("j2", None)]), remove_jobs(keys, [("j1", "d1")]),
+             promote_delayed(keys, ["j1"]), update_progress(keys, "j1", "t", 5),
+             clean_jobs(keys, "failed", ["j1"], 1, None),
+             add_repeated_job(keys, "r:1", 1000, 2000), upsert_repeatable(keys, "r:1", 1000, "every:1000", {}),
+             remove_repeatable(keys, "r:1", "repeat:r:1:1000"), release(keys, "j1", "t")]
     slots = {key_slot(k.encode()) for call in calls for k in call.keys}
-    slots |= {key_slot(k.encode()) for k in (keys.events, keys.wake("w"), keys.effect("j1", "e"))}
+    slots |= {key_slot(k.encode()) for k in (keys.events, keys.wake("w"), keys.effect("j1", "e"), keys.limiter,
+                                             keys.history, keys.repeat, keys.repeat_spec("r:1"))}
     assert slots == {key_slot(b"{orders}")}
 
 
