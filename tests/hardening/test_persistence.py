@@ -448,3 +448,23 @@ def test_a_plain_appendonly_aof_is_taken_in_as_redis_7_does(tmp_path):
     assert (tmp_path / "appendonlydir" / "appendonly.aof").read_bytes() == commands
     manifest = (tmp_path / "appendonlydir" / "appendonly.aof.manifest").read_text()
     assert manifest.splitlines()[0] == "file appendonly.aof seq 1 type b"
+
+
+def test_a_snapshot_of_earlier_minired_still_loads(tmp_path):
+    """minired before RDB files wrote `#minired-snapshot 1` and RESTORE commands: such a
+    dump.rdb loads, and the next save replaces it with an RDB file."""
+    with EmbeddedServer() as srv:
+        client = redis.Redis(port=srv.port)
+        client.rpush("l", "a", "b")
+        payload = client.dump("l")
+    now = int(time.time() * 1000)
+    legacy = (b"#minired-snapshot 1\n#TS:%d\n" % now
+              + b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n"
+              + b"*5\r\n$7\r\nRESTORE\r\n$1\r\nl\r\n$13\r\n%d\r\n$%d\r\n%s\r\n$6\r\nABSTTL\r\n"
+              % (now + 600_000, len(payload), payload))
+    (tmp_path / "dump.rdb").write_bytes(legacy)
+    with EmbeddedServer(dir=str(tmp_path)) as srv:
+        client = redis.Redis(port=srv.port)
+        assert client.lrange("l", 0, -1) == [b"a", b"b"] and client.pttl("l") > 590_000
+        client.save()
+    assert (tmp_path / "dump.rdb").read_bytes().startswith(b"REDIS0010")
