@@ -49,12 +49,13 @@ def cmd_queues(args: argparse.Namespace) -> int:
     if not names:
         print("no queues")
         return 0
-    print(f"{'queue':<24} {'wait':>8} {'active':>8} {'delayed':>8} {'completed':>10} {'failed':>8}  paused")
+    print(f"{'queue':<24} {'wait':>8} {'prio':>8} {'active':>8} {'delayed':>8} {'completed':>10} {'failed':>8}"
+          "  paused")
     for name in names:
         queue = Queue(name, client, prefix=args.prefix)
         c = queue.counts()
-        print(f"{name:<24} {c['wait']:>8} {c['active']:>8} {c['delayed']:>8} {c['completed']:>10} "
-              f"{c['failed']:>8}  {'yes' if queue.is_paused() else 'no'}")
+        print(f"{name:<24} {c['wait']:>8} {c['prioritized']:>8} {c['active']:>8} {c['delayed']:>8} "
+              f"{c['completed']:>10} {c['failed']:>8}  {'yes' if queue.is_paused() else 'no'}")
     return 0
 
 

@@ -252,8 +252,10 @@ class Queue:
         return removed
 
     def drain(self, include_delayed: bool = True) -> int:
-        """Delete every waiting (and, by default, delayed) job. Active jobs are untouched."""
+        """Delete every ready (wait and prioritized) and, by default, delayed job. Active jobs
+        are untouched."""
         removed = self._remove_all(lambda: self.client.lrange(self.keys.wait, -ADMIN_BATCH, -1))
+        removed += self._remove_all(lambda: self.client.zrange(self.keys.prioritized, 0, ADMIN_BATCH - 1))
         if include_delayed:
             removed += self._remove_all(lambda: self.client.zrange(self.keys.delayed, 0, ADMIN_BATCH - 1))
         return removed

@@ -26,9 +26,10 @@ def _cli(backend, *args: str) -> list[str]:
 def test_queues_lists_every_queue_with_counts(backend, queue, capsys):
     queue.add({"n": 1})
     queue.add({"n": 2}, delay_ms=60_000)
+    queue.add({"n": 3}, priority=2)
     assert main(_cli(backend, "queues")) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(queue.name))
-    assert line.split() == [queue.name, "1", "0", "1", "0", "0", "no"]
+    assert line.split() == [queue.name, "1", "1", "0", "1", "0", "0", "no"]
 
 
 def test_counts_prints_json(backend, queue, capsys):

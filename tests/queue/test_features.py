@@ -80,6 +80,9 @@ def test_stalled_prioritized_jobs_are_recovered_into_their_priority(queue, clock
     assert queue.remove("p1") is False  # active now
     queue.add({"n": 2}, job_id="gone", priority=4)
     assert queue.remove("gone") and "gone" not in placement(queue)["prioritized"]
+    for n in range(3):
+        queue.add({"n": n}, priority=n)
+    assert queue.drain() == 3 and queue.counts()["prioritized"] == queue.counts()["wait"] == 0
 
 
 # --- rate limit and concurrency cap -----------------------------------------------------
