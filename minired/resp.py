@@ -499,7 +499,8 @@ def _encode_double(v, proto, out):
 
 
 def _encode_error(v, proto, out):
-    out.append(b"-%b\r\n" % v.message.encode("utf-8", "replace"))
+    # (surrogateescape: an error text decoded from arbitrary bytes goes back as those bytes)
+    out.append(b"-%b\r\n" % v.message.encode("utf-8", "surrogateescape"))
 
 
 def _encode_verbatim(v, proto, out):

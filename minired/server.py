@@ -59,7 +59,10 @@ class Stats:
         self.error_replies = {}
 
     def count_error(self, message: str) -> None:
-        code = message.split(" ", 1)[0]
+        # afterErrorReply: the code is what precedes a space within the reply's first 32 bytes
+        # (its '-' included), else ERR - a script's error table may hold any text.
+        space = message.find(" ", 0, 31)
+        code = message[:space] if space >= 0 else "ERR"
         self.error_replies[code] = self.error_replies.get(code, 0) + 1
 
 

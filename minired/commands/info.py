@@ -508,4 +508,6 @@ def info_text(server, requested: list[bytes]) -> str:
 @command("info", arity=-1, flags="loading stale", group=G)
 def info(c, argv):
     """Get information and statistics about the server"""
-    return Verbatim(info_text(c.server, argv[1:]).encode())
+    # (errorstats names the codes of error replies, which may hold any bytes: a script's
+    # error table's text, kept as surrogate escapes)
+    return Verbatim(info_text(c.server, argv[1:]).encode("utf-8", "surrogateescape"))

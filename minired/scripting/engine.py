@@ -131,13 +131,13 @@ def run_error(name: bytes, outcome: tuple) -> RedisError:
     """The error reply of a failed run: the message plus where it happened, on one line;
     counted already where the error table said so (outcome[4])."""
     message = outcome[1]
-    if isinstance(message, bytes):
-        message = message.decode("utf-8", "replace")
+    if isinstance(message, bytes):  # (any bytes: the reply carries them back as they are)
+        message = message.decode("utf-8", "surrogateescape")
     source = outcome[2] if len(outcome) > 2 else None
     line = outcome[3] if len(outcome) > 3 else None
     if source is not None and line is not None:
         if isinstance(source, bytes):
-            source = source.decode("utf-8", "replace")
+            source = source.decode("utf-8", "surrogateescape")
         if isinstance(line, float) and line.is_integer():
             line = int(line)
         message = f"{message} script: {name.decode('utf-8', 'replace')}, on {source}:{line}."
@@ -282,36 +282,27 @@ class ScriptEngine:
                 return value if type(value) is bytes else sandbox.to_reply(value, script_client.protocol)
             tag = outcome[2]
             if tag == b"raw":
+                if len(outcome) > 4:
+                    self._count_nested_errors(run, outcome[4], outcome[5], outcome[6])
                 return Encoded(outcome[3])
             if tag == b"ok" and outcome[3] == b"OK":
                 return OK
-            reply = sandbox.shaped_reply(outcome[2:], script_client.protocol)
-            if tag == b"array" or tag == b"map" or tag == b"set":
-                self._count_nested_errors(run, reply)
-            return reply
+            return sandbox.shaped_reply(outcome[2:])
         return self._failed(run, sandbox, outcome)
 
-    def _count_nested_errors(self, run: Run, reply: Any) -> None:
-        """Errors within a script's array (map, set) result are error replies of their own in
-        Redis: each counted in INFO unless it is a command's error the script passed on (already
-        counted), and each of those marks the script's call failed, as one fresh error or more
-        does (afterErrorReply and call's incrCommandStatsOnError)."""
-        found: list = []
-        _collect_errors(reply, found)
-        if not found:
-            return
-        failed = 0
-        fresh = False
+    def _count_nested_errors(self, run: Run, counted: int, fresh: int, messages: bytes) -> None:
+        """Errors within a script's table result are error replies of their own in Redis: each
+        counted in INFO unless it is a command's error the script passed on (`counted` of
+        them), and each of those marks the script's call failed, as one fresh error or more
+        does (afterErrorReply and call's incrCommandStatsOnError). `messages`: the `fresh`
+        others' texts, joined by LF (sandbox.lua's encode_reply)."""
         stats = self.server.stats
-        for error in found:
-            if error.counted:
-                failed += 1
-            else:
-                stats.count_error(error.message)
-                fresh = True
+        if fresh:
+            for message in messages.split(b"\n"):
+                stats.count_error(message.decode("utf-8", "surrogateescape"))
         spec = COMMANDS.get(run.command.lower())
         if spec is not None:
-            spec.failed_calls += failed + fresh
+            spec.failed_calls += int(counted) + (fresh > 0)
 
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
 
@@ -578,20 +569,6 @@ class ScriptEngine:
 
 
 _SMALL_COUNTS = {b"%d" % n: n for n in range(64)}
-
-
-def _collect_errors(reply: Any, found: list) -> None:
-    kind = type(reply)
-    if kind is RedisError:
-        found.append(reply)
-    elif kind is list or kind is set:
-        for item in reply:
-            if type(item) is not bytes:
-                _collect_errors(item, found)
-    elif kind is dict:
-        for key, value in reply.items():
-            _collect_errors(key, found)
-            _collect_errors(value, found)
 
 
 def _string_arguments(args: tuple) -> list | None:

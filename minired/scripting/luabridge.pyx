@@ -35,6 +35,9 @@ from libc.stdio cimport snprintf
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, strlen
 
+cdef extern from "<string.h>" nogil:
+    size_t strnlen(const char *s, size_t maxlen)
+
 import logging
 import threading
 
@@ -349,12 +352,14 @@ cdef int _reply(lua_State *L, bint raise_errors) noexcept nogil:
         count = _call_python(L, holder.call, items, &shape)
     # From here on the GIL is let go and nothing of Python's is held, so a Lua error raised
     # here (out of memory, or the command's error) unwinds past this frame harmlessly.
+    # The arguments are read: dropped, as Redis drops them, so that the reply has the room a
+    # call with thousands of arguments (unpack of a big table) left none for.
+    mr_settop(L, 0)
     if shape == SHAPE_DEFERRED:
         mr_pushvalue(L, UNBOX_UPVALUE)
         mr_call(L, 0, 1)
         return 1
-    if not mr_checkstack(L, 4):
-        return 0
+    mr_checkstack(L, 4)  # (an empty frame always has LUA_MINSTACK slots)
     if shape == SHAPE_VALUE:
         _push(L, &items[0])
         return 1
@@ -475,8 +480,8 @@ cdef int _run_protected(lua_State *L) noexcept:
 # RESP2/RESP3-common frames carry it: arrays (up to the first nil), strings, numbers (cast to
 # long long), booleans of a RESP2 script, and status tables below the top. Anything else (an
 # error, double, big number, verbatim, map or set table, a RESP3 boolean, nesting deeper than
-# MAX_ENCODED_DEPTH) leaves the whole result to the general path (sandbox.py's to_reply).
-# sandbox.lua's encode_array is the same rule in Lua, for where this module is not compiled.
+# MAX_ENCODED_DEPTH, far from Redis's stack limit) leaves the whole result to sandbox.lua's
+# encode_value, which writes every shape and limit.
 cdef enum:
     MAX_ENCODED_DEPTH = 32
     # The encoder's upvalues: the holder, then the names of the fields that give a table a
@@ -532,8 +537,10 @@ cdef bint _put_header(Encoding *out, char kind, long long value) noexcept nogil:
 
 
 cdef bint _put_status(Encoding *out, const char *text, size_t size) noexcept nogil:
-    """+text CRLF, the text's CR and LF turned into spaces (Redis's sdsmapchars)."""
+    """+text CRLF, the text's CR and LF turned into spaces (Redis's sdsmapchars); the text
+    ends at a NUL byte, as Redis reads it (sdsnew(lua_tostring))."""
     cdef size_t start = out.used, i
+    size = strnlen(text, size)
     if not (_put(out, "+", 1) and _put(out, text, size) and _put(out, "\r\n", 2)):
         return False
     for i in range(start + 1, start + 1 + size):

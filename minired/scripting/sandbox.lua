@@ -14,20 +14,28 @@
 
 local mode, redis_version, redis_version_num, install_libraries, py_call, py_acl_check, py_check,
       py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register, py_pcall,
-      py_encode = ...
+      py_encode, py_gather, py_call_gathered = ...
 
 local type, error, select, tostring, tonumber, unpack = type, error, select, tostring, tonumber, unpack
 local rawget, rawset, next, pairs, ipairs = rawget, rawset, next, pairs, ipairs
 local setmetatable, getmetatable, xpcall, pcall = setmetatable, getmetatable, xpcall, pcall
 local loadstring, load, setfenv = loadstring, load, setfenv
 local sethook, getinfo = debug.sethook, debug.getinfo
-local floor, ceil = math.floor, math.ceil
+local floor, ceil, huge = math.floor, math.ceil, math.huge
 local byte, sub, find, lower, dump = string.byte, string.sub, string.find, string.lower, string.dump
 local format, gsub = string.format, string.gsub
 local insert, remove, sort, concat = table.insert, table.remove, table.sort, table.concat
 local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coroutine.status
 
 local READONLY = 'Attempt to modify a readonly table'
+
+-- A Lua string as Redis reads it where it uses lua_tostring as a C string (the texts of
+-- errors and statuses): up to its first NUL byte.
+local function c_string(text)
+  local nul = find(text, '\0', 1, true)
+  if nul then return sub(text, 1, nul - 1) end
+  return text
+end
 local HOOK_COUNT = 100000
 
 -- Read-only proxies -------------------------------------------------------------------------
@@ -164,7 +172,8 @@ local function failure(result)
   if type(message) ~= 'string' and type(message) ~= 'number' then
     message = 'ERR unknown error'
   end
-  return false, tostring(message), result.source, result.line,
+  -- Read as a C string; its reply line has every CR and LF made a space.
+  return false, (gsub(c_string(tostring(message)), '[\r\n]', ' ')), result.source, result.line,
          result.ignore_error_stats_update == true
 end
 
@@ -175,64 +184,28 @@ local function finish(ok, result)
   return failure(result)
 end
 
--- Reply shapes for the Python side: one call per table instead of one per field. An error
--- comes with whether INFO counted it already (a command's error the script passed on).
-local function reply_shape(t)
-  local v = rawget(t, 'err')
-  if type(v) == 'string' then return 'err', v, rawget(t, 'ignore_error_stats_update') == true end
-  v = rawget(t, 'ok')
-  if type(v) == 'string' then return 'ok', v end
-  v = rawget(t, 'double')
-  if type(v) == 'number' then return 'double', v end
-  v = rawget(t, 'big_number')
-  if type(v) == 'string' then return 'big_number', v end
-  v = rawget(t, 'verbatim_string')
-  if type(v) == 'table' then
-    local format, text = rawget(v, 'format'), rawget(v, 'string')
-    if type(format) == 'string' and type(text) == 'string' then
-      return 'verbatim', format, text
-    end
-  end
-  v = rawget(t, 'map')
-  if type(v) == 'table' then
-    local flat, n = {}, 0
-    for key, value in next, v do
-      flat[n + 1] = key
-      flat[n + 2] = value
-      n = n + 2
-    end
-    return 'map', flat, n
-  end
-  v = rawget(t, 'set')
-  if type(v) == 'table' then
-    local members, n = {}, 0
-    for key in next, v do
-      n = n + 1
-      members[n] = key
-    end
-    return 'set', members, n
-  end
-  local n = 0
-  while rawget(t, n + 1) ~= nil do n = n + 1 end
-  return 'array', t, n
-end
-
-local function items(t, first, last)
-  return unpack(t, first, last)
-end
-
 -- The protocol version the running script set with redis.setresp (2 unless it did).
 local script_resp = 2
 
--- A script's array result as the RESP the client gets, built here in one pass instead of
--- walked element by element from Python. Only what luaReplyToRedisReply turns into plain
--- RESP2/RESP3-common frames is encoded: strings, numbers (cast to long long, as Redis and
--- Lua's %d both do), booleans of a RESP2 script, status tables and nested arrays. Anything
--- else (error tables, doubles, maps, sets, big numbers, verbatim strings, RESP3 booleans,
--- very deep nesting) answers nil, and sandbox.py converts the whole result the general way.
--- Frames go into `parts` piece by piece and are joined once: Lua interns every string it
--- makes, so building each frame as its own string would hash it for nothing.
-local MAX_ENCODED_DEPTH = 32
+-- A script's table result as the RESP the client gets, written as Redis's luaReplyToRedisReply
+-- writes it, in one pass: every shape (arrays up to the first nil, error, status, double,
+-- big number, verbatim, map and set tables, booleans of either protocol, other types as null)
+-- and every limit. The native bridge's C encoder (luabridge.pyx) takes the common shapes
+-- first; whatever it leaves, and everything in the uncompiled build, is written here.
+--
+-- luaReplyToRedisReply recurses in C and starts with lua_checkstack(4): a value reached with
+-- more than LUAI_MAXCSTACK - 4 = 7996 slots of the Lua stack in use is answered with the
+-- error "reached lua stack limit" (counted in INFO), and the walk goes on with its siblings.
+-- `slots` counts that stack as Redis fills it: 2 at the top (the error handler and the
+-- result), one more for an array element, three more for a set member or a map value, four
+-- for a map key (the table, its map or set, the key, the value and the key's copy). A cyclic
+-- or very deep table thus ends the way Redis ends it, and the walk is Lua's own (a Lua call
+-- takes no C stack), so nothing here can overflow.
+--
+-- C strings: the texts of statuses and errors are read with strlen (sdsnew(lua_tostring)),
+-- so they end at a NUL byte; bulk strings and big numbers keep every byte.
+local STACK_LIMIT = 8000 - 4
+local STACK_LIMIT_ERROR = '-ERR reached lua stack limit'
 local CRLF = '\r\n'
 local bulk_heads, array_heads, integers = {}, {}, {}
 for i = 0, 1023 do
@@ -241,89 +214,216 @@ for i = 0, 1023 do
   integers[i] = ':' .. i .. CRLF
 end
 
-local function encode_array(t, parts, n, null, depth)
-  local count = 0
-  while rawget(t, count + 1) ~= nil do count = count + 1 end
-  if rawget(t, 'err') ~= nil or rawget(t, 'ok') ~= nil or rawget(t, 'double') ~= nil
-      or rawget(t, 'big_number') ~= nil or rawget(t, 'verbatim_string') ~= nil
-      or rawget(t, 'map') ~= nil or rawget(t, 'set') ~= nil then
-    if depth == 0 or type(rawget(t, 'err')) == 'string' then return nil end
-    local ok = rawget(t, 'ok')
-    if type(ok) ~= 'string' then return nil end
-    parts[n + 1] = '+'
-    parts[n + 2] = gsub(ok, '[\r\n]', ' ')
-    parts[n + 3] = CRLF
-    return n + 3
+-- addReplyErrorFormatEx(c, flags, "-%s", text): CR and LF trimmed off the end, the others made
+-- spaces. The frame's text without its '-' (what INFO counts by its first word).
+local function error_line(text)
+  return (gsub(gsub(c_string(text), '[\r\n]+$', ''), '[\r\n]', ' '))
+end
+
+local function status_line(text)
+  return (gsub(c_string(text), '[\r\n]', ' '))
+end
+
+-- The encoder's state for one result (scripts run one at a time, and no script code runs
+-- while a result is encoded). `parts` is kept between results and emptied after each.
+local parts, n = {}, 0
+local null, resp3_client, resp3_script = '$-1\r\n', false, false
+-- Errors written inside the result: those a command gave (counted already, Redis's
+-- ignore_error_stats_update) and the messages of the others, for INFO.
+local counted_errors, fresh_errors, nfresh = 0, {}, 0
+
+local function put_error(text, counted)
+  n = n + 1
+  parts[n] = '-' .. text .. CRLF
+  if counted then
+    counted_errors = counted_errors + 1
+  else
+    nfresh = nfresh + 1
+    fresh_errors[nfresh] = text
+  end
+end
+
+local function put_bulk(text)
+  local size = #text
+  parts[n + 1] = bulk_heads[size] or '$' .. size .. CRLF
+  parts[n + 2] = text
+  parts[n + 3] = CRLF
+  n = n + 3
+end
+
+-- addReplyDouble: %.17g (so NaN is "nan" or "-nan"), infinities spelled out.
+local function put_double(value)
+  local text
+  if value == huge then
+    text = 'inf'
+  elseif value == -huge then
+    text = '-inf'
+  else
+    text = format('%.17g', value)
   end
   n = n + 1
-  parts[n] = array_heads[count] or '*' .. count .. CRLF
-  for i = 1, count do
-    local v = rawget(t, i)
-    local kind = type(v)
-    if kind == 'string' then
-      local size = #v
-      parts[n + 1] = bulk_heads[size] or '$' .. size .. CRLF
-      parts[n + 2] = v
-      parts[n + 3] = CRLF
-      n = n + 3
-    elseif kind == 'number' then
+  parts[n] = resp3_client and ',' .. text .. CRLF or '$' .. #text .. CRLF .. text .. CRLF
+end
+
+local encode_value
+
+local function encode_table(t, slots)
+  local v = rawget(t, 'err')
+  if type(v) == 'string' then
+    -- (Redis reads ignore_error_stats_update through the metatable; a raw read keeps a
+    -- script's __index function from running here, and differs only in INFO's counts.)
+    put_error(error_line(v), rawget(t, 'ignore_error_stats_update') == true)
+    return
+  end
+  v = rawget(t, 'ok')
+  if type(v) == 'string' then
+    n = n + 1
+    parts[n] = '+' .. status_line(v) .. CRLF
+    return
+  end
+  v = rawget(t, 'double')
+  if type(v) == 'number' then
+    put_double(v)
+    return
+  end
+  v = rawget(t, 'big_number')
+  if type(v) == 'string' then
+    v = gsub(v, '[\r\n]', ' ')
+    if resp3_client then
       n = n + 1
-      parts[n] = integers[v] or format(':%d\r\n', v)
-    elseif kind == 'table' then
-      if depth >= MAX_ENCODED_DEPTH then return nil end
-      n = encode_array(v, parts, n, null, depth + 1)
-      if n == nil then return nil end
-    elseif kind == 'boolean' then
-      if script_resp ~= 2 then return nil end
-      n = n + 1
-      parts[n] = v and ':1\r\n' or null
+      parts[n] = '(' .. v .. CRLF
     else
-      n = n + 1
-      parts[n] = null
+      put_bulk(v)
+    end
+    return
+  end
+  v = rawget(t, 'verbatim_string')
+  if type(v) == 'table' then
+    local kind, text = rawget(v, 'format'), rawget(v, 'string')
+    if type(kind) == 'string' and type(text) == 'string' then
+      if resp3_client then
+        -- Three bytes of the format, read as a C string and padded with spaces.
+        kind = sub(c_string(kind) .. '   ', 1, 3)
+        n = n + 1
+        parts[n] = '=' .. (#text + 4) .. CRLF .. kind .. ':' .. text .. CRLF
+      else
+        put_bulk(text)
+      end
+      return
     end
   end
-  return n
-end
-
--- One buffer for every encoding (scripts run one at a time, and no script code runs while a
--- result is encoded): a new table per result would be regrown several times on the way.
--- It is emptied after each use so it never keeps a result's strings alive.
-local encode_parts = {}
-
-local function clear_parts(n)
-  for i = 1, n do encode_parts[i] = nil end
-end
-
--- A table result as RESP, or nil for the general path: the native bridge's encoder where it
--- is compiled (luabridge.pyx, the same rule in C), else encode_array.
-local encode_reply = py_encode or function(result, null)
-  local encoded, n = pcall(encode_array, result, encode_parts, 0, null, 0)
-  if encoded and n then
-    local resp = concat(encode_parts, '', 1, n)
-    clear_parts(n)
-    return resp
+  v = rawget(t, 'map')
+  if type(v) == 'table' then
+    n = n + 1
+    local head, count = n, 0
+    for key, value in next, v do
+      encode_value(key, slots + 4)
+      encode_value(value, slots + 3)
+      count = count + 1
+    end
+    parts[head] = resp3_client and '%' .. count .. CRLF or '*' .. (count * 2) .. CRLF
+    return
   end
-  clear_parts(#encode_parts)
-  return nil
+  v = rawget(t, 'set')
+  if type(v) == 'table' then
+    n = n + 1
+    local head, count = n, 0
+    for member in next, v do
+      encode_value(member, slots + 3)
+      count = count + 1
+    end
+    parts[head] = (resp3_client and '~' or '*') .. count .. CRLF
+    return
+  end
+  n = n + 1
+  local head, count = n, 0
+  slots = slots + 1
+  while true do
+    v = rawget(t, count + 1)
+    if v == nil then break end
+    count = count + 1
+    local kind = type(v)
+    -- Strings and numbers, most of any array, without a call (the same as encode_value).
+    if kind == 'string' and slots <= STACK_LIMIT then
+      put_bulk(v)
+    elseif kind == 'number' and slots <= STACK_LIMIT then
+      n = n + 1
+      parts[n] = integers[v] or format(':%d\r\n', v)
+    else
+      encode_value(v, slots)
+    end
+  end
+  parts[head] = array_heads[count] or '*' .. count .. CRLF
 end
 
--- finish() for EVAL and FCALL: a table result comes back already shaped, so Python gets
--- (true, value) for a plain value, (true, nil, 'raw', resp) for an array encode_array could
--- encode (null is the client's null frame), or (true, nil, <reply_shape(value)>).
+function encode_value(v, slots)
+  if slots > STACK_LIMIT then
+    put_error('ERR reached lua stack limit', false)
+    return
+  end
+  local kind = type(v)
+  if kind == 'string' then
+    put_bulk(v)
+  elseif kind == 'number' then
+    -- (long long) of the double: Lua's %d casts the same way (NaN and out of range alike).
+    n = n + 1
+    parts[n] = integers[v] or format(':%d\r\n', v)
+  elseif kind == 'table' then
+    encode_table(v, slots)
+  elseif kind == 'boolean' then
+    n = n + 1
+    if resp3_script then
+      if resp3_client then parts[n] = v and '#t\r\n' or '#f\r\n'
+      else parts[n] = v and ':1\r\n' or ':0\r\n' end
+    else
+      parts[n] = v and ':1\r\n' or null
+    end
+  else  -- a function, a coroutine, userdata: no reply Redis knows
+    n = n + 1
+    parts[n] = null
+  end
+end
+
+-- A table result as RESP: the native bridge's C encoder where it is compiled and takes the
+-- result, else encode_value. Answers the RESP, then, where the result holds errors, how many
+-- a command gave, how many others there are and their messages joined by LF (no message
+-- holds one).
+local encode_native = py_encode
+
+local function encode_reply(result, client_null)
+  if encode_native then
+    local resp = encode_native(result, client_null, script_resp)
+    if resp then return resp end
+  end
+  null, resp3_client, resp3_script = client_null, client_null == '_\r\n', script_resp == 3
+  counted_errors, nfresh = 0, 0
+  n = 0
+  encode_value(result, 2)
+  local resp = concat(parts, '', 1, n)
+  for i = 1, n do parts[i] = nil end
+  if counted_errors == 0 and nfresh == 0 then return resp end
+  local fresh = concat(fresh_errors, '\n', 1, nfresh)
+  for i = 1, nfresh do fresh_errors[i] = nil end
+  return resp, counted_errors, nfresh, fresh
+end
+
+-- finish() for EVAL and FCALL: a table result comes back already converted, so Python gets
+-- (true, value) for a plain value, (true, nil, 'err', text, counted) for an error reply,
+-- (true, nil, 'ok', text) for a status, or (true, nil, 'raw', resp[, counted, nfresh, fresh])
+-- for any other table (null is the client's null frame; see encode_reply).
 local function finish_reply(null, ok, result)
   if tripped then arm_hook() end
   if raw_writes then wipe_raw_writes() end
   if ok then
     if type(result) == 'table' then
-      -- A status reply (redis.call('SET', ...) returned as it is) is what reply_shape would
-      -- make of it, without trying to encode it as an array first.
-      local status = rawget(result, 'ok')
-      if type(status) == 'string' and type(rawget(result, 'err')) ~= 'string' then
-        return true, nil, 'ok', status
+      -- The reply at the top: an error or a status is the command's own reply line.
+      local v = rawget(result, 'err')
+      if type(v) == 'string' then
+        return true, nil, 'err', error_line(v), rawget(result, 'ignore_error_stats_update') == true
       end
-      local resp = encode_reply(result, null, script_resp)
-      if resp then return true, nil, 'raw', resp end
-      return true, nil, reply_shape(result)
+      v = rawget(result, 'ok')
+      if type(v) == 'string' then return true, nil, 'ok', status_line(v) end
+      return true, nil, 'raw', encode_reply(result, null)
     end
     return true, result
   end
@@ -527,14 +627,24 @@ if py_pcall == nil then
   local lupa_call = py_call
 
   -- lupa would hand integral numbers to Python as ints, losing -0: they are formatted here
-  -- instead, as Redis formats them.
+  -- instead, as Redis formats them. A script can pass redis.call as many arguments as Lua's
+  -- stack takes (unpack gives up to 7999 values): past a few thousand neither unpack nor
+  -- lupa's call has the stack room left, so those arguments cross to Python in slices.
+  -- (Python cannot read them from the table: lupa's indexing runs Lua code of its own,
+  -- which the running script's globals refuse.)
+  local ARGUMENTS_SLICE = 2000
   local function call_python(...)
     local n = select('#', ...)
     local args = {...}
     for i = 1, n do
       if type(args[i]) == 'number' then args[i] = format('%.17g', args[i]) end
     end
-    return lupa_call(unpack(args, 1, n))
+    if n <= ARGUMENTS_SLICE then return lupa_call(unpack(args, 1, n)) end
+    for first = 1, n, ARGUMENTS_SLICE do
+      local last = first + ARGUMENTS_SLICE - 1
+      py_gather(unpack(args, first, last < n and last or n))
+    end
+    return py_call_gathered()
   end
 
   -- The engine answers a reply as a Lua value, a status or error text with its kind, or for
@@ -580,7 +690,7 @@ local function error_reply(...)
   if select('#', ...) ~= 1 or type(text) ~= 'string' then
     return {err = 'ERR wrong number or type of arguments'}
   end
-  return {err = error_text(text)}
+  return {err = error_text(c_string(text))}  -- (read by Redis as a C string)
 end
 
 local function status_reply(...)
@@ -867,8 +977,6 @@ api.run_load = run_load
 -- For Python only (compile time): see sandbox.py's _without_tail_calls.
 api.dump = dump
 api.load_binary = function(code, chunkname) return loadstring(code, chunkname) end
-api.reply_shape = reply_shape
-api.items = items
 api.arm_hook = arm_hook
 
 return api

@@ -20,13 +20,10 @@ from .memcap import CapGuard
 log = logging.getLogger("minired")
 
 LuaError = lupa.LuaError
-lua_type = lupa.lua_type
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63
-# Lua's stack takes a few thousand values at once; larger tables are read in slices and
-# larger argument lists are passed as tables.
-_SLICE = 4000
+# Lua's stack takes a few thousand values at once: larger argument lists are passed as tables.
 _MAX_VARARGS = 4000
 
 
@@ -84,6 +81,23 @@ def _native_redis_call(lua: Any, bridge: Any, guard: CapGuard) -> tuple | None:
     return native_call(lua, bridge.call_native, _lua_callback(guard, bridge.unbox))
 
 
+def _gathered_call(cap_guard: CapGuard, call: Callable[..., Any]) -> tuple:
+    """(gather, call_gathered) for lupa's bridge: a redis.call with more arguments than one Lua
+    call to Python can carry passes them to gather in slices, then runs call_gathered."""
+    gathered: list = []
+
+    def gather(*values: Any) -> None:
+        gathered.extend(values)
+
+    def call_gathered() -> Any:
+        arguments = gathered[:]
+        gathered.clear()
+        return call(*arguments)
+
+    return (_lua_callback(cap_guard, gather),
+            _lua_callback(cap_guard, call_gathered, (b"ERR internal error", b"err")))
+
+
 # A cap on what one Lua runtime may allocate. Redis has none, but a hostile or runaway script
 # (string.rep('x', 2^34) is one C call, so the busy-script hook never gets a chance) must not
 # take a developer's machine down with the server: past the cap the allocation fails inside
@@ -97,8 +111,7 @@ class Sandbox:
     `native=False` keeps redis.call on lupa's bridge even where luabridge is compiled."""
 
     __slots__ = ("mode", "max_memory", "lua", "api", "run_eval", "run_function",
-                 "_run_load", "_reply_shape", "_items", "table_from", "native", "_native",
-                 "cap_guard")
+                 "_run_load", "table_from", "native", "_native", "cap_guard")
 
     def __init__(self, mode: str, bridge: Any, native: bool = True) -> None:
         self.mode = mode
@@ -138,13 +151,12 @@ class Sandbox:
             _lua_callback(cap_guard, bridge.register_function, b"ERR internal error"),
             py_pcall,
             py_encode,
+            *_gathered_call(cap_guard, bridge.call),
         )
         # run_eval / run_function(fn, null, numkeys, *keys_and_args): see `start`.
         self.run_eval = self.api[b"run_eval"]
         self.run_function = self.api[b"run_function"]
         self._run_load = self.api[b"run_load"]
-        self._reply_shape = self.api[b"reply_shape"]
-        self._items = self.api[b"items"]
         self.table_from = lua.table_from
         if set_entry is not None:
             set_entry(self.api[b"run_native"], self.api[b"cached"], self.api[b"hold"])
@@ -178,9 +190,10 @@ class Sandbox:
     def start(self, runner: Any, fn: Any, null: bytes, numkeys: int, arguments: list) -> tuple:
         """Run `fn` with KEYS = arguments[:numkeys] and ARGV = the rest; `runner` is
         `run_eval` or `run_function`, `null` the caller's null frame. The outcome is
-        (True, value) for a plain value, (True, None, b"raw", resp) for an array result the
-        Lua side encoded, (True, None, *reply_shape(table)) for another table, or
-        (False, message[, source, line])."""
+        (True, value) for a plain value, (True, None, b"err", text, counted) for an error
+        table, (True, None, b"ok", text) for a status table, (True, None, b"raw", resp[,
+        counted, nfresh, fresh]) for another table, encoded by the Lua side with the errors
+        it holds (sandbox.lua's encode_reply), or (False, message[, source, line, counted])."""
         if len(arguments) > _MAX_VARARGS:
             table = self.table_from
             return runner(fn, null, -1, table(arguments[:numkeys]), table(arguments[numkeys:]))
@@ -213,7 +226,8 @@ class Sandbox:
     # --- Lua values -> reply values ------------------------------------------------------------
 
     def to_reply(self, value: Any, script_resp: int) -> Any:
-        """Convert a script's return value as Redis's luaReplyToRedisReply does."""
+        """Convert a script's plain return value as Redis's luaReplyToRedisReply does (tables
+        are converted on the Lua side: see sandbox.lua's encode_reply)."""
         kind = type(value)
         if kind is bytes:
             return value
@@ -225,43 +239,16 @@ class Sandbox:
             if script_resp == 2:
                 return 1 if value else None
             return value
-        if value is None or lua_type(value) != "table":
-            return None
-        return self.shaped_reply(self._reply_shape(value), script_resp)
+        return None  # nil, and what has no reply (a function, a coroutine, userdata)
 
-    def shaped_reply(self, shape: tuple, script_resp: int) -> Any:
-        """The reply for a table's reply_shape (see sandbox.lua)."""
-        tag = shape[0]
-        if tag == b"ok":
+    @staticmethod
+    def shaped_reply(shape: tuple) -> Any:
+        """The reply for a status or error table at the top of a result: (b"ok", text) or
+        (b"err", text, counted), their texts already as Redis writes them (sandbox.lua)."""
+        if shape[0] == b"ok":
             text = shape[1]
-            return resp.OK if text == b"OK" else resp.Status(_one_line(text))
-        if tag == b"array":
-            return self._elements(shape[1], shape[2], script_resp)
-        if tag == b"err":  # (shape[2]: the table's ignore_error_stats_update)
-            return resp_error(shape[1], shape[2] is True)
-        if tag == b"double":
-            return float(shape[1])
-        if tag == b"map":
-            flat = self._elements(shape[1], shape[2], script_resp)
-            return {_hashable(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
-        if tag == b"set":
-            return {_hashable(item) for item in self._elements(shape[1], shape[2], script_resp)}
-        if tag == b"big_number":
-            return resp.BigNumber(_one_line(shape[1]))
-        if tag == b"verbatim":
-            return resp.Verbatim(shape[2])
-        return None
-
-    def _elements(self, table: Any, count: int, script_resp: int) -> list:
-        out: list = []
-        to_reply = self.to_reply
-        for first in range(1, count + 1, _SLICE):
-            last = min(first + _SLICE - 1, count)
-            values = self._items(table, first, last)
-            if type(values) is not tuple:
-                values = (values,)
-            out.extend(to_reply(v, script_resp) for v in values)
-        return out
+            return resp.OK if text == b"OK" else resp.Status(text)
+        return resp_error(shape[1], shape[2] is True)
 
 
 def _truncate(value: float) -> int:
@@ -271,22 +258,10 @@ def _truncate(value: float) -> int:
     return int(value)
 
 
-def _one_line(text: bytes) -> bytes:
-    return text.replace(b"\r", b" ").replace(b"\n", b" ")
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, (dict, set)):
-        return tuple(sorted((repr(v) for v in value)))
-    return value
-
-
 def resp_error(message: bytes | str, counted: bool = False) -> Any:
     from ..errors import RedisError
     if isinstance(message, bytes):
-        message = message.decode("utf-8", "replace")
+        message = message.decode("utf-8", "surrogateescape")  # (encoded back as it was)
     return RedisError(message, counted)
 
 
