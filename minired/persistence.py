@@ -512,9 +512,12 @@ class Persistence:
                 with open(path, "rb") as f:
                     data = f.read()
             except FileNotFoundError:
-                if i == 0 and name == manifest.base:
-                    raise LoadError(f"The AOF file {name} doesn't exist") from None
+                # Redis 7.0 warns and goes on without it; a file the manifest names but that is
+                # gone means data is missing, and starting would soon rewrite the AOF without it.
                 raise LoadError(f"The AOF file {name} doesn't exist") from None
+            except OSError as exc:
+                raise LoadError(f"Fatal error: can't open the append log file {name} for "
+                                f"reading: {exc.strerror}") from None
             total += len(data)
             pos = 0
             if rdb_file.is_rdb(data):
