@@ -342,6 +342,8 @@ BGSAVE_AOF_REWRITE_IN_PROGRESS = ("ERR Another child process is active (AOF?): c
                                   "right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE "
                                   "whenever possible.")
 AOF_REWRITE_IN_PROGRESS = "ERR Background append only file rewriting already in progress"
+DEBUG_RELOAD_OPTIONS = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
+DEBUG_RELOAD_FAILED = "ERR Error trying to load the RDB dump"
 UNKNOWN_SUBCOMMAND_OR_ARITY = (
     "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."
 )

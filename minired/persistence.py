@@ -594,6 +594,25 @@ class Persistence:
         self._saved()
         log.info("DB saved on disk (%d bytes)", size)
 
+    def reload(self, save: bool, flush: bool) -> None:
+        """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace (unless NOFLUSH or MERGE), load
+        the file back: the round trip through dump.rdb, on the loop."""
+        if save:
+            self.save()
+        server = self.server
+        if flush:
+            server.keyspace.flushall()
+        try:
+            with open(self.snapshot_path, "rb") as f:
+                data = f.read()
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms())
+            if loaded.functions and self.functions is not None:
+                self.functions.restore(rdb_file.functions_payload(loaded.functions), b"replace")
+        except (OSError, RdbError, RedisError) as exc:
+            log.warning("DEBUG RELOAD: %s", exc)
+            raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
+        log.warning("DB reloaded by DEBUG RELOAD")
+
     def _saved(self, dirty_before: int | None = None) -> None:
         self.last_save_ok = True
         self.saves += 1

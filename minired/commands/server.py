@@ -327,6 +327,13 @@ def debug(c, argv):
         return OK
     if sub == b"error" and len(argv) == 3:
         return RedisError(argv[2].decode(errors="replace"))
+    if sub == b"reload":
+        options = {option.lower() for option in argv[2:]}
+        if not options <= {b"merge", b"noflush", b"nosave"}:
+            raise RedisError(errors.DEBUG_RELOAD_OPTIONS)
+        _persistence(c).reload(save=b"nosave" not in options,
+                               flush=not options & {b"merge", b"noflush"})
+        return OK
     if sub == b"log" and len(argv) == 3:
         log.warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
         return OK

@@ -468,3 +468,22 @@ def test_a_snapshot_of_earlier_minired_still_loads(tmp_path):
         assert client.lrange("l", 0, -1) == [b"a", b"b"] and client.pttl("l") > 590_000
         client.save()
     assert (tmp_path / "dump.rdb").read_bytes().startswith(b"REDIS0010")
+
+
+def test_debug_reload_round_trips_through_dump_rdb(tmp_path):
+    with EmbeddedServer(dir=str(tmp_path), enable_debug_command="yes") as srv:
+        client = redis.Redis(port=srv.port)
+        client.xadd("st", {"f": "v"}, id="1-1")
+        client.xgroup_create("st", "g", id="0")
+        client.zadd("z", {"a": 1.5})
+        client.set("ttl", "v", px=500_000)
+        before = _dataset(client)
+        assert client.execute_command("DEBUG", "RELOAD") == b"OK"
+        assert _dataset(client) == before and client.pttl("ttl") > 490_000
+        assert client.xinfo_groups("st")[0]["name"] == b"g"
+        raw = RawClient(srv.port)
+        assert raw.call("DEBUG", "RELOAD", "BOGUS") == Err(
+            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
+        os.unlink(tmp_path / "dump.rdb")
+        assert raw.call("DEBUG", "RELOAD", "NOSAVE") == Err("ERR Error trying to load the RDB dump")
+        raw.close()
