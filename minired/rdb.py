@@ -203,6 +203,14 @@ class Reader:
         return n
 
     def string(self) -> bytes:
+        # The common case inline (a length under 64 in one byte): loading is mostly this call.
+        data = self.data
+        pos = self.pos
+        if pos < len(data) and data[pos] < 0x40:
+            end = pos + 1 + data[pos]
+            if end <= len(data):
+                self.pos = end
+                return data[pos + 1:end]
         n, special = self.length()
         if special is None:
             return self.take(n)

@@ -95,63 +95,71 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
         raise RdbError("Can't handle RDB format version %d" % version)
     loaded.version = version
     reader.pos = 9
-    db_index = 0
     expires_at = -1
+    target = staged[0]
+    target_expires = staged_expires[0]
+    keys = expired = 0
+    string = reader.string
     while True:
         kind = reader.byte()
+        if kind < OPCODE_FUNCTION2:  # a key: the loop's common case first
+            if kind not in OBJECT_TYPES:
+                raise BadData("Unknown RDB encoding type %d" % kind)
+            key = string()
+            if kind == 0:
+                value = string()
+            else:
+                try:
+                    value = decode_object(kind, reader)
+                except EmptyKey:
+                    expires_at = -1
+                    continue  # Redis skips an empty key (with a log line): an old bug saved some
+            if key in target:
+                raise BadData("Duplicate key '%s' found in RDB file"
+                              % key.decode("utf-8", "replace"))
+            if expires_at == -1:
+                target[key] = value
+                keys += 1
+            elif expires_at < now_ms and not keep_expired:
+                expired += 1
+                expires_at = -1
+            else:
+                target[key] = value
+                target_expires[key] = expires_at
+                keys += 1
+                expires_at = -1
+            continue
         if kind == OPCODE_EXPIRETIME:
             expires_at = struct.unpack("<i", reader.take(4))[0] * 1000
-            continue
-        if kind == OPCODE_EXPIRETIME_MS:
+        elif kind == OPCODE_EXPIRETIME_MS:
             expires_at = reader.ms()
-            continue
-        if kind == OPCODE_FREQ:
+        elif kind == OPCODE_FREQ:
             reader.byte()
-            continue
-        if kind == OPCODE_IDLE:
+        elif kind == OPCODE_IDLE:
             reader.count()
-            continue
-        if kind == OPCODE_EOF:
+        elif kind == OPCODE_EOF:
             break
-        if kind == OPCODE_SELECTDB:
+        elif kind == OPCODE_SELECTDB:
             db_index = reader.count()
             if db_index >= databases:
                 raise RdbError("FATAL: Data file was created with a Redis server configured to "
                                "handle more than %d databases. Exiting" % databases)
-            continue
-        if kind == OPCODE_RESIZEDB:
+            target = staged[db_index]
+            target_expires = staged_expires[db_index]
+        elif kind == OPCODE_RESIZEDB:
             reader.count()
             reader.count()
-            continue
-        if kind == OPCODE_AUX:
-            name = reader.string()
-            loaded.aux[name] = reader.string()
-            continue
-        if kind == OPCODE_MODULE_AUX:
+        elif kind == OPCODE_AUX:
+            name = string()
+            loaded.aux[name] = string()
+        elif kind == OPCODE_MODULE_AUX:
             raise BadData("The RDB file contains AUX module data I can't load: no matching module")
-        if kind == OPCODE_FUNCTION2:
-            loaded.functions.append(reader.string())
-            continue
-        if kind == OPCODE_FUNCTION_PRE_GA:
+        elif kind == OPCODE_FUNCTION2:
+            loaded.functions.append(string())
+        else:  # OPCODE_FUNCTION_PRE_GA
             raise BadData("Pre-release function format not supported.")
-        if kind not in OBJECT_TYPES:
-            raise BadData("Unknown RDB encoding type %d" % kind)
-        key = reader.string()
-        try:
-            value = decode_object(kind, reader)
-        except EmptyKey:
-            expires_at = -1
-            continue  # Redis skips an empty key (with a log line), as an old bug could save one
-        if key in staged[db_index]:
-            raise BadData("Duplicate key '%s' found in RDB file" % key.decode("utf-8", "replace"))
-        if expires_at != -1 and expires_at < now_ms and not keep_expired:
-            loaded.expired += 1
-        else:
-            staged[db_index][key] = value
-            if expires_at != -1:
-                staged_expires[db_index][key] = expires_at
-            loaded.keys += 1
-        expires_at = -1
+    loaded.keys = keys
+    loaded.expired = expired
     if version >= 5:
         end = reader.pos
         expected = struct.unpack("<Q", reader.take(8))[0]
