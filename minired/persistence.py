@@ -427,6 +427,10 @@ class Persistence:
             loaded = self._load_aof()
             if loaded:
                 log.info("DB loaded from append only file: %.3f seconds", time.monotonic() - started)
+            elif os.path.exists(self.snapshot_path):
+                log.warning("%s is not loaded: with appendonly yes only the AOF is, as in Redis "
+                            "(start once with appendonly no, then CONFIG SET appendonly yes, to "
+                            "carry its data over)", self.snapshot_path)
             return
         self._read_manifest_if_any()
         path = self.snapshot_path
