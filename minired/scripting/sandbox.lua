@@ -205,7 +205,6 @@ local script_resp = 2
 -- C strings: the texts of statuses and errors are read with strlen (sdsnew(lua_tostring)),
 -- so they end at a NUL byte; bulk strings and big numbers keep every byte.
 local STACK_LIMIT = 8000 - 4
-local STACK_LIMIT_ERROR = '-ERR reached lua stack limit'
 local CRLF = '\r\n'
 local bulk_heads, array_heads, integers = {}, {}, {}
 for i = 0, 1023 do
@@ -735,6 +734,7 @@ end
 local function setresp(...)
   if select('#', ...) ~= 1 then raise('redis.setresp() requires one argument.') end
   local resp = tonumber((...)) or 0
+  resp = resp >= 0 and floor(resp) or ceil(resp)  -- (int) of the number, as Redis reads it
   if resp ~= 2 and resp ~= 3 then raise('RESP version must be 2 or 3.') end
   py_setresp(resp)
   script_resp = resp

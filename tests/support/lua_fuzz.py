@@ -315,7 +315,8 @@ class ScriptGenerator:
     def action(self) -> str:
         rng = self.rng
         kind = rng.choice(["return", "return", "return", "call", "call", "pcall", "cjson",
-                           "cjson_decode", "cmsgpack", "cmsgpack_unpack", "error", "setresp"])
+                           "cjson_decode", "cmsgpack", "cmsgpack_unpack", "error", "setresp",
+                           "api", "coroutine"])
         if kind == "return":
             return f"return {self.value()}"
         if kind in ("call", "pcall"):
@@ -341,6 +342,18 @@ class ScriptGenerator:
                                f"return {{pcall(cmsgpack.pack, {self.value()}, {value})}}"])
         if kind == "cmsgpack_unpack":
             return f"return {{pcall(cmsgpack.unpack, {self.msgpack_bytes()})}}"
+        if kind == "api":
+            # The rest of the redis table, given odd values (their errors are Lua errors).
+            function = rng.choice(["redis.setresp", "redis.set_repl", "redis.log", "redis.sha1hex",
+                                   "redis.acl_check_cmd", "redis.error_reply",
+                                   "redis.status_reply", "redis.breakpoint", "redis.debug"])
+            arguments = ", ".join(self.scalar() if rng.random() < 0.8 else self.value(2)
+                                  for _ in range(rng.randint(0, 3)))
+            return f"return {{pcall({function}{', ' + arguments if arguments else ''})}}"
+        if kind == "coroutine":
+            inner = self.action()
+            return (f"local co = coroutine.create(function() {inner} end) "
+                    f"local r = {{coroutine.resume(co)}} return r[2]")
         if kind == "error":
             # error() of a table with no err field crashes Redis 7.0.15: only err tables,
             # strings, numbers, booleans and nil are raised.
