@@ -5,14 +5,16 @@ processing-time histogram in ``emq:{Q}:metrics``, the last hour per minute in
 ``emq:{Q}:history``), so one scrape of any process sees the whole fleet. Memory is
 bounded: fixed histogram buckets, and the history prunes minutes older than an hour.
 
-    from minired_queue.metrics import render, wsgi_app
+    from minired_queue.metrics import asgi_app, render, wsgi_app
     print(render([queue]))                       # text for one or more queues
     app = wsgi_app(client, ["emails", "reports"])  # mount at /metrics (None: every known queue)
+    app = asgi_app(client)                       # the same for ASGI frameworks
 
 ``minired-queue metrics [queue ...]`` prints the same text.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable, Iterable, Sequence
 
 from .job import STATES, text
@@ -89,16 +91,35 @@ def render(queues: Iterable[Queue]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def wsgi_app(client: Any, names: Sequence[str] | None = None, prefix: str | None = None) -> Callable:
-    """A WSGI application answering every request with the metrics of ``names`` (None:
-    every queue in the registry, looked up per scrape)."""
-    prefix = prefix or DEFAULT_PREFIX
+def _body(client: Any, names: Sequence[str] | None, prefix: str) -> bytes:
+    queue_names = names if names is not None else known_queues(client, prefix)
+    return render(Queue(name, client, prefix=prefix) for name in queue_names).encode()
 
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def wsgi_app(client: Any, names: Sequence[str] | None = None, prefix: str = DEFAULT_PREFIX) -> Callable:
+    """A WSGI application answering every request with the metrics of ``names`` (None:
+    every queue in the registry, looked up per scrape), read with the synchronous
+    ``client``."""
     def app(environ: dict, start_response: Callable) -> list[bytes]:
-        queue_names = names if names is not None else known_queues(client, prefix)
-        body = render(Queue(name, client, prefix=prefix) for name in queue_names).encode()
-        start_response("200 OK", [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
-                                  ("Content-Length", str(len(body)))])
+        body = _body(client, names, prefix)
+        start_response("200 OK", [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))])
         return [body]
+
+    return app
+
+
+def asgi_app(client: Any, names: Sequence[str] | None = None, prefix: str = DEFAULT_PREFIX) -> Callable:
+    """The same as an ASGI application (e.g. ``Mount("/metrics", asgi_app(client))`` in
+    Starlette). ``client`` is synchronous too: the scrape runs in a thread."""
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return
+        body = await asyncio.to_thread(_body, client, names, prefix)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     return app

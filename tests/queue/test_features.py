@@ -16,7 +16,7 @@ from cronsim import CronSim
 from minired_queue import Queue
 from minired_queue.aio import AsyncWorker
 from minired_queue.job import MAX_PRIORITY
-from minired_queue.metrics import render, wsgi_app
+from minired_queue.metrics import asgi_app, render, wsgi_app
 from minired_queue.options import WorkerOptions
 from minired_queue.repeat import Schedule
 from minired_queue.transitions import complete, release, retry_or_fail, update_progress
@@ -400,6 +400,20 @@ def test_prometheus_text_counts_totals_and_histogram(backend, queue):
     chunks = app({}, lambda status, headers: body.append((status, dict(headers))))
     assert body[0][0] == "200 OK" and body[0][1]["Content-Type"].startswith("text/plain; version=0.0.4")
     assert b"minired_queue_completed_total" in b"".join(chunks)
+
+    sent = []
+
+    async def scrape():
+        async def receive():
+            return {"type": "http.request"}
+
+        async def send(message):
+            sent.append(message)
+
+        await asgi_app(queue.client)({"type": "http"}, receive, send)
+
+    asyncio.run(scrape())  # no names: every queue in the registry, this one included
+    assert sent[0]["status"] == 200 and f'queue="{queue.name}"'.encode() in sent[1]["body"]
 
 
 @pytest.mark.parametrize("backend", ["minired"], indirect=True)  # hours of server time: clock control
