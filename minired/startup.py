@@ -36,6 +36,11 @@ def node_configs(config: Config, masters: int) -> list[Config]:
         node.values.update(config.values)
         node.set("port", base + i if base else 0)  # (set derives the typed fields again)
         node.set("cluster-enabled", "yes")
+        # Each node persists to files of its own in the shared --dir (dump-0.rdb, ...), as
+        # cluster nodes sharing a directory must: by index, so a restart finds them again.
+        for name in ("dbfilename", "appenddirname", "appendfilename"):
+            stem, dot, extension = config.get(name).rpartition(".")
+            node.set(name, f"{stem}-{i}.{extension}" if dot else f"{extension}-{i}")
         configs.append(node)
     return configs
 

@@ -27,6 +27,14 @@ def _control(cluster, *args):
         client.close()
 
 
+def _on(port: int, *args):
+    client = RawClient(port)
+    try:
+        return client.call(*args)
+    finally:
+        client.close()
+
+
 def test_redis_py_cluster_spreads_10000_keys_over_every_node(fresh_mini):
     client = RedisCluster(host=fresh_mini.host, port=fresh_mini.port)
     try:
@@ -39,11 +47,7 @@ def test_redis_py_cluster_spreads_10000_keys_over_every_node(fresh_mini):
         for i in range(10_000):
             pipe.get(f"key:{i}")
         assert pipe.execute() == [str(i).encode() for i in range(10_000)]
-        sizes = []
-        for _, port in fresh_mini.nodes:
-            raw = RawClient(port)
-            sizes.append(raw.call("DBSIZE"))
-            raw.close()
+        sizes = [_on(port, "DBSIZE") for _, port in fresh_mini.nodes]
         assert sum(sizes) == 10_000 and all(size > 3000 for size in sizes), sizes
         with pytest.raises(redis.exceptions.RedisClusterException, match="same key slot"):
             client.execute_command("MSET", "a", "1", "b", "2")  # (the client's own check)
@@ -250,3 +254,55 @@ def test_ioredis_cluster(fresh_mini, tmp_path):
         "crossslot": "CROSSSLOT Keys in request don't hash to the same slot",
         "tagged": "OK", "pipeline": [[None, 1], [None, 2]], "script": 3,
     }
+
+
+def test_the_command_line_serves_a_cluster_and_names_every_node():
+    from minired.embed import SubprocessServer
+
+    with SubprocessServer(cluster=3) as srv:
+        assert len(srv.addresses) == 3 and srv.port == srv.addresses[0][1]
+        client = RedisCluster(host=srv.host, port=srv.port)
+        try:
+            ports = sorted(node.port for node in client.get_nodes())
+            assert ports == sorted(port for _, port in srv.addresses)
+            for i in range(100):
+                client.set(f"cli:{i}", i)
+            assert client.get("cli:42") == b"42"
+            info = client.info("server", target_nodes=RedisCluster.RANDOM)
+            assert info["redis_mode"] == "cluster"
+        finally:
+            client.close()
+        raw = RawClient(srv.port)
+        try:
+            assert raw.call("MINIRED", "CLUSTER", "RECOVER", srv.port).message.startswith(
+                "ERR cluster control is disabled")
+        finally:
+            raw.close()
+
+
+def test_each_node_saves_and_reloads_its_own_file(tmp_path):
+    from minired.embed import EmbeddedServer
+
+    def start():
+        return EmbeddedServer(cluster=3, dir=str(tmp_path)).start()
+
+    srv = start()
+    try:
+        client = RedisCluster(host=srv.host, port=srv.port)
+        for i in range(60):
+            client.set(f"saved:{i}", i)
+        sizes = [_on(port, "DBSIZE") for _, port in srv.nodes]
+        for _, port in srv.nodes:
+            assert _on(port, "SAVE") == b"OK"
+        client.close()
+    finally:
+        srv.stop()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump-0.rdb", "dump-1.rdb", "dump-2.rdb"]
+    srv = start()
+    try:
+        assert [_on(port, "DBSIZE") for _, port in srv.nodes] == sizes
+        client = RedisCluster(host=srv.host, port=srv.port)
+        assert [client.get(f"saved:{i}") for i in range(60)] == [str(i).encode() for i in range(60)]
+        client.close()
+    finally:
+        srv.stop()
