@@ -28,6 +28,9 @@ cdef class ClientProtocol:
     cdef public object transport, pending
     cdef public object _transport_closing, _transport_write, _transport_buffered, outbox, echo
     cdef public object held
+    # Set on every read: C values (querybuf.py reads them on the rare reads that need it).
+    cdef public long long qb_length, qb_alloc, qb_peak, qb_bulk, qb_tick
+    cdef public double qb_next_tick
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser

@@ -11,7 +11,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from . import REDIS_VERSION, __version__, client_reply, dispatch, notifications, pause, resp
-from . import security
+from . import querybuf, security
 from .blocking import Block, BlockingManager
 from .client import Client
 from .config import Config
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("minired")
 
 ACTIVE_EXPIRE_INTERVAL = 0.1
+_monotonic = time.monotonic
+_QB_IOBUF_LEN = querybuf.IOBUF_LEN
+_QB_BIG_ARG = querybuf.BIG_ARG
 
 
 class Stats:
@@ -262,7 +265,8 @@ class ClientProtocol:
     compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
-                 "_transport_write", "_transport_buffered", "outbox", "echo", "held")
+                 "_transport_write", "_transport_buffered", "outbox", "echo", "held",
+                 "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -276,6 +280,9 @@ class ClientProtocol:
         self.pending: deque = deque()
         self.outbox: list | None = None  # replies not written yet (see _write)
         self.echo: list | None = None  # a monitor's lines for its own command (monitor.py)
+        # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
+        self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
+        self.qb_next_tick = 0.0
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
@@ -359,6 +366,14 @@ class ClientProtocol:
         stats.net_input_bytes += len(data)
         stats.reads_processed += 1
         parser = self.parser
+        now = _monotonic()
+        if now >= self.qb_next_tick or self.qb_alloc < _QB_IOBUF_LEN:
+            querybuf.before_read(self, now, client.last_interaction)  # (CLIENT LIST's figures)
+        client.last_interaction = now
+        total = parser.buffered + len(data)
+        self.qb_length = total
+        if total > self.qb_peak:
+            self.qb_peak = total
         config = server.config
         # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
         parser.max_bulk_len = config.proto_max_bulk_len
@@ -382,6 +397,8 @@ class ClientProtocol:
                 return
             commands = parser.parse()
         buffered = parser.buffered
+        if buffered or total > self.qb_alloc or total >= _QB_BIG_ARG:
+            querybuf.after_parse(self, parser, commands, total)
         if buffered and buffered > config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
             self._close()
@@ -392,6 +409,7 @@ class ClientProtocol:
                 self._run_pending()
         else:
             self._run(commands)
+        self.qb_length = parser.buffered
         if parser.error is not None and client.blocked is None and not self.pending:
             self._protocol_error(parser.error)
 

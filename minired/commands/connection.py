@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .. import REDIS_VERSION, client_reply, errors, pause, security
+from .. import REDIS_VERSION, client_reply, errors, pause, querybuf, security
 from ..errors import RedisError
 from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
@@ -165,11 +165,14 @@ def client_info_line(c, current=None, running: str = "") -> str:
         cmd = running
     else:
         cmd = c.last_command.full_name if c.last_command is not None else "NULL"
+    conn = c.connection
+    qbuf, qbuf_free = (querybuf.figures(conn, now, c.last_interaction) if conn is not None
+                       else (0, 0))
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
         f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
-        f"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
+        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
         f"tot-mem=0 events=r cmd={cmd} user={_user_name(c)} redir={tracking_redirect(c)} "
         f"resp={c.protocol} "
         f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"

@@ -19,11 +19,23 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from .keys import QueueKeys
 from .scripts import script
-from .transitions import RedisOp, apply_effect_once
+from .steps import Command, Invoke, Steps, drive, drive_async
+from .transitions import Call, RedisOp, apply_effect_once
 
 T = TypeVar("T")
 
 DEFAULT_EFFECT_TTL_MS = 7 * 24 * 3600 * 1000  # outlive any plausible redelivery
+
+
+def _run_once_steps(marker: str, fn: Callable[[], Any], ttl_ms: int, token: str) -> Steps[tuple[bool, Any]]:
+    """Take the marker, run ``fn``, give the marker back if ``fn`` raised (then re-raise)."""
+    if not (yield Command("set", marker, token, nx=True, px=ttl_ms)):
+        return False, None
+    outcome = yield Invoke(fn)
+    if outcome.error is not None:
+        yield Call(script("releaseEffect"), [marker], [token], lambda reply: reply)
+        raise outcome.error
+    return True, outcome.result
 
 
 class EffectGuard:
@@ -38,14 +50,7 @@ class EffectGuard:
 
     def run_once(self, job_id: str, effect: str, fn: Callable[[], T], token: str = "-") -> tuple[bool, T | None]:
         """Run ``fn`` unless this job's ``effect`` ran before. Returns (ran, fn's result)."""
-        marker = self.keys.effect(job_id, effect)
-        if not self.client.set(marker, token, nx=True, px=self.ttl_ms):
-            return False, None
-        try:
-            return True, fn()
-        except BaseException:
-            script("releaseEffect").run(self.client, [marker], [token])
-            raise
+        return drive(_run_once_steps(self.keys.effect(job_id, effect), fn, self.ttl_ms, token), self.client)
 
     def was_applied(self, job_id: str, effect: str) -> bool:
         return bool(self.client.exists(self.keys.effect(job_id, effect)))
@@ -64,14 +69,5 @@ class AsyncEffectGuard:
                                        token).run_async(self.client)
 
     async def run_once(self, job_id: str, effect: str, fn: Callable[[], Any], token: str = "-") -> tuple[bool, Any]:
-        marker = self.keys.effect(job_id, effect)
-        if not await self.client.set(marker, token, nx=True, px=self.ttl_ms):
-            return False, None
-        try:
-            result = fn()
-            if hasattr(result, "__await__"):
-                result = await result
-            return True, result
-        except BaseException:
-            await script("releaseEffect").run_async(self.client, [marker], [token])
-            raise
+        return await drive_async(_run_once_steps(self.keys.effect(job_id, effect), fn, self.ttl_ms, token),
+                                 self.client)

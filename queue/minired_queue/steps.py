@@ -3,10 +3,11 @@
 A *step generator* yields operations and receives their replies; it does no I/O itself.
 ``drive`` runs one on a redis-py client, ``drive_async`` on a redis.asyncio client. Every
 operation has ``run(client)`` and ``async run_async(client)``: the scripted transitions
-(``transitions.Call``), plain commands (``Command``), pipelines (``Pipeline``) and user
-callbacks (``Hook``, awaited when they return an awaitable). So the worker, the asyncio
-worker, the sweeper and the scheduler share every decision and differ only in how they
-wait.
+(``transitions.Call``), plain commands (``Command``), pipelines (``Pipeline``), user
+callbacks (``Hook``, errors logged) and user code (``Invoke``, errors handed back); the
+asyncio side awaits what user code returns when it is awaitable. So the worker, the
+asyncio worker, the effect guard, the sweeper and the scheduler share every decision and
+differ only in how they wait.
 """
 from __future__ import annotations
 
@@ -88,6 +89,35 @@ class Hook:
                 await result
         except Exception:
             log.exception("hook %r raised", self.fn)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: Any = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class Invoke:
+    """Call user code (awaited on the asyncio side when it returns an awaitable); the reply
+    is an ``Outcome``, so the step generator decides what an exception means."""
+
+    fn: Callable[[], Any]
+
+    def run(self, client: Any) -> Outcome:
+        try:
+            return Outcome(self.fn())
+        except BaseException as exc:
+            return Outcome(error=exc)
+
+    async def run_async(self, client: Any) -> Outcome:
+        try:
+            result = self.fn()
+            if inspect.isawaitable(result):
+                result = await result
+            return Outcome(result)
+        except BaseException as exc:
+            return Outcome(error=exc)
 
 
 def drive(steps: Steps[T], client: Any) -> T:

@@ -71,11 +71,19 @@ def test_async_guard_behaves_the_same(backend, queue):
             return "sent"
 
         ran = [await guard.run_once("job-1", "mail", send) for _ in range(2)]
+
+        async def smtp_down():
+            raise ConnectionError("smtp down")
+
+        with pytest.raises(ConnectionError):
+            await guard.run_once("job-2", "mail", smtp_down, token="delivery-1")
+        released = not await client.exists(queue.keys.effect("job-2", "mail"))
         value = await client.hget(_ledger(queue), "x")
         await client.aclose()
-        return applied, ran, value
+        return applied, ran, released, value
 
-    applied, ran, value = asyncio.run(scenario())
+    applied, ran, released, value = asyncio.run(scenario())
     assert applied == [True, False, False]
     assert ran == [(True, "sent"), (False, None)]
+    assert released  # the failed effect gave its marker back, so the retry runs it
     assert int(value) == 1
