@@ -1010,15 +1010,16 @@ class Persistence:
         logging_on = self.aof_file is not None
         server.sync_before_reply = (self.sync_before_reply
                                     if logging_on and self.fsync_mode == "always" else None)
-        # SAVE/BGSAVE are served once the user asked for files: AOF, save points, or a --dir.
         # Otherwise minired stays memory-only and commands/server.py says so.
-        counting = logging_on or bool(self.config.get("save"))
-        if counting or self.directory != ".":
+        # SAVE/BGSAVE are served, and writes counted for INFO's rdb_changes_since_last_save,
+        # once files were asked for: AOF, save points, or a --dir.
+        served = logging_on or bool(self.config.get("save")) or self.directory != "."
+        if served:
             server.extensions["persistence"] = self
         else:
             server.extensions.pop("persistence", None)
-        server.propagate = self.propagate if counting else None
-        server.blocking.on_finish = self._served if counting else None
+        server.propagate = self.propagate if served else None
+        server.blocking.on_finish = self._served if served else None
 
     def tick(self) -> None:
         try:

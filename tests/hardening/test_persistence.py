@@ -23,10 +23,18 @@ def _kill9(server: SubprocessServer) -> None:
 
 
 def test_persistence_is_off_by_default(tmp_path):
-    with EmbeddedServer(dir=str(tmp_path)) as srv:
+    with EmbeddedServer() as srv:
         client = RawClient(srv.port)
         client.call("SET", "k", "v")
         assert srv.server.propagate is None and srv.server.sync_before_reply is None
+        assert client.call("SAVE") == Err(
+            "ERR minired keeps data in memory only: no persistence is configured to save to")
+        client.close()
+    with EmbeddedServer(dir=str(tmp_path)) as srv:  # a --dir: SAVE serves, nothing is automatic
+        client = RawClient(srv.port)
+        client.call("SET", "k", "v")
+        assert srv.server.sync_before_reply is None
+        assert b"rdb_changes_since_last_save:1" in client.call("INFO", "persistence")
         client.close()
     assert os.listdir(tmp_path) == []
 
