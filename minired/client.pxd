@@ -15,3 +15,4 @@ cdef class Client:
     # Checked on every command: C values, so the check is a struct read.
     cdef public bint user_restricted
     cdef public int reply_mode
+    cdef public long long changes

@@ -37,7 +37,7 @@ class Client:
                  "last_interaction", "last_command", "multi", "multi_failed", "in_exec",
                  "in_script", "watched", "channels", "patterns", "shard_channels", "blocked",
                  "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection",
-                 "user", "user_restricted", "reply_mode")
+                 "user", "user_restricted", "reply_mode", "changes")
 
     def __init__(self, server: "Server", addr: str = "", laddr: str = "", fd: int = -1,
                  send: Callable[[bytes], None] | None = None,
@@ -81,6 +81,10 @@ class Client:
         self.user_restricted = False
         # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).
         self.reply_mode = 0
+        # Set by a write command that counts its own changes, as Redis's commands add to
+        # server.dirty (0: it changed nothing, and is neither counted nor propagated); -1, the
+        # usual, counts a write command as one change. Read and reset by dispatch.call.
+        self.changes = -1
 
     # --- state ---------------------------------------------------------------------------------
 

@@ -237,10 +237,21 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         _slow(c, spec, argv, reply, elapsed)
     if type(reply) is RedisError:
         spec.failed_calls += 1
+        c.changes = -1  # (a command that failed after counting its changes)
         if not reply.counted:  # (a script's error that its own command already counted)
             c.server.stats.count_error(reply.message)
-    elif spec.write and c.server.propagate is not None:
-        c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
+    elif spec.write:
+        # Redis's server.dirty (INFO rdb_changes_since_last_save): one per write, or what the
+        # command counted itself; a write that changed nothing is not propagated either.
+        changes = c.changes
+        if changes < 0:
+            if type(reply) is not Block:
+                c.db.dirty += 1
+        else:
+            c.changes = -1
+            c.db.dirty += changes
+        if changes and c.server.propagate is not None:
+            c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
     if extras or _extras_in_use:  # (MONITOR itself may just have turned them on)
         server = c.server
         tracking = server.tracking

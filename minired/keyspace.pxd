@@ -11,7 +11,7 @@ cdef class Clock:
 
 cdef class Database:
     cdef public object index, avg_ttl_hint, tracking, notifier
-    cdef public long long keyspace_hits, keyspace_misses, expired_lazily
+    cdef public long long keyspace_hits, keyspace_misses, expired_lazily, dirty
     cdef public bint keep_expired
     cdef public dict data, expires, watchers, blocking_keys
     cdef public list ready_keys, _expiry_heap

@@ -62,7 +62,7 @@ class Database:
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
                  "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
-                 "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired")
+                 "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -88,6 +88,9 @@ class Database:
         # While CLIENT PAUSE is in force (minired/pause.py) the dataset stays as it is: a key
         # whose time has passed reads as missing but is only deleted once the pause ends.
         self.keep_expired = False
+        # Changes made by write commands here (Redis's server.dirty, summed over databases:
+        # INFO rdb_changes_since_last_save); counted by dispatch.call.
+        self.dirty = 0
 
     # --- lookups -----------------------------------------------------------------------------
 

@@ -217,6 +217,8 @@ def _bitfield(c, argv, read_only_command: bool):
     key = argv[1]
     if read_only:
         data = db.read_typed(key, bytes) or b""
+        if not read_only_command:
+            c.changes = 0  # BITFIELD of GETs only: a write command that changed nothing
         return [_get(data, operation) for operation in operations]
     if read_only_command:
         raise RedisError(errors.BITFIELD_RO_GET_ONLY)
@@ -250,6 +252,7 @@ def _bitfield(c, argv, read_only_command: bool):
         _write_field(data, offset, width, new)
         if grown > 0 or new != old:
             changes += 1
+    c.changes = changes  # Redis's server.dirty counts each field written or grown
     if changes:
         db.set(key, bytes(data), keep_ttl=True)
         if db.notifier is not None:

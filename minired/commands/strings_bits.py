@@ -44,7 +44,8 @@ def setbit(c, argv):
     old_byte = value[byte_index]
     new_byte = (old_byte | mask) if on else (old_byte & ~mask)
     if new_byte == old_byte and not grown:
-        return 1 if old_byte & mask else 0  # nothing changed: no signal (WATCH, tracking)
+        c.changes = 0  # nothing changed: not dirty, no signal (WATCH, tracking)
+        return 1 if old_byte & mask else 0
     value = value[:byte_index] + bytes((new_byte,)) + value[byte_index + 1:]
     db.set(key, value, keep_ttl=True)
     if db.notifier is not None:

@@ -127,3 +127,30 @@ def test_bitcount_of_an_empty_negative_range_ignores_the_unit(diff):
         diff.check("BITCOUNT", "s", "-1", "-100", unit)
     diff.check("BITCOUNT", "s", "1", "-100", "x")
     diff.check("BITCOUNT", "s", "-1", "-100", "BYTE", "x")
+
+
+def _changes(client) -> int:
+    info = bytes(client.call("INFO", "persistence"))
+    line = next(line for line in info.split(b"\r\n")
+                if line.startswith(b"rdb_changes_since_last_save:"))
+    return int(line.split(b":")[1])
+
+
+def test_setbit_and_bitfield_count_changes_only_when_they_change_something(diff):
+    """INFO rdb_changes_since_last_save (Redis's server.dirty) grows by what a write changed:
+    SETBIT of a bit to its value and BITFIELD SET of a field to its value change nothing,
+    BITFIELD counts each field it writes, creating or growing the string counts
+    (tests/unit/bitops.tcl)."""
+    commands = [("SETBIT", "foo", 0, 0), ("BITFIELD", "foo2", "SET", "i5", 0, 0),
+                ("SETBIT", "foo", 0, 0), ("BITFIELD", "foo2", "SET", "i5", 0, 0),
+                ("SETBIT", "foo", 0, 1), ("SETBIT", "foo", 0, 1),
+                ("BITFIELD", "foo3", "INCRBY", "i5", 0, 1), ("BITFIELD", "foo3", "INCRBY", "i5", 0, 1),
+                ("SETBIT", "foo", 90, 0), ("BITFIELD", "foo2", "SET", "i5", 90, 0),
+                ("BITFIELD", "foo2", "GET", "i5", 0),
+                ("BITFIELD", "foo4", "SET", "u8", 0, 1, "SET", "u8", 8, 2, "GET", "u8", 0),
+                ("BITFIELD", "foo4", "SET", "u8", 0, 1, "SET", "u8", 8, 3),
+                ("BITFIELD", "foo2", "SET", "i5", 0, "x"), ("SET", "s", "v")]
+    bases = _changes(diff.redis), _changes(diff.minired)
+    for command in commands:
+        diff.check(*command)
+        assert _changes(diff.minired) - bases[1] == _changes(diff.redis) - bases[0], command
