@@ -68,7 +68,12 @@ def _crc64_table() -> list[int]:
     return table
 
 
+_CRC64_TABLE: list[int] = []  # filled on first use
+
+
 def _crc64_python(data: bytes, crc: int = 0) -> int:
+    if not _CRC64_TABLE:
+        _CRC64_TABLE.extend(_crc64_table())
     table = _CRC64_TABLE
     for byte in data:
         crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
@@ -83,7 +88,6 @@ try:  # anycrc computes it in C (GB/s); the loop below does ~6 MB/s
     def crc64(data: bytes, crc: int = 0) -> int:
         return _CRC64_MODEL.calc(data, crc) if data else crc
 except ImportError:  # pragma: no cover - anycrc is a dependency
-    _CRC64_TABLE = _crc64_table()
     crc64 = _crc64_python
 
 
