@@ -85,9 +85,9 @@ def main() -> int:
             if deadline is not None and time.monotonic() > deadline:
                 ran -= 1
                 break
-            script, protocol = generate(rng)
+            script, protocol, function = generate(rng)
             try:
-                mismatch = servers.pair.run(script, protocol)
+                mismatch = servers.pair.run(script, protocol, function)
             except (OSError, ConnectionError) as exc:
                 print(f"redis did not answer (generator problem): {exc!r}\n{script}", flush=True)
                 servers.stop()

@@ -433,8 +433,13 @@ end
 
 local string_mt = getmetatable('')
 
+-- cjson.null, once the libraries are installed: a light userdata in Redis, which has no
+-- metatable (ours is a userdata whose metatable prints it as Redis's prints).
+local cjson_null
+
 local function sandbox_getmetatable(value)
   if type(value) == 'string' then return hidden_mt[string_mt] end
+  if value == cjson_null and value ~= nil then return nil end
   if backing[value] then return hidden_mt[value] end
   return getmetatable(value)
 end
@@ -865,6 +870,7 @@ end
 
 local libraries = {}
 install_libraries(libraries)
+cjson_null = libraries.cjson and libraries.cjson.null
 
 local globals = {
   _VERSION = _VERSION, assert = assert, collectgarbage = collectgarbage, error = error,

@@ -28,8 +28,8 @@ def pair(diff, real_redis, mini):
 def test_generated_scripts_match_redis(pair, bridge, seed):
     rng = random.Random(seed)
     for _ in range(SCRIPTS_PER_SEED):
-        script, protocol = generate(rng)
-        mismatch = pair.run(script, protocol)
+        script, protocol, function = generate(rng)
+        mismatch = pair.run(script, protocol, function)
         if mismatch is not None:
             if not mismatch.died:
                 mismatch = pair.shrink(mismatch)

@@ -167,6 +167,16 @@ LIBRARY_LIMITS = [
 ]
 
 
+def test_cjson_null_is_what_redis_shows(raw, bridge):
+    """Redis's cjson.null is a NULL light userdata: it prints as "userdata: (nil)" and has no
+    metatable."""
+    for script in ("return tostring(cjson.null)", "error(cjson.null)",
+                   "return {getmetatable(cjson.null) == nil, type(cjson.null)}",
+                   "return {pcall(error, cjson.null)}", "return cmsgpack.pack(cjson.null)",
+                   "return tostring(cjson.decode('[null]')[1])"):
+        raw("EVAL", script, "0")
+
+
 def test_library_nesting_limits(raw, bridge):
     for script in LIBRARY_LIMITS:
         raw("EVAL", script, "0")

@@ -594,7 +594,7 @@ def test_library_tables_hold_only_lua_values(runtime):
     "return cjson.encode.__globals__",
     "return cjson.encode.__call",
     "return getmetatable(cjson.encode)",
-    "return getmetatable(cjson.null)",
+    "return tostring(cjson.null)",  # (its metatable, which prints it, is hidden by the sandbox)
     "return getmetatable(cjson.decode('[1]'))",
     "return getmetatable(cmsgpack.unpack('\\129\\161a\\1'))",
     "return getmetatable(bit.tobit(1))",

@@ -418,6 +418,7 @@ class Mismatch:
     redis_reply: bytes
     minired_reply: bytes
     died: bool = False
+    function: bool = False  # run as a function (FCALL) rather than by EVAL
 
     def describe(self, limit: int = 300) -> str:
         def show(reply: bytes) -> str:
@@ -426,7 +427,8 @@ class Mismatch:
             return f"{reply[:limit // 2]!r} ... {reply[-limit // 2:]!r} ({len(reply)} bytes)"
 
         head = "minired died or stopped answering" if self.died else "replies differ"
-        return (f"{head} (RESP{self.protocol}), script:\n{self.script}\n"
+        how = "FCALL of the function" if self.function else "EVAL of the script"
+        return (f"{head} (RESP{self.protocol}), {how}:\n{self.script}\n"
                 f"  redis:   {show(self.redis_reply)}\n  minired: {show(self.minired_reply)}")
 
 
@@ -457,25 +459,33 @@ class LuaFuzzPair:
 
     def reset(self) -> None:
         redis, minired = self._pair(2)
-        for command in [(b"FLUSHALL",), (b"SCRIPT", b"FLUSH"), *SETUP]:
+        for command in [(b"FLUSHALL",), (b"SCRIPT", b"FLUSH"), (b"FUNCTION", b"FLUSH"), *SETUP]:
             redis.call(*command)
             minired.call(*command)
 
-    def run(self, script: str, protocol: int) -> Mismatch | None:
-        """EVAL the script on both; the mismatch, if any. A dead or silent minired is one."""
+    def run(self, script: str, protocol: int, function: bool = False) -> Mismatch | None:
+        """EVAL the script on both, or (`function`) load it as the body of a function and
+        FCALL that; the mismatch, if any. A dead or silent minired is one."""
         redis, minired = self._pair(protocol)
-        body = script.encode()
-        expected = redis.call(b"EVAL", body, b"0")
+        if function:
+            library = (b"#!lua name=fuzz\nredis.register_function('f', function(KEYS, ARGV)\n"
+                       + script.encode() + b"\nend)")
+            command: tuple = (b"FCALL", b"f", b"0")
+            for connection in (redis, minired):
+                connection.call(b"FUNCTION", b"LOAD", b"REPLACE", library)
+        else:
+            command = (b"EVAL", script.encode(), b"0")
+        expected = redis.call(*command)
         try:
-            actual = minired.call(b"EVAL", body, b"0")
+            actual = minired.call(*command)
             alive = minired.call(b"PING") == b"+PONG\r\n"
         except (OSError, ConnectionError, socket.timeout) as exc:
             self.connections.pop(protocol, None)
-            return Mismatch(script, protocol, expected, repr(exc).encode(), died=True)
+            return Mismatch(script, protocol, expected, repr(exc).encode(), True, function)
         if not alive:
-            return Mismatch(script, protocol, expected, b"(no PONG after it)", died=True)
+            return Mismatch(script, protocol, expected, b"(no PONG after it)", True, function)
         if expected != actual:
-            return Mismatch(script, protocol, expected, actual)
+            return Mismatch(script, protocol, expected, actual, False, function)
         return None
 
     def shrink(self, mismatch: Mismatch) -> Mismatch:
@@ -488,7 +498,7 @@ class LuaFuzzPair:
             for index in range(len(lines) - 2, -1, -1):
                 candidate = "\n".join(lines[:index] + lines[index + 1:])
                 self.reset()
-                found = self.run(candidate, best.protocol)
+                found = self.run(candidate, best.protocol, best.function)
                 if found is not None and not found.died:
                     best = found
                     changed = True
@@ -496,6 +506,6 @@ class LuaFuzzPair:
         return best
 
 
-def generate(rng: random.Random) -> tuple[str, int]:
-    """(script, protocol) of one case."""
-    return ScriptGenerator(rng).script(), rng.choice([2, 2, 3])
+def generate(rng: random.Random) -> tuple[str, int, bool]:
+    """(script, protocol, whether it runs as a function) of one case."""
+    return ScriptGenerator(rng).script(), rng.choice([2, 2, 3]), rng.random() < 0.2

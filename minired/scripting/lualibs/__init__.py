@@ -141,7 +141,7 @@ local g = ...
 local env = {}
 for _, name in ipairs({'type', 'next', 'pairs', 'ipairs', 'rawget', 'rawset',
                        'select', 'unpack', 'pcall', 'error', 'tostring',
-                       'tonumber', 'setmetatable', 'newproxy'}) do
+                       'tonumber', 'setmetatable', 'getmetatable', 'newproxy'}) do
   env[name] = g[name]
 end
 for _, lib in ipairs({'string', 'math', 'table'}) do

@@ -14,7 +14,9 @@ Quirks reproduced on purpose, because scripts can observe them:
     lua_checkstack would (LUAI_MAXCSTACK = 8000 slots);
   * the configuration setters' range errors always name argument #1.
 cjson.null is a userdata sentinel (Redis uses a NULL lightuserdata; both
-report type 'userdata' and compare equal only to themselves).
+report type 'userdata' and compare equal only to themselves). Ours prints as
+Redis's does, "userdata: (nil)", through a __tostring that the sandbox's
+getmetatable hides (a light userdata has no metatable).
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ _CJSON_LUA = r"""
 local support = ...
 local argerror, typeerror, checkstring = support.argerror, support.typeerror, support.checkstring
 local truncate, wrap32 = support.truncate, support.wrap32
-local type, next, rawget, select, pcall, error, tonumber, tostring, newproxy =
-      type, next, rawget, select, pcall, error, tonumber, tostring, newproxy
+local type, next, rawget, select, pcall, error, tonumber, tostring, newproxy, getmetatable =
+      type, next, rawget, select, pcall, error, tonumber, tostring, newproxy, getmetatable
 local format, byte, char, sub, find, match, gsub, lower =
       string.format, string.byte, string.char, string.sub, string.find,
       string.match, string.gsub, string.lower
@@ -36,7 +38,9 @@ local floor, huge = math.floor, math.huge
 
 local MAXCSTACK = 8000           -- LUAI_MAXCSTACK: lua_checkstack's limit
 local INT_MAX = 2147483647
-local null = newproxy(false)     -- cjson.null, shared by every cjson.new()
+local null = newproxy(true)      -- cjson.null, shared by every cjson.new()
+-- tostring() of Redis's NULL light userdata: "%p" of NULL, as glibc prints it.
+getmetatable(null).__tostring = function() return 'userdata: (nil)' end
 
 -- Internal errors are thrown as {message} and re-raised by the public
 -- function at its caller's position (see raise()).
