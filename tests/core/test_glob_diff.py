@@ -131,3 +131,17 @@ def test_keys_matches_redis_on_random_patterns(diff, keys, patterns):
     diff.check("MSET", *[part for key in keys for part in (key, b"v")])
     for pattern in patterns:
         diff.check("KEYS", pattern, unordered=True)
+
+
+def test_long_patterns_match_as_redis(diff):
+    # Past a few hundred bytes a pattern is matched part by part rather than as one regex.
+    long_keys = [b"x" * 300 + b"ab" * 200, b"a" * 700, b"q[" * 150 + b"Z" * 300]
+    _keys_with(diff, *long_keys, b"a", b"xa")
+    filler = b"x" * 300
+    for pattern in (filler + b"*", b"*" + b"ab" * 200, filler + b"?" * 400,
+                    filler + b"[ab]" * 400, b"*" + b"[ab]" * 200 + b"*",
+                    b"x*" * 150 + b"a*b", b"a*" * 300 + b"a", b"[a]" * 700, b"[a]" * 699,
+                    b"*" + b"a?" * 200 + b"*a", b"q\\[" * 150 + b"*", b"q[[]" * 150 + b"Z*",
+                    b"*" * 400 + b"Z" * 300, b"?" * 700, b"?" * 701, b"[^b]" * 700):
+        diff.check("KEYS", pattern, unordered=True)
+        diff.check("SCAN", "0", "MATCH", pattern, "COUNT", "1000", unordered=True)
