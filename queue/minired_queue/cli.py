@@ -214,6 +214,10 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.faults:
+        from .fault_demo import main as fault_demo_main
+
+        return fault_demo_main(min(args.jobs, 100), args.workers, args.seed, args.verbose)
     from .demo import main as demo_main
 
     return demo_main(args)
@@ -311,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embedded minired (default), or the server at --url")
     p.add_argument("--dashboard", action="store_true",
                    help="serve the dashboard while the demo runs, and until Ctrl-C after it")
+    p.add_argument("--faults", action="store_true",
+                   help="instead: lost acks, failed fetches, lost heartbeats and a restart injected "
+                        "into an embedded minired (MINIRED FAULT), at most 100 jobs per scenario")
     p.add_argument("--dashboard-port", type=int, default=8080, help="default %(default)s")
     p.set_defaults(fn=cmd_demo)
     return parser

@@ -221,3 +221,13 @@ def test_loading_window_and_every_connection_cut_mid_run(server, faults, queue):
         faults.kill_clients("normal")
         run.wait_all_completed(job_ids)
     run.assert_effects_once(job_ids)
+
+
+def test_the_fault_demo_shows_every_scenario_recovering(capsys):
+    from minired_queue.cli import main
+
+    assert main(["demo", "--faults", "--jobs", "12", "--workers", "2", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    for scenario in ("lost acknowledgements", "failed fetches", "lost heartbeats", "a restart"):
+        assert f"{scenario:24} OK" in out
+    assert "never lost:    NO" not in out and "effects once:  NO" not in out
