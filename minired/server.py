@@ -120,9 +120,6 @@ class Server:
         # This server's node in cluster mode (minired/cluster.py), None otherwise: dispatch
         # routes every command through it, behind the same gate as the three above.
         self.cluster: Any = None
-        self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
-        notifications.configure(self)  # notify-keyspace-events given at start-up
-
         # Fault rules (minired/faults.py) when started with fault-injection, None otherwise:
         # dispatch asks it about every command, behind the same gate.
         self.faults: FaultInjector | None = None
@@ -130,6 +127,9 @@ class Server:
             from .faults import FaultInjector as _Injector  # (off: never imported)
 
             self.faults = _Injector(self)
+        self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
+        notifications.configure(self)  # notify-keyspace-events given at start-up
+
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 6379,
@@ -280,14 +280,14 @@ class ClientProtocol:
         self.pending: deque = deque()
         self.outbox: list | None = None  # replies not written yet (see _write)
         self.echo: list | None = None  # a monitor's lines for its own command (monitor.py)
+        # A fault's DELAY: the timer that releases the output held in `outbox` (see _hold).
+        self.held: Any = None
         # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
         self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
         self.qb_next_tick = 0.0
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
-        # A fault's DELAY: the timer that releases the output held in `outbox` (see _hold).
-        self.held: Any = None
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         server = self.server
         self.transport = transport  # type: ignore[assignment]
@@ -341,12 +341,12 @@ class ClientProtocol:
             hook(client)
         self.pending.clear()
         self.outbox = None
-
-    def pause_writing(self) -> None:
-        # The client is not reading its replies: stop reading its commands until it catches up.
         if self.held is not None:
             self.held.cancel()
             self.held = None
+
+    def pause_writing(self) -> None:
+        # The client is not reading its replies: stop reading its commands until it catches up.
         if self.transport is not None:
             self.transport.pause_reading()
 
@@ -470,9 +470,6 @@ class ClientProtocol:
         if client.close_after_reply:
             self._close()
 
-    def _run_pending(self) -> None:
-        batch = list(self.pending)
-        self.pending.clear()
     def _block(self, block: Block, commands: list, count: int, out: list) -> None:
         """Park the client on a Block: the replies before it leave, the commands after it wait."""
         if out:
@@ -549,6 +546,9 @@ class ClientProtocol:
         if held and self.client is not None and not self.client.closing:
             self._write(b"".join(held))
 
+    def _run_pending(self) -> None:
+        batch = list(self.pending)
+        self.pending.clear()
         self._run(batch)
         if self.parser.error is not None and self.client.blocked is None and not self.pending:
             self._protocol_error(self.parser.error)
