@@ -18,7 +18,7 @@ from minired_queue.job import Job, JobSpec
 EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "retryOrFail",
                         "moveStalledJobsToWait", "promoteDelayed", "releaseJob", "setPaused",
                         "removeJobs", "retryJobs", "applyEffectOnce", "releaseEffect", "updateProgress",
-                        "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable"}
+                        "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable", "recordDepth"}
 
 ROOT = Path(__file__).resolve().parents[2]
 
