@@ -239,3 +239,24 @@ def test_async_worker_stops_when_a_cancellation_is_swallowed(backend, queue):
 
     asked = _run(backend, queue, nothing, scenario, sweep_interval_s=0.01)
     assert time.monotonic() - asked < 5
+
+
+def test_a_burst_async_worker_drains_the_queue_and_stops(backend, queue):
+    async def handler(job):
+        await job.update_progress("half")
+        return job.data["n"]
+
+    ids = [queue.add({"n": n}, priority=n % 2) for n in range(6)]
+
+    async def main():
+        client = backend.async_client()
+        worker = AsyncWorker(queue.keys, client, handler, WorkerOptions(burst=True, concurrency=3))
+        try:
+            await asyncio.wait_for(worker.run(), 20)  # returns by itself once nothing is ready
+        finally:
+            await client.aclose()
+        return worker.stats.completed
+
+    assert asyncio.run(main()) == 6
+    assert [queue.get_job(i).return_value for i in ids] == list(range(6))
+    assert queue.get_job(ids[0]).progress == "half"
