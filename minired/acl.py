@@ -12,10 +12,9 @@ same compact "+@all -@dangerous +info" strings Redis builds. Redis walks its com
 hash order (seeded at random per process), so the order of the single-command part of those
 strings differs between two Redis processes; minired walks the command table's order.
 
-Key permissions: Redis derives the read/write need of each key from its command's key specs
-(ACCESS, INSERT, DELETE, UPDATE); minired's table only says whether a command reads or writes,
-so a key of a write command needs write permission, a key of a read-only command read
-permission (see `key_permission_needed`).
+Key permissions: as in Redis, each key's read/write need comes from the flags its command's key
+spec gives it (ACCESS: read; INSERT, DELETE, UPDATE: write; see `key_permission_needed`), the
+keys and flags found as COMMAND GETKEYSANDFLAGS finds them (commands/keyspecs.py).
 """
 from __future__ import annotations
 
@@ -266,7 +265,7 @@ class Selector:
 
     # --- checks --------------------------------------------------------------------------------
 
-    def check(self, spec: "CommandSpec", argv: list, keys: list[int]) -> tuple[int, int]:
+    def check(self, spec: "CommandSpec", argv: list, keys: list) -> tuple[int, int]:
         """ACLSelectorCheckCmd: (result, argv index of the refused key or channel)."""
         if not self.allcommands and "no_auth" not in spec.flags:
             bit = index().bit[id(spec)]
@@ -278,9 +277,8 @@ class Selector:
                 if all(arg.lower() != first for arg in allowed):
                     return DENIED_COMMAND, 0
         if not self.allkeys and keys:
-            needed = key_permission_needed(spec)
-            for position in keys:
-                if not self.key_allowed(argv[position], needed):
+            for position, flags in keys:
+                if not self.key_allowed(argv[position], key_permission_needed(flags)):
                     return DENIED_KEY, position
         if not self.allchannels and spec.name in _CHANNEL_COMMANDS and spec.parent is None:
             literal = spec.name == "psubscribe"
@@ -299,15 +297,18 @@ class Selector:
         return False
 
 
-def key_permission_needed(spec: "CommandSpec") -> int:
-    """The permission each key of the command needs (an approximation of Redis's per-key-spec
-    flags: see the module docstring)."""
-    flags = spec.flags
-    if "write" in flags:
-        return WRITE
-    if "readonly" in flags:
-        return READ
-    return 0
+def key_permission_needed(flags: tuple) -> int:
+    """ACLSelectorCheckKey: the permissions a key with these key-spec flags needs."""
+    needed = _NEEDED.get(flags)
+    if needed is None:
+        needed = READ if "access" in flags else 0
+        if "insert" in flags or "delete" in flags or "update" in flags:
+            needed |= WRITE
+        _NEEDED[flags] = needed
+    return needed
+
+
+_NEEDED: dict[tuple, int] = {}
 
 
 def channel_allowed(patterns: list[bytes], channel: bytes, literal: bool) -> bool:
@@ -490,7 +491,10 @@ class User:
 
     def check(self, spec: "CommandSpec", argv: list) -> tuple[int, int]:
         """ACLCheckAllUserCommandPerm: (result, argv index of the refused key or channel)."""
-        keys = [] if "pubsub" in spec.flags else spec.key_indexes(argv)
+        # (imported here: the command groups import this module while they register)
+        from .commands.keyspecs import has_keys, keys_with_flags
+
+        keys = keys_with_flags(spec, argv) if has_keys(spec) else []
         relevant, last_position = DENIED_COMMAND, 0
         for selector in self.selectors:
             result, position = selector.check(spec, argv, keys)
