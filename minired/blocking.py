@@ -119,6 +119,9 @@ class BlockingManager:
     def __init__(self, keyspace: "Keyspace") -> None:
         # Called with (waiter, reply) as a blocked command ends: persistence logs the served ones.
         self.on_finish: Callable[[Waiter, Any], None] | None = None
+        # Runs the serving of a waiter as its client's own command, serve_as(client, serve,
+        # waiter, key) (tracking: the client's invalidation messages then follow its reply).
+        self.serve_as: Callable[..., None] | None = None
         self.keyspace = keyspace
         self.waiters: dict[int, Waiter] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -215,12 +218,18 @@ class BlockingManager:
                     # element popped for a closing connection would be lost
                 if db.get(key) is None and not waiter.block.retry_when_deleted:
                     continue
-                try:
-                    reply = waiter.block.retry(waiter.client, key)
-                except RedisError as exc:
-                    reply = exc
-                if reply is not None:
-                    self.finish(waiter, reply)
+                if self.serve_as is None:
+                    self._serve(waiter, key)
+                else:
+                    self.serve_as(waiter.client, self._serve, waiter, key)
+
+    def _serve(self, waiter: Waiter, key: bytes) -> None:
+        try:
+            reply = waiter.block.retry(waiter.client, key)
+        except RedisError as exc:
+            reply = exc
+        if reply is not None:
+            self.finish(waiter, reply)
 
     def _on_timer(self, waiter: Waiter) -> None:
         waiter.timer = None

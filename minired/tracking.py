@@ -108,6 +108,7 @@ class Tracking:
             for db in server.keyspace.dbs:
                 db.tracking = tracking
             server.extensions.setdefault("disconnect_hooks", []).append(tracking.disable)
+            server.blocking.serve_as = tracking.serve_as
         return tracking
 
     def state(self, client: "Client") -> ClientTracking | None:
@@ -178,6 +179,19 @@ class Tracking:
             return reply
         return Replies([reply, *frames])
 
+    def serve_as(self, client: "Client", serve, *args) -> None:
+        """Serve a blocked client as its own command, as Redis makes it the current client:
+        the invalidations its command causes it follow its reply instead of preceding it."""
+        outer = self.current, self.current_argv, self.own_frames
+        self.current, self.current_argv, self.own_frames = client, [], []
+        try:
+            serve(*args)
+        finally:
+            frames = self.own_frames
+            self.current, self.current_argv, self.own_frames = outer
+        for frame in frames:
+            client.send(frame)
+
     def remember(self, client: "Client", spec, argv: list) -> None:
         """After a command ran: a read-only one's keys are remembered for its client. A script's
         read-only commands remember, for the client that ran the script, the keys the script
@@ -204,7 +218,7 @@ class Tracking:
             if reader_id not in readers:
                 readers[reader_id] = None
                 self.items += 1
-        self._limit_table()
+        self.limit_table()
 
     def key_modified(self, key: bytes, broadcast: bool = True) -> None:
         """Called for every change to a key (Database.signal_modified), expiry included."""
@@ -290,9 +304,17 @@ class Tracking:
                 else:
                     self._send(state, keys)
 
-    def _limit_table(self) -> None:
+    def limit_table(self, from_cron: bool = False) -> None:
         """tracking-table-max-keys: past it, the oldest keys are invalidated as if changed
-        (Redis picks them by a random walk of its radix tree)."""
+        (Redis picks them by a random walk of its radix tree). Run as keys are remembered, and
+        when the limit is lowered, as Redis's serverCron would within 100 ms: with no client
+        running a command, so NOLOOP spares nobody."""
         limit = self.server.config.number("tracking-table-max-keys")
-        while limit and len(self.table) > limit:
-            self.key_modified(next(iter(self.table)), broadcast=False)
+        current = self.current
+        if from_cron:
+            self.current = None
+        try:
+            while limit and len(self.table) > limit:
+                self.key_modified(next(iter(self.table)), broadcast=False)
+        finally:
+            self.current = current

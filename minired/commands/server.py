@@ -218,6 +218,8 @@ def config_set(c, argv):
             notifications.configure(c.server, argv[i + 1].decode(errors="replace"))
         elif name == "latency-tracking":
             latency.set_tracking(introspection.all_specs(), config.get(name) == "yes")
+        elif name == "tracking-table-max-keys" and c.server.tracking is not None:
+            c.server.tracking.limit_table(from_cron=True)
     return OK
 
 

@@ -359,3 +359,61 @@ def test_generated_writes_invalidate_as_in_redis(real_redis, mini):
     finally:
         for connections in servers:
             connections.close()
+
+
+def _blocked_clients(client: RawClient) -> int:
+    info = client.call("INFO", "clients")
+    text = getattr(info, "text", info)
+    return int(text.split(b"blocked_clients:")[1].split(b"\r\n")[0])
+
+
+def test_a_served_blocked_command_gets_its_invalidations_after_its_reply(real_redis, mini):
+    """BLMOVE served by another client's push moves into a key its own client tracks: Redis
+    serves it as the current client, so the invalidation follows the BLMOVE reply
+    (tests/unit/tracking.tcl)."""
+    import time
+
+    def frames(port):
+        connections = Connections(port)
+        try:
+            connections.get("b").call("FLUSHALL")
+            connections.run("b", ("RPUSH", "list2", "a"))
+            connections.run("a", ("HELLO", "3"))
+            connections.run("a", ("CLIENT", "TRACKING", "ON"))
+            connections.run("a", ("LRANGE", "list2", "0", "-1"))
+            waiter = connections.get("a")
+            waiter.send("BLMOVE", "list1", "list2", "LEFT", "LEFT", "0")
+            deadline = time.monotonic() + 5
+            while _blocked_clients(connections.get("b")) != 1:
+                assert time.monotonic() < deadline, "BLMOVE never blocked"
+                time.sleep(0.005)
+            connections.run("b", ("RPUSH", "list1", "foo"))
+            return [waiter.read(), waiter.read()]
+        finally:
+            connections.close()
+    assert frames(mini.port) == frames(real_redis.port) == [
+        b"foo", Push([b"invalidate", [b"list2"]])]
+
+
+def test_lowering_tracking_table_max_keys_evicts_keys_noloop_or_not(real_redis, mini):
+    """CONFIG SET tracking-table-max-keys below the table's size invalidates keys at once, as
+    Redis's serverCron does, with no client running a command: a NOLOOP client redirecting to
+    another connection hears of it too."""
+    def evicted(port):
+        connections = Connections(port)
+        try:
+            connections.get("a").call("FLUSHALL")
+            connections.run("d", ("SUBSCRIBE", "__redis__:invalidate"))
+            connections.run("a", ("CLIENT", "TRACKING", "ON", "REDIRECT", "{id:d}", "NOLOOP"))
+            connections.run("a", ("MSET", "key1", "1", "key2", "2"))
+            connections.run("a", ("MGET", "key1", "key2"))
+            connections.run("a", ("CONFIG", "SET", "tracking-table-max-keys", "1"))
+            subscriber = connections.get("d")
+            message = subscriber.read()
+            connections.run("a", ("CONFIG", "SET", "tracking-table-max-keys", "1000000"))
+            return message[:2], message[2] in ([b"key1"], [b"key2"])
+        finally:
+            connections.get("a").call("CONFIG", "SET", "tracking-table-max-keys", "1000000")
+            connections.close()
+    assert evicted(mini.port) == evicted(real_redis.port) == (
+        [b"message", b"__redis__:invalidate"], True)
