@@ -14,6 +14,7 @@ import pytest
 from minired_queue.cli import load_handler, main
 from minired_queue.transitions import retry_or_fail
 
+from .conftest import BACKENDS
 from .helpers import take, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +114,14 @@ def _sleeper(backend, queue, flavour: str, *extra: str) -> subprocess.Popen:
     return _worker(backend, queue, SLEEPERS[flavour], *(["--asyncio"] if flavour != "threads" else []), *extra)
 
 
-@pytest.mark.parametrize("flavour", sorted(SLEEPERS))
+# The threaded worker on every backend; the asyncio flavours' signal handling does not
+# depend on the server, so two backends keep the suite short.
+SIGTERM_CASES = [pytest.param(kind, "threads", id=f"{kind}-threads") for kind in BACKENDS] + [
+    pytest.param(kind, flavour, id=f"{kind}-{flavour}") for kind in ("minired", "redis")
+    for flavour in ("asyncio", "asyncio-plain")]
+
+
+@pytest.mark.parametrize("backend,flavour", SIGTERM_CASES, indirect=["backend"])
 def test_sigterm_finishes_the_in_flight_job_within_the_grace_period(backend, queue, flavour):
     job_id = queue.add({"sleep": 0.5})
     proc = _sleeper(backend, queue, flavour, "--grace", "5")
@@ -135,7 +143,7 @@ def test_sigterm_finishes_the_in_flight_job_within_the_grace_period(backend, que
             proc.wait()
 
 
-@pytest.mark.parametrize("flavour", sorted(SLEEPERS))
+@pytest.mark.parametrize("backend,flavour", SIGTERM_CASES, indirect=["backend"])
 def test_sigterm_past_the_grace_period_releases_the_job(backend, queue, flavour):
     job_id = queue.add({"sleep": 30})
     proc = _sleeper(backend, queue, flavour, "--grace", "0.2")
