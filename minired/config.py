@@ -46,8 +46,8 @@ def _params(*params: Param) -> dict[str, Param]:
 # read through Config's attributes, number() and get() by the subsystems concerned.
 PARAMS: dict[str, Param] = _params(
     # The listeners are opened once at start-up; minired does not rebind on CONFIG SET.
-    Param("bind", "127.0.0.1", text, "immutable"),
-    Param("port", "6379", _PORT, "immutable"),
+    Param("bind", "127.0.0.1", text),
+    Param("port", "6379", _PORT),
     Param("unixsocket", "", text, "immutable"),
     Param("unixsocketperm", "0", octal, "immutable"),
     Param("databases", "16", integer(1, INT_MAX), "immutable"),

@@ -164,6 +164,36 @@ class Server:
             self.listeners.append(srv)
         self._expire_task = self.loop.create_task(self._active_expire_loop())
 
+    def listen_on(self, bind: str, port: int, old_bind: str, old_port: int) -> bool:
+        """CONFIG SET bind/port: close the TCP listeners and listen on the new addresses, as
+        Redis's changeBindAddr/changeListenPort do; if one cannot be bound, the old ones are
+        bound again and False is returned. Port 0 leaves no TCP listener, as in Redis."""
+        if self.loop is None:  # not started yet: start() reads the configuration
+            return True
+        tcp = [srv for srv in self.listeners
+               if srv.sockets and srv.sockets[0].family != socket.AF_UNIX]
+        for srv in tcp:
+            srv.close()
+            self.listeners.remove(srv)
+        sockets = _listening_sockets(bind, port) if port else []
+        if sockets is None:
+            sockets = (_listening_sockets(old_bind, old_port) or []) if old_port else []
+            self._serve(sockets)
+            return False
+        self._serve(sockets)
+        if port:
+            self.port = port
+        return True
+
+    def _serve(self, sockets: list) -> None:
+        async def serve(sock: socket.socket) -> None:
+            srv = await self.loop.create_server(lambda: ClientProtocol(self), sock=sock,
+                                                backlog=511)
+            self.listeners.append(srv)
+
+        for sock in sockets:
+            self.loop.create_task(serve(sock))
+
     async def _active_expire_loop(self) -> None:
         while True:
             await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
@@ -669,6 +699,29 @@ def bind_ip_literal(host: str, port: int) -> socket.socket | None:
         sock.setblocking(False)
         return sock
     return None
+
+
+def _listening_sockets(bind: str, port: int) -> list | None:
+    """Sockets listening on every address of a `bind` value (`*` any IPv4 address, `::*` any
+    IPv6 one, a leading `-` for an address that may be missing), or None if one fails."""
+    sockets: list[socket.socket] = []
+    for address in bind.split():
+        optional = address.startswith("-")
+        host = {"*": "0.0.0.0", "::*": "::"}.get(address.lstrip("-"), address.lstrip("-"))
+        try:
+            sock = bind_ip_literal(host, port)
+            if sock is None:  # a host name
+                sock = socket.create_server((host, port), reuse_port=False)
+                sock.setblocking(False)
+            sock.listen(511)  # connections queue until the loop serves the socket
+        except OSError:
+            if optional:
+                continue
+            for sock in sockets:
+                sock.close()
+            return None
+        sockets.append(sock)
+    return sockets
 
 
 def _format_addr(addr: Any) -> str:

@@ -174,6 +174,11 @@ def config_get(c, argv):
     return found
 
 
+# Redis's reasons when it cannot listen on what CONFIG SET asked for.
+_LISTEN_FAILURE = {"bind": "Failed to bind to specified addresses.",
+                   "port": "Unable to listen on this port. Check server logs."}
+
+
 @command("set", arity=-4, flags="admin noscript loading stale", parent="config", group=G)
 def config_set(c, argv):
     """Set configuration parameters to the given values"""
@@ -208,8 +213,18 @@ def config_set(c, argv):
     if refused_on_apply is not None:
         raise refused_on_apply
     # All or nothing: nothing is stored until every pair has been checked.
+    before = {name: config.get(name) for name, _ in changes}
     for name, value in changes:
         config.set(name, value)
+    listening = [name for name, value in changes
+                 if Config.canonical(name) in ("bind", "port") and before[name] != value]
+    if listening and not c.server.listen_on(
+            config.get("bind"), int(config.get("port")),
+            before.get("bind", config.get("bind")), int(before.get("port", config.get("port")))):
+        for name, value in before.items():  # rolled back, as Redis undoes a failed apply
+            config.set(name, value)
+        failed = listening[0].lower()
+        raise RedisError(errors.CONFIG_SET_FAILED.format(failed, _LISTEN_FAILURE[failed]))
     for i in range(2, len(argv), 2):
         name = Config.canonical(argv[i].decode(errors="replace"))
         if name == "notify-keyspace-events":

@@ -24,8 +24,8 @@ _STARTUP_DEPENDENT = {
 
 # Parameters left out of the CONFIG SET probes, or probed with the accepted values listed only.
 _NOT_PROBED = {
-    "port": "minired never rebinds (immutable there), Redis does",
-    "bind": "minired never rebinds (immutable there), Redis does",
+    "port": "it moves the shared servers (test_config_listen_diff.py uses servers of its own)",
+    "bind": "it moves the shared servers (test_config_listen_diff.py uses servers of its own)",
 }
 _ONLY_INVALID_OR = {
     # Accepted values are applied to the host: the reply depends on it, not on the parameter.
