@@ -280,6 +280,7 @@ def test_list_del_reset_and_syntax_errors(srv):
     assert raw.call("MINIRED", "FAULT", "DEL", str(second)) == 0
     raw.call("MINIRED", "FAULT", "ADD", "ERROR", "ERR x y", "COMMAND", "ping")
     assert raw.call("MINIRED", "FAULT", "LIST")[0][3] == b'ERROR "ERR x y" COMMAND ping'
+    raw.call("MINIRED", "FAULT", "ADD", "DROP")  # every command, but not MINIRED's own
     assert raw.call("MINIRED", "FAULT", "RESET") == b"OK"
     assert raw.call("MINIRED", "FAULT", "LIST") == []
     for bad in (("ADD",), ("ADD", "EXPLODE"), ("ADD", "DELAY"), ("ADD", "DELAY", "-1"),
