@@ -210,7 +210,8 @@ IMMUTABLE = frozenset(name for name, param in PARAMS.items() if param.mode == "i
 class Config:
     __slots__ = ("values", "_numbers", "databases", "requirepass", "proto_max_bulk_len",
                  "client_query_buffer_limit", "maxclients", "maxmemory",
-                 "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns")
+                 "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns",
+                 "writes_need_replicas")
 
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
@@ -288,6 +289,10 @@ class Config:
         # dispatch.call compares every command's duration with it; -1: the slow log is off.
         slower_than = int(self.values["slowlog-log-slower-than"])
         self.slowlog_threshold_ns = slower_than * 1000 if slower_than >= 0 else -1
+        # Whether writes are refused for want of good replicas (Redis's checkGoodReplicasStatus):
+        # minired is a master with none, so whenever min-replicas-to-write asks for some.
+        self.writes_need_replicas = (self.number("min-replicas-to-write") > 0
+                                     and self.number("min-replicas-max-lag") > 0)
 
 
 def _to_text(value: object) -> str:

@@ -17,3 +17,4 @@ cdef int _bit_length(long long nanoseconds)
 # Read per command: typed, so the lookup is a C call, not a method lookup.
 cdef dict _BY_SPELLING
 cdef bint _extras_in_use
+cdef dict _busy

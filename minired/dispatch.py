@@ -31,6 +31,24 @@ _SPELLINGS_KEPT = 1024
 _extras_in_use = False
 
 
+# The servers of this process whose script runs past busy-reply-threshold (scripting/busy.py
+# serves their clients from inside it), each with the BUSY error every command not flagged
+# allow_busy is refused with. Usually empty: one check per command. (Per server: an embedding
+# process may run several, and another's thread runs while a busy script yields.)
+_busy: dict = {}
+
+
+def set_busy(server: Any, message: "str | None") -> None:
+    if message is None:
+        _busy.pop(server, None)
+    else:
+        _busy[server] = message
+
+
+def busy_error(server: Any) -> "str | None":
+    return _busy.get(server) if _busy else None
+
+
 def use_extras() -> None:
     """Called by tracking, CLIENT PAUSE and MONITOR the first time they are used, and by
     cluster mode as its nodes form."""
@@ -93,14 +111,10 @@ def _execute(c: "Client", argv: list) -> Any:
             known = lookup(argv)  # a known command with the wrong arity counts as rejected
             if known is not None and not known.arity_ok(len(argv)):
                 known.rejected_calls += 1
+            if known is not None and _is_exec(known):
+                return _refuse_exec(c, resolved.message)
             if c.multi is not None:
                 c.multi_failed = True
-                if argv[0].lower() == b"exec":  # a rejected EXEC discards the transaction
-                    c.multi = None
-                    c.multi_failed = False
-                    c.unwatch_all()
-                    resolved = RedisError(errors.EXECABORT_BECAUSE.format(
-                        resolved.message.removeprefix("ERR ")))
             c.server.stats.count_error(resolved.message)
             return resolved
         spec = resolved
@@ -112,9 +126,7 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.user_restricted:  # ACL: false for a user who may run everything (security.py)
         denied = security.check_command(c, spec, argv)
         if denied is not None:
-            if c.multi is not None:
-                c.multi_failed = True
-            return denied
+            return _reject(c, spec, denied.message)
     if _extras_in_use:
         redirected = _routed(c, spec, argv)
         if redirected is not None:
@@ -122,6 +134,13 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
+    if (spec.write or c.multi is not None) and c.server.config.writes_need_replicas:
+        if spec.write or (_is_exec(spec) and any(queued.write for queued, _ in c.multi)):
+            return _reject(c, spec, errors.NOREPLICAS)
+    if _busy and "allow_busy" not in spec.flags:
+        busy = _busy.get(c.server)
+        if busy is not None:
+            return _reject(c, spec, busy)
     if _extras_in_use:
         faults = c.server.faults  # fault injection (minired/faults.py), None unless enabled
         if faults is not None:
@@ -200,11 +219,29 @@ def _slow(c: "Client", spec: CommandSpec, argv: list, reply: Any, elapsed: int) 
 def _reject(c: "Client", spec: CommandSpec, message: str) -> RedisError:
     """A command refused before it runs, as Redis's rejectCommand: an error reply counted in
     INFO (errorstats, the command's rejected_calls), and a failed transaction if queuing."""
+    spec.rejected_calls += 1
+    if _is_exec(spec):
+        return _refuse_exec(c, message)
     if c.multi is not None:
         c.multi_failed = True
-    spec.rejected_calls += 1
     c.server.stats.count_error(message)
     return RedisError(message)
+
+
+def _is_exec(spec: CommandSpec) -> bool:
+    return spec.name == "exec" and spec.parent is None
+
+
+def _refuse_exec(c: "Client", message: str) -> RedisError:
+    """A refused EXEC (arity, ACL, BUSY, ...) ends the transaction, inside MULTI or not, and
+    says why, as Redis's execCommandAbort: nothing it queued runs, and the client is not left
+    in MULTI queuing everything it sends next."""
+    c.multi = None
+    c.multi_failed = False
+    c.unwatch_all()
+    error = RedisError(errors.EXECABORT_BECAUSE.format(message.removeprefix("ERR ")))
+    c.server.stats.count_error(error.message)
+    return error
 
 
 def call(c: "Client", spec: CommandSpec, argv: list) -> Any:

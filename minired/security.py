@@ -354,7 +354,8 @@ def _denial_object(spec, argv: list, result: int, position: int) -> bytes:
 
 def check_command(c: "Client", spec, argv: list) -> RedisError | None:
     """Dispatch's check for a restricted user's command, at the top level or as MULTI queues
-    it: None if allowed, else Redis's NOPERM error (logged, counted as rejected)."""
+    it: None if allowed, else Redis's NOPERM error (logged; dispatch refuses the command with
+    it, as every refusal, and counts it)."""
     users = users_of(c.server)
     user = users.user_of(c)
     result, position = user.check(spec, argv)
@@ -370,9 +371,13 @@ def check_command(c: "Client", spec, argv: list) -> RedisError | None:
         message = errors.NOPERM_KEY
     else:
         message = errors.NOPERM_CHANNEL
-    spec.rejected_calls += 1
-    c.server.stats.count_error(message)
     return RedisError(message)
+
+
+def permits(c: "Client", spec, argv: list) -> bool:
+    """Whether the client's user may run argv (redis.acl_check_cmd): asked, not attempted, so
+    nothing is logged or counted."""
+    return users_of(c.server).user_of(c).check(spec, argv)[0] == acl.ALLOWED
 
 
 def check_nested(c: "Client", spec, argv: list) -> RedisError | None:

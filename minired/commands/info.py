@@ -140,11 +140,6 @@ def _clients_section(server) -> list[str]:
 
 # --- Memory ------------------------------------------------------------------------------------
 
-def _lua_memory(sandbox) -> int:
-    """Bytes a Lua runtime holds; 0 until its first script creates it (it loads lazily)."""
-    return sandbox.lua.get_memory_used() if sandbox is not None else 0
-
-
 def _scripting_memory(server) -> dict:
     """Read without creating the script engine: a server that ran no script has none."""
     engine = server.extensions.get("scripting")
@@ -154,13 +149,13 @@ def _scripting_memory(server) -> dict:
     functions = engine.functions
     libraries = functions.libraries if functions is not None else {}
     return {
-        "eval_vm": _lua_memory(engine._eval_sandbox),
+        "eval_vm": engine.eval_memory(),
         "scripts": sum(sys.getsizeof(script.sha) + sys.getsizeof(script.body)
                        for script in engine.scripts.values()),
         "cached": len(engine.scripts),
         "functions": sum(len(library.functions) for library in libraries.values()),
         "libraries": len(libraries),
-        "functions_vm": _lua_memory(functions._sandbox) if functions is not None else 0,
+        "functions_vm": functions.vm_memory() if functions is not None else 0,
         "functions_memory": sum(sys.getsizeof(library.name) + sys.getsizeof(library.code)
                                 + sum(map(sys.getsizeof, library.functions))
                                 for library in libraries.values()),

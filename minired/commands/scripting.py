@@ -155,7 +155,8 @@ def function_load(c, argv):
     index = 2
     while index < len(argv) - 1:
         if argv[index].lower() != b"replace":
-            raise RedisError(errors.FUNCTION_UNKNOWN_ARGUMENT.format(argv[index].decode("utf-8", "replace")))
+            raise RedisError(errors.FUNCTION_LOAD_UNKNOWN_OPTION.format(
+                argv[index].decode("utf-8", "replace")))
         replace = True
         index += 1
     if index != len(argv) - 1:
@@ -173,7 +174,9 @@ def function_delete(c, argv):
 @command("flush", arity=-2, flags="write noscript", parent="function", group=G)
 def function_flush(c, argv):
     """Deleting all functions"""
-    if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
+    if len(argv) > 3:
+        raise errors.unknown_subcommand_or_arity(argv[1], "function")
+    if len(argv) == 3 and argv[2].lower() not in (b"sync", b"async"):
         raise RedisError(errors.FUNCTION_FLUSH_MODE)
     _engine(c.server).functions.flush()
     return OK
@@ -210,7 +213,7 @@ def function_dump(c, argv):
 def function_restore(c, argv):
     """Restore all the functions on the given payload"""
     if len(argv) > 4:
-        raise RedisError(errors.SYNTAX)
+        raise errors.unknown_subcommand_or_arity(argv[1], "function")
     policy = argv[3].lower() if len(argv) == 4 else b"append"
     _engine(c.server).functions.restore(argv[2], policy)
     return OK

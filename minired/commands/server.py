@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
-from .. import REDIS_VERSION, errors, latency, notifications
+from .. import REDIS_VERSION, dispatch, errors, latency, notifications
 from ..config import Config, ConfigApplyError, ConfigError
 from ..errors import RedisError
 from ..glob import glob_match, has_wildcard
@@ -129,6 +129,9 @@ def shutdown(c, argv):
     if b"abort" in options:
         # minired's shutdown never waits (no replicas to catch up), so none can be pending.
         raise RedisError("ERR No shutdown in progress.")
+    busy = dispatch.busy_error(c.server)
+    if busy is not None and b"nosave" not in options:
+        raise RedisError(busy)  # under a busy script, only SHUTDOWN NOSAVE may stop the server
     server = c.server
     wants_save = b"save" in options or (b"nosave" not in options and bool(server.config.get("save")))
     if wants_save:

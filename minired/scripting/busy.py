@@ -5,8 +5,9 @@ Scripts run inline on the event-loop thread, so while one runs the loop cannot s
 Once a run is past the threshold, the script's count hook calls `service()` every ~100k Lua
 instructions: it polls the listening sockets and every idle client connection without blocking,
 feeds what arrives to that connection's own parser (so no byte is lost or reordered), and answers
-the commands: the ones flagged allow-busy (SCRIPT KILL, FUNCTION KILL/STATS, SHUTDOWN NOSAVE,
-AUTH, HELLO, MULTI, ...) run, everything else gets BUSY. Connections accepted meanwhile get a
+the commands through dispatch as usual: meanwhile dispatch refuses every command not flagged
+allow-busy (SCRIPT KILL, FUNCTION KILL/STATS, SHUTDOWN NOSAVE, AUTH, HELLO, MULTI, ...) with
+BUSY, as Redis's processCommand does, so a refused EXEC ends its transaction. Connections accepted meanwhile get a
 client right away, on a small transport of our own, and are handed to the loop when the run ends.
 """
 from __future__ import annotations
@@ -18,7 +19,6 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from .. import dispatch, errors, resp
-from ..errors import RedisError
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -91,6 +91,10 @@ class BusyService:
 
     def begin(self, run: "Run") -> None:
         self.run = run
+        # From now on dispatch refuses every command not flagged allow_busy, at the point of
+        # its checks where Redis's processCommand does (after AUTH and ACL, before MULTI
+        # queuing; a refused EXEC ends its transaction).
+        dispatch.set_busy(self.server, errors.BUSY if run.eval_mode else errors.BUSY_FUNCTION)
         self.adopted = []
         self.listeners = []
         for listener in self.server.listeners:
@@ -107,6 +111,7 @@ class BusyService:
     def end(self, run: "Run") -> None:
         """The run is over: give connections accepted meanwhile to the loop."""
         self.run = None
+        dispatch.set_busy(self.server, None)
         for sock in self.listeners:
             sock.close()
         self.listeners = []
@@ -189,7 +194,7 @@ class BusyService:
         commands = parser.parse()
         out: list[bytes] = []
         for argv in commands:
-            reply = self._answer(client, argv)
+            reply = dispatch.execute(client, argv)
             resp.encode_into(reply, client.protocol, out)
             if protocol.echo is not None:
                 protocol.append_echo(out)
@@ -200,19 +205,3 @@ class BusyService:
         if client.close_after_reply:
             protocol._close()
             client.closing = True
-
-    def _answer(self, client: Any, argv: list) -> Any:
-        spec = dispatch.resolve(argv)
-        if type(spec) is RedisError:
-            return spec
-        busy = RedisError(errors.BUSY if self.run is None or self.run.eval_mode
-                          else errors.BUSY_FUNCTION)
-        if spec.name == "shutdown" and spec.parent is None:
-            # Only SHUTDOWN NOSAVE may stop the server under a busy script.
-            if b"nosave" not in (arg.lower() for arg in argv[1:]):
-                return busy
-        elif "allow_busy" not in spec.flags:
-            if client.multi is not None:
-                client.multi_failed = True
-            return busy
-        return dispatch.execute(client, argv)

@@ -12,7 +12,7 @@ import time
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .. import dispatch, errors, resp
+from .. import dispatch, errors, resp, security
 from ..blocking import Block
 from ..client import Client
 from ..commands.args import parse_int
@@ -45,6 +45,7 @@ _NULL_RESP3 = b"_\r\n"
 _BIG_INT = 10**17  # format_number_argument prints integers inside this range with %d
 # Arrays up to this long reach Lua as return values (Lua's stack takes them at once).
 _UNPACKED_MAX = 256
+_GC_PERIOD = 50  # runs between two steps of the Lua collector (Redis's LUA_GC_CYCLE_PERIOD)
 
 
 class Script:
@@ -66,7 +67,7 @@ class Run:
                  "timed_out", "abort", "command", "sandbox")
 
     def __init__(self, caller: Client, name: bytes, eval_mode: bool, read_only: bool,
-                 allow_oom: bool, command: bytes) -> None:
+                 allow_oom: bool, command: list) -> None:
         self.caller = caller
         self.name = name
         self.eval_mode = eval_mode
@@ -77,7 +78,7 @@ class Run:
         self.timed_out = False
         # Set (to the error Lua raises) when the run must stop: SCRIPT KILL, SHUTDOWN NOSAVE.
         self.abort: bytes | None = None
-        self.command = command
+        self.command = command  # the caller's argv (FUNCTION STATS shows it)
         self.sandbox: Sandbox | None = None
 
 
@@ -166,7 +167,7 @@ class ScriptEngine:
     """Per-server scripting state: Lua runtimes, the EVAL cache, the running script."""
 
     __slots__ = ("server", "scripts", "current", "client", "prng", "_eval_sandbox",
-                 "_specs", "functions", "busy", "deferred")
+                 "_specs", "functions", "busy", "deferred", "eval_base_memory", "gc_countdown")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -181,12 +182,27 @@ class ScriptEngine:
         self.functions: Any = None  # functions.FunctionLibraries, attached by the package
         self.busy: Any = None        # busy.BusyService, attached by the package
         self.deferred: tuple | None = None  # the reply call_native left for unbox
+        # The EVAL runtime's heap when new: its own Lua code (the sandbox, and cjson, cmsgpack,
+        # struct, bit written in Lua), which Redis has in C, outside the heap it reports.
+        self.eval_base_memory = 0
+        self.gc_countdown = _GC_PERIOD
 
     @property
     def eval_sandbox(self) -> Sandbox:
         if self._eval_sandbox is None:
-            self._eval_sandbox = Sandbox("eval", self)
+            sandbox = Sandbox("eval", self)
+            sandbox.lua.gccollect()
+            self.eval_base_memory = sandbox.lua.get_memory_used()
+            self._eval_sandbox = sandbox
         return self._eval_sandbox
+
+    def eval_memory(self) -> int:
+        """INFO's used_memory_lua: the bytes the EVAL runtime's heap holds beyond its own code,
+        garbage not yet collected included, as Lua counts them (collectgarbage('count'))."""
+        sandbox = self._eval_sandbox
+        if sandbox is None:
+            return 0
+        return max(0, sandbox.lua.get_memory_used() - self.eval_base_memory)
 
     # --- EVAL / EVALSHA --------------------------------------------------------------------------
 
@@ -228,7 +244,7 @@ class ScriptEngine:
             self._check_flags(flags, read_only)
             run_read_only = read_only or "no-writes" in flags
             allow_oom = "allow-oom" in flags
-        run = Run(c, script.sha, True, run_read_only, allow_oom, argv[0])
+        run = Run(c, script.sha, True, run_read_only, allow_oom, argv)
         sandbox = self._eval_sandbox or self.eval_sandbox
         return self.execute(run, sandbox, sandbox.run_eval, script.function, numkeys, argv[3:],
                             script.sha)
@@ -247,14 +263,25 @@ class ScriptEngine:
             raise RedisError(errors.SCRIPT_NO_CLUSTER)
         if "allow-oom" not in flags and self.server.over_maxmemory():
             raise RedisError(errors.SCRIPT_OOM)
-        if "no-writes" not in flags and read_only:
-            raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
+        if "no-writes" not in flags:
+            # (Redis refuses a script that may write for want of replicas before it runs,
+            # as it refuses any write command, so before the *_RO check)
+            if self.server.config.writes_need_replicas:
+                raise RedisError(errors.NOREPLICAS)
+            if read_only:
+                raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
 
     def execute(self, run: Run, sandbox: Sandbox, runner: Any, function: Any, numkeys: int,
                 arguments: list, sha: bytes | None = None) -> Any:
         """Run a script or function (KEYS = arguments[:numkeys], ARGV = the rest) and turn its
         outcome into the reply. `runner` is sandbox.run_eval or sandbox.run_function; an EVAL
         script's `sha` lets the sandbox run it through the native entry."""
+        self.gc_countdown -= 1
+        if self.gc_countdown <= 0:
+            # As Redis does every 50 runs: a few collection steps, so that garbage never piles
+            # up to a full (slow) cycle of Lua's own, and the heap stays near its live size.
+            self.gc_countdown = _GC_PERIOD
+            sandbox.lua.globals()[b"collectgarbage"](b"step", _GC_PERIOD)
         script_client = self.client
         if script_client.db is not run.caller.db:  # a database number always has the same object
             script_client.select(run.caller.db_index)
@@ -300,7 +327,7 @@ class ScriptEngine:
         if fresh:
             for message in messages.split(b"\n"):
                 stats.count_error(message.decode("utf-8", "surrogateescape"))
-        spec = COMMANDS.get(run.command.lower())
+        spec = COMMANDS.get(run.command[0].lower())
         if spec is not None:
             spec.failed_calls += int(counted) + (fresh > 0)
 
@@ -345,13 +372,18 @@ class ScriptEngine:
             # A command refused here counts as rejected in INFO commandstats, as in Redis.
             if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
                 return self._refused(spec, errors.SCRIPT_CALL_ARITY.encode())
-            if write:
+            if write:  # (may-replicate commands count as writes in a read-only script)
                 if run.read_only:
                     return self._refused(spec, errors.SCRIPT_CALL_WRITE_IN_RO.encode())
-                if (not run.allow_oom and not run.dirty and spec.denyoom
-                        and self.server.over_maxmemory()):
-                    return self._refused(spec, lua_error_text(errors.OOM))
-                run.dirty = True
+                if spec.write:
+                    # Until the script has written, the server's state may still refuse it.
+                    if not run.dirty:
+                        if self.server.config.writes_need_replicas:
+                            return self._refused(spec, errors.NOREPLICAS.encode())
+                        if (not run.allow_oom and spec.denyoom
+                                and self.server.over_maxmemory()):
+                            return self._refused(spec, lua_error_text(errors.OOM))
+                    run.dirty = True
             cluster = self.server.cluster  # cluster mode: keys this node does not serve
             if cluster is not None:
                 refusal = cluster.script_refusal(run.caller, spec, argv)
@@ -409,7 +441,8 @@ class ScriptEngine:
         return None if deferred is None else self.to_lua(*deferred)
 
     def _lookup(self, argv: list) -> tuple | bytes:
-        """(spec, arity, whether it writes) for the command argv names, or the error text.
+        """(spec, arity, whether a read-only script may not run it: it writes or may replicate)
+        for the command argv names, or the error text.
         Commands without subcommands are remembered by the name as spelled, so the next call
         skips lowercasing and resolving."""
         name = argv[0]
@@ -428,7 +461,7 @@ class ScriptEngine:
             return self._count_refusal(spec, errors.SCRIPT_CALL_ARITY.encode())
         if "noscript" in spec.flags:
             return self._count_refusal(spec, errors.SCRIPT_CALL_NOSCRIPT.encode())
-        known = (spec, arity, spec.write)
+        known = (spec, arity, spec.write or "may_replicate" in spec.flags)
         if cacheable:
             if len(self._specs) >= _SPEC_CACHE_SIZE:
                 self._specs.clear()
@@ -485,21 +518,24 @@ class ScriptEngine:
         return False
 
     def acl_check(self, *args: Any) -> Any:
-        """redis.acl_check_cmd: minired has one all-powerful user, so only the command is checked."""
+        """redis.acl_check_cmd: whether the script's caller may run the command, as ACL judges
+        it (true/false), or an error for an unknown command."""
         if not args:
             return errors.SCRIPT_CALL_NO_ARGS.encode(), _ERR
-        for arg in args:
-            if type(arg) not in (bytes, int, float):
-                return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
-        name = args[0] if type(args[0]) is bytes else format_number_argument(args[0])
-        spec = COMMANDS.get(name.lower())
-        if spec is not None and spec.subcommands and len(args) >= 2 and type(args[1]) is bytes:
-            sub = spec.subcommands.get(args[1].lower())
-            if sub is None and spec.handler is None:
+        argv = _string_arguments(args)
+        if argv is None:
+            return errors.SCRIPT_CALL_BAD_ARG.encode(), _ERR
+        spec = COMMANDS.get(argv[0].lower())
+        if spec is not None and spec.subcommands and len(argv) >= 2:
+            sub = spec.subcommands.get(argv[1].lower())
+            if sub is not None:
+                spec = sub
+            elif spec.handler is None:
                 spec = None
         if spec is None:
             return errors.SCRIPT_ACL_UNKNOWN.encode(), _ERR
-        return True
+        run = self.current
+        return run is None or security.permits(run.caller, spec, argv)
 
     def check(self) -> Any:
         """The count hook: None to go on, or the error text that stops the run."""
@@ -588,12 +624,13 @@ def _string_arguments(args: tuple) -> list | None:
     return argv
 
 
-def count_keys(argv: list) -> int:
-    """numkeys of EVAL/FCALL argv (at index 2), with Redis's checks."""
+def count_keys(argv: list, not_integer: str = errors.NOT_INTEGER) -> int:
+    """numkeys of EVAL/FCALL argv (at index 2), with Redis's checks (FCALL words a count that
+    is no integer differently: `not_integer`)."""
     numkeys = _SMALL_COUNTS.get(argv[2])
     if numkeys is not None and numkeys <= len(argv) - 3:
         return numkeys
-    numkeys = parse_int(argv[2])
+    numkeys = parse_int(argv[2], not_integer)
     if numkeys > len(argv) - 3:
         raise RedisError(errors.NUMKEYS_GREATER)
     if numkeys < 0:

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import errors, resp
+from ..resp import ProtocolError, split_inline
 from ..glob import glob_match
 from ..rdb import BadData, Reader, encode_length, footer_ok, seal
 from ..errors import RedisError
@@ -49,18 +50,23 @@ class Library:
 
 
 def parse_metadata(code: bytes) -> tuple[bytes, bytes]:
-    """(library name, engine) from the `#!lua name=<lib>` first line, with Redis's errors."""
+    """(library name, code after the first line) from the `#!lua name=<lib>` first line, which
+    Redis splits as it splits arguments (quotes, any blank), with Redis's errors in its order."""
     if not code.startswith(b"#!"):
         raise RedisError(errors.FUNCTION_MISSING_METADATA)
     end = code.find(b"\n")
-    header = code[2:end] if end >= 0 else code[2:]
-    parts = header.split(b" ")
-    engine = parts[0]
-    if engine.lower() != b"lua":
-        raise RedisError(errors.FUNCTION_ENGINE_NOT_FOUND.format(engine.decode("utf-8", "replace")))
+    if end < 0:
+        raise RedisError(errors.FUNCTION_INVALID_METADATA)
+    try:
+        parts = split_inline(code[:end])
+    except ProtocolError:  # unbalanced quotes
+        parts = []
+    if not parts:
+        raise RedisError(errors.FUNCTION_INVALID_METADATA)
+    engine = parts[0][2:]
     name = None
     for part in parts[1:]:
-        if part.startswith(b"name="):
+        if part[:5].lower() == b"name=":
             if name is not None:
                 raise RedisError(errors.FUNCTION_NAME_TWICE)
             name = part[5:]
@@ -70,15 +76,21 @@ def parse_metadata(code: bytes) -> tuple[bytes, bytes]:
         raise RedisError(errors.FUNCTION_NO_NAME)
     if not _NAME.match(name):
         raise RedisError(errors.FUNCTION_BAD_NAME)
-    return name, code[end:] if end >= 0 else b""
+    if engine.lower() != b"lua":
+        raise RedisError(errors.FUNCTION_ENGINE_NOT_FOUND.format(engine.decode("utf-8", "replace")))
+    return name, code[end:]
 
 
 class FunctionLibraries:
     def __init__(self, engine: "ScriptEngine") -> None:
         self.engine = engine
         self.libraries: dict[bytes, Library] = {}
+        # Every library's functions by lowercased name: FCALL finds a function whatever the case
+        # (Redis's function dict compares names case-insensitively, its libraries' dicts and
+        # library names do not). Of two names one library spells differently, the first wins.
         self.functions: dict[bytes, Function] = {}
         self._sandbox: Sandbox | None = None
+        self._base_memory = 0  # the runtime's heap when new (see ScriptEngine.eval_memory)
         # While a library loads: where register_function records, and the load's deadline.
         self._loading: Library | None = None
         self._load_deadline = 0.0
@@ -86,8 +98,17 @@ class FunctionLibraries:
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = Sandbox("function", self.engine)
+            sandbox = Sandbox("function", self.engine)
+            sandbox.lua.gccollect()
+            self._base_memory = sandbox.lua.get_memory_used()
+            self._sandbox = sandbox
         return self._sandbox
+
+    def vm_memory(self) -> int:
+        """INFO's used_memory_vm_functions: the libraries runtime's heap beyond its own code."""
+        if self._sandbox is None:
+            return 0
+        return max(0, self._sandbox.lua.get_memory_used() - self._base_memory)
 
     # --- loading ---------------------------------------------------------------------------------
 
@@ -98,7 +119,7 @@ class FunctionLibraries:
             raise RedisError(errors.FUNCTION_LIBRARY_EXISTS.format(name.decode("utf-8", "replace")))
         library = self._compile(name, code, body)
         for fname in library.functions:
-            owner = self.functions.get(fname)
+            owner = self.functions.get(fname.lower())
             if owner is not None and owner.library is not existing:
                 raise RedisError(errors.FUNCTION_EXISTS.format(fname.decode("utf-8", "replace")))
         if existing is not None:
@@ -155,12 +176,11 @@ class FunctionLibraries:
 
     def _add(self, library: Library) -> None:
         self.libraries[library.name] = library
-        self.functions.update(library.functions)
+        _link(self.functions, library)
 
     def _remove(self, library: Library) -> None:
         del self.libraries[library.name]
-        for fname in library.functions:
-            self.functions.pop(fname, None)
+        _unlink(self.functions, library)
 
     def delete(self, name: bytes) -> None:
         library = self.libraries.get(name)
@@ -175,15 +195,15 @@ class FunctionLibraries:
     # --- FCALL -----------------------------------------------------------------------------------
 
     def fcall(self, c: "Client", argv: list, read_only: bool) -> Any:
-        function = self.functions.get(argv[1])
+        function = self.functions.get(argv[1].lower())
         if function is None:
             raise RedisError(errors.FUNCTION_NOT_FOUND)
-        numkeys = count_keys(argv)
+        numkeys = count_keys(argv, errors.FCALL_BAD_NUMKEYS)
         flags = function.flags
         engine = self.engine
         engine._check_flags(frozenset(flags), read_only)
         run = Run(c, function.name, False, read_only or "no-writes" in flags,
-                  "allow-oom" in flags, argv[0])
+                  "allow-oom" in flags, argv)
         sandbox = self.sandbox
         return engine.execute(run, sandbox, sandbox.run_function, function.callback, numkeys,
                               argv[3:])
@@ -210,11 +230,14 @@ class FunctionLibraries:
         run = self.engine.current
         running = None
         if run is not None:
-            running = {b"name": run.name, b"command": [run.command],
+            if run.eval_mode:  # (what Redis answers while an EVAL script is busy)
+                raise RedisError(errors.BUSY)
+            running = {b"name": run.name, b"command": list(run.command),
                        b"duration_ms": int((time.monotonic() - run.started) * 1000)}
         return {b"running_script": running,
                 b"engines": {b"LUA": {b"libraries_count": len(self.libraries),
-                                      b"functions_count": len(self.functions)}}}
+                                      b"functions_count": sum(len(library.functions) for library
+                                                              in self.libraries.values())}}}
 
     def dump(self) -> bytes:
         return seal(b"".join(bytes((_OPCODE_FUNCTION2,)) + encode_length(len(library.code)) + library.code
@@ -231,23 +254,38 @@ class FunctionLibraries:
             loaded.append(self._compile(name, code, body))
         if policy == b"flush":
             self.flush()
+        # As Redis's libraryJoin: every library name is checked (and replaced ones unlinked)
+        # before any function name is.
         staged_libraries = dict(self.libraries)
         staged_functions = dict(self.functions)
         for library in loaded:
-            old = staged_libraries.get(library.name)
+            old = staged_libraries.pop(library.name, None)
             if old is not None:
                 if policy != b"replace":
                     raise RedisError(errors.FUNCTION_RESTORE_LIBRARY_EXISTS.format(
                         library.name.decode("utf-8", "replace")))
-                for fname in old.functions:
-                    staged_functions.pop(fname, None)
+                _unlink(staged_functions, old)
+        for library in loaded:
             for fname in library.functions:
-                if fname in staged_functions:
+                if fname.lower() in staged_functions:
                     raise RedisError(errors.FUNCTION_EXISTS.format(fname.decode("utf-8", "replace")))
             staged_libraries[library.name] = library
-            staged_functions.update(library.functions)
+            _link(staged_functions, library)
         self.libraries = staged_libraries
         self.functions = staged_functions
+
+
+def _link(functions: dict[bytes, Function], library: Library) -> None:
+    for fname, function in library.functions.items():
+        functions.setdefault(fname.lower(), function)
+
+
+def _unlink(functions: dict[bytes, Function], library: Library) -> None:
+    for fname in library.functions:
+        key = fname.lower()
+        owner = functions.get(key)
+        if owner is not None and owner.library is library:
+            del functions[key]
 
 
 def _parse_dump(payload: bytes) -> list[bytes]:

@@ -269,3 +269,28 @@ def test_nothing_runs_between_queued_commands(diff, other):
         start = seen.index(b"0")
         assert seen[start:start + 50] == ours
         assert len(seen) == 50 + seen.count(b"other")
+
+
+def test_a_refused_exec_ends_the_transaction(diff, other):
+    """Whatever refuses EXEC (its arity, an ACL rule; BUSY in tests/scripting/test_busy_diff.py)
+    discards the transaction and says why, inside MULTI or not, as execCommandAbort does."""
+    diff.check("CONFIG", "RESETSTAT")
+    diff.check("EXEC", "extra")
+    diff.check("MULTI")
+    diff.check("SET", "k", "v")
+    diff.check("EXEC", "extra")
+    diff.check("PING", "out of MULTI")
+    other.check("ACL", "SETUSER", "noexec", "on", "nopass", "+@all", "~*", "-exec")
+    try:
+        diff.check("AUTH", "noexec", "x")
+        diff.check("WATCH", "k")
+        diff.check("MULTI")
+        diff.check("SET", "k", "v")
+        diff.check("EXEC")
+        diff.check("PING", "out of MULTI")
+        diff.check("EXEC")
+        diff.check("AUTH", "default", "x")
+    finally:
+        other.both("ACL", "DELUSER", "noexec")
+    diff.check("EXISTS", "k")
+    diff.check("INFO", "errorstats")

@@ -100,3 +100,69 @@ def test_dump_restore_round_trip(diff, real_redis, mini):
     diff.check("FUNCTION", "LIST", unordered=True)
     diff.check("FUNCTION", "KILL")
     diff.check("FUNCTION", "HELP")
+
+
+@pytest.mark.parametrize("first_line", [
+    '#!lua name="foo"', "#!lua name='foo'", "#!lua NAME=foo", "#!LUA name=foo",
+    '#!lua name="fo o"', '#!lua name="foo', "#!lua  name=foo  ", "#! lua name=foo", "#!  ",
+    "#!", '#!lua name=foo"x"', '#!lua "name=foo"', "#!lua name=foo\t", '#!"lua" name=foo',
+    "#!lua\tname=foo", "#!lua name=foo\r", "#!lux name=a-b", "#!lux", "#!lux name=",
+    "#!lua name=a-b x=1",
+])
+def test_library_metadata_is_split_like_arguments(diff, first_line):
+    """Redis reads the first line with sdssplitargs: quotes, any blank, NAME= in any case; its
+    errors come in its order (metadata, then the name, then the engine)."""
+    diff.check("FUNCTION", "LOAD", "REPLACE",
+               first_line + "\nredis.register_function('f', function() return 1 end)")
+    diff.check("FUNCTION", "LIST", unordered=True)
+
+
+def test_argument_errors(diff):
+    code = "#!lua name=test\nredis.register_function('test', function() return 'hello' end)"
+    diff.check("FUNCTION", "LOAD", "foo", "bar", code)
+    diff.check("FUNCTION", "LOAD", "REPLACE", "foo", code)
+    diff.check("FUNCTION", "LOAD", "#!lua name=x")       # no line feed after the metadata
+    diff.check("FUNCTION", "LOAD", code)
+    diff.check("FCALL", "test", "bad_arg")
+    diff.check("FCALL_RO", "test", "x")
+    diff.check("FCALL", "test", "10", "key1")
+    diff.check("FCALL", "test", "-1", "key1")
+    diff.check("FUNCTION", "RESTORE", "arg1", "args2", "arg3")
+    diff.check("function", "restore", "arg1", "args2", "arg3")
+    diff.check("FUNCTION", "FLUSH", "SYNC", "extra")
+    diff.check("FUNCTION", "FLUSH", "bad")
+    diff.check("SCRIPT", "FLUSH", "SYNC", "extra")
+    diff.check("FUNCTION", "LIST", "foo")
+
+
+def test_function_names_ignore_case_library_names_do_not(diff):
+    """FCALL finds a function whatever the case; library names are case-sensitive, and two
+    spellings of one function name may share a library."""
+    diff.check("FUNCTION", "LOAD", "#!lua name=a\nredis.register_function('Foo', function() "
+               "return 1 end)\nredis.register_function('bar', function() return 2 end)")
+    for name in ("foo", "FOO", "Foo", "BAR"):
+        diff.check("FCALL", name, 0)
+        diff.check("FCALL_RO", name, 0)
+    diff.check("FUNCTION", "LOAD", "#!lua name=b\nredis.register_function('fOO', function() "
+               "return 3 end)")                                  # Function fOO already exists
+    diff.check("FUNCTION", "LOAD", "#!lua name=A\nredis.register_function('baz', function() "
+               "return 4 end)")                                  # another library
+    # (never deleted nor replaced: Redis 7.0.15 crashes unlinking such a library)
+    diff.check("FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('x', function() "
+               "return 5 end)\nredis.register_function('X', function() return 6 end)")
+    diff.check("FUNCTION", "LIST", unordered=True)
+    diff.check("FUNCTION", "STATS")      # x and X are one function to FCALL: counted once
+    diff.check("FCALL", "baz", 0)
+    diff.check("FUNCTION", "DELETE", "A")
+    diff.check("FCALL", "baz", 0)
+    diff.check("FUNCTION", "DELETE", "a")
+    diff.check("FCALL", "foo", 0)
+    diff.check("FUNCTION", "LOAD", "#!lua name=b\nredis.register_function('FOO', function() "
+               "return 7 end)")
+    diff.check("FCALL", "foo", 0)
+    payload, _ = diff.both("FUNCTION", "DUMP")
+    diff.check("FUNCTION", "RESTORE", payload)                   # Library b already exists
+    diff.check("FUNCTION", "DELETE", "b")
+    diff.check("FUNCTION", "LOAD", "#!lua name=d\nredis.register_function('foo', function() "
+               "return 8 end)")
+    diff.check("FUNCTION", "RESTORE", payload)                   # Function FOO already exists
