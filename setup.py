@@ -36,6 +36,10 @@ COMPILED = [
     "minired/scripting/luabridge.pyx",
 ]
 RECORD = "_compiled.txt"
+# Every source's checksum as it was when Cython read it: the record must name what was compiled,
+# not what the file holds when the (minutes long) build ends, or a source edited meanwhile would
+# pass for compiled and its stale extension be loaded.
+_TRANSLATED: dict[str, int] = {}
 
 
 def source_checksum(path: str) -> int:
@@ -101,10 +105,14 @@ class OptionalBuildExt(build_ext):
                 source = source[:-2] + ".py"
                 if not os.path.exists(source):
                     source += "x"
-                lines.append(f"{ext.name} {source_checksum(source)}\n")
+                checksum = _TRANSLATED.get(source)
+                if checksum is None:
+                    checksum = source_checksum(source)
+                lines.append(f"{ext.name} {checksum}\n")
         # The compiled modules are built against each other's types: an edited .pxd makes
         # them all stale (minired/__init__.py) until the next build.
-        lines.extend(f"{path} {checksum}\n" for path, checksum in pxd_checksums())
+        lines.extend(f"{path} {_TRANSLATED.get(path, checksum)}\n"
+                     for path, checksum in pxd_checksums())
         target = os.path.join(os.path.dirname(self.get_ext_fullpath("minired.server")), RECORD)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w") as f:
@@ -119,6 +127,9 @@ def extensions() -> list:
     except ImportError:
         print("minired: Cython is not installed; installing uncompiled", file=sys.stderr)
         return []
+    for source in COMPILED:
+        _TRANSLATED[source] = source_checksum(source)
+    _TRANSLATED.update(pxd_checksums())
     return cythonize(COMPILED, quiet=True, nthreads=os.cpu_count() or 1,
                      force=types_changed_since_last_build(), compiler_directives={
         "language_level": 3,
