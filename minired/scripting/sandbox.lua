@@ -437,45 +437,88 @@ local string_mt = getmetatable('')
 -- metatable (ours is a userdata whose metatable prints it as Redis's prints).
 local cjson_null
 
-local function sandbox_getmetatable(value)
+-- The wrappers below stand where Redis has Lua's C functions, and raise those functions'
+-- argument errors as Lua reports them when a script calls the C function itself: named as
+-- the call site names it ('?' when that is C code, such as pcall), at the call site's
+-- position (none for C code). A wrapper calls (never tail-calls) arg_error, or c_error with
+-- the arguments the C function f refuses: f's own message is had by calling it under pcall,
+-- where it reads '?' and has no position.
+local function call_site_error(message, name_level)
+  local info = getinfo(name_level + 1, 'n')
+  local name = info and info.name
+  if name then message = gsub(message, "^(bad argument #%d+ to )'%?'", "%1'" .. name .. "'", 1) end
+  error(message, name_level + 2)
+end
+
+local function arg_error(level, narg, extramsg)
+  call_site_error(format("bad argument #%d to '?' (%s)", narg, extramsg), level + 1)
+end
+
+local function c_error(f, ...)
+  local _, message = pcall(f, ...)
+  if type(message) ~= 'string' then error(message, 0) end
+  -- (a message luaG_runerror raised inside the C function, like rawset's "table index is
+  -- nil", has no position)
+  if sub(message, 1, 14) == 'table index is' then error(message, 0) end
+  call_site_error(message, 2)
+end
+
+local function sandbox_getmetatable(...)
+  local value = ...
   if type(value) == 'string' then return hidden_mt[string_mt] end
   if value == cjson_null and value ~= nil then return nil end
   if backing[value] then return hidden_mt[value] end
+  if select('#', ...) == 0 then c_error(getmetatable) end
   return getmetatable(value)
 end
 
-local function sandbox_setmetatable(t, mt)
+local function sandbox_setmetatable(...)
+  local t, mt = ...
   if backing[t] then error(READONLY, 0) end
+  if type(t) ~= 'table' or (mt ~= nil and type(mt) ~= 'table') then c_error(setmetatable, ...) end
+  if getmetatable(t) ~= nil then  -- (it may be protected: __metatable)
+    if not pcall(setmetatable, t, mt) then c_error(setmetatable, ...) end
+    return t
+  end
   return setmetatable(t, mt)
 end
 
-local function sandbox_rawset(t, k, v)
+local function sandbox_rawset(...)
+  local t, k = ...
   raw_writes = true
   if backing[t] then error(READONLY, 0) end
-  return rawset(t, k, v)
+  if type(t) ~= 'table' or select('#', ...) < 3 or k == nil or k ~= k then c_error(rawset, ...) end
+  return rawset(...)
 end
 
-local function sandbox_rawget(t, k)
+local function sandbox_rawget(...)
+  local t, k = ...
   local b = backing[t]
   if b then return rawget(b, k) end
+  if type(t) ~= 'table' or select('#', ...) < 2 then c_error(rawget, ...) end
   return rawget(t, k)
 end
 
-local function sandbox_next(t, k)
+local function sandbox_next(...)
+  local t, k = ...
   local b = backing[t]
   if b then return next(b, k) end
+  if type(t) ~= 'table' then c_error(next, ...) end
   return next(t, k)
 end
 
-local function sandbox_pairs(t)
+local function sandbox_pairs(...)
+  local t = ...
   local b = backing[t]
   if b then
     return function(_, k) return next(b, k) end, t, nil
   end
+  if type(t) ~= 'table' then c_error(pairs, ...) end
   return pairs(t)
 end
 
-local function sandbox_ipairs(t)
+local function sandbox_ipairs(...)
+  local t = ...
   local b = backing[t]
   if b then
     return function(_, i)
@@ -484,20 +527,33 @@ local function sandbox_ipairs(t)
       if v ~= nil then return i, v end
     end, t, 0
   end
+  if type(t) ~= 'table' then c_error(ipairs, ...) end
   return ipairs(t)
 end
 
 -- Redis's Lua refuses precompiled chunks (they can break the VM): it parses them as source, so
 -- their first byte (ESC) is a syntax error. A leading space makes stock Lua do the same.
-local function sandbox_loadstring(source, chunkname)
+local function is_text(value)
+  local kind = type(value)
+  return kind == 'string' or kind == 'number'
+end
+
+local function sandbox_loadstring(...)
+  local source, chunkname = ...
+  if not is_text(source) or (chunkname ~= nil and not is_text(chunkname)) then
+    c_error(loadstring, ...)
+  end
   if type(source) == 'string' and byte(source, 1) == 27 then
     return loadstring(' ' .. source, chunkname or source)
   end
   return loadstring(source, chunkname)
 end
 
-local function sandbox_load(reader, chunkname)
-  if type(reader) ~= 'function' then return load(reader, chunkname) end
+local function sandbox_load(...)
+  local reader, chunkname = ...
+  if type(reader) ~= 'function' or (chunkname ~= nil and not is_text(chunkname)) then
+    c_error(load, ...)
+  end
   local first = true
   return load(function()
     local piece = reader()
@@ -526,10 +582,20 @@ end
 
 -- Hooks are per coroutine in Lua 5.1: a coroutine gets the count hook too, or a busy loop
 -- inside one could never be interrupted.
-local function sandbox_co_create(f)
+local function new_coroutine(f)
   local co = co_create(f)
   sethook(co, hook, '', HOOK_COUNT)
   return co
+end
+
+local function lua_function(f)
+  return type(f) == 'function' and getinfo(f, 'S').what ~= 'C'
+end
+
+local function sandbox_co_create(...)
+  local f = ...
+  if not lua_function(f) then c_error(co_create, ...) end
+  return new_coroutine(f)
 end
 
 local function wrap_result(ok, ...)
@@ -539,40 +605,51 @@ local function wrap_result(ok, ...)
   error(e, 0)
 end
 
-local function sandbox_co_wrap(f)
-  local co = sandbox_co_create(f)
+local function sandbox_co_wrap(...)
+  local f = ...
+  if not lua_function(f) then c_error(coroutine.wrap, ...) end
+  local co = new_coroutine(f)
   return function(...) return wrap_result(co_resume(co, ...)) end
 end
 
-local function check_table_arg(t, name, nargs)
+-- table.insert, remove and sort write into the table they are given: they refuse proxies,
+-- and a run that called one has its proxies checked (raw_writes). Their own argument checks
+-- come first, as in the C functions.
+local table_lib = copy(table)
+table_lib.insert = function(...)
+  local t, position = ...
+  local n = select('#', ...)
   raw_writes = true
-  if type(t) ~= 'table' then
-    local got = nargs == 0 and 'no value' or type(t)
-    error("bad argument #1 to '" .. name .. "' (table expected, got " .. got .. ")", 3)
+  if type(t) ~= 'table' or (n ~= 2 and n ~= 3) or (n == 3 and tonumber(position) == nil) then
+    c_error(insert, ...)
   end
   if backing[t] then error(READONLY, 0) end
+  return insert(...)
 end
-
-local table_lib = copy(table)
-table_lib.insert = function(t, ...)
-  check_table_arg(t, 'insert', select('#', ...) + 1)
-  return insert(t, ...)
+table_lib.remove = function(...)
+  local t, position = ...
+  raw_writes = true
+  if type(t) ~= 'table' or (position ~= nil and tonumber(position) == nil) then
+    c_error(remove, ...)
+  end
+  if backing[t] then error(READONLY, 0) end
+  return remove(...)
 end
-table_lib.remove = function(t, ...)
-  check_table_arg(t, 'remove', select('#', ...) + 1)
-  return remove(t, ...)
-end
-table_lib.sort = function(t, ...)
-  check_table_arg(t, 'sort', select('#', ...) + 1)
-  return sort(t, ...)
+table_lib.sort = function(...)
+  local t, less = ...
+  raw_writes = true
+  if type(t) ~= 'table' or (less ~= nil and type(less) ~= 'function') then c_error(sort, ...) end
+  if backing[t] then error(READONLY, 0) end
+  return sort(...)
 end
 
 -- Redis's math.random: its own lrand48, so every platform gives the same sequence.
-local function checkint(value, narg, fname, nargs)
+-- (luaL_checkint; `level` is the public function's, as arg_error takes it.)
+local function checkint(value, narg, nargs)
   local n = tonumber(value)
   if type(value) ~= 'number' and (type(value) ~= 'string' or n == nil) then
     local got = narg > nargs and 'no value' or type(value)
-    error("bad argument #" .. narg .. " to '" .. fname .. "' (number expected, got " .. got .. ")", 3)
+    arg_error(2, narg, 'number expected, got ' .. got)
   end
   if n >= 0 then return floor(n) end
   return ceil(n)
@@ -584,33 +661,36 @@ math_lib.random = function(...)
   local r = py_random()
   if nargs == 0 then return r end
   if nargs == 1 then
-    local u = checkint((...), 1, 'random', nargs)
-    if u < 1 then error("bad argument #1 to 'random' (interval is empty)", 2) end
+    local u = checkint((...), 1, nargs)
+    if u < 1 then arg_error(1, 1, 'interval is empty') end
     return floor(r * u) + 1
   end
   if nargs == 2 then
     local l, u = ...
-    l = checkint(l, 1, 'random', nargs)
-    u = checkint(u, 2, 'random', nargs)
-    if l > u then error("bad argument #2 to 'random' (interval is empty)", 2) end
+    l = checkint(l, 1, nargs)
+    u = checkint(u, 2, nargs)
+    if l > u then arg_error(1, 2, 'interval is empty') end
     return floor(r * (u - l + 1)) + l
   end
   error('wrong number of arguments', 2)
 end
 math_lib.randomseed = function(...)
-  py_randomseed(checkint((...), 1, 'randomseed', select('#', ...)))
+  local seed = checkint((...), 1, select('#', ...))
+  py_randomseed(seed)
 end
 
 -- Like C functions in Redis, minired's own closures cannot be dumped.
 local string_lib = copy(string)
-string_lib.dump = function(f, ...)
-  if type(f) == 'function' then
+string_lib.dump = function(...)
+  local f = ...
+  if type(f) ~= 'function' then c_error(dump, ...) end
+  do
     local info = getinfo(f, 'S')
     if info.what == 'C' or internal_source(info.source) then
       error('unable to dump given function', 2)
     end
   end
-  return dump(f, ...)
+  return dump(...)
 end
 
 local coroutine_lib = copy(coroutine)

@@ -177,6 +177,30 @@ def test_cjson_null_is_what_redis_shows(raw, bridge):
         raw("EVAL", script, "0")
 
 
+# Lua's C functions minired wraps in its sandbox, given what they refuse: directly (the error
+# is at the script's line, with the name the script used) and through pcall (called from C:
+# named '?', no position).
+BUILTIN_REFUSALS = [
+    "setmetatable, 1, {}", "setmetatable, {}, 1", "setmetatable, setmetatable({}, "
+    "{__metatable = 'x'}), {}", "rawset, 1, 1, 1", "rawset, {}, nil, 1", "rawset, {}, 0/0, 1",
+    "rawset, {}, 1", "rawget, 1, 1", "rawget, {}", "next, 1", "next, {}, 'nokey'", "pairs, 1",
+    "ipairs", "ipairs, nil", "loadstring", "loadstring, 'x', {}", "load, 1", "getmetatable",
+    "string.dump, 1", "string.dump", "string.dump, print", "math.random, 'x'", "math.random, 0",
+    "math.random, 5, 1", "math.random, 1, 2, 3", "math.randomseed", "coroutine.create, 1",
+    "coroutine.wrap, print", "table.insert, 1, 1", "table.insert, {}, 1, 2, 3",
+    "table.insert, {}, 'x', 1", "table.remove, 1", "table.remove, {}, 'x'", "table.sort, 1",
+    "table.sort, {}, 1",
+]
+
+
+def test_builtins_refuse_arguments_as_lua_does(raw, bridge):
+    for call in BUILTIN_REFUSALS:
+        function, _, arguments = call.partition(", ")
+        raw("EVAL", f"return {{pcall({call})}}", "0")
+        raw("EVAL", f"return {function}({arguments})", "0")
+        raw("EVAL", f"local f = {function} return f({arguments})", "0")
+
+
 def test_library_nesting_limits(raw, bridge):
     for script in LIBRARY_LIMITS:
         raw("EVAL", script, "0")
