@@ -100,9 +100,9 @@ PARAMS: dict[str, Param] = _params(
     Param("io-threads", "1", integer(1, 128), "immutable"),
     Param("enable-debug-command", "no", _PROTECTED_ACTION, "immutable"),
     # minired's own: opt-in clock control for tests (MINIRED ADVANCE).
-    Param("time-control", "no", boolean, "immutable"),
+    Param("time-control", "no", boolean, "immutable", hidden=True),
     # minired's own: opt-in fault injection for tests (MINIRED FAULT, minired/faults.py).
-    Param("fault-injection", "no", boolean, "immutable"),
+    Param("fault-injection", "no", boolean, "immutable", hidden=True),
     # Only stored and echoed from here on.
     *_each(boolean, ("rdbcompression", "yes"), ("rdb-del-sync-files", "no"),
            ("stop-writes-on-bgsave-error", "yes"), ("dynamic-hz", "yes"),
