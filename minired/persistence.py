@@ -617,6 +617,21 @@ class Persistence:
             raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
         log.warning("DB reloaded by DEBUG RELOAD")
 
+    def flushed_all(self) -> None:
+        """FLUSHALL (flushAllDataAndResetRDB): a background save of the old data is stopped, and
+        with save points set the empty dataset is saved at once, so a restart does not bring
+        the flushed keys back."""
+        if self.child is not None and self.child[1] == "rdb":
+            self._kill_child()
+        self.background_save_pending = False
+        if self.config.get("save"):
+            try:
+                self.save()
+            except RedisError:
+                return  # logged by save(); FLUSHALL itself succeeded
+            # propagate() counts FLUSHALL next; Redis counts no change after this save.
+            self.dirty = -1
+
     def _saved(self, dirty_before: int | None = None) -> None:
         self.last_save_ok = True
         self.saves += 1

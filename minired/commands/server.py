@@ -43,6 +43,9 @@ def flushall(c, argv):
     _flush_mode(argv)
     _tell_trackers(c)
     c.server.keyspace.flushall()
+    persistence = c.server.extensions.get("persistence")
+    if persistence is not None:
+        persistence.flushed_all()  # with save points, an empty dump.rdb at once, as in Redis
     return OK
 
 

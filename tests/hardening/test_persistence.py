@@ -495,3 +495,18 @@ def test_debug_reload_round_trips_through_dump_rdb(tmp_path):
         os.unlink(tmp_path / "dump.rdb")
         assert raw.call("DEBUG", "RELOAD", "NOSAVE") == Err("ERR Error trying to load the RDB dump")
         raw.close()
+
+
+def test_flushall_with_save_points_saves_the_empty_dataset(tmp_path):
+    server = SubprocessServer("--dir", str(tmp_path), "--save", "3600 1").start()
+    try:
+        client = redis.Redis(port=server.port)
+        client.set("k", "v")
+        client.save()
+        client.flushall()
+        assert client.info("persistence")["rdb_changes_since_last_save"] == 0  # as Redis
+        _kill9(server)
+    finally:
+        server.stop()
+    with SubprocessServer("--dir", str(tmp_path)) as again:
+        assert redis.Redis(port=again.port).dbsize() == 0
