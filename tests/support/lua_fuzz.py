@@ -316,7 +316,7 @@ class ScriptGenerator:
         rng = self.rng
         kind = rng.choice(["return", "return", "return", "call", "call", "pcall", "cjson",
                            "cjson_decode", "cmsgpack", "cmsgpack_unpack", "error", "setresp",
-                           "api", "coroutine"])
+                           "api", "builtin", "coroutine"])
         if kind == "return":
             return f"return {self.value()}"
         if kind in ("call", "pcall"):
@@ -350,6 +350,21 @@ class ScriptGenerator:
             arguments = ", ".join(self.scalar() if rng.random() < 0.8 else self.value(2)
                                   for _ in range(rng.randint(0, 3)))
             return f"return {{pcall({function}{', ' + arguments if arguments else ''})}}"
+        if kind == "builtin":
+            # Lua's own functions (those the sandbox wraps among them) given any values;
+            # tostring and string.format are left out (of a table they print its address), and
+            # so are error and assert (with a table, see the module's doc).
+            function = rng.choice(["setmetatable", "rawset", "rawget", "next", "pairs", "ipairs",
+                                   "getmetatable", "loadstring", "load", "table.insert",
+                                   "table.remove", "table.sort", "table.concat", "unpack",
+                                   "select", "tonumber", "string.rep", "string.sub",
+                                   "string.dump", "coroutine.create", "coroutine.wrap", "type",
+                                   "rawequal"])
+            arguments = ", ".join(self.scalar() if rng.random() < 0.6 else self.value(2)
+                                  for _ in range(rng.randint(0, 4)))
+            call = f"{function}({arguments})"
+            return rng.choice([f"return {{pcall({function}{', ' + arguments if arguments else ''})}}",
+                               f"return {{{call}}}", f"return {call}"])
         if kind == "coroutine":
             inner = self.action()
             return (f"local co = coroutine.create(function() {inner} end) "
