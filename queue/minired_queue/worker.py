@@ -50,6 +50,7 @@ class Worker:
         self._in_flight: dict[str, ActiveJob] = {}
         self._in_flight_changed = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._wakers: list[threading.Thread] = []
 
     # --- lifecycle ----------------------------------------------------------------------
     def run(self, install_signal_handlers: bool = True) -> None:
@@ -75,6 +76,8 @@ class Worker:
                 jobs.put(None)  # a handler still running past the grace period ends after it
             self._maintenance_done.set()
             maintenance.join()
+            for waker in list(self._wakers):  # done with the client before run() returns
+                waker.join(5)
             self.client.delete(self.keys.wake(self.id))
 
     def start(self) -> "Worker":
@@ -89,7 +92,9 @@ class Worker:
         Safe to call from a signal handler: the wake-up is sent from a fresh thread, never
         from the interrupted one (which may hold the connection pool's lock)."""
         self._stopping.set()
-        threading.Thread(target=self._wake, daemon=True).start()
+        waker = threading.Thread(target=self._wake, daemon=True)
+        self._wakers.append(waker)
+        waker.start()
         if wait and self._thread is not None:
             self._thread.join(timeout)
 
