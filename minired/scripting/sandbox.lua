@@ -36,6 +36,15 @@ local function c_string(text)
   if nul then return sub(text, 1, nul - 1) end
   return text
 end
+
+-- A number as Redis reads it with (int)lua_tonumber: truncated toward zero, and on x86-64 NaN
+-- and anything out of int's range become INT_MIN.
+local INT_MIN = -2147483648
+local function c_int(n)
+  if n ~= n or n >= 2147483648 or n <= -2147483649 then return INT_MIN end
+  if n >= 0 then return floor(n) end
+  return ceil(n)
+end
 local HOOK_COUNT = 100000
 
 -- Read-only proxies -------------------------------------------------------------------------
@@ -475,7 +484,9 @@ end
 local function sandbox_setmetatable(...)
   local t, mt = ...
   if backing[t] then error(READONLY, 0) end
-  if type(t) ~= 'table' or (mt ~= nil and type(mt) ~= 'table') then c_error(setmetatable, ...) end
+  if type(t) ~= 'table' or (mt ~= nil and type(mt) ~= 'table') or select('#', ...) < 2 then
+    c_error(setmetatable, ...)
+  end
   if getmetatable(t) ~= nil then  -- (it may be protected: __metatable)
     if not pcall(setmetatable, t, mt) then c_error(setmetatable, ...) end
     return t
@@ -651,8 +662,12 @@ local function checkint(value, narg, nargs)
     local got = narg > nargs and 'no value' or type(value)
     arg_error(2, narg, 'number expected, got ' .. got)
   end
-  if n >= 0 then return floor(n) end
-  return ceil(n)
+  -- (int) of lua_Integer (a 64-bit (long) of the number: NaN and out of range are INT64_MIN):
+  -- its low 32 bits.
+  if n ~= n or n >= 2^63 or n < -2^63 then return 0 end
+  n = (n >= 0 and floor(n) or ceil(n)) % 4294967296
+  if n >= 2147483648 then return n - 4294967296 end
+  return n
 end
 
 local math_lib = copy(math)
@@ -801,7 +816,7 @@ local function log(...)
   if nargs < 2 then raise('redis.log() requires two arguments or more.') end
   local level = tonumber((...))
   if level == nil then raise('First argument must be a number (log level).') end
-  level = level >= 0 and floor(level) or ceil(level)
+  level = c_int(level)
   if level < 0 or level > 3 then raise('Invalid debug level.') end
   local parts = {}
   for i = 2, nargs do
@@ -818,8 +833,7 @@ end
 
 local function setresp(...)
   if select('#', ...) ~= 1 then raise('redis.setresp() requires one argument.') end
-  local resp = tonumber((...)) or 0
-  resp = resp >= 0 and floor(resp) or ceil(resp)  -- (int) of the number, as Redis reads it
+  local resp = c_int(tonumber((...)) or 0)
   if resp ~= 2 and resp ~= 3 then raise('RESP version must be 2 or 3.') end
   py_setresp(resp)
   script_resp = resp
@@ -827,8 +841,7 @@ end
 
 local function set_repl(...)
   if select('#', ...) ~= 1 then raise('redis.set_repl() requires two arguments.') end
-  local flags = tonumber((...)) or 0
-  flags = flags >= 0 and floor(flags) or ceil(flags)
+  local flags = c_int(tonumber((...)) or 0)
   if flags < 0 or flags > 3 then
     raise('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
   end

@@ -189,7 +189,9 @@ BUILTIN_REFUSALS = [
     "math.random, 5, 1", "math.random, 1, 2, 3", "math.randomseed", "coroutine.create, 1",
     "coroutine.wrap, print", "table.insert, 1, 1", "table.insert, {}, 1, 2, 3",
     "table.insert, {}, 'x', 1", "table.remove, 1", "table.remove, {}, 'x'", "table.sort, 1",
-    "table.sort, {}, 1",
+    "table.sort, {}, 1", "setmetatable, {}", "math.random, 0/0", "math.random, 1, 0/0",
+    "redis.log, 0/0, 'x'", "redis.log, 2^40, 'x'", "redis.set_repl, 0/0", "redis.setresp, 2.5",
+    "redis.setresp, 2^32 + 2",
 ]
 
 
