@@ -134,7 +134,7 @@ def complete(keys: QueueKeys, job: Job, token: str, return_value: Any, remove: b
         [keys.active, keys.completed, keys.lock(job.id), keys.job(job.id), keys.dedup(job.dedup_id or ""),
          keys.metrics, keys.events, keys.meta, keys.marker, keys.history],
         [job.id, token, _json(return_value),
-         "1" if remove else "0", events_cap, job.dedup_id or ""],
+         "1" if remove else "0", events_cap, job.dedup_id or "", _stamp(job.processed_on)],
         lambda reply: text(reply) == "completed",
     )
 
@@ -154,7 +154,7 @@ def retry_or_fail(keys: QueueKeys, job: Job, token: str, reason: str, stacktrace
         script("retryOrFail"),
         [keys.active, keys.wait, keys.delayed, keys.prioritized, keys.failed, keys.marker, keys.lock(job.id),
          keys.job(job.id), keys.dedup(job.dedup_id or ""), keys.meta, keys.metrics, keys.history, keys.events],
-        [job.id, token, reason, stacktrace, "1" if unrecoverable else "0", events_cap],
+        [job.id, token, reason, stacktrace, "1" if unrecoverable else "0", events_cap, _stamp(job.processed_on)],
         _parse_fail,
     )
 
@@ -270,6 +270,10 @@ def remove_repeatable(keys: QueueKeys, repeat_key: str, pending_job_id: str | No
         [repeat_key, pending_job_id or ""],
         lambda reply: reply == 1,
     )
+
+
+def _stamp(ms: int | None) -> str:
+    return "" if ms is None else str(ms)
 
 
 def _json(value: Any) -> str:

@@ -6,6 +6,7 @@
   ARGV[1] job id   ARGV[2] lock token   ARGV[3] return value (JSON)
   ARGV[4] '1' to delete the job instead of keeping it in completed
   ARGV[5] events stream cap   ARGV[6] the job's dedup id ('' for none)
+  ARGV[7] the delivery's processedOn, as moveToActive stamped it ('' : read from the hash)
 
   Returns 'completed', or 'lost' when the caller no longer owns the lock (the result is
   discarded: the job was, or will be, delivered to someone else).
@@ -24,7 +25,7 @@ local now = serverNow()
 if ARGV[6] ~= '' then
   freeDedup(KEYS[5], jobId)
 end
-recordFinish(KEYS[6], KEYS[10], now, 'completed', attemptDuration(KEYS[4], now))
+recordFinish(KEYS[6], KEYS[10], now, 'completed', attemptDuration(KEYS[4], now, ARGV[7]))
 
 if ARGV[4] == '1' then
   redis.call('DEL', KEYS[4])

@@ -6,6 +6,7 @@
   ARGV[1] job id   ARGV[2] lock token   ARGV[3] error message   ARGV[4] stack trace
   ARGV[5] '1' when the error is unrecoverable (no retry whatever the attempts left)
   ARGV[6] events stream cap
+  ARGV[7] the delivery's processedOn, as moveToActive stamped it ('' : read from the hash)
 
   The backoff is computed here, from the job's own options and the server clock:
   fixed: delay; exponential: delay * 2^(attempts made - 1). A retry without backoff
@@ -27,7 +28,7 @@ if not takeOwned(KEYS[1], KEYS[7], jobId, ARGV[2]) then
 end
 local now = serverNow()
 local jobKey = KEYS[8]
-local duration = attemptDuration(jobKey, now)
+local duration = attemptDuration(jobKey, now, ARGV[7])
 
 local made = redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
 redis.call('HSET', jobKey, 'failedReason', ARGV[3], 'stacktrace', ARGV[4])

@@ -3,16 +3,21 @@
 -- Totals (metrics hash, never reset): the outcome's counter, and the processing time
 -- histogram: `ms_le_<bound>` counts attempts that took at most <bound> ms and more than
 -- the bound before it (not cumulative; Prometheus export adds them up; their sum is the
--- count, not stored: one write less per job), `ms_sum`. History (one hash): the same per minute of server time, fields
--- `<minute>:<name>` (and `<minute>:waiting`, the ready depth recordDepth samples); field
+-- count, not stored: one write less per job), `ms_sum`. History (one hash): the same per
+-- minute of server time, fields `<minute>:<name>` (and `<minute>:waiting`, the ready depth recordDepth samples); field
 -- `first` is the oldest minute kept, and minutes older than
 -- HISTORY_MINUTES are deleted as new ones start, so the hash stays bounded.
 local DURATION_BOUNDS_MS = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000}
 local HISTORY_MINUTES = 60
-local HISTORY_FIELDS = {'completed', 'failed', 'retried', 'stalled', 'ms_sum', 'ms_count', 'ms_le_inf',
-                        'waiting'}
-for _, bound in ipairs(DURATION_BOUNDS_MS) do
-  HISTORY_FIELDS[#HISTORY_FIELDS + 1] = 'ms_le_' .. bound
+
+-- The fields a minute may have; built only when a minute is pruned (once a minute at most),
+-- not on every call of the script.
+local function historyFields()
+  local names = {'completed', 'failed', 'retried', 'stalled', 'ms_sum', 'ms_count', 'ms_le_inf', 'waiting'}
+  for _, bound in ipairs(DURATION_BOUNDS_MS) do
+    names[#names + 1] = 'ms_le_' .. bound
+  end
+  return names
 end
 
 local function durationField(ms)
@@ -32,9 +37,10 @@ local function historyMinute(historyKey, now)
   elseif minute - first >= HISTORY_MINUTES then
     local keepFrom = minute - HISTORY_MINUTES + 1
     local from = math.max(first, keepFrom - HISTORY_MINUTES)  -- older ones were pruned already
+    local fields = historyFields()
     for m = from, keepFrom - 1 do
       local names = {}
-      for i, name in ipairs(HISTORY_FIELDS) do
+      for i, name in ipairs(fields) do
         names[i] = m .. ':' .. name
       end
       redis.call('HDEL', historyKey, unpack(names))
@@ -60,9 +66,10 @@ local function recordFinish(metricsKey, historyKey, now, outcome, durationMs)
   end
 end
 
--- Processing time of the current attempt: from its delivery (processedOn) to now.
-local function attemptDuration(jobKey, now)
-  local started = tonumber(redis.call('HGET', jobKey, 'processedOn'))
+-- Processing time of the current attempt: from its delivery (processedOn) to now. The
+-- caller may pass processedOn as the delivery's reply had it (saves reading it here).
+local function attemptDuration(jobKey, now, processedOn)
+  local started = tonumber(processedOn) or tonumber(redis.call('HGET', jobKey, 'processedOn'))
   if started then
     return now - started
   end
