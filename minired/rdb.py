@@ -810,10 +810,8 @@ def _read_quicklist(reader: Reader, version_2: bool) -> deque:
             items.append(reader.string())
         elif container == _QUICKLIST_PACKED:
             blob = reader.string()
-            node = listpack_entries(blob) if version_2 else ziplist_entries(blob)
-            if not node:
-                raise BadData("Empty quicklist node")  # Redis skips it; a damaged file
-            items.extend(node)
+            # An empty node is skipped, as Redis does (an empty list is then an empty key).
+            items.extend(listpack_entries(blob) if version_2 else ziplist_entries(blob))
         else:
             raise BadData("Quicklist integrity check failed")
     return items

@@ -319,7 +319,7 @@ ASSETS = os.path.join(os.path.dirname(__file__), "..", "redis_tcl", "vendor", "r
 
 
 ASSET_FILES = ["encodings.rdb", "hash-zipmap.rdb", "hash-ziplist.rdb", "list-quicklist.rdb",
-               "zset-ziplist.rdb", "scriptbackup.rdb"]
+               "zset-ziplist.rdb", "scriptbackup.rdb", "corrupt_empty_keys.rdb"]
 
 
 def test_redis_test_suite_rdb_files_load_as_in_redis(tmp_path):
@@ -344,6 +344,25 @@ def test_redis_test_suite_rdb_files_load_as_in_redis(tmp_path):
             redis.Redis(port=mini.port).execute_command("DEBUG", "RELOAD", "NOSAVE")
             assert snapshot(mini.port) == views[name], name
     assert sum(len(view) for view in views.values()) > 20
+
+
+def test_a_plain_aof_with_an_rdb_preamble_loads_as_in_redis(tmp_path):
+    """Redis's rdb-preamble.aof: one appendonly.aof, an RDB image then commands (Redis 4-6's
+    aof-use-rdb-preamble), taken in as the base of the multi-part AOF."""
+    views = []
+    for side in ("redis", "minired"):
+        (tmp_path / side).mkdir()
+        shutil.copy(os.path.join(ASSETS, "rdb-preamble.aof"), tmp_path / side / "appendonly.aof")
+    proc, port = start_redis(str(tmp_path / "redis"), "--appendonly", "yes")
+    try:
+        views.append(snapshot(port))
+    finally:
+        terminate(proc)
+    with SubprocessServer("--dir", str(tmp_path / "minired"), "--appendonly", "yes") as mini:
+        views.append(snapshot(mini.port))
+    assert views[0] == views[1] and len(views[0]) > 1
+    assert sorted(os.listdir(tmp_path / "minired" / "appendonlydir")) == sorted(
+        os.listdir(tmp_path / "redis" / "appendonlydir"))
 
 
 # --- an AOF written by Redis 7.0 ------------------------------------------------------------------
