@@ -21,6 +21,7 @@ SETTINGS = {"max_stalled": "maxStalled", "concurrency": "concurrency", "rate_max
             "keep_completed_age_ms": "keepCompletedAgeMs", "keep_failed": "keepFailed",
             "keep_failed_age_ms": "keepFailedAgeMs"}
 DEFAULT_MAX_STALLED = 1  # as moveStalledJobsToWait.lua reads it when unset
+DEFAULT_RATE_DURATION_MS = 1000  # as moveToActive.lua reads it when unset
 _HISTORY_FIELD = re.compile(r"^(?P<minute>\d+):(?P<name>\w+)$")
 
 PIPELINE_CHUNK = 500
@@ -182,17 +183,17 @@ class Queue:
         if unknown:
             raise ValueError(f"unknown queue settings: {sorted(unknown)}")
         for name, value in settings.items():
-            if value is not None and (not isinstance(value, int) or value < (1 if name in (
-                    "concurrency", "rate_max", "rate_duration_ms") else 0)):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if ("rate_max" in settings) and settings["rate_max"] is not None and "rate_duration_ms" not in settings:
-            settings["rate_duration_ms"] = 1000
+            low = 1 if name in ("concurrency", "rate_max", "rate_duration_ms") else 0
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         pipe = self.client.pipeline(transaction=False)
         for name, value in settings.items():
             if value is None:
                 pipe.hdel(self.keys.meta, SETTINGS[name])
             else:
                 pipe.hset(self.keys.meta, SETTINGS[name], value)
+        if settings.get("rate_max") is not None and "rate_duration_ms" not in settings:
+            pipe.hsetnx(self.keys.meta, SETTINGS["rate_duration_ms"], DEFAULT_RATE_DURATION_MS)
         pipe.execute()
         self._register()
         return self.settings()

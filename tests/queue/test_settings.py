@@ -118,11 +118,14 @@ def test_a_burst_worker_drains_the_queue_and_stops(backend, queue):
 
 
 def test_settings_are_checked(queue):
-    for bad in ({"max_stalled": -1}, {"rate_max": 0}, {"keep_completed": "10"}, {"concurrency": 1.5}):
+    for bad in ({"max_stalled": -1}, {"rate_max": 0}, {"keep_completed": "10"}, {"concurrency": 1.5},
+                {"concurrency": True}):
         try:
             queue.configure(**bad)
         except ValueError as exc:
-            assert re.search(r"must be a positive integer", str(exc))
+            assert re.search(r"must be an integer >= [01]", str(exc))
         else:
             raise AssertionError(f"{bad} accepted")
     assert queue.configure(rate_max=5) == {"max_stalled": 1, "rate_max": 5, "rate_duration_ms": 1000}
+    queue.configure(rate_duration_ms=250)
+    assert queue.configure(rate_max=7)["rate_duration_ms"] == 250  # a stored window is kept
