@@ -145,10 +145,9 @@ def decompress(data: bytes, expected: int) -> bytes:
         length += 2
         if ref + length <= len(out):
             out += out[ref:ref + length]
-        else:  # the copy overlaps what it writes: a repeating pattern
-            for _ in range(length):
-                out.append(out[ref])
-                ref += 1
+        else:  # the copy overlaps what it writes: the bytes from ref on, repeated
+            pattern = out[ref:]
+            out += (pattern * (length // len(pattern) + 1))[:length]
     if len(out) != expected:
         raise LzfError
     return bytes(out)
