@@ -135,7 +135,7 @@ def _execute(c: "Client", argv: list) -> Any:
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
     if (spec.write or c.multi is not None) and c.server.config.writes_need_replicas:
-        if spec.write or (_is_exec(spec) and any(queued.write for queued, _ in c.multi)):
+        if spec.write or (_is_exec(spec) and _queued_a_write(c)):
             return _reject(c, spec, errors.NOREPLICAS)
     if _busy and "allow_busy" not in spec.flags:
         busy = _busy.get(c.server)
@@ -226,6 +226,14 @@ def _reject(c: "Client", spec: CommandSpec, message: str) -> RedisError:
         c.multi_failed = True
     c.server.stats.count_error(message)
     return RedisError(message)
+
+
+def _queued_a_write(c: "Client") -> bool:
+    """Whether the transaction holds a write (an EXEC that Redis judges a write command)."""
+    for queued, _ in c.multi:
+        if queued.write:
+            return True
+    return False
 
 
 def _is_exec(spec: CommandSpec) -> bool:
