@@ -71,6 +71,8 @@ def _trimmed(argv: list) -> list[bytes]:
             entry.append(b"... (%d more arguments)" % (argc - kept + 1))
             break
         arg = argv[j]
+        if type(arg) is not bytes:  # (an internal caller's int or bytearray: shown as text)
+            arg = str(arg).encode() if isinstance(arg, (int, float)) else bytes(arg)
         if len(arg) > MAX_STRING:
             arg = arg[:MAX_STRING] + b"... (%d more bytes)" % (len(arg) - MAX_STRING)
         entry.append(arg)
