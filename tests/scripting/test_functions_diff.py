@@ -147,11 +147,7 @@ def test_function_names_ignore_case_library_names_do_not(diff):
                "return 3 end)")                                  # Function fOO already exists
     diff.check("FUNCTION", "LOAD", "#!lua name=A\nredis.register_function('baz', function() "
                "return 4 end)")                                  # another library
-    # (never deleted nor replaced: Redis 7.0.15 crashes unlinking such a library)
-    diff.check("FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('x', function() "
-               "return 5 end)\nredis.register_function('X', function() return 6 end)")
     diff.check("FUNCTION", "LIST", unordered=True)
-    diff.check("FUNCTION", "STATS")      # x and X are one function to FCALL: counted once
     diff.check("FCALL", "baz", 0)
     diff.check("FUNCTION", "DELETE", "A")
     diff.check("FCALL", "baz", 0)
@@ -166,3 +162,13 @@ def test_function_names_ignore_case_library_names_do_not(diff):
     diff.check("FUNCTION", "LOAD", "#!lua name=d\nredis.register_function('foo', function() "
                "return 8 end)")
     diff.check("FUNCTION", "RESTORE", payload)                   # Function FOO already exists
+
+
+def test_one_library_may_spell_a_function_name_twice(diff):
+    # (never deleted nor replaced here: Redis 7.0.15 crashes unlinking such a library)
+    diff.check("FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('x', function() "
+               "return 5 end)\nredis.register_function('X', function() return 6 end)")
+    diff.check("FUNCTION", "LIST", unordered=True)
+    diff.check("FUNCTION", "STATS")      # both counted, though FCALL finds only one
+    diff.check("FUNCTION", "LOAD", "#!lua name=d\nredis.register_function('x', function() "
+               "return 7 end)")
