@@ -38,6 +38,9 @@ REDIS = 'redis-server --port {PORT} --save "" --appendonly no'
 # Units that need a cluster, TLS or the server's own binary (as all_units.sh leaves them out).
 EXCLUDED = {"unit/tls", "unit/cluster", "unit/cluster-scripting", "unit/printver",
             "unit/type/list-common"}
+# Ports for the suite's own test driver, per lane: below the ephemeral range that the servers
+# under test get their free ports from.
+LANE_PORTS, LANE_PORT_SPAN = 24000, 2000
 SLOW_UNITS = {"unit/hyperloglog", "unit/type/list", "unit/type/zset", "unit/type/stream",
               "unit/scripting", "unit/geo", "unit/type/set", "unit/type/hash"}
 _FAILED = re.compile(r"^\[err\]: (.*?) in tests/", re.M)
@@ -80,7 +83,7 @@ def answers(port: int, timeout: float = 3.0) -> bool:
         return False
 
 
-def run_unit(unit: str, server_cmd: str, suite_copy: Path, logs: Path) -> UnitResult:
+def run_unit(unit: str, server_cmd: str, suite_copy: Path, lane: int, logs: Path) -> UnitResult:
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="redis-tcl-server-")
     name = unit.replace("/", "_")
@@ -92,8 +95,12 @@ def run_unit(unit: str, server_cmd: str, suite_copy: Path, logs: Path) -> UnitRe
         deadline = time.monotonic() + 15
         while not answers(port, 0.5) and time.monotonic() < deadline:
             time.sleep(0.05)
+        # Each lane's test driver listens on ports of its own (it takes the first free one
+        # below --baseport): two lanes on the default range would take each other's.
+        ports = f"--baseport {LANE_PORTS + LANE_PORT_SPAN * lane} --portcount {LANE_PORT_SPAN // 2}"
         env = {**os.environ, "PROFILE": "subset", "UNIT_TIMEOUT": "300",
-               "NOPROGRESS_TIMEOUT": "90", "RESTORE_CONFIG": "0", "LOG_DIR": str(logs)}
+               "NOPROGRESS_TIMEOUT": "90", "RESTORE_CONFIG": "0", "LOG_DIR": str(logs),
+               "EXTRA_ARGS": f"{os.environ.get('EXTRA_ARGS', '')} {ports}"}
         started = time.monotonic()
         out = subprocess.run([str(suite_copy / "run_redis_tcl.sh"), str(suite_copy),
                               "127.0.0.1", str(port), unit], env=env, capture_output=True,
@@ -121,18 +128,18 @@ def run_unit(unit: str, server_cmd: str, suite_copy: Path, logs: Path) -> UnitRe
 def run_units(units: list[str], server_cmd: str, logs: Path, jobs: int) -> dict[str, UnitResult]:
     logs.mkdir(parents=True, exist_ok=True)
     # Each lane works on a copy of the suite of its own: the suite writes under tests/tmp.
-    lanes: queue.Queue[Path] = queue.Queue()
+    lanes: queue.Queue[tuple[Path, int]] = queue.Queue()
     for lane in range(jobs):
         copy = Path(tempfile.mkdtemp(prefix=f"redis-tcl-lane{lane}-")) / "suite"
         shutil.copytree(SUITE, copy)
-        lanes.put(copy)
+        lanes.put((copy, lane))
 
     def work(unit: str) -> UnitResult:
-        copy = lanes.get()
+        copy, lane = lanes.get()
         try:
-            result = run_unit(unit, server_cmd, copy, logs)
+            result = run_unit(unit, server_cmd, copy, lane, logs)
         finally:
-            lanes.put(copy)
+            lanes.put((copy, lane))
         print(describe(result), flush=True)
         return result
 
@@ -143,7 +150,7 @@ def run_units(units: list[str], server_cmd: str, logs: Path, jobs: int) -> dict[
             results = list(pool.map(work, ordered))
     finally:
         while not lanes.empty():
-            shutil.rmtree(lanes.get().parent, ignore_errors=True)
+            shutil.rmtree(lanes.get()[0].parent, ignore_errors=True)
     return {r.unit: r for r in results}
 
 
