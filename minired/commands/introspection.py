@@ -16,7 +16,7 @@ from ..errors import RedisError
 from ..glob import glob_match
 from ..resp import OrderedSet, Status
 from .keyspecs import has_keys, keys_with_flags, specs_of, tips_of
-from .table import COMMANDS, CommandSpec, command
+from .table import COMMANDS, CommandSpec, all_specs, command
 
 G = "server"
 
@@ -177,13 +177,6 @@ def find_spec(name: bytes) -> CommandSpec | None:
     return spec.subcommands.get(sub)
 
 
-def all_specs():
-    """Every command and subcommand, containers first."""
-    for spec in COMMANDS.values():
-        yield spec
-        yield from spec.subcommands.values()
-
-
 def _keys_and_flags(argv: list) -> list:
     """The keys of argv with their flags, with Redis's COMMAND GETKEYS errors."""
     spec = COMMANDS.get(argv[0].lower())
@@ -302,8 +295,3 @@ def command_help(c, argv):
         "HELP",
         "    Prints this help.",
     )]
-
-
-# INFO lives in info.py; importing it here registers it wherever the server's self-description
-# is loaded (commands/server.py imports this module). _human is where tests have found it.
-from .info import human_bytes as _human  # noqa: E402,F401

@@ -13,7 +13,6 @@ from ..errors import RedisError
 from ..keyspace import type_name
 from ..notifications import GENERIC, notify
 from ..resp import OK, Status
-from . import keys_dump, keys_object  # noqa: F401  (register DUMP, RESTORE, OBJECT)
 from .args import parse_int
 from ..glob import matcher
 from .table import command

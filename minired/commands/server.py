@@ -20,7 +20,7 @@ from ..errors import RedisError
 from ..glob import glob_match, has_wildcard
 from ..resp import OK, Encoded, Status, Verbatim
 from .args import int_text, parse_int
-from .table import command, container_command
+from .table import all_specs, command, container_command
 
 G = "server"
 log = logging.getLogger("minired")
@@ -238,7 +238,7 @@ def config_set(c, argv):
             # though the class stays on.
             notifications.configure(c.server, argv[i + 1].decode(errors="replace"))
         elif name == "latency-tracking":
-            latency.set_tracking(introspection.all_specs(), config.get(name) == "yes")
+            latency.set_tracking(all_specs(), config.get(name) == "yes")
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
             c.server.tracking.limit_table(from_cron=True)
     return OK
@@ -251,9 +251,9 @@ def config_resetstat(c, argv):
     server.stats.reset()
     for db in server.keyspace.dbs:  # INFO's keyspace_hits/misses and lazy expiries, per database
         db.keyspace_hits = db.keyspace_misses = db.expired_lazily = 0
-    for spec in introspection.all_specs():
+    for spec in all_specs():
         spec.calls = spec.nanoseconds = spec.failed_calls = spec.rejected_calls = 0
-    latency.reset(introspection.all_specs())
+    latency.reset(all_specs())
     return OK
 
 
@@ -444,7 +444,3 @@ def slowlog_help(c, argv):
         "HELP",
         "    Prints this help.",
     )
-
-
-# COMMAND, ACL and INFO describe the server from the table; importing registers them.
-from . import introspection  # noqa: E402,F401

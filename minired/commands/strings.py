@@ -6,7 +6,6 @@ from .. import errors
 from ..errors import RedisError
 from ..notifications import GENERIC, STRING, notify
 from ..resp import OK
-from . import strings_bits  # noqa: F401  (registers SETBIT, BITCOUNT, LCS, ...)
 from . import strings_longdouble as longdouble
 from .args import int_text, parse_int
 from .table import command

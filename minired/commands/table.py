@@ -151,8 +151,11 @@ def command(name: str, arity: int, flags: str = "", keys: tuple[int, int, int] =
             COMMANDS[key] = spec
         else:
             container = _container(parent, group)
+            key = spec.name.encode()
+            if key in container.subcommands:
+                raise ValueError(f"subcommand {parent!r} {name!r} declared twice")
             spec.parent = container
-            container.subcommands[spec.name.encode()] = spec
+            container.subcommands[key] = spec
         handler.spec = spec  # type: ignore[attr-defined]
         return handler
 
@@ -167,6 +170,13 @@ def container_command(name: str, group: str, flags: str = "", summary: str = "")
     spec.write = "write" in spec.flags
     spec.summary = summary
     return spec
+
+
+def all_specs():
+    """Every command and subcommand, containers first."""
+    for spec in COMMANDS.values():
+        yield spec
+        yield from spec.subcommands.values()
 
 
 def lookup(argv: list) -> CommandSpec | None:

@@ -631,6 +631,3 @@ def is_listpack(zset: ZSet, config) -> bool:
         return False
     limit = int(config.get("zset-max-listpack-value"))
     return all(len(member) <= limit for member in zset.scores)
-
-
-from . import zsets_algebra  # noqa: E402,F401  (registers ZUNION/ZINTER/ZDIFF, ZRANDMEMBER, ZSCAN)

@@ -238,7 +238,7 @@ def test_info_blocked_clients(mini):
 
 
 def test_info_memory_human_format():
-    from minired.commands.introspection import _human
+    from minired.commands.info import human_bytes as _human
 
     assert [_human(n) for n in (0, 1023, 1024, 1536, 1048576, 1073741824)] == [
         "0B", "1023B", "1.00K", "1.50K", "1.00M", "1.00G"]
