@@ -191,7 +191,8 @@ BUILTIN_REFUSALS = [
     "table.insert, {}, 'x', 1", "table.remove, 1", "table.remove, {}, 'x'", "table.sort, 1",
     "table.sort, {}, 1", "setmetatable, {}", "math.random, 0/0", "math.random, 1, 0/0",
     "redis.log, 0/0, 'x'", "redis.log, 2^40, 'x'", "redis.set_repl, 0/0", "redis.setresp, 2.5",
-    "redis.setresp, 2^32 + 2",
+    "redis.setresp, 2^32 + 2", "struct.unpack, 'b', 'abc', 0", "struct.unpack, '', 'abc', -3.99",
+    "struct.unpack, 'b', 'abc', -1", "struct.unpack, '', 'abc', 0/0",
 ]
 
 

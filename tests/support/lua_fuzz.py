@@ -316,7 +316,7 @@ class ScriptGenerator:
         rng = self.rng
         kind = rng.choice(["return", "return", "return", "call", "call", "pcall", "cjson",
                            "cjson_decode", "cmsgpack", "cmsgpack_unpack", "error", "setresp",
-                           "api", "builtin", "coroutine"])
+                           "api", "builtin", "coroutine", "struct_bit"])
         if kind == "return":
             return f"return {self.value()}"
         if kind in ("call", "pcall"):
@@ -365,6 +365,18 @@ class ScriptGenerator:
             call = f"{function}({arguments})"
             return rng.choice([f"return {{pcall({function}{', ' + arguments if arguments else ''})}}",
                                f"return {{{call}}}", f"return {call}"])
+        if kind == "struct_bit":
+            values = ", ".join(self.scalar() for _ in range(rng.randint(0, 4)))
+            if rng.random() < 0.5:
+                function = rng.choice(["bit.tobit", "bit.tohex", "bit.bnot", "bit.band", "bit.bor",
+                                       "bit.bxor", "bit.lshift", "bit.rshift", "bit.arshift",
+                                       "bit.rol", "bit.ror", "bit.bswap"])
+            else:
+                format_ = "".join(rng.choice("bBhHiIlLfdsczx<>!=0123456789 ")
+                                  for _ in range(rng.randint(0, 6)))
+                function = rng.choice(["struct.pack", "struct.unpack", "struct.size"])
+                values = lua_string(format_.encode()) + (", " + values if values else "")
+            return f"return {{pcall({function}{', ' + values if values else ''})}}"
         if kind == "coroutine":
             inner = self.action()
             return (f"local co = coroutine.create(function() {inner} end) "

@@ -251,6 +251,12 @@ local function pack(fmt, args, nargs)
   return concat(out)
 end
 
+-- Whether `size` bytes at `pos` lie within `ld` bytes of data. pos is a C size_t: negative
+-- values stand for 2^64 + pos, past any data (Redis's check: size <= ld && pos <= ld - size).
+local function within(pos, size, ld)
+  return size <= ld and pos >= 0 and pos <= ld - size
+end
+
 -- Returns count, results table.
 local function unpack_data(fmt, data, pos)
   local h = { little = true, align = 1 }
@@ -263,7 +269,7 @@ local function unpack_data(fmt, data, pos)
     local size
     size, i = optsize(opt, fmt, i + 1)
     pos = pos + gettoalign(pos, h, opt, size)
-    if pos + size > ld then throw_arg(2, 'data string too short') end
+    if not within(pos, size, ld) then throw_arg(2, 'data string too short') end
     if 2 + count + 1 > MAXCSTACK then throw('stack overflow (too many results)') end
     if INTEGER[opt] then
       count = count + 1
@@ -286,7 +292,7 @@ local function unpack_data(fmt, data, pos)
         if not len then throw("format 'c0' needs a previous size") end
         size = (len >= 0) and floor(len) or TWO64
         if count > 0 then results[count] = nil; count = count - 1 else dropped = dropped + 1 end
-        if pos + size > ld then throw_arg(2, 'data string too short') end
+        if not within(pos, size, ld) then throw_arg(2, 'data string too short') end
       end
       count = count + 1
       results[count] = sub(data, pos + 1, pos + size)
@@ -350,8 +356,11 @@ function M.unpack(...)
   local fmt, data, init = ...
   fmt = checkstring(fmt, 1, nargs, 'unpack')
   data = checkstring(data, 2, nargs, 'unpack')
-  local pos = optinteger(init, 3, nargs, 1, 'unpack') - 1
-  if pos < 0 then pos = TWO64 end    -- size_t wrap-around: always "too short"
+  -- A size_t in C: only 0 is refused; a negative offset wraps past any data (see within),
+  -- and an empty format answers it back as the signed integer it was.
+  local init = optinteger(init, 3, nargs, 1, 'unpack')
+  if init == 0 then argerror(2, 3, 'offset must be 1 or greater', 'unpack') end
+  local pos = init - 1
   local ok, count, results, dropped = pcall(unpack_data, fmt, data, pos)
   if not ok then raise(count, 'unpack') end
   return unpack(results, 1 + dropped, count)
