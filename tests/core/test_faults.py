@@ -4,7 +4,6 @@ commands, pub/sub connections, scripts, and the Python API. Timing is only ever 
 lower bound a timer guarantees (a held reply cannot arrive before its delay), or as an order."""
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
