@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 
 sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
-from servers import BenchServer, Floor, Minired, Redis  # noqa: E402
+from servers import BenchServer, Floor, Minired, Redis
 
 SCRIPT = ("redis.call('RPOPLPUSH', KEYS[1], KEYS[2]) "
           "return redis.call('SET', KEYS[3], ARGV[1], 'PX', 30000)")

@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from minired.embed import SubprocessServer  # noqa: E402
+from minired.embed import SubprocessServer
 
 PIECES = [b"*", b"$", b"\r\n", b"\n", b"\r", b"-", b"+", b":", b'"', b"'", b"\\x4", b"PING",
           b"SET", b"GET", b"ECHO", b"*1\r\n", b"*2\r\n", b"*3\r\n", b"$3\r\n", b"$-1\r\n",

@@ -20,12 +20,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from tests.support.grammar import exclusion_reason, load_grammars  # noqa: E402
-from tests.support.grammar_diff import (  # noqa: E402
+from tests.support.grammar import exclusion_reason, load_grammars
+from tests.support.grammar_diff import (
     Mismatch, OutOfStep, RedisFailure, ServerPair, comparable_commands, generate_sequence,
     minired_commands, run_sequence, shrink)
-from tests.support.respclient import RawClient  # noqa: E402
-from tests.support.servers import MiniredProcess, RedisServer  # noqa: E402
+from tests.support.respclient import RawClient
+from tests.support.servers import MiniredProcess, RedisServer
 
 
 class Servers:

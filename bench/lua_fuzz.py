@@ -21,8 +21,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from tests.support.lua_fuzz import LuaFuzzPair, Mismatch, generate  # noqa: E402
-from tests.support.servers import MiniredProcess, RedisServer  # noqa: E402
+from tests.support.lua_fuzz import LuaFuzzPair, Mismatch, generate
+from tests.support.servers import MiniredProcess, RedisServer
 
 
 def _parse_args() -> argparse.Namespace:

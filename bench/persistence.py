@@ -23,7 +23,7 @@ import time
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.servers import free_port, wait_ready  # noqa: E402
+from bench.servers import free_port, wait_ready
 
 
 def build(r: redis.Redis, keys: int) -> None:

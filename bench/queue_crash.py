@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minired_queue.chaos import ChaosConfig, run_chaos  # noqa: E402
+from minired_queue.chaos import ChaosConfig, run_chaos
 
 
 @contextlib.contextmanager

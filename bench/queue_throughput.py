@@ -40,14 +40,14 @@ import uuid
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servers import BenchServer, Minired, Redis  # noqa: E402
+from servers import BenchServer, Minired, Redis
 
-import redis  # noqa: E402
+import redis
 
-from minired_queue import JobSpec, Queue  # noqa: E402
-from minired_queue.job import text  # noqa: E402
-from minired_queue.options import Hooks, WorkerOptions  # noqa: E402
-from minired_queue.worker import Worker  # noqa: E402
+from minired_queue import JobSpec, Queue
+from minired_queue.job import text
+from minired_queue.options import Hooks, WorkerOptions
+from minired_queue.worker import Worker
 
 WORKER_COUNTS = (1, 4)
 POLL_S = 0.005           # how often the parent looks at the workers' shared completion counters

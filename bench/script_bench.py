@@ -22,8 +22,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from minired.server import ClientProtocol, Server  # noqa: E402
-from minired.startup import prepare_server  # noqa: E402
+from minired.server import ClientProtocol, Server
+from minired.startup import prepare_server
 
 SCRIPT = (b"redis.call('RPOPLPUSH', KEYS[1], KEYS[2]) "
           b"return redis.call('SET', KEYS[3], ARGV[1], 'PX', 30000)")

@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from minired.embed import SubprocessServer  # noqa: E402
+from minired.embed import SubprocessServer
 
 
 def command(*args: str) -> bytes:

@@ -23,7 +23,7 @@ from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from servers import ROOT, BenchServer, Floor, Minired, Redis  # noqa: E402
+from servers import ROOT, BenchServer, Floor, Minired, Redis
 
 LIST_ELEMENTS = 1_000_000
 STRING_KEYS = 100_000

@@ -27,8 +27,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import SCRIPT, Load, loads, redis_cli  # noqa: E402
-from servers import BenchServer, Minired, Redis  # noqa: E402
+from compare import SCRIPT, Load, loads, redis_cli
+from servers import BenchServer, Minired, Redis
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 

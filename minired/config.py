@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .config_values import (  # noqa: F401  (ConfigError, parse_memory: used by importers)
+from .config_values import (
     ConfigApplyError, ConfigError, INT_MAX, INT_MIN, LLONG_MAX, NO_DEFRAG, NO_TLS, Normalizer,
     OUTPUT_BUFFER_DEFAULTS, Param, UINT_MAX, ULLONG_MAX, boolean, enum, hostname, integer,
     keyspace_events, memory, memory_or_percent, octal, only, oom_score_adj_values,

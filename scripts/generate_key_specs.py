@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from tests.support.respclient import RawClient  # noqa: E402
+from tests.support.respclient import RawClient
 
 TARGET = pathlib.Path(__file__).resolve().parent.parent / "minired" / "commands" / "keyspecs_data.py"
 

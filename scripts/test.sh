@@ -28,6 +28,9 @@ fi
 
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 
+# The linter first ([tool.ruff] in pyproject.toml): a finding fails the command.
+python3 -m ruff check --quiet .
+
 # Node's Redis clients, for the test that checks minired against them.
 if command -v npm >/dev/null 2>&1; then
     (cd tests/integration/node && npm install --silent --no-audit --no-fund >/dev/null)

@@ -19,7 +19,7 @@ from ..commands.args import parse_int
 from ..commands.table import COMMANDS
 from ..errors import RedisError
 from ..resp import NULL_ARRAY, OK, Encoded, Status, format_double
-from .sandbox import _MAX_VARARGS, LuaError, Sandbox, format_number_argument, out_of_memory
+from .sandbox import LuaError, Sandbox, format_number_argument, out_of_memory
 
 if TYPE_CHECKING:
     from ..server import Server

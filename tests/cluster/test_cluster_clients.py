@@ -96,7 +96,7 @@ def test_redis_py_follows_a_slot_resharded_in_the_middle_of_a_pipeline(fresh_min
         pipe = client.pipeline()
         for key in keys:
             pipe.get(key)
-            pipe.incr(f"{{job}}:n")
+            pipe.incr("{job}:n")
         replies = pipe.execute()
         assert replies[0::2] == [key.encode() for key in keys]
         assert replies[1::2] == list(range(1, 21))

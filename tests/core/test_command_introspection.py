@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from minired.commands.introspection import GROUP_CATEGORY, all_specs
-from tests.support.respclient import Err, Map, RawClient, Simple
+from tests.support.respclient import RawClient, Simple
 
 # Commands Redis 7.0 does not have: minired's own, and two from Redis 7.2 that clients send
 # (redis-py 8 sends CLIENT SETINFO on every connection).

@@ -48,7 +48,7 @@ def test_replies(diff, bridge, expression):
                                          "-0.0", "2^53+1", "0/0", "-(0/0)", "1/0", "-1/0"])))
 def test_number_arguments_are_formatted_as_redis_does(diff, bridge, number):
     text = number if isinstance(number, str) else repr(number)
-    expression = text if isinstance(number, str) else f"tonumber(ARGV[1])"
+    expression = text if isinstance(number, str) else "tonumber(ARGV[1])"
     diff.check("EVAL", f"return redis.call('echo', {expression})", 0, text)
 
 
