@@ -556,7 +556,9 @@ class ClientProtocol:
         loop = server.loop
         if loop is None:
             return  # driven in-process: there is no loop to wait on
-        when = loop.time() + ms / 1000
+        # (+1 ms: uvloop's clock is read once per pass and its timers count whole milliseconds,
+        # so a timer can fire up to a millisecond before the time asked; a DELAY never must)
+        when = loop.time() + ms / 1000 + 0.001
         if self.held is not None:
             when = max(when, self.held.when())
             self.held.cancel()
