@@ -134,6 +134,20 @@ def notify(db: "Database", type_flag: int, event: bytes, key: bytes) -> None:
     db.notifier.emit(type_flag, event, key, db.index)
 
 
+def after_removal(db: "Database", key: bytes, remaining: Any, type_flag: int, event: bytes) -> None:
+    """After a command took members out of a collection (SREM, SPOP, ZREM, ZPOPMIN, ...): an
+    emptied key is deleted, else its watchers are told; then the command's event, and "del" when
+    the key went, as Redis's commands send them."""
+    if remaining:
+        db.signal_modified(key)
+    else:
+        db.delete(key)
+    if db.notifier is not None:
+        notify(db, type_flag, event, key)
+        if not remaining:
+            notify(db, GENERIC, b"del", key)
+
+
 def configure(server: "Server", text: str | None = None) -> None:
     """Install the notifier per notify-keyspace-events: `text` as CONFIG SET was given it, or
     the configured value at start-up. With neither K nor E, or no class, nothing would be

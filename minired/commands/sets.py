@@ -8,7 +8,7 @@ import random
 
 from .. import errors
 from ..errors import RedisError
-from ..notifications import GENERIC, SET, notify
+from ..notifications import GENERIC, SET, after_removal, notify
 from .args import parse_int, parse_non_negative
 from .collection_scan import scan_members
 from .keys import parse_scan_cursor, parse_scan_options
@@ -49,7 +49,7 @@ def srem(c, argv):
     members.difference_update(argv[2:])
     removed = before - len(members)
     if removed:
-        _after_removal(db, key, members, b"srem")
+        after_removal(db, key, members, SET, b"srem")
     return removed
 
 
@@ -94,35 +94,17 @@ def spop(c, argv):
             return None
         member = _random_member(members)
         members.discard(member)
-        _after_removal(db, key, members, b"spop")
+        after_removal(db, key, members, SET, b"spop")
         return member
     if members is None or count == 0:
         return set()
     if count >= len(members):
-        db.delete(key)
         members, popped = set(), members
     else:
         popped = set(random.sample(tuple(members), count))
         members.difference_update(popped)
-        db.signal_modified(key)
-    if db.notifier is not None:
-        _notify_removal(db, key, members, b"spop")
+    after_removal(db, key, members, SET, b"spop")
     return popped
-
-
-def _after_removal(db, key: bytes, members: set, event: bytes) -> None:
-    if members:
-        db.signal_modified(key)
-    else:
-        db.delete(key)
-    if db.notifier is not None:
-        _notify_removal(db, key, members, event)
-
-
-def _notify_removal(db, key: bytes, members: set, event: bytes) -> None:
-    notify(db, SET, event, key)
-    if not members:
-        notify(db, GENERIC, b"del", key)
 
 
 @command("srandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group=G)
@@ -161,7 +143,7 @@ def smove(c, argv):
     if member not in source:
         return 0
     source.discard(member)
-    _after_removal(db, source_key, source, b"srem")
+    after_removal(db, source_key, source, SET, b"srem")
     if destination is None:
         db.set(destination_key, {member})
     elif member not in destination:

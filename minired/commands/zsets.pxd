@@ -10,7 +10,6 @@ cimport cython
 cpdef object _zadd(Client c, object argv, bint incr)
 @cython.locals(db=Database)
 cpdef object _add_one(Client c, object key, double score, object member)
-cpdef object _after_removal(Database db, object key, object zset, object event)
 cpdef object _zrange(Client c, object argv, Py_ssize_t source_index, object by, object reverse,
                     object destination=*)
 

@@ -11,7 +11,7 @@ import math
 from .. import errors
 from ..blocking import Block, parse_timeout
 from ..errors import RedisError
-from ..notifications import GENERIC, ZSET, notify
+from ..notifications import GENERIC, ZSET, after_removal, notify
 from ..resp import NULL_ARRAY
 from ..zset import LexRange, ScoreRange, ZSet
 from .args import parse_float, parse_int, parse_non_negative, parse_range_double
@@ -416,19 +416,8 @@ def zrem(c, argv):
             if not zset:
                 break
     if removed:
-        _after_removal(db, key, zset, b"zrem")
+        after_removal(db, key, zset, ZSET, b"zrem")
     return removed
-
-
-def _after_removal(db, key: bytes, zset: ZSet, event: bytes) -> None:
-    if zset:
-        db.signal_modified(key)
-    else:
-        db.delete(key)
-    if db.notifier is not None:
-        notify(db, ZSET, event, key)
-        if not zset:
-            notify(db, GENERIC, b"del", key)
 
 
 def _zremrange(c, argv, by: str) -> int:
@@ -451,7 +440,7 @@ def _zremrange(c, argv, by: str) -> int:
         first, stop = zset.lex_span(spec)
     removed = zset.delete_span(first, stop)
     if removed:
-        _after_removal(db, key, zset, _ZREMRANGE_EVENTS[by])
+        after_removal(db, key, zset, ZSET, _ZREMRANGE_EVENTS[by])
     return removed
 
 
@@ -478,7 +467,7 @@ def zremrangebylex(c, argv):
 
 def _pop(c, key: bytes, zset: ZSet, count: int, highest: bool) -> list:
     popped = zset.pop(count, highest)
-    _after_removal(c.db, key, zset, b"zpopmax" if highest else b"zpopmin")
+    after_removal(c.db, key, zset, ZSET, b"zpopmax" if highest else b"zpopmin")
     return popped
 
 
