@@ -651,7 +651,12 @@ table_lib.sort = function(...)
   raw_writes = true
   if type(t) ~= 'table' or (less ~= nil and type(less) ~= 'function') then c_error(sort, ...) end
   if backing[t] then error(READONLY, 0) end
-  return sort(...)
+  -- sort's own luaL_error, raised in the middle of sorting, is placed at the call site too;
+  -- what the order function raises passes as it is.
+  local ok, problem = pcall(sort, ...)
+  if ok then return end
+  if problem == 'invalid order function for sorting' then call_site_error(problem, 1) end
+  error(problem, 0)
 end
 
 -- Redis's math.random: its own lrand48, so every platform gives the same sequence.

@@ -193,6 +193,9 @@ BUILTIN_REFUSALS = [
     "redis.log, 0/0, 'x'", "redis.log, 2^40, 'x'", "redis.set_repl, 0/0", "redis.setresp, 2.5",
     "redis.setresp, 2^32 + 2", "struct.unpack, 'b', 'abc', 0", "struct.unpack, '', 'abc', -3.99",
     "struct.unpack, 'b', 'abc', -1", "struct.unpack, '', 'abc', 0/0",
+    "table.sort, {3, 2, 1, 5, 4, 7, 6, 9, 8, 10, 12, 11}, function(a, b) return true end",
+    "table.sort, {3, 'a', 1}", "table.sort, {3, 2, 1}, function(a, b) error('mine') end",
+    "table.sort, {3, 2, 1}, function(a, b) return redis.call('nosuch') end",
 ]
 
 
