@@ -7,10 +7,10 @@ import os
 
 from .. import acl, errors, security
 from ..errors import RedisError
-from ..resp import OK, OrderedSet, Status
+from ..resp import OK, OrderedSet
 from .args import parse_int
 from .introspection import ACL_CATEGORIES, acl_categories, all_specs
-from .table import command, container_command
+from .table import command, container_command, help_reply
 
 G = "server"
 
@@ -224,8 +224,8 @@ def acl_load(c, argv):
 @command("help", arity=2, flags="loading stale sentinel", parent="acl", group=G)
 def acl_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return [Status(line.encode()) for line in (
-        "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    return help_reply(
+        "ACL",
         "CAT [<category>]",
         "    List all commands that belong to <category>, or all command categories",
         "    when no category is specified.",
@@ -253,6 +253,4 @@ def acl_help(c, argv):
         "    List all the registered usernames.",
         "WHOAMI",
         "    Return the current connection username.",
-        "HELP",
-        "    Prints this help.",
-    )]
+    )

@@ -21,15 +21,11 @@ import sys
 
 from .. import errors, latency
 from ..errors import RedisError
-from ..resp import OK, Encoded, Status, Verbatim, encode_into
+from ..resp import OK, Encoded, Verbatim, encode_into
 from .args import parse_int
-from .table import COMMANDS, command, container_command
+from .table import COMMANDS, command, container_command, help_reply
 
 G = "server"
-
-
-def _help(*lines: str) -> list:
-    return [Status(line.encode()) for line in lines]
 
 
 # --- MEMORY --------------------------------------------------------------------------------------
@@ -239,8 +235,8 @@ def memory_purge(c, argv):
 @command("help", arity=2, flags="loading stale", parent="memory", group=G)
 def memory_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return _help(
-        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    return help_reply(
+        "MEMORY",
         "DOCTOR",
         "    Return memory problems reports.",
         "MALLOC-STATS",
@@ -252,8 +248,6 @@ def memory_help(c, argv):
         "USAGE <key> [SAMPLES <count>]",
         "    Return memory in bytes used by <key> and its value. Nested values are",
         "    sampled up to <count> times (default: 5, 0 means sample all).",
-        "HELP",
-        "    Prints this help.",
     )
 
 
@@ -373,8 +367,8 @@ def latency_histogram(c, argv):
 @command("help", arity=2, flags="loading stale", parent="latency", group=G)
 def latency_help(c, argv):
     """Show helpful text about the different subcommands."""
-    return _help(
-        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    return help_reply(
+        "LATENCY",
         "DOCTOR",
         "    Return a human readable latency analysis report.",
         "GRAPH <event>",
@@ -390,6 +384,4 @@ def latency_help(c, argv):
         "    Return a cumulative distribution of latencies in the format of a histogram for the "
         "specified command names.",
         "    If no commands are specified then all histograms are replied.",
-        "HELP",
-        "    Prints this help.",
     )

@@ -16,7 +16,7 @@ from ..errors import RedisError
 from ..glob import glob_match
 from ..resp import OrderedSet, Status
 from .keyspecs import has_keys, keys_with_flags, specs_of, tips_of
-from .table import COMMANDS, CommandSpec, all_specs, command
+from .table import COMMANDS, CommandSpec, all_specs, command, help_reply
 
 G = "server"
 
@@ -272,8 +272,8 @@ def command_getkeysandflags(c, argv):
 @command("help", arity=2, flags="loading stale", parent="command", group=G)
 def command_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return [Status(line.encode()) for line in (
-        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    return help_reply(
+        "COMMAND",
         "(no subcommand)",
         "    Return details about all Redis commands.",
         "COUNT",
@@ -292,6 +292,4 @@ def command_help(c, argv):
         "    Return the keys from a full Redis command.",
         "GETKEYSANDFLAGS <full-command>",
         "    Return the keys and the access flags from a full Redis command.",
-        "HELP",
-        "    Prints this help.",
-    )]
+    )

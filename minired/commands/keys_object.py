@@ -17,9 +17,9 @@ from typing import Any, Callable
 from .. import errors
 from ..errors import RedisError
 from ..keyspace import type_name
-from ..resp import Status, string2ll
+from ..resp import string2ll
 from ..zset import ZSet
-from .table import command, container_command
+from .table import command, container_command, help_reply
 
 G = "generic"
 
@@ -119,7 +119,6 @@ def object_freq(c, argv):
 
 
 _HELP = (
-    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ENCODING <key>",
     "    Return the kind of internal representation used in order to store the value",
     "    associated with a <key>.",
@@ -131,12 +130,9 @@ _HELP = (
     "    seconds elapsed since the last access to the key.",
     "REFCOUNT <key>",
     "    Return the number of references of the value associated with the specified",
-    "    <key>.",
-    "HELP",
-    "    Prints this help.",
-)
+    "    <key>.",)
 
 
 @command("help", arity=2, flags="loading stale", parent="object", group=G)
 def object_help(c, argv):
-    return [Status(line.encode()) for line in _HELP]
+    return help_reply("OBJECT", *_HELP)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import RedisError
-from ..resp import Status
 from .server import protected_action_allowed
-from .table import command, container_command
+from .table import command, container_command, help_reply
 
 G = "server"
 
@@ -62,8 +61,8 @@ def module_unload(c, argv):
 @command("help", arity=2, flags="loading stale", parent="module", group=G)
 def module_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return [Status(line.encode()) for line in (
-        "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    return help_reply(
+        "MODULE",
         "LIST",
         "    Return a list of loaded modules.",
         "LOAD <path> [<arg> ...]",
@@ -73,6 +72,4 @@ def module_help(c, argv):
         "optional arguments.",
         "UNLOAD <name>",
         "    Unload a module.",
-        "HELP",
-        "    Prints this help.",
-    )]
+    )

@@ -8,8 +8,8 @@ from __future__ import annotations
 from .. import errors
 from ..glob import glob_match
 from ..pubsub import registry
-from ..resp import Push, Replies, Status
-from .table import command, container_command
+from ..resp import Push, Replies
+from .table import command, container_command, help_reply
 
 G = "pubsub"
 _SUBSCRIBE_FLAGS = "pubsub noscript loading stale"
@@ -164,7 +164,6 @@ def pubsub_numpat(c, argv):
 
 
 _HELP = (
-    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CHANNELS [<pattern>]",
     "    Return the currently active channels matching a <pattern> (default: '*').",
     "NUMPAT",
@@ -175,12 +174,9 @@ _HELP = (
     "SHARDCHANNELS [<pattern>]",
     "    Return the currently active shard level channels matching a <pattern> (default: '*').",
     "SHARDNUMSUB [<shardchannel> ...]",
-    "    Return the number of subscribers for the specified shard level channel(s)",
-    "HELP",
-    "    Prints this help.",
-)
+    "    Return the number of subscribers for the specified shard level channel(s)",)
 
 
 @command("help", arity=2, flags="loading stale", parent="pubsub", group=G)
 def pubsub_help(c, argv):
-    return [Status(line.encode()) for line in _HELP]
+    return help_reply("PUBSUB", *_HELP)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import RedisError
-from ..resp import OK, Status
+from ..resp import OK
 from ..scripting import engine_of
-from .table import command, container_command, keys_after_numkeys
+from .table import command, container_command, help_reply, keys_after_numkeys
 
 G = "scripting"
 _SCRIPT_RUN_FLAGS = "noscript stale skip_monitor no_mandatory_keys"
@@ -23,11 +23,6 @@ def _engine(server):
     on every EVALSHA."""
     engine = server.extensions.get("scripting")
     return engine if engine is not None else engine_of(server)
-
-
-def _help(name: str, lines: tuple[str, ...]) -> list:
-    header = f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    return [Status(line.encode()) for line in (header, *lines, "HELP", "    Prints this help.")]
 
 
 # --- EVAL family ---------------------------------------------------------------------------------
@@ -111,7 +106,7 @@ def script_debug(c, argv):
 @command("help", arity=2, flags="loading stale", parent="script", group=G)
 def script_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return _help("SCRIPT", (
+    return help_reply("SCRIPT",
         "DEBUG (YES|SYNC|NO)",
         "    Set the debug mode for subsequent scripts executed.",
         "EXISTS <sha1> [<sha1> ...]",
@@ -126,7 +121,7 @@ def script_help(c, argv):
         "    Kill the currently executing Lua script.",
         "LOAD <script>",
         "    Load a script into the scripts cache without executing it.",
-    ))
+    )
 
 
 # --- FCALL / FUNCTION ----------------------------------------------------------------------------
@@ -234,7 +229,7 @@ def function_stats(c, argv):
 @command("help", arity=2, flags="loading stale", parent="function", group=G)
 def function_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return _help("FUNCTION", (
+    return help_reply("FUNCTION",
         "LOAD [REPLACE] <FUNCTION CODE>",
         "    Create a new library with the given library name and code.",
         "DELETE <LIBRARY NAME>",
@@ -272,4 +267,4 @@ def function_help(c, argv):
         "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
         "      libraries with the new libraries (notice that even on this option there is a chance of failure",
         "      in case of functions name collision with another library).",
-    ))
+    )

@@ -20,14 +20,10 @@ from ..errors import RedisError
 from ..glob import glob_match, has_wildcard
 from ..resp import OK, Encoded, Status, Verbatim
 from .args import int_text, parse_int
-from .table import all_specs, command, container_command
+from .table import all_specs, command, container_command, help_reply
 
 G = "server"
 log = logging.getLogger("minired")
-
-
-def _help(*lines: str) -> list:
-    return [Status(line.encode()) for line in lines]
 
 
 # --- keyspace-wide -------------------------------------------------------------------------------
@@ -267,8 +263,8 @@ def config_rewrite(c, argv):
 @command("help", arity=2, flags="loading stale", parent="config", group=G)
 def config_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return _help(
-        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    return help_reply(
+        "CONFIG",
         "GET <pattern>",
         "    Return parameters matching the glob-like <pattern> and their values.",
         "SET <directive> <value>",
@@ -277,8 +273,6 @@ def config_help(c, argv):
         "    Reset statistics reported by the INFO command.",
         "REWRITE",
         "    Rewrite the configuration file.",
-        "HELP",
-        "    Prints this help.",
     )
 
 
@@ -324,8 +318,8 @@ def debug(c, argv):
         raise RedisError(errors.DEBUG_NOT_ALLOWED)
     sub = argv[1].lower()
     if sub == b"help" and len(argv) == 2:
-        return _help(
-            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        return help_reply(
+            "DEBUG",
             "ERROR <string>",
             "    Return a Redis protocol error with <string> as message. Useful for clients",
             "    unit tests to simulate Redis errors.",
@@ -337,8 +331,6 @@ def debug(c, argv):
             "    default.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
-            "HELP",
-            "    Prints this help.",
         )
     if sub == b"sleep" and len(argv) == 3:
         seconds = _atof(argv[2])
@@ -430,8 +422,8 @@ def slowlog_reset(c, argv):
 @command("help", arity=2, flags="loading stale", parent="slowlog", group=G)
 def slowlog_help(c, argv):
     """Show helpful text about the different subcommands"""
-    return _help(
-        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    return help_reply(
+        "SLOWLOG",
         "GET [<count>]",
         "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
         "    Entries are made of:",
@@ -441,6 +433,4 @@ def slowlog_help(c, argv):
         "    Return the length of the slowlog.",
         "RESET",
         "    Reset the slowlog.",
-        "HELP",
-        "    Prints this help.",
     )

@@ -14,14 +14,14 @@ from .. import errors
 from ..blocking import Block
 from ..errors import RedisError
 from ..notifications import STREAM, notify
-from ..resp import NULL_ARRAY, OK, Status
+from ..resp import NULL_ARRAY, OK
 from ..stream import MAX_ID, MIN_ID, Stream, StreamID, format_id
 from ..stream_groups import (ConsumerGroup, Consumer, PendingEntry, consumers_info,
                              groups_info)
 from .args import parse_int
 from .streams import (get_stream, incr_id, parse_read_options, parse_id, parse_range_end,
                       parse_range_start, parse_strict_id, read_reply, streams_key_indexes)
-from .table import command, container_command
+from .table import command, container_command, help_reply
 
 G = "stream"
 _INT64_MAX = 2**63 - 1
@@ -187,7 +187,6 @@ def xgroup_delconsumer(c, argv):
 
 
 _XGROUP_HELP = (
-    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CREATE <key> <groupname> <id|$> [option]",
     "    Create a new consumer group. Options are:",
     "    * MKSTREAM",
@@ -201,15 +200,12 @@ _XGROUP_HELP = (
     "DESTROY <key> <groupname>",
     "    Remove the specified group.",
     "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-    "    Set the current group ID and entries_read counter.",
-    "HELP",
-    "    Prints this help.",
-)
+    "    Set the current group ID and entries_read counter.",)
 
 
 @command("help", arity=2, flags="loading stale", parent="xgroup", group=G)
 def xgroup_help(c, argv):
-    return [Status(line.encode()) for line in _XGROUP_HELP]
+    return help_reply("XGROUP", *_XGROUP_HELP)
 
 
 # --- XREADGROUP ----------------------------------------------------------------------------------

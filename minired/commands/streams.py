@@ -12,11 +12,11 @@ from .. import errors
 from ..blocking import Block
 from ..errors import RedisError
 from ..notifications import STREAM, notify
-from ..resp import NULL_ARRAY, OK, Status
+from ..resp import NULL_ARRAY, OK
 from ..stream import MAX_ID, MIN_ID, U64_MAX, Stream, StreamID, format_id
 from ..stream_groups import full_groups_info
 from .args import parse_int
-from .table import command, container_command
+from .table import command, container_command, help_reply
 
 G = "stream"
 _INT64_MAX = 2**63 - 1
@@ -623,18 +623,14 @@ def xinfo_stream(c, argv):
 
 
 _XINFO_HELP = (
-    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CONSUMERS <key> <groupname>",
     "    Show consumers of <groupname>.",
     "GROUPS <key>",
     "    Show the stream consumer groups.",
     "STREAM <key> [FULL [COUNT <count>]",
-    "    Show information about the stream.",
-    "HELP",
-    "    Prints this help.",
-)
+    "    Show information about the stream.",)
 
 
 @command("help", arity=2, flags="loading stale", parent="xinfo", group=G)
 def xinfo_help(c, argv):
-    return [Status(line.encode()) for line in _XINFO_HELP]
+    return help_reply("XINFO", *_XINFO_HELP)

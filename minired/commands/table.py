@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..latency import new_histogram
+from ..resp import Status
 
 Handler = Callable[[Any, list], Any]
 
@@ -170,6 +171,14 @@ def container_command(name: str, group: str, flags: str = "", summary: str = "")
     spec.write = "write" in spec.flags
     spec.summary = summary
     return spec
+
+
+def help_reply(name: str, *lines: str) -> list:
+    """A container command's HELP reply as Redis's addReplyHelp builds it: the usage line, the
+    subcommands' lines, and HELP itself last."""
+    return [Status(line.encode()) for line in (
+        f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", *lines,
+        "HELP", "    Prints this help.")]
 
 
 def all_specs():
