@@ -75,6 +75,21 @@ _C_SPACE = frozenset(b" \t\n\v\f\r")
 
 
 @functools.cache
+def index_range(start: int, end: int, length: int) -> tuple[int, int] | None:
+    """Redis's inclusive [start, end] index arguments (negative ones count from the tail) clamped
+    to a sequence of `length`, for LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK: the first and last
+    index, or None when they select nothing."""
+    if start < 0:
+        start += length
+    if end < 0:
+        end += length
+    if start < 0:
+        start = 0
+    if start > end or start >= length:
+        return None
+    return start, min(end, length - 1)
+
+
 def _c_double() -> re.Pattern:
     # Compiled on the first non-integer number rather than at import: start-up pays for
     # every regex compiled while the command table loads.

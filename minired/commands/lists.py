@@ -15,7 +15,7 @@ from ..blocking import Block, parse_timeout
 from ..errors import WRONGTYPE, RedisError
 from ..notifications import GENERIC, LIST, notify
 from ..resp import NULL_ARRAY, OK
-from .args import parse_int, parse_non_negative
+from .args import index_range, parse_int, parse_non_negative
 from .table import command, keys_after_numkeys
 
 G = "list"
@@ -93,20 +93,6 @@ def _move(db, source_key: bytes, source: deque, target_key: bytes, from_left: bo
     if db.notifier is not None:
         _notify_change(db, b"lpop" if from_left else b"rpop", source_key, source)
     return item
-
-
-def _normalize_range(start: int, end: int, length: int) -> tuple[int, int] | None:
-    """Redis's inclusive [start, end] with negative indexes from the tail, clamped to the
-    list; None when the range selects nothing."""
-    if start < 0:
-        start += length
-    if end < 0:
-        end += length
-    if start < 0:
-        start = 0
-    if start > end or start >= length:
-        return None
-    return start, min(end, length - 1)
 
 
 # --- pushes ------------------------------------------------------------------------------------
@@ -266,7 +252,7 @@ def lrange(c, argv):
     if value is None:
         return []
     length = len(value)
-    bounds = _normalize_range(start, end, length)
+    bounds = index_range(start, end, length)
     if bounds is None:
         return []
     start, end = bounds
@@ -430,7 +416,7 @@ def ltrim(c, argv):
     value = _list(db, key)
     if value is None:
         return OK
-    bounds = _normalize_range(start, end, len(value))
+    bounds = index_range(start, end, len(value))
     if bounds is None:
         value.clear()
     else:

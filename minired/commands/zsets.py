@@ -14,7 +14,7 @@ from ..errors import RedisError
 from ..notifications import GENERIC, ZSET, after_removal, notify
 from ..resp import NULL_ARRAY
 from ..zset import LexRange, ScoreRange, ZSet
-from .args import parse_float, parse_int, parse_non_negative, parse_range_double
+from .args import index_range, parse_float, parse_int, parse_non_negative, parse_range_double
 from .table import command, keys_after_numkeys
 
 G = "sorted-set"  # Redis's group name (COMMAND DOCS)
@@ -72,16 +72,9 @@ def parse_lex_range(low: bytes, high: bytes) -> LexRange:
 
 
 def _rank_span(length: int, start: int, end: int) -> tuple[int, int]:
-    """Redis's rank arguments (negative from the end, clamped) as a [start, stop) span."""
-    if start < 0:
-        start += length
-    if end < 0:
-        end += length
-    if start < 0:
-        start = 0
-    if start > end or start >= length:
-        return 0, 0
-    return start, min(end, length - 1) + 1
+    """Rank arguments as the [first, stop) span of entries they select."""
+    bounds = index_range(start, end, length)
+    return (bounds[0], bounds[1] + 1) if bounds is not None else (0, 0)
 
 
 # --- adding and scoring ---------------------------------------------------------------------------
