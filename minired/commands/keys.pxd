@@ -7,6 +7,7 @@ cimport cython
 
 @cython.locals(db=Database)
 cpdef object _expire_generic(Client c, object argv, bint relative, object unit_ms)
+cpdef object set_deadline(Database db, object key, object when, bint passed)
 @cython.locals(db=Database)
 cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
 

@@ -107,7 +107,14 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
             return 0
         if flags & _EXPIRE_LT and current is not None and when >= current:
             return 0
-    if when <= now:
+    set_deadline(db, key, when, when <= now)
+    return 1
+
+
+def set_deadline(db, key: bytes, when: int, passed: bool) -> None:
+    """Give key the deadline `when` (ms), or delete it when that deadline has already `passed`
+    (Redis's checkAlreadyExpired), with the event Redis sends for each (EXPIRE family, GETEX)."""
+    if passed:
         db.delete(key)
         event = b"del"
     else:
@@ -116,7 +123,6 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
         event = b"expire"
     if db.notifier is not None:
         notify(db, GENERIC, event, key)
-    return 1
 
 
 @command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)

@@ -8,6 +8,7 @@ from ..notifications import GENERIC, STRING, notify
 from ..resp import OK
 from . import strings_longdouble as longdouble
 from .args import int_text, parse_int
+from .keys import set_deadline
 from .table import command
 
 G = "string"
@@ -176,15 +177,8 @@ def getex(c, argv):
         return None
     if expire is not None:
         deadline = _deadline(c, expire, flags, "getex")
-        if flags & (_EXAT | _PXAT) and deadline <= c.server.clock.ms():
-            db.delete(key)
-            event = b"del"
-        else:
-            db.set_expiry(key, deadline)
-            db.signal_modified(key)
-            event = b"expire"
-        if db.notifier is not None:
-            notify(db, GENERIC, event, key)
+        # Only an absolute deadline can be in the past: EX and PX count from now.
+        set_deadline(db, key, deadline, bool(flags & (_EXAT | _PXAT)) and deadline <= c.server.clock.ms())
     elif flags & _PERSIST and db.persist(key):
         db.signal_modified(key)
         if db.notifier is not None:
