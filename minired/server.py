@@ -38,6 +38,10 @@ class Stats:
     def __init__(self) -> None:
         self.started = time.time()
         self.started_monotonic = time.monotonic()
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero the counters (CONFIG RESETSTAT); the start time stays."""
         self.connections_received = 0
         self.commands_processed = 0
         self.rejected_connections = 0
@@ -49,17 +53,6 @@ class Stats:
         self.writes_processed = 0
         # INFO errorstats: error replies by their first word (ERR, WRONGTYPE, ...).
         self.error_replies: dict[str, int] = {}
-
-    def reset(self) -> None:
-        self.connections_received = 0
-        self.commands_processed = 0
-        self.rejected_connections = 0
-        self.expired_keys = 0
-        self.net_input_bytes = 0
-        self.net_output_bytes = 0
-        self.reads_processed = 0
-        self.writes_processed = 0
-        self.error_replies = {}
 
     def count_error(self, message: str) -> None:
         # afterErrorReply: the code is what precedes a space within the reply's first 32 bytes
