@@ -69,12 +69,6 @@ def parse_non_negative(raw: bytes, error: str = errors.MUST_BE_POSITIVE) -> int:
     return value
 
 
-# C strtod, as Redis's string2d and sorted-set range parsing see it -----------------------------
-
-_C_SPACE = frozenset(b" \t\n\v\f\r")
-
-
-@functools.cache
 def index_range(start: int, end: int, length: int) -> tuple[int, int] | None:
     """Redis's inclusive [start, end] index arguments (negative ones count from the tail) clamped
     to a sequence of `length`, for LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK: the first and last
@@ -90,6 +84,12 @@ def index_range(start: int, end: int, length: int) -> tuple[int, int] | None:
     return start, min(end, length - 1)
 
 
+# C strtod, as Redis's string2d and sorted-set range parsing see it -----------------------------
+
+_C_SPACE = frozenset(b" \t\n\v\f\r")
+
+
+@functools.cache
 def _c_double() -> re.Pattern:
     # Compiled on the first non-integer number rather than at import: start-up pays for
     # every regex compiled while the command table loads.
