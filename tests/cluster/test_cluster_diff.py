@@ -227,6 +227,12 @@ def test_scripts_may_touch_only_keys_their_node_serves(cdiff):
     cdiff.check(2, "FCALL", "f", 0, ON_2)
     cdiff.check(2, "FCALL", "f", 0, ON_0)
     cdiff.check(2, "FCALL", "f", 1, ON_0, ON_0)
+    cdiff.check(2, "FUNCTION", "LOAD",
+                "#!lua name=lib2\nredis.register_function{function_name='g', callback="
+                "function() return 1 end, flags={'no-cluster'}}")
+    cdiff.check(2, "FCALL", "g", 0)
+    cdiff.check(2, "FCALL_RO", "f", 1, ON_0, ON_0)
+    cdiff.check(2, "EVAL_RO", "return redis.call('get', KEYS[1])", 1, ON_1)
     cdiff.check(2, "INFO", "errorstats")
 
 
