@@ -99,7 +99,7 @@ def run_unit(unit: str, server_cmd: str, suite_copy: Path, lane: int, logs: Path
         # below --baseport): two lanes on the default range would take each other's.
         ports = f"--baseport {LANE_PORTS + LANE_PORT_SPAN * lane} --portcount {LANE_PORT_SPAN // 2}"
         env = {**os.environ, "PROFILE": "subset", "UNIT_TIMEOUT": "300",
-               "NOPROGRESS_TIMEOUT": "90", "RESTORE_CONFIG": "0", "LOG_DIR": str(logs),
+               "NOPROGRESS_TIMEOUT": "180", "RESTORE_CONFIG": "0", "LOG_DIR": str(logs),
                "EXTRA_ARGS": f"{os.environ.get('EXTRA_ARGS', '')} {ports}"}
         started = time.monotonic()
         out = subprocess.run([str(suite_copy / "run_redis_tcl.sh"), str(suite_copy),
