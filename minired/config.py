@@ -288,7 +288,9 @@ class Config:
         self.time_control = self.values["time-control"] == "yes"
         # dispatch.call compares every command's duration with it; -1: the slow log is off.
         slower_than = int(self.values["slowlog-log-slower-than"])
-        self.slowlog_threshold_ns = slower_than * 1000 if slower_than >= 0 else -1
+        # (a C long long in compiled dispatch: capped)
+        self.slowlog_threshold_ns = (min(slower_than * 1000, (1 << 63) - 1)
+                                     if slower_than >= 0 else -1)
         # Whether writes are refused for want of good replicas (Redis's checkGoodReplicasStatus):
         # minired is a master with none, so whenever min-replicas-to-write asks for some.
         self.writes_need_replicas = (self.number("min-replicas-to-write") > 0

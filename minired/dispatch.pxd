@@ -9,7 +9,8 @@ cpdef object execute(Client c, list argv)
 @cython.locals(spec=CommandSpec)
 cpdef object _execute(Client c, list argv)
 @cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong,
-               histogram=list, extras=cython.bint, changes=cython.longlong)
+               histogram=list, extras=cython.bint, changes=cython.longlong,
+               threshold=cython.longlong)
 cpdef object call(Client c, CommandSpec spec, list argv)
 @cython.locals(bits=cython.int)
 cdef int _bit_length(long long nanoseconds)
