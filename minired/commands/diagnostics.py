@@ -23,6 +23,7 @@ from .. import errors, latency
 from ..errors import RedisError
 from ..resp import OK, Encoded, Verbatim, encode_into
 from .args import parse_int
+from .info import aof_buffered, scripting_memory
 from .table import COMMANDS, command, container_command, help_reply
 
 G = "server"
@@ -99,22 +100,21 @@ def memory_overview(server) -> dict:
     import resource
 
     from ..server import used_memory  # minired.server imports the command table: import late
-    from .info import _aof_buffered, _scripting_memory
 
     used = used_memory()
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     metrics = server.extensions.get("metrics")
     startup = metrics.startup_memory if metrics is not None else used
-    scripting = _scripting_memory(server)
+    scripting = scripting_memory(server)
     databases = _database_overheads(server)
-    overhead = (startup + _aof_buffered(server) + scripting["scripts"]
+    overhead = (startup + aof_buffered(server) + scripting["scripts"]
                 + scripting["functions_memory"] + sum(main + exp for _, main, exp in databases))
     overhead = min(overhead, used)
     keys = sum(len(db.data) for db in server.keyspace.dbs)
     net_usage = used - startup if used > startup else 1
     return {
         "used": used, "peak": peak, "startup": startup, "overhead": overhead,
-        "aof_buffer": _aof_buffered(server), "lua_caches": scripting["scripts"],
+        "aof_buffer": aof_buffered(server), "lua_caches": scripting["scripts"],
         "functions_caches": scripting["functions_memory"], "databases": databases,
         "keys": keys, "net_usage": net_usage, "cached_scripts": scripting["cached"],
     }

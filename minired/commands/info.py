@@ -140,8 +140,9 @@ def _clients_section(server) -> list[str]:
 
 # --- Memory ------------------------------------------------------------------------------------
 
-def _scripting_memory(server) -> dict:
-    """Read without creating the script engine: a server that ran no script has none."""
+def scripting_memory(server) -> dict:
+    """Script memory figures for INFO memory and MEMORY STATS, read without creating the script
+    engine (a server that ran no script has none)."""
     engine = server.extensions.get("scripting")
     if engine is None:
         return {"eval_vm": 0, "scripts": 0, "cached": 0, "functions": 0, "libraries": 0,
@@ -162,7 +163,8 @@ def _scripting_memory(server) -> dict:
     }
 
 
-def _aof_buffered(server) -> int:
+def aof_buffered(server) -> int:
+    """Bytes written to the AOF buffer and not yet to the file (INFO, MEMORY STATS)."""
     persistence = server.extensions.get("persistence_engine")
     return sum(map(len, persistence.aof_buffer)) if persistence is not None else 0
 
@@ -176,13 +178,13 @@ def _memory_section(server) -> list[str]:
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     metrics = server.extensions.get("metrics")
     startup = metrics.startup_memory if metrics is not None else used
-    aof_buffer = _aof_buffered(server)
+    aof_buffer = aof_buffered(server)
     overhead = min(used, startup + aof_buffer)
     dataset = used - overhead
     net_usage = used - startup if used > startup else 1
     total = _total_system_memory()
     maxmemory = server.config.maxmemory
-    lua = _scripting_memory(server)
+    lua = scripting_memory(server)
     vm_total = lua["eval_vm"] + lua["functions_vm"]
     scripts = lua["scripts"] + lua["functions_memory"]
     return _fields((
@@ -292,7 +294,7 @@ def _persistence_section(server) -> list[str]:
             ("aof_current_size", persistence.aof_current_size() if aof_file is not None else 0),
             ("aof_base_size", persistence.aof_base_size if persistence is not None else 0),
             ("aof_pending_rewrite", 0),
-            ("aof_buffer_length", _aof_buffered(server)),
+            ("aof_buffer_length", aof_buffered(server)),
             ("aof_pending_bio_fsync", 0),
             ("aof_delayed_fsync", 0),
         ))
