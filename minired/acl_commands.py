@@ -14,8 +14,8 @@ class CommandIndex:
     when every command group has registered its commands."""
 
     def __init__(self) -> None:
-        from .commands.introspection import ACL_CATEGORIES, acl_categories, all_specs
-        from .commands.table import COMMANDS
+        from .commands.categories import ACL_CATEGORIES, acl_categories
+        from .commands.table import COMMANDS, all_specs
 
         self.specs = list(all_specs())
         self.bit = {id(spec): 1 << i for i, spec in enumerate(self.specs)}

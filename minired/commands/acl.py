@@ -9,8 +9,8 @@ from .. import acl, errors, security
 from ..errors import RedisError
 from ..resp import OK, OrderedSet
 from .args import parse_int
-from .introspection import ACL_CATEGORIES, acl_categories, all_specs
-from .table import command, container_command, help_reply
+from .categories import ACL_CATEGORIES, acl_categories
+from .table import all_specs, command, container_command, help_reply
 
 G = "server"
 

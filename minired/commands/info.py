@@ -21,7 +21,7 @@ import time
 
 from .. import REDIS_VERSION, __version__
 from ..resp import Verbatim
-from .table import command
+from .table import all_specs, command
 
 G = "server"
 
@@ -419,8 +419,6 @@ def _cpu_section(server) -> list[str]:
 
 
 def _commandstats_section(server) -> list[str]:
-    from .introspection import all_specs  # (introspection imports this module)
-
     lines = []
     for spec in all_specs():
         if spec.calls or spec.rejected_calls or spec.failed_calls:
@@ -433,7 +431,6 @@ def _commandstats_section(server) -> list[str]:
 
 def _latencystats_section(server) -> list[str]:
     from ..latency import info_lines
-    from .introspection import all_specs
     return info_lines(server.config, all_specs())
 
 
