@@ -62,5 +62,9 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False)
             server.request_shutdown()
         raise
     form(servers, control)
+    for server in servers:
+        engine = server.extensions.get("scripting")  # (made early if a loaded file had functions)
+        if engine is not None:
+            engine.cluster = server.cluster
     dispatch.use_extras()  # from now on dispatch asks each node about every command
     return servers

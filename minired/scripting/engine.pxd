@@ -19,7 +19,7 @@ cdef class Run:
 
 cdef class ScriptEngine:
     cdef public object server, prng, _eval_sandbox, functions, busy, deferred
-    cdef public object eval_base_memory, gc_countdown
+    cdef public object eval_base_memory, gc_countdown, cluster
     cdef public dict scripts, _specs
     cdef public Run current
     cdef public Client client

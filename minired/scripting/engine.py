@@ -167,7 +167,8 @@ class ScriptEngine:
     """Per-server scripting state: Lua runtimes, the EVAL cache, the running script."""
 
     __slots__ = ("server", "scripts", "current", "client", "prng", "_eval_sandbox",
-                 "_specs", "functions", "busy", "deferred", "eval_base_memory", "gc_countdown")
+                 "_specs", "functions", "busy", "deferred", "eval_base_memory", "gc_countdown",
+                 "cluster")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -182,6 +183,10 @@ class ScriptEngine:
         self.functions: Any = None  # functions.FunctionLibraries, attached by the package
         self.busy: Any = None        # busy.BusyService, attached by the package
         self.deferred: tuple | None = None  # the reply call_native left for unbox
+        # The server's cluster node (minired/cluster.py), None outside cluster mode: read on
+        # every redis.call, so a field of the engine (startup.start_cluster sets it on an
+        # engine made before the cluster formed).
+        self.cluster = server.cluster
         # The EVAL runtime's heap when new: its own Lua code (the sandbox, and cjson, cmsgpack,
         # struct, bit written in Lua), which Redis has in C, outside the heap it reports.
         self.eval_base_memory = 0
@@ -384,7 +389,7 @@ class ScriptEngine:
                                 and self.server.over_maxmemory()):
                             return self._refused(spec, lua_error_text(errors.OOM))
                     run.dirty = True
-            cluster = self.server.cluster  # cluster mode: keys this node does not serve
+            cluster = self.cluster  # cluster mode: keys this node does not serve
             if cluster is not None:
                 refusal = cluster.script_refusal(run.caller, spec, argv)
                 if refusal is not None:

@@ -291,6 +291,9 @@ def test_each_node_saves_and_reloads_its_own_file(tmp_path):
         client = RedisCluster(host=srv.host, port=srv.port)
         for i in range(60):
             client.set(f"saved:{i}", i)
+        node0 = srv.nodes[0][1]
+        _on(node0, "FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', "
+            "function(k, a) return redis.call('get', a[1]) end)")
         sizes = [_on(port, "DBSIZE") for _, port in srv.nodes]
         for _, port in srv.nodes:
             assert _on(port, "SAVE") == b"OK"
@@ -301,6 +304,10 @@ def test_each_node_saves_and_reloads_its_own_file(tmp_path):
     srv = start()
     try:
         assert [_on(port, "DBSIZE") for _, port in srv.nodes] == sizes
+        # The function came back with the file, before the cluster formed: its calls are
+        # checked all the same ("foo" is node 2's).
+        assert _on(srv.nodes[0][1], "FCALL", "f", 0, "foo").message.startswith(
+            "ERR Script attempted to access a non local key in a cluster node")
         client = RedisCluster(host=srv.host, port=srv.port)
         assert [client.get(f"saved:{i}") for i in range(60)] == [str(i).encode() for i in range(60)]
         client.close()
