@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from .resp import string2ll
+
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 UINT_MAX = 2**32 - 1
 LLONG_MAX = 2**63 - 1
@@ -71,11 +73,8 @@ def _words(value: str) -> list[str]:
 
 def _parse_integer(value: str) -> int:
     # Redis's string2ll: optional '-', digits, no '+', no spaces, no leading zeros.
-    try:
-        number = int(value)
-    except ValueError:
-        raise ConfigError("argument couldn't be parsed into an integer") from None
-    if str(number) != value or not -(2**63) <= number <= LLONG_MAX:
+    number = string2ll(value.encode()) if value.isascii() else None
+    if number is None:
         raise ConfigError("argument couldn't be parsed into an integer")
     return number
 

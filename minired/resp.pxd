@@ -27,4 +27,8 @@ cdef set _ONLY_BYTES
 cdef list _BULK_HEADS, _SMALL_INTEGERS
 cdef Py_ssize_t _TABLED
 
+@cython.locals(size=cython.Py_ssize_t, i=cython.Py_ssize_t, digit=cython.int,
+               value=cython.ulonglong, below=cython.longlong, negative=cython.bint,
+               data=cython.p_uchar)
 cpdef object string2ll(object raw)
+cdef unsigned long long _POSITIVE_LIMIT, _NEGATIVE_LIMIT

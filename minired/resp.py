@@ -295,22 +295,40 @@ class RequestParser:
         return nl + 1
 
 
+# The largest magnitudes string2ll's digits may reach, positive and negative (C integers in the
+# compiled build: resp.pxd).
+_POSITIVE_LIMIT = 2**63 - 1
+_NEGATIVE_LIMIT = 2**63
+
+
 def string2ll(raw: bytes) -> int | None:
-    """A length header as Redis's string2ll reads it, or None: a signed 64-bit integer with no
-    '+', no spaces, no leading zeros and no '-0' (Python's int() would take all of those)."""
-    length = len(raw)
-    if not length or length > 20:
+    """A signed 64-bit integer as Redis's string2ll reads it, or None: no '+', no spaces, no
+    leading zeros and no '-0' (Python's int() would take all of those). The one port of that
+    rule: request headers, command arguments (commands/args.parse_int), config values, RDB and
+    listpack integers. At most 19 digits, which an unsigned 64-bit integer always holds, so the
+    compiled build (resp.pxd types these locals) reads every text in C, without building objects."""
+    data = raw
+    size = len(raw)  # (not len(data): compiled, that is strlen, which stops at a NUL byte)
+    negative = size > 0 and data[0] == 45  # '-'
+    i = 1 if negative else 0
+    # Refused before reading the digits: "", "-", more than 19 digits, "01", "-0".
+    if i == size or size - i > 19 or (data[i] == 48 and (negative or size > 1)):
         return None
-    first = raw[0]
-    if first == 48:  # '0'
-        return 0 if length == 1 else None
-    if first == 45:  # '-'
-        if length == 1 or raw[1] == 48 or not raw[1:].isdigit():
+    value = 0
+    while i < size:
+        digit = data[i] - 48
+        if digit < 0 or digit > 9:
             return None
-    elif not raw.isdigit():  # bytes.isdigit: ASCII digits only
+        value = value * 10 + digit
+        i += 1
+    if negative:
+        if value > _NEGATIVE_LIMIT:
+            return None
+        below = value - 1  # -value, in signed arithmetic that cannot overflow at INT64_MIN
+        return -below - 1
+    if value > _POSITIVE_LIMIT:
         return None
-    value = int(raw)
-    return value if -(1 << 63) <= value < 1 << 63 else None
+    return value
 
 
 def parse_canonical(buf: bytes, out: list, max_bulk: int, max_multibulk: int) -> int:

@@ -3,11 +3,9 @@
 # functions rather than through their Python names.
 cimport cython
 
-@cython.locals(size=cython.Py_ssize_t, i=cython.Py_ssize_t, digit=cython.int,
-               value=cython.ulonglong, below=cython.longlong, negative=cython.bint,
-               data=cython.p_uchar)
+from minired.resp cimport string2ll
+
 cpdef object parse_int(object raw, object error=*)
-cdef unsigned long long _POSITIVE_LIMIT, _NEGATIVE_LIMIT
 cpdef object parse_non_negative(object raw, object error=*)
 
 @cython.locals(number=cython.longlong)

@@ -7,38 +7,16 @@ import re
 
 from .. import errors
 from ..errors import RedisError
+from ..resp import string2ll
 
 _INT64_MAX = 2**63 - 1
-# The largest magnitudes parse_int's digits may reach, positive and negative (C integers in
-# the compiled build: args.pxd).
-_POSITIVE_LIMIT = _INT64_MAX
-_NEGATIVE_LIMIT = 2**63
 
 
 def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
-    """A signed 64-bit integer as Redis's string2ll reads it: no spaces, no '+', no leading zeros.
-    At most 19 digits, which an unsigned 64-bit integer always holds, so the compiled build
-    (args.pxd types these locals) reads every text in C, without building objects."""
-    data = raw
-    size = len(raw)  # (not len(data): compiled, that is strlen, which stops at a NUL byte)
-    negative = size > 0 and data[0] == 45  # '-'
-    i = 1 if negative else 0
-    # Refused before reading the digits: "", "-", more than 19 digits, "01", "-0".
-    if i == size or size - i > 19 or (data[i] == 48 and (negative or size > 1)):
-        raise RedisError(error)
-    value = 0
-    while i < size:
-        digit = data[i] - 48
-        if digit < 0 or digit > 9:
-            raise RedisError(error)
-        value = value * 10 + digit
-        i += 1
-    if negative:
-        if value > _NEGATIVE_LIMIT:
-            raise RedisError(error)
-        below = value - 1  # -value, in signed arithmetic that cannot overflow at INT64_MIN
-        return -below - 1
-    if value > _POSITIVE_LIMIT:
+    """A signed 64-bit integer as Redis's string2ll reads it (resp.string2ll: no spaces, no '+',
+    no leading zeros), or `error`. Compiled, that is a C call (args.pxd)."""
+    value = string2ll(raw)
+    if value is None:
         raise RedisError(error)
     return value
 
