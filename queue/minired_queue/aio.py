@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from redis.exceptions import ConnectionError, ResponseError, TimeoutError
+from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
 from .active import ActiveJob, AsyncActiveJob, HeldJob
 from .core import WorkerCore, is_async_handler, plain_result
@@ -107,7 +107,9 @@ class AsyncWorker:
                     self.core.candidates.forget()
                     log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
                     await asyncio.sleep(reconnect.failed())
-                except ResponseError as exc:  # refused (OOM, READONLY, ...): nothing was moved
+                except RedisError as exc:  # refused (OOM, READONLY, ...), or a cluster client out of
+                # redirects mid-resharding (ClusterError): the script moved nothing, or the sweep
+                # takes back what it moved; either way the loop goes on
                     self.core.candidates.forget()
                     log.warning("worker %s: the server refused a fetch (%s); retrying", self.id, exc)
                     await asyncio.sleep(reconnect.failed())

@@ -14,7 +14,7 @@ import time
 from queue import SimpleQueue
 from typing import Any, Callable
 
-from redis.exceptions import ConnectionError, ResponseError, TimeoutError
+from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
 from .active import ActiveJob
 from .core import WorkerCore, is_async_handler, plain_result
@@ -118,7 +118,9 @@ class Worker:
                 self.core.candidates.forget()
                 log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
                 self._stopping.wait(reconnect.failed())
-            except ResponseError as exc:  # refused (OOM, READONLY, ...): nothing was moved
+            except RedisError as exc:  # refused (OOM, READONLY, ...), or a cluster client out of
+                # redirects mid-resharding (ClusterError): the script moved nothing, or the sweep
+                # takes back what it moved; either way the loop goes on
                 self.core.candidates.forget()
                 log.warning("worker %s: the server refused a fetch (%s); retrying", self.id, exc)
                 self._stopping.wait(reconnect.failed())

@@ -242,3 +242,24 @@ def test_a_worker_rides_out_connection_errors(queue, start_worker):
     wait_until(_completed(queue, 1))
     assert len(failures) == 3 and queue.get_job(job_id).return_value == "after the outage"
     assert worker._thread.is_alive()
+
+
+def test_a_worker_rides_out_any_redis_error_on_fetch(queue, start_worker):
+    """A cluster client that runs out of redirects mid-resharding raises ClusterError (neither a
+    connection nor a response error): the fetch loop must go on, never die silently."""
+    from redis.exceptions import ClusterError
+
+    worker = start_worker(lambda job: "after the resharding")
+    real_evalsha, failures = worker.client.evalsha, []
+
+    def resharding_evalsha(*args):
+        if len(failures) < 2:
+            failures.append(args[0])
+            raise ClusterError("TTL exhausted.")
+        return real_evalsha(*args)
+
+    worker.client.evalsha = resharding_evalsha
+    job_id = queue.add({"n": 1})
+    wait_until(_completed(queue, 1))
+    assert len(failures) == 2 and queue.get_job(job_id).return_value == "after the resharding"
+    assert worker._thread.is_alive()
