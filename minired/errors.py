@@ -319,9 +319,6 @@ PROTOCOL_UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
 TIME_CONTROL_DISABLED = (
     "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE and MINIRED CLOCK"
 )
-
-CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
-CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
 FAULT_INJECTION_DISABLED = (
     "ERR fault injection is disabled; start minired with --fault-injection to use MINIRED FAULT"
 )
@@ -334,6 +331,9 @@ FAULT_IN_SCRIPT_ERROR_ONLY = (
 FAULT_LOADING_MS = "ERR MINIRED FAULT LOADING needs ms >= 0"
 FAULT_KILL_TYPE = "ERR MINIRED FAULT KILL-CLIENTS: TYPE is normal or pubsub"
 LOADING = "LOADING Redis is loading the dataset in memory"
+
+CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
+CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "
