@@ -93,8 +93,8 @@ class Worker:
         from the interrupted one (which may hold the connection pool's lock)."""
         self._stopping.set()
         waker = threading.Thread(target=self._wake, daemon=True)
+        waker.start()  # before run() can see it: a thread not yet started cannot be joined
         self._wakers.append(waker)
-        waker.start()
         if wait and self._thread is not None:
             self._thread.join(timeout)
 
