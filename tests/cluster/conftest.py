@@ -3,10 +3,11 @@ Debian's redis-server (tests/queue/cluster.py) and `minired --cluster 3` in this
 node i serves the slots of the real cluster's node i."""
 from __future__ import annotations
 
+from tests.conftest import _flush as flush
+
 import pytest
 
 from tests.queue.cluster import RedisClusterServers
-from tests.support.respclient import RawClient
 
 
 @pytest.fixture(scope="session")
@@ -28,13 +29,7 @@ def mini_cluster():
 
 def flush_nodes(ports: list[int]) -> None:
     for port in ports:
-        client = RawClient(port)
-        try:
-            client.call("FLUSHALL")
-            client.call("SCRIPT", "FLUSH")
-            client.call("FUNCTION", "FLUSH")
-        finally:
-            client.close()
+        flush(port)
 
 
 def real_ports(real_cluster) -> list[int]:
