@@ -327,7 +327,7 @@ def form(servers: "list[Server]", control: bool = False) -> Cluster:
                                 pubsub.registry(server), server.blocking)
         server.cluster = node
         server.config.set("cluster-enabled", "yes")
-        server.extensions.setdefault("disconnect_hooks", []).append(node.forget_client)
+        server.hooks.disconnect.append(node.forget_client)
     for node in cluster.nodes:
         node.pubsub.peers = [other.pubsub for other in cluster.nodes if other is not node]
     cluster.assign_evenly()

@@ -9,7 +9,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import errors, resp, security
+from . import errors, resp
 from .blocking import Block
 from .commands.table import COMMANDS, CommandSpec, lookup
 from .errors import RedisError
@@ -121,10 +121,10 @@ def _execute(c: "Client", argv: list) -> Any:
     c.last_command = spec  # (what CLIENT LIST shows: set before the checks, as in Redis)
     # Redis asks the default user's password at each command, so removing requirepass frees
     # clients that connected while it was set.
-    if not c.authenticated and "no_auth" not in spec.flags and security.auth_required(c.server):
+    if not c.authenticated and "no_auth" not in spec.flags and c.server.access.auth_required():
         return _reject(c, spec, errors.NOAUTH)
     if c.user_restricted:  # ACL: false for a user who may run everything (security.py)
-        denied = security.check_command(c, spec, argv)
+        denied = c.server.access.check_command(c, spec, argv)
         if denied is not None:
             return _reject(c, spec, denied.message)
     if _extras_in_use:
@@ -254,14 +254,14 @@ def _refuse_exec(c: "Client", message: str) -> RedisError:
 
 def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     """Run a validated command, counting it for INFO commandstats, and show it to monitors."""
-    if c.user_restricted:  # EXEC and scripts check again (security.check_nested)
-        denied = security.check_nested(c, spec, argv)
+    if c.user_restricted and c.in_exec:  # EXEC checks again (scripts check their caller)
+        denied = c.server.access.check_exec(c, spec, argv)
         if denied is not None:
             return denied
     extras = _extras_in_use
-    if extras and c.server.monitors:
-        from . import monitor
-        monitor.before(c, spec, argv)
+    if extras:
+        for hook in c.server.hooks.before_call:  # (MONITOR: minired/monitor.py)
+            hook(c, spec, argv)
     start = _clock_ns()
     try:
         reply = spec.handler(c, argv)
@@ -302,7 +302,6 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         tracking = server.tracking
         if tracking is not None:
             tracking.remember(c, spec, argv)
-        if server.monitors:  # read again: MONITOR or RESET may just have changed the list
-            from . import monitor
-            monitor.after(c, spec, argv)
+        for hook in server.hooks.after_call:  # (read again: MONITOR may just have added one)
+            hook(c, spec, argv)
     return reply

@@ -394,3 +394,8 @@ def _deferred(block: Block, make: Any) -> Block:
 
     return Block(block.keys, block.timeout_ms, retry, make(block.timeout_reply),
                  block.retry_when_deleted)
+
+
+def attach(server: "Server") -> None:
+    """With fault-injection on (--fault-injection): MINIRED FAULT may add rules."""
+    server.faults = FaultInjector(server)

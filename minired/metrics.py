@@ -92,6 +92,6 @@ class Metrics:
 
 def attach(server: "Server") -> None:
     metrics = Metrics(server)
-    server.extensions["metrics"] = metrics
-    server.extensions.setdefault("start_hooks", []).append(metrics.start)
-    server.extensions.setdefault("shutdown_hooks", []).append(metrics.stop)
+    server.metrics = metrics
+    server.hooks.start.append(metrics.start)
+    server.hooks.shutdown.append(metrics.stop)

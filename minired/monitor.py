@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import client_reply, dispatch
-from .commands.connection import on_unix_socket
+from .client_info import on_unix_socket
 from .slowlog import redacted
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def quote(arg: bytes) -> bytes:
 
 def _origin(c: "Client") -> bytes:
     server = c.server
-    engine = server.extensions.get("scripting")
+    engine = server.scripting
     if engine is not None and c is engine.client:
         return b"lua"
     if on_unix_socket(c):
@@ -86,9 +86,10 @@ def start(c: "Client") -> bool:
     server = c.server
     if c in server.monitors:
         return False
-    hooks = server.extensions.setdefault("disconnect_hooks", [])
-    if stop not in hooks:  # leaving, or RESET, ends monitoring
-        hooks.append(stop)
+    hooks = server.hooks
+    hooks.add(hooks.disconnect, stop)  # leaving, or RESET, ends monitoring
+    hooks.add(hooks.before_call, before)
+    hooks.add(hooks.after_call, after)
     server.monitors.append(c)
     dispatch.use_extras()
     c.flags = "O"  # CLIENT LIST's flag for a monitor, and dispatch.execute's cheap test for one
@@ -100,3 +101,6 @@ def stop(c: "Client") -> None:
     if c in server.monitors:
         server.monitors.remove(c)
         c.flags = ""
+        if not server.monitors:  # the last one left: commands are no longer formatted
+            server.hooks.before_call.remove(before)
+            server.hooks.after_call.remove(after)

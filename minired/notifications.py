@@ -148,6 +148,10 @@ def after_removal(db: "Database", key: bytes, remaining: Any, type_flag: int, ev
             notify(db, GENERIC, b"del", key)
 
 
+def attach(server: "Server") -> None:
+    configure(server)  # notify-keyspace-events given at start-up
+
+
 def configure(server: "Server", text: str | None = None) -> None:
     """Install the notifier per notify-keyspace-events: `text` as CONFIG SET was given it, or
     the configured value at start-up. With neither K nor E, or no class, nothing would be
@@ -158,9 +162,9 @@ def configure(server: "Server", text: str | None = None) -> None:
     enabled = flags & (KEYSPACE | KEYEVENT) and flags & ~(KEYSPACE | KEYEVENT)
     notifier = None
     if enabled:
-        notifier = server.extensions.get("notifier")
+        notifier = server.keyspace.dbs[0].notifier  # (all databases share one)
         if notifier is None:
-            notifier = server.extensions["notifier"] = Notifier(server, flags)
+            notifier = Notifier(server, flags)
         notifier.flags = flags
     for db in server.keyspace.dbs:
         db.notifier = notifier

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .blocking import Block
 from .errors import RedisError
+from .shebang import parse_shebang
 
 if TYPE_CHECKING:
     from .client import Client
@@ -65,6 +66,9 @@ class ClientPause:
         return HOLD
 
     # --- the end of the pause ---------------------------------------------------------------
+
+    def lift(self) -> None:
+        unpause(self.server)
 
     def _arm(self) -> None:
         if self.timer is not None:
@@ -164,24 +168,12 @@ def may_replicate(c: "Client", spec: "CommandSpec", argv: list) -> bool:
 def _declared_script_flags(server: "Server", name: str, argv: list) -> frozenset | None:
     """The flags a script or function declares; None for a script without a shebang or one
     not found (Redis then keeps the command's own flags)."""
-    engine = server.extensions.get("scripting")
-    if name == "fcall":
-        if engine is None:
-            return None
-        function = engine.functions.functions.get(argv[1])
-        return frozenset(function.flags) if function is not None else None
-    if name == "evalsha":
-        script = engine.scripts.get(argv[1].lower()) if engine is not None else None
-        return script.flags if script is not None else None
-    body = argv[1]
+    engine = server.scripting
     if engine is not None:
-        import hashlib  # (only while a WRITE pause holds a script: kept off start-up)
-
-        script = engine.scripts.get(hashlib.sha1(body).hexdigest().encode())
-        if script is not None:
-            return script.flags
-    from .scripting.engine import parse_shebang
+        return engine.declared_flags(name, argv)
+    if name != "eval":
+        return None  # no script was loaded, no function either
     try:
-        return parse_shebang(body)[0]
+        return parse_shebang(argv[1])[0]
     except RedisError:
         return None

@@ -1030,9 +1030,9 @@ class Persistence:
         # once files were asked for: AOF, save points, or a --dir.
         served = logging_on or bool(self.config.get("save")) or self.directory != "."
         if served:
-            server.extensions["persistence"] = self
+            server.saver = self
         else:
-            server.extensions.pop("persistence", None)
+            server.saver = None
         server.propagate = self.propagate if served else None
         server.blocking.on_finish = self._served if served else None
 
@@ -1077,7 +1077,7 @@ class Persistence:
         if self.aof_file is not None:
             self.disable_aof()
         # SHUTDOWN already saved (or was told NOSAVE); a signal saves when save points are set.
-        by_command = self.server.extensions.pop("shutdown_by_command", False)
+        by_command, self.server.shutdown_by_command = self.server.shutdown_by_command, False
         if not by_command and self.config.get("save") and self.dirty:
             try:
                 self.save()
@@ -1122,9 +1122,9 @@ def _xadd_with_id(argv: list, generated: bytes) -> list:
 
 def attach(server: "Server") -> None:
     persistence = Persistence(server)
-    server.extensions["persistence_engine"] = persistence
-    server.extensions.setdefault("disconnect_hooks", []).append(persistence._forget_client)
-    server.extensions.setdefault("shutdown_hooks", []).append(persistence.on_shutdown)
+    server.persistence = persistence
+    server.hooks.disconnect.append(persistence._forget_client)
+    server.hooks.shutdown.append(persistence.on_shutdown)
     persistence.load_on_start()
     persistence.reconcile(at_start=True)
-    server.extensions.setdefault("start_hooks", []).append(persistence._schedule)
+    server.hooks.start.append(persistence._schedule)

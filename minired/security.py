@@ -31,6 +31,7 @@ import time
 from typing import TYPE_CHECKING
 
 from . import acl, errors
+from .client_info import client_info_line
 from .config import ConfigError, parse_memory
 from .errors import RedisError
 
@@ -167,7 +168,6 @@ def client_description(client: "Client") -> str:
 # --- wiring --------------------------------------------------------------------------------------
 
 def attach(server: "Server") -> None:
-    previous = server.extensions.get("on_connect")
     users = users_of(server)
 
     def on_connect(client: "Client") -> None:
@@ -179,20 +179,13 @@ def attach(server: "Server") -> None:
                         "protected mode", client.addr)
             client.send(errors.RedisError(errors.PROTECTED_MODE))
             client.close()
-            return
-        if previous is not None:
-            previous(client)
 
-    server.extensions["on_connect"] = on_connect
-    guard = OutputBufferGuard(server)
-    server.extensions["output_buffer_guard"] = guard
-    server.output_buffer_guard = guard
+    server.hooks.connect.append(on_connect)
+    server.output_buffer_guard = OutputBufferGuard(server)
 
 
 # --- ACL users -------------------------------------------------------------------------------
 
-# Commands that run a script: the script client then checks its calls against this user.
-_SCRIPT_RUNNERS = frozenset({"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"})
 _LOG_GROUPING_MS = 60000
 _LOG_MATCH_SCAN = 10
 _REASONS = {acl.DENIED_COMMAND: "command", acl.DENIED_KEY: "key",
@@ -243,6 +236,12 @@ class Users:
         self.sync_requirepass()
         default = self.default
         return not default.nopass or not default.enabled
+
+    def check_command(self, c: "Client", spec, argv: list) -> RedisError | None:
+        return check_command(c, spec, argv)
+
+    def check_exec(self, c: "Client", spec, argv: list) -> RedisError | None:
+        return check_exec(c, spec, argv)
 
     def user_of(self, client: "Client") -> acl.User:
         return client.user if client.user is not None else self.default
@@ -316,7 +315,6 @@ class Users:
     def add_log(self, client: "Client", reason: str, context: str, obj: bytes,
                 username: bytes | None = None) -> None:
         """addACLLogEntry: similar entries within a minute are counted in one."""
-        from .commands.connection import client_info_line
 
         now = self.server.clock.ms()
         if username is None:
@@ -336,15 +334,15 @@ class Users:
 
 
 def users_of(server: "Server") -> Users:
-    users = server.extensions.get("acl")
+    users = server.access
     if users is None:
-        users = server.extensions["acl"] = Users(server)
+        users = server.access = Users(server)
         users.sync_requirepass()
     return users
 
 
 def auth_required(server: "Server") -> bool:
-    """For dispatch: whether an unauthenticated client must still authenticate."""
+    """Whether an unauthenticated client must still authenticate."""
     return users_of(server).auth_required()
 
 
@@ -357,11 +355,8 @@ def check_command(c: "Client", spec, argv: list) -> RedisError | None:
     it: None if allowed, else Redis's NOPERM error (logged; dispatch refuses the command with
     it, as every refusal, and counts it)."""
     users = users_of(c.server)
-    user = users.user_of(c)
-    result, position = user.check(spec, argv)
+    result, position = users.user_of(c).check(spec, argv)
     if result == acl.ALLOWED:
-        if spec.name in _SCRIPT_RUNNERS:
-            _script_client_checks(c.server)
         return None
     context = "multi" if c.multi is not None else "toplevel"
     users.add_log(c, _REASONS[result], context, _denial_object(spec, argv, result, position))
@@ -380,47 +375,40 @@ def permits(c: "Client", spec, argv: list) -> bool:
     return users_of(c.server).user_of(c).check(spec, argv)[0] == acl.ALLOWED
 
 
-def check_nested(c: "Client", spec, argv: list) -> RedisError | None:
-    """Dispatch's check of a command run by EXEC or by a script (redis.call), whose rules may
-    have changed since it was queued, or which the script's caller may not run."""
+_EXEC_MESSAGES = tuple(errors.NOPERM_EXEC.format(reason) for reason in (
+    errors.NOPERM_EXEC_COMMAND, errors.NOPERM_EXEC_KEY, errors.NOPERM_EXEC_CHANNEL))
+_SCRIPT_MESSAGES = (errors.SCRIPT_ACL_COMMAND, errors.SCRIPT_ACL_KEY, errors.SCRIPT_ACL_CHANNEL)
+_MESSAGE_INDEX = {acl.DENIED_COMMAND: 0, acl.DENIED_KEY: 1, acl.DENIED_CHANNEL: 2}
+
+
+def check_exec(c: "Client", spec, argv: list) -> RedisError | None:
+    """A command EXEC runs for a restricted user, whose rules may have changed since it was
+    queued."""
+    return _check_nested(c, c, spec, argv, "multi", _EXEC_MESSAGES)
+
+
+def check_script_call(caller: "Client", script_client: "Client", spec,
+                      argv: list) -> RedisError | None:
+    """A script's redis.call, run for a restricted caller: checked against the caller's user
+    (the script engine asks, before running it on its script client)."""
+    error = _check_nested(caller, script_client, spec, argv, "lua", _SCRIPT_MESSAGES)
+    if error is not None:
+        spec.rejected_calls += 1  # counted as rejected too, as Redis's scriptCall does
+    return error
+
+
+def _check_nested(real: "Client", c: "Client", spec, argv: list, context: str,
+                  messages: tuple) -> RedisError | None:
     users = users_of(c.server)
-    if c.in_script:
-        engine = c.server.extensions.get("scripting")
-        run = engine.current if engine is not None else None
-        caller = run.caller if run is not None else None
-        if caller is None or not caller.user_restricted:
-            c.user_restricted = False  # set for an earlier restricted caller: not this one
-            return None
-        real, context = caller, "lua"
-        messages = (errors.SCRIPT_ACL_COMMAND, errors.SCRIPT_ACL_KEY, errors.SCRIPT_ACL_CHANNEL)
-    elif c.in_exec:
-        real, context = c, "multi"
-        messages = tuple(errors.NOPERM_EXEC.format(reason) for reason in (
-            errors.NOPERM_EXEC_COMMAND, errors.NOPERM_EXEC_KEY, errors.NOPERM_EXEC_CHANNEL))
-    else:
-        return None
-    result, position = users.user_of(real).check(spec, argv)
+    user = users.user_of(real)
+    result, position = user.check(spec, argv)
     if result == acl.ALLOWED:
-        if spec.name in _SCRIPT_RUNNERS:
-            _script_client_checks(c.server)
         return None
     users.add_log(real, _REASONS[result], context, _denial_object(spec, argv, result, position),
-                  users.user_of(real).name)
-    message = messages[{acl.DENIED_COMMAND: 0, acl.DENIED_KEY: 1, acl.DENIED_CHANNEL: 2}[result]]
-    # Counted as Redis counts it: an error reply, and for a script's call (scriptCall) a
-    # rejected one too.
-    if c.in_script:
-        spec.rejected_calls += 1
-    c.server.stats.count_error(message)
+                  user.name)
+    message = messages[_MESSAGE_INDEX[result]]
+    c.server.stats.count_error(message)  # an error reply, as Redis counts it
     return RedisError(message)
-
-
-def _script_client_checks(server: "Server") -> None:
-    """A restricted client is about to run a script: the script client's calls get checked
-    (check_nested clears the flag again at the first call of an unrestricted caller)."""
-    from .scripting import engine_of
-
-    engine_of(server).client.user_restricted = True
 
 
 def load_acl_file(users: Users, current: "Client", path: str) -> str:

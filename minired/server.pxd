@@ -17,10 +17,12 @@ cdef class Stats:
 
 cdef class Server:
     cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners
-    cdef public object port, host, stopped, _expire_task, extensions, last_save, slowlog
+    cdef public object port, host, stopped, _expire_task, hooks, last_save, slowlog
     cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
     cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled, monitors
-    cdef public object tracking, pause, cluster, faults
+    cdef public object access, tracking, pause, cluster, faults, scripting, persistence, saver
+    cdef public object pubsub, metrics, scan_snapshots, collection_scan_snapshots
+    cdef public object shutdown_by_command
     cdef public Stats stats
     cdef public Config config
 

@@ -8,18 +8,22 @@ import os
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from . import REDIS_VERSION, __version__, client_reply, dispatch, notifications, pause, resp
-from . import querybuf, security
+from . import REDIS_VERSION, __version__, client_reply, dispatch, querybuf, resp
 from .blocking import Block, BlockingManager
 from .client import Client
 from .config import Config
+from .hooks import (AccessControl, ClusterRouter, FaultInjector, Hooks, Pause, Propagate,
+                    Tracking)
 from .keyspace import Keyspace
 from .slowlog import SlowLog
 
 if TYPE_CHECKING:
-    from .faults import FaultInjector
+    from .metrics import Metrics
+    from .persistence import Persistence
+    from .pubsub import PubSub
+    from .scripting.engine import ScriptEngine
 
 log = logging.getLogger("minired")
 
@@ -65,13 +69,13 @@ class Stats:
 class Server:
     """All state of one minired instance; the network listeners are attached by `start`."""
 
-    # Slots: requests read these on every command (subsystems keep their state in `extensions`).
     __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
                  "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
-                 "extensions", "last_save", "shutdown_requested", "active_expire_enabled",
+                 "hooks", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled", "monitors", "tracking", "pause", "cluster",
-                 "faults")
+                 "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
+                 "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
+                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -88,40 +92,50 @@ class Server:
         self.host = ""
         self.stopped: asyncio.Event | None = None  # created in start(), on the server's loop
         self._expire_task: asyncio.Task | None = None
-        # Filled in by the subsystems that need per-server state (pub/sub, scripting, ...).
-        self.extensions: dict[str, Any] = {}
+        # What optional features registered for the server's events (minired/hooks.py).
+        self.hooks = Hooks()
         self.last_save = int(time.time())
         self.shutdown_requested = False
         # DEBUG SET-ACTIVE-EXPIRE 0 turns the background sweep off (expiry stays lazy).
         self.active_expire_enabled = True
-        # Hooks installed by optional subsystems; None costs one attribute check where used.
-        # propagate(client, spec, argv, reply): a write command succeeded (persistence).
-        self.propagate: Any = None
-        # sync_before_reply(): make logged writes durable before a reply leaves (appendfsync always).
-        self.sync_before_reply: Any = None
-        # output_buffer_guard(protocol): a write left bytes queued in the transport (security).
-        self.output_buffer_guard: Any = None
+        # The slots below are the features' (None until one is attached or first used), each
+        # typed by the interface the engine calls; a None costs one attribute check where used.
+        # A write command succeeded (persistence: AOF and save points).
+        self.propagate: Propagate | None = None
+        # Make logged writes durable before a reply leaves (appendfsync always).
+        self.sync_before_reply: Callable[[], None] | None = None
+        # A write left bytes queued in the transport (security: output buffer limits).
+        self.output_buffer_guard: Callable[[ClientProtocol], None] | None = None
         self.memory = MemorySampler()
         # Connections whose replies wait for the end of this pass of the loop (flush_replies).
         self.outbox_queue: list[ClientProtocol] = []
         self.flush_scheduled = False
-        self.monitors: list = []  # clients that sent MONITOR (minired/monitor.py)
+        self.monitors: list[Client] = []  # clients that sent MONITOR (minired/monitor.py)
+        # ACL users (minired/security.py): asked for clients not yet authenticated or restricted.
+        self.access: AccessControl | None = None
         # Client-side caching (minired/tracking.py), from the first CLIENT TRACKING ON.
-        self.tracking: Any = None
-        # CLIENT PAUSE in force (minired/pause.py), None otherwise: dispatch checks it per command.
-        self.pause: Any = None
-        # This server's node in cluster mode (minired/cluster.py), None otherwise: dispatch
-        # routes every command through it, behind the same gate as the three above.
-        self.cluster: Any = None
-        # Fault rules (minired/faults.py) when started with fault-injection, None otherwise:
-        # dispatch asks it about every command, behind the same gate.
+        self.tracking: Tracking | None = None
+        # CLIENT PAUSE in force (minired/pause.py): dispatch checks it per command.
+        self.pause: Pause | None = None
+        # This server's node in cluster mode (minired/cluster.py): dispatch routes every
+        # command through it, behind the same gate as the two above.
+        self.cluster: ClusterRouter | None = None
+        # Fault rules (minired/faults.py), with fault-injection: dispatch asks it about every
+        # command, behind the same gate.
         self.faults: FaultInjector | None = None
-        if self.config.get("fault-injection") == "yes":
-            from .faults import FaultInjector as _Injector  # (off: never imported)
-
-            self.faults = _Injector(self)
+        # The script engine, made on first use (minired/scripting).
+        self.scripting: ScriptEngine | None = None
+        # Persistence (minired/persistence.py) once attached; `saver` is the same object when
+        # SAVE and BGSAVE are served (files were asked for), else None: memory only.
+        self.persistence: Persistence | None = None
+        self.saver: Persistence | None = None
+        self.shutdown_by_command = False  # SHUTDOWN settled saving: persistence must not redo it
+        self.pubsub: PubSub | None = None  # channel registry (minired/pubsub.py)
+        self.metrics: Metrics | None = None  # minired/metrics.py
+        # SCAN and HSCAN/SSCAN/ZSCAN cursors' snapshots (commands/keys.py, collection_scan.py).
+        self.scan_snapshots: dict = {}
+        self.collection_scan_snapshots: dict = {}
         self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
-        notifications.configure(self)  # notify-keyspace-events given at start-up
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -130,7 +144,7 @@ class Server:
         self.loop = asyncio.get_running_loop()
         self.blocking.loop = self.loop
         self.stopped = asyncio.Event()
-        for hook in self.extensions.get("start_hooks", []):
+        for hook in self.hooks.start:
             hook()  # timers of the subsystems (persistence), on the loop the server runs on
         if port != -1 and host:
             hosts = host.split()
@@ -202,7 +216,7 @@ class Server:
             return
         self.shutdown_requested = True
         log.info("minired is shutting down")
-        for hook in self.extensions.get("shutdown_hooks", []):
+        for hook in self.hooks.shutdown:
             try:
                 hook()
             except Exception:
@@ -211,7 +225,8 @@ class Server:
             srv.close()
         for client in list(self.clients.values()):
             client.close()
-        pause.unpause(self)  # stops its timer; the clients it held are closing
+        if self.pause is not None:
+            self.pause.lift()  # stops its timer; the clients it held are closing
         if self._expire_task is not None:
             self._expire_task.cancel()
         if self.stopped is not None:
@@ -345,9 +360,10 @@ class ClientProtocol:
             except OSError:
                 pass
         server.clients[client.id] = client
-        check = server.extensions.get("on_connect")
-        if check is not None:
-            check(client)
+        for hook in server.hooks.connect:
+            hook(client)
+            if client.closing:
+                break
 
     def connection_lost(self, exc: Exception | None) -> None:
         client = self.client
@@ -360,7 +376,7 @@ class ClientProtocol:
             return  # never admitted (maxclients), or its client is gone already (see security.py)
         server.blocking.disconnect(client)
         client.unwatch_all()
-        for hook in server.extensions.get("disconnect_hooks", ()):
+        for hook in server.hooks.disconnect:
             hook(client)
         self.pending.clear()
         self.outbox = None
@@ -401,7 +417,7 @@ class ClientProtocol:
         # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
         parser.max_bulk_len = config.proto_max_bulk_len
         if client.blocked is None and (client.authenticated
-                                       or not security.auth_required(server)):
+                                       or not server.access.auth_required()):
             commands = parser.feed_and_parse(data)
         else:
             parser.feed(data)
@@ -445,7 +461,7 @@ class ClientProtocol:
         client = self.client
         parser.unauthenticated = True
         try:
-            while (not client.authenticated and security.auth_required(self.server)
+            while (not client.authenticated and self.server.access.auth_required()
                    and not client.closing and client.blocked is None and not self.pending):
                 commands = parser.parse()
                 if not commands:

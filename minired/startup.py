@@ -11,13 +11,16 @@ from .server import Server
 # (pub/sub registry, persistence, ...). The script engine is not among them: it attaches on
 # first use (scripting.engine_of), so lupa and the Lua runtime load with the first script
 # instead of delaying every start-up; the commands that reach it are registered regardless.
-SUBSYSTEMS = ("minired.pubsub", "minired.persistence", "minired.security", "minired.metrics")
+SUBSYSTEMS = ("minired.notifications", "minired.pubsub", "minired.persistence",
+              "minired.security", "minired.metrics")
 
 
 def prepare_server(server: Server) -> Server:
     for name in SUBSYSTEMS:
         importlib.import_module(name).attach(server)
-    persistence = server.extensions.get("persistence_engine")
+    if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
+        importlib.import_module("minired.faults").attach(server)
+    persistence = server.persistence
     if persistence is not None and persistence.pending_functions:
         # The data loaded holds function libraries: they need the script engine now.
         from .scripting import engine_of
@@ -63,7 +66,7 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False)
         raise
     form(servers, control)
     for server in servers:
-        engine = server.extensions.get("scripting")  # (made early if a loaded file had functions)
+        engine = server.scripting  # (made early if a loaded file had functions)
         if engine is not None:
             engine.cluster = server.cluster
     dispatch.use_extras()  # from now on dispatch asks each node about every command

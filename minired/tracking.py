@@ -107,7 +107,7 @@ class Tracking:
             dispatch.use_extras()
             for db in server.keyspace.dbs:
                 db.tracking = tracking
-            server.extensions.setdefault("disconnect_hooks", []).append(tracking.disable)
+            server.hooks.disconnect.append(tracking.disable)
             server.blocking.serve_as = tracking.serve_as
         return tracking
 

@@ -118,17 +118,3 @@ def client_trackinginfo(c, argv):
         return {b"flags": OrderedSet([b"off"]), b"redirect": -1, b"prefixes": []}
     return {b"flags": OrderedSet(state.flag_names()), b"redirect": state.redirect,
             b"prefixes": sorted(state.prefixes)}
-
-
-def tracking_flags(c) -> str:
-    """CLIENT LIST's t (tracking), R (broken redirect) and B (broadcasting)."""
-    state = _state(c)
-    if state is None:
-        return ""
-    return "t" + ("R" if state.broken_redirect else "") + ("B" if state.bcast else "")
-
-
-def tracking_redirect(c) -> int:
-    """CLIENT LIST's redir: -1 when not tracking."""
-    state = _state(c)
-    return -1 if state is None else state.redirect

@@ -50,7 +50,7 @@ def scan_members(c, key: bytes, collection: Collection[bytes], in_order: Iterabl
         if match is not None:
             found = [member for member in found if match(member)]
         return b"0", found
-    cache = c.server.extensions.setdefault("collection_scan_snapshots", {})
+    cache = c.server.collection_scan_snapshots
     cache_key = (c.db.index, key)
     snapshot = cache.get(cache_key)
     if (snapshot is None or snapshot.collection is not collection

@@ -1,13 +1,12 @@
 """Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT ..."""
 from __future__ import annotations
 
-import time
 
-from .. import REDIS_VERSION, client_reply, errors, pause, querybuf, security
+from .. import REDIS_VERSION, client_reply, errors, pause, security
+from ..client_info import client_info_line
 from ..errors import RedisError
 from ..resp import OK, PONG, Status, Verbatim
 from .args import parse_int
-from .client_tracking import tracking_flags, tracking_redirect
 from .table import command, container_command, lookup
 
 G = "connection"
@@ -110,7 +109,7 @@ def reset(c, argv):
     c.multi = None
     c.multi_failed = False
     c.unwatch_all()
-    for hook in server.extensions.get("disconnect_hooks", ()):
+    for hook in server.hooks.disconnect:
         hook(c)  # drops subscriptions and the like, as if the client had gone
     c.select(0)
     c.protocol = 2
@@ -129,54 +128,6 @@ def _valid_name(name: bytes) -> bytes:
     if any(ch <= 32 or ch > 126 for ch in name):
         raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
     return name
-
-
-def on_unix_socket(c) -> bool:
-    """A unix socket's client has the socket's path as both its addresses (server.py); a TCP
-    client's two ports always differ."""
-    return bool(c.addr) and c.addr == c.laddr
-
-
-def _flags(c) -> str:
-    """CLIENT LIST's flags, in the order Redis writes them; N for none."""
-    flags = c.flags  # "O" for a monitor (minired/monitor.py)
-    if c.channels or c.patterns or c.shard_channels:
-        flags += "P"
-    if c.multi is not None:
-        flags += "x"
-    if c.blocked is not None:
-        flags += "b"
-    flags += tracking_flags(c)
-    if on_unix_socket(c):
-        flags += "U"
-    return flags or "N"
-
-
-def _user_name(c) -> str:
-    return "default" if c.user is None else c.user.name.decode(errors="replace")
-
-
-def client_info_line(c, current=None, running: str = "") -> str:
-    """One line of CLIENT LIST; `current`, the client asking, shows the command it is running."""
-    now = time.monotonic()
-    multi = len(c.multi) if c.multi is not None else -1
-    flags = _flags(c)
-    if c is current:
-        cmd = running
-    else:
-        cmd = c.last_command.full_name if c.last_command is not None else "NULL"
-    conn = c.connection
-    qbuf, qbuf_free = (querybuf.figures(conn, now, c.last_interaction) if conn is not None
-                       else (0, 0))
-    return (
-        f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
-        f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
-        f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
-        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
-        f"tot-mem=0 events=r cmd={cmd} user={_user_name(c)} redir={tracking_redirect(c)} "
-        f"resp={c.protocol} "
-        f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
-    )
 
 
 @command("id", arity=2, flags="noscript loading stale", parent="client", group=G)

@@ -103,7 +103,7 @@ def memory_overview(server) -> dict:
 
     used = used_memory()
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    metrics = server.extensions.get("metrics")
+    metrics = server.metrics
     startup = metrics.startup_memory if metrics is not None else used
     scripting = scripting_memory(server)
     databases = _database_overheads(server)

@@ -143,7 +143,7 @@ def _clients_section(server) -> list[str]:
 def scripting_memory(server) -> dict:
     """Script memory figures for INFO memory and MEMORY STATS, read without creating the script
     engine (a server that ran no script has none)."""
-    engine = server.extensions.get("scripting")
+    engine = server.scripting
     if engine is None:
         return {"eval_vm": 0, "scripts": 0, "cached": 0, "functions": 0, "libraries": 0,
                 "functions_vm": 0, "functions_memory": 0}
@@ -165,7 +165,7 @@ def scripting_memory(server) -> dict:
 
 def aof_buffered(server) -> int:
     """Bytes written to the AOF buffer and not yet to the file (INFO, MEMORY STATS)."""
-    persistence = server.extensions.get("persistence_engine")
+    persistence = server.persistence
     return sum(map(len, persistence.aof_buffer)) if persistence is not None else 0
 
 
@@ -176,7 +176,7 @@ def _memory_section(server) -> list[str]:
 
     used = used_memory()
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    metrics = server.extensions.get("metrics")
+    metrics = server.metrics
     startup = metrics.startup_memory if metrics is not None else used
     aof_buffer = aof_buffered(server)
     overhead = min(used, startup + aof_buffer)
@@ -245,7 +245,7 @@ def _memory_section(server) -> list[str]:
 # --- Persistence -------------------------------------------------------------------------------
 
 def _persistence_section(server) -> list[str]:
-    persistence = server.extensions.get("persistence_engine")
+    persistence = server.persistence
     aof_enabled = server.config.get("appendonly") == "yes"
     lines = _fields((
         ("loading", 0),
@@ -305,7 +305,7 @@ def _persistence_section(server) -> list[str]:
 
 def _subscriptions(server) -> tuple[int, int, int]:
     """Channels, patterns and shard channels with at least one subscriber."""
-    pubsub = server.extensions.get("pubsub")
+    pubsub = server.pubsub
     if pubsub is not None:
         return len(pubsub.channels), len(pubsub.patterns), len(pubsub.shard_channels)
     channels: set = set()
@@ -321,7 +321,7 @@ def _subscriptions(server) -> tuple[int, int, int]:
 def _stats_section(server) -> list[str]:
     stats = server.stats
     dbs = server.keyspace.dbs
-    metrics = server.extensions.get("metrics")
+    metrics = server.metrics
     ops, input_rate, output_rate = ((metrics.ops.mean(), metrics.input_bytes.mean(),
                                      metrics.output_bytes.mean()) if metrics else (0, 0, 0))
     channels, patterns, shard_channels = _subscriptions(server)

@@ -279,7 +279,7 @@ def scan(c, argv):
     cursor = parse_scan_cursor(argv[1])
     count, pattern, wanted_type = parse_scan_options(argv, 2, allow_type=True)
     db = c.db
-    snapshots = c.server.extensions.setdefault("scan_snapshots", {})
+    snapshots = c.server.scan_snapshots
     snapshot = snapshots.get(db.index)
     if (snapshot is None or snapshot.data_id != id(db.data)
             or cursor == 0 and not snapshot.holds_exactly(db.data)):

@@ -21,7 +21,7 @@ def _engine(server):
     """The server's script engine, for every handler here: looked up inline because engine_of
     (minired/scripting, loaded at the first script) runs as Python, a frame of the interpreter
     on every EVALSHA."""
-    engine = server.extensions.get("scripting")
+    engine = server.scripting
     return engine if engine is not None else engine_of(server)
 
 

@@ -3,7 +3,7 @@ MONITOR, ROLE, LOLWUT, SLOWLOG. INFO lives in info.py, COMMAND in introspection.
 acl.py, MEMORY and LATENCY in diagnostics.py.
 
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
-SAVE, BGSAVE and SHUTDOWN SAVE sets `server.extensions["persistence"]` to an object with
+SAVE, BGSAVE and SHUTDOWN SAVE sets `server.saver` to an object with
 `save(shutting_down=False)` (write a snapshot now, raise RedisError on failure; update
 `server.last_save`), `background_save(schedule: bool) -> str` and `rewrite_aof() -> str` (the
 status texts to reply). Without one, minired keeps
@@ -39,7 +39,7 @@ def flushall(c, argv):
     _flush_mode(argv)
     _tell_trackers(c)
     c.server.keyspace.flushall()
-    persistence = c.server.extensions.get("persistence")
+    persistence = c.server.saver
     if persistence is not None:
         persistence.flushed_all()  # with save points, an empty dump.rdb at once, as in Redis
     return OK
@@ -81,7 +81,7 @@ command("time", arity=1, flags="loading stale fast", group=G)(time_)
 # --- persistence ---------------------------------------------------------------------------------
 
 def _persistence(c):
-    persistence = c.server.extensions.get("persistence")
+    persistence = c.server.saver
     if persistence is None:
         raise RedisError(errors.NO_PERSISTENCE)
     return persistence
@@ -134,7 +134,7 @@ def shutdown(c, argv):
     server = c.server
     wants_save = b"save" in options or (b"nosave" not in options and bool(server.config.get("save")))
     if wants_save:
-        persistence = server.extensions.get("persistence")
+        persistence = server.saver
         if persistence is None:
             if b"save" in options:
                 raise RedisError(errors.NO_PERSISTENCE)
@@ -146,7 +146,7 @@ def shutdown(c, argv):
                     log.warning("error saving before SHUTDOWN; not shutting down")
                     raise RedisError("ERR Errors trying to SHUTDOWN. Check logs.") from None
     log.warning("User requested shutdown...")
-    server.extensions["shutdown_by_command"] = True  # saving is settled: persistence must not redo it
+    server.shutdown_by_command = True  # saving is settled: persistence must not redo it
     # Every connection, this one included, is closed: like Redis, no reply is sent.
     server.request_shutdown()
     return None

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def attach(server: "Server") -> "ScriptEngine":
     """Give a server its script engine (idempotent)."""
-    engine = server.extensions.get("scripting")
+    engine = server.scripting
     if engine is None:
         from .busy import BusyService
         from .engine import ScriptEngine
@@ -25,13 +25,13 @@ def attach(server: "Server") -> "ScriptEngine":
         engine = ScriptEngine(server)
         engine.functions = FunctionLibraries(engine)
         engine.busy = BusyService(server, engine)
-        server.extensions["scripting"] = engine
-        persistence = server.extensions.get("persistence_engine")
+        server.scripting = engine
+        persistence = server.persistence
         if persistence is not None:  # libraries are saved in snapshots from now on
             persistence.use_functions(engine.functions)
     return engine
 
 
 def engine_of(server: "Server") -> "ScriptEngine":
-    engine = server.extensions.get("scripting")
+    engine = server.scripting
     return engine if engine is not None else attach(server)

@@ -19,6 +19,7 @@ from ..commands.args import parse_int
 from ..commands.table import COMMANDS
 from ..errors import RedisError
 from ..resp import NULL_ARRAY, OK, Encoded, Status, format_double
+from ..shebang import parse_shebang
 from .sandbox import LuaError, Sandbox, format_number_argument, out_of_memory
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minired")
 
-SCRIPT_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys")
 _LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 _ERR = b"err"
 # The kind of an error a command gave or its call was refused with, which INFO has already
@@ -80,35 +80,6 @@ class Run:
         self.abort: bytes | None = None
         self.command = command  # the caller's argv (FUNCTION STATS shows it)
         self.sandbox: Sandbox | None = None
-
-
-def parse_shebang(body: bytes) -> tuple[frozenset | None, int]:
-    """(flags, shebang length) of an EVAL script, like evalExtractShebangFlags."""
-    if not body.startswith(b"#!"):
-        return None, 0
-    end = body.find(b"\n")
-    if end < 0:
-        raise RedisError(errors.SHEBANG_INVALID)
-    parts = body[:end].split()
-    if not parts:
-        raise RedisError(errors.SHEBANG_NO_ENGINE)
-    if parts[0] != b"#!lua":
-        raise RedisError(errors.SHEBANG_ENGINE.format(_text(parts[0])))
-    flags = set()
-    for part in parts[1:]:
-        if not part.startswith(b"flags="):
-            raise RedisError(errors.SHEBANG_OPTION.format(_text(part)))
-        value = part[6:]
-        for flag in value.split(b",") if value else ():
-            name = flag.decode("utf-8", "replace")
-            if name not in SCRIPT_FLAGS:
-                raise RedisError(errors.SHEBANG_FLAG.format(name))
-            flags.add(name)
-    return frozenset(flags), end
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
 
 
 def lua_error_text(message: str) -> bytes:
@@ -400,6 +371,10 @@ class ScriptEngine:
                 injected = faults.in_script(run.caller, spec, argv, run.name)
                 if injected is not None:
                     return self._refused(spec, lua_error_text(injected))
+            if run.caller.user_restricted:  # the caller's ACL rules, logged as "lua"
+                denied = security.check_script_call(run.caller, script_client, spec, argv)
+                if denied is not None:
+                    return lua_error_text(denied.message), _COUNTED_ERR
             reply = dispatch.call(script_client, spec, argv)
             kind = type(reply)
             if kind is bytes or kind is int:
@@ -426,6 +401,24 @@ class ScriptEngine:
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             log.exception("internal error in redis.call")
             return b"ERR internal error", _ERR
+
+    def declared_flags(self, name: str, argv: list) -> frozenset | None:
+        """The flags the script or function argv runs declares, for a WRITE pause (pause.py);
+        None for a script without a shebang or one not found."""
+        if name == "fcall":
+            function = self.functions.functions.get(argv[1])
+            return frozenset(function.flags) if function is not None else None
+        if name == "evalsha":
+            script = self.scripts.get(argv[1].lower())
+            return script.flags if script is not None else None
+        body = argv[1]
+        script = self.scripts.get(hashlib.sha1(body).hexdigest().encode())
+        if script is not None:
+            return script.flags
+        try:
+            return parse_shebang(body)[0]
+        except RedisError:
+            return None
 
     def _refused(self, spec: Any, text: bytes) -> tuple:
         """A command a script may not run as called (scriptCall's checks), as redis.call

@@ -15,7 +15,8 @@ from ..resp import ProtocolError, split_inline
 from ..glob import glob_match
 from ..rdb import BadData, Reader, encode_length, footer_ok, seal
 from ..errors import RedisError
-from .engine import SCRIPT_FLAGS, Run, count_keys
+from ..shebang import SCRIPT_FLAGS
+from .engine import Run, count_keys
 from .sandbox import Sandbox
 
 if TYPE_CHECKING:

@@ -249,7 +249,7 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
         client.set("before", "1")
         assert client.config_set("appendonly", "yes")
         deadline = time.monotonic() + 3
-        engine = srv.server.extensions["persistence_engine"]
+        engine = srv.server.persistence
         while engine.aof_file is None and time.monotonic() < deadline:  # the next tick
             time.sleep(0.05)
         client.set("after", "2")

@@ -634,7 +634,7 @@ def test_library_internals_never_return_python_objects(runtime):
 
 def test_python_helper_failure_stays_a_lua_string():
     """A Python helper that fails must surface as a Lua error string."""
-    from minired.scripting.lualibs import lua_safe
+    from minired.scripting.lualibs.support import lua_safe
 
     lua = lua51.LuaRuntime(register_eval=False, register_builtins=False,
                            unpack_returned_tuples=True, encoding=None)
