@@ -23,15 +23,15 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 COMPILED = [
-    "minired/server.py", "minired/resp.py", "minired/dispatch.py", "minired/keyspace.py",
-    "minired/config.py",
-    "minired/client.py", "minired/blocking.py", "minired/stream.py", "minired/zset.py",
-    "minired/scripting/engine.py", "minired/scripting/sandbox.py",
-    "minired/commands/args.py", "minired/commands/keys.py", "minired/commands/strings.py",
-    "minired/commands/lists.py", "minired/commands/hashes.py", "minired/commands/sets.py",
-    "minired/commands/zsets.py", "minired/commands/streams.py", "minired/commands/server.py",
-    "minired/commands/connection.py", "minired/commands/scripting.py",
-    "minired/commands/table.py",
+    "minired/protocol/resp.py",
+    "minired/data/keyspace.py", "minired/data/stream.py", "minired/data/zset.py",
+    "minired/engine/server.py", "minired/engine/dispatch.py", "minired/engine/config.py",
+    "minired/engine/client.py", "minired/engine/blocking.py", "minired/engine/args.py",
+    "minired/engine/table.py",
+    "minired/commands/keys.py", "minired/commands/strings.py", "minired/commands/lists.py",
+    "minired/commands/hashes.py", "minired/commands/sets.py", "minired/commands/zsets.py",
+    "minired/commands/streams.py", "minired/commands/server.py", "minired/commands/connection.py",
+    "minired/scripting/engine.py", "minired/scripting/sandbox.py", "minired/scripting/commands.py",
     # Cython proper (it is C glue to lupa's Lua): compiled or absent, never loaded as source.
     "minired/scripting/luabridge.pyx",
 ]
@@ -113,7 +113,9 @@ class OptionalBuildExt(build_ext):
         # them all stale (minired/__init__.py) until the next build.
         lines.extend(f"{path} {_TRANSLATED.get(path, checksum)}\n"
                      for path, checksum in pxd_checksums())
-        target = os.path.join(os.path.dirname(self.get_ext_fullpath("minired.server")), RECORD)
+        # (beside minired/__init__.py, which reads it: two folders up from engine/server's)
+        package = os.path.dirname(os.path.dirname(self.get_ext_fullpath("minired.engine.server")))
+        target = os.path.join(package, RECORD)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w") as f:
             f.writelines(lines)

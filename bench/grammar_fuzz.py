@@ -22,8 +22,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from tests.support.grammar import exclusion_reason, load_grammars
 from tests.support.grammar_diff import (
-    Mismatch, OutOfStep, RedisFailure, ServerPair, comparable_commands, generate_sequence,
-    minired_commands, run_sequence, shrink)
+    Mismatch,
+    OutOfStep,
+    RedisFailure,
+    ServerPair,
+    comparable_commands,
+    generate_sequence,
+    minired_commands,
+    run_sequence,
+    shrink,
+)
 from tests.support.respclient import RawClient
 from tests.support.servers import MiniredProcess, RedisServer
 

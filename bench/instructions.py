@@ -29,7 +29,7 @@ LOADS = ["PING", "GET key:__rand_int__", "SET key:__rand_int__ xxx", "INCR count
 _FEEDER = """
 import sys
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
-from minired.server import ClientProtocol, Server
+from minired.engine.server import ClientProtocol, Server
 from minired.startup import prepare_server
 from script_bench import Transport, multibulk
 read = multibulk(*{words!r}) * {pipeline}
@@ -45,7 +45,7 @@ for _ in range({count}):
 _EVALSHA_FEEDER = """
 import hashlib, sys
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
-from minired.server import ClientProtocol, Server
+from minired.engine.server import ClientProtocol, Server
 from minired.startup import prepare_server
 from script_bench import Transport, multibulk
 from compare import SCRIPT

@@ -44,7 +44,6 @@ from queue_script_bench import record  # noqa: E402
 from script_bench import multibulk  # noqa: E402
 from servers import BenchServer, Minired, Redis, wait_ready  # noqa: E402
 
-
 # callgrind's event columns with --cache-sim=yes --branch-sim=yes, in its order.
 EVENTS = ["Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim"]
 

@@ -27,13 +27,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "queue"))
 sys.path.insert(0, HERE)
 
-from minired.server import ClientProtocol, Server  # noqa: E402
+from script_bench import Transport, multibulk  # noqa: E402
+
+from minired.engine.server import ClientProtocol, Server  # noqa: E402
 from minired.startup import prepare_server  # noqa: E402
 from minired_queue import JobSpec  # noqa: E402
 from minired_queue.keys import QueueKeys  # noqa: E402
 from minired_queue.scripts import SCRIPTS  # noqa: E402
 from minired_queue.transitions import add_job, complete, move_to_active  # noqa: E402
-from script_bench import Transport, multibulk  # noqa: E402
 
 
 def _arg(value: object) -> bytes:

@@ -40,9 +40,8 @@ import uuid
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servers import BenchServer, Minired, Redis
-
 import redis
+from servers import BenchServer, Minired, Redis
 
 from minired_queue import JobSpec, Queue
 from minired_queue.job import text
@@ -361,8 +360,8 @@ def profile_category(frames: list[str]) -> str:
     if "ScriptEngine.call" in names:  # redis.call from Lua into Python
         i = names.index("ScriptEngine.call")
         for j in range(i + 1, len(names) - 1):
-            if names[j] == "call" and files[j].startswith("minired/dispatch.py"):
-                if not files[j + 1].startswith("minired/dispatch.py"):
+            if names[j] == "call" and files[j].startswith("minired/engine/dispatch.py"):
+                if not files[j + 1].startswith("minired/engine/dispatch.py"):
                     return "commands run by scripts (handlers)"
         return "redis.call bridge (args, lookup, dispatch, reply to Lua)"
     if any("lua51" in f for f in frames) or any(n.startswith("lua_") for n in names):
@@ -373,9 +372,9 @@ def profile_category(frames: list[str]) -> str:
         return "RESP request parsing"
     if any(n.startswith("encode") or n.startswith("_encode") for n in names):
         return "RESP reply encoding"
-    if any(f.startswith("minired/dispatch.py") for f in files):
+    if any(f.startswith("minired/engine/dispatch.py") for f in files):
         return "other commands sent by clients"
-    if any(f.startswith("minired/blocking.py") for f in files):
+    if any(f.startswith("minired/engine/blocking.py") for f in files):
         return "blocking (BZPOPMIN) bookkeeping and wake-ups"
     if any(f.startswith("minired/") for f in files):
         return "server loop in Python (protocol, batching, writes)"

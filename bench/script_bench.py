@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from minired.server import ClientProtocol, Server
+from minired.engine.server import ClientProtocol, Server
 from minired.startup import prepare_server
 
 SCRIPT = (b"redis.call('RPOPLPUSH', KEYS[1], KEYS[2]) "

@@ -134,10 +134,10 @@ INTERPRETER_RUNS = {
     "`python -S -c pass` (the interpreter alone, no site)": (["-S"], "pass"),
     "`python -c 'import asyncio, uvloop'` (what any uvloop server imports)":
         ([], "import asyncio, uvloop"),
-    "`python -c 'import minired.cli, minired.server, ...'` (minired's start-up imports, with "
+    "`python -c 'import minired.cli, minired.engine.server, ...'` (minired's start-up imports, with "
     "the GC off as the `minired` launcher has it)":
-        ([], "import gc; gc.disable()\nimport minired.cli, minired.server, minired.startup, "
-             "minired.pubsub, minired.persistence, minired.security"),
+        ([], "import gc; gc.disable()\nimport minired.cli, minired.engine.server, minired.startup, "
+             "minired.features.pubsub, minired.features.persistence, minired.features.security"),
 }
 
 

@@ -49,7 +49,7 @@ def _prefer_edited_sources() -> None:
     stale = {name: None if source.endswith(".pyx") else source for name, source in stale.items()}
     if stale:
         _add_dependents(stale, [name for name, _ in record], os.path.dirname(package))
-        from ._sources import SourceOverStaleExtension
+        from minired._sources import SourceOverStaleExtension
         sys.meta_path.insert(0, SourceOverStaleExtension(stale))
 
 
@@ -77,8 +77,8 @@ def _add_dependents(stale: dict[str, str], compiled: list[str], root: str) -> No
                 found = re.findall(r"^from\s+([\w.]+)\s+cimport\s+([\w, ]+)", f.read(), re.M)
         except OSError:
             continue
-        # "from minired.client cimport Client" needs minired.client; "from minired cimport
-        # dispatch, resp" needs minired.dispatch and minired.resp.
+        # "from minired.engine.client cimport Client" needs minired.engine.client; "from minired cimport
+        # dispatch, resp" needs minired.engine.dispatch and minired.protocol.resp.
         cimports[name] = {module for package, names in found
                           for module in (package, *(f"{package}.{n.strip()}"
                                                     for n in names.split(",")))}

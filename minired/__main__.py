@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     # collection back on once the server listens, and the finally covers earlier exits.
     gc.disable()
     try:
-        from .cli import run
+        from minired.cli import run
 
         return run(sys.argv[1:] if argv is None else argv)
     finally:

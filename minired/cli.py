@@ -10,8 +10,8 @@ import os
 import signal
 import sys
 
-from . import REDIS_VERSION, __version__
-from .config import DEFAULTS, Config, ConfigError
+from minired import REDIS_VERSION, __version__
+from minired.engine.config import DEFAULTS, Config, ConfigError
 
 log = logging.getLogger("minired")
 
@@ -109,8 +109,8 @@ def install_event_loop_policy(use_uvloop: bool = True) -> str:
 
 async def serve(config: Config, ready_line: bool = True, cluster: int = 0,
                 cluster_control: bool = False) -> None:
-    from .server import Server, banner
-    from .startup import prepare_server
+    from minired.engine.server import Server, banner
+    from minired.startup import prepare_server
 
     host = config.get("bind") or "127.0.0.1"
     if cluster:
@@ -144,10 +144,10 @@ def _stop_on_signals(stop) -> None:
 
 async def serve_cluster(config: Config, host: str, masters: int, control: bool,
                         ready_line: bool) -> None:
-    """`--cluster N`: N masters in this process (minired/cluster.py). The process serves them
+    """`--cluster N`: N masters in this process (minired/features/cluster.py). The process serves them
     all until a signal or any node's SHUTDOWN stops every one."""
-    from .server import banner
-    from .startup import node_configs, start_cluster
+    from minired.engine.server import banner
+    from minired.startup import node_configs, start_cluster
 
     servers = await start_cluster(node_configs(config, masters), host, control)
 
@@ -181,7 +181,7 @@ def run(argv: list[str]) -> int:
         datefmt="%d %b %Y %H:%M:%S")
     loop_name = install_event_loop_policy(not args.no_uvloop)
     log.info("minired %s starting (event loop: %s, pid %d)", __version__, loop_name, os.getpid())
-    from .persistence import LoadError
+    from minired.features.persistence import LoadError
 
     try:
         asyncio.run(serve(config, cluster=args.cluster, cluster_control=args.cluster_control))

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from .config import Config
+from minired.engine.config import Config
 
 
 class EmbeddedServer:
@@ -32,7 +32,7 @@ class EmbeddedServer:
         self.config = Config(bind=host, port=port, time_control=time_control,
                              fault_injection=fault_injection, **config)
         self.server: Any = None
-        # cluster=N: N masters on this thread's loop (minired/cluster.py), `server` the first;
+        # cluster=N: N masters on this thread's loop (minired/features/cluster.py), `server` the first;
         # cluster_control allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER.
         self.cluster = cluster
         self.cluster_control = cluster_control
@@ -75,14 +75,14 @@ class EmbeddedServer:
         return asyncio.new_event_loop()
 
     def _run(self) -> None:
-        from .server import Server
-        from .startup import prepare_server
+        from minired.engine.server import Server
+        from minired.startup import prepare_server
 
         loop = self._loop = self._new_loop()
         asyncio.set_event_loop(loop)
         try:
             if self.cluster:
-                from .startup import node_configs, start_cluster
+                from minired.startup import node_configs, start_cluster
 
                 self.servers = loop.run_until_complete(start_cluster(
                     node_configs(self.config, self.cluster), self.host, self.cluster_control))
@@ -167,7 +167,7 @@ class FaultRule:
 
     def __init__(self, faults: "Faults", rule: Any) -> None:
         self.faults = faults
-        self._rule = rule  # minired.faults.Rule, updated on the server's loop
+        self._rule = rule  # minired.features.faults.Rule, updated on the server's loop
         self.id = rule.id
 
     @property

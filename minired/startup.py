@@ -1,29 +1,55 @@
-"""Wiring done once per server before it listens: subsystems attach their per-server state."""
+"""Wiring done before a server listens: the command table is filled from every command module,
+and the features attach their per-server state."""
 from __future__ import annotations
 
 import importlib
 
-from . import dispatch
-from .config import Config
-from .server import Server
+from minired.engine import dispatch
+from minired.engine.config import Config
+from minired.engine.server import Server
+from minired.engine.table import COMMANDS
+
+# Every module that declares commands, each imported once and only here (no module registers
+# another by importing it). The order is the command table's, which COMMAND and COMMAND DOCS list.
+COMMAND_MODULES = tuple(f"minired.commands.{group}" for group in (
+    "connection", "keys_dump", "keys_object", "keys", "strings_bits", "strings", "lists", "hashes",
+    "sets", "zsets", "zsets_algebra", "streams", "stream_groups", "pubsub", "transactions",
+)) + ("minired.scripting.commands",) + tuple(f"minired.commands.{group}" for group in (
+    "server", "introspection", "info", "diagnostics", "clock",
+    "sort", "bitfield", "geo", "hyperloglog", "client_tracking", "acl",
+    "faults",
+    "replication", "modules",
+    "cluster",
+))
+
+
+def load_commands() -> dict:
+    """Fill the command table: import every command module (registering its commands once)."""
+    for name in COMMAND_MODULES:
+        importlib.import_module(name)
+    return COMMANDS
+
+
+load_commands()
 
 # Modules exposing `attach(server)`, in order. Each owns one subsystem's per-server state
 # (pub/sub registry, persistence, ...). The script engine is not among them: it attaches on
 # first use (scripting.engine_of), so lupa and the Lua runtime load with the first script
 # instead of delaying every start-up; the commands that reach it are registered regardless.
-SUBSYSTEMS = ("minired.notifications", "minired.pubsub", "minired.persistence",
-              "minired.security", "minired.metrics")
+SUBSYSTEMS = ("minired.features.notifications", "minired.features.pubsub",
+              "minired.features.persistence", "minired.features.security",
+              "minired.features.metrics")
 
 
 def prepare_server(server: Server) -> Server:
     for name in SUBSYSTEMS:
         importlib.import_module(name).attach(server)
     if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
-        importlib.import_module("minired.faults").attach(server)
+        importlib.import_module("minired.features.faults").attach(server)
     persistence = server.persistence
     if persistence is not None and persistence.pending_functions:
         # The data loaded holds function libraries: they need the script engine now.
-        from .scripting import engine_of
+        from minired.scripting import engine_of
 
         engine_of(server)
     return server
@@ -50,10 +76,10 @@ def node_configs(config: Config, masters: int) -> list[Config]:
 
 async def start_cluster(configs: list[Config], host: str, control: bool = False) -> list[Server]:
     """Cluster mode: one master per config, each on its own port (its config's, 0 for a free
-    one), all on the running loop and one clock, joined into one cluster (minired/cluster.py).
+    one), all on the running loop and one clock, joined into one cluster (minired/features/cluster.py).
     `control` allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER."""
-    from .cluster import form
-    from .keyspace import Clock
+    from minired.data.keyspace import Clock
+    from minired.features.cluster import form
 
     clock = Clock()
     servers = [prepare_server(Server(config, clock)) for config in configs]

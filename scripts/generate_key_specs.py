@@ -1,4 +1,4 @@
-"""Regenerate minired/commands/keyspecs_data.py from a real Redis 7.0's COMMAND output.
+"""Regenerate minired/engine/keyspecs_data.py from a real Redis 7.0's COMMAND output.
 
     python scripts/generate_key_specs.py [PORT]      # a redis-server 7.0.x on 127.0.0.1:PORT
 

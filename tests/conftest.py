@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import minired.startup  # noqa: F401 - fills the command table, which many tests read
 from tests.support.differential import Differential
 from tests.support.respclient import RawClient
 from tests.support.servers import RedisServer

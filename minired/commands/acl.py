@@ -1,16 +1,17 @@
 """ACL and its subcommands: users (SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI), DRYRUN,
-LOG, CAT, GENPASS, LOAD/SAVE, as Redis 7.0 answers them. The model is minired/acl.py, the
+LOG, CAT, GENPASS, LOAD/SAVE, as Redis 7.0 answers them. The model is minired/features/acl.py, the
 server's users and the log are security.Users."""
 from __future__ import annotations
 
 import os
 
-from .. import acl, errors, security
-from ..errors import RedisError
-from ..resp import OK, OrderedSet
-from .args import parse_int
-from .categories import ACL_CATEGORIES, acl_categories
-from .table import all_specs, command, container_command, help_reply
+from minired.engine.args import parse_int
+from minired.engine.categories import ACL_CATEGORIES, acl_categories
+from minired.engine.table import all_specs, command, container_command, help_reply
+from minired.features import acl, security
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, OrderedSet
 
 G = "server"
 
@@ -180,7 +181,7 @@ def acl_dryrun(c, argv):
 
 def _lookup_command(argv: list):
     """Redis's lookupCommand: a container with an argument resolves to its subcommand."""
-    from .table import COMMANDS
+    from minired.engine.table import COMMANDS
 
     spec = COMMANDS.get(argv[0].lower())
     if spec is None or len(argv) == 1 or not spec.subcommands:

@@ -6,11 +6,11 @@ than byte by byte. BITFIELD reads and writes each field through the few bytes th
 """
 from __future__ import annotations
 
-from .. import errors
-from ..errors import RedisError
-from ..notifications import GENERIC, STRING, notify
-from .args import parse_int
-from .table import command
+from minired.engine.args import parse_int
+from minired.engine.table import command
+from minired.features.notifications import GENERIC, STRING, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 G = "bitmap"
 

@@ -1,13 +1,13 @@
 """CLIENT TRACKING, CLIENT CACHING, CLIENT GETREDIR and CLIENT TRACKINGINFO: client-side
-caching's commands. The table and the messages are minired/tracking.py."""
+caching's commands. The table and the messages are minired/features/tracking.py."""
 from __future__ import annotations
 
-from .. import errors
-from ..errors import RedisError
-from ..resp import OK, OrderedSet
-from ..tracking import Tracking
-from .args import parse_int
-from .table import command
+from minired.engine.args import parse_int
+from minired.engine.table import command
+from minired.features.tracking import Tracking
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, OrderedSet
 
 G = "connection"
 _FLAGS = "noscript loading stale"

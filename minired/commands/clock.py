@@ -5,9 +5,9 @@ a production-like server must not let a client rewrite time for everyone.
 """
 from __future__ import annotations
 
-from ..errors import RedisError, TIME_CONTROL_DISABLED
-from .args import parse_int
-from .table import command, container_command
+from minired.engine.args import parse_int
+from minired.engine.table import command, container_command
+from minired.protocol.errors import TIME_CONTROL_DISABLED, RedisError
 
 container_command("minired", "server", summary="minired's own test-support commands.")
 

@@ -1,18 +1,18 @@
 """CLUSTER, ASKING, READONLY, READWRITE as a Redis 7.0 cluster node answers them, and MINIRED
 CLUSTER MIGRATE/FAILOVER/RECOVER, which reshard the one-process cluster and take its nodes
-down and up for client tests (cluster model: minired/cluster.py).
+down and up for client tests (cluster model: minired/features/cluster.py).
 
 A server not in cluster mode answers every one of them as a Redis 7.0 server started without
 cluster-enabled does: `ERR This instance has cluster support disabled`.
 """
 from __future__ import annotations
 
-from .. import errors
-from ..cluster import BUS_PORT_OFFSET, SLOTS, ClusterNode, key_hash_slot, slot_ranges
-from ..errors import RedisError
-from ..resp import OK, Status, Verbatim
-from .args import parse_int
-from .table import command, container_command
+from minired.engine.args import parse_int
+from minired.engine.table import command, container_command
+from minired.features.cluster import BUS_PORT_OFFSET, SLOTS, ClusterNode, key_hash_slot, slot_ranges
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, Status, Verbatim
 
 G = "cluster"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 from typing import Collection, Iterable
 
-from ..glob import matcher
+from minired.data.glob import matcher
 
 # Redis keeps hashes and sorted sets of up to 128 entries as listpacks, which SCAN returns whole.
 _WHOLE_UP_TO = 128

@@ -1,26 +1,33 @@
 """Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT ..."""
 from __future__ import annotations
 
+from minired import REDIS_VERSION
+from minired.engine import client_reply
+from minired.engine.args import parse_int
+from minired.engine.client import Client
+from minired.engine.client_info import client_info_line
+from minired.engine.table import command, container_command, lookup
+from minired.features import pause, security
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, PONG, Status, Verbatim
 
-from .. import REDIS_VERSION, client_reply, errors, pause, security
-from ..client_info import client_info_line
-from ..errors import RedisError
-from ..resp import OK, PONG, Status, Verbatim
-from .args import parse_int
-from .table import command, container_command, lookup
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "connection"
 
 
+@command("ping", arity=-1, flags="fast sentinel", group=G)
+@cython.locals(c=Client, argv=list)
 def ping(c, argv):
     if len(argv) > 2:
         raise errors.wrong_arity("ping")
     if c.protocol == 2 and (c.channels or c.patterns or c.shard_channels):
         return [b"pong", argv[1] if len(argv) == 2 else b""]
     return argv[1] if len(argv) == 2 else PONG
-
-
-command("ping", arity=-1, flags="fast sentinel", group=G)(ping)
 
 
 @command("echo", arity=2, flags="loading stale fast", group=G)

@@ -9,7 +9,7 @@ allocations (minired's start-up is a whole interpreter), so a fresh or small ins
 Redis's "empty" report. minired's allocator is not jemalloc: MEMORY MALLOC-STATS answers as a
 Redis built with libc malloc does.
 
-Latency: the per-command histograms are recorded by dispatch.call (see minired/latency.py).
+Latency: the per-command histograms are recorded by dispatch.call (see minired/engine/latency.py).
 minired records no latency events (Redis's latency monitor samples event durations above
 latency-monitor-threshold), so LATENCY LATEST and HISTORY are empty, GRAPH has no samples for
 any event and DOCTOR gives Redis's report for an instance without events.
@@ -19,12 +19,14 @@ from __future__ import annotations
 import struct
 import sys
 
-from .. import errors, latency
-from ..errors import RedisError
-from ..resp import OK, Encoded, Verbatim, encode_into
-from .args import parse_int
-from .info import aof_buffered, scripting_memory
-from .table import COMMANDS, command, container_command, help_reply
+from minired.commands.info import aof_buffered, scripting_memory
+from minired.engine import latency
+from minired.engine.args import parse_int
+from minired.engine.server import used_memory
+from minired.engine.table import COMMANDS, command, container_command, help_reply
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, Encoded, Verbatim, encode_into
 
 G = "server"
 
@@ -99,7 +101,6 @@ def memory_overview(server) -> dict:
     """getMemoryOverheadData's figures, from what minired knows of its memory."""
     import resource
 
-    from ..server import used_memory  # minired.server imports the command table: import late
 
     used = used_memory()
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)

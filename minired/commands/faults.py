@@ -1,4 +1,4 @@
-"""MINIRED FAULT: fault injection rules over the wire (the engine is minired/faults.py).
+"""MINIRED FAULT: fault injection rules over the wire (the engine is minired/features/faults.py).
 
 Off unless the server was started with --fault-injection (or the embedding API's
 fault_injection): a shared server must not let a client sabotage everyone else's commands.
@@ -8,10 +8,10 @@ fault_injection): a shared server must not let a client sabotage everyone else's
 """
 from __future__ import annotations
 
-from ..errors import FAULT_INJECTION_DISABLED, SYNTAX, RedisError
-from ..resp import OK
-from .args import parse_int
-from .table import command
+from minired.engine.args import parse_int
+from minired.engine.table import command
+from minired.protocol.errors import FAULT_INJECTION_DISABLED, SYNTAX, RedisError
+from minired.protocol.resp import OK
 
 
 def _faults(c):

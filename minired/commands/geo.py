@@ -7,15 +7,16 @@ command gets the same error. Options are compared as C strings (strcasecmp), as 
 """
 from __future__ import annotations
 
-from .. import errors, geohash
-from ..errors import RedisError
-from ..notifications import GENERIC, ZSET, notify
-from ..geohash import Shape
-from ..resp import NULL_ARRAY, Encoded
-from ..zset import ZSet
-from . import zsets
-from .args import parse_float, parse_int
-from .table import command
+from minired.commands import zsets
+from minired.data import geohash
+from minired.data.geohash import Shape
+from minired.data.zset import ZSet
+from minired.engine.args import parse_float, parse_int
+from minired.engine.table import command
+from minired.features.notifications import GENERIC, ZSET, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import NULL_ARRAY, Encoded
 
 G = "geo"
 

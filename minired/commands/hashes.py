@@ -5,15 +5,22 @@ from __future__ import annotations
 import itertools
 import random
 
-from .. import errors
-from ..errors import RedisError
-from ..notifications import GENERIC, HASH, notify
-from ..resp import OK
-from . import strings_longdouble as longdouble
-from .args import int_text, parse_int, parse_random_count
-from .collection_scan import scan_members
-from .keys import parse_scan_cursor, parse_scan_options
-from .table import command
+from minired.commands import strings_longdouble as longdouble
+from minired.commands.collection_scan import scan_members
+from minired.commands.keys import parse_scan_cursor, parse_scan_options
+from minired.data.keyspace import Database
+from minired.engine.args import int_text, parse_int, parse_random_count
+from minired.engine.client import Client
+from minired.engine.table import command
+from minired.features.notifications import GENERIC, HASH, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK
+
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "hash"
 _INT64_MIN = -(2**63)
@@ -42,11 +49,10 @@ def _set_fields(c, argv) -> int:
     return len(fields) - before
 
 
+@command("hset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def hset(c, argv):
     return _set_fields(c, argv)
-
-
-command("hset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)(hset)
 
 
 @command("hmset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -72,12 +78,11 @@ def hsetnx(c, argv):
     return 1
 
 
+@command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def hget(c, argv):
     fields = c.db.read_typed(argv[1], dict)
     return None if fields is None else fields.get(argv[2])
-
-
-command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)(hget)
 
 
 @command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group=G)
@@ -89,15 +94,16 @@ def hmget(c, argv):
     return [get(field) for field in argv[2:]]
 
 
+@command("hgetall", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def hgetall(c, argv):
     fields = c.db.read_typed(argv[1], dict)
     # A map in RESP3, a flat field/value array in RESP2 (the encoder flattens dicts).
     return {} if fields is None else dict(fields)
 
 
-command("hgetall", arity=2, flags="readonly", keys=(1, 1, 1), group=G)(hgetall)
-
-
+@command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database)
 def hdel(c, argv):
     key = argv[1]
     db = c.db
@@ -122,15 +128,11 @@ def hdel(c, argv):
     return deleted
 
 
-command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)(hdel)
-
-
+@command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def hexists(c, argv):
     fields = c.db.read_typed(argv[1], dict)
     return int(fields is not None and argv[2] in fields)
-
-
-command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group=G)(hexists)
 
 
 @command("hlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
@@ -160,6 +162,8 @@ def hvals(c, argv):
     return [] if fields is None else list(fields.values())
 
 
+@command("hincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database)
 def hincrby(c, argv):
     increment = parse_int(argv[3])
     key, field = argv[1], argv[2]
@@ -175,9 +179,6 @@ def hincrby(c, argv):
     if db.notifier is not None:
         notify(db, HASH, b"hincrby", key)
     return result
-
-
-command("hincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)(hincrby)
 
 
 @command("hincrbyfloat", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)

@@ -1,17 +1,17 @@
 """HyperLogLog commands: PFADD, PFCOUNT, PFMERGE, PFDEBUG, PFSELFTEST (hyperloglog.c).
 
-An HLL is a plain string value; the encoding work lives in minired/hyperloglog.py and
-minired/hyperloglog_sparse.py.
+An HLL is a plain string value; the encoding work lives in minired/data/hyperloglog.py and
+minired/data/hyperloglog_sparse.py.
 """
 from __future__ import annotations
 
-from .. import errors
-from .. import hyperloglog as hll
-from .. import hyperloglog_sparse
-from ..errors import RedisError
-from ..notifications import STRING, notify
-from ..resp import OK, Status
-from .table import command
+from minired.data import hyperloglog as hll
+from minired.data import hyperloglog_sparse
+from minired.engine.table import command
+from minired.features.notifications import STRING, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, Status
 
 G = "hyperloglog"
 

@@ -3,14 +3,14 @@
 Values are minired's own wherever it keeps the information: counters (server.stats, the
 databases' keyspace_hits/misses and lazy expiries), persistence (saves, changes since the last
 save, AOF sizes), scripting (cached scripts, functions, the Lua runtimes' memory), the
-instantaneous rates (minired/metrics.py). What minired does not have (forks, replication,
+instantaneous rates (minired/features/metrics.py). What minired does not have (forks, replication,
 defragmentation, lazy freeing, I/O threads, allocator statistics) shows what a fresh Redis
 shows for it when the feature is idle: 0, -1, "ok". Memory is the process's resident size:
 used_memory and the allocator figures are all that one number, so every fragmentation ratio is
 1.00.
 
 Beyond Redis: minired_version and python_version (Server). Latencystats percentiles come from
-minired's coarser per-command histograms (minired/latency.py): the top of an octave.
+minired's coarser per-command histograms (minired/engine/latency.py): the top of an octave.
 """
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ import os
 import sys
 import time
 
-from .. import REDIS_VERSION, __version__
-from ..resp import Verbatim
-from .table import all_specs, command
+from minired import REDIS_VERSION, __version__
+from minired.engine.server import used_memory
+from minired.engine.table import all_specs, command
+from minired.protocol.resp import Verbatim
 
 G = "server"
 
@@ -172,7 +173,6 @@ def aof_buffered(server) -> int:
 def _memory_section(server) -> list[str]:
     import resource
 
-    from ..server import used_memory  # minired.server imports the command table: import late
 
     used = used_memory()
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
@@ -430,7 +430,7 @@ def _commandstats_section(server) -> list[str]:
 
 
 def _latencystats_section(server) -> list[str]:
-    from ..latency import info_lines
+    from minired.engine.latency import info_lines
     return info_lines(server.config, all_specs())
 
 

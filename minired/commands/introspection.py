@@ -11,13 +11,13 @@ and COMMAND GETKEYS/GETKEYSANDFLAGS evaluate them as Redis does.
 """
 from __future__ import annotations
 
-from .. import errors
-from ..errors import RedisError
-from ..glob import glob_match
-from ..resp import OrderedSet, Status
-from .categories import acl_categories
-from .keyspecs import has_keys, keys_with_flags, specs_of, tips_of
-from .table import COMMANDS, CommandSpec, all_specs, command, help_reply
+from minired.data.glob import glob_match
+from minired.engine.categories import acl_categories
+from minired.engine.keyspecs import has_keys, keys_with_flags, specs_of, tips_of
+from minired.engine.table import COMMANDS, CommandSpec, all_specs, command, help_reply
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OrderedSet, Status
 
 G = "server"
 

@@ -1,8 +1,8 @@
 # C types for the compiled build of commands/keys.py (setup.py): the TTL and EXPIRE helpers
 # take the client typed, so their keyspace calls are C calls (keyspace.pxd).
-from minired.client cimport Client
-from minired.commands.args cimport parse_int
-from minired.keyspace cimport Database
+from minired.engine.client cimport Client
+from minired.engine.args cimport parse_int
+from minired.data.keyspace cimport Database
 cimport cython
 
 @cython.locals(db=Database)
@@ -13,5 +13,3 @@ cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
 
 cdef dict _EXPIRE_OPTIONS
 
-# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
-cpdef object pttl(Client c, list argv)

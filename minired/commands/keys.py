@@ -7,15 +7,21 @@ import copy
 import random
 from collections import deque
 
-from .. import errors
-from ..blocking import Block
-from ..errors import RedisError
-from ..keyspace import type_name
-from ..notifications import GENERIC, notify
-from ..resp import OK, Status
-from .args import parse_int
-from ..glob import matcher
-from .table import command
+from minired.data.glob import matcher
+from minired.data.keyspace import type_name
+from minired.engine.args import parse_int
+from minired.engine.blocking import Block
+from minired.engine.client import Client
+from minired.engine.table import command
+from minired.features.notifications import GENERIC, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, Status
+
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "generic"
 
@@ -161,11 +167,10 @@ def ttl(c, argv):
     return _ttl_generic(c, argv[1], in_ms=False, absolute=False)
 
 
+@command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def pttl(c, argv):
     return _ttl_generic(c, argv[1], in_ms=True, absolute=False)
-
-
-command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(pttl)
 
 
 @command("expiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)

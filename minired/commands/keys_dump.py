@@ -1,4 +1,4 @@
-"""DUMP and RESTORE with Redis's payload format: an RDB-encoded value (minired/rdb.py, the same
+"""DUMP and RESTORE with Redis's payload format: an RDB-encoded value (minired/features/rdb.py, the same
 encoders the dump.rdb file uses), the 2-byte RDB version and a CRC64 of everything before it.
 """
 from __future__ import annotations
@@ -6,14 +6,23 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .. import errors
-from ..errors import RedisError
-from ..notifications import GENERIC, notify
-from ..rdb import (COMPRESS_AS_REDIS, NO_COMPRESSION, BadData, Compact, Reader, decode_value,
-                   encode_value, footer_ok, seal)
-from ..resp import OK
-from .args import parse_int
-from .table import command
+from minired.engine.args import parse_int
+from minired.engine.table import command
+from minired.features.notifications import GENERIC, notify
+from minired.features.rdb import (
+    COMPRESS_AS_REDIS,
+    NO_COMPRESSION,
+    BadData,
+    Compact,
+    Reader,
+    decode_value,
+    encode_value,
+    footer_ok,
+    seal,
+)
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK
 
 G = "generic"
 

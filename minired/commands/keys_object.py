@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable
 
-from .. import errors
-from ..errors import RedisError
-from ..keyspace import type_name
-from ..resp import string2ll
-from ..zset import ZSet
-from .table import command, container_command, help_reply
+from minired.data.keyspace import type_name
+from minired.data.zset import ZSet
+from minired.engine.table import command, container_command, help_reply
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import string2ll
 
 G = "generic"
 

@@ -10,13 +10,20 @@ from __future__ import annotations
 from collections import deque
 from itertools import islice
 
-from .. import errors
-from ..blocking import Block, parse_timeout
-from ..errors import WRONGTYPE, RedisError
-from ..notifications import GENERIC, LIST, notify
-from ..resp import NULL_ARRAY, OK
-from .args import index_range, parse_int, parse_non_negative
-from .table import command, keys_after_numkeys
+from minired.data.keyspace import Database
+from minired.engine.args import index_range, parse_int, parse_non_negative
+from minired.engine.blocking import Block, parse_timeout
+from minired.engine.client import Client
+from minired.engine.table import command, keys_after_numkeys
+from minired.features.notifications import GENERIC, LIST, notify
+from minired.protocol import errors
+from minired.protocol.errors import WRONGTYPE, RedisError
+from minired.protocol.resp import NULL_ARRAY, OK
+
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "list"
 
@@ -130,20 +137,18 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
     return len(value)
 
 
+@command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def lpush(c, argv):
     """Prepend elements; the last one given ends up first."""
     return _push(c, argv, True, False)
 
 
-command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)(lpush)
-
-
+@command("rpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def rpush(c, argv):
     """Append elements."""
     return _push(c, argv, False, False)
-
-
-command("rpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)(rpush)
 
 
 @command("lpushx", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -183,20 +188,18 @@ def _pop(c, argv, left: bool):
     return _pop_many(db, argv[1], value, left, count)
 
 
+@command("lpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def lpop(c, argv):
     """Remove and return the first element, or the first COUNT elements."""
     return _pop(c, argv, True)
 
 
-command("lpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)(lpop)
-
-
+@command("rpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def rpop(c, argv):
     """Remove and return the last element, or the last COUNT elements."""
     return _pop(c, argv, False)
-
-
-command("rpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)(rpop)
 
 
 def _mpop_arguments(argv, numkeys_index: int) -> tuple[list, bool, int]:
@@ -235,15 +238,16 @@ def lmpop(c, argv):
 
 # --- reads -------------------------------------------------------------------------------------
 
+@command("llen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def llen(c, argv):
     """The length of a list (0 if missing)."""
     value = c.db.read_typed(argv[1], deque)
     return 0 if value is None else len(value)
 
 
-command("llen", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(llen)
-
-
+@command("lrange", arity=4, flags="readonly", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def lrange(c, argv):
     """Elements from start to end inclusive; negative indexes count from the tail."""
     start = parse_int(argv[2])
@@ -263,9 +267,8 @@ def lrange(c, argv):
     return list(islice(value, start, end + 1))
 
 
-command("lrange", arity=4, flags="readonly", keys=(1, 1, 1), group=G)(lrange)
-
-
+@command("lindex", arity=3, flags="readonly", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def lindex(c, argv):
     """The element at an index (negative from the tail), or null."""
     value = c.db.read_typed(argv[1], deque)
@@ -277,9 +280,6 @@ def lindex(c, argv):
     if not 0 <= index < len(value):
         return None
     return value[index]
-
-
-command("lindex", arity=3, flags="readonly", keys=(1, 1, 1), group=G)(lindex)
 
 
 @command("lpos", arity=-3, flags="readonly", keys=(1, 1, 1), group=G)
@@ -373,6 +373,8 @@ def linsert(c, argv):
     return len(value)
 
 
+@command("lrem", arity=4, flags="write", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database)
 def lrem(c, argv):
     """Remove COUNT occurrences of an element: from the head if positive, from the tail if
     negative, all of them if 0."""
@@ -403,9 +405,6 @@ def lrem(c, argv):
     return removed
 
 
-command("lrem", arity=4, flags="write", keys=(1, 1, 1), group=G)(lrem)
-
-
 @command("ltrim", arity=4, flags="write", keys=(1, 1, 1), group=G)
 def ltrim(c, argv):
     """Keep only the elements from start to end inclusive."""
@@ -432,6 +431,8 @@ def ltrim(c, argv):
     return OK
 
 
+@command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database)
 def lmove(c, argv):
     """Pop from one end of a list and push onto an end of another (or the same) list."""
     from_left = _is_left(argv[3])
@@ -443,9 +444,8 @@ def lmove(c, argv):
     return _move(db, argv[1], source, argv[2], from_left, to_left)
 
 
-command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1), group=G)(lmove)
-
-
+@command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database)
 def rpoplpush(c, argv):
     """LMOVE source destination RIGHT LEFT."""
     db = c.db
@@ -453,9 +453,6 @@ def rpoplpush(c, argv):
     if source is None:
         return None
     return _move(db, argv[1], source, argv[2], False, True)
-
-
-command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1), group=G)(rpoplpush)
 
 
 # --- blocking ----------------------------------------------------------------------------------

@@ -3,10 +3,10 @@ features), and LOAD/LOADEX/UNLOAD answer as a Redis without modules does: refuse
 enable-module-command forbids them, else the load or unload fails."""
 from __future__ import annotations
 
-from .. import errors
-from ..errors import RedisError
-from .server import protected_action_allowed
-from .table import command, container_command, help_reply
+from minired.commands.server import protected_action_allowed
+from minired.engine.table import command, container_command, help_reply
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 G = "server"
 

@@ -5,11 +5,11 @@ command naming several channels answers with several replies (`Replies`).
 """
 from __future__ import annotations
 
-from .. import errors
-from ..glob import glob_match
-from ..pubsub import registry
-from ..resp import Push, Replies
-from .table import command, container_command, help_reply
+from minired.data.glob import glob_match
+from minired.engine.table import command, container_command, help_reply
+from minired.features.pubsub import registry
+from minired.protocol import errors
+from minired.protocol.resp import Push, Replies
 
 G = "pubsub"
 _SUBSCRIBE_FLAGS = "pubsub noscript loading stale"

@@ -2,11 +2,11 @@
 it accepts is REPLICAOF NO ONE, which on a master Redis answers OK without doing anything."""
 from __future__ import annotations
 
-from .. import errors
-from ..errors import RedisError
-from ..resp import OK
-from .args import parse_int
-from .table import command
+from minired.engine.args import parse_int
+from minired.engine.table import command
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK
 
 G = "server"
 

@@ -14,13 +14,22 @@ from __future__ import annotations
 import logging
 import time
 
-from .. import REDIS_VERSION, dispatch, errors, latency, notifications
-from ..config import Config, ConfigApplyError, ConfigError
-from ..errors import RedisError
-from ..glob import glob_match, has_wildcard
-from ..resp import OK, Encoded, Status, Verbatim
-from .args import int_text, parse_int
-from .table import all_specs, command, container_command, help_reply
+from minired import REDIS_VERSION
+from minired.data.glob import glob_match, has_wildcard
+from minired.engine import dispatch, latency
+from minired.engine.args import int_text, parse_int
+from minired.engine.client import Client
+from minired.engine.config import Config, ConfigApplyError, ConfigError
+from minired.engine.table import all_specs, command, container_command, help_reply
+from minired.features import notifications
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK, Encoded, Status, Verbatim
+
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "server"
 log = logging.getLogger("minired")
@@ -67,15 +76,14 @@ def dbsize(c, argv):
     return len(c.db)
 
 
+@command("time", arity=1, flags="loading stale fast", group=G)
+@cython.locals(c=Client, argv=list, now=cython.longlong, seconds=cython.longlong, micros=cython.longlong)
 def time_(c, argv):
     """Return the current server time"""
     now = c.db.clock.us()  # every database reads the server's clock
     seconds = now // 1_000_000
     micros = now - seconds * 1_000_000
     return [int_text(seconds), int_text(micros)]
-
-
-command("time", arity=1, flags="loading stale fast", group=G)(time_)
 
 
 # --- persistence ---------------------------------------------------------------------------------
@@ -360,7 +368,7 @@ def debug(c, argv):
 @command("monitor", arity=1, flags="admin noscript loading stale", group=G)
 def monitor_(c, argv):
     """Listen for all requests received by the server in real time"""
-    from .. import monitor  # minired/monitor.py: loaded by the first MONITOR
+    from minired.features import monitor  # minired/features/monitor.py: loaded by the first MONITOR
     if c.in_exec:  # a transaction's client expects one reply per command (CLIENT_DENY_BLOCKING)
         raise RedisError(errors.MONITOR_DENY_BLOCKING)
     if not monitor.start(c):
@@ -387,7 +395,7 @@ def lolwut(c, argv):
     return Verbatim(f"Redis ver. {REDIS_VERSION}\n".encode())
 
 
-# --- SLOWLOG (the log itself is minired/slowlog.py, fed by dispatch.call) -----------------------
+# --- SLOWLOG (the log itself is minired/engine/slowlog.py, fed by dispatch.call) -----------------------
 
 container_command("slowlog", G, summary="A container for slow log commands")
 

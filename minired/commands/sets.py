@@ -6,13 +6,13 @@ from __future__ import annotations
 import itertools
 import random
 
-from .. import errors
-from ..errors import RedisError
-from ..notifications import GENERIC, SET, after_removal, notify
-from .args import parse_int, parse_non_negative
-from .collection_scan import scan_members
-from .keys import parse_scan_cursor, parse_scan_options
-from .table import command, keys_after_numkeys
+from minired.commands.collection_scan import scan_members
+from minired.commands.keys import parse_scan_cursor, parse_scan_options
+from minired.engine.args import parse_int, parse_non_negative
+from minired.engine.table import command, keys_after_numkeys
+from minired.features.notifications import GENERIC, SET, after_removal, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 G = "set"
 _LONG_MAX = 2**63 - 1

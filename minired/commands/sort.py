@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections import deque
 from itertools import islice
 
-from .. import errors
-from ..csort import partial_sort
-from ..errors import RedisError
-from ..notifications import GENERIC, LIST, notify
-from ..zset import ZSet
-from .args import c_strtod, parse_int
-from .table import command
+from minired.data.csort import partial_sort
+from minired.data.zset import ZSet
+from minired.engine.args import c_strtod, parse_int
+from minired.engine.table import command
+from minired.features.notifications import GENERIC, LIST, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 G = "generic"
 

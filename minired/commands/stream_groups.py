@@ -1,7 +1,7 @@
 """Stream consumer groups: XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM, XINFO GROUPS
 and XINFO CONSUMERS, with Redis 7.0's replies, errors and order of checks.
 
-The group state lives in minired/stream_groups.py. As in Redis, these commands change a stream's
+The group state lives in minired/data/stream_groups.py. As in Redis, these commands change a stream's
 groups without counting as a change of the key for WATCH (only XGROUP CREATE MKSTREAM, which
 creates the key, does); XGROUP DESTROY only tells blocked XREADGROUP clients to look again, so
 that they get their NOGROUP error.
@@ -10,18 +10,26 @@ from __future__ import annotations
 
 from itertools import islice
 
-from .. import errors
-from ..blocking import Block
-from ..errors import RedisError
-from ..notifications import STREAM, notify
-from ..resp import NULL_ARRAY, OK
-from ..stream import MAX_ID, MIN_ID, Stream, StreamID, format_id
-from ..stream_groups import (ConsumerGroup, Consumer, PendingEntry, consumers_info,
-                             groups_info)
-from .args import parse_int
-from .streams import (get_stream, incr_id, parse_read_options, parse_id, parse_range_end,
-                      parse_range_start, parse_strict_id, read_reply, streams_key_indexes)
-from .table import command, container_command, help_reply
+from minired.commands.streams import (
+    get_stream,
+    incr_id,
+    parse_id,
+    parse_range_end,
+    parse_range_start,
+    parse_read_options,
+    parse_strict_id,
+    read_reply,
+    streams_key_indexes,
+)
+from minired.data.stream import MAX_ID, MIN_ID, Stream, StreamID, format_id
+from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, consumers_info, groups_info
+from minired.engine.args import parse_int
+from minired.engine.blocking import Block
+from minired.engine.table import command, container_command, help_reply
+from minired.features.notifications import STREAM, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import NULL_ARRAY, OK
 
 G = "stream"
 _INT64_MAX = 2**63 - 1

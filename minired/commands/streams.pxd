@@ -2,10 +2,10 @@
 # options are an extension type, read as struct members (keep the field list equal to the
 # class's __slots__), and XADD's helpers take the client and the stream typed, so they read
 # the keyspace and the stream as C.
-from minired.client cimport Client
-from minired.commands.args cimport parse_int
-from minired.stream cimport Stream
-from minired.keyspace cimport Database
+from minired.engine.client cimport Client
+from minired.engine.args cimport parse_int
+from minired.data.stream cimport Stream
+from minired.data.keyspace cimport Database
 cimport cython
 
 cdef class TrimArgs:
@@ -18,6 +18,3 @@ cpdef object _node_max_bytes(Client c)
                i=cython.Py_ssize_t, more=cython.Py_ssize_t)
 cpdef tuple _parse_add_or_trim(Client c, object argv, bint xadd)
 
-# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
-@cython.locals(db=Database, args=TrimArgs, stream=Stream)
-cpdef object xadd(Client c, list argv)

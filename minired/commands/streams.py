@@ -1,6 +1,6 @@
 """Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XREAD, XSETID, XINFO STREAM.
 
-The data structure lives in minired/stream.py; this module parses arguments the way t_stream.c
+The data structure lives in minired/data/stream.py; this module parses arguments the way t_stream.c
 does (including its ID parser's leniencies) and shapes the replies. The consumer group
 commands are in stream_groups.py.
 """
@@ -8,15 +8,22 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .. import errors
-from ..blocking import Block
-from ..errors import RedisError
-from ..notifications import STREAM, notify
-from ..resp import NULL_ARRAY, OK
-from ..stream import MAX_ID, MIN_ID, U64_MAX, Stream, StreamID, format_id
-from ..stream_groups import full_groups_info
-from .args import parse_int
-from .table import command, container_command, help_reply
+from minired.data.keyspace import Database
+from minired.data.stream import MAX_ID, MIN_ID, U64_MAX, Stream, StreamID, format_id
+from minired.data.stream_groups import full_groups_info
+from minired.engine.args import parse_int
+from minired.engine.blocking import Block
+from minired.engine.client import Client
+from minired.engine.table import command, container_command, help_reply
+from minired.features.notifications import STREAM, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import NULL_ARRAY, OK
+
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "stream"
 _INT64_MAX = 2**63 - 1
@@ -230,6 +237,8 @@ def _node_max_bytes(c) -> int:
     return c.server.config.number("stream-node-max-bytes")
 
 
+@command("xadd", arity=-5, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database, args=TrimArgs, stream=Stream)
 def xadd(c, argv):
     args, id_index = _parse_add_or_trim(c, argv, True)
     field_count = len(argv) - id_index - 1
@@ -269,9 +278,6 @@ def xadd(c, argv):
     if args.trims and args.apply(stream) and db.notifier is not None:
         notify(db, STREAM, b"xtrim", key)
     return format_id(new_id)
-
-
-command("xadd", arity=-5, flags="write denyoom fast", keys=(1, 1, 1), group=G)(xadd)
 
 
 @command("xtrim", arity=-4, flags="write", keys=(1, 1, 1), group=G)

@@ -1,8 +1,8 @@
 # C types for the compiled build of commands/strings.py (setup.py): SET's helpers take the
 # client typed, so their keyspace calls are C calls (keyspace.pxd).
-from minired.client cimport Client
-from minired.commands.args cimport int_text, parse_int
-from minired.keyspace cimport Database
+from minired.engine.client cimport Client
+from minired.engine.args cimport int_text, parse_int
+from minired.data.keyspace cimport Database
 cimport cython
 
 @cython.locals(flags=cython.int, bit=cython.int, j=cython.Py_ssize_t, argc=cython.Py_ssize_t)
@@ -21,8 +21,3 @@ cdef dict _OPTION_BITS
 cdef int _NX, _XX, _GET, _KEEPTTL, _PERSIST, _EX, _PX, _EXAT, _PXAT, _ANY_EXPIRE
 cdef long long _MAX_SECONDS, _MAX_EXPIRE
 
-# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
-cpdef object get(Client c, list argv)
-@cython.locals(db=Database)
-cpdef object set_(Client c, list argv)
-cpdef object incr(Client c, list argv)

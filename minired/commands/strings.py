@@ -2,14 +2,21 @@
 strings_bits.py)."""
 from __future__ import annotations
 
-from .. import errors
-from ..errors import RedisError
-from ..notifications import GENERIC, STRING, notify
-from ..resp import OK
-from . import strings_longdouble as longdouble
-from .args import int_text, parse_int
-from .keys import set_deadline
-from .table import command
+from minired.commands import strings_longdouble as longdouble
+from minired.commands.keys import set_deadline
+from minired.data.keyspace import Database
+from minired.engine.args import int_text, parse_int
+from minired.engine.client import Client
+from minired.engine.table import command
+from minired.features.notifications import GENERIC, STRING, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK
+
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "string"
 
@@ -107,13 +114,14 @@ def _set_generic(c, key: bytes, value: bytes, flags: int, deadline: int | None,
     return old if flags & _GET else ok_reply
 
 
+@command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def get(c, argv):
     return c.db.read_typed(argv[1], bytes)
 
 
-command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)(get)
-
-
+@command("set", arity=-3, flags="write denyoom", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database)
 def set_(c, argv):
     if len(argv) == 3:
         db = c.db
@@ -124,9 +132,6 @@ def set_(c, argv):
     flags, expire = _parse_set_options(argv, 3, is_set=True)
     deadline = None if expire is None else _deadline(c, expire, flags, "set")
     return _set_generic(c, argv[1], argv[2], flags, deadline)
-
-
-command("set", arity=-3, flags="write denyoom", keys=(1, 1, 1), group=G)(set_)
 
 
 @command("setnx", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -240,11 +245,10 @@ def _incr_by(c, key: bytes, increment: int) -> int:
     return result
 
 
+@command("incr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def incr(c, argv):
     return _incr_by(c, argv[1], 1)
-
-
-command("incr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group=G)(incr)
 
 
 @command("decr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group=G)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from array import array
 
-from .. import errors
-from ..errors import RedisError
-from ..notifications import STRING, notify
-from .args import parse_int
-from .table import command
+from minired.engine.args import parse_int
+from minired.engine.table import command
+from minired.features.notifications import STRING, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 G = "bitmap"
 

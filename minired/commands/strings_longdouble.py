@@ -3,7 +3,7 @@
 Redis parses both operands with strtold, adds them as long doubles and prints the sum with
 `%.17Lf`, trailing zeros stripped. A Python float (53-bit) gives different digits (0.1 + 0.2
 prints 0.30000000000000004 where Redis prints 0.3) and cannot hold 1e400, which Redis accepts.
-So values are kept as exact Fractions on the long double grid that minired/strtold.py reads
+So values are kept as exact Fractions on the long double grid that minired/data/strtold.py reads
 them onto, and every sum is rounded back onto it.
 
 `fractions` (with `decimal`, ~2 ms) is imported on the first INCRBYFLOAT or HINCRBYFLOAT, so
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..strtold import NotAFloat, overflows, round_to_grid, strtold
+from minired.data.strtold import NotAFloat, overflows, round_to_grid, strtold
 
 if TYPE_CHECKING:
     from fractions import Fraction

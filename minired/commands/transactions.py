@@ -13,11 +13,12 @@ from __future__ import annotations
 
 # dispatch imports the command table, which imports this module: reach `dispatch.call` via
 # the module at run time.
-from .. import dispatch, errors
-from ..client import WatchRecord
-from ..errors import RedisError
-from ..resp import NULL_ARRAY, OK
-from .table import command
+from minired.engine import dispatch
+from minired.engine.client import WatchRecord
+from minired.engine.table import command
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import NULL_ARRAY, OK
 
 G = "transactions"
 

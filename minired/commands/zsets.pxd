@@ -1,9 +1,9 @@
 # C types for the compiled build of commands/zsets.py (setup.py): ZADD's helper and the
 # after-removal bookkeeping take the client or database typed, so their keyspace calls are
 # C calls (keyspace.pxd).
-from minired.client cimport Client
-from minired.commands.args cimport parse_int, parse_non_negative
-from minired.keyspace cimport Database
+from minired.engine.client cimport Client
+from minired.engine.args cimport parse_int, parse_non_negative
+from minired.data.keyspace cimport Database
 cimport cython
 
 @cython.locals(db=Database)
@@ -16,6 +16,3 @@ cpdef object _zrange(Client c, object argv, Py_ssize_t source_index, object by, 
 cdef dict _ZADD_FLAGS
 cdef frozenset _SCORE_STARTS
 
-# Command handlers (cpdef, so registered without a decorator: see commands/table.py's command).
-cpdef object zadd(Client c, list argv)
-cpdef object zrange(Client c, list argv)

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import math
 
-from .. import errors
-from ..blocking import Block, parse_timeout
-from ..errors import RedisError
-from ..notifications import GENERIC, ZSET, after_removal, notify
-from ..resp import NULL_ARRAY
-from ..zset import LexRange, ScoreRange, ZSet
-from .args import index_range, parse_float, parse_int, parse_non_negative, parse_range_double
-from .table import command, keys_after_numkeys
+from minired.data.zset import LexRange, ScoreRange, ZSet
+from minired.engine.args import index_range, parse_float, parse_int, parse_non_negative, parse_range_double
+from minired.engine.blocking import Block, parse_timeout
+from minired.engine.client import Client
+from minired.engine.table import command, keys_after_numkeys
+from minired.features.notifications import GENERIC, ZSET, after_removal, notify
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import NULL_ARRAY
+
+try:
+    import cython
+except ImportError:  # uncompiled, without Cython: the types are hints only
+    from minired.engine import no_cython as cython
 
 G = "sorted-set"  # Redis's group name (COMMAND DOCS)
 
@@ -179,11 +185,10 @@ def _zadd(c, argv, incr: bool):
     return added + updated if ch else added
 
 
+@command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def zadd(c, argv):
     return _zadd(c, argv, False)
-
-
-command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group=G)(zadd)
 
 
 @command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -356,11 +361,10 @@ def store_result(db, destination: bytes, entries: list, event: bytes) -> int:
     return len(entries)
 
 
+@command("zrange", arity=-4, flags="readonly", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list)
 def zrange(c, argv):
     return _zrange(c, argv, 1, by=None, reverse=None)
-
-
-command("zrange", arity=-4, flags="readonly", keys=(1, 1, 1), group=G)(zrange)
 
 
 @command("zrevrange", arity=-4, flags="readonly", keys=(1, 1, 1), group=G)

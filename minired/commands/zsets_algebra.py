@@ -7,15 +7,15 @@ from __future__ import annotations
 import math
 import random
 
-from .. import errors
-from ..errors import RedisError
-from ..resp import format_double
-from ..zset import ZSet
-from .args import parse_float, parse_int, parse_random_count
-from .collection_scan import scan_members
-from .keys import parse_scan_cursor, parse_scan_options
-from .table import command, keys_after_numkeys
-from .zsets import G, is_listpack, scored_reply, store_result
+from minired.commands.collection_scan import scan_members
+from minired.commands.keys import parse_scan_cursor, parse_scan_options
+from minired.commands.zsets import G, is_listpack, scored_reply, store_result
+from minired.data.zset import ZSet
+from minired.engine.args import parse_float, parse_int, parse_random_count
+from minired.engine.table import command, keys_after_numkeys
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import format_double
 
 _UNION, _INTER, _DIFF = "union", "inter", "diff"
 

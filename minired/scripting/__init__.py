@@ -10,17 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..server import Server
-    from .engine import ScriptEngine
+    from minired.engine.server import Server
+    from minired.scripting.engine import ScriptEngine
 
 
 def attach(server: "Server") -> "ScriptEngine":
     """Give a server its script engine (idempotent)."""
     engine = server.scripting
     if engine is None:
-        from .busy import BusyService
-        from .engine import ScriptEngine
-        from .functions import FunctionLibraries
+        from minired.scripting.busy import BusyService
+        from minired.scripting.engine import ScriptEngine
+        from minired.scripting.functions import FunctionLibraries
 
         engine = ScriptEngine(server)
         engine.functions = FunctionLibraries(engine)

@@ -18,11 +18,12 @@ import select
 import socket
 from typing import TYPE_CHECKING, Any
 
-from .. import dispatch, errors, resp
+from minired.engine import dispatch
+from minired.protocol import errors, resp
 
 if TYPE_CHECKING:
-    from ..server import Server
-    from .engine import Run, ScriptEngine
+    from minired.engine.server import Server
+    from minired.scripting.engine import Run, ScriptEngine
 
 log = logging.getLogger("minired")
 
@@ -156,7 +157,7 @@ class BusyService:
     # --- connections -----------------------------------------------------------------------------
 
     def _accept(self, listener: socket.socket) -> None:
-        from ..server import ClientProtocol
+        from minired.engine.server import ClientProtocol
         while True:
             try:
                 sock, _ = listener.accept()

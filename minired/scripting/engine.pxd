@@ -2,11 +2,11 @@
 # are extension types, so each redis.call reads the run's state and the script client as
 # struct members and calls dispatch.call as a C function. Keep each field list equal to the
 # class's __slots__.
-from minired cimport dispatch
-from minired.client cimport Client
-from minired.commands.args cimport parse_int
+from minired.engine cimport dispatch
+from minired.engine.client cimport Client
+from minired.engine.args cimport parse_int
 from minired.scripting.sandbox cimport Sandbox
-from minired.commands.table cimport CommandSpec
+from minired.engine.table cimport CommandSpec
 cimport cython
 
 cdef class Script:

@@ -12,18 +12,20 @@ import time
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .. import dispatch, errors, resp, security
-from ..blocking import Block
-from ..client import Client
-from ..commands.args import parse_int
-from ..commands.table import COMMANDS
-from ..errors import RedisError
-from ..resp import NULL_ARRAY, OK, Encoded, Status, format_double
-from ..shebang import parse_shebang
-from .sandbox import LuaError, Sandbox, format_number_argument, out_of_memory
+from minired.engine import dispatch
+from minired.engine.args import parse_int
+from minired.engine.blocking import Block
+from minired.engine.client import Client
+from minired.engine.shebang import parse_shebang
+from minired.engine.table import COMMANDS
+from minired.features import security
+from minired.protocol import errors, resp
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import NULL_ARRAY, OK, Encoded, Status, format_double
+from minired.scripting.sandbox import LuaError, Sandbox, format_number_argument, out_of_memory
 
 if TYPE_CHECKING:
-    from ..server import Server
+    from minired.engine.server import Server
 
 log = logging.getLogger("minired")
 
@@ -154,7 +156,7 @@ class ScriptEngine:
         self.functions: Any = None  # functions.FunctionLibraries, attached by the package
         self.busy: Any = None        # busy.BusyService, attached by the package
         self.deferred: tuple | None = None  # the reply call_native left for unbox
-        # The server's cluster node (minired/cluster.py), None outside cluster mode: read on
+        # The server's cluster node (minired/features/cluster.py), None outside cluster mode: read on
         # every redis.call, so a field of the engine (startup.start_cluster sets it on an
         # engine made before the cluster formed).
         self.cluster = server.cluster
@@ -366,7 +368,7 @@ class ScriptEngine:
                 if refusal is not None:
                     return self._refused(spec, refusal.encode())
             script_client = self.client
-            faults = self.server.faults  # fault injection: IN-SCRIPT rules (minired/faults.py)
+            faults = self.server.faults  # fault injection: IN-SCRIPT rules (minired/features/faults.py)
             if faults is not None:
                 injected = faults.in_script(run.caller, spec, argv, run.name)
                 if injected is not None:

@@ -10,18 +10,18 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from .. import errors, resp
-from ..resp import ProtocolError, split_inline
-from ..glob import glob_match
-from ..rdb import BadData, Reader, encode_length, footer_ok, seal
-from ..errors import RedisError
-from ..shebang import SCRIPT_FLAGS
-from .engine import Run, count_keys
-from .sandbox import Sandbox
+from minired.data.glob import glob_match
+from minired.engine.shebang import SCRIPT_FLAGS
+from minired.features.rdb import BadData, Reader, encode_length, footer_ok, seal
+from minired.protocol import errors, resp
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import ProtocolError, split_inline
+from minired.scripting.engine import Run, count_keys
+from minired.scripting.sandbox import Sandbox
 
 if TYPE_CHECKING:
-    from ..client import Client
-    from .engine import ScriptEngine
+    from minired.engine.client import Client
+    from minired.scripting.engine import ScriptEngine
 
 LOAD_TIMEOUT_SECONDS = 0.5
 _NAME = re.compile(rb"[A-Za-z0-9_]+\Z")

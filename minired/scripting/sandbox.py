@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import lupa.lua51 as lupa
 
-from .. import resp
-from .memcap import CapGuard
+from minired.protocol import resp
+from minired.scripting.memcap import CapGuard
 
 log = logging.getLogger("minired")
 
@@ -60,7 +60,7 @@ def _lua_callback(cap_guard: CapGuard, fn: Callable[..., Any], fallback: Any = N
 
 def _install_lua_libraries(lua: Any, guard: CapGuard) -> Callable[[Any], None]:
     try:
-        from .lualibs import install_libraries
+        from minired.scripting.lualibs import install_libraries
     except ImportError:  # the libraries module has not landed in this tree
         return lambda target: None
 
@@ -75,7 +75,7 @@ def _native_redis_call(lua: Any, bridge: Any, guard: CapGuard) -> tuple | None:
     the native bridge cannot be had here (the uncompiled build); lupa's bridge then gives the
     same replies, slower."""
     try:
-        from .luabridge import native_call
+        from minired.scripting.luabridge import native_call
     except ImportError:
         return None
     return native_call(lua, bridge.call_native, _lua_callback(guard, bridge.unbox))
@@ -129,7 +129,7 @@ class Sandbox:
         with open(os.path.join(os.path.dirname(__file__), "sandbox.lua"), "rb") as f:
             source = f.read()
         prelude = lua.compile(source, name=b"=minired.sandbox")
-        from .. import REDIS_VERSION
+        from minired import REDIS_VERSION
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
         self.cap_guard = cap_guard = CapGuard(lua, self.max_memory)
         install = _install_lua_libraries(lua, cap_guard)
@@ -259,7 +259,7 @@ def _truncate(value: float) -> int:
 
 
 def resp_error(message: bytes | str, counted: bool = False) -> Any:
-    from ..errors import RedisError
+    from minired.protocol.errors import RedisError
     if isinstance(message, bytes):
         message = message.decode("utf-8", "surrogateescape")  # (encoded back as it was)
     return RedisError(message, counted)

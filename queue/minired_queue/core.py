@@ -16,12 +16,28 @@ from .active import HeldJob
 from .errors import UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
-from .options import (Candidates, Hooks, WorkerOptions, WorkerStats, block_timeout, delayed_job_due, describe_error,
-                      new_worker_id)
+from .options import (
+    Candidates,
+    Hooks,
+    WorkerOptions,
+    WorkerStats,
+    block_timeout,
+    delayed_job_due,
+    describe_error,
+    new_worker_id,
+)
 from .repeat import fire_steps
 from .steps import Command, Hook, Steps
 from .sweeper import promote_steps, retention_steps, sweep_steps
-from .transitions import DEFAULT_EVENTS_CAP, SweepResult, complete, extend_lock, move_to_active, release, retry_or_fail
+from .transitions import (
+    DEFAULT_EVENTS_CAP,
+    SweepResult,
+    complete,
+    extend_lock,
+    move_to_active,
+    release,
+    retry_or_fail,
+)
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,17 @@ from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
 from .repeat import Repeatable, Schedule, describe, fire_steps, pending_instance, spec_fields, upsert_steps
 from .steps import drive
 from .sweeper import promote_steps, retention_steps, sweep_steps
-from .transitions import (DEFAULT_EVENTS_CAP, AddResult, SweepResult, add_job, remove_jobs, remove_repeatable,
-                          retry_jobs, set_paused)
+from .transitions import (
+    DEFAULT_EVENTS_CAP,
+    AddResult,
+    SweepResult,
+    add_job,
+    record_depth,
+    remove_jobs,
+    remove_repeatable,
+    retry_jobs,
+    set_paused,
+)
 
 # Queue settings (``Queue.configure``) and the meta hash fields holding them.
 SETTINGS = {"max_stalled": "maxStalled", "concurrency": "concurrency", "rate_max": "rateMax",
@@ -141,8 +150,6 @@ class Queue:
     def record_depth(self) -> int:
         """How many jobs are ready to run (wait + prioritized), noted in the history as the
         minute's largest depth seen: the dashboard samples it as it refreshes."""
-        from .transitions import record_depth
-
         return record_depth(self.keys).run(self.client)
 
     def history(self, minutes: int = 60) -> list[dict[str, int]]:

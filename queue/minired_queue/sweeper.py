@@ -19,7 +19,14 @@ from typing import Any, Sequence
 from .job import text
 from .keys import QueueKeys
 from .steps import Command, Pipeline, Steps, drive, drive_async
-from .transitions import DEFAULT_EVENTS_CAP, Promotion, SweepResult, clean_jobs, move_stalled_to_wait, promote_delayed
+from .transitions import (
+    DEFAULT_EVENTS_CAP,
+    Promotion,
+    SweepResult,
+    clean_jobs,
+    move_stalled_to_wait,
+    promote_delayed,
+)
 
 SWEEP_BATCH = 100
 PROMOTE_BATCH = 200

@@ -3,10 +3,9 @@ Debian's redis-server (tests/queue/cluster.py) and `minired --cluster 3` in this
 node i serves the slots of the real cluster's node i."""
 from __future__ import annotations
 
-from tests.conftest import _flush as flush
-
 import pytest
 
+from tests.conftest import _flush as flush
 from tests.queue.cluster import RedisClusterServers
 
 

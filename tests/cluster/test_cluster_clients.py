@@ -13,7 +13,7 @@ import redis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
-from minired.cluster import key_hash_slot
+from minired.features.cluster import key_hash_slot
 from tests.support.respclient import RawClient
 
 NODE_DIR = pathlib.Path(__file__).parents[1] / "integration" / "node"

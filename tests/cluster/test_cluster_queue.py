@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 
-from minired.cluster import key_hash_slot
+from minired.features.cluster import key_hash_slot
 from minired_queue.connection import connect
 from minired_queue.options import WorkerOptions
 from minired_queue.queue import Queue

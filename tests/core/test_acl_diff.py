@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minired.commands.table import COMMANDS
+from minired.engine.table import COMMANDS
 from tests.support.differential import Differential, Err
 from tests.support.respclient import RawClient
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minired.commands.args import int_text, parse_int
-from minired import errors
-from minired.errors import RedisError
+from minired.engine.args import int_text, parse_int
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _CANONICAL = re.compile(rb"0|-?[1-9][0-9]*")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from minired import errors
-from minired.blocking import parse_timeout
 from minired.commands.streams import parse_block_timeout
-from minired.errors import RedisError
+from minired.engine.blocking import parse_timeout
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 
 @pytest.mark.parametrize("raw, ms", [

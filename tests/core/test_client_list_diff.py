@@ -1,5 +1,5 @@
 """CLIENT LIST / CLIENT INFO's query buffer figures (qbuf, qbuf-free) against real Redis, and
-the clientsCron resizing behind them (minired/querybuf.py), which takes seconds of idleness
+the clientsCron resizing behind them (minired/engine/querybuf.py), which takes seconds of idleness
 and is checked on the model itself."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from minired import querybuf
+from minired.engine import querybuf
 
 
 def _qbuf(listing: bytes, name: bytes) -> tuple[str, str]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from minired.commands.categories import GROUP_CATEGORY
-from minired.commands.table import all_specs
+from minired.engine.categories import GROUP_CATEGORY
+from minired.engine.table import all_specs
 from tests.support.respclient import RawClient, Simple
 
 # Commands Redis 7.0 does not have: minired's own, and two from Redis 7.2 that clients send

@@ -1,4 +1,5 @@
-"""The command table is built explicitly: every declaring module listed once in GROUPS, and a
+"""The command table is built explicitly: every declaring module listed once in
+startup.COMMAND_MODULES, and a
 command or subcommand declared twice is an error at registration, not a silent replacement."""
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import minired.commands as commands
-from minired.commands.table import COMMANDS, command, container_command
+import minired
+from minired.engine.table import COMMANDS, command, container_command
+from minired.startup import COMMAND_MODULES
 
-COMMANDS_DIR = Path(commands.__file__).parent
+MINIRED_DIR = Path(minired.__file__).parent
 
 
 def _handler(c, argv):
@@ -54,20 +56,30 @@ def _declares_commands(path: Path) -> bool:
                and node.func.id in ("command", "container_command") for node in ast.walk(tree))
 
 
-def test_every_declaring_module_is_listed_once_in_groups():
-    declaring = {p.stem for p in COMMANDS_DIR.glob("*.py")
-                 if p.stem not in ("__init__", "table") and _declares_commands(p)}
-    assert len(commands.GROUPS) == len(set(commands.GROUPS))
-    assert declaring == set(commands.GROUPS)
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(MINIRED_DIR.parent).with_suffix("").parts)
+
+
+def test_every_declaring_module_is_listed_once():
+    declaring = {_module_name(p) for p in MINIRED_DIR.rglob("*.py")
+                 if p.name != "table.py" and _declares_commands(p)}
+    assert len(COMMAND_MODULES) == len(set(COMMAND_MODULES))
+    assert declaring == set(COMMAND_MODULES)
 
 
 def test_no_command_module_imports_another_for_its_registrations():
-    """A group is loaded because GROUPS lists it, not as a side effect of a sibling's import."""
-    groups = set(commands.GROUPS)
-    for path in COMMANDS_DIR.glob("*.py"):
+    """A command module is loaded because COMMAND_MODULES lists it, not as a side effect of a
+    sibling's import."""
+    listed = set(COMMAND_MODULES)
+    for name in COMMAND_MODULES:
+        path = MINIRED_DIR.parent.joinpath(*name.split(".")).with_suffix(".py")
         tree = ast.parse(path.read_text())
         used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        used |= {node.value.id for node in ast.walk(tree)
+                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:
-                unused = {alias.asname or alias.name for alias in node.names} - used
-                assert not unused & groups, f"{path.name} imports {sorted(unused)} and uses none"
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    if f"{node.module}.{alias.name}" in listed:
+                        assert (alias.asname or alias.name) in used, (
+                            f"{name} imports {alias.name} and uses none of it")

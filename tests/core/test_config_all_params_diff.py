@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from minired.config import PARAMS, Config, ConfigError
+from minired.engine.config import PARAMS, Config, ConfigError
 from tests.support.respclient import Err
 
 # minired's own parameters: hidden (CONFIG GET answers them by exact name only), so that

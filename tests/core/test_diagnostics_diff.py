@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from minired import latency
 from minired.commands.diagnostics import memory_doctor_report
 from minired.embed import EmbeddedServer
+from minired.engine import latency
 from tests.support.respclient import Double, Map, RawClient, Verbatim
 
 # The highest value (microseconds) of each bucket LATENCY HISTOGRAM can name: 1024 ns doubling,
@@ -294,7 +294,7 @@ def test_buckets_and_percentiles_follow_hdr_histogram():
 
 
 def test_a_paused_histogram_keeps_its_counts():
-    from minired.commands.table import CommandSpec
+    from minired.engine.table import CommandSpec
 
     spec = CommandSpec("probe", None, 1, frozenset())
     spec.latency_histogram[11] += 1

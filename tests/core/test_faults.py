@@ -1,4 +1,4 @@
-"""Fault injection (MINIRED FAULT, minired/faults.py) seen by real clients: redis-py's errors,
+"""Fault injection (MINIRED FAULT, minired/features/faults.py) seen by real clients: redis-py's errors,
 retries and timeouts against each action, RESP2 and RESP3, pipelines, MULTI/EXEC, blocking
 commands, pub/sub connections, scripts, and the Python API. Timing is only ever asserted as a
 lower bound a timer guarantees (a held reply cannot arrive before its delay), or as an order."""
@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from minired.embed import EmbeddedServer, SubprocessServer
-from minired.errors import RedisError as MiniredError
+from minired.protocol.errors import RedisError as MiniredError
 from tests.support.respclient import Err, RawClient
 
 pytest_plugins = ("pytester",)

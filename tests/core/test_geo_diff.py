@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minired import csort, geohash
+from minired.data import csort, geohash
 
 PROTOCOLS = pytest.mark.parametrize("protocol", [2, 3])
 

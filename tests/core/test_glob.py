@@ -3,7 +3,7 @@ part for long ones) must agree everywhere; test_glob_diff.py compares both with 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minired import glob
+from minired.data import glob
 
 _PATTERN_BYTES = [b"a", b"b", b"A", b"*", b"*", b"?", b"[", b"]", b"^", b"-", b"\\", b"\xff",
                   b"\x00", b"ab", b"[a-b]", b"[^a]"]

@@ -1,4 +1,4 @@
-"""The one glob matcher (minired/glob.py) against real Redis's stringmatchlen, through every
+"""The one glob matcher (minired/data/glob.py) against real Redis's stringmatchlen, through every
 command that matches a pattern: KEYS, SCAN/HSCAN/SSCAN/ZSCAN MATCH, PSUBSCRIBE, PUBSUB
 CHANNELS, ACL key and channel patterns, CONFIG GET, COMMAND LIST FILTERBY PATTERN, FUNCTION
 LIST LIBRARYNAME.

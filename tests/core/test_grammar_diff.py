@@ -9,7 +9,13 @@ import pytest
 
 from tests.support.grammar import load_grammars
 from tests.support.grammar_diff import (
-    ServerPair, comparable_commands, generate_sequence, minired_commands, run_sequence, shrink)
+    ServerPair,
+    comparable_commands,
+    generate_sequence,
+    minired_commands,
+    run_sequence,
+    shrink,
+)
 from tests.support.respclient import RawClient
 
 SEEDS = range(4)

@@ -1,5 +1,5 @@
-"""Import cycles among the package's modules: none in the queue, and in minired none beyond the
-knot listed below, which may only shrink.
+"""Import cycles and layers: no cycle among the modules of minired or of the queue, and minired's
+layers (its folders) import only downwards.
 
 Every import statement counts, module level or inside a function (an import placed in a function
 to dodge a cycle at load time is still an arrow pointing up); only imports under
@@ -14,25 +14,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The modules of minired that are in an import cycle today, a ratchet: a module may leave this
-# list (the test says when one has), never join it. Untying them takes the folder-per-layer move of
-# issue 22 with typed hook points in the engine, in files other work was changing at the time.
-KNOWN_MINIRED_KNOT = frozenset({
-    # The engine (server, dispatch) and the features it calls by module (security, pause,
-    # tracking, monitor, faults, scripting), which import the engine back; security and monitor
-    # also reach up into commands/connection.py (client_info_line, on_unix_socket), and
-    # connection into pause and security.
-    "minired.server", "minired.dispatch", "minired.security", "minired.pause", "minired.tracking",
-    "minired.monitor", "minired.faults",
-    "minired.scripting", "minired.scripting.busy", "minired.scripting.engine",
-    "minired.scripting.functions",
-    "minired.commands.connection", "minired.commands.client_tracking",
-    # lualibs/__init__.py imports the four libraries (inside a function) and they import its
-    # load_chunk and lua_safe: a helpers module of their own would untie it.
-    "minired.scripting.lualibs", "minired.scripting.lualibs.lua_bit",
-    "minired.scripting.lualibs.lua_cjson", "minired.scripting.lualibs.lua_cmsgpack",
-    "minired.scripting.lualibs.lua_struct",
-})
+# minired's layers, bottom up: a module may import its own layer and those below, never one above.
+# The package root (the version constants, and the loader that picks compiled or source modules)
+# is the ground every layer stands on; the front ends are the modules directly in minired/.
+LAYERS = ("protocol", "data", "engine", "features", "commands", "scripting")
+GROUND = {"minired", "minired._sources"}
+
+
+def layer_of(module: str) -> int:
+    """The rank of a minired module: its folder's place in LAYERS, front ends above them all."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] in LAYERS:
+        return LAYERS.index(parts[1])
+    if len(parts) == 2 and parts[1] in LAYERS:  # a layer's own __init__
+        return LAYERS.index(parts[1])
+    return len(LAYERS)
 
 
 def _module_name(path: Path) -> str:
@@ -167,14 +163,23 @@ def test_the_queue_has_no_import_cycle():
     assert not found, "\n".join(_describe(graph, c) for c in found)
 
 
-def test_minired_has_no_import_cycle_beyond_the_known_knot():
+def test_minired_has_no_import_cycle():
     graph = import_graph(ROOT / "minired")
-    assert "minired.commands.table" in graph and graph["minired.commands.lists"]
+    assert "minired.engine.table" in graph and graph["minired.commands.lists"]
     found = cycles(graph)
-    in_cycles = set().union(*found)
-    print("\n".join(_describe(graph, c) for c in found))
-    joined = in_cycles - KNOWN_MINIRED_KNOT
-    assert not joined, (f"new import cycle through {sorted(joined)}:\n"
-                        + "\n".join(_describe(graph, c) for c in found if c & joined))
-    left = KNOWN_MINIRED_KNOT - in_cycles
-    assert not left, f"{sorted(left)} no longer in a cycle: remove them from KNOWN_MINIRED_KNOT"
+    assert not found, "\n".join(_describe(graph, c) for c in found)
+
+
+def test_minired_layers_import_only_downwards():
+    graph = import_graph(ROOT / "minired")
+    modules = [m for m in graph if m not in GROUND]
+    assert {m.split(".")[1] for m in modules if m.count(".") >= 2} >= set(LAYERS)
+    upward = sorted(f"{m} -> {target}" for m in modules for target in graph[m]
+                    if target not in GROUND and layer_of(target) > layer_of(m))
+    assert not upward, "imports from a lower layer up into a higher one:\n" + "\n".join(upward)
+
+
+def test_the_layer_rule_sees_an_upward_import():
+    assert layer_of("minired.engine.dispatch") < layer_of("minired.features.security")
+    assert layer_of("minired.scripting.engine") > layer_of("minired.commands.keys")
+    assert layer_of("minired.cli") > layer_of("minired.scripting")

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from minired.embed import EmbeddedServer
-from minired.metrics import SAMPLES, Rate
+from minired.features.metrics import SAMPLES, Rate
 from tests.support.respclient import RawClient
 from tests.support.servers import RedisServer
 

@@ -98,8 +98,9 @@ def test_restore_options_and_errors(diff):
 
 
 def test_restore_rejects_future_rdb_version_and_bad_bodies(diff, mini_raw):
-    from minired.rdb import crc64
     import struct
+
+    from minired.features.rdb import crc64
 
     def framed(body: bytes, version: int = 10) -> bytes:
         data = body + struct.pack("<H", version)

@@ -594,7 +594,7 @@ def _raw_exchange(port: int, groups) -> list[bytes]:
 
 def test_own_notifications_precede_the_reply_and_sit_inside_exec(logs, real_redis, mini):
     """Commands that notify before replying in Redis (many reply first, or in between: those
-    differ, see the module notes of minired/notifications.py)."""
+    differ, see the module notes of minired/features/notifications.py)."""
     logs("KEA")
     commands = [
         [("SET", "a", "1")], [("GET", "a")], [("INCR", "a")], [("SADD", "s", "x", "y")],

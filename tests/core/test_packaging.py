@@ -51,7 +51,7 @@ def test_the_compiled_modules_are_the_ones_tested():
     import importlib
 
     names = _compiled_modules()
-    assert "minired.server" in names and "minired.scripting.engine" in names
+    assert "minired.engine.server" in names and "minired.scripting.engine" in names
     pure = bool(os.environ.get("MINIRED_PURE_PYTHON"))  # the uncompiled build, asked for
     for name in names:
         try:
@@ -92,18 +92,19 @@ _PING = ("from minired.embed import EmbeddedServer\n"
 
 
 def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
-    probe = ("import minired.resp as r, minired.keyspace as k; "
+    probe = ("import minired.protocol.resp as r, minired.data.keyspace as k; "
              "print(r.__file__.endswith('.py'), getattr(r, 'EDITED_AFTER_THE_BUILD', False), "
              "k.__file__.endswith('.py'))")
     run = _run_in_edited_copy(tmp_path, "resp.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
     assert run.stdout.split() == ["True", "True", "False"], run.stderr
-    assert "minired.resp" in run.stderr  # said once, on stderr
+    assert "minired.protocol.resp" in run.stderr  # said once, on stderr
 
 
 def test_modules_built_against_an_edited_one_load_from_source_with_it(tmp_path):
     """dispatch and server are compiled against client's extension type (their .pxd files
     cimport it), so an edited client.py takes them with it, and the server still answers."""
-    probe = ("import minired.client as c, minired.server as d, minired.keyspace as k\n" + _PING +
+    probe = ("import minired.engine.client as c, minired.engine.server as d,"
+             " minired.data.keyspace as k\n" + _PING +
              "print(c.__file__.endswith('.py'), d.__file__.endswith('.py'),"
              " k.__file__.endswith('.py'), reply)")
     run = _run_in_edited_copy(tmp_path, "client.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
@@ -158,7 +159,7 @@ def test_no_function_a_pxd_makes_cpdef_is_decorated():
 def test_an_edited_pxd_makes_every_compiled_module_load_from_source(tmp_path):
     """The compiled modules are built against each other's .pxd types, so one edited .pxd
     sends them all to their sources until the next build, and the server still answers."""
-    probe = ("import minired.keyspace as k, minired.resp as r\n" + _PING +
+    probe = ("import minired.data.keyspace as k, minired.protocol.resp as r\n" + _PING +
              "print(k.__file__.endswith('.py'), r.__file__.endswith('.py'), reply)")
     run = _run_in_edited_copy(tmp_path, "dispatch.pxd", "\n# edited after the build\n", probe)
     assert run.stdout.split() == ["True", "True", "b'+PONG\\r\\n'"], run.stderr
@@ -216,7 +217,7 @@ def test_a_build_that_compiles_nothing_keeps_the_record_of_the_last_one(tmp_path
                            env={**os.environ, "MINIRED_PURE_PYTHON": "1"})
     assert build.returncode == 0, build.stderr
     assert record.read_text() == before
-    probe = "import minired.resp as r; print(getattr(r, 'EDITED_AFTER_THE_BUILD', False))"
+    probe = "import minired.protocol.resp as r; print(getattr(r, 'EDITED_AFTER_THE_BUILD', False))"
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert run.stdout.split() == ["True"], run.stderr

@@ -438,7 +438,7 @@ def test_redis_aof_loads_into_minired(tmp_path):
 def test_the_fallback_crc64_is_redis_s():
     """Without anycrc, CRC64 is computed by a table loop: the same numbers (Redis's own test
     vector from crc64.c, and chunked updates)."""
-    from minired import rdb
+    from minired.features import rdb
 
     assert rdb._crc64_python(b"123456789") == 0xE9C6D914C4B8D9CA == rdb.crc64(b"123456789")
     data = bytes(range(256)) * 40

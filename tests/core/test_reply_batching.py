@@ -5,7 +5,7 @@ Driven without sockets: a stand-in loop whose call_soon callbacks run when the t
 round is over, and transports that record what is written."""
 from __future__ import annotations
 
-from minired.server import ClientProtocol, Server
+from minired.engine.server import ClientProtocol, Server
 from minired.startup import prepare_server
 
 

@@ -9,10 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minired import resp
-from minired.errors import RedisError
-from minired.resp import (NULL_ARRAY, ProtocolError, Push, Replies, RequestParser, Status, Verbatim,
-                          encode, parse_canonical)
+from minired.protocol import resp
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import (
+    NULL_ARRAY,
+    ProtocolError,
+    Push,
+    Replies,
+    RequestParser,
+    Status,
+    Verbatim,
+    encode,
+    parse_canonical,
+)
 
 
 def multibulk(*args: bytes) -> bytes:

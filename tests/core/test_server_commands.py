@@ -214,7 +214,7 @@ def test_info_counts_commands_and_errors(mini):
 
 
 def _blocking_command():
-    from minired.commands import COMMANDS
+    from minired.startup import COMMANDS
 
     for name in (b"blpop", b"brpop", b"bzpopmin", b"bzpopmax"):
         if name in COMMANDS:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from minired.config import ALIASES, PARAMS, Config, ConfigError
 from minired.embed import EmbeddedServer
+from minired.engine.config import ALIASES, PARAMS, Config, ConfigError
 from tests.support.respclient import Err, Map, RawClient
 
 # Parameters whose value depends on how each server was started, not on defaults.

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from minired.commands import COMMANDS
 from minired.embed import EmbeddedServer, SubprocessServer
+from minired.startup import COMMANDS
 from tests.support.respclient import RawClient
 
 # Loaded on first use, each costing ~1-9 ms of start-up if imported eagerly.
@@ -29,7 +29,7 @@ LAZY_MODULES = {
 # the cyclic GC is on, then exits.
 _REPORT_AT_FIRST_PONG = """
 import gc, json, os, socket, sys, threading
-import minired.server as server_module
+import minired.engine.server as server_module
 
 def report(server):
     with socket.create_connection(("127.0.0.1", server.port)) as sock:

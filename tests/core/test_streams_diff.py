@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 import time
 
-
-from minired.keyspace import type_name
-from minired.stream import Stream
+from minired.data.keyspace import type_name
+from minired.data.stream import Stream
 from tests.support.differential import Differential
 
 

@@ -1,4 +1,4 @@
-"""minired/strtold.py against the C library's strtold, called through ctypes, and read the way
+"""minired/data/strtold.py against the C library's strtold, called through ctypes, and read the way
 Redis's string2ld reads it. On x86_64 glibc a long double is the x87 80-bit format that
 Redis uses, so every text must read as the same exact value or be refused alike."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from minired.strtold import MAX_CHARS, NotAFloat, strtold
+from minired.data.strtold import MAX_CHARS, NotAFloat, strtold
 
 pytestmark = pytest.mark.skipif(
     platform.system() != "Linux" or platform.machine() != "x86_64"

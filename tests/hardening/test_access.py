@@ -10,8 +10,8 @@ import tempfile
 import pytest
 import redis
 
-from minired import errors
 from minired.embed import EmbeddedServer
+from minired.protocol import errors
 from tests.support.respclient import RawClient
 from tests.support.servers import RedisServer
 

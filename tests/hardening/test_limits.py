@@ -205,7 +205,7 @@ def test_maxmemory_check_is_sampled_not_read_per_command(pair):
     sampler = minired.server.memory
 
     def count_reads():
-        import minired.server as server_module
+        import minired.engine.server as server_module
         original = server_module.used_memory
 
         def counting():
@@ -222,6 +222,6 @@ def test_maxmemory_check_is_sampled_not_read_per_command(pair):
         assert replies == [b"OK"] * 2000
         client.close()
     finally:
-        import minired.server as server_module
+        import minired.engine.server as server_module
         minired.call(setattr, server_module, "used_memory", original)
     assert len(reads) <= 3 and sampler.INTERVAL <= 0.1

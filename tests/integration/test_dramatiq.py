@@ -5,7 +5,7 @@ from __future__ import annotations
 import dramatiq
 import pytest
 from dramatiq.brokers.redis import RedisBroker
-from dramatiq.results import Results, ResultFailure
+from dramatiq.results import ResultFailure, Results
 from dramatiq.results.backends.redis import RedisBackend
 
 from tests.integration import jobs

@@ -4,13 +4,13 @@ from __future__ import annotations
 import asyncio
 import time
 
-from minired_queue import Backoff, RedisOp
 import pytest
 
+from minired_queue import Backoff, RedisOp
 from minired_queue.aio import AsyncWorker
-from minired_queue.worker import Worker
 from minired_queue.options import Hooks, WorkerOptions
 from minired_queue.transitions import SweepResult
+from minired_queue.worker import Worker
 
 from .helpers import take
 

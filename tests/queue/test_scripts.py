@@ -8,12 +8,24 @@ import pytest
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
+from minired_queue.job import Job, JobSpec
 from minired_queue.keys import QueueKeys
 from minired_queue.scripts import SCRIPTS
-from minired_queue.transitions import (add_job, add_repeated_job, clean_jobs, complete, move_stalled_to_wait,
-                                       move_to_active, promote_delayed, release, remove_jobs, remove_repeatable,
-                                       retry_or_fail, update_progress, upsert_repeatable)
-from minired_queue.job import Job, JobSpec
+from minired_queue.transitions import (
+    add_job,
+    add_repeated_job,
+    clean_jobs,
+    complete,
+    move_stalled_to_wait,
+    move_to_active,
+    promote_delayed,
+    release,
+    remove_jobs,
+    remove_repeatable,
+    retry_or_fail,
+    update_progress,
+    upsert_repeatable,
+)
 
 EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "retryOrFail",
                         "moveStalledJobsToWait", "promoteDelayed", "releaseJob", "setPaused",

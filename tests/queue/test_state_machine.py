@@ -6,11 +6,11 @@ import random
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from minired_queue import Backoff, Queue
-from minired_queue.transitions import (complete, extend_lock, move_to_active, release,
-                                       retry_or_fail)
+from minired_queue.transitions import complete, extend_lock, move_to_active, release, retry_or_fail
 
 from .helpers import assert_each_job_in_exactly_one_state, placement, server_time_ms, take
 

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-
 _FILL = [("SET", "s", "v"), ("RPUSH", "l", "a", "b", "7"), ("HSET", "h", "f", "1"),
          ("ZADD", "z", "1.5", "m", "-2", "n"), ("XADD", "x", "1-1", "a", "b"), ("SADD", "st", "m"),
          ("SET", "n", "10")]

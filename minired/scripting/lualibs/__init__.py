@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import lua_bit, lua_cjson, lua_cmsgpack, lua_struct
-from .support import support_table
+from minired.scripting.lualibs import lua_bit, lua_cjson, lua_cmsgpack, lua_struct
+from minired.scripting.lualibs.support import support_table
 
 
 def install_libraries(lua: Any, target: Any, guard: Any = None) -> None:

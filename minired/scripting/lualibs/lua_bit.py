@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .support import load_chunk, lua_safe
+from minired.scripting.lualibs.support import load_chunk, lua_safe
 
 _MAGIC = 6755399441055744.0  # 2^52 + 2^51
 _DOUBLE = struct.Struct("<d")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .support import load_chunk
+from minired.scripting.lualibs.support import load_chunk
 
 _CJSON_LUA = r"""
 local support = ...

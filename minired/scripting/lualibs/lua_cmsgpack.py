@@ -20,7 +20,7 @@ import ctypes
 import struct
 from typing import Any
 
-from .support import load_chunk, lua_safe
+from minired.scripting.lualibs.support import load_chunk, lua_safe
 
 
 def _pack_float(n: float) -> bytes:

@@ -1,0 +1,296 @@
+"""The data: databases of typed values with millisecond expiry, and the one clock behind all time.
+
+No sockets and no RESP here: this layer is usable on its own (tests, embedding, persistence).
+Values are plain Python objects whose type is the Redis type:
+  bytes -> string, deque -> list, dict -> hash, set -> set,
+  and the classes registered with `register_type` (sorted sets, streams).
+Commands that change a value in place call `Database.signal_modified(key)` so that WATCH and
+blocked clients learn of it, as Redis's signalModifiedKey does.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from heapq import heapify, heappop, heappush
+from typing import Any, Callable, Iterator
+
+from minired.protocol.errors import WRONGTYPE, RedisError
+
+_now = time.time  # read on every lookup of a key with a TTL: one global, not a module attribute
+
+TYPE_NAMES: dict[type, str] = {bytes: "string", deque: "list", dict: "hash", set: "set"}
+
+
+def register_type(cls: type, name: str) -> None:
+    TYPE_NAMES[cls] = name
+
+
+def type_name(value: Any) -> str:
+    return TYPE_NAMES[type(value)]
+
+
+class Clock:
+    """Unix time in milliseconds, plus an offset that tests may push forward (MINIRED ADVANCE).
+
+    Expiry, lock TTLs, TIME, and blocking timeouts all read this one clock, so moving it moves
+    everything time-based together.
+    """
+
+    __slots__ = ("offset_ms", "listeners")
+
+    def __init__(self) -> None:
+        self.offset_ms = 0
+        self.listeners: list[Callable[[], None]] = []
+
+    def ms(self) -> int:
+        return int(_now() * 1000) + self.offset_ms
+
+    def us(self) -> int:
+        return int(_now() * 1_000_000) + self.offset_ms * 1000
+
+    def advance(self, ms: int) -> int:
+        if ms < 0:
+            raise ValueError("the clock only moves forward")
+        self.offset_ms += ms
+        for listener in list(self.listeners):
+            listener()
+        return self.ms()
+
+
+class Database:
+    """One numbered database: key -> value, key -> absolute expiry in ms."""
+
+    __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
+                 "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
+                 "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty")
+
+    def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
+        self.index = index
+        self.data: dict[bytes, Any] = {}
+        self.expires: dict[bytes, int] = {}
+        self.clock = clock
+        # key -> set of watch records (clients' WATCH); see signal_modified.
+        self.watchers: dict[bytes, set] = {}
+        # key -> deque of blocked waiters; pushes to these keys queue them in ready_keys.
+        self.blocking_keys: dict[bytes, deque] = {}
+        self.ready_keys = ready_keys
+        # (deadline, key) pairs; may hold stale entries, checked against `expires` when popped.
+        self._expiry_heap: list[tuple[int, bytes]] = []
+        # The server's client-side caching table (minired/features/tracking.py), once a client uses it.
+        self.tracking: Any = None
+        # Keyspace notifications (minired/features/notifications.py), while notify-keyspace-events is on.
+        self.notifier: Any = None
+        # INFO keyspace_hits/misses: counted by read() and read_typed() only (see there).
+        self.keyspace_hits = 0
+        self.keyspace_misses = 0
+        # Keys a lookup found expired (INFO expired_keys adds those the active cycle removed).
+        self.expired_lazily = 0
+        # While CLIENT PAUSE is in force (minired/features/pause.py) the dataset stays as it is: a key
+        # whose time has passed reads as missing but is only deleted once the pause ends.
+        self.keep_expired = False
+        # Changes made by write commands here (Redis's server.dirty, summed over databases:
+        # INFO rdb_changes_since_last_save); counted by dispatch.call.
+        self.dirty = 0
+
+    # --- lookups -----------------------------------------------------------------------------
+
+    def get(self, key: bytes) -> Any:
+        """The live value at key, or None; an expired key is deleted on the way (lazy expiry)."""
+        expires = self.expires
+        if expires:
+            deadline = expires.get(key)
+            if deadline is not None and deadline <= self.clock.ms():
+                if not self.keep_expired:
+                    self._expire(key)
+                    self.expired_lazily += 1
+                return None
+        return self.data.get(key)
+
+    def get_typed(self, key: bytes, cls: type) -> Any:
+        """The value at key if it is of type `cls`, None if missing; WRONGTYPE otherwise."""
+        value = self.get(key)
+        if value is not None and type(value) is not cls:
+            raise RedisError(WRONGTYPE)
+        return value
+
+    def exists(self, key: bytes) -> bool:
+        return self.get(key) is not None
+
+    # Redis counts hits and misses in lookupKeyRead only: commands that read a key (GET, EXISTS,
+    # LRANGE, SUNIONSTORE's sources ...) look it up with these; writes use get()/get_typed(),
+    # which count nothing. Each costs one integer increment over get().
+
+    def read(self, key: bytes, notify: bool = True) -> Any:
+        """get() for a read lookup, counted in INFO keyspace_hits/keyspace_misses; a miss is a
+        "keymiss" notification unless `notify` is false (Redis's LOOKUP_NONOTIFY)."""
+        value = self.get(key)
+        if value is None:
+            self.keyspace_misses += 1
+            if notify and self.notifier is not None:
+                self.notifier.key_missed(self, key)
+        else:
+            self.keyspace_hits += 1
+        return value
+
+    def read_typed(self, key: bytes, cls: type) -> Any:
+        """get_typed() for a read lookup, counted as read() counts (WRONGTYPE is a hit)."""
+        value = self.read(key)
+        if value is not None and type(value) is not cls:
+            raise RedisError(WRONGTYPE)
+        return value
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def keys(self) -> Iterator[bytes]:
+        """Live keys (expired ones are skipped, and deleted)."""
+        if not self.expires:
+            yield from list(self.data)
+            return
+        now = self.clock.ms()
+        for key in list(self.data):
+            deadline = self.expires.get(key)
+            if deadline is not None and deadline <= now:
+                if not self.keep_expired:
+                    self._expire(key)
+                    self.expired_lazily += 1
+                continue
+            yield key
+
+    # --- changes -----------------------------------------------------------------------------
+
+    def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
+        """Store value at key; any previous TTL is cleared unless keep_ttl."""
+        if self.notifier is not None and self.get(key) is None:
+            self.notifier.key_created(self, key)  # after "expired" if it had expired, as dbAdd
+        self.data[key] = value
+        if not keep_ttl and self.expires:
+            self.expires.pop(key, None)
+        if self.watchers or self.blocking_keys or self.tracking is not None:
+            self.signal_modified(key)  # (the common case is nobody to tell)
+
+    def delete(self, key: bytes) -> bool:
+        """Remove key; True if it held a live value."""
+        if self.get(key) is None:
+            return False
+        del self.data[key]
+        if self.expires:
+            self.expires.pop(key, None)
+        self.signal_modified(key)
+        return True
+
+    def pop(self, key: bytes) -> Any:
+        """Remove key and return its live value (None if missing)."""
+        value = self.get(key)
+        if value is None:
+            return None
+        del self.data[key]
+        if self.expires:
+            self.expires.pop(key, None)
+        self.signal_modified(key)
+        return value
+
+    def delete_if_empty(self, key: bytes, value: Any) -> None:
+        """Containers never stay empty in Redis: drop the key once its last element is gone."""
+        if not value:
+            self.data.pop(key, None)
+            if self.expires:
+                self.expires.pop(key, None)
+
+    def signal_modified(self, key: bytes) -> None:
+        watchers = self.watchers.get(key)
+        if watchers:
+            for record in watchers:
+                record.dirty = True
+        if key in self.blocking_keys:
+            self.ready_keys.append((self, key))
+        if self.tracking is not None:
+            self.tracking.key_modified(key)
+
+    def flush(self) -> None:
+        # Blocked readers hear of it too: XREADGROUP ends with an error when its stream goes.
+        for key in [*self.watchers, *self.blocking_keys]:
+            if key in self.data:
+                self.signal_modified(key)
+        self.data = {}
+        self.expires = {}
+        self._expiry_heap = []
+
+    # --- expiry ------------------------------------------------------------------------------
+
+    def set_expiry(self, key: bytes, deadline_ms: int) -> None:
+        """Expire key at the absolute time deadline_ms (the key must exist)."""
+        self.expires[key] = deadline_ms
+        heappush(self._expiry_heap, (deadline_ms, key))
+        if len(self._expiry_heap) > 2 * len(self.expires) + 1024:
+            self._expiry_heap = [(when, k) for k, when in self.expires.items()]
+            heapify(self._expiry_heap)
+
+    def expiry(self, key: bytes) -> int | None:
+        return self.expires.get(key)
+
+    def persist(self, key: bytes) -> bool:
+        return self.expires.pop(key, None) is not None
+
+    def _expire(self, key: bytes) -> None:
+        del self.data[key]
+        del self.expires[key]
+        if self.notifier is not None:
+            self.notifier.key_expired(self, key)
+        self.signal_modified(key)
+
+    def active_expire(self, now_ms: int | None = None, limit: int = 10_000) -> int:
+        """Delete up to `limit` keys whose deadline passed, so memory is freed for keys no
+        client reads again. Returns how many were deleted."""
+        if self.keep_expired:
+            return 0
+        now = self.clock.ms() if now_ms is None else now_ms
+        heap = self._expiry_heap
+        expires = self.expires
+        removed = 0
+        while heap and heap[0][0] <= now and removed < limit:
+            deadline, key = heappop(heap)
+            if expires.get(key) == deadline:
+                self._expire(key)
+                removed += 1
+        return removed
+
+
+class Keyspace:
+    """All databases and the clock they share."""
+
+    __slots__ = ("clock", "ready_keys", "dbs")
+
+    def __init__(self, databases: int = 16, clock: Clock | None = None) -> None:
+        self.clock = clock or Clock()
+        # (Database, key) pairs touched while clients were blocked on them; drained by the server.
+        self.ready_keys: list[tuple[Database, bytes]] = []
+        self.dbs = [Database(i, self.clock, self.ready_keys) for i in range(databases)]
+
+    def __getitem__(self, index: int) -> Database:
+        return self.dbs[index]
+
+    def __len__(self) -> int:
+        return len(self.dbs)
+
+    def flushall(self) -> None:
+        for db in self.dbs:
+            db.flush()
+
+    def swap(self, a: int, b: int) -> None:
+        """SWAPDB: exchange contents; watchers and waiters stay with the database number."""
+        da, dbb = self.dbs[a], self.dbs[b]
+        da.data, dbb.data = dbb.data, da.data
+        da.expires, dbb.expires = dbb.expires, da.expires
+        da._expiry_heap, dbb._expiry_heap = dbb._expiry_heap, da._expiry_heap
+        for db in (da, dbb):
+            for key in list(db.watchers):
+                for record in db.watchers[key]:
+                    record.dirty = True
+            # Keys that vanished count too: XREADGROUP readers then end with an error.
+            for key in db.blocking_keys:
+                self.ready_keys.append((db, key))
+
+    def active_expire(self, limit: int = 10_000) -> int:
+        now = self.clock.ms()
+        return sum(db.active_expire(now, limit) for db in self.dbs if db.expires)

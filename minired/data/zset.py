@@ -1,0 +1,279 @@
+"""The sorted set value: a dict member -> score for lookups, and a SortedList of (score, member)
+for order, as Redis pairs a dict with a skiplist.
+
+Both structures hold every element, so ZSCORE is one dict lookup, ZADD/ZREM/ZPOPMIN are
+O(log n), and rank or score ranges are a bisect. Ranges are returned as (start, stop) rank
+spans so commands can slice, count or delete without building intermediate lists.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Iterator
+
+from sortedcontainers import SortedList
+
+from minired.data.keyspace import register_type
+
+_INF = math.inf
+
+
+class ScoreRange:
+    """A parsed ZRANGEBYSCORE-style interval: `min`/`max` with exclusive flags."""
+
+    __slots__ = ("min", "max", "min_exclusive", "max_exclusive")
+
+    def __init__(self, low: float, high: float, low_exclusive: bool, high_exclusive: bool) -> None:
+        self.min = low
+        self.max = high
+        self.min_exclusive = low_exclusive
+        self.max_exclusive = high_exclusive
+
+    def is_empty(self) -> bool:
+        return self.min > self.max or (self.min == self.max and
+                                       (self.min_exclusive or self.max_exclusive))
+
+
+class LexRange:
+    """A parsed ZRANGEBYLEX-style interval. `None` bounds stand for `-` (no lower bound) and
+    `+` (no upper bound); the exclusive flags mark `(` bounds. `empty` is set for intervals
+    Redis rules out up front (min above max, `+` as the minimum, `-` as the maximum)."""
+
+    __slots__ = ("min", "max", "min_exclusive", "max_exclusive", "empty")
+
+    def __init__(self, low: bytes | None, high: bytes | None, low_exclusive: bool,
+                 high_exclusive: bool, empty: bool) -> None:
+        self.min = low
+        self.max = high
+        self.min_exclusive = low_exclusive
+        self.max_exclusive = high_exclusive
+        self.empty = empty
+
+    def above_min(self, member: bytes) -> bool:
+        low = self.min
+        if low is None:
+            return True
+        return member > low if self.min_exclusive else member >= low
+
+    def below_max(self, member: bytes) -> bool:
+        high = self.max
+        if high is None:
+            return True
+        return member < high if self.max_exclusive else member <= high
+
+
+def _after(score: float) -> tuple:
+    """A probe that sorts after every entry with this score (and before any larger score)."""
+    return (math.nextafter(score, _INF),) if score != _INF else (_INF, _MAX_MEMBER)
+
+
+class _MaxMember:
+    """Compares greater than any bytes member, to bisect past all entries of one score."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+
+_MAX_MEMBER = _MaxMember()
+
+
+class ZSet:
+    __slots__ = ("scores", "order")
+
+    def __init__(self, items: Iterable[tuple[float, bytes]] = ()) -> None:
+        self.scores: dict[bytes, float] = {}
+        self.order = SortedList()
+        for score, member in items:
+            self.add(member, score)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __bool__(self) -> bool:
+        return bool(self.scores)
+
+    def __contains__(self, member: bytes) -> bool:
+        return member in self.scores
+
+    def __iter__(self) -> Iterator[tuple[float, bytes]]:
+        """(score, member) in rank order."""
+        return iter(self.order)
+
+    def __repr__(self) -> str:
+        return f"ZSet({list(self.order)!r})"
+
+    def copy(self) -> "ZSet":
+        clone = ZSet()
+        clone.scores = dict(self.scores)
+        clone.order = SortedList(self.order)
+        return clone
+
+    def __deepcopy__(self, memo: dict) -> "ZSet":
+        # Members and scores are immutable, so COPY needs no deeper copy than this.
+        return self.copy()
+
+    # --- changes -------------------------------------------------------------------------------
+
+    def add(self, member: bytes, score: float) -> bool:
+        """Set member's score; True if the member is new.
+
+        -0.0 is stored as 0.0: Redis keeps small sorted sets as listpacks, which read a
+        negative zero back as 0, so that is what ZSCORE shows for every set a client builds.
+        """
+        score += 0.0
+        old = self.scores.get(member)
+        if old is not None:
+            if old == score:
+                return False
+            self.order.remove((old, member))
+            self.order.add((score, member))
+            self.scores[member] = score
+            return False
+        self.scores[member] = score
+        self.order.add((score, member))
+        return True
+
+    def remove(self, member: bytes) -> bool:
+        score = self.scores.pop(member, None)
+        if score is None:
+            return False
+        self.order.remove((score, member))
+        return True
+
+    def delete_span(self, start: int, stop: int) -> int:
+        """Remove the elements ranked start..stop-1; returns how many went."""
+        if start >= stop:
+            return 0
+        scores = self.scores
+        for _, member in self.order.islice(start, stop):
+            del scores[member]
+        del self.order[start:stop]
+        return stop - start
+
+    def pop(self, count: int, highest: bool) -> list[tuple[bytes, float]]:
+        """Remove and return up to `count` (member, score) pairs from the low or high end."""
+        order = self.order
+        count = min(count, len(order))
+        if highest:
+            taken = order[len(order) - count:]
+            taken.reverse()
+            del order[len(order) - count:]
+        else:
+            taken = order[:count]
+            del order[:count]
+        scores = self.scores
+        for _, member in taken:
+            del scores[member]
+        return [(member, score) for score, member in taken]
+
+    # --- queries -------------------------------------------------------------------------------
+
+    def rank(self, member: bytes) -> int | None:
+        score = self.scores.get(member)
+        if score is None:
+            return None
+        return self.order.bisect_left((score, member))
+
+    def entries(self, start: int, stop: int, reverse: bool = False) -> list[tuple[float, bytes]]:
+        """(score, member) for ranks start..stop-1, highest rank first if reverse."""
+        # Slicing a SortedList is a few times faster than its islice for short ranges.
+        taken = self.order[start:stop]
+        if reverse:
+            taken.reverse()
+        return taken
+
+    def score_span(self, spec: ScoreRange) -> tuple[int, int]:
+        """The rank span [start, stop) of the elements whose score lies in spec."""
+        if spec.is_empty():
+            return 0, 0
+        order = self.order
+        start = order.bisect_left(_after(spec.min) if spec.min_exclusive else (spec.min,))
+        stop = order.bisect_left((spec.max,) if spec.max_exclusive else _after(spec.max))
+        return start, max(start, stop)
+
+    def lex_span(self, spec: LexRange, reverse: bool = False) -> tuple[int, int]:
+        """The rank span [start, stop) of the elements whose member lies in spec.
+
+        Lexicographic ranges are meant for sets whose scores are all equal; then this is a
+        bisect. With mixed scores Redis walks a small set's listpack in score order from the
+        first element at or above min (from the last at or below max when reversed) and stops
+        at the first element out of range; that walk is reproduced so replies match.
+        """
+        order = self.order
+        n = len(order)
+        if spec.empty or not n:
+            return 0, 0
+        # Redis first rules out a range that misses the set's first/last members entirely.
+        if not spec.above_min(order[-1][1]) or not spec.below_max(order[0][1]):
+            return 0, 0
+        first_score = order[0][0]
+        if first_score == order[-1][0]:
+            if spec.min is None:
+                start = 0
+            elif spec.min_exclusive:
+                start = order.bisect_right((first_score, spec.min))
+            else:
+                start = order.bisect_left((first_score, spec.min))
+            if spec.max is None:
+                stop = n
+            elif spec.max_exclusive:
+                stop = order.bisect_left((first_score, spec.max))
+            else:
+                stop = order.bisect_right((first_score, spec.max))
+            return start, max(start, stop)
+        if reverse:
+            return self._lex_walk_backward(spec)
+        return self._lex_walk_forward(spec)
+
+    def has_uniform_scores(self) -> bool:
+        order = self.order
+        return not order or order[0][0] == order[-1][0]
+
+    def lex_walk(self, spec: LexRange, offset: int, limit: int, reverse: bool) -> list:
+        """ZRANGEBYLEX ... LIMIT on a set with mixed scores, walked as Redis walks a listpack:
+        from the first element in range, `offset` elements are skipped without checking them,
+        then elements are taken (at most `limit` if it is not negative) until one is out of
+        range."""
+        start, stop = self.lex_span(spec, reverse)
+        if start == stop or offset < 0:
+            return []
+        entries = list(self.order)
+        in_range = spec.above_min if reverse else spec.below_max
+        step = -1 if reverse else 1
+        index = stop - 1 - offset if reverse else start + offset
+        taken = []
+        while 0 <= index < len(entries) and limit != 0:
+            if not in_range(entries[index][1]):
+                break
+            taken.append(entries[index])
+            limit -= 1
+            index += step
+        return taken
+
+    def _lex_walk_forward(self, spec: LexRange) -> tuple[int, int]:
+        members = [member for _, member in self.order]
+        start = next((i for i, member in enumerate(members) if spec.above_min(member)), None)
+        if start is None or not spec.below_max(members[start]):
+            return 0, 0
+        stop = start + 1
+        while stop < len(members) and spec.below_max(members[stop]):
+            stop += 1
+        return start, stop
+
+    def _lex_walk_backward(self, spec: LexRange) -> tuple[int, int]:
+        members = [member for _, member in self.order]
+        last = next((i for i in range(len(members) - 1, -1, -1) if spec.below_max(members[i])),
+                    None)
+        if last is None or not spec.above_min(members[last]):
+            return 0, 0
+        start = last
+        while start > 0 and spec.above_min(members[start - 1]):
+            start -= 1
+        return start, last + 1
+
+
+register_type(ZSet, "zset")

@@ -1,0 +1,249 @@
+"""Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, XREAD BLOCK ...).
+
+A blocking command's handler first tries to answer at once. If it cannot, and the client may
+block, it returns a `Block`; the connection then stops running that client's commands until
+the block is served, times out, or is cancelled. After every command, EXEC or script, the
+server drains `Keyspace.ready_keys` (keys that were written while someone waited on them) and
+retries the waiters of each key in the order they blocked, as Redis does.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
+
+from minired.data.strtold import NotAFloat, overflows, round_to_grid, strtold
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+
+if TYPE_CHECKING:
+    from minired.data.keyspace import Database, Keyspace
+    from minired.engine.client import Client
+
+
+class Block:
+    """What a blocking handler returns when it has to wait.
+
+    `retry(client, key)` is called when `key` (one of `keys`) was written: it returns the
+    reply that ends the wait (serving from that key, as Redis serves from the key that became
+    ready), or None to keep waiting (the key is empty again, or holds another type).
+    `timeout_reply` is sent when `timeout_ms` (0 = forever) passes or on CLIENT UNBLOCK.
+    With `retry_when_deleted`, `retry` is also called when the key was deleted (XREADGROUP
+    then ends with an error, as Redis unblocks it).
+    """
+
+    __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply", "retry_when_deleted",
+                 "logged_call")
+
+    def __init__(self, keys: list[bytes], timeout_ms: int,
+                 retry: Callable[["Client", bytes], Any], timeout_reply: Any,
+                 retry_when_deleted: bool = False) -> None:
+        self.keys = keys
+        self.timeout_ms = timeout_ms
+        self.retry = retry
+        self.timeout_reply = timeout_reply
+        self.retry_when_deleted = retry_when_deleted
+        # (spec, argv, nanoseconds) of the call that blocked, for the slow log (dispatch.call).
+        self.logged_call: tuple | None = None
+
+
+class Waiter:
+    """One blocked client: its Block, the database it blocked in, and its deadline."""
+
+    __slots__ = ("client", "block", "db", "deadline_ms", "timer", "resume")
+
+    def __init__(self, client: "Client", block: Block, db: "Database", deadline_ms: int | None,
+                 resume: Callable[[], None]) -> None:
+        self.client = client
+        self.block = block
+        self.db = db
+        self.deadline_ms = deadline_ms
+        self.timer: asyncio.TimerHandle | None = None
+        self.resume = resume
+
+
+# Redis reads a seconds timeout with strtold, multiplies by 1000 in long double and rounds
+# up to whole milliseconds. The rounding decides edge cases clients can see: "-0.001" is
+# -0.99999... ms in long double, which rounds up to 0 (block forever), while "-0.0011" is an
+# error. strtold.py emulates the long doubles exactly.
+_LLONG_MIN = -(2**63)
+
+
+def _seconds_to_ms(seconds: tuple[int, int, int] | None) -> int:
+    """(long long) ceill(seconds * 1000.0), as Redis computes it."""
+    if seconds is None:  # infinity: the cast yields LLONG_MIN
+        return _LLONG_MIN
+    sign, significand, scale = seconds
+    if not significand:
+        return 0
+    if scale >= 0:
+        significand, scale = round_to_grid(significand * 1000 << scale, 1)
+    else:
+        significand, scale = round_to_grid(significand * 1000, 1 << -scale)
+    if overflows(significand, scale):
+        return _LLONG_MIN
+    if scale >= 0:
+        ms = sign * (significand << scale)
+    elif sign > 0:
+        ms = -(-significand >> -scale)  # ceiling
+    else:
+        ms = -(significand >> -scale)   # ceiling of a negative value: toward zero
+    return ms if _LLONG_MIN <= ms < 2**63 else _LLONG_MIN
+
+
+def parse_timeout(raw: bytes) -> int:
+    """A blocking command's timeout in seconds (fractions allowed) -> milliseconds; 0 = forever.
+
+    Exactly Redis's reading: any positive fraction blocks at least 1 ms; a negative value that
+    rounds up to 0 ms blocks forever; "inf" and values past 2**63 ms are "negative".
+    """
+    digits = raw[1:] if raw[:1] == b"+" else raw
+    if 0 < len(digits) <= 15 and digits.isdigit():  # bytes.isdigit: ASCII digits only
+        return int(raw) * 1000
+    try:
+        ms = _seconds_to_ms(strtold(raw))
+    except NotAFloat:
+        raise RedisError(errors.TIMEOUT_NOT_FLOAT) from None
+    if ms < 0:
+        raise RedisError(errors.TIMEOUT_NEGATIVE)
+    return ms
+
+
+# Longest single timer; a longer wait re-arms when it fires (event loops reject huge delays).
+_MAX_TIMER_SECONDS = 86400.0
+
+
+class BlockingManager:
+    """Who waits on which key, their timeouts, and serving them after each write."""
+
+    def __init__(self, keyspace: "Keyspace") -> None:
+        # Called with (waiter, reply) as a blocked command ends: persistence logs the served ones.
+        self.on_finish: Callable[[Waiter, Any], None] | None = None
+        # Runs the serving of a waiter as its client's own command, serve_as(client, serve,
+        # waiter, key) (tracking: the client's invalidation messages then follow its reply).
+        self.serve_as: Callable[..., None] | None = None
+        self.keyspace = keyspace
+        self.waiters: dict[int, Waiter] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        keyspace.clock.listeners.append(self._on_clock_advanced)
+
+    @property
+    def blocked_clients(self) -> int:
+        return len(self.waiters)
+
+    def block(self, client: "Client", block: Block, resume: Callable[[], None]) -> None:
+        """Park `client` until a key of `block` is served, its timeout passes, or it is
+        unblocked; `resume` then lets the connection run the client's next commands."""
+        db = client.db
+        deadline = self.keyspace.clock.ms() + block.timeout_ms if block.timeout_ms else None
+        waiter = Waiter(client, block, db, deadline, resume)
+        for key in dict.fromkeys(block.keys):
+            db.blocking_keys.setdefault(key, deque()).append(waiter)
+        client.blocked = waiter
+        self.waiters[client.id] = waiter
+        if deadline is not None:
+            self._arm_timer(waiter, block.timeout_ms)
+
+    def _arm_timer(self, waiter: Waiter, delay_ms: int) -> None:
+        if self.loop is not None:
+            delay = min(delay_ms / 1000, _MAX_TIMER_SECONDS)
+            waiter.timer = self.loop.call_later(delay, self._on_timer, waiter)
+
+    def _detach(self, waiter: Waiter) -> None:
+        blocking_keys = waiter.db.blocking_keys
+        for key in dict.fromkeys(waiter.block.keys):
+            queue = blocking_keys.get(key)
+            if queue is not None:
+                try:
+                    queue.remove(waiter)
+                except ValueError:
+                    pass
+                if not queue:
+                    del blocking_keys[key]
+        if waiter.timer is not None:
+            waiter.timer.cancel()
+            waiter.timer = None
+        self.waiters.pop(waiter.client.id, None)
+        waiter.client.blocked = None
+
+    def finish(self, waiter: Waiter, reply: Any) -> None:
+        """Answer a blocked client and let it run its next commands."""
+        if self.on_finish is not None:
+            self.on_finish(waiter, reply)
+        if type(reply) is RedisError:
+            # The blocked command fails only now (NOGROUP, UNBLOCKED, WRONGTYPE on serving):
+            # counted in errorstats and its failed_calls as Redis's updateStatsOnUnblock does.
+            spec = waiter.client.last_command
+            if spec is not None:
+                spec.failed_calls += 1
+            waiter.client.server.stats.count_error(reply.message)
+        logged = waiter.block.logged_call
+        if logged is not None:
+            client = waiter.client
+            client.server.slowlog.push_if_slow(client, logged[0], logged[1], logged[2])
+        self._detach(waiter)
+        waiter.client.send(reply)
+        waiter.resume()
+
+    def disconnect(self, client: "Client") -> None:
+        """A blocked client went away: forget it, leaving no trace on its keys."""
+        waiter = client.blocked
+        if waiter is not None:
+            self._detach(waiter)
+
+    def unblock(self, client: "Client", with_error: bool) -> bool:
+        """CLIENT UNBLOCK: end the wait as a timeout, or with an UNBLOCKED error."""
+        waiter = client.blocked
+        if waiter is None:
+            return False
+        reply = RedisError(errors.UNBLOCKED) if with_error else waiter.block.timeout_reply
+        self.finish(waiter, reply)
+        return True
+
+    def serve_ready_keys(self) -> None:
+        """Serve the waiters of every key written since the last call, oldest waiter first.
+
+        Keys become ready in the order they were written; serving one (BLMOVE pushing to its
+        destination) may make more keys ready, which are served in the same pass.
+        """
+        ready = self.keyspace.ready_keys
+        while ready:
+            db, key = ready.pop(0)
+            queue = db.blocking_keys.get(key)
+            if not queue:
+                continue
+            for waiter in list(queue):
+                if waiter.client.blocked is not waiter or waiter.client.closing:
+                    continue  # served through another of its keys, or going away: an
+                    # element popped for a closing connection would be lost
+                if db.get(key) is None and not waiter.block.retry_when_deleted:
+                    continue
+                if self.serve_as is None:
+                    self._serve(waiter, key)
+                else:
+                    self.serve_as(waiter.client, self._serve, waiter, key)
+
+    def _serve(self, waiter: Waiter, key: bytes) -> None:
+        try:
+            reply = waiter.block.retry(waiter.client, key)
+        except RedisError as exc:
+            reply = exc
+        if reply is not None:
+            self.finish(waiter, reply)
+
+    def _on_timer(self, waiter: Waiter) -> None:
+        waiter.timer = None
+        if waiter.client.blocked is not waiter:
+            return
+        remaining = waiter.deadline_ms - self.keyspace.clock.ms()
+        if remaining > 0:
+            self._arm_timer(waiter, remaining)
+            return
+        self.finish(waiter, waiter.block.timeout_reply)
+
+    def _on_clock_advanced(self) -> None:
+        """MINIRED ADVANCE moved the clock: time out every wait whose deadline it passed."""
+        now = self.keyspace.clock.ms()
+        for waiter in list(self.waiters.values()):
+            if waiter.deadline_ms is not None and waiter.deadline_ms <= now:
+                self.finish(waiter, waiter.block.timeout_reply)

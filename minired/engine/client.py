@@ -1,0 +1,128 @@
+"""Per-connection state: selected database, protocol version, auth, transaction, subscriptions."""
+from __future__ import annotations
+
+import itertools
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from minired.engine.client_reply import DISRUPTED, SILENCED, Disruption
+from minired.protocol import resp
+
+if TYPE_CHECKING:
+    from minired.data.keyspace import Database
+    from minired.engine.server import Server
+
+_ids = itertools.count(1)
+
+
+class WatchRecord:
+    """One WATCHed key of one client; `dirty` is set by Database.signal_modified."""
+
+    __slots__ = ("db", "key", "dirty", "expired_at_watch")
+
+    def __init__(self, db: "Database", key: bytes, expired_at_watch: bool) -> None:
+        self.db = db
+        self.key = key
+        self.dirty = False
+        self.expired_at_watch = expired_at_watch
+
+
+class Client:
+    """A connected client. `send` writes a reply outside the request/response cycle (pub/sub
+    messages, the reply of an unblocked command); `close` ends the connection."""
+
+    # Slots: every command reads several of these, and a slot is found without a dict lookup.
+    __slots__ = ("id", "server", "addr", "laddr", "fd", "_send", "_close", "db_index", "db",
+                 "protocol", "name", "lib_name", "lib_ver", "authenticated", "created",
+                 "last_interaction", "last_command", "multi", "multi_failed", "in_exec",
+                 "in_script", "watched", "channels", "patterns", "shard_channels", "blocked",
+                 "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection",
+                 "user", "user_restricted", "reply_mode", "changes")
+
+    def __init__(self, server: "Server", addr: str = "", laddr: str = "", fd: int = -1,
+                 send: Callable[[bytes], None] | None = None,
+                 close: Callable[[], None] | None = None) -> None:
+        self.id = next(_ids)
+        self.server = server
+        self.addr = addr
+        self.laddr = laddr
+        self.fd = fd
+        self._send = send
+        self._close = close
+        self.db_index = 0
+        self.db: Database = server.keyspace[0]
+        self.protocol = 2
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        self.authenticated = not server.config.requirepass
+        self.created = time.monotonic()
+        self.last_interaction = self.created
+        self.last_command = None  # the spec of the last command run, for CLIENT LIST
+        # MULTI: list of queued argv while in a transaction, None otherwise.
+        self.multi: list | None = None
+        self.multi_failed = False
+        self.in_exec = False
+        self.in_script = False
+        self.watched: list[WatchRecord] = []
+        self.channels: set[bytes] = set()
+        self.patterns: set[bytes] = set()
+        self.shard_channels: set[bytes] = set()
+        # Set while the client waits in a blocking command (see blocking.py).
+        self.blocked: Any = None
+        self.closing = False
+        self.close_after_reply = False
+        self.flags = ""
+        self.output_soft_limit_since: float | None = None  # see security.py
+        self.connection: Any = None  # the server's protocol object, for scripting/busy.py
+        # The ACL user (None: the default user) and whether dispatch must check its commands
+        # (see security.py).
+        self.user: Any = None
+        self.user_restricted = False
+        # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).
+        self.reply_mode = 0
+        # Set by a write command that counts its own changes, as Redis's commands add to
+        # server.dirty (0: it changed nothing, and is neither counted nor propagated); -1, the
+        # usual, counts a write command as one change. Read and reset by dispatch.call.
+        self.changes = -1
+
+    # --- state ---------------------------------------------------------------------------------
+
+    def select(self, index: int) -> None:
+        self.db_index = index
+        self.db = self.server.keyspace[index]
+
+    @property
+    def can_block(self) -> bool:
+        """Inside MULTI/EXEC or a script, blocking commands answer at once as if timed out."""
+        return not (self.in_exec or self.in_script)
+
+    def unwatch_all(self) -> None:
+        for record in self.watched:
+            watchers = record.db.watchers.get(record.key)
+            if watchers is not None:
+                watchers.discard(record)
+                if not watchers:
+                    del record.db.watchers[record.key]
+        self.watched = []
+
+    # --- output --------------------------------------------------------------------------------
+
+    def send(self, reply: Any) -> None:
+        if self._send is None or self.closing:
+            return
+        if self.reply_mode:
+            if (self.reply_mode & DISRUPTED and type(reply) is Disruption
+                    and self.connection is not None):
+                self.connection.send_disrupted(reply)  # a fault's, on a blocked command's reply
+                return
+            if self.reply_mode & SILENCED and type(reply) is not resp.Push:
+                return  # CLIENT REPLY OFF/SKIP: a blocked command's late reply; pushes leave
+        out: list[bytes] = []
+        resp.encode_into(reply, self.protocol, out)
+        self._send(b"".join(out))
+
+    def close(self) -> None:
+        if self._close is not None and not self.closing:
+            self.closing = True
+            self._close()

@@ -1,0 +1,21 @@
+# C types for the compiled build of dispatch.py (setup.py): with the client typed, the checks
+# every command passes through read the client's and the spec's fields directly (client.pxd,
+# commands/table.pxd).
+from minired.engine.client cimport Client
+from minired.engine.table cimport CommandSpec
+cimport cython
+
+cpdef object execute(Client c, list argv)
+@cython.locals(spec=CommandSpec)
+cpdef object _execute(Client c, list argv)
+@cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong,
+               histogram=list, extras=cython.bint, changes=cython.longlong,
+               threshold=cython.longlong)
+cpdef object call(Client c, CommandSpec spec, list argv)
+@cython.locals(bits=cython.int)
+cdef int _bit_length(long long nanoseconds)
+
+# Read per command: typed, so the lookup is a C call, not a method lookup.
+cdef dict _BY_SPELLING
+cdef bint _extras_in_use
+cdef dict _busy

@@ -1,0 +1,307 @@
+"""From argv to reply: command lookup, arity, auth, MULTI queuing, pub/sub context, stats.
+
+`execute` is the one entry for client commands. `call` runs an already-validated spec and is
+what EXEC and scripts use, so every path shares the same table and checks.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from minired.engine.blocking import Block
+from minired.engine.table import COMMANDS, CommandSpec, lookup
+from minired.protocol import errors, resp
+from minired.protocol.errors import RedisError
+
+if TYPE_CHECKING:
+    from minired.engine.client import Client
+
+log = logging.getLogger("minired")
+_clock_ns = time.perf_counter_ns
+
+# Known command names as clients spell them ("GET", "get"), so the usual lookup needs no
+# lowercased copy; bounded, since a client may send any mix of cases.
+_BY_SPELLING: dict[bytes, CommandSpec] = {}
+_SPELLINGS_KEPT = 1024
+
+# Whether any server of this process has used client tracking, CLIENT PAUSE or MONITOR: until
+# then the per-command checks for them are skipped, since reading them off the server is an
+# attribute lookup on every command (the client's server is not a typed field).
+_extras_in_use = False
+
+
+# The servers of this process whose script runs past busy-reply-threshold (scripting/busy.py
+# serves their clients from inside it), each with the BUSY error every command not flagged
+# allow_busy is refused with. Usually empty: one check per command. (Per server: an embedding
+# process may run several, and another's thread runs while a busy script yields.)
+_busy: dict = {}
+
+
+def set_busy(server: Any, message: "str | None") -> None:
+    if message is None:
+        _busy.pop(server, None)
+    else:
+        _busy[server] = message
+
+
+def busy_error(server: Any) -> "str | None":
+    return _busy.get(server) if _busy else None
+
+
+def use_extras() -> None:
+    """Called by tracking, CLIENT PAUSE and MONITOR the first time they are used, and by
+    cluster mode as its nodes form."""
+    global _extras_in_use
+    _extras_in_use = True
+
+
+# Commands a transaction runs at once instead of queuing.
+_MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+# Commands a RESP2 client may send while subscribed.
+_SUBSCRIBED_ALLOWED = frozenset({"subscribe", "psubscribe", "ssubscribe", "unsubscribe",
+                                 "punsubscribe", "sunsubscribe", "ping", "quit", "reset"})
+
+
+def resolve(argv: list) -> CommandSpec | RedisError:
+    """The spec argv names, or the error Redis gives for an unknown command or bad arity."""
+    spec = COMMANDS.get(argv[0].lower())
+    if spec is None:
+        return errors.unknown_command(argv)
+    if spec.subcommands:
+        if len(argv) >= 2:
+            sub = spec.subcommands.get(argv[1].lower())
+            if sub is not None:
+                spec = sub
+            elif spec.handler is None:
+                return errors.unknown_subcommand(spec.name, argv[1])
+        elif spec.handler is None:
+            return errors.wrong_arity(spec.name)
+    arity = spec.arity
+    argc = len(argv)
+    if (argc != arity) if arity >= 0 else (argc < -arity):
+        return errors.wrong_arity(spec.full_name)
+    return spec
+
+
+def _touches_keyspace(spec: CommandSpec) -> bool:
+    flags = spec.flags
+    return "readonly" in flags or "write" in flags or "may_replicate" in flags
+
+
+def execute(c: "Client", argv: list) -> Any:
+    """Run one command from a client and return its reply value."""
+    if _extras_in_use:
+        tracking = c.server.tracking
+        if tracking is not None:  # client-side caching: see minired/features/tracking.py
+            return tracking.execute(c, argv, _execute)
+    return _execute(c, argv)
+
+
+def _execute(c: "Client", argv: list) -> Any:
+    spec = _BY_SPELLING.get(argv[0])
+    if spec is None:
+        spec = COMMANDS.get(argv[0].lower())
+        if spec is not None and len(_BY_SPELLING) < _SPELLINGS_KEPT:
+            _BY_SPELLING[argv[0]] = spec
+    if spec is None or spec.subcommands or not spec.min_args <= len(argv) <= spec.max_args:
+        resolved = resolve(argv)
+        if type(resolved) is RedisError:
+            c.last_command = None
+            known = lookup(argv)  # a known command with the wrong arity counts as rejected
+            if known is not None and not known.arity_ok(len(argv)):
+                known.rejected_calls += 1
+            if known is not None and _is_exec(known):
+                return _refuse_exec(c, resolved.message)
+            if c.multi is not None:
+                c.multi_failed = True
+            c.server.stats.count_error(resolved.message)
+            return resolved
+        spec = resolved
+    c.last_command = spec  # (what CLIENT LIST shows: set before the checks, as in Redis)
+    # Redis asks the default user's password at each command, so removing requirepass frees
+    # clients that connected while it was set.
+    if not c.authenticated and "no_auth" not in spec.flags and c.server.access.auth_required():
+        return _reject(c, spec, errors.NOAUTH)
+    if c.user_restricted:  # ACL: false for a user who may run everything (security.py)
+        denied = c.server.access.check_command(c, spec, argv)
+        if denied is not None:
+            return _reject(c, spec, denied.message)
+    if _extras_in_use:
+        redirected = _routed(c, spec, argv)
+        if redirected is not None:
+            return redirected
+    if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
+        # A monitor is flagged a replica in Redis, and replicas may not read or write.
+        return _reject(c, spec, errors.REPLICA_KEYSPACE)
+    if (spec.write or c.multi is not None) and c.server.config.writes_need_replicas:
+        if spec.write or (_is_exec(spec) and _queued_a_write(c)):
+            return _reject(c, spec, errors.NOREPLICAS)
+    if _busy and "allow_busy" not in spec.flags:
+        busy = _busy.get(c.server)
+        if busy is not None:
+            return _reject(c, spec, busy)
+    if _extras_in_use:
+        faults = c.server.faults  # fault injection (minired/features/faults.py), None unless enabled
+        if faults is not None:
+            disrupted = faults.intercept(c, spec, argv)
+            if disrupted is not None:
+                return disrupted
+    if c.multi is not None and spec.root_name not in _MULTI_IMMEDIATE:
+        if "no_multi" in spec.flags:
+            return _reject(c, spec, errors.COMMAND_NOT_ALLOWED_IN_MULTI)
+        if _extras_in_use:  # Redis holds a paused write before queuing it
+            held = _held(c, spec, argv)
+            if held is not None:
+                return held
+        c.multi.append((spec, argv))
+        return resp.QUEUED
+    if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
+            and spec.root_name not in _SUBSCRIBED_ALLOWED):
+        return _reject(c, spec, errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
+    if spec.denyoom and c.server.over_maxmemory():
+        return _reject(c, spec, errors.OOM)
+    if _extras_in_use:
+        held = _held(c, spec, argv)
+        if held is not None:
+            return held
+    return call(c, spec, argv)
+
+
+def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
+    """Cluster mode (minired/features/cluster.py): MOVED, ASK, CROSSSLOT, TRYAGAIN or CLUSTERDOWN for a
+    command this node may not run, or None. Refused inside MULTI, the transaction fails; a
+    refused EXEC discards it and gives the refusal itself, as Redis's processCommand does."""
+    node = c.server.cluster
+    if node is None:
+        return None
+    message = node.route(c, spec, argv)
+    if message is None:
+        return None
+    spec.rejected_calls += 1
+    if c.multi is not None:
+        if spec.name == "exec":
+            c.multi = None
+            c.multi_failed = False
+            c.unwatch_all()
+        else:
+            c.multi_failed = True
+    c.server.stats.count_error(message)
+    return RedisError(message)
+
+
+def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:
+    """CLIENT PAUSE (minired/features/pause.py): the Block that holds this command, or None."""
+    paused = c.server.pause
+    if paused is not None and paused.holds(c, spec, argv):
+        return paused.hold(c, argv)
+    return None
+
+
+def _bit_length(nanoseconds: int) -> int:
+    """A duration's histogram slot: a loop the compiled build runs in C, where int.bit_length
+    would be a method call on a Python int for every command."""
+    bits = 0
+    while nanoseconds:
+        nanoseconds >>= 1
+        bits += 1
+    return bits
+
+
+def _slow(c: "Client", spec: CommandSpec, argv: list, reply: Any, elapsed: int) -> None:
+    if type(reply) is Block:
+        # Logged once it is answered, as Redis logs a blocked command when it unblocks.
+        reply.logged_call = (spec, argv, elapsed)
+    else:
+        c.server.slowlog.push(c, spec, argv, elapsed)
+
+
+def _reject(c: "Client", spec: CommandSpec, message: str) -> RedisError:
+    """A command refused before it runs, as Redis's rejectCommand: an error reply counted in
+    INFO (errorstats, the command's rejected_calls), and a failed transaction if queuing."""
+    spec.rejected_calls += 1
+    if _is_exec(spec):
+        return _refuse_exec(c, message)
+    if c.multi is not None:
+        c.multi_failed = True
+    c.server.stats.count_error(message)
+    return RedisError(message)
+
+
+def _queued_a_write(c: "Client") -> bool:
+    """Whether the transaction holds a write (an EXEC that Redis judges a write command)."""
+    for queued, _ in c.multi:
+        if queued.write:
+            return True
+    return False
+
+
+def _is_exec(spec: CommandSpec) -> bool:
+    return spec.name == "exec" and spec.parent is None
+
+
+def _refuse_exec(c: "Client", message: str) -> RedisError:
+    """A refused EXEC (arity, ACL, BUSY, ...) ends the transaction, inside MULTI or not, and
+    says why, as Redis's execCommandAbort: nothing it queued runs, and the client is not left
+    in MULTI queuing everything it sends next."""
+    c.multi = None
+    c.multi_failed = False
+    c.unwatch_all()
+    error = RedisError(errors.EXECABORT_BECAUSE.format(message.removeprefix("ERR ")))
+    c.server.stats.count_error(error.message)
+    return error
+
+
+def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
+    """Run a validated command, counting it for INFO commandstats, and show it to monitors."""
+    if c.user_restricted and c.in_exec:  # EXEC checks again (scripts check their caller)
+        denied = c.server.access.check_exec(c, spec, argv)
+        if denied is not None:
+            return denied
+    extras = _extras_in_use
+    if extras:
+        for hook in c.server.hooks.before_call:  # (MONITOR: minired/features/monitor.py)
+            hook(c, spec, argv)
+    start = _clock_ns()
+    try:
+        reply = spec.handler(c, argv)
+    except RedisError as exc:
+        reply = exc
+    except Exception as exc:  # a bug must cost one reply, never the server
+        log.exception("internal error running %r", argv[:1])
+        reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
+    finish = _clock_ns()
+    elapsed = finish - start
+    spec.nanoseconds += elapsed
+    spec.calls += 1
+    histogram = spec.latency_histogram  # LATENCY HISTOGRAM (minired/engine/latency.py); None: off
+    if histogram is not None:
+        histogram[_bit_length(elapsed)] += 1
+    threshold = c.server.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
+    if threshold >= 0 and (threshold <= elapsed or type(reply) is Block):
+        _slow(c, spec, argv, reply, elapsed)
+    if type(reply) is RedisError:
+        spec.failed_calls += 1
+        c.changes = -1  # (a command that failed after counting its changes)
+        if not reply.counted:  # (a script's error that its own command already counted)
+            c.server.stats.count_error(reply.message)
+    elif spec.write:
+        # Redis's server.dirty (INFO rdb_changes_since_last_save): one per write, or what the
+        # command counted itself; a write that changed nothing is not propagated either.
+        changes = c.changes
+        if changes < 0:
+            if type(reply) is not Block:
+                c.db.dirty += 1
+        else:
+            c.changes = -1
+            c.db.dirty += changes
+        if changes and c.server.propagate is not None:
+            c.server.propagate(c, spec, argv, reply)  # persistence: AOF and save-point counting
+    if extras or _extras_in_use:  # (MONITOR itself may just have turned them on)
+        server = c.server
+        tracking = server.tracking
+        if tracking is not None:
+            tracking.remember(c, spec, argv)
+        for hook in server.hooks.after_call:  # (read again: MONITOR may just have added one)
+            hook(c, spec, argv)
+    return reply

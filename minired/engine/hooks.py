@@ -1,0 +1,104 @@
+"""The engine's hook points: the events optional features plug into, as typed lists of callables,
+and the interfaces of the features the engine asks about each command (access control, client
+pause, tracking, cluster routing, fault injection), each a slot on the Server.
+
+The engine (server.py, dispatch.py) calls what is registered here and never imports a feature;
+a feature registers itself when it is attached (startup.prepare_server) or first used (MONITOR,
+CLIENT TRACKING, ...). A list left empty costs one truth test where the event happens.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from minired.engine.client import Client
+    from minired.engine.table import CommandSpec
+    from minired.protocol.errors import RedisError
+
+ClientHook = Callable[["Client"], None]
+CommandHook = Callable[["Client", "CommandSpec", list], None]
+# A write that changed the dataset, with its reply: persistence logs and counts it.
+Propagate = Callable[["Client", "CommandSpec", list, Any], None]
+
+
+class AccessControl(Protocol):
+    """What dispatch asks the ACL (security.Users) about a client and its commands."""
+
+    def auth_required(self) -> bool:
+        """Whether a client that has not authenticated must still do so."""
+
+    def check_command(self, c: "Client", spec: "CommandSpec", argv: list) -> "RedisError | None":
+        """A restricted user's command, at the top level or as MULTI queues it: None if
+        allowed, else the NOPERM error (logged)."""
+
+    def check_exec(self, c: "Client", spec: "CommandSpec", argv: list) -> "RedisError | None":
+        """A command EXEC runs for a restricted user, whose rules may have changed since it
+        was queued."""
+
+
+class Pause(Protocol):
+    """CLIENT PAUSE in force (pause.ClientPause)."""
+
+    def holds(self, c: "Client", spec: "CommandSpec", argv: list) -> bool:
+        """Whether the command waits for the end of the pause."""
+
+    def hold(self, c: "Client", argv: list) -> Any:
+        """Keep the command until the pause ends: the Block the client waits on."""
+
+    def lift(self) -> None:
+        """End the pause now (CLIENT UNPAUSE, shutdown)."""
+
+
+class Tracking(Protocol):
+    """Client-side caching (tracking.Tracking), from the first CLIENT TRACKING ON."""
+
+    def execute(self, c: "Client", argv: list, run: Callable[["Client", list], Any]) -> Any:
+        """Run argv with run(c, argv), sending the invalidations it causes in Redis's order."""
+
+    def remember(self, c: "Client", spec: "CommandSpec", argv: list) -> None:
+        """A command ran: note the keys it read for the clients tracking them."""
+
+    def state(self, c: "Client") -> Any:
+        """The client's tracking settings (CLIENT LIST's flags and redir), None when off."""
+
+
+class ClusterRouter(Protocol):
+    """This server's node in cluster mode (cluster.ClusterNode)."""
+
+    def route(self, c: "Client", spec: "CommandSpec", argv: list) -> str | None:
+        """The MOVED/ASK/CROSSSLOT/TRYAGAIN/CLUSTERDOWN error for a command this node may not
+        run, or None."""
+
+
+class FaultInjector(Protocol):
+    """The fault rules of MINIRED FAULT (faults.FaultInjector), with --fault-injection."""
+
+    def intercept(self, c: "Client", spec: "CommandSpec", argv: list) -> Any:
+        """The reply that replaces the command's, or None to run it."""
+
+
+class Hooks:
+    """One server's hook lists, each called in the order its features registered."""
+
+    __slots__ = ("start", "shutdown", "connect", "disconnect", "before_call", "after_call")
+
+    def __init__(self) -> None:
+        # The server's loop is running (timers of persistence and metrics).
+        self.start: list[Callable[[], None]] = []
+        # Shutdown begins, before the clients close.
+        self.shutdown: list[Callable[[], None]] = []
+        # A client was admitted; a hook may close it (protected mode), and the hooks after it
+        # are then skipped.
+        self.connect: list[ClientHook] = []
+        # A client left (or RESET it): forget what features kept for it.
+        self.disconnect: list[ClientHook] = []
+        # Around every command dispatch.call runs, once a feature turned dispatch.use_extras on
+        # (MONITOR): before the handler, and after it with the reply counted.
+        self.before_call: list[CommandHook] = []
+        self.after_call: list[CommandHook] = []
+
+    @staticmethod
+    def add(hooks: list, hook: Callable) -> None:
+        """Register hook once, however often its feature is switched on."""
+        if hook not in hooks:
+            hooks.append(hook)

@@ -1,0 +1,43 @@
+# C types for the compiled build of server.py (setup.py): the server, its counters and the
+# connection are extension types whose fields, and the client's and parser's (client.pxd,
+# resp.pxd), are read as struct members on every read and every reply. Keep each field list
+# equal to the class's __slots__. With dispatch and resp cimported, each command's execute and
+# reply encoding are C calls.
+from minired.engine cimport dispatch
+from minired.protocol cimport resp
+from minired.engine.client cimport Client
+from minired.engine.config cimport Config
+from minired.protocol.resp cimport RequestParser
+
+cdef class Stats:
+    cdef public object started, started_monotonic, error_replies
+    # Counted on every read and reply: C integers, so counting allocates nothing.
+    cdef public long long connections_received, commands_processed, rejected_connections
+    cdef public long long expired_keys, net_input_bytes, net_output_bytes
+    cdef public long long reads_processed, writes_processed
+
+cdef class Server:
+    cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners
+    cdef public object port, host, stopped, _expire_task, hooks, last_save, slowlog
+    cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
+    cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled, monitors
+    cdef public object access, tracking, pause, cluster, faults, scripting, persistence, saver
+    cdef public object pubsub, metrics, scan_snapshots, collection_scan_snapshots
+    cdef public object shutdown_by_command
+    cdef public Stats stats
+    cdef public Config config
+
+cdef class ClientProtocol:
+    cdef public object transport, pending
+    cdef public object _transport_closing, _transport_write, _transport_buffered, outbox, echo
+    cdef public object held
+    # Set on every read: C values (querybuf.py reads them on the rare reads that need it).
+    cdef public long long qb_length, qb_alloc, qb_peak, qb_bulk, qb_tick
+    cdef public double qb_next_tick
+    cdef public Server server
+    cdef public Client client
+    cdef public RequestParser parser
+    cpdef _run(self, list commands)
+    cpdef _write(self, data)
+    cpdef flush(self)
+    cpdef _send(self, data)

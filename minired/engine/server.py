@@ -1,0 +1,758 @@
+"""The network side: one asyncio Protocol per connection feeding bytes to the parser and running
+every complete command; all replies produced by one read are written together."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
+
+from minired import REDIS_VERSION, __version__
+from minired.data.keyspace import Keyspace
+from minired.engine import client_reply, dispatch, querybuf
+from minired.engine.blocking import Block, BlockingManager
+from minired.engine.client import Client
+from minired.engine.config import Config
+from minired.engine.hooks import (
+    AccessControl,
+    ClusterRouter,
+    FaultInjector,
+    Hooks,
+    Pause,
+    Propagate,
+    Tracking,
+)
+from minired.engine.slowlog import SlowLog
+from minired.protocol import resp
+
+if TYPE_CHECKING:
+    from minired.features.metrics import Metrics
+    from minired.features.persistence import Persistence
+    from minired.features.pubsub import PubSub
+    from minired.scripting.engine import ScriptEngine
+
+log = logging.getLogger("minired")
+
+ACTIVE_EXPIRE_INTERVAL = 0.1
+_monotonic = time.monotonic
+_QB_IOBUF_LEN = querybuf.IOBUF_LEN
+_QB_BIG_ARG = querybuf.BIG_ARG
+
+
+class Stats:
+    __slots__ = ("started", "started_monotonic", "connections_received",
+                 "commands_processed", "rejected_connections", "expired_keys",
+                 "net_input_bytes", "net_output_bytes", "error_replies",
+                 "reads_processed", "writes_processed")
+
+    def __init__(self) -> None:
+        self.started = time.time()
+        self.started_monotonic = time.monotonic()
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero the counters (CONFIG RESETSTAT); the start time stays."""
+        self.connections_received = 0
+        self.commands_processed = 0
+        self.rejected_connections = 0
+        self.expired_keys = 0
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        # INFO total_reads_processed/total_writes_processed: socket reads and reply writes.
+        self.reads_processed = 0
+        self.writes_processed = 0
+        # INFO errorstats: error replies by their first word (ERR, WRONGTYPE, ...).
+        self.error_replies: dict[str, int] = {}
+
+    def count_error(self, message: str) -> None:
+        # afterErrorReply: the code is what precedes a space within the reply's first 32 bytes
+        # (its '-' included), else ERR - a script's error table may hold any text.
+        space = message.find(" ", 0, 31)
+        code = message[:space] if space >= 0 else "ERR"
+        self.error_replies[code] = self.error_replies.get(code, 0) + 1
+
+
+class Server:
+    """All state of one minired instance; the network listeners are attached by `start`."""
+
+    __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
+                 "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
+                 "hooks", "last_save", "shutdown_requested", "active_expire_enabled",
+                 "propagate", "sync_before_reply", "output_buffer_guard", "memory",
+                 "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
+                 "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
+                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command")
+
+    def __init__(self, config: Config | None = None, clock: Any = None) -> None:
+        self.config = config or Config()
+        # (the nodes of a cluster in one process share one clock: minired/features/cluster.py)
+        self.keyspace = Keyspace(self.config.databases, clock)
+        self.clock = self.keyspace.clock
+        self.blocking = BlockingManager(self.keyspace)
+        self.clients: dict[int, Client] = {}
+        self.stats = Stats()
+        self.run_id = os.urandom(20).hex()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.listeners: list[asyncio.AbstractServer] = []
+        self.port = 0
+        self.host = ""
+        self.stopped: asyncio.Event | None = None  # created in start(), on the server's loop
+        self._expire_task: asyncio.Task | None = None
+        # What optional features registered for the server's events (minired/engine/hooks.py).
+        self.hooks = Hooks()
+        self.last_save = int(time.time())
+        self.shutdown_requested = False
+        # DEBUG SET-ACTIVE-EXPIRE 0 turns the background sweep off (expiry stays lazy).
+        self.active_expire_enabled = True
+        # The slots below are the features' (None until one is attached or first used), each
+        # typed by the interface the engine calls; a None costs one attribute check where used.
+        # A write command succeeded (persistence: AOF and save points).
+        self.propagate: Propagate | None = None
+        # Make logged writes durable before a reply leaves (appendfsync always).
+        self.sync_before_reply: Callable[[], None] | None = None
+        # A write left bytes queued in the transport (security: output buffer limits).
+        self.output_buffer_guard: Callable[[ClientProtocol], None] | None = None
+        self.memory = MemorySampler()
+        # Connections whose replies wait for the end of this pass of the loop (flush_replies).
+        self.outbox_queue: list[ClientProtocol] = []
+        self.flush_scheduled = False
+        self.monitors: list[Client] = []  # clients that sent MONITOR (minired/features/monitor.py)
+        # ACL users (minired/features/security.py): asked for clients not yet authenticated or restricted.
+        self.access: AccessControl | None = None
+        # Client-side caching (minired/features/tracking.py), from the first CLIENT TRACKING ON.
+        self.tracking: Tracking | None = None
+        # CLIENT PAUSE in force (minired/features/pause.py): dispatch checks it per command.
+        self.pause: Pause | None = None
+        # This server's node in cluster mode (minired/features/cluster.py): dispatch routes every
+        # command through it, behind the same gate as the two above.
+        self.cluster: ClusterRouter | None = None
+        # Fault rules (minired/features/faults.py), with fault-injection: dispatch asks it about every
+        # command, behind the same gate.
+        self.faults: FaultInjector | None = None
+        # The script engine, made on first use (minired/scripting).
+        self.scripting: ScriptEngine | None = None
+        # Persistence (minired/features/persistence.py) once attached; `saver` is the same object when
+        # SAVE and BGSAVE are served (files were asked for), else None: memory only.
+        self.persistence: Persistence | None = None
+        self.saver: Persistence | None = None
+        self.shutdown_by_command = False  # SHUTDOWN settled saving: persistence must not redo it
+        self.pubsub: PubSub | None = None  # channel registry (minired/features/pubsub.py)
+        self.metrics: Metrics | None = None  # minired/features/metrics.py
+        # SCAN and HSCAN/SSCAN/ZSCAN cursors' snapshots (commands/keys.py, collection_scan.py).
+        self.scan_snapshots: dict = {}
+        self.collection_scan_snapshots: dict = {}
+        self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 6379,
+                    unixsocket: str | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.blocking.loop = self.loop
+        self.stopped = asyncio.Event()
+        for hook in self.hooks.start:
+            hook()  # timers of the subsystems (persistence), on the loop the server runs on
+        if port != -1 and host:
+            hosts = host.split()
+            for h in hosts:
+                sock = bind_ip_literal(h, port)
+                if sock is not None:
+                    srv = await self.loop.create_server(lambda: ClientProtocol(self), sock=sock,
+                                                        backlog=511)
+                else:
+                    srv = await self.loop.create_server(lambda: ClientProtocol(self), h, port,
+                                                        reuse_address=True, backlog=511)
+                self.listeners.append(srv)
+                if port == 0:
+                    port = srv.sockets[0].getsockname()[1]
+            self.host, self.port = hosts[0], port
+            self.config.set("port", port)
+        if unixsocket:
+            if os.path.exists(unixsocket):
+                os.unlink(unixsocket)
+            srv = await self.loop.create_unix_server(lambda: ClientProtocol(self), unixsocket)
+            perm = int(self.config.get("unixsocketperm") or "0", 8)
+            if perm:
+                os.chmod(unixsocket, perm)
+            self.listeners.append(srv)
+        self._expire_task = self.loop.create_task(self._active_expire_loop())
+
+    def listen_on(self, bind: str, port: int, old_bind: str, old_port: int) -> bool:
+        """CONFIG SET bind/port: close the TCP listeners and listen on the new addresses, as
+        Redis's changeBindAddr/changeListenPort do; if one cannot be bound, the old ones are
+        bound again and False is returned. Port 0 leaves no TCP listener, as in Redis."""
+        if self.loop is None:  # not started yet: start() reads the configuration
+            return True
+        tcp = [srv for srv in self.listeners
+               if srv.sockets and srv.sockets[0].family != socket.AF_UNIX]
+        for srv in tcp:
+            srv.close()
+            self.listeners.remove(srv)
+        sockets = _listening_sockets(bind, port) if port else []
+        if sockets is None:
+            sockets = (_listening_sockets(old_bind, old_port) or []) if old_port else []
+            self._serve(sockets)
+            return False
+        self._serve(sockets)
+        if port:
+            self.port = port
+        return True
+
+    def _serve(self, sockets: list) -> None:
+        async def serve(sock: socket.socket) -> None:
+            srv = await self.loop.create_server(lambda: ClientProtocol(self), sock=sock,
+                                                backlog=511)
+            self.listeners.append(srv)
+
+        for sock in sockets:
+            self.loop.create_task(serve(sock))
+
+    async def _active_expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
+            # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run).
+            if self.active_expire_enabled and self.pause is None:
+                self.stats.expired_keys += self.keyspace.active_expire()
+            if self.keyspace.ready_keys:
+                self.blocking.serve_ready_keys()
+
+    def request_shutdown(self) -> None:
+        """Stop accepting, close every client, and let `serve_until_stopped` return."""
+        if self.shutdown_requested:
+            return
+        self.shutdown_requested = True
+        log.info("minired is shutting down")
+        for hook in self.hooks.shutdown:
+            try:
+                hook()
+            except Exception:
+                log.exception("shutdown hook failed")
+        for srv in self.listeners:
+            srv.close()
+        for client in list(self.clients.values()):
+            client.close()
+        if self.pause is not None:
+            self.pause.lift()  # stops its timer; the clients it held are closing
+        if self._expire_task is not None:
+            self._expire_task.cancel()
+        if self.stopped is not None:
+            self.stopped.set()
+
+    async def serve_until_stopped(self) -> None:
+        assert self.stopped is not None
+        await self.stopped.wait()
+        for srv in self.listeners:
+            srv.close()
+            try:
+                await asyncio.wait_for(srv.wait_closed(), 1.0)
+            except (asyncio.TimeoutError, Exception):
+                pass
+
+    def flush_replies(self) -> None:
+        """Write the replies held back during this pass of the loop (ClientProtocol._write)."""
+        queue, self.outbox_queue = self.outbox_queue, []
+        self.flush_scheduled = False
+        for protocol in queue:
+            try:
+                protocol.flush()
+            except Exception:  # one connection's failure must not hold back the others' replies
+                log.exception("writing the replies of %s failed",
+                              protocol.client.addr if protocol.client is not None else "?")
+
+    # --- hooks used by commands ------------------------------------------------------------------
+
+    def over_maxmemory(self) -> bool:
+        # Called for every denyoom command: a string compare when maxmemory is off, and a
+        # resident-memory figure at most MemorySampler.INTERVAL old when it is on.
+        if not self.config.maxmemory:
+            return False
+        return self.memory.used() > self.config.maxmemory
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def used_memory() -> int:
+    """Resident memory of this process in bytes."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except OSError:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class MemorySampler:
+    """used_memory() read at most every INTERVAL seconds: reading /proc on every write command
+    would cost more than the command."""
+
+    INTERVAL = 0.1
+
+    __slots__ = ("_value", "_taken")
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._taken = float("-inf")
+
+    def used(self) -> int:
+        now = time.monotonic()
+        if now - self._taken >= self.INTERVAL:
+            self._value = used_memory()
+            self._taken = now
+        return self._value
+
+
+class ClientProtocol:
+    """One connection: bytes in -> parser -> dispatch -> replies out, with backpressure.
+
+    An asyncio protocol by its methods (asyncio and uvloop need no base class), so that the
+    compiled build can make it an extension type (server.pxd)."""
+
+    __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
+                 "_transport_write", "_transport_buffered", "outbox", "echo", "held",
+                 "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick")
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        # The transport's methods every reply calls, bound once (see _write).
+        self._transport_closing: Any = None
+        self._transport_write: Any = None
+        self._transport_buffered: Any = None
+        self.client: Client | None = None
+        self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
+        self.pending: deque = deque()
+        self.outbox: list | None = None  # replies not written yet (see _write)
+        self.echo: list | None = None  # a monitor's lines for its own command (monitor.py)
+        # A fault's DELAY: the timer that releases the output held in `outbox` (see _hold).
+        self.held: Any = None
+        # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
+        self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
+        self.qb_next_tick = 0.0
+
+    # --- asyncio callbacks -------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        server = self.server
+        self.transport = transport  # type: ignore[assignment]
+        # Bound here, the only place a transport is set: a method lookup on the transport's
+        # type per call is three per reply, and each misses the type's method cache often.
+        self._transport_closing = transport.is_closing
+        self._transport_write = transport.write  # type: ignore[attr-defined]
+        self._transport_buffered = transport.get_write_buffer_size  # type: ignore[attr-defined]
+        if self.client is not None:
+            # Accepted while a script was busy (scripting/busy.py): the client already exists
+            # and is now handed to the loop; only the transport changes.
+            return
+        sock = transport.get_extra_info("socket")
+        peer = transport.get_extra_info("peername")
+        local = transport.get_extra_info("sockname")
+        # A unix socket's peer has no name: Redis shows the socket's path for both ends.
+        addr = _format_addr(peer) if peer else _format_addr(local)
+        client = Client(server, addr=addr, laddr=_format_addr(local),
+                        fd=sock.fileno() if sock is not None else -1,
+                        send=self._write, close=self._close)
+        self.client = client
+        client.connection = self  # lets a busy script serve this connection (scripting/busy.py)
+        server.stats.connections_received += 1
+        if len(server.clients) >= server.config.maxclients:
+            server.stats.rejected_connections += 1
+            transport.write(b"-ERR max number of clients reached\r\n")
+            transport.close()
+            return
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        server.clients[client.id] = client
+        for hook in server.hooks.connect:
+            hook(client)
+            if client.closing:
+                break
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        client = self.client
+        if client is None:
+            return
+        client.closing = True
+        server = self.server
+        if server.clients.pop(client.id, None) is None:
+            self.outbox = None
+            return  # never admitted (maxclients), or its client is gone already (see security.py)
+        server.blocking.disconnect(client)
+        client.unwatch_all()
+        for hook in server.hooks.disconnect:
+            hook(client)
+        self.pending.clear()
+        self.outbox = None
+        if self.held is not None:
+            self.held.cancel()
+            self.held = None
+
+    def pause_writing(self) -> None:
+        # The client is not reading its replies: stop reading its commands until it catches up.
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def eof_received(self) -> None:
+        return None  # the transport closes itself, as with asyncio.Protocol's default
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        if client is None or client.closing:
+            return
+        server = self.server
+        stats = server.stats
+        stats.net_input_bytes += len(data)
+        stats.reads_processed += 1
+        parser = self.parser
+        now = _monotonic()
+        if now >= self.qb_next_tick or self.qb_alloc < _QB_IOBUF_LEN:
+            querybuf.before_read(self, now, client.last_interaction)  # (CLIENT LIST's figures)
+        client.last_interaction = now
+        total = parser.buffered + len(data)
+        self.qb_length = total
+        if total > self.qb_peak:
+            self.qb_peak = total
+        config = server.config
+        # CONFIG SET proto-max-bulk-len applies to connected clients at once, as in Redis.
+        parser.max_bulk_len = config.proto_max_bulk_len
+        if client.blocked is None and (client.authenticated
+                                       or not server.access.auth_required()):
+            commands = parser.feed_and_parse(data)
+        else:
+            parser.feed(data)
+            if client.blocked is not None:
+                # As in Redis, a blocked client's input waits unparsed in its query buffer (so it
+                # stays bounded by client-query-buffer-limit) until the client is unblocked.
+                if parser.buffered > config.client_query_buffer_limit:
+                    log.warning("closing client %s: query buffer over client-query-buffer-limit",
+                                client.addr)
+                    self._close()
+                return
+            self._run_unauthenticated()
+            if client.closing or client.blocked is not None or parser.error is not None:
+                if parser.error is not None and client.blocked is None and not self.pending:
+                    self._protocol_error(parser.error)
+                return
+            commands = parser.parse()
+        buffered = parser.buffered
+        if buffered or total > self.qb_alloc or total >= _QB_BIG_ARG:
+            querybuf.after_parse(self, parser, commands, total)
+        if buffered and buffered > config.client_query_buffer_limit:
+            log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
+            self._close()
+            return
+        if client.blocked is not None or self.pending:
+            self.pending.extend(commands)
+            if client.blocked is None:
+                self._run_pending()
+        else:
+            self._run(commands)
+        self.qb_length = parser.buffered
+        if parser.error is not None and client.blocked is None and not self.pending:
+            self._protocol_error(parser.error)
+
+    # --- running commands ----------------------------------------------------------------------------
+
+    def _run_unauthenticated(self) -> None:
+        """Until AUTH succeeds, parse and run one command at a time under Redis's pre-AUTH
+        limits; once authenticated, the rest of the buffer takes the normal path."""
+        parser = self.parser
+        client = self.client
+        parser.unauthenticated = True
+        try:
+            while (not client.authenticated and self.server.access.auth_required()
+                   and not client.closing and client.blocked is None and not self.pending):
+                commands = parser.parse()
+                if not commands:
+                    break
+                self._run(commands)
+        finally:
+            parser.unauthenticated = False
+
+    def _run(self, commands: list) -> None:
+        client = self.client
+        server = self.server
+        ready_keys = server.keyspace.ready_keys
+        out: list[bytes] = []
+        count = 0
+        for argv in commands:
+            reply = dispatch.execute(client, argv)
+            count += 1
+            if type(reply) is Block:
+                self._block(reply, commands, count, out)
+                break
+            # The protocol is read per reply: HELLO may switch it in the middle of a batch.
+            if client.reply_mode:  # CLIENT REPLY OFF or SKIP, or a fault
+                if client.reply_mode & client_reply.DISRUPTED:
+                    if type(reply) is Block:  # a blocking command under a fault: it waits
+                        self._block(reply, commands, count, out)
+                        break
+                    self._disrupt(reply, out)
+                    client_reply.command_over(client)
+                elif client_reply.encode_outgoing(client, reply, out):
+                    self.echo = None  # a silenced monitor's lines for its own command
+            else:
+                resp.encode_into(reply, client.protocol, out)
+            if self.echo is not None:
+                self.append_echo(out)
+            if ready_keys:
+                if out:
+                    self._write(b"".join(out))
+                    out = []
+                server.blocking.serve_ready_keys()
+            if client.close_after_reply or client.closing:
+                break
+        server.stats.commands_processed += count
+        if out:
+            self._write(b"".join(out))
+        if client.close_after_reply:
+            self._close()
+
+    def _block(self, block: Block, commands: list, count: int, out: list) -> None:
+        """Park the client on a Block: the replies before it leave, the commands after it wait."""
+        if out:
+            self._write(b"".join(out))
+            out.clear()
+        self.server.blocking.block(self.client, block, self._resume)
+        self.pending.extend(commands[count:])
+
+    # --- faults (minired/features/faults.py) ------------------------------------------------------------
+
+    def _disrupt(self, reply: Any, out: list) -> None:
+        """Act on a fault's Disruption: append to `out` what of the reply leaves, hold the output
+        from there on, or mark the connection to close once `out` is written."""
+        client = self.client
+        client.reply_mode &= ~client_reply.DISRUPTED
+        if type(reply) is not client_reply.Disruption:
+            # Client tracking may have put its own messages after it: they are dropped with it.
+            if type(reply) is resp.Replies and reply and \
+                    type(reply[0]) is client_reply.Disruption:
+                reply = reply[0]
+            else:
+                resp.encode_into(reply, client.protocol, out)
+                return
+        if reply.hold_ms:
+            if out:
+                self._write(b"".join(out))
+                out.clear()
+            self._hold(reply.hold_ms)
+        if reply.send:
+            if reply.partial:
+                whole = resp.encode(reply, client.protocol)
+                out.append(whole[:max(1, len(whole) // 2)])
+            else:
+                resp.encode_into(reply, client.protocol, out)
+        if reply.close:
+            client.close_after_reply = True
+
+    def send_disrupted(self, reply: Any) -> None:
+        """A blocked command's reply under a fault (Client.send)."""
+        out: list = []
+        client = self.client
+        client.reply_mode |= client_reply.DISRUPTED
+        self._disrupt(reply, out)
+        if out:
+            self._write(b"".join(out))
+        if client.close_after_reply:
+            client.close()
+
+    def _hold(self, ms: int) -> None:
+        """Hold everything this connection writes for ms (from now, or from the end of a hold
+        already running, whichever is later): `outbox` collects it, out of the server's flush
+        queue, until the loop's timer releases it. Other connections are served meanwhile."""
+        server = self.server
+        loop = server.loop
+        if loop is None:
+            return  # driven in-process: there is no loop to wait on
+        # (+1 ms: uvloop's clock is read once per pass and its timers count whole milliseconds,
+        # so a timer can fire up to a millisecond before the time asked; a DELAY never must)
+        when = loop.time() + ms / 1000 + 0.001
+        if self.held is not None:
+            when = max(when, self.held.when())
+            self.held.cancel()
+        else:
+            self.flush()  # replies already waiting for this pass leave first
+            try:
+                server.outbox_queue.remove(self)
+            except ValueError:
+                pass
+            self.outbox = []
+        self.held = loop.call_at(when, self._release)
+
+    def _release(self) -> None:
+        self.held = None
+        held = self.outbox
+        self.outbox = None
+        if held and self.client is not None and not self.client.closing:
+            self._write(b"".join(held))
+
+    def _run_pending(self) -> None:
+        batch = list(self.pending)
+        self.pending.clear()
+        self._run(batch)
+        if self.parser.error is not None and self.client.blocked is None and not self.pending:
+            self._protocol_error(self.parser.error)
+
+    def _resume(self) -> None:
+        """A blocked command was answered (blocking.py): the client's next commands may run."""
+        client = self.client
+        if client is not None and client.reply_mode:
+            client_reply.command_over(client)  # a SKIP applied to the blocked command
+        if (self.pending or self.parser.buffered) and self.server.loop is not None:
+            self.server.loop.call_soon(self._resume_now)
+
+    def _resume_now(self) -> None:
+        client = self.client
+        if client is not None and client.blocked is None and not client.closing:
+            if self.pending:
+                self._run_pending()
+            if client.blocked is None and not client.closing and self.parser.buffered:
+                self.data_received(b"")  # input that arrived while the client was blocked
+
+    def resume_held(self, argv: list) -> None:
+        """The pause that held this client's command is over (pause.py): run the command again,
+        then the input that waited behind it."""
+        self.pending.appendleft(argv)
+        if self.server.loop is not None:
+            self.server.loop.call_soon(self._resume_now)
+
+    def _protocol_error(self, error: resp.ProtocolError) -> None:
+        log.debug("protocol error from %s: %s", self.client.addr if self.client else "?", error)
+        if self.client is None or not self.client.reply_mode & client_reply.SILENCED:
+            self._write(resp.encode(error.reply, 2))
+        self._close()
+
+    def _write(self, data: bytes) -> None:
+        # Called once per batch of replies (one read) and once per pushed message. The bytes wait
+        # until the loop has been round every connection with input, and are written then,
+        # together (Server.flush_replies), as Redis writes its replies before it sleeps. Written
+        # as each command finished, a reply reached a client that had handled the last one and
+        # gone to sleep: a wake-up per reply, which the writer pays for (on a VM an
+        # inter-processor interrupt), where a burst of writes wakes a client once a round.
+        outbox = self.outbox
+        if outbox is not None:
+            outbox.append(data)
+            return
+        server = self.server
+        loop = server.loop
+        if loop is None:  # driven in-process, with no loop to come back round
+            self._send(data)
+            return
+        self.outbox = [data]
+        server.outbox_queue.append(self)
+        if not server.flush_scheduled:
+            server.flush_scheduled = True
+            loop.call_soon(server.flush_replies)
+
+    def append_echo(self, out: list) -> None:
+        """A monitor's lines for its own command, after that command's reply in out."""
+        out.extend(self.echo)
+        self.echo = None
+
+    def flush(self) -> None:
+        outbox = self.outbox
+        if outbox is not None:
+            self.outbox = None
+            self._send(outbox[0] if len(outbox) == 1 else b"".join(outbox))
+
+    def write_now(self, data: bytes) -> None:
+        """Write at once, after anything held back (a busy script's answers: the loop is not
+        coming back round until the script ends)."""
+        outbox = self.outbox
+        if outbox is not None:
+            self.outbox = None
+            outbox.append(data)
+            data = b"".join(outbox)
+        self._send(data)
+
+    def _send(self, data: bytes) -> None:
+        if self.transport is not None and not self._transport_closing():
+            server = self.server
+            if server.sync_before_reply is not None:
+                server.sync_before_reply()
+            stats = server.stats
+            stats.net_output_bytes += len(data)
+            stats.writes_processed += 1
+            self._transport_write(data)
+            if server.output_buffer_guard is not None and self._transport_buffered():
+                server.output_buffer_guard(self)
+
+    def _close(self) -> None:
+        self.flush()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+
+def bind_ip_literal(host: str, port: int) -> socket.socket | None:
+    """A socket bound to an IP address given as text, set up as create_server sets up its own
+    (SO_REUSEADDR; IPv6 without dual stack); None for a host name, left to create_server.
+
+    uvloop resolves even "127.0.0.1" through the idna codec and its resolver thread pool:
+    ~1.5 ms of start-up, against ~0.1 ms for binding here."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        address = (host, port) if family == socket.AF_INET else (host, port, 0, 0)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+        except OSError as exc:
+            sock.close()
+            # The text create_server gives for the same failure.
+            raise OSError(exc.errno, f"error while attempting to bind on address {address!r}: "
+                                     f"{(exc.strerror or '').lower()}") from None
+        sock.setblocking(False)
+        return sock
+    return None
+
+
+def _listening_sockets(bind: str, port: int) -> list | None:
+    """Sockets listening on every address of a `bind` value (`*` any IPv4 address, `::*` any
+    IPv6 one, a leading `-` for an address that may be missing), or None if one fails."""
+    sockets: list[socket.socket] = []
+    for address in bind.split():
+        optional = address.startswith("-")
+        host = {"*": "0.0.0.0", "::*": "::"}.get(address.lstrip("-"), address.lstrip("-"))
+        try:
+            sock = bind_ip_literal(host, port)
+            if sock is None:  # a host name
+                sock = socket.create_server((host, port), reuse_port=False)
+                sock.setblocking(False)
+            sock.listen(511)  # connections queue until the loop serves the socket
+        except OSError:
+            if optional:
+                continue
+            for sock in sockets:
+                sock.close()
+            return None
+        sockets.append(sock)
+    return sockets
+
+
+def _format_addr(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        return f"{addr[0]}:{addr[1]}"
+    if isinstance(addr, str):
+        return f"{addr}:0"
+    return ""
+
+
+def banner(server: Server) -> str:
+    where = f"{server.host}:{server.port}" if server.port else "unix socket"
+    return (f"minired {__version__} (Redis {REDIS_VERSION} compatible) ready on {where} "
+            f"pid={os.getpid()}")

@@ -1,0 +1,402 @@
+"""Fault injection: rules that make chosen commands fail on purpose (MINIRED FAULT, --fault-injection).
+
+A rule is an action (ERROR, DELAY, STALL, DROP, DROP-REPLY, HANG, PARTIAL) and what it matches
+(command names, a key glob, a client's name or id, a script, inside scripts or not), with COUNT,
+AFTER and PROBABILITY deciding which matches fire. Rules are tried in the order they were added;
+the first one that fires decides the command's fate.
+
+How it plugs in: `Server.faults` is a FaultInjector when the server was started with fault
+injection, None otherwise. Dispatch asks `intercept` about every client command once the process
+has used one (dispatch.use_extras: one check per command until then), and the script bridge asks
+`in_script` about every redis.call while `Server.faults` is set. What the connection must do
+differently (hold the reply, cut the connection, write part of the reply) travels back as a
+`client_reply.Disruption` reply, which the connection (server.py) acts on; HANG parks the client
+in the blocking machinery with nothing to wait for.
+
+When a rule matches a command sent inside MULTI, it acts on the command as it is queued (that is
+when the client sends it): ERROR refuses it as Redis refuses a command at queue time, so EXEC then
+answers EXECABORT; the commands EXEC runs are not matched again. A rule on EXEC acts on EXEC.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+from minired.data.glob import glob_match
+from minired.engine import client_reply, dispatch
+from minired.engine.args import parse_int
+from minired.engine.blocking import Block
+from minired.engine.client_reply import Disruption
+from minired.engine.table import COMMANDS
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import Replies
+
+if TYPE_CHECKING:
+    from minired.engine.client import Client
+    from minired.engine.server import Server
+    from minired.engine.table import CommandSpec
+
+ACTIONS = ("ERROR", "DELAY", "STALL", "DROP", "DROP-REPLY", "HANG", "PARTIAL")
+_WITH_ARGUMENT = frozenset({"ERROR", "DELAY", "STALL"})
+# Actions that run the command first and then change what the connection does with its reply.
+_AFTER_RUNNING = frozenset({"DELAY", "DROP-REPLY", "PARTIAL"})
+_SCRIPT_RUNNERS = frozenset({"eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro"})
+_BY_NAME = frozenset({"fcall", "fcall_ro"})
+
+
+def _never_ready(client: "Client", key: bytes) -> Any:
+    return None  # a hung client waits on no key: never called
+
+
+# HANG: the client is parked with no key and no timeout, so it waits forever (CLIENT UNBLOCK
+# or a disconnect ends it, with no reply); its later input waits unparsed behind it.
+HANG = Block([], 0, _never_ready, Replies())
+
+
+class Rule:
+    """One MINIRED FAULT ADD: its action, what it matches, and its counters."""
+
+    __slots__ = ("id", "spec", "action", "error", "ms", "commands", "key", "client_name",
+                 "client_id", "script", "in_script", "count", "after", "probability", "rng",
+                 "matched", "fired")
+
+    def __init__(self, rule_id: int, spec: str) -> None:
+        self.id = rule_id
+        self.spec = spec  # as given, for MINIRED FAULT LIST
+        self.action = ""
+        self.error = ""
+        self.ms = 0
+        self.commands: frozenset | None = None
+        self.key: bytes | None = None
+        self.client_name: bytes | None = None
+        self.client_id: int | None = None
+        self.script: bytes | None = None
+        self.in_script = False
+        self.count = 0  # 0: no limit
+        self.after = 0
+        self.probability: float | None = None
+        self.rng: random.Random | None = None
+        self.matched = 0
+        self.fired = 0
+
+    def matches(self, c: "Client", spec: "CommandSpec", argv: list, script: bytes | None) -> bool:
+        """Whether every condition given holds. `c` is the client that sent the command (for a
+        command run by a script, the script's caller); `script` the running script's sha or
+        function name, or None outside scripts."""
+        names = self.commands
+        if names is not None and spec.full_name not in names and spec.root_name not in names:
+            return False
+        if self.client_id is not None and c.id != self.client_id:
+            return False
+        if self.client_name is not None and not glob_match(self.client_name, c.name or b""):
+            return False
+        if self.key is not None:
+            pattern = self.key
+            if not any(glob_match(pattern, key) for key in spec.keys(argv)):
+                return False
+        if self.script is not None:
+            if script is None:
+                script = _script_of(spec, argv)
+            if script is None or not _same_script(self.script, script):
+                return False
+        return True
+
+    def fires(self) -> bool:
+        """Count a match, and tell whether the action applies to it (AFTER, PROBABILITY)."""
+        self.matched += 1
+        if self.matched <= self.after:
+            return False
+        if self.probability is not None and self.rng.random() >= self.probability:
+            return False
+        self.fired += 1
+        return True
+
+    def entry(self) -> dict:
+        return {b"id": self.id, b"spec": self.spec.encode("utf-8", "surrogateescape"),
+                b"matched": self.matched, b"fired": self.fired}
+
+
+def _script_of(spec: "CommandSpec", argv: list) -> bytes | None:
+    """The script a client command runs: EVAL's body's sha, EVALSHA's sha, FCALL's function."""
+    name = spec.name
+    if spec.parent is not None or name not in _SCRIPT_RUNNERS or len(argv) < 2:
+        return None
+    if name in _BY_NAME:
+        return argv[1]
+    if name.startswith("evalsha"):
+        return argv[1].lower()
+    return hashlib.sha1(argv[1]).hexdigest().encode()
+
+
+def _same_script(wanted: bytes, script: bytes) -> bool:
+    return wanted == script or (len(script) == 40 and wanted.lower() == script.lower())
+
+
+def _quote(arg: bytes) -> str:
+    text = arg.decode("utf-8", "surrogateescape")
+    if text and not any(ch.isspace() or ch in "\"'\\" for ch in text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class FaultInjector:
+    """The fault rules of one server, its LOADING window, and what they do to commands."""
+
+    __slots__ = ("server", "rules", "_ids", "loading_until", "passing")
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        self.rules: list[Rule] = []
+        self._ids = itertools.count(1)
+        self.loading_until = 0.0  # time.monotonic() at which the LOADING window ends; 0: none
+        # Set while a command an action lets through runs again through dispatch (intercept).
+        self.passing = False
+
+    # --- managing rules ------------------------------------------------------------------------
+
+    def add(self, args: list) -> Rule:
+        """A rule from MINIRED FAULT ADD's arguments (what follows ADD); raises RedisError."""
+        rule = Rule(next(self._ids), " ".join(_quote(arg) for arg in args))
+        self._parse(rule, args)
+        self.rules.append(rule)
+        dispatch.use_extras()
+        return rule
+
+    def _parse(self, rule: Rule, args: list) -> None:
+        if not args:
+            raise RedisError(errors.FAULT_SYNTAX.format("an action is required"))
+        action = args[0].decode("utf-8", "replace").upper()
+        if action not in ACTIONS:
+            raise RedisError(errors.FAULT_UNKNOWN_ACTION.format(action, ", ".join(ACTIONS)))
+        rule.action = action
+        i = 1
+        if action in _WITH_ARGUMENT:
+            if len(args) < 2:
+                raise RedisError(errors.FAULT_SYNTAX.format(f"{action} needs an argument"))
+            if action == "ERROR":
+                text = args[1].decode("utf-8", "surrogateescape")
+                if not text or "\r" in text or "\n" in text:
+                    raise RedisError(errors.FAULT_SYNTAX.format(
+                        "the error line must be one non-empty line"))
+                rule.error = text
+            else:
+                rule.ms = parse_int(args[1])
+                if rule.ms < 0:
+                    raise RedisError(errors.FAULT_SYNTAX.format(f"{action} needs ms >= 0"))
+            i = 2
+        seed: int | None = None
+        in_script: bool | None = None
+        while i < len(args):
+            option = args[i].decode("utf-8", "replace").upper()
+            if i + 1 >= len(args):
+                raise RedisError(errors.FAULT_SYNTAX.format(f"{option} needs a value"))
+            value = args[i + 1]
+            i += 2
+            if option == "COMMAND":
+                names = set()
+                for name in value.lower().split(b","):
+                    root = COMMANDS.get(name.split(b"|", 1)[0])
+                    if root is None or (b"|" in name and name.split(b"|", 1)[1]
+                                        not in root.subcommands):
+                        raise RedisError(errors.FAULT_UNKNOWN_COMMAND.format(
+                            name.decode("utf-8", "replace")))
+                    names.add(name.decode())
+                rule.commands = frozenset(names)
+            elif option == "KEY":
+                rule.key = value
+            elif option == "CLIENT-NAME":
+                rule.client_name = value
+            elif option == "CLIENT-ID":
+                rule.client_id = parse_int(value)
+            elif option == "SCRIPT":
+                rule.script = value
+            elif option == "IN-SCRIPT":
+                flag = value.lower()
+                if flag not in (b"yes", b"no"):
+                    raise RedisError(errors.FAULT_SYNTAX.format("IN-SCRIPT takes yes or no"))
+                in_script = flag == b"yes"
+            elif option == "COUNT":
+                rule.count = parse_int(value)
+                if rule.count < 1:
+                    raise RedisError(errors.FAULT_SYNTAX.format("COUNT must be at least 1"))
+            elif option == "AFTER":
+                rule.after = parse_int(value)
+                if rule.after < 0:
+                    raise RedisError(errors.FAULT_SYNTAX.format("AFTER must be >= 0"))
+            elif option == "PROBABILITY":
+                try:
+                    probability = float(value)
+                except ValueError:
+                    probability = -1.0
+                if not 0.0 <= probability <= 1.0:
+                    raise RedisError(errors.FAULT_SYNTAX.format(
+                        "PROBABILITY must be between 0 and 1"))
+                rule.probability = probability
+            elif option == "SEED":
+                seed = parse_int(value)
+            else:
+                raise RedisError(errors.FAULT_SYNTAX.format(f"unknown option '{option}'"))
+        if seed is not None and rule.probability is None:
+            raise RedisError(errors.FAULT_SYNTAX.format("SEED goes with PROBABILITY"))
+        if rule.probability is not None:
+            rule.rng = random.Random(seed)
+        rule.in_script = bool(in_script)
+        if rule.in_script and action != "ERROR":
+            raise RedisError(errors.FAULT_IN_SCRIPT_ERROR_ONLY)
+
+    def remove(self, rule_id: int) -> bool:
+        for index, rule in enumerate(self.rules):
+            if rule.id == rule_id:
+                del self.rules[index]
+                return True
+        return False
+
+    def reset(self) -> None:
+        """Every rule removed and the LOADING window closed."""
+        self.rules.clear()
+        self.loading_until = 0.0
+
+    def entries(self) -> list:
+        return [rule.entry() for rule in self.rules]
+
+    def start_loading(self, ms: int) -> None:
+        """Answer every command not flagged `loading` with Redis's LOADING error for ms (0 ends
+        the window)."""
+        if ms < 0:
+            raise RedisError(errors.FAULT_LOADING_MS)
+        self.loading_until = time.monotonic() + ms / 1000 if ms > 0 else 0.0
+        if ms > 0:
+            dispatch.use_extras()
+
+    def kill_clients(self, kind: bytes | None = None, spare: "Client | None" = None) -> int:
+        """Cut every connection (of a type: normal or pubsub), as a restart does, except
+        `spare` (the client asking); returns how many were cut."""
+        if kind is not None and kind not in (b"normal", b"pubsub"):
+            raise RedisError(errors.FAULT_KILL_TYPE)
+        killed = 0
+        for client in list(self.server.clients.values()):
+            if client is spare or client.closing:
+                continue
+            if kind is not None:
+                subscribed = bool(client.channels or client.patterns or client.shard_channels)
+                if subscribed != (kind == b"pubsub"):
+                    continue
+            client.close()
+            killed += 1
+        return killed
+
+    # --- acting on commands ------------------------------------------------------------------
+
+    def _first_firing(self, c: "Client", spec: "CommandSpec", argv: list, in_script: bool,
+                      script: bytes | None) -> Rule | None:
+        for rule in self.rules:
+            if rule.in_script == in_script and rule.matches(c, spec, argv, script) \
+                    and rule.fires():
+                if rule.count and rule.fired >= rule.count:
+                    self.remove(rule.id)
+                return rule
+        return None
+
+    def intercept(self, c: "Client", spec: "CommandSpec", argv: list) -> Any:
+        """Called by dispatch for a client command that passed its checks: the reply that
+        replaces the normal course, or None to let the command go on as usual."""
+        if self.passing or spec.root_name == "minired":
+            return None  # (MINIRED FAULT RESET must get through whatever the rules say)
+        if self.loading_until:
+            refused = self._loading(c, spec)
+            if refused is not None:
+                return refused
+        if not self.rules:
+            return None
+        rule = self._first_firing(c, spec, argv, False, None)
+        if rule is None:
+            return None
+        action = rule.action
+        if action == "ERROR":
+            if spec.name == "exec" and spec.parent is None and c.multi is not None:
+                # The error as given, and the transaction discarded (nothing it queued runs,
+                # the client leaves MULTI), as Redis does for an EXEC it redirects (MOVED).
+                c.multi = None
+                c.multi_failed = False
+                c.unwatch_all()
+                spec.rejected_calls += 1
+                c.server.stats.count_error(rule.error)
+                return RedisError(rule.error)
+            return dispatch._reject(c, spec, rule.error)
+        if action == "STALL":
+            time.sleep(rule.ms / 1000)  # the whole server stops: that is the point
+            return None
+        if action == "HANG":
+            return HANG
+        if action == "DROP":
+            c.reply_mode |= client_reply.DISRUPTED
+            return Disruption(send=False, close=True)
+        reply = self._run(c, argv)
+        make = _disruption_for(rule)
+        if type(reply) is Block:
+            if not reply.keys:
+                return reply  # held by CLIENT PAUSE: the fault applies when it runs again
+            c.reply_mode |= client_reply.DISRUPTED  # the reply comes later (Client.send)
+            return _deferred(reply, make)
+        c.reply_mode |= client_reply.DISRUPTED
+        return make(reply)
+
+    def _run(self, c: "Client", argv: list) -> Any:
+        """The command run as if no rule had matched it."""
+        self.passing = True
+        try:
+            return dispatch._execute(c, argv)
+        finally:
+            self.passing = False
+
+    def _loading(self, c: "Client", spec: "CommandSpec") -> RedisError | None:
+        if time.monotonic() >= self.loading_until:
+            self.loading_until = 0.0
+            return None
+        if "loading" in spec.flags:
+            if spec.name != "exec" or spec.parent is not None or not c.multi:
+                return None
+            # EXEC is refused if a command it queued would be (is_denyloading_command).
+            if all("loading" in queued.flags for queued, _ in c.multi):
+                return None
+        return dispatch._reject(c, spec, errors.LOADING)
+
+    def in_script(self, caller: "Client", spec: "CommandSpec", argv: list,
+                  script: bytes) -> str | None:
+        """Called by the script bridge before redis.call/pcall runs a command: the error text
+        the call raises instead, or None. Only rules with IN-SCRIPT yes (always ERROR) apply."""
+        if not self.rules:
+            return None
+        rule = self._first_firing(caller, spec, argv, True, script)
+        return None if rule is None else rule.error
+
+
+def _disruption_for(rule: Rule) -> Any:
+    """A function wrapping a reply in what `rule` does to it on the connection."""
+    action = rule.action
+    if action == "DELAY":
+        ms = rule.ms
+        return lambda reply: Disruption((reply,), hold_ms=ms)
+    if action == "PARTIAL":
+        return lambda reply: Disruption((reply,), partial=True, close=True)
+    return lambda reply: Disruption(send=False, close=True)  # DROP-REPLY
+
+
+def _deferred(block: Block, make: Any) -> Block:
+    """A blocking command's Block whose eventual reply (served or timed out) is disrupted."""
+
+    def retry(client: "Client", key: bytes) -> Any:
+        reply = block.retry(client, key)
+        return None if reply is None else make(reply)
+
+    return Block(block.keys, block.timeout_ms, retry, make(block.timeout_reply),
+                 block.retry_when_deleted)
+
+
+def attach(server: "Server") -> None:
+    """With fault-injection on (--fault-injection): MINIRED FAULT may add rules."""
+    server.faults = FaultInjector(server)

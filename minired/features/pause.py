@@ -1,0 +1,179 @@
+"""CLIENT PAUSE: clients' commands held until the pause ends, as Redis postpones them.
+
+A held command leaves its client parked in the blocking machinery (blocking.py) with no key and
+no timeout: its later input waits unparsed behind it, CLIENT LIST flags it `b` and INFO counts
+it in blocked_clients, as Redis shows a postponed client. When the pause ends the held commands
+go through dispatch again from the start, client by client in the order they were held, and
+each client then goes on with the input that waited behind its command.
+
+`Server.pause` is None while no pause is in force: dispatch pays one attribute check per command.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from minired.engine.blocking import Block
+from minired.engine.shebang import parse_shebang
+from minired.protocol.errors import RedisError
+
+if TYPE_CHECKING:
+    from minired.engine.client import Client
+    from minired.engine.server import Server
+    from minired.engine.table import CommandSpec
+
+_LLONG_MAX = (1 << 63) - 1
+# Longest single timer; a longer pause re-arms when it fires (event loops reject huge delays).
+_MAX_TIMER_SECONDS = 86400.0
+# Commands whose may_replicate flag a script's declared flags replace (scriptFlagsToCmdFlags).
+_SCRIPT_RUNNERS = frozenset({"eval", "evalsha", "fcall"})
+
+
+def _never_ready(client: "Client", key: bytes) -> Any:
+    return None  # a held client waits on no key: never called
+
+
+# What dispatch returns for a held command: the connection parks the client as blocked.
+HOLD = Block([], 0, _never_ready, None)
+
+
+def is_held(client: "Client") -> bool:
+    waiter = client.blocked
+    return waiter is not None and waiter.block is HOLD
+
+
+class ClientPause:
+    """A pause in force: whether it holds every command or the writes only, when it ends, and
+    the commands it holds."""
+
+    __slots__ = ("server", "everything", "end_ms", "timer", "held")
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        self.everything = False
+        self.end_ms = 0
+        self.timer: Any = None
+        self.held: list[tuple[Client, list]] = []
+
+    def holds(self, c: "Client", spec: "CommandSpec", argv: list) -> bool:
+        """Whether the command waits for the end of the pause. A monitor is a replica to Redis,
+        and replicas are never paused."""
+        if c.flags == "O":
+            return False
+        return self.everything or may_replicate(c, spec, argv)
+
+    def hold(self, c: "Client", argv: list) -> Block:
+        self.held.append((c, argv))
+        return HOLD
+
+    # --- the end of the pause ---------------------------------------------------------------
+
+    def lift(self) -> None:
+        unpause(self.server)
+
+    def _arm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        loop = self.server.loop
+        if loop is not None:
+            delay = (self.end_ms - self.server.clock.ms()) / 1000
+            self.timer = loop.call_later(min(max(delay, 0.0), _MAX_TIMER_SECONDS), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self.timer = None
+        if self.server.pause is not self:
+            return
+        if self.end_ms > self.server.clock.ms():
+            self._arm()  # a pause longer than one timer
+            return
+        unpause(self.server)
+
+    def _on_clock_advanced(self) -> None:
+        """MINIRED ADVANCE moved the clock: a pause whose end it passed is over."""
+        if self.server.pause is self and self.end_ms <= self.server.clock.ms():
+            unpause(self.server)
+
+
+def pause(server: "Server", everything: bool, timeout_ms: int) -> None:
+    """CLIENT PAUSE: a pause that ends `timeout_ms` from now, or the current one made at least as
+    long and as strict (Redis keeps the later end and the stricter mode)."""
+    now = server.clock.ms()
+    end = now + timeout_ms if timeout_ms > 0 else 0
+    if end > _LLONG_MAX:
+        end -= 1 << 64  # mstime() + timeout wraps in Redis: an end long past
+    current = server.pause
+    if current is None:
+        if end <= now:
+            return  # over before any command could be held
+        current = ClientPause(server)
+        server.pause = current
+        _keep_expired_keys(server, True)
+        from minired.engine import dispatch
+
+        dispatch.use_extras()
+        server.clock.listeners.append(current._on_clock_advanced)
+    current.everything = current.everything or everything
+    if end > current.end_ms:
+        current.end_ms = end
+        current._arm()
+
+
+def unpause(server: "Server") -> None:
+    """CLIENT UNPAUSE, or the end of the pause: every held command runs again, in order."""
+    current = server.pause
+    if current is None:
+        return
+    server.pause = None
+    _keep_expired_keys(server, False)
+    if current.timer is not None:
+        current.timer.cancel()
+        current.timer = None
+    try:
+        server.clock.listeners.remove(current._on_clock_advanced)
+    except ValueError:
+        pass
+    blocking = server.blocking
+    for client, argv in current.held:
+        if not is_held(client) or client.closing:
+            continue  # gone, or already released
+        blocking.disconnect(client)  # detaches the keyless waiter, with no reply
+        client.connection.resume_held(argv)
+
+
+def _keep_expired_keys(server: "Server", keep: bool) -> None:
+    """Redis keeps the dataset constant during any pause: keys whose time passes read as
+    missing but are neither deleted nor counted in expired_keys until it ends."""
+    for db in server.keyspace.dbs:
+        db.keep_expired = keep
+
+
+# --- which commands a WRITE pause holds ---------------------------------------------------------
+
+def may_replicate(c: "Client", spec: "CommandSpec", argv: list) -> bool:
+    """Redis's test for a WRITE pause: a write or may_replicate command, a script runner by the
+    flags its script declares, and EXEC by the commands it queued."""
+    if spec.write:
+        return True
+    if "may_replicate" in spec.flags:
+        if spec.parent is None and spec.name in _SCRIPT_RUNNERS:
+            declared = _declared_script_flags(c.server, spec.name, argv)
+            if declared is not None:
+                return "no-writes" not in declared
+        return True
+    if spec.name == "exec" and spec.parent is None and c.multi:
+        return any(may_replicate(c, queued, queued_argv) for queued, queued_argv in c.multi)
+    return False
+
+
+def _declared_script_flags(server: "Server", name: str, argv: list) -> frozenset | None:
+    """The flags a script or function declares; None for a script without a shebang or one
+    not found (Redis then keeps the command's own flags)."""
+    engine = server.scripting
+    if engine is not None:
+        return engine.declared_flags(name, argv)
+    if name != "eval":
+        return None  # no script was loaded, no function either
+    try:
+        return parse_shebang(argv[1])[0]
+    except RedisError:
+        return None

@@ -1,0 +1,1132 @@
+"""Persistence in Redis 7.0's own files: dump.rdb snapshots and the multi-part append-only file.
+
+Snapshots (`SAVE`, `BGSAVE`, save points, `SHUTDOWN SAVE`, a signal when save points are set)
+are RDB version 10 files (rdb_file.py) written to `--dir`/`--dbfilename`: a Redis 7.0 loads
+them, and minired loads Redis's. `SAVE` writes on the event loop, as Redis's SAVE blocks; a
+background save forks, as Redis does: the child writes the copy-on-write image of the
+keyspace while the parent keeps serving, and the parent reaps it from its 100 ms tick.
+(A thread could not do that: it would need the GIL for every value it encodes, and the
+keyspace would change under it; chunks on the loop would save a mix of times.) Where fork
+is not available the save runs on the loop. Every file goes to a temporary file that is
+fsynced, renamed over the old one and the directory fsynced (temp-<pid>.rdb, as rdbSave
+does): a crash at any moment leaves the old file or the new one.
+
+Append-only file (`--appendonly yes`): Redis 7.0's multi-part layout, `<dir>/<appenddirname>/`
+holding a base (an RDB image, `appendonly.aof.<n>.base.rdb`), the incremental files
+(`appendonly.aof.<n>.incr.aof`, Redis commands in RESP) and the manifest
+(`appendonly.aof.manifest`) naming them. A plain `appendonly.aof` in `--dir` from an older Redis
+(or minired) is moved into that directory as its base, as Redis 7.0 does on upgrade. Every
+successful write command is appended as it ran; commands whose effect is not a function of the
+log are rewritten (TTLs pinned with PEXPIREAT, SPOP as SREM of what it popped, XADD `*` with the
+id it generated); the writes of one EXEC or script are wrapped in MULTI/EXEC; a blocking command
+is logged when served. `#MS:<unix ms>` annotation lines (Redis skips lines starting with `#`)
+carry the clock, so replay sees the time the original did. `appendfsync always|everysec|no` as
+Redis. `BGREWRITEAOF` (and the automatic rewrite past auto-aof-rewrite-percentage/min-size)
+opens a new incremental file, writes a new base in a forked child and then switches the
+manifest, as Redis 7.0 does.
+
+Loading refuses, as Redis does, a file it cannot read in full: start-up stops with Redis's
+message and the file is left alone (only a truncated tail of the last AOF file is cut off, with
+`aof-load-truncated yes`, as Redis does). Files of the format minired used before
+(`#minired-snapshot 1`) still load.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shlex
+import signal
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
+
+from minired.engine import dispatch
+from minired.engine.blocking import Block
+from minired.engine.client import Client
+from minired.features import rdb_file
+from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
+from minired.features.rdb_file import RdbError
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+
+if TYPE_CHECKING:
+    from minired.engine.server import Server
+    from minired.engine.table import CommandSpec
+
+log = logging.getLogger("minired")
+
+LEGACY_HEADER = b"#minired-snapshot 1\n"
+LEGACY_OBJECT_COMMAND = b"minired-object"
+TICK_SECONDS = 0.1
+SAVE_RETRY_SECONDS = 5  # CONFIG_BGSAVE_RETRY_DELAY
+
+# Write commands whose TTL is relative to "now" (or set by an option): pinned with PEXPIREAT.
+_TTL_SETTERS = frozenset({b"set", b"setex", b"psetex", b"getex", b"restore"})
+_EXPIRE_FAMILY = frozenset({b"expire", b"pexpire", b"expireat", b"pexpireat"})
+
+
+class LoadError(Exception):
+    """Start-up must stop: the data on disk cannot be loaded in full. str() is Redis's log line."""
+
+
+class FunctionStore(Protocol):
+    """The function libraries (scripting/functions.py), as FUNCTION DUMP/RESTORE see them."""
+
+    def dump(self) -> bytes: ...
+
+    def restore(self, payload: bytes, policy: bytes) -> None: ...
+
+
+# --- RESP records --------------------------------------------------------------------------------
+
+def encode_command(argv: list) -> bytes:
+    out = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        if not isinstance(arg, bytes):
+            arg = str(arg).encode()
+        out.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+    return b"".join(out)
+
+
+class Truncated(Exception):
+    """The data ends inside a record: `offset` is where the last complete record ended."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(offset)
+        self.offset = offset
+
+
+class BadFormat(Exception):
+    """A record that is not RESP (and not cut short): the file is not an AOF."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(offset)
+        self.offset = offset
+
+
+def read_records(data: bytes, pos: int = 0) -> Iterator[tuple[int, Any]]:
+    """(end offset, record) for each record: bytes for an annotation line (without '#'),
+    a list of arguments for a command. Raises Truncated at an incomplete tail, BadFormat at
+    bytes that are no command."""
+    n = len(data)
+    while pos < n:
+        start = pos
+        if data[pos] == 35:  # '#'
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                raise Truncated(start)
+            yield nl + 1, data[pos + 1:nl].rstrip(b"\r")
+            pos = nl + 1
+            continue
+        if data[pos] != 42:  # '*'
+            raise BadFormat(start)
+        nl = data.find(b"\r\n", pos)
+        if nl < 0:
+            raise Truncated(start)
+        try:
+            count = int(data[pos + 1:nl])
+        except ValueError:
+            raise BadFormat(start) from None
+        if count < 1:
+            raise BadFormat(start)
+        pos = nl + 2
+        argv = []
+        for _ in range(count):
+            if pos >= n:
+                raise Truncated(start)
+            if data[pos] != 36:  # '$'
+                raise BadFormat(start)
+            nl = data.find(b"\r\n", pos)
+            if nl < 0:
+                raise Truncated(start)
+            try:
+                size = int(data[pos + 1:nl])
+            except ValueError:
+                raise BadFormat(start) from None
+            pos = nl + 2
+            if pos + size + 2 > n:
+                raise Truncated(start)
+            if data[pos + size:pos + size + 2] != b"\r\n":
+                raise BadFormat(start)
+            argv.append(data[pos:pos + size])
+            pos += size + 2
+        yield pos, argv
+
+
+# --- replaying commands --------------------------------------------------------------------------
+
+class Loader:
+    """Replays an AOF's commands into a server through its command table, on the clock they
+    were recorded at, as one internal client that never blocks."""
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        self.client = Client(server)
+        self.client.authenticated = True
+        self.client.in_exec = True  # blocking commands answer at once instead of waiting
+        self.commands = 0
+
+    def load(self, data: bytes, name: str, pos: int = 0) -> tuple[int, bool]:
+        """Apply every complete record from `pos`: (offset up to which the data was used, whether
+        it ended cut short). An unfinished MULTI at the end is left out (its offset not counted).
+        Raises LoadError at bytes that are no command, or an unknown command, as Redis does."""
+        clock = self.server.clock
+        saved_offset = clock.offset_ms
+        transaction: list | None = None
+        good = pos
+        truncated = False
+        try:
+            try:
+                for end, record in read_records(data, pos):
+                    if isinstance(record, bytes):
+                        self._annotation(record)
+                        if transaction is None:
+                            good = end
+                        continue
+                    name_ = record[0].lower()
+                    if name_ == b"multi":
+                        transaction = []
+                    elif name_ == b"exec" and transaction is not None:
+                        for argv in transaction:
+                            self.apply(argv, name)
+                        transaction = None
+                        good = end
+                    elif transaction is not None:
+                        transaction.append(record)
+                    else:
+                        self.apply(record, name)
+                        good = end
+            except Truncated:
+                truncated = True
+            except BadFormat:
+                raise LoadError(f"Bad file format reading the append only file {name}: make a "
+                                "backup of your AOF file, then use ./redis-check-aof --fix "
+                                "<filename.manifest>") from None
+            if transaction is not None:
+                log.warning("Revert incomplete MULTI/EXEC transaction in AOF file %s", name)
+                truncated = True
+        finally:
+            clock.offset_ms = saved_offset
+        return good, truncated
+
+    def _annotation(self, record: bytes) -> None:
+        clock = self.server.clock
+        if record.startswith(b"MS:"):
+            clock.offset_ms = int(record[3:]) - int(time.time() * 1000)
+        elif record.startswith(b"TS:"):
+            value = int(record[3:])
+            # Redis's annotations are in seconds; minired before version 10 wrote milliseconds.
+            clock.offset_ms = (value if value > 10**11 else value * 1000) - int(time.time() * 1000)
+
+    def apply(self, argv: list, name: str) -> None:
+        self.commands += 1
+        if argv[0].lower() == LEGACY_OBJECT_COMMAND:
+            self._restore_legacy_object(argv)
+            return
+        spec = dispatch.resolve(argv)
+        if isinstance(spec, RedisError):
+            raise LoadError("Unknown command '%s' reading the append only file %s"
+                            % (argv[0].decode("utf-8", "replace"), name))
+        reply = dispatch.call(self.client, spec, argv)
+        if isinstance(reply, RedisError):  # Redis replays on and ignores the reply too
+            log.debug("AOF replay of %r answered %s", argv[:2], reply.message)
+
+    def _restore_legacy_object(self, argv: list) -> None:
+        import pickle  # only the snapshot format of minired < 10 wrote these (streams)
+
+        _, key, deadline, blob = argv
+        db = self.client.db
+        db.set(key, pickle.loads(blob))
+        if int(deadline):
+            db.set_expiry(key, int(deadline))
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+def write_synced(path: str, chunks: Iterator[bytes]) -> int:
+    """Write the chunks to `path` and fsync it; on any failure remove what was written."""
+    size = 0
+    try:
+        with open(path, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+                size += len(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    return size
+
+
+def write_atomically(path: str, chunks: Iterator[bytes], temp_name: str | None = None) -> int:
+    """Write to a temporary file next to `path`, fsync it, rename it over `path`, fsync the
+    directory: a crash leaves either the old file or the new one, never a mix."""
+    directory = os.path.dirname(os.path.abspath(path))
+    temp = os.path.join(directory, temp_name or f"temp-{os.getpid()}.rdb")
+    size = write_synced(temp, chunks)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    fsync_directory(directory)
+    return size
+
+
+def fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def parse_save_points(text: str) -> list[tuple[int, int]]:
+    parts = text.split()
+    return [(int(parts[i]), int(parts[i + 1])) for i in range(0, len(parts) - 1, 2)]
+
+
+class Manifest:
+    """appendonly.aof.manifest: the base file and the incremental files, in order."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix  # appendfilename
+        self.base: str | None = None
+        self.base_seq = 0
+        self.incr: list[tuple[str, int]] = []
+        self.history: list[str] = []
+
+    @classmethod
+    def parse(cls, prefix: str, text: str, path: str) -> "Manifest":
+        manifest = cls(prefix)
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            try:
+                words = shlex.split(line)
+                fields = dict(zip(words[0::2], words[1::2]))
+                name, seq, kind = fields["file"], int(fields["seq"]), fields["type"]
+            except (ValueError, KeyError):
+                raise LoadError(f"Invalid AOF manifest file format: {path} line {number}") from None
+            if kind == "b":
+                if manifest.base is not None:
+                    raise LoadError("Found duplicate base file information")
+                manifest.base, manifest.base_seq = name, seq
+            elif kind == "i":
+                if manifest.incr and seq <= manifest.incr[-1][1]:
+                    raise LoadError("Found a non-monotonic sequence number")
+                manifest.incr.append((name, seq))
+            elif kind == "h":
+                manifest.history.append(name)
+            else:
+                raise LoadError(f"Unknown AOF file type: {kind}")
+        return manifest
+
+    def text(self) -> str:
+        lines = []
+        if self.base is not None:
+            lines.append(f"file {_quote(self.base)} seq {self.base_seq} type b\n")
+        for name in self.history:
+            lines.append(f"file {_quote(name)} seq 0 type h\n")
+        for name, seq in self.incr:
+            lines.append(f"file {_quote(name)} seq {seq} type i\n")
+        return "".join(lines)
+
+    def next_incr(self) -> str:
+        seq = (self.incr[-1][1] if self.incr else 0) + 1
+        name = f"{self.prefix}.{seq}.incr.aof"
+        self.incr.append((name, seq))
+        return name
+
+    def files(self) -> list[str]:
+        return ([self.base] if self.base else []) + [name for name, _ in self.incr]
+
+
+def _quote(name: str) -> str:
+    return name if name and all(ch.isalnum() or ch in "._-" for ch in name) else '"%s"' % name
+
+
+# --- the subsystem -------------------------------------------------------------------------------
+
+class Persistence:
+    """Serves SAVE/BGSAVE/BGREWRITEAOF/SHUTDOWN SAVE (commands/server.py) and keeps the AOF."""
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        self.config = server.config
+        self.dirty = 0  # writes since the last snapshot
+        self.dirty_at_fork = 0
+        self.last_save_attempt = 0.0
+        self.last_save_ok = True
+        self.background_save_pending = False  # a BGSAVE child runs (or, without fork, is due)
+        self.background_save_scheduled = False  # BGSAVE SCHEDULE waits for a rewrite to end
+        self.background_started = 0.0
+        self.saves = 0  # INFO rdb_saves
+        self.last_background_save_seconds = -1  # INFO rdb_last_bgsave_time_sec (-1: none yet)
+        self.keys_loaded = 0
+        self.keys_expired_at_load = 0
+        # The child writing a snapshot or an AOF base: (pid, what, temp file) or None.
+        self.child: tuple[int, str, str] | None = None
+        # The function libraries, once the script engine exists (it registers itself).
+        self.functions: FunctionStore | None = None
+        self.pending_functions: list[bytes] = []  # read at start-up, before the engine exists
+        # The AOF.
+        self.aof_file: Any = None
+        self.aof_manifest: Manifest | None = None
+        self.aof_base_size = 0
+        self.aof_rewrite_base_size = 0
+        self.aof_buffer: list[bytes] = []
+        self.aof_db = -1
+        self.aof_ts = -1
+        self.aof_transaction_client: Client | None = None
+        self.aof_rewrite_scheduled = False
+        self.aof_rewrite_incr_from = 0  # index in manifest.incr of the rewrite's first incr file
+        self.aof_rewrites = 0
+        self.aof_last_rewrite_seconds = -1
+        self.aof_last_rewrite_ok = True
+        self.last_fsync = time.monotonic()
+        self.fsync_mode = ""
+        self._blocked: dict[int, tuple[int, list]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self.stopped = False
+
+    # --- paths ---------------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> str:
+        return self.config.get("dir") or "."
+
+    @property
+    def snapshot_path(self) -> str:
+        return os.path.join(self.directory, self.config.get("dbfilename") or "dump.rdb")
+
+    @property
+    def aof_directory(self) -> str:
+        return os.path.join(self.directory, self.config.get("appenddirname") or "appendonlydir")
+
+    @property
+    def aof_prefix(self) -> str:
+        return self.config.get("appendfilename") or "appendonly.aof"
+
+    @property
+    def manifest_path(self) -> str:
+        return os.path.join(self.aof_directory, self.aof_prefix + ".manifest")
+
+    # --- start-up ------------------------------------------------------------------------------
+
+    def load_on_start(self) -> None:
+        """Load the AOF (appendonly yes) or dump.rdb, as Redis's loadDataFromDisk; LoadError if
+        what is there cannot be loaded in full."""
+        started = time.monotonic()
+        if self.config.get("appendonly") == "yes":
+            loaded = self._load_aof()
+            if loaded:
+                log.info("DB loaded from append only file: %.3f seconds", time.monotonic() - started)
+            elif os.path.exists(self.snapshot_path):
+                log.warning("%s is not loaded: with appendonly yes only the AOF is, as in Redis "
+                            "(start once with appendonly no, then CONFIG SET appendonly yes, to "
+                            "carry its data over)", self.snapshot_path)
+            return
+        self._read_manifest_if_any()
+        path = self.snapshot_path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise LoadError(f"Fatal error loading the DB: {exc.strerror}. Exiting.") from None
+        if data.startswith(LEGACY_HEADER):
+            loader = Loader(self.server)
+            used, truncated = loader.load(data, path)
+            if truncated or used != len(data):
+                raise LoadError(f"Short read or OOM loading DB {path}. Unrecoverable error, "
+                                "aborting now.")
+        else:
+            self._load_rdb(data, path, keep_expired=False)
+        log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
+
+    def _load_rdb(self, data: bytes, name: str, keep_expired: bool) -> int:
+        server = self.server
+        if any(db.data for db in server.keyspace.dbs):
+            raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
+        try:
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired)
+        except RdbError as exc:
+            raise LoadError(f"{exc} ({name}). Terminating server after rdb file reading "
+                            "failure.") from None
+        self.keys_loaded = loaded.keys
+        self.keys_expired_at_load = loaded.expired
+        if loaded.expired:
+            log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,
+                     loaded.expired)
+        if loaded.functions:
+            self._restore_functions(loaded.functions)
+        return loaded.end
+
+    def _restore_functions(self, codes: list[bytes]) -> None:
+        if self.functions is None:
+            self.pending_functions.extend(codes)  # startup.py brings the engine up for them
+            return
+        try:
+            self.functions.restore(rdb_file.functions_payload(codes), b"append")
+        except RedisError as exc:
+            raise LoadError(f"Failed loading library: {exc.message}") from None
+
+    def use_functions(self, store: FunctionStore) -> None:
+        """The script engine exists: its libraries are saved from now on (and any read at start-up
+        are loaded into it)."""
+        self.functions = store
+        pending, self.pending_functions = self.pending_functions, []
+        if pending:
+            self._restore_functions(pending)
+
+    def _read_manifest_if_any(self) -> bool:
+        path = self.manifest_path
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise LoadError(f"Fatal error: can't open the AOF manifest {path}: {exc.strerror}")
+        self.aof_manifest = Manifest.parse(self.aof_prefix, text, path)
+        return True
+
+    def _load_aof(self) -> bool:
+        if not self._read_manifest_if_any():
+            legacy = os.path.join(self.directory, self.aof_prefix)
+            if not os.path.exists(legacy):
+                return False
+            self._upgrade_legacy_aof(legacy)
+        manifest = self.aof_manifest
+        assert manifest is not None
+        files = manifest.files()
+        loader = Loader(self.server)
+        total = 0
+        for i, name in enumerate(files):
+            path = os.path.join(self.aof_directory, name)
+            last = i == len(files) - 1
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                # Redis 7.0 warns and goes on without it; a file the manifest names but that is
+                # gone means data is missing, and starting would soon rewrite the AOF without it.
+                raise LoadError(f"The AOF file {name} doesn't exist") from None
+            except OSError as exc:
+                raise LoadError(f"Fatal error: can't open the append log file {name} for "
+                                f"reading: {exc.strerror}") from None
+            total += len(data)
+            pos = 0
+            if rdb_file.is_rdb(data):
+                log.info("Reading RDB base file on AOF loading...")
+                pos = self._load_rdb(data, name, keep_expired=True)
+            used, truncated = loader.load(data, name, pos)
+            if truncated:
+                if not last:
+                    raise LoadError(f"Fatal error: the truncated file {name} is not the last file")
+                if self.config.get("aof-load-truncated") != "yes":
+                    raise LoadError(f"Unexpected end of file reading the append only file {name}."
+                                    " You can: 1) Make a backup of your AOF file, then use "
+                                    "./redis-check-aof --fix <filename.manifest>. 2) "
+                                    "Alternatively you can set the 'aof-load-truncated' "
+                                    "configuration option to yes and restart the server.")
+                log.warning("!!! Warning: short read while loading the AOF file %s!!!", name)
+                log.warning("!!! Truncating the AOF %s at offset %d !!!", name, used)
+                with open(path, "r+b") as f:
+                    f.truncate(used)
+                    os.fsync(f.fileno())
+                log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", name)
+        self.aof_base_size = total
+        return True
+
+    def _upgrade_legacy_aof(self, legacy: str) -> None:
+        """A single appendonly.aof (Redis < 7, or minired's own): it becomes the base of a
+        multi-part AOF, moved into the AOF directory untouched (aofUpgradePrepare)."""
+        os.makedirs(self.aof_directory, exist_ok=True)
+        manifest = Manifest(self.aof_prefix)
+        manifest.base, manifest.base_seq = self.aof_prefix, 1
+        target = os.path.join(self.aof_directory, self.aof_prefix)
+        self._persist_manifest(manifest)  # written first: a crash now still finds the file
+        os.replace(legacy, target)
+        fsync_directory(self.directory)
+        self.aof_manifest = manifest
+        log.info("Successfully migrated an old-style AOF into the AOF directory")
+
+    def _persist_manifest(self, manifest: Manifest) -> None:
+        os.makedirs(self.aof_directory, exist_ok=True)
+        write_atomically(self.manifest_path, iter([manifest.text().encode()]),
+                         temp_name="temp-" + self.aof_prefix + ".manifest")
+
+    # --- snapshots (the interface commands/server.py uses) ---------------------------------------
+
+    def _function_codes(self) -> list[bytes]:
+        if self.functions is None:
+            return self.pending_functions
+        return rdb_file.functions_from_payload(self.functions.dump())
+
+    def _image(self, aof_base: bool = False) -> Iterator[bytes]:
+        server = self.server
+        return rdb_file.save_chunks(
+            server.keyspace, self._function_codes(), int(time.time()),
+            server.memory.used(),
+            compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
+                           else NO_COMPRESSION),
+            checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
+            compact=Compact.from_config(self.config.get))
+
+    def save(self, shutting_down: bool = False) -> None:
+        """SAVE: write the snapshot now, on the loop. SHUTDOWN first stops a child at work."""
+        if shutting_down:
+            self._kill_child()
+        elif self.child is not None and self.child[1] == "rdb":
+            raise RedisError(errors.BGSAVE_IN_PROGRESS)
+        self.background_save_pending = False  # this snapshot is at least as fresh
+        self.last_save_attempt = time.monotonic()
+        try:
+            size = write_atomically(self.snapshot_path, self._image())
+        except OSError as exc:
+            self.last_save_ok = False
+            log.warning("Failed saving the DB: %s", exc)
+            raise RedisError(errors.SAVE_FAILED) from None
+        self._saved()
+        log.info("DB saved on disk (%d bytes)", size)
+
+    def reload(self, save: bool, flush: bool) -> None:
+        """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace (unless NOFLUSH or MERGE), load
+        the file back: the round trip through dump.rdb, on the loop."""
+        if save:
+            self.save()
+        server = self.server
+        if flush:
+            server.keyspace.flushall()
+        try:
+            with open(self.snapshot_path, "rb") as f:
+                data = f.read()
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms())
+            if loaded.functions and self.functions is not None:
+                self.functions.restore(rdb_file.functions_payload(loaded.functions), b"replace")
+        except (OSError, RdbError, RedisError) as exc:
+            log.warning("DEBUG RELOAD: %s", exc)
+            raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
+        log.warning("DB reloaded by DEBUG RELOAD")
+
+    def flushed_all(self) -> None:
+        """FLUSHALL (flushAllDataAndResetRDB): a background save of the old data is stopped, and
+        with save points set the empty dataset is saved at once, so a restart does not bring
+        the flushed keys back."""
+        if self.child is not None and self.child[1] == "rdb":
+            self._kill_child()
+        self.background_save_pending = False
+        if self.config.get("save"):
+            try:
+                self.save()
+            except RedisError:
+                return  # logged by save(); FLUSHALL itself succeeded
+            # propagate() counts FLUSHALL next; Redis counts no change after this save.
+            self.dirty = -1
+
+    def _saved(self, dirty_before: int | None = None) -> None:
+        self.last_save_ok = True
+        self.saves += 1
+        self.dirty = self.dirty - dirty_before if dirty_before is not None else 0
+        self.server.last_save = int(time.time())
+
+    def background_save(self, schedule: bool) -> str:
+        if self.child is not None and self.child[1] == "rdb" or self.background_save_pending:
+            raise RedisError(errors.BGSAVE_IN_PROGRESS)
+        if self.child is not None:  # an AOF rewrite
+            if not schedule:
+                raise RedisError(errors.BGSAVE_AOF_REWRITE_IN_PROGRESS)
+            self.background_save_scheduled = True
+            return "Background saving scheduled"
+        self._start_background_save()
+        return "Background saving started"
+
+    def _start_background_save(self) -> None:
+        self.last_save_attempt = time.monotonic()
+        self.background_started = time.time()
+        self.dirty_at_fork = self.dirty
+        path = self.snapshot_path
+        pid = self._fork(lambda: write_atomically(path, self._image(),
+                                                  temp_name=f"temp-{os.getpid()}.rdb"))
+        if pid is None:  # no fork here: right after replying, on the loop
+            self.background_save_pending = True
+            if self.server.loop is None:
+                self._background_save_inline()
+            else:
+                self.server.loop.call_soon(self._background_save_inline)
+            return
+        self.child = (pid, "rdb", os.path.join(os.path.dirname(os.path.abspath(path)),
+                                               f"temp-{pid}.rdb"))
+        log.info("Background saving started by pid %d", pid)
+
+    def _background_save_inline(self) -> None:
+        if not self.background_save_pending:
+            return  # a SAVE or SHUTDOWN got there first
+        started = time.time()
+        try:
+            self.save()
+        except RedisError:
+            pass  # logged by save()
+        self.last_background_save_seconds = int(time.time() - started)
+
+    def _can_fork(self) -> bool:
+        # A server driven in-process without a loop has nobody to reap a child.
+        return hasattr(os, "fork") and self.server.loop is not None
+
+    def saving_in_background(self) -> bool:
+        return self.background_save_pending or (self.child is not None and self.child[1] == "rdb")
+
+    def current_child_seconds(self, what: str) -> int:
+        """INFO's rdb_current_bgsave_time_sec / aof_current_rewrite_time_sec (-1: none runs)."""
+        if self.child is None or self.child[1] != what:
+            return -1
+        return int(time.time() - self.background_started)
+
+    def _fork(self, job: Callable[[], Any]) -> int | None:
+        """Run job in a forked child (the keyspace frozen as it is now); None without fork."""
+        if not self._can_fork():
+            return None
+        pid = os.fork()
+        if pid == 0:  # the child: write, then leave without running the parent's exit code
+            code = 1
+            try:
+                _detach_child_signals()
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                job()
+                code = 0
+            finally:
+                os._exit(code)
+        return pid
+
+    def _reap_child(self) -> None:
+        if self.child is None:
+            return
+        pid, what, temp = self.child
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 1 << 8
+        if not done:
+            return
+        self.child = None
+        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        if not ok:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+        seconds = int(time.time() - self.background_started)
+        if what == "rdb":
+            self.last_background_save_seconds = seconds
+            if ok:
+                self._saved(self.dirty_at_fork)
+                log.info("Background saving terminated with success")
+            else:
+                self.last_save_ok = False
+                log.warning("Background saving error")
+        else:
+            self.aof_last_rewrite_seconds = seconds
+            self._finish_aof_rewrite(ok, temp)
+        self._start_scheduled()
+
+    def _start_scheduled(self) -> None:
+        if self.child is not None:
+            return
+        if self.aof_rewrite_scheduled and self.aof_file is not None:
+            self.aof_rewrite_scheduled = False
+            self._start_aof_rewrite()
+        elif self.background_save_scheduled:
+            self.background_save_scheduled = False
+            self._start_background_save()
+
+    def _kill_child(self) -> None:
+        if self.child is None:
+            return
+        pid, _, temp = self.child
+        try:
+            os.kill(pid, signal.SIGUSR1)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        self.child = None
+
+    # --- the write path --------------------------------------------------------------------------
+
+    def propagate(self, c: Client, spec: "CommandSpec", argv: list, reply: Any) -> None:
+        """dispatch.call hook for every successful write command."""
+        if type(reply) is Block:
+            self._blocked[c.id] = (c.db_index, argv)  # logged once served, see _served
+            return
+        self.dirty += 1
+        if self.aof_file is not None:
+            self._log(c, spec.name.encode(), argv, reply, c.in_exec or c.in_script)
+
+    def _served(self, waiter: Any, reply: Any) -> None:
+        """BlockingManager.on_finish: a blocked command that gets its data is logged as it
+        stands, now that replaying it finds that data and does not block."""
+        entry = self._blocked.pop(waiter.client.id, None)
+        if (entry is not None and reply is not waiter.block.timeout_reply
+                and type(reply) is not RedisError):
+            self.dirty += 1
+            if self.aof_file is not None:
+                db_index, argv = entry
+                self._append_command(db_index, argv, False, waiter.client)
+
+    def _forget_client(self, client: Client) -> None:
+        self._blocked.pop(client.id, None)
+
+    def _log(self, c: Client, name: bytes, argv: list, reply: Any, atomic: bool) -> None:
+        db = c.db
+        if name in _EXPIRE_FAMILY:
+            if reply != 1:
+                return
+            key = argv[1]
+            deadline = db.expires.get(key)
+            argv = [b"PEXPIREAT", key, b"%d" % deadline] if deadline is not None else [b"DEL", key]
+        elif name == b"spop":
+            members = [reply] if isinstance(reply, bytes) else list(reply or ())
+            if not members:
+                return
+            argv = [b"SREM", argv[1], *members]
+        elif name == b"xadd" and isinstance(reply, bytes):
+            argv = _xadd_with_id(argv, reply)
+        self._append_command(c.db_index, argv, atomic, c)
+        if name in _TTL_SETTERS:
+            deadline = db.expires.get(argv[1])
+            if deadline is not None:
+                self._append_command(c.db_index, [b"PEXPIREAT", argv[1], b"%d" % deadline], atomic, c)
+
+    def _append_command(self, db_index: int, argv: list, atomic: bool, c: Client) -> None:
+        buffer = self.aof_buffer
+        if atomic:
+            if self.aof_transaction_client is not c:
+                self._close_transaction()
+                buffer.append(b"*1\r\n$5\r\nMULTI\r\n")
+                self.aof_transaction_client = c
+        elif self.aof_transaction_client is not None:
+            self._close_transaction()
+        now = self.server.clock.ms()
+        if now != self.aof_ts:
+            buffer.append(b"#MS:%d\r\n" % now)
+            self.aof_ts = now
+        if db_index != self.aof_db:
+            buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
+            self.aof_db = db_index
+        buffer.append(encode_command(argv))
+
+    def _close_transaction(self) -> None:
+        if self.aof_transaction_client is not None:
+            self.aof_buffer.append(b"*1\r\n$4\r\nEXEC\r\n")
+            self.aof_transaction_client = None
+
+    # --- the AOF file ----------------------------------------------------------------------------
+
+    def _open_incr(self, name: str) -> None:
+        self.aof_file = open(os.path.join(self.aof_directory, name), "ab", buffering=0)
+        self.aof_db = -1
+        self.aof_ts = -1
+
+    def enable_aof(self, at_start: bool = False) -> None:
+        """Start logging. At start-up, after loading: append to the last incremental file (a
+        first start writes a base of the data and an empty one). Turned on later (CONFIG SET):
+        a rewrite, so the files hold what is in memory now."""
+        os.makedirs(self.aof_directory, exist_ok=True)
+        manifest = self.aof_manifest
+        if at_start and manifest is not None and manifest.base is not None:
+            if not manifest.incr:
+                manifest.next_incr()
+                self._persist_manifest(manifest)
+            self._open_incr(manifest.incr[-1][0])
+            self.aof_rewrite_base_size = self.aof_base_size
+        else:
+            self._rewrite_now()
+        log.info("Append only file enabled: %s", self.aof_file.name)
+
+    def _rewrite_now(self) -> None:
+        """A rewrite on the loop: a new base of the data now, a new empty incremental file."""
+        manifest = self.aof_manifest or Manifest(self.aof_prefix)
+        base_seq = manifest.base_seq + 1
+        base_name = f"{self.aof_prefix}.{base_seq}.base.rdb"
+        os.makedirs(self.aof_directory, exist_ok=True)
+        size = write_atomically(os.path.join(self.aof_directory, base_name),
+                                self._image(aof_base=True),
+                                temp_name=f"temp-rewriteaof-{os.getpid()}.aof")
+        old_files = manifest.files()
+        fresh = Manifest(self.aof_prefix)
+        fresh.base, fresh.base_seq = base_name, base_seq
+        fresh.incr = [(f"{self.aof_prefix}.{(manifest.incr[-1][1] if manifest.incr else 0) + 1}"
+                       ".incr.aof", (manifest.incr[-1][1] if manifest.incr else 0) + 1)]
+        if self.aof_file is not None:
+            self.flush_aof(fsync=True)
+            self.aof_file.close()
+        self._open_incr(fresh.incr[0][0])
+        self._persist_manifest(fresh)
+        self.aof_manifest = fresh
+        self._delete_aof_files(old_files, keep=fresh.files())
+        self.aof_base_size = self.aof_rewrite_base_size = size
+
+    def _delete_aof_files(self, names: list[str], keep: list[str]) -> None:
+        for name in names:
+            if name not in keep:
+                try:
+                    os.unlink(os.path.join(self.aof_directory, name))
+                except OSError:
+                    pass
+
+    def rewrite_aof(self) -> str:
+        """BGREWRITEAOF."""
+        if self.child is not None and self.child[1] == "aof":
+            raise RedisError(errors.AOF_REWRITE_IN_PROGRESS)
+        if self.child is not None or self.background_save_pending:
+            self.aof_rewrite_scheduled = True  # once the BGSAVE child is done
+            return "Background append only file rewriting scheduled"
+        if self.aof_file is None:
+            # Redis rewrites even with appendonly off: the files are there for when it is on.
+            self._rewrite_aof_files_off()
+            return "Background append only file rewriting started"
+        self._start_aof_rewrite()
+        return "Background append only file rewriting started"
+
+    def _rewrite_aof_files_off(self) -> None:
+        self._read_manifest_if_any()
+        self._rewrite_now()
+        self.aof_file.close()
+        self.aof_file = None
+        self.aof_rewrites += 1
+
+    def _start_aof_rewrite(self) -> None:
+        """Redis 7.0's rewrite: new writes go to a new incremental file from now on, a forked
+        child writes the base of the data as it is now, and on its success the manifest names
+        that base and the incremental files opened since."""
+        manifest = self.aof_manifest
+        if manifest is None or not self._can_fork():
+            self._rewrite_now()
+            self.aof_rewrites += 1
+            return
+        self.flush_aof(fsync=True)
+        self.aof_file.close()
+        self.aof_rewrite_incr_from = len(manifest.incr)
+        self._open_incr(manifest.next_incr())
+        self._persist_manifest(manifest)
+        self.background_started = time.time()
+        directory = self.aof_directory
+        # The child writes the base under a temporary name; the parent renames it into place
+        # once the child succeeded, then switches the manifest (backgroundRewriteDoneHandler).
+        pid = self._fork(lambda: write_synced(
+            os.path.join(directory, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
+            self._image(aof_base=True)))
+        assert pid is not None
+        self.child = (pid, "aof", os.path.join(directory, f"temp-rewriteaof-bg-{pid}.aof"))
+        log.info("Background append only file rewriting started by pid %d", pid)
+
+    def _finish_aof_rewrite(self, ok: bool, temp: str) -> None:
+        manifest = self.aof_manifest
+        self.aof_last_rewrite_ok = ok
+        if not ok or manifest is None:
+            log.warning("Background AOF rewrite terminated with error")
+            return
+        base_seq = manifest.base_seq + 1
+        base_name = f"{self.aof_prefix}.{base_seq}.base.rdb"
+        os.replace(temp, os.path.join(self.aof_directory, base_name))
+        fsync_directory(self.aof_directory)
+        old_files = manifest.files()
+        fresh = Manifest(self.aof_prefix)
+        fresh.base, fresh.base_seq = base_name, base_seq
+        fresh.incr = manifest.incr[self.aof_rewrite_incr_from:]
+        self._persist_manifest(fresh)
+        self.aof_manifest = fresh
+        self._delete_aof_files(old_files, keep=fresh.files())
+        self.aof_base_size = self.aof_rewrite_base_size = os.path.getsize(
+            os.path.join(self.aof_directory, base_name))
+        self.aof_rewrites += 1
+        log.info("Background AOF rewrite finished successfully")
+
+    def disable_aof(self) -> None:
+        if self.aof_file is not None:
+            self.flush_aof(fsync=True)
+            self.aof_file.close()
+            self.aof_file = None
+            log.info("Append only file disabled")
+
+    def flush_aof(self, fsync: bool) -> None:
+        """Write what was logged since the last flush (closing an EXEC block that ended)."""
+        file = self.aof_file
+        if file is None:
+            return
+        self._close_transaction()
+        if self.aof_buffer:
+            data = b"".join(self.aof_buffer)
+            self.aof_buffer.clear()
+            view = memoryview(data)
+            while view:
+                written = file.write(view)
+                view = view[written:]
+        if fsync:
+            os.fsync(file.fileno())
+            self.last_fsync = time.monotonic()
+
+    def sync_before_reply(self) -> None:
+        """appendfsync always: a client hears back only about writes already on disk."""
+        if self.aof_buffer:
+            self.flush_aof(fsync=True)
+
+    def aof_current_size(self) -> int:
+        if self.aof_manifest is None:
+            return 0
+        total = 0
+        for name in self.aof_manifest.files():
+            try:
+                total += os.path.getsize(os.path.join(self.aof_directory, name))
+            except OSError:
+                pass
+        return total
+
+    def _maybe_rewrite_aof(self) -> None:
+        if self.child is not None or self.aof_file is None:
+            return
+        percentage = int(self.config.get("auto-aof-rewrite-percentage") or 0)
+        min_size = int(self.config.get("auto-aof-rewrite-min-size") or 0)
+        if not percentage:
+            return
+        size = self.aof_file.tell() + self.aof_rewrite_base_size
+        base = self.aof_rewrite_base_size or 1
+        if size > min_size and (size - base) * 100 // base >= percentage:
+            log.info("Starting automatic rewriting of AOF on %d%% growth",
+                     (size - base) * 100 // base)
+            self._start_aof_rewrite()
+
+    # --- the periodic tick -----------------------------------------------------------------------
+
+    def reconcile(self, at_start: bool = False) -> None:
+        """Follow CONFIG SET appendonly/appendfsync/save: install the hooks they need (and only
+        those: with both off, the write path pays one attribute check)."""
+        server = self.server
+        wants_aof = self.config.get("appendonly") == "yes"
+        if wants_aof and self.aof_file is None:
+            try:
+                self.enable_aof(at_start)
+            except OSError as exc:
+                log.warning("Can't open the append-only file: %s", exc)
+        elif not wants_aof and self.aof_file is not None:
+            self.disable_aof()
+        self.fsync_mode = self.config.get("appendfsync") or "everysec"
+        logging_on = self.aof_file is not None
+        server.sync_before_reply = (self.sync_before_reply
+                                    if logging_on and self.fsync_mode == "always" else None)
+        # Otherwise minired stays memory-only and commands/server.py says so.
+        # SAVE/BGSAVE are served, and writes counted for INFO's rdb_changes_since_last_save,
+        # once files were asked for: AOF, save points, or a --dir.
+        served = logging_on or bool(self.config.get("save")) or self.directory != "."
+        if served:
+            server.saver = self
+        else:
+            server.saver = None
+        server.propagate = self.propagate if served else None
+        server.blocking.on_finish = self._served if served else None
+
+    def tick(self) -> None:
+        try:
+            self.reconcile()
+            self._reap_child()
+            if self.aof_file is not None:
+                fsync = (self.fsync_mode == "everysec"
+                         and time.monotonic() - self.last_fsync >= 1.0)
+                self.flush_aof(fsync=fsync)
+                self._maybe_rewrite_aof()
+            self._check_save_points()
+        except Exception:
+            log.exception("persistence tick failed")
+        self._schedule()
+
+    def _check_save_points(self) -> None:
+        if not self.dirty or self.child is not None or self.background_save_pending:
+            return
+        # After a failed save, wait a few seconds before trying again, as Redis does.
+        if not self.last_save_ok and time.monotonic() - self.last_save_attempt < SAVE_RETRY_SECONDS:
+            return
+        elapsed = time.time() - self.server.last_save
+        for seconds, changes in parse_save_points(self.config.get("save") or ""):
+            if self.dirty >= changes and elapsed >= seconds:
+                log.info("%d changes in %d seconds. Saving...", changes, seconds)
+                self._start_background_save()
+                return
+
+    def _schedule(self) -> None:
+        # First called by the server's start hook: a server driven in-process without a loop
+        # (the benchmarks' harnesses) never ticks, and needs no current loop in its thread.
+        if not self.stopped and self.server.loop is not None:
+            self._timer = self.server.loop.call_later(TICK_SECONDS, self.tick)
+
+    def on_shutdown(self) -> None:
+        self.stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._kill_child()
+        if self.aof_file is not None:
+            self.disable_aof()
+        # SHUTDOWN already saved (or was told NOSAVE); a signal saves when save points are set.
+        by_command, self.server.shutdown_by_command = self.server.shutdown_by_command, False
+        if not by_command and self.config.get("save") and self.dirty:
+            try:
+                self.save()
+            except RedisError:
+                pass
+
+
+def _detach_child_signals() -> None:
+    """In a forked child: the parent's handlers would write to its loop's wakeup fd (a SIGTERM
+    to the child would stop the parent). Default actions instead; Ctrl-C is the parent's."""
+    try:
+        signal.set_wakeup_fd(-1)
+    except (ValueError, OSError):
+        pass
+    for sig, action in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGUSR1, signal.SIG_DFL),
+                        (signal.SIGINT, signal.SIG_IGN)):
+        try:
+            signal.signal(sig, action)
+        except (ValueError, OSError):
+            pass
+
+
+def _xadd_with_id(argv: list, generated: bytes) -> list:
+    """XADD argv with its `*` (or `<ms>-*`) id replaced by the id it generated."""
+    i = 2
+    while i < len(argv):
+        option = argv[i].lower()
+        if option == b"nomkstream":
+            i += 1
+        elif option in (b"maxlen", b"minid"):
+            i += 2
+            if argv[i - 1] in (b"=", b"~"):
+                i += 1
+            if i < len(argv) and argv[i].lower() == b"limit":
+                i += 2
+        else:
+            break
+    if i < len(argv) and argv[i].endswith(b"*"):
+        return [*argv[:i], generated, *argv[i + 1:]]
+    return argv
+
+
+def attach(server: "Server") -> None:
+    persistence = Persistence(server)
+    server.persistence = persistence
+    server.hooks.disconnect.append(persistence._forget_client)
+    server.hooks.shutdown.append(persistence.on_shutdown)
+    persistence.load_on_start()
+    persistence.reconcile(at_start=True)
+    server.hooks.start.append(persistence._schedule)

@@ -1,0 +1,879 @@
+"""Redis 7.0's RDB encoding of values (format version 10), one encoder and one decoder per type,
+shared by DUMP/RESTORE payloads, FUNCTION DUMP/RESTORE and the dump.rdb file (rdb_file.py).
+
+Written: strings (with the integer encodings and LZF compression, as rdbSaveRawString does),
+lists, sets and hashes as plain element sequences, sorted sets as RDB_TYPE_ZSET_2 and streams
+as RDB_TYPE_STREAM_LISTPACKS_2 (listpacks, consumer groups, PELs, consumers): all loaded by
+Redis 7.0, which picks its compact encodings again as it loads. Read: all of that plus every
+encoding Redis 7.0 itself loads (quicklists of listpacks or ziplists, intsets, listpack and
+ziplist hashes and sorted sets, zipmaps, the old string-scored sorted sets, version 1 streams).
+"""
+from __future__ import annotations
+
+import struct
+from collections import deque
+from typing import Any, Callable
+
+from sortedcontainers import SortedList
+
+from minired.data.keyspace import type_name
+from minired.data.stream import Stream, StreamNode
+from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, estimate_entries_read
+from minired.data.zset import ZSet
+from minired.features import lzf
+from minired.protocol.resp import string2ll
+
+RDB_VERSION = 10  # Redis 7.0
+
+ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF = 0, 1, 2, 3
+
+TYPE_STRING, TYPE_LIST, TYPE_SET, TYPE_ZSET, TYPE_HASH, TYPE_ZSET_2 = 0, 1, 2, 3, 4, 5
+TYPE_MODULE, TYPE_MODULE_2 = 6, 7
+TYPE_HASH_ZIPMAP, TYPE_LIST_ZIPLIST, TYPE_SET_INTSET, TYPE_ZSET_ZIPLIST = 9, 10, 11, 12
+TYPE_HASH_ZIPLIST, TYPE_LIST_QUICKLIST, TYPE_STREAM_LISTPACKS = 13, 14, 15
+TYPE_HASH_LISTPACK, TYPE_ZSET_LISTPACK, TYPE_LIST_QUICKLIST_2 = 16, 17, 18
+TYPE_STREAM_LISTPACKS_2 = 19
+# The value types a version-10 file may hold; anything else is not an object type.
+OBJECT_TYPES = frozenset(range(0, 20)) - {8}
+
+_QUICKLIST_PLAIN, _QUICKLIST_PACKED = 1, 2
+_U64 = 2**64 - 1
+_INT64_MAX = 2**63 - 1
+_STREAM_DELETED, _STREAM_SAMEFIELDS = 1, 2
+
+
+EOF_MESSAGE = "Unexpected EOF reading RDB file"
+
+
+class BadData(Exception):
+    """The bytes do not decode as RDB."""
+
+
+class EmptyKey(BadData):
+    """A container with no elements: RESTORE refuses it, a file load skips the key."""
+
+
+class ModuleData(BadData):
+    """A module's value: minired has no modules, as a Redis without that module."""
+
+
+# --- CRC64 (Jones polynomial, reflected: Redis's crc64.c) ----------------------------------------
+
+def _crc64_table() -> list[int]:
+    poly = 0x95AC9329AC4BC9B5
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC64_TABLE: list[int] = []  # filled on first use
+
+
+def _crc64_python(data: bytes, crc: int = 0) -> int:
+    if not _CRC64_TABLE:
+        _CRC64_TABLE.extend(_crc64_table())
+    table = _CRC64_TABLE
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+try:  # anycrc computes it in C (GB/s); the loop below does ~6 MB/s
+    import anycrc as _anycrc
+
+    _CRC64_MODEL = _anycrc.Model("CRC64-REDIS")
+
+    def crc64(data: bytes, crc: int = 0) -> int:
+        return _CRC64_MODEL.calc(data, crc) if data else crc
+except ImportError:  # pragma: no cover - anycrc is a dependency
+    crc64 = _crc64_python
+
+
+# --- payload framing -----------------------------------------------------------------------------
+
+def seal(body: bytes) -> bytes:
+    """A DUMP payload: the body, the RDB version, and the CRC64 of both."""
+    body += struct.pack("<H", RDB_VERSION)
+    return body + struct.pack("<Q", crc64(body))
+
+
+def footer_ok(payload: bytes, allow_zero_crc: bool = False) -> bool:
+    """Whether the payload's version is one we read and its checksum matches."""
+    if len(payload) < 10:
+        return False
+    version = struct.unpack("<H", payload[-10:-8])[0]
+    crc = struct.unpack("<Q", payload[-8:])[0]
+    if version > RDB_VERSION:
+        return False
+    return (allow_zero_crc and crc == 0) or crc == crc64(payload[:-8])
+
+
+# --- writing primitives --------------------------------------------------------------------------
+
+def encode_length(n: int) -> bytes:
+    if n < 1 << 6:
+        return bytes((n,))
+    if n < 1 << 14:
+        return bytes((0x40 | (n >> 8), n & 0xFF))
+    if n <= 0xFFFF_FFFF:
+        return b"\x80" + struct.pack(">I", n)
+    return b"\x81" + struct.pack(">Q", n)
+
+
+# encode_string's compress_from: from which length strings are LZF-compressed.
+COMPRESS_AS_REDIS = 21  # rdbSaveRawString's: every string over 20 bytes (DUMP payloads)
+# Files: pure-Python LZF costs ~20 us per short string, and saving a few bytes of a short one
+# is not worth it (a save of 200k short keys took 4.6 s instead of 0.6 s). Redis reads both.
+COMPRESS_IN_FILES = 256
+NO_COMPRESSION = 1 << 62
+
+
+def encode_string(value: bytes, compress_from: int = COMPRESS_AS_REDIS) -> bytes:
+    """rdbSaveRawString: short decimal integers in the int encodings, strings of compress_from
+    bytes or more (and over 20) LZF-compressed when that saves at least four bytes."""
+    size = len(value)
+    if size <= 11:
+        number = string2ll(value)
+        if number is not None and -(1 << 31) <= number < 1 << 31:
+            if -(1 << 7) <= number < 1 << 7:
+                return bytes((0xC0 | ENC_INT8,)) + struct.pack("<b", number)
+            if -(1 << 15) <= number < 1 << 15:
+                return bytes((0xC0 | ENC_INT16,)) + struct.pack("<h", number)
+            return bytes((0xC0 | ENC_INT32,)) + struct.pack("<i", number)
+    elif size >= compress_from and size > 20:
+        packed = lzf.compress(value, size - 4)
+        if packed is not None:
+            return (bytes((0xC0 | ENC_LZF,)) + encode_length(len(packed)) + encode_length(size)
+                    + packed)
+    return encode_length(size) + value
+
+
+def _encode_ms(ms: int) -> bytes:
+    return struct.pack("<q", ms)
+
+
+def _encode_id(stream_id: tuple) -> bytes:
+    return struct.pack(">QQ", *stream_id)
+
+
+# --- reading primitives --------------------------------------------------------------------------
+
+class Reader:
+    """A cursor over RDB bytes; every read past the end raises BadData."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self.data = data
+        self.pos = pos
+
+    def take(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.data):
+            raise BadData(EOF_MESSAGE)
+        chunk = self.data[self.pos:end]
+        self.pos = end
+        return chunk
+
+    def byte(self) -> int:
+        pos = self.pos
+        if pos >= len(self.data):
+            raise BadData(EOF_MESSAGE)
+        self.pos = pos + 1
+        return self.data[pos]
+
+    def length(self) -> tuple[int, int | None]:
+        """(length, None) or (0, special string encoding)."""
+        first = self.byte()
+        kind = first >> 6
+        if kind == 0:
+            return first & 0x3F, None
+        if kind == 1:
+            return ((first & 0x3F) << 8) | self.byte(), None
+        if kind == 3:
+            return 0, first & 0x3F
+        if first == 0x80:
+            return struct.unpack(">I", self.take(4))[0], None
+        if first == 0x81:
+            return struct.unpack(">Q", self.take(8))[0], None
+        raise BadData("Unknown length encoding %d in rdbLoadLen()" % first)
+
+    def count(self) -> int:
+        n, special = self.length()
+        if special is not None:
+            raise BadData("Unknown length encoding")
+        return n
+
+    def string(self) -> bytes:
+        # The common case inline (a length under 64 in one byte): loading is mostly this call.
+        data = self.data
+        pos = self.pos
+        if pos < len(data) and data[pos] < 0x40:
+            end = pos + 1 + data[pos]
+            if end <= len(data):
+                self.pos = end
+                return data[pos + 1:end]
+        n, special = self.length()
+        if special is None:
+            return self.take(n)
+        if special == ENC_INT8:
+            return b"%d" % struct.unpack("<b", self.take(1))[0]
+        if special == ENC_INT16:
+            return b"%d" % struct.unpack("<h", self.take(2))[0]
+        if special == ENC_INT32:
+            return b"%d" % struct.unpack("<i", self.take(4))[0]
+        if special == ENC_LZF:
+            compressed_len = self.count()
+            plain_len = self.count()
+            try:
+                return lzf.decompress(self.take(compressed_len), plain_len)
+            except lzf.LzfError:
+                raise BadData("Invalid LZF compressed string") from None
+        raise BadData("Unknown RDB string encoding type %d" % special)
+
+    def double(self) -> float:
+        return struct.unpack("<d", self.take(8))[0]
+
+    def string_double(self) -> float:
+        """rdbLoadDoubleValue: the old sorted set scores, as length-prefixed text."""
+        n = self.byte()
+        if n == 253:
+            return float("nan")
+        if n == 254:
+            return float("inf")
+        if n == 255:
+            return float("-inf")
+        try:
+            return float(self.take(n))
+        except ValueError:
+            raise BadData("Invalid double value") from None
+
+    def ms(self) -> int:
+        return struct.unpack("<q", self.take(8))[0]
+
+    def stream_id(self) -> tuple[int, int]:
+        return struct.unpack(">QQ", self.take(16))
+
+
+# --- compact containers (listpack, ziplist, intset, zipmap) --------------------------------------
+
+def _lp_backlen(size: int) -> bytes:
+    if size <= 127:
+        return bytes((size,))
+    if size < 16383:
+        return bytes((size >> 7, (size & 127) | 128))
+    if size < 2097151:
+        return bytes((size >> 14, ((size >> 7) & 127) | 128, (size & 127) | 128))
+    if size < 268435455:
+        return bytes((size >> 21, ((size >> 14) & 127) | 128, ((size >> 7) & 127) | 128,
+                      (size & 127) | 128))
+    return bytes((size >> 28, ((size >> 21) & 127) | 128, ((size >> 14) & 127) | 128,
+                  ((size >> 7) & 127) | 128, (size & 127) | 128))
+
+
+def _lp_int(value: int) -> bytes:
+    if 0 <= value <= 127:
+        return bytes((value, 1))
+    if -4096 <= value <= 4095:
+        u = value & 0x1FFF
+        return bytes((0xC0 | (u >> 8), u & 0xFF, 2))
+    if -32768 <= value <= 32767:
+        return b"\xf1" + struct.pack("<h", value) + b"\x03"
+    if -8388608 <= value <= 8388607:
+        return b"\xf2" + (value & 0xFFFFFF).to_bytes(3, "little") + b"\x04"
+    if -2147483648 <= value <= 2147483647:
+        return b"\xf3" + struct.pack("<i", value) + b"\x05"
+    return b"\xf4" + struct.pack("<q", value) + b"\x09"
+
+
+def _lp_element(item: "bytes | int") -> bytes:
+    if type(item) is int:
+        return _lp_int(item)
+    number = string2ll(item)  # lpStringToInt64: integers are stored as integers
+    if number is not None:
+        return _lp_int(number)
+    n = len(item)
+    if n < 64:
+        head = bytes((0x80 | n,))
+    elif n < 4096:
+        head = bytes((0xE0 | (n >> 8), n & 0xFF))
+    else:
+        head = b"\xf0" + struct.pack("<I", n)
+    return head + item + _lp_backlen(len(head) + n)
+
+
+def listpack(items: list) -> bytes:
+    """A listpack of the items (bytes, or ints stored as integers), as lpAppend builds it."""
+    body = b"".join([_lp_element(item) for item in items])
+    count = len(items) if len(items) < 65535 else 65535
+    return struct.pack("<IH", 6 + len(body) + 1, count) + body + b"\xff"
+
+
+_LP_INT_WIDTH = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}
+
+
+def listpack_items(blob: bytes) -> list:
+    """The elements of a listpack: bytes for strings, ints for integers."""
+    if len(blob) < 7 or struct.unpack("<I", blob[:4])[0] != len(blob) or blob[-1] != 0xFF:
+        raise BadData("Listpack integrity check failed")
+    entries: list = []
+    append = entries.append
+    pos, end = 6, len(blob) - 1
+    while pos < end:
+        first = blob[pos]
+        if first < 0x80:
+            append(first)
+            size = 1
+        elif first < 0xC0:
+            n = first & 0x3F
+            append(blob[pos + 1:pos + 1 + n])
+            size = 1 + n
+        elif first < 0xE0:
+            value = ((first & 0x1F) << 8) | blob[pos + 1]
+            append(value - 8192 if value >= 4096 else value)
+            size = 2
+        elif first < 0xF0:
+            n = ((first & 0x0F) << 8) | blob[pos + 1]
+            append(blob[pos + 2:pos + 2 + n])
+            size = 2 + n
+        elif first == 0xF0:
+            n = struct.unpack("<I", blob[pos + 1:pos + 5])[0]
+            append(blob[pos + 5:pos + 5 + n])
+            size = 5 + n
+        elif first in _LP_INT_WIDTH:
+            width = _LP_INT_WIDTH[first]
+            append(int.from_bytes(blob[pos + 1:pos + 1 + width], "little", signed=True))
+            size = 1 + width
+        else:
+            raise BadData("Listpack integrity check failed")
+        pos += size + (1 if size < 128 else 2 if size < 16383 else 3 if size < 2097151
+                       else 4 if size < 268435455 else 5)
+        if pos > end:
+            raise BadData("Listpack integrity check failed")
+    return entries
+
+
+def _as_bytes(item: "bytes | int") -> bytes:
+    return item if type(item) is bytes else b"%d" % item
+
+
+def listpack_entries(blob: bytes) -> list[bytes]:
+    """The elements of a listpack, integers spelled in decimal as Redis returns them."""
+    return [_as_bytes(item) for item in listpack_items(blob)]
+
+
+def ziplist_entries(blob: bytes) -> list[bytes]:
+    """The elements of a ziplist (RDB 9 and older): the same values, another layout."""
+    if len(blob) < 11 or struct.unpack("<I", blob[:4])[0] != len(blob) or blob[-1] != 0xFF:
+        raise BadData("Ziplist integrity check failed")
+    entries: list[bytes] = []
+    pos, end = 10, len(blob) - 1
+    try:
+        while pos < end:
+            pos += 5 if blob[pos] == 0xFE else 1  # prevlen
+            first = blob[pos]
+            kind = first >> 6
+            if kind == 0:
+                n = first & 0x3F
+                entries.append(blob[pos + 1:pos + 1 + n])
+                pos += 1 + n
+            elif kind == 1:
+                n = ((first & 0x3F) << 8) | blob[pos + 1]
+                entries.append(blob[pos + 2:pos + 2 + n])
+                pos += 2 + n
+            elif kind == 2:
+                n = struct.unpack(">I", blob[pos + 1:pos + 5])[0]
+                entries.append(blob[pos + 5:pos + 5 + n])
+                pos += 5 + n
+            elif first == 0xC0:
+                entries.append(b"%d" % struct.unpack("<h", blob[pos + 1:pos + 3])[0])
+                pos += 3
+            elif first == 0xD0:
+                entries.append(b"%d" % struct.unpack("<i", blob[pos + 1:pos + 5])[0])
+                pos += 5
+            elif first == 0xE0:
+                entries.append(b"%d" % struct.unpack("<q", blob[pos + 1:pos + 9])[0])
+                pos += 9
+            elif first == 0xF0:
+                entries.append(b"%d" % int.from_bytes(blob[pos + 1:pos + 4], "little", signed=True))
+                pos += 4
+            elif first == 0xFE:
+                entries.append(b"%d" % struct.unpack("<b", blob[pos + 1:pos + 2])[0])
+                pos += 2
+            elif 0xF1 <= first <= 0xFD:
+                entries.append(b"%d" % ((first & 0x0F) - 1))
+                pos += 1
+            else:
+                raise BadData("Ziplist integrity check failed")
+    except (IndexError, struct.error):
+        raise BadData("Ziplist integrity check failed") from None
+    if pos != end:
+        raise BadData("Ziplist integrity check failed")
+    return entries
+
+
+def zipmap_pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
+    """The field/value pairs of a zipmap (hashes of RDB 3 and older)."""
+    pairs = []
+    pos = 1  # zmlen
+
+    def length() -> int:
+        nonlocal pos
+        first = blob[pos]
+        if first < 254:
+            pos += 1
+            return first
+        if first == 254:
+            value = struct.unpack("<I", blob[pos + 1:pos + 5])[0]
+            pos += 5
+            return value
+        raise BadData("Zipmap integrity check failed")
+
+    try:
+        while blob[pos] != 0xFF:
+            n = length()
+            field = blob[pos:pos + n]
+            pos += n
+            n = length()
+            free = blob[pos]
+            value = blob[pos + 1:pos + 1 + n]
+            pos += 1 + n + free
+            pairs.append((field, value))
+    except (IndexError, struct.error):
+        raise BadData("Zipmap integrity check failed") from None
+    return pairs
+
+
+def _intset(blob: bytes) -> set[bytes]:
+    if len(blob) < 8:
+        raise BadData("Intset integrity check failed")
+    width, count = struct.unpack("<II", blob[:8])
+    if width not in (2, 4, 8) or len(blob) != 8 + width * count:
+        raise BadData("Intset integrity check failed")
+    return {b"%d" % int.from_bytes(blob[8 + i * width:8 + (i + 1) * width], "little", signed=True)
+            for i in range(count)}
+
+
+def _pairs(items: list[bytes]) -> list[tuple[bytes, bytes]]:
+    if len(items) % 2:
+        raise BadData("Listpack integrity check failed")
+    return list(zip(items[::2], items[1::2]))
+
+
+def _score(raw: bytes) -> float:
+    try:
+        score = float(raw)
+    except ValueError:
+        raise BadData("Zset listpack score is not a number") from None
+    if score != score:
+        raise BadData("Zset with NAN score detected")
+    return score
+
+
+# --- streams -------------------------------------------------------------------------------------
+
+def _signed64(value: int) -> int:
+    value &= _U64
+    return value - 2**64 if value > _INT64_MAX else value
+
+
+def _node_listpack(node: StreamNode) -> bytes:
+    """The listpack of one macro node, laid out as streamAppendItem builds it. The entries a
+    deletion left in Redis's listpack are gone here; as many tombstones stand in for them, at the
+    node's last ID, so the node's counts and its last ID load back as they were."""
+    master_ms, master_seq = node.master_id
+    fields = node.master_fields
+    nfields = len(fields)
+    items: list = [len(node.ids), node.deleted, nfields, *fields, 0]
+    for (ms, seq), pairs in zip(node.ids, node.values):
+        ms_diff, seq_diff = _signed64(ms - master_ms), _signed64(seq - master_seq)
+        if len(pairs) == 2 * nfields and pairs[0::2] == fields:
+            items += (_STREAM_SAMEFIELDS, ms_diff, seq_diff, *pairs[1::2], nfields + 3)
+        else:
+            n = len(pairs) // 2
+            items += (0, ms_diff, seq_diff, n, *pairs, 2 * n + 4)
+    if node.deleted:
+        ms_diff = _signed64(node.last_id[0] - master_ms)
+        seq_diff = _signed64(node.last_id[1] - master_seq)
+        tombstone = (_STREAM_DELETED | _STREAM_SAMEFIELDS, ms_diff, seq_diff,
+                     *([b""] * nfields), nfields + 3)
+        for _ in range(node.deleted):
+            items += tombstone
+    return listpack(items)
+
+
+def _encode_stream(stream: Stream, compress_from: int) -> bytes:
+    out = [encode_length(len(stream.nodes))]
+    for node in stream.nodes:
+        out.append(encode_string(_encode_id(node.master_id), compress_from))
+        out.append(encode_string(_node_listpack(node), compress_from))
+    out.append(encode_length(stream.length))
+    for stream_id in (stream.last_id, stream.first_id, stream.max_deleted_id):
+        out.append(encode_length(stream_id[0]))
+        out.append(encode_length(stream_id[1]))
+    out.append(encode_length(stream.entries_added))
+    groups = sorted(stream.groups.items())  # Redis walks its radix tree: by name
+    out.append(encode_length(len(groups)))
+    for name, group in groups:
+        out.append(encode_string(name, compress_from))
+        out.append(encode_length(group.last_id[0]))
+        out.append(encode_length(group.last_id[1]))
+        out.append(encode_length(_U64 if group.entries_read is None else group.entries_read))
+        out.append(encode_length(len(group.pending)))
+        for stream_id, entry in group.pending.items():
+            out.append(_encode_id(stream_id) + _encode_ms(entry.delivery_time)
+                       + encode_length(entry.delivery_count & _U64))
+        consumers = group.sorted_consumers()
+        out.append(encode_length(len(consumers)))
+        for consumer in consumers:
+            out.append(encode_string(consumer.name, compress_from))
+            out.append(_encode_ms(consumer.seen_time))
+            out.append(encode_length(len(consumer.pending)))
+            out.extend(_encode_id(stream_id) for stream_id in consumer.pending)
+    return b"".join(out)
+
+
+def _decode_node(master_id: tuple, blob: bytes) -> StreamNode:
+    items = listpack_items(blob)
+    if not items:
+        raise BadData("Empty listpack inside stream")
+    try:
+        it = iter(items)
+        next(it)  # live count: the entries themselves say
+        next(it)  # deleted count: likewise
+        nfields = next(it)
+        fields = [_as_bytes(next(it)) for _ in range(nfields)]
+        next(it)  # the master entry's terminator
+        node = StreamNode(master_id, fields)
+        master_ms, master_seq = master_id
+        last_id = master_id
+        for flags in it:
+            stream_id = ((master_ms + next(it)) & _U64, (master_seq + next(it)) & _U64)
+            if flags & _STREAM_SAMEFIELDS:
+                pairs = []
+                for field in fields:
+                    pairs.append(field)
+                    pairs.append(_as_bytes(next(it)))
+            else:
+                pairs = [_as_bytes(next(it)) for _ in range(2 * next(it))]
+            next(it)  # lp-count
+            if flags & _STREAM_DELETED:
+                node.deleted += 1
+            else:
+                if node.ids and stream_id <= node.ids[-1]:
+                    raise BadData("Stream entries out of order")
+                node.append(stream_id, pairs)
+            last_id = stream_id
+    except (StopIteration, TypeError):
+        raise BadData("Stream listpack integrity check failed") from None
+    node.last_id = last_id
+    # Sizes as the listpack has them (tombstones included), so nodes fill up as in Redis.
+    node._entries_bytes += len(blob) - node.byte_size()
+    return node
+
+
+def _decode_stream(reader: Reader, version_2: bool) -> Stream:
+    stream = Stream()
+    for _ in range(reader.count()):
+        key = reader.string()
+        if len(key) != 16:
+            raise BadData("Stream node key entry is not the size of a stream ID")
+        node = _decode_node(struct.unpack(">QQ", key), reader.string())
+        if node.ids or node.deleted:
+            if stream.nodes and node.master_id <= stream.nodes[-1].master_id:
+                raise BadData("Stream nodes out of order")
+            if node.ids:
+                stream.nodes.append(node)
+    stream.length = reader.count()
+    stream.last_id = (reader.count(), reader.count())
+    live = sum(len(node.ids) for node in stream.nodes)
+    if live != stream.length:
+        raise BadData("Stream length does not match its entries")
+    if version_2:
+        stream.first_id = (reader.count(), reader.count())
+        stream.max_deleted_id = (reader.count(), reader.count())
+        stream.entries_added = reader.count()
+    else:
+        first = stream.first_entry()
+        stream.first_id = first[0] if first is not None else (0, 0)
+        stream.entries_added = stream.length
+    for _ in range(reader.count()):
+        name = reader.string()
+        last_id = (reader.count(), reader.count())
+        if version_2:
+            entries_read = reader.count()
+            entries_read = None if entries_read > _INT64_MAX else entries_read
+        else:
+            entries_read = estimate_entries_read(stream, last_id)
+        group = ConsumerGroup(last_id, entries_read)
+        if name in stream.groups:
+            raise BadData("Duplicated consumer group name")
+        stream.groups[name] = group
+        for _ in range(reader.count()):
+            stream_id = reader.stream_id()
+            entry = PendingEntry(None, reader.ms())
+            count = reader.count()
+            entry.delivery_count = count - 2**64 if count > _INT64_MAX else count
+            if stream_id in group.pending:
+                raise BadData("Duplicated global PEL entry loading stream consumer group")
+            group.pending[stream_id] = entry
+        for _ in range(reader.count()):
+            consumer = Consumer(reader.string(), 0)
+            consumer.seen_time = reader.ms()
+            if consumer.name in group.consumers:
+                raise BadData("Duplicate stream consumer detected")
+            group.consumers[consumer.name] = consumer
+            for _ in range(reader.count()):
+                stream_id = reader.stream_id()
+                entry = group.pending.get(stream_id)
+                if entry is None or entry.consumer is not None:
+                    raise BadData("Consumer entry not found in group global PEL")
+                entry.consumer = consumer
+                consumer.pending[stream_id] = entry
+        if any(entry.consumer is None for entry in group.pending.values()):
+            raise BadData("Stream CG PEL entry without consumer")
+    return stream
+
+
+# --- values --------------------------------------------------------------------------------------
+
+def _encode_elements(rdb_type: int, items, compress_from: int) -> bytes:
+    items = list(items)
+    return (bytes((rdb_type,)) + encode_length(len(items))
+            + b"".join([encode_string(item, compress_from) for item in items]))
+
+
+class Compact:
+    """Up to which sizes Redis 7.0 keeps a value in a compact encoding (its config): values
+    within them are written in that encoding, as Redis writes them, so DUMP payloads are
+    Redis's bytes and files load with the same encodings."""
+
+    __slots__ = ("hash_entries", "hash_value", "zset_entries", "zset_value", "intset_entries",
+                 "list_fill")
+
+    def __init__(self, hash_entries: int = 512, hash_value: int = 64, zset_entries: int = 128,
+                 zset_value: int = 64, intset_entries: int = 512, list_fill: int = -2) -> None:
+        self.hash_entries = hash_entries
+        self.hash_value = hash_value
+        self.zset_entries = zset_entries
+        self.zset_value = zset_value
+        self.intset_entries = intset_entries
+        self.list_fill = list_fill
+
+    @classmethod
+    def from_config(cls, get: Callable[[str], Any]) -> "Compact":
+        return cls(int(get("hash-max-listpack-entries")), int(get("hash-max-listpack-value")),
+                   int(get("zset-max-listpack-entries")), int(get("zset-max-listpack-value")),
+                   int(get("set-max-intset-entries")), int(get("list-max-listpack-size")))
+
+
+_INT64_MIN = -(2**63)
+# quicklist.c: optimization_level, the node sizes of list-max-listpack-size -1 .. -5.
+_QUICKLIST_NODE_BYTES = (4096, 8192, 16384, 32768, 65536)
+_QUICKLIST_SAFETY_LIMIT = 8192
+_QUICKLIST_SIZE_ESTIMATE_OVERHEAD = 8
+_QUICKLIST_LARGE_ELEMENT = 1 << 30
+
+
+def d2string(value: float) -> bytes:
+    """A score as Redis 7.0's d2string spells it (listpack sorted sets store this text)."""
+    if value != value:
+        return b"nan"
+    if value in (float("inf"), float("-inf")):
+        return b"inf" if value > 0 else b"-inf"
+    if value == 0:
+        return b"-0" if struct.pack("<d", value)[7] & 0x80 else b"0"
+    if -4503599627370495 < value < 4503599627370496 and value == int(value):
+        return b"%d" % int(value)
+    return b"%.17g" % value
+
+
+def _intset_blob(members) -> bytes | None:
+    numbers = []
+    for member in members:
+        number = string2ll(member)
+        if number is None:
+            return None
+        numbers.append(number)
+    numbers.sort()
+    low, high = numbers[0], numbers[-1]
+    if low >= -(1 << 15) and high < 1 << 15:
+        width, code = 2, "h"
+    elif low >= -(1 << 31) and high < 1 << 31:
+        width, code = 4, "i"
+    else:
+        width, code = 8, "q"
+    return struct.pack("<II", width, len(numbers)) + struct.pack("<%d%s" % (len(numbers), code),
+                                                                  *numbers)
+
+
+def _quicklist_nodes(items, fill: int) -> list[list[bytes]]:
+    """The nodes a quicklist built by tail pushes holds (_quicklistNodeAllowInsert)."""
+    nodes: list[list[bytes]] = []
+    node: list[bytes] | None = None
+    node_bytes = 0
+    limit = (_QUICKLIST_NODE_BYTES[min(-fill, 5) - 1] if fill < 0 else None)
+    for item in items:
+        size = len(item)
+        allowed = False
+        if node is not None and size < _QUICKLIST_LARGE_ELEMENT:
+            new_size = node_bytes + size + _QUICKLIST_SIZE_ESTIMATE_OVERHEAD
+            if limit is not None and new_size <= limit:
+                allowed = True
+            elif new_size > _QUICKLIST_SAFETY_LIMIT:
+                allowed = False
+            else:
+                allowed = fill >= 0 and len(node) < fill
+        if not allowed:
+            node = []
+            nodes.append(node)
+            node_bytes = 7  # an empty listpack
+        node.append(item)
+        node_bytes += len(_lp_element(item))
+    return nodes
+
+
+def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
+                 compact: Compact | None = None) -> bytes:
+    """The type byte and the RDB encoding of a value; TypeError for a type RDB cannot hold.
+    With `compact`, values within its sizes are written in Redis's compact encodings."""
+    kind = type(value)
+    if kind is bytes:
+        return bytes((TYPE_STRING,)) + encode_string(value, compress_from)
+    if kind is deque:
+        if compact is None:
+            return _encode_elements(TYPE_LIST, value, compress_from)
+        nodes = _quicklist_nodes(value, compact.list_fill)
+        out = [bytes((TYPE_LIST_QUICKLIST_2,)), encode_length(len(nodes))]
+        for node in nodes:
+            out.append(encode_length(_QUICKLIST_PACKED))
+            out.append(encode_string(listpack(node), compress_from))
+        return b"".join(out)
+    if kind is set:
+        if compact is not None and len(value) <= compact.intset_entries:
+            blob = _intset_blob(value)
+            if blob is not None:
+                return bytes((TYPE_SET_INTSET,)) + encode_string(blob, compress_from)
+        return _encode_elements(TYPE_SET, value, compress_from)
+    if kind is dict:
+        if (compact is not None and len(value) <= compact.hash_entries
+                and all(len(f) <= compact.hash_value and len(v) <= compact.hash_value
+                        for f, v in value.items())):
+            items = [item for pair in value.items() for item in pair]
+            return bytes((TYPE_HASH_LISTPACK,)) + encode_string(listpack(items), compress_from)
+        out = [bytes((TYPE_HASH,)), encode_length(len(value))]
+        for field, item in value.items():
+            out.append(encode_string(field, compress_from))
+            out.append(encode_string(item, compress_from))
+        return b"".join(out)
+    if kind is ZSet:
+        if (compact is not None and compact.zset_entries and len(value) <= compact.zset_entries
+                and all(len(member) <= compact.zset_value for member in value.scores)):
+            items = []
+            for score, member in value.order:
+                items.append(member)
+                items.append(d2string(score))
+            return bytes((TYPE_ZSET_LISTPACK,)) + encode_string(listpack(items), compress_from)
+        # Greatest first, as Redis saves a skiplist (its loader then always inserts at the head).
+        out = [bytes((TYPE_ZSET_2,)), encode_length(len(value))]
+        pack = struct.Struct("<d").pack
+        for score, member in reversed(value.order):
+            out.append(encode_string(member, compress_from))
+            out.append(pack(score))
+        return b"".join(out)
+    if kind is Stream:
+        return bytes((TYPE_STREAM_LISTPACKS_2,)) + _encode_stream(value, compress_from)
+    raise TypeError(type_name(value))
+
+
+def _zset(pairs: list[tuple[bytes, float]]) -> ZSet:
+    # Built as ZSet.copy builds one: a member at a time would insort each (5x slower loads).
+    scores = {member: score + 0.0 for member, score in pairs}  # -0.0 as ZSet.add stores it
+    if len(scores) != len(pairs):
+        raise BadData("Duplicate zset fields detected")
+    zset = ZSet()
+    zset.scores = scores
+    zset.order = SortedList([(score, member) for member, score in scores.items()])
+    return zset
+
+
+def _hash(pairs: list[tuple[bytes, bytes]]) -> dict:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise BadData("Duplicate hash fields detected")
+    return value
+
+
+def _read_quicklist(reader: Reader, version_2: bool) -> deque:
+    items: deque = deque()
+    for _ in range(reader.count()):
+        container = reader.count() if version_2 else _QUICKLIST_PACKED
+        if container == _QUICKLIST_PLAIN:
+            items.append(reader.string())
+        elif container == _QUICKLIST_PACKED:
+            blob = reader.string()
+            # An empty node is skipped, as Redis does (an empty list is then an empty key).
+            items.extend(listpack_entries(blob) if version_2 else ziplist_entries(blob))
+        else:
+            raise BadData("Quicklist integrity check failed")
+    return items
+
+
+def _set(reader: Reader) -> set:
+    count = reader.count()
+    value = {reader.string() for _ in range(count)}
+    if len(value) != count:
+        raise BadData("Duplicate set members detected")
+    return value
+
+
+def _decode_hash(reader: Reader) -> dict:
+    count = reader.count()
+    return _hash([(reader.string(), reader.string()) for _ in range(count)])
+
+
+_DECODERS: dict[int, Callable[[Reader], Any]] = {
+    TYPE_LIST: lambda r: deque([r.string() for _ in range(r.count())]),
+    TYPE_SET: _set,
+    TYPE_ZSET: lambda r: _zset([(r.string(), r.string_double()) for _ in range(r.count())]),
+    TYPE_HASH: _decode_hash,
+    TYPE_ZSET_2: lambda r: _zset([(r.string(), r.double()) for _ in range(r.count())]),
+    TYPE_HASH_ZIPMAP: lambda r: _hash(zipmap_pairs(r.string())),
+    TYPE_LIST_ZIPLIST: lambda r: deque(ziplist_entries(r.string())),
+    TYPE_SET_INTSET: lambda r: _intset(r.string()),
+    TYPE_ZSET_ZIPLIST: lambda r: _zset([(m, _score(s)) for m, s in _pairs(ziplist_entries(r.string()))]),
+    TYPE_HASH_ZIPLIST: lambda r: _hash(_pairs(ziplist_entries(r.string()))),
+    TYPE_LIST_QUICKLIST: lambda r: _read_quicklist(r, False),
+    TYPE_STREAM_LISTPACKS: lambda r: _decode_stream(r, False),
+    TYPE_HASH_LISTPACK: lambda r: _hash(_pairs(listpack_entries(r.string()))),
+    TYPE_ZSET_LISTPACK: lambda r: _zset([(m, _score(s)) for m, s in _pairs(listpack_entries(r.string()))]),
+    TYPE_LIST_QUICKLIST_2: lambda r: _read_quicklist(r, True),
+    TYPE_STREAM_LISTPACKS_2: lambda r: _decode_stream(r, True),
+}
+
+
+def decode_object(rdb_type: int, reader: Reader) -> Any:
+    """The value of the given RDB type at the reader (rdbLoadObject)."""
+    if rdb_type == TYPE_STRING:
+        return reader.string()
+    decoder = _DECODERS.get(rdb_type)
+    if decoder is None:
+        if rdb_type in (TYPE_MODULE, TYPE_MODULE_2):
+            raise ModuleData("The RDB file contains module data I can't load: no matching module")
+        raise BadData("Unknown RDB encoding type %d" % rdb_type)
+    try:
+        value = decoder(reader)
+    except (struct.error, IndexError, ValueError, OverflowError) as exc:
+        raise BadData(f"Bad data format: {exc.__class__.__name__}") from None
+    if type(value) is not Stream and not value:
+        raise EmptyKey("Empty key")
+    return value
+
+
+def decode_value(reader: Reader) -> Any:
+    """A type byte, then the value (a DUMP payload's body)."""
+    return decode_object(reader.byte(), reader)

@@ -1,0 +1,251 @@
+"""The dump.rdb file of Redis 7.0 (RDB version 10): reading one into the keyspace, writing one.
+
+Layout: "REDIS0010", aux fields, function libraries (RDB_OPCODE_FUNCTION2), then per non-empty
+database SELECTDB, RESIZEDB and its keys (an optional expiry, the type byte, the key, the value:
+rdb.py), EOF, and the CRC64 of everything before it. Files of versions 1 to 10 are read, as
+Redis 7.0 reads them; anything that does not decode in full is refused with RdbError, whose
+message is the one Redis logs, and nothing is loaded from it.
+"""
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Iterator
+
+from minired import REDIS_VERSION
+from minired.features.rdb import (
+    COMPRESS_IN_FILES,
+    EOF_MESSAGE,
+    OBJECT_TYPES,
+    RDB_VERSION,
+    BadData,
+    Compact,
+    EmptyKey,
+    Reader,
+    crc64,
+    decode_object,
+    encode_length,
+    encode_string,
+    encode_value,
+    seal,
+)
+
+if TYPE_CHECKING:
+    from minired.data.keyspace import Keyspace
+
+OPCODE_FUNCTION2 = 0xF5
+OPCODE_FUNCTION_PRE_GA = 0xF6
+OPCODE_MODULE_AUX = 0xF7
+OPCODE_IDLE = 0xF8
+OPCODE_FREQ = 0xF9
+OPCODE_AUX = 0xFA
+OPCODE_RESIZEDB = 0xFB
+OPCODE_EXPIRETIME_MS = 0xFC
+OPCODE_EXPIRETIME = 0xFD
+OPCODE_SELECTDB = 0xFE
+OPCODE_EOF = 0xFF
+
+MAGIC = b"REDIS"
+_CHUNK = 1 << 16
+
+
+class RdbError(Exception):
+    """A file that cannot be loaded in full; str() is what Redis would log."""
+
+
+class Loaded:
+    """What a load found besides keys: function library sources and a few counts."""
+
+    __slots__ = ("functions", "keys", "expired", "end", "version", "aux")
+
+    def __init__(self) -> None:
+        self.functions: list[bytes] = []
+        self.keys = 0
+        self.expired = 0  # keys already expired, skipped as a master skips them
+        self.end = 0  # offset just past the checksum (an AOF preamble's commands follow)
+        self.version = 0
+        self.aux: dict[bytes, bytes] = {}
+
+
+def is_rdb(data: bytes) -> bool:
+    return data[:5] == MAGIC
+
+
+def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False) -> Loaded:
+    """Read a whole RDB image into the (empty) keyspace: all of it, or RdbError and the keyspace
+    left as it was."""
+    loaded = Loaded()
+    staged: list[dict] = [{} for _ in keyspace.dbs]
+    staged_expires: list[dict] = [{} for _ in keyspace.dbs]
+    reader = Reader(data)
+    try:
+        _read(reader, loaded, staged, staged_expires, now_ms, keep_expired, len(keyspace.dbs))
+    except BadData as exc:
+        reason = exc.args[0] if exc.args else "Bad data format"
+        short = "Short read or OOM loading DB. Unrecoverable error, aborting now. " \
+            if reason == EOF_MESSAGE else ""
+        raise RdbError("%sInternal error in RDB reading offset %d, function at rdb.c:0 -> %s"
+                       % (short, reader.pos, reason)) from None
+    for db, data_, expires in zip(keyspace.dbs, staged, staged_expires):
+        for key, value in data_.items():
+            db.data[key] = value
+        for key, deadline in expires.items():
+            db.set_expiry(key, deadline)
+    return loaded
+
+
+def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, now_ms: int,
+          keep_expired: bool, databases: int) -> None:
+    data = reader.data
+    if len(data) < 9:
+        raise BadData(EOF_MESSAGE)
+    if data[:5] != MAGIC:
+        raise RdbError("Wrong signature trying to load DB from file")
+    try:
+        version = int(data[5:9])
+    except ValueError:
+        raise RdbError("Wrong signature trying to load DB from file") from None
+    if version < 1 or version > RDB_VERSION:
+        raise RdbError("Can't handle RDB format version %d" % version)
+    loaded.version = version
+    reader.pos = 9
+    expires_at = -1
+    target = staged[0]
+    target_expires = staged_expires[0]
+    keys = expired = 0
+    string = reader.string
+    while True:
+        kind = reader.byte()
+        if kind < OPCODE_FUNCTION2:  # a key: the loop's common case first
+            if kind not in OBJECT_TYPES:
+                raise BadData("Unknown RDB encoding type %d" % kind)
+            key = string()
+            if kind == 0:
+                value = string()
+            else:
+                try:
+                    value = decode_object(kind, reader)
+                except EmptyKey:
+                    expires_at = -1
+                    continue  # Redis skips an empty key (with a log line): an old bug saved some
+            if key in target:
+                raise BadData("Duplicate key '%s' found in RDB file"
+                              % key.decode("utf-8", "replace"))
+            if expires_at == -1:
+                target[key] = value
+                keys += 1
+            elif expires_at < now_ms and not keep_expired:
+                expired += 1
+                expires_at = -1
+            else:
+                target[key] = value
+                target_expires[key] = expires_at
+                keys += 1
+                expires_at = -1
+            continue
+        if kind == OPCODE_EXPIRETIME:
+            expires_at = struct.unpack("<i", reader.take(4))[0] * 1000
+        elif kind == OPCODE_EXPIRETIME_MS:
+            expires_at = reader.ms()
+        elif kind == OPCODE_FREQ:
+            reader.byte()
+        elif kind == OPCODE_IDLE:
+            reader.count()
+        elif kind == OPCODE_EOF:
+            break
+        elif kind == OPCODE_SELECTDB:
+            db_index = reader.count()
+            if db_index >= databases:
+                raise RdbError("FATAL: Data file was created with a Redis server configured to "
+                               "handle more than %d databases. Exiting" % databases)
+            target = staged[db_index]
+            target_expires = staged_expires[db_index]
+        elif kind == OPCODE_RESIZEDB:
+            reader.count()
+            reader.count()
+        elif kind == OPCODE_AUX:
+            name = string()
+            loaded.aux[name] = string()
+        elif kind == OPCODE_MODULE_AUX:
+            raise BadData("The RDB file contains AUX module data I can't load: no matching module")
+        elif kind == OPCODE_FUNCTION2:
+            loaded.functions.append(string())
+        else:  # OPCODE_FUNCTION_PRE_GA
+            raise BadData("Pre-release function format not supported.")
+    loaded.keys = keys
+    loaded.expired = expired
+    if version >= 5:
+        end = reader.pos
+        expected = struct.unpack("<Q", reader.take(8))[0]
+        if expected:
+            actual = crc64(data[:end])
+            if actual != expected:
+                raise RdbError("Wrong RDB checksum expected: (%x) got (%x). Aborting now."
+                               % (expected, actual))
+    loaded.end = reader.pos
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+def _aux(name: bytes, value: bytes) -> bytes:
+    return bytes((OPCODE_AUX,)) + encode_string(name, False) + encode_string(value, False)
+
+
+def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_memory: int,
+                compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False,
+                compact: Compact | None = None) -> Iterator[bytes]:
+    """The file in pieces of ~64 KB, its checksum last (rdbSaveRio). Values are read as they
+    are: the caller holds the keyspace still (a forked child, or the event loop itself)."""
+    crc = 0
+    out = [b"%s%04d" % (MAGIC, RDB_VERSION),
+           _aux(b"redis-ver", REDIS_VERSION.encode()),
+           _aux(b"redis-bits", b"64"),
+           _aux(b"ctime", b"%d" % now_s),
+           _aux(b"used-mem", b"%d" % used_memory),
+           _aux(b"aof-base", b"1" if aof_base else b"0")]
+    for code in functions:
+        out.append(bytes((OPCODE_FUNCTION2,)) + encode_string(code, compress_from))
+    size = sum(map(len, out))
+    expiry_pack = struct.Struct("<q").pack
+    for db in keyspace.dbs:
+        data = db.data
+        if not data:
+            continue
+        expires = db.expires
+        out.append(bytes((OPCODE_SELECTDB,)) + encode_length(db.index)
+                   + bytes((OPCODE_RESIZEDB,)) + encode_length(len(data))
+                   + encode_length(len(expires)))
+        for key, value in data.items():
+            deadline = expires.get(key) if expires else None
+            body = encode_value(value, compress_from, compact)
+            record = (bytes((OPCODE_EXPIRETIME_MS,)) + expiry_pack(deadline) if deadline is not None
+                      else b"") + body[:1] + encode_string(key, compress_from) + body[1:]
+            out.append(record)
+            size += len(record)
+            if size >= _CHUNK:
+                chunk = b"".join(out)
+                out.clear()
+                size = 0
+                if checksum:
+                    crc = crc64(chunk, crc)
+                yield chunk
+    out.append(bytes((OPCODE_EOF,)))
+    chunk = b"".join(out)
+    if checksum:
+        crc = crc64(chunk, crc)
+    yield chunk + struct.pack("<Q", crc)
+
+
+def functions_from_payload(payload: bytes) -> list[bytes]:
+    """The library sources of a FUNCTION DUMP payload (FUNCTION2 records, version, CRC)."""
+    reader = Reader(payload[:-10])
+    codes = []
+    while reader.pos < len(reader.data):
+        if reader.byte() != OPCODE_FUNCTION2:
+            raise BadData("Unknown function opcode")
+        codes.append(reader.string())
+    return codes
+
+
+def functions_payload(codes: list[bytes]) -> bytes:
+    return seal(b"".join(bytes((OPCODE_FUNCTION2,)) + encode_string(code) for code in codes))
+
