@@ -95,7 +95,7 @@ def test_an_edited_source_wins_over_its_stale_compiled_module(tmp_path):
     probe = ("import minired.protocol.resp as r, minired.data.keyspace as k; "
              "print(r.__file__.endswith('.py'), getattr(r, 'EDITED_AFTER_THE_BUILD', False), "
              "k.__file__.endswith('.py'))")
-    run = _run_in_edited_copy(tmp_path, "resp.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
+    run = _run_in_edited_copy(tmp_path, "protocol/resp.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
     assert run.stdout.split() == ["True", "True", "False"], run.stderr
     assert "minired.protocol.resp" in run.stderr  # said once, on stderr
 
@@ -107,7 +107,7 @@ def test_modules_built_against_an_edited_one_load_from_source_with_it(tmp_path):
              " minired.data.keyspace as k\n" + _PING +
              "print(c.__file__.endswith('.py'), d.__file__.endswith('.py'),"
              " k.__file__.endswith('.py'), reply)")
-    run = _run_in_edited_copy(tmp_path, "client.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
+    run = _run_in_edited_copy(tmp_path, "engine/client.py", "\nEDITED_AFTER_THE_BUILD = True\n", probe)
     assert run.stdout.split() == ["True", "True", "False", "b'+PONG\\r\\n'"], run.stderr
 
 
@@ -161,7 +161,7 @@ def test_an_edited_pxd_makes_every_compiled_module_load_from_source(tmp_path):
     sends them all to their sources until the next build, and the server still answers."""
     probe = ("import minired.data.keyspace as k, minired.protocol.resp as r\n" + _PING +
              "print(k.__file__.endswith('.py'), r.__file__.endswith('.py'), reply)")
-    run = _run_in_edited_copy(tmp_path, "dispatch.pxd", "\n# edited after the build\n", probe)
+    run = _run_in_edited_copy(tmp_path, "engine/dispatch.pxd", "\n# edited after the build\n", probe)
     assert run.stdout.split() == ["True", "True", "b'+PONG\\r\\n'"], run.stderr
 
 
@@ -210,7 +210,7 @@ def test_a_build_that_compiles_nothing_keeps_the_record_of_the_last_one(tmp_path
                     ignore=shutil.ignore_patterns("__pycache__"))
     record = tmp_path / "minired" / "_compiled.txt"
     before = record.read_text()
-    with open(tmp_path / "minired" / "resp.py", "a") as f:
+    with open(tmp_path / "minired" / "protocol" / "resp.py", "a") as f:
         f.write("\nEDITED_AFTER_THE_BUILD = True\n")
     build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path,
                            capture_output=True, text=True,
