@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+from minired.data.keyspace import Clock
 from minired.engine import dispatch
 from minired.engine.config import Config
 from minired.engine.server import Server
@@ -78,7 +79,6 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False)
     """Cluster mode: one master per config, each on its own port (its config's, 0 for a free
     one), all on the running loop and one clock, joined into one cluster (minired/features/cluster.py).
     `control` allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER."""
-    from minired.data.keyspace import Clock
     from minired.features.cluster import form
 
     clock = Clock()

@@ -7,7 +7,7 @@ import os
 
 from minired.engine.args import parse_int
 from minired.engine.categories import ACL_CATEGORIES, acl_categories
-from minired.engine.table import all_specs, command, container_command, help_reply
+from minired.engine.table import COMMANDS, all_specs, command, container_command, help_reply
 from minired.features import acl, security
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -181,8 +181,6 @@ def acl_dryrun(c, argv):
 
 def _lookup_command(argv: list):
     """Redis's lookupCommand: a container with an argument resolves to its subcommand."""
-    from minired.engine.table import COMMANDS
-
     spec = COMMANDS.get(argv[0].lower())
     if spec is None or len(argv) == 1 or not spec.subcommands:
         return spec

@@ -20,6 +20,7 @@ import sys
 import time
 
 from minired import REDIS_VERSION, __version__
+from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
 from minired.engine.table import all_specs, command
 from minired.protocol.resp import Verbatim
@@ -430,7 +431,6 @@ def _commandstats_section(server) -> list[str]:
 
 
 def _latencystats_section(server) -> list[str]:
-    from minired.engine.latency import info_lines
     return info_lines(server.config, all_specs())
 
 

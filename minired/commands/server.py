@@ -368,9 +368,10 @@ def debug(c, argv):
 @command("monitor", arity=1, flags="admin noscript loading stale", group=G)
 def monitor_(c, argv):
     """Listen for all requests received by the server in real time"""
-    from minired.features import monitor  # minired/features/monitor.py: loaded by the first MONITOR
     if c.in_exec:  # a transaction's client expects one reply per command (CLIENT_DENY_BLOCKING)
         raise RedisError(errors.MONITOR_DENY_BLOCKING)
+    from minired.features import monitor  # minired/features/monitor.py: loaded by the first MONITOR
+
     if not monitor.start(c):
         return Encoded(b"")  # as Redis: a second MONITOR is ignored, with no reply at all
     return OK

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from minired.data.glob import glob_match
+from minired.engine.keyspecs import has_keys, keys_with_flags
 from minired.features.acl_index import CommandIndex, index, lookup_command
 from minired.protocol import errors
 
@@ -491,9 +492,6 @@ class User:
 
     def check(self, spec: "CommandSpec", argv: list) -> tuple[int, int]:
         """ACLCheckAllUserCommandPerm: (result, argv index of the refused key or channel)."""
-        # (imported here: the command groups import this module while they register)
-        from minired.engine.keyspecs import has_keys, keys_with_flags
-
         keys = keys_with_flags(spec, argv) if has_keys(spec) else []
         relevant, last_position = DENIED_COMMAND, 0
         for selector in self.selectors:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minired.engine.categories import ACL_CATEGORIES, acl_categories
+from minired.engine.table import COMMANDS, all_specs
+
 if TYPE_CHECKING:
     from minired.engine.table import CommandSpec
 
@@ -14,9 +17,6 @@ class CommandIndex:
     when every command group has registered its commands."""
 
     def __init__(self) -> None:
-        from minired.engine.categories import ACL_CATEGORIES, acl_categories
-        from minired.engine.table import COMMANDS, all_specs
-
         self.specs = list(all_specs())
         self.bit = {id(spec): 1 << i for i, spec in enumerate(self.specs)}
         self.all = (1 << len(self.specs)) - 1
@@ -49,8 +49,6 @@ def index() -> CommandIndex:
 
 def lookup_command(name: bytes) -> "CommandSpec | None":
     """Redis's ACLLookupCommand: 'get', or 'config|get' for a subcommand."""
-    from minired.engine.table import COMMANDS
-
     parts = name.split(b"|")
     if not name or len(parts) > 2:
         return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from minired.engine import dispatch
 from minired.engine.blocking import Block
 from minired.engine.shebang import parse_shebang
 from minired.protocol.errors import RedisError
@@ -108,7 +109,6 @@ def pause(server: "Server", everything: bool, timeout_ms: int) -> None:
         current = ClientPause(server)
         server.pause = current
         _keep_expired_keys(server, True)
-        from minired.engine import dispatch
 
         dispatch.use_extras()
         server.clock.listeners.append(current._on_clock_advanced)

@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING
 
 from minired.engine.client_info import client_info_line
-from minired.engine.config import ConfigError, parse_memory
+from minired.engine.config import DEFAULTS, ConfigError, parse_memory
 from minired.features import acl
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -87,8 +87,6 @@ class OutputLimit:
 def parse_output_limits(text: str) -> dict[str, OutputLimit]:
     """'normal 0 0 0 pubsub 32mb 8mb 60 ...' -> class -> OutputLimit; classes not named keep
     Redis's defaults. Raises ConfigError on text CONFIG SET would refuse."""
-    from minired.engine.config import DEFAULTS
-
     limits: dict[str, OutputLimit] = {}
     for source in (DEFAULTS["client-output-buffer-limit"], text):
         parts = source.split()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from minired.engine import dispatch
 from minired.engine.blocking import Block
 from minired.engine.table import lookup
 from minired.protocol.resp import Push, Replies
@@ -102,7 +103,6 @@ class Tracking:
         tracking = server.tracking
         if tracking is None:
             tracking = server.tracking = cls(server)
-            from minired.engine import dispatch
 
             dispatch.use_extras()
             for db in server.keyspace.dbs:

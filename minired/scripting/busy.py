@@ -19,6 +19,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from minired.engine import dispatch
+from minired.engine.server import ClientProtocol
 from minired.protocol import errors, resp
 
 if TYPE_CHECKING:
@@ -157,7 +158,6 @@ class BusyService:
     # --- connections -----------------------------------------------------------------------------
 
     def _accept(self, listener: socket.socket) -> None:
-        from minired.engine.server import ClientProtocol
         while True:
             try:
                 sock, _ = listener.accept()

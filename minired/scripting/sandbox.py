@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 import lupa.lua51 as lupa
 
+from minired import REDIS_VERSION
 from minired.protocol import resp
+from minired.protocol.errors import RedisError
 from minired.scripting.memcap import CapGuard
 
 log = logging.getLogger("minired")
@@ -129,7 +131,6 @@ class Sandbox:
         with open(os.path.join(os.path.dirname(__file__), "sandbox.lua"), "rb") as f:
             source = f.read()
         prelude = lua.compile(source, name=b"=minired.sandbox")
-        from minired import REDIS_VERSION
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
         self.cap_guard = cap_guard = CapGuard(lua, self.max_memory)
         install = _install_lua_libraries(lua, cap_guard)
@@ -259,7 +260,6 @@ def _truncate(value: float) -> int:
 
 
 def resp_error(message: bytes | str, counted: bool = False) -> Any:
-    from minired.protocol.errors import RedisError
     if isinstance(message, bytes):
         message = message.decode("utf-8", "surrogateescape")  # (encoded back as it was)
     return RedisError(message, counted)
