@@ -532,10 +532,7 @@ def _parse_mpop(argv, numkeys_index: int) -> tuple[list[bytes], bool, int]:
     index = where_index + 1
     while index < len(argv):
         if count is None and argv[index].lower() == b"count" and index + 1 < len(argv):
-            try:
-                count = parse_int(argv[index + 1])
-            except RedisError:
-                raise RedisError(errors.COUNT_NOT_POSITIVE) from None
+            count = parse_int(argv[index + 1], errors.COUNT_NOT_POSITIVE)
             if count < 1:
                 raise RedisError(errors.COUNT_NOT_POSITIVE)
             index += 2

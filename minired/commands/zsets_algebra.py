@@ -11,7 +11,7 @@ from minired.commands.collection_scan import scan_members
 from minired.commands.keys import parse_scan_cursor, parse_scan_options
 from minired.commands.zsets import G, is_listpack, scored_reply, store_result
 from minired.data.zset import ZSet
-from minired.engine.args import parse_float, parse_int, parse_random_count
+from minired.engine.args import parse_float, parse_int, parse_non_negative, parse_random_count
 from minired.engine.table import command, keys_after_numkeys
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -102,12 +102,7 @@ def _setop(c, argv, name: str, numkeys_index: int, op: str, store: bool = False,
             withscores = True
             index += 1
         elif option == b"limit" and cardinality_only and remaining >= 2:
-            try:
-                limit = parse_int(argv[index + 1])
-            except RedisError:
-                raise RedisError(errors.LIMIT_NEGATIVE) from None
-            if limit < 0:
-                raise RedisError(errors.LIMIT_NEGATIVE)
+            limit = parse_non_negative(argv[index + 1], errors.LIMIT_NEGATIVE)
             index += 2
         else:
             raise RedisError(errors.SYNTAX)
