@@ -64,8 +64,11 @@ for read in reads[:{count}]:
 
 def instructions(argv: list[str]) -> int:
     """Instructions valgrind counted for one run of argv (a Python command line)."""
+    # A fixed hash seed: dict and set layouts move the count by up to ~440 per request from one
+    # seed to another, more than most changes this figure is asked to judge.
     run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "0"})
     match = re.search(r"Collected : (\d+)", run.stderr)
     if match is None:
         raise RuntimeError(f"valgrind gave no count:\n{run.stderr[-2000:]}")
