@@ -4,6 +4,7 @@
 # two lists equal. Modules that cimport this one are loaded from source together with it when
 # client.py was edited after the build (see minired/__init__.py).
 from minired.data.keyspace cimport Database
+from minired.engine.config cimport Config
 
 cdef class Client:
     cdef public object id, server, addr, laddr, fd, _send, _close, db_index, protocol
@@ -16,3 +17,4 @@ cdef class Client:
     cdef public bint user_restricted
     cdef public int reply_mode
     cdef public long long changes
+    cdef public Config config

@@ -37,13 +37,17 @@ class Client:
                  "last_interaction", "last_command", "multi", "multi_failed", "in_exec",
                  "in_script", "watched", "channels", "patterns", "shard_channels", "blocked",
                  "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection",
-                 "user", "user_restricted", "reply_mode", "changes")
+                 "user", "user_restricted", "reply_mode", "changes", "config")
 
     def __init__(self, server: "Server", addr: str = "", laddr: str = "", fd: int = -1,
                  send: Callable[[bytes], None] | None = None,
                  close: Callable[[], None] | None = None) -> None:
         self.id = next(_ids)
         self.server = server
+        # The server's configuration (never replaced), typed in the compiled build: the settings
+        # dispatch checks per command (slowlog-log-slower-than, min-replicas-to-write) are then
+        # struct reads, not two attribute lookups through the untyped `server`.
+        self.config = server.config
         self.addr = addr
         self.laddr = laddr
         self.fd = fd

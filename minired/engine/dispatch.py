@@ -134,7 +134,7 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
-    if (spec.write or c.multi is not None) and c.server.config.writes_need_replicas:
+    if (spec.write or c.multi is not None) and c.config.writes_need_replicas:
         if spec.write or (_is_exec(spec) and _queued_a_write(c)):
             return _reject(c, spec, errors.NOREPLICAS)
     if _busy and "allow_busy" not in spec.flags:
@@ -277,7 +277,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     histogram = spec.latency_histogram  # LATENCY HISTOGRAM (minired/engine/latency.py); None: off
     if histogram is not None:
         histogram[_bit_length(elapsed)] += 1
-    threshold = c.server.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
+    threshold = c.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
     if threshold >= 0 and (threshold <= elapsed or type(reply) is Block):
         _slow(c, spec, argv, reply, elapsed)
     if type(reply) is RedisError:

@@ -3,11 +3,15 @@
 # resp.pxd), are read as struct members on every read and every reply. Keep each field list
 # equal to the class's __slots__. With dispatch and resp cimported, each command's execute and
 # reply encoding are C calls.
+cimport cython
 from minired.engine cimport dispatch
 from minired.protocol cimport resp
 from minired.engine.client cimport Client
 from minired.engine.config cimport Config
 from minired.protocol.resp cimport RequestParser
+
+# The query-buffer sizes data_received compares every read with (querybuf.py's constants).
+cdef long long _QB_IOBUF_LEN, _QB_BIG_ARG
 
 cdef class Stats:
     cdef public object started, started_monotonic, error_replies
@@ -37,6 +41,10 @@ cdef class ClientProtocol:
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser
+    # Every read keeps CLIENT LIST's query-buffer figures (querybuf.py): with the clock reading
+    # and the read's size C values, the checks that rarely call into querybuf.py are C compares.
+    @cython.locals(now=cython.double, total=cython.longlong)
+    cpdef data_received(self, data)
     cpdef _run(self, list commands)
     cpdef _write(self, data)
     cpdef flush(self)
