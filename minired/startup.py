@@ -12,15 +12,16 @@ from minired.engine.table import COMMANDS
 
 # Every module that declares commands, each imported once and only here (no module registers
 # another by importing it). The order is the command table's, which COMMAND and COMMAND DOCS list.
-COMMAND_MODULES = tuple(f"minired.commands.{group}" for group in (
-    "connection", "keys_dump", "keys_object", "keys", "strings_bits", "strings", "lists", "hashes",
-    "sets", "zsets", "zsets_algebra", "streams", "stream_groups", "pubsub", "transactions",
-)) + ("minired.scripting.commands",) + tuple(f"minired.commands.{group}" for group in (
-    "server", "introspection", "info", "diagnostics", "clock",
-    "sort", "bitfield", "geo", "hyperloglog", "client_tracking", "acl",
-    "faults",
-    "replication", "modules",
-    "cluster",
+COMMAND_MODULES = tuple(f"minired.{name}" for name in (
+    "commands.connection", "commands.keys_dump", "commands.keys_object", "commands.keys",
+    "commands.strings_bits", "commands.strings", "commands.lists", "commands.hashes",
+    "commands.sets", "commands.zsets", "commands.zsets_algebra", "commands.streams",
+    "commands.stream_groups", "commands.pubsub", "commands.transactions",
+    "scripting.commands",
+    "commands.server", "commands.introspection", "commands.info", "commands.diagnostics",
+    "commands.clock", "commands.sort", "commands.bitfield", "commands.geo",
+    "commands.hyperloglog", "commands.client_tracking", "commands.acl", "commands.faults",
+    "commands.replication", "commands.modules", "commands.cluster",
 ))
 
 

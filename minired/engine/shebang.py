@@ -36,3 +36,12 @@ def parse_shebang(body: bytes) -> tuple[frozenset | None, int]:
 
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
+
+
+def declared_flags(body: bytes) -> frozenset | None:
+    """The flags an EVAL body declares, None without a shebang or with one EVAL would refuse
+    (Redis then judges the command by its own flags)."""
+    try:
+        return parse_shebang(body)[0]
+    except RedisError:
+        return None

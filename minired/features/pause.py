@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from minired.engine import dispatch
 from minired.engine.blocking import Block
-from minired.engine.shebang import parse_shebang
-from minired.protocol.errors import RedisError
+from minired.engine.shebang import declared_flags
 
 if TYPE_CHECKING:
     from minired.engine.client import Client
@@ -171,9 +170,5 @@ def _declared_script_flags(server: "Server", name: str, argv: list) -> frozenset
     engine = server.scripting
     if engine is not None:
         return engine.declared_flags(name, argv)
-    if name != "eval":
-        return None  # no script was loaded, no function either
-    try:
-        return parse_shebang(argv[1])[0]
-    except RedisError:
-        return None
+    # No script was loaded, no function either: only EVAL's own body can declare flags.
+    return declared_flags(argv[1]) if name == "eval" else None

@@ -134,10 +134,22 @@ class Users:
         return not default.nopass or not default.enabled
 
     def check_command(self, c: "Client", spec, argv: list) -> RedisError | None:
-        return check_command(c, spec, argv)
+        """Dispatch's check for a restricted user's command, at the top level or as MULTI
+        queues it: None if allowed, else Redis's NOPERM error (logged; dispatch refuses the
+        command with it, as every refusal, and counts it)."""
+        result, position = self.user_of(c).check(spec, argv)
+        if result == acl.ALLOWED:
+            return None
+        context = "multi" if c.multi is not None else "toplevel"
+        self.add_log(c, _REASONS[result], context, _denial_object(spec, argv, result, position))
+        if result == acl.DENIED_COMMAND:
+            return RedisError(errors.NOPERM_COMMAND.format(spec.full_name))
+        return RedisError(errors.NOPERM_KEY if result == acl.DENIED_KEY else errors.NOPERM_CHANNEL)
 
     def check_exec(self, c: "Client", spec, argv: list) -> RedisError | None:
-        return check_exec(c, spec, argv)
+        """A command EXEC runs for a restricted user, whose rules may have changed since it
+        was queued."""
+        return _check_nested(self, c, c, spec, argv, "multi", _EXEC_MESSAGES)
 
     def user_of(self, client: "Client") -> acl.User:
         return client.user if client.user is not None else self.default
@@ -246,25 +258,6 @@ def _denial_object(spec, argv: list, result: int, position: int) -> bytes:
     return spec.full_name.encode() if result == acl.DENIED_COMMAND else argv[position]
 
 
-def check_command(c: "Client", spec, argv: list) -> RedisError | None:
-    """Dispatch's check for a restricted user's command, at the top level or as MULTI queues
-    it: None if allowed, else Redis's NOPERM error (logged; dispatch refuses the command with
-    it, as every refusal, and counts it)."""
-    users = users_of(c.server)
-    result, position = users.user_of(c).check(spec, argv)
-    if result == acl.ALLOWED:
-        return None
-    context = "multi" if c.multi is not None else "toplevel"
-    users.add_log(c, _REASONS[result], context, _denial_object(spec, argv, result, position))
-    if result == acl.DENIED_COMMAND:
-        message = errors.NOPERM_COMMAND.format(spec.full_name)
-    elif result == acl.DENIED_KEY:
-        message = errors.NOPERM_KEY
-    else:
-        message = errors.NOPERM_CHANNEL
-    return RedisError(message)
-
-
 def permits(c: "Client", spec, argv: list) -> bool:
     """Whether the client's user may run argv (redis.acl_check_cmd): asked, not attempted, so
     nothing is logged or counted."""
@@ -277,25 +270,21 @@ _SCRIPT_MESSAGES = (errors.SCRIPT_ACL_COMMAND, errors.SCRIPT_ACL_KEY, errors.SCR
 _MESSAGE_INDEX = {acl.DENIED_COMMAND: 0, acl.DENIED_KEY: 1, acl.DENIED_CHANNEL: 2}
 
 
-def check_exec(c: "Client", spec, argv: list) -> RedisError | None:
-    """A command EXEC runs for a restricted user, whose rules may have changed since it was
-    queued."""
-    return _check_nested(c, c, spec, argv, "multi", _EXEC_MESSAGES)
-
-
 def check_script_call(caller: "Client", script_client: "Client", spec,
                       argv: list) -> RedisError | None:
     """A script's redis.call, run for a restricted caller: checked against the caller's user
     (the script engine asks, before running it on its script client)."""
-    error = _check_nested(caller, script_client, spec, argv, "lua", _SCRIPT_MESSAGES)
+    error = _check_nested(users_of(caller.server), caller, script_client, spec, argv, "lua",
+                          _SCRIPT_MESSAGES)
     if error is not None:
         spec.rejected_calls += 1  # counted as rejected too, as Redis's scriptCall does
     return error
 
 
-def _check_nested(real: "Client", c: "Client", spec, argv: list, context: str,
+def _check_nested(users: Users, real: "Client", c: "Client", spec, argv: list, context: str,
                   messages: tuple) -> RedisError | None:
-    users = users_of(c.server)
+    """A nested command (run by EXEC, or by a script for `real`, its caller) checked against
+    real's user; counted on c's server as an error reply, as Redis counts it."""
     user = users.user_of(real)
     result, position = user.check(spec, argv)
     if result == acl.ALLOWED:

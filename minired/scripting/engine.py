@@ -16,7 +16,7 @@ from minired.engine import dispatch
 from minired.engine.args import parse_int
 from minired.engine.blocking import Block
 from minired.engine.client import Client
-from minired.engine.shebang import parse_shebang
+from minired.engine.shebang import declared_flags, parse_shebang
 from minired.engine.table import COMMANDS
 from minired.features import security
 from minired.protocol import errors, resp
@@ -415,12 +415,7 @@ class ScriptEngine:
             return script.flags if script is not None else None
         body = argv[1]
         script = self.scripts.get(hashlib.sha1(body).hexdigest().encode())
-        if script is not None:
-            return script.flags
-        try:
-            return parse_shebang(body)[0]
-        except RedisError:
-            return None
+        return script.flags if script is not None else declared_flags(body)
 
     def _refused(self, spec: Any, text: bytes) -> tuple:
         """A command a script may not run as called (scriptCall's checks), as redis.call
