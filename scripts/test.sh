@@ -10,10 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests drive: redis-server (the differential tests compare every reply
-# with a real Redis 7), tcl (Redis's own test suite is written in it), and chromium with its
+# with a real Redis 7), redis-tools (redis-cli, redis-benchmark and redis-check-aof, which Redis's
+# suite and the AOF replay test call), tcl (Redis's own test suite is written in it), and chromium with its
 # driver (the dashboard's browser tests).
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-check-aof >/dev/null 2>&1 || missing+=(redis-tools)
 command -v tclsh >/dev/null 2>&1 || missing+=(tcl)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
