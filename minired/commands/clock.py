@@ -56,7 +56,8 @@ _HELP = (
     "FAULT LOADING <ms>",
     "    Answer commands with the LOADING error for <ms> milliseconds (0 ends it).",
     "CLUSTER MIGRATE <slot> <target-port> [COUNT <n>|FINISH]",
-    "    Move a slot's keys to another node of this process's cluster (--cluster-control).",
+    "    Move a slot's keys to another node of this process's cluster (--cluster-control);",
+    "    FINISH to the node it is moving away from undoes the move.",
     "CLUSTER FAILOVER|RECOVER <port>",
     "    Take a node of the cluster down, or bring it back.",)
 
