@@ -10,7 +10,8 @@ MINIRED CLUSTER commands (commands/cluster.py), which exist so that clients' han
 redirections and of a down cluster can be tested.
 
 Moving keys sends the keyspace events MIGRATE does (`restore` on the target, `del` on the
-source). When the nodes keep files (--dir, --save or --appendonly), the layout is kept too, as
+source), and the nodes' persistence logs it as Redis's AOFs do (RESTORE on the target, DEL on
+the source), so an AOF replays a key where it was moved. When the nodes keep files (--dir, --save or --appendonly), the layout is kept too, as
 Redis keeps nodes.conf: each node's `cluster-config-file` (nodes-0.conf, ... in the shared
 directory) is written at start-up and at every change of the layout, and read back at the next
 start, so the slots stay where their keys were moved (node ids and epochs too).
@@ -28,10 +29,14 @@ import struct
 from binascii import crc_hqx
 from typing import TYPE_CHECKING, Any
 
+from minired.engine.client import Client
+from minired.engine.table import COMMANDS
 from minired.features import pubsub
 from minired.features.notifications import GENERIC, notify
 from minired.features.persistence import LoadError
+from minired.features.rdb import COMPRESS_AS_REDIS, Compact, encode_value, seal
 from minired.protocol import errors
+from minired.protocol.resp import OK
 
 if TYPE_CHECKING:
     from minired.data.keyspace import Database
@@ -122,7 +127,8 @@ class ClusterNode:
     """One master: its identity, the database it serves, and its view of open migrations."""
 
     __slots__ = ("cluster", "id", "host", "port", "db", "pubsub", "blocking", "config_epoch",
-                 "migrating", "importing", "asking", "readonly", "failed")
+                 "migrating", "importing", "asking", "readonly", "failed", "server",
+                 "_mover")
 
     def __init__(self, cluster: "Cluster", host: str, port: int, db: "Database",
                  pubsub: Any, blocking: Any, config_epoch: int) -> None:
@@ -142,6 +148,18 @@ class ClusterNode:
         self.asking: set = set()
         self.readonly: set = set()
         self.failed = False  # MINIRED CLUSTER FAILOVER: down until MINIRED CLUSTER RECOVER
+        self.server: "Server | None" = None  # set by form()
+        self._mover: Client | None = None  # the internal client moves are logged as
+
+    def log_change(self, argv: list) -> None:
+        """Have persistence count and log a change a key move made here (as the command that
+        makes it), when the node keeps files."""
+        server = self.server
+        if server is None or server.propagate is None:
+            return
+        if self._mover is None:
+            self._mover = Client(server)
+        server.propagate(self._mover, COMMANDS[argv[0].lower()], argv, OK)
 
     @property
     def address(self) -> str:
@@ -340,6 +358,12 @@ class Cluster:
                 notify(dst, GENERIC, b"restore", key)
             if src.notifier is not None:
                 notify(src, GENERIC, b"del", key)
+            if target.server is not None and target.server.propagate is not None:
+                payload = seal(encode_value(value, COMPRESS_AS_REDIS,
+                                            Compact.from_config(target.server.config.get)))
+                target.log_change([b"RESTORE", key, b"%d" % (deadline or 0), payload,
+                                   b"REPLACE", b"ABSTTL"])
+            source.log_change([b"DEL", key])
             moved += 1
         return moved
 
@@ -475,6 +499,7 @@ def form(servers: "list[Server]", control: bool = False) -> Cluster:
     for server in servers:
         node = cluster.add_node(server.host, server.port, server.keyspace[0],
                                 pubsub.registry(server), server.blocking)
+        node.server = server
         server.cluster = node
         server.config.set("cluster-enabled", "yes")
         server.hooks.disconnect.append(node.forget_client)

@@ -92,3 +92,33 @@ def test_files_of_a_different_cluster_stop_the_start(tmp_path):
          "--cluster", "3"], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "nodes-1.conf missing" in result.stderr
+
+
+def test_an_aof_replays_keys_where_they_were_moved(tmp_path):
+    """The move is logged as Redis's AOFs log MIGRATE (RESTORE on the target, DEL on the
+    source): replayed, each key is on the node the kept layout gives its slot to."""
+    server = SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes", "--appendfsync",
+                              "always", cluster=3, cluster_control=True).start()
+    try:
+        ports = [port for _, port in server.addresses]
+        source, target = RawClient(ports[2]), RawClient(ports[0])
+        assert source.call("SET", "{foo}1", "v") == b"OK"
+        assert source.call("PEXPIREAT", "{foo}1", 4102444800000) == 1  # (year 2100)
+        assert source.call("SET", "{foo}2", "w") == b"OK"
+        assert target.call("MINIRED", "CLUSTER", "MIGRATE", SLOT, ports[0], "FINISH") == 2
+        source.close()
+        target.close()
+    finally:
+        server.stop()
+    server = SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes",
+                              cluster=3, cluster_control=True).start()
+    try:
+        ports = [port for _, port in server.addresses]
+        source, target = RawClient(ports[2]), RawClient(ports[0])
+        assert target.call("MGET", "{foo}1", "{foo}2") == [b"v", b"w"]
+        assert target.call("PEXPIRETIME", "{foo}1") == 4102444800000
+        assert source.call("CLUSTER", "COUNTKEYSINSLOT", SLOT) == 0
+        source.close()
+        target.close()
+    finally:
+        server.stop()
