@@ -421,13 +421,17 @@ class Cluster:
             raise LoadError(f"Cluster layout incomplete: {', '.join(missing)} missing while "
                             f"the other nodes' files exist (start with as many nodes as before)")
         views = [_read_layout(path) for path in self.layout_paths]
+        for path, view in zip(self.layout_paths, views):
+            if view[-1] != len(self.nodes):
+                raise LoadError(f"Cluster layout of another cluster: {path} describes "
+                                f"{view[-1]} nodes, this cluster has {len(self.nodes)}")
         ids = [view[0] for view in views]
         if len(set(ids)) != len(ids):
             raise LoadError("Cluster layout invalid: two nodes' files name the same node")
         by_id = dict(zip(ids, self.nodes))
         self.slots = [None] * SLOTS
-        for node, path, (node_id, epoch, slots, migrating, importing, current) in zip(
-                self.nodes, self.layout_paths, views, ):
+        for node, path, (node_id, epoch, slots, migrating, importing, current, _) in zip(
+                self.nodes, self.layout_paths, views):
             node.id = node_id
             node.config_epoch = epoch
             for slot in slots:
@@ -446,18 +450,20 @@ class Cluster:
 
 def _read_layout(path: str) -> tuple:
     """A nodes.conf's own line and epoch: (id, config epoch, slots, migrating {slot: node id},
-    importing {slot: node id}, current epoch)."""
+    importing {slot: node id}, current epoch, how many nodes it lists)."""
     with open(path, encoding="ascii", errors="replace") as source:
         lines = source.read().splitlines()
-    current = 0
+    current = nodes = 0
     own = None
     for line in lines:
         fields = line.split()
         if fields[:1] == ["vars"]:
             pairs = dict(zip(fields[1::2], fields[2::2]))
             current = int(pairs.get("currentEpoch", "0"))
-        elif len(fields) >= 8 and "myself" in fields[2].split(","):
-            own = fields
+        elif len(fields) >= 8:
+            nodes += 1
+            if "myself" in fields[2].split(","):
+                own = fields
     if own is None:
         raise LoadError(f"Cluster layout invalid: {path} has no line for its own node")
     slots: list[int] = []
@@ -480,7 +486,7 @@ def _read_layout(path: str) -> tuple:
         raise LoadError(f"Cluster layout invalid: unreadable line in {path}") from None
     if any(not 0 <= slot < SLOTS for slot in slots):
         raise LoadError(f"Cluster layout invalid: a slot out of range in {path}")
-    return own[0], epoch, slots, migrating, importing, current
+    return own[0], epoch, slots, migrating, importing, current, nodes
 
 
 def _layout_path(server: "Server") -> str | None:

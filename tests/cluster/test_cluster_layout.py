@@ -84,14 +84,20 @@ def test_an_open_move_is_kept_too(tmp_path):
         server.stop()
 
 
+def _start_fails(directory, masters: int) -> str:
+    """What a cluster start that must fail logs."""
+    result = subprocess.run(
+        [sys.executable, "-m", "minired", "--port", "0", "--dir", str(directory),
+         "--cluster", str(masters)], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    return result.stderr
+
+
 def test_files_of_a_different_cluster_stop_the_start(tmp_path):
     _cluster(tmp_path).stop()
+    assert "describes 3 nodes, this cluster has 2" in _start_fails(tmp_path, 2)
     (tmp_path / "nodes-1.conf").unlink()
-    result = subprocess.run(
-        [sys.executable, "-m", "minired", "--port", "0", "--dir", str(tmp_path),
-         "--cluster", "3"], capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0
-    assert "nodes-1.conf missing" in result.stderr
+    assert "nodes-1.conf missing" in _start_fails(tmp_path, 3)
 
 
 def test_an_aof_replays_keys_where_they_were_moved(tmp_path):
