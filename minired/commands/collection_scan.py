@@ -5,9 +5,8 @@ ENCODING reports, keys_object.encoding) comes back whole with cursor 0, whatever
 as Redis answers. Others (hashtable, skiplist) are paged by COUNT, walked in the order of a
 64-bit hash of each member, the cursor being the hash to resume from, as SCAN walks the
 keyspace (keys.py): every member present for the whole iteration is returned, and the
-iteration always ends. Sorting by hash
-is done once per iteration and kept in a small per-server cache, so each call costs
-O(COUNT + log n) rather than a sort.
+iteration always ends. Sorting by hash is done once per iteration and kept in a small
+per-server cache, so each call costs O(COUNT + log n) rather than a sort.
 """
 from __future__ import annotations
 
