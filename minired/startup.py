@@ -67,9 +67,9 @@ def node_configs(config: Config, masters: int) -> list[Config]:
         node.values.update(config.values)
         node.set("port", base + i if base else 0)  # (set derives the typed fields again)
         node.set("cluster-enabled", "yes")
-        # Each node persists to files of its own in the shared --dir (dump-0.rdb, ...), as
-        # cluster nodes sharing a directory must: by index, so a restart finds them again.
-        for name in ("dbfilename", "appenddirname", "appendfilename"):
+        # Each node persists to files of its own in the shared --dir (dump-0.rdb, nodes-0.conf,
+        # ...), as cluster nodes sharing a directory must: by index, so a restart finds them.
+        for name in ("dbfilename", "appenddirname", "appendfilename", "cluster-config-file"):
             stem, dot, extension = config.get(name).rpartition(".")
             node.set(name, f"{stem}-{i}.{extension}" if dot else f"{extension}-{i}")
         configs.append(node)
@@ -87,11 +87,11 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False)
     try:
         for server, config in zip(servers, configs):
             await server.start(host, int(config.get("port")))
+        form(servers, control)  # (may refuse a layout on disk that does not fit)
     except BaseException:
         for server in servers:
             server.request_shutdown()
         raise
-    form(servers, control)
     for server in servers:
         engine = server.scripting  # (made early if a loaded file had functions)
         if engine is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from minired.engine.args import parse_int
 from minired.engine.table import command, container_command
-from minired.features.cluster import BUS_PORT_OFFSET, SLOTS, ClusterNode, key_hash_slot, slot_ranges
+from minired.features.cluster import SLOTS, ClusterNode, key_hash_slot, node_line, slot_ranges
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Status, Verbatim
@@ -62,28 +62,12 @@ def cluster_shards(c, argv):
     return shards
 
 
-def _nodes_line(me: ClusterNode, node: ClusterNode, now_ms: int) -> str:
-    flags = "myself,master" if node is me else ("master,fail" if node.failed else "master")
-    link = "disconnected" if node.failed and node is not me else "connected"
-    pong = 0 if node.failed else now_ms
-    parts = [node.id, f"{node.host}:{node.port}@{node.port + BUS_PORT_OFFSET}", flags, "-", "0",
-             str(pong), str(node.config_epoch), link]
-    for first, last in slot_ranges(node.slots()):
-        parts.append(str(first) if first == last else f"{first}-{last}")
-    if node is me:  # open migrations show on the node's own line only, as in Redis
-        for slot, target in sorted(me.migrating.items()):
-            parts.append(f"[{slot}->-{target.id}]")
-        for slot, source in sorted(me.importing.items()):
-            parts.append(f"[{slot}-<-{source.id}]")
-    return " ".join(parts)
-
-
 @command("nodes", arity=2, flags="stale", parent="cluster", group=G)
 def cluster_nodes(c, argv):
     """The cluster configuration as this node sees it."""
     me = _node(c)
     now = c.server.clock.ms()
-    return Verbatim("".join(_nodes_line(me, node, now) + "\n"
+    return Verbatim("".join(node_line(me, node, now) + "\n"
                             for node in me.cluster.nodes).encode())
 
 
@@ -272,7 +256,8 @@ def _node_at(me: ClusterNode, raw: bytes) -> ClusterNode:
 
 @command("cluster", arity=-3, flags="admin noscript", parent="minired", group="server")
 def minired_cluster(c, argv):
-    """MIGRATE <slot> <target-port> [COUNT <n> | FINISH], FAILOVER <port>, RECOVER <port>."""
+    """MIGRATE <slot> <target-port> [COUNT <n> | FINISH], FAILOVER <port>, RECOVER <port>.
+    FINISH to the port of the node a slot is moving away from undoes the move."""
     me = _control(c)
     cluster = me.cluster
     action = argv[2].lower()

@@ -1,21 +1,21 @@
 """Cursor iteration inside one hash, set or sorted set: HSCAN, SSCAN and ZSCAN.
 
-Small collections come back whole with cursor 0, as Redis answers for its compact encodings
-(listpack, intset). Larger ones are walked in the order of a 64-bit hash of each member, the
-cursor being the hash to resume from, as SCAN walks the keyspace (keys.py): every member
-present for the whole iteration is returned, and the iteration always ends. Sorting by hash
-is done once per iteration and kept in a small per-server cache, so each call costs
-O(COUNT + log n) rather than a sort.
+A collection Redis would hold in a compact encoding (listpack, intset: the one rule OBJECT
+ENCODING reports, keys_object.encoding) comes back whole with cursor 0, whatever COUNT says,
+as Redis answers. Others (hashtable, skiplist) are paged by COUNT, walked in the order of a
+64-bit hash of each member, the cursor being the hash to resume from, as SCAN walks the
+keyspace (keys.py): every member present for the whole iteration is returned, and the
+iteration always ends. Sorting by hash is done once per iteration and kept in a small
+per-server cache, so each call costs O(COUNT + log n) rather than a sort.
 """
 from __future__ import annotations
 
 import bisect
 from typing import Collection, Iterable
 
+from minired.commands.keys_object import is_compact
 from minired.data.glob import matcher
 
-# Redis keeps hashes and sorted sets of up to 128 entries as listpacks, which SCAN returns whole.
-_WHOLE_UP_TO = 128
 _CACHED_SNAPSHOTS = 32
 _HASH_MASK = 0xFFFF_FFFF_FFFF_FFFF
 
@@ -37,15 +37,16 @@ class _Snapshot:
                 and all(map(collection.__contains__, self.members)))
 
 
-def scan_members(c, key: bytes, collection: Collection[bytes], in_order: Iterable[bytes],
+def scan_members(c, key: bytes, value, collection: Collection[bytes], in_order: Iterable[bytes],
                  cursor: int, count: int, pattern: bytes | None) -> tuple[bytes, list[bytes]]:
-    """One step of an iteration: (next cursor, members found), MATCH applied.
+    """One step of an iteration over `value`: (next cursor, members found), MATCH applied.
 
     `collection` answers membership (a dict's keys, a set); `in_order` lists the members in
-    the order a small collection is returned whole.
+    the order a collection returned whole comes (its compact encoding's order).
     """
     match = matcher(pattern) if pattern is not None else None
-    if len(collection) <= max(_WHOLE_UP_TO, count):
+    # A hashtable walk asked for more than it holds covers every bucket in one call.
+    if len(collection) < count or is_compact(value, c.server.config):
         found = list(in_order)
         if match is not None:
             found = [member for member in found if match(member)]

@@ -263,7 +263,7 @@ def hscan(c, argv):
     if fields is None:
         return [b"0", []]
     count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)
-    next_cursor, names = scan_members(c, argv[1], fields, fields, cursor, count, pattern)
+    next_cursor, names = scan_members(c, argv[1], fields, fields, fields, cursor, count, pattern)
     flat = []
     for name in names:
         flat.append(name)

@@ -15,6 +15,7 @@ minired's coarser per-command histograms (minired/engine/latency.py): the top of
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 import time
@@ -248,8 +249,12 @@ def _memory_section(server) -> list[str]:
 def _persistence_section(server) -> list[str]:
     persistence = server.persistence
     aof_enabled = server.config.get("appendonly") == "yes"
+    faults = server.faults
+    # MINIRED FAULT LOADING's window reads as Redis loading a file (clients such as ioredis
+    # poll INFO until loading:0).
+    loading_left = faults.loading_seconds_left() if faults is not None else None
     lines = _fields((
-        ("loading", 0),
+        ("loading", int(loading_left is not None)),
         ("async_loading", 0),
         ("current_cow_peak", 0),
         ("current_cow_size", 0),
@@ -298,6 +303,17 @@ def _persistence_section(server) -> list[str]:
             ("aof_buffer_length", aof_buffered(server)),
             ("aof_pending_bio_fsync", 0),
             ("aof_delayed_fsync", 0),
+        ))
+    if loading_left is not None:
+        # What Redis adds while loading; there is no file, so no bytes, and the ETA is the
+        # window's remaining time (Redis estimates it from the bytes read).
+        lines += _fields((
+            ("loading_start_time", faults.loading_started),
+            ("loading_total_bytes", 0),
+            ("loading_rdb_used_mem", 0),
+            ("loading_loaded_bytes", 0),
+            ("loading_loaded_perc", "0.00"),
+            ("loading_eta_seconds", math.ceil(loading_left)),
         ))
     return lines
 

@@ -3,8 +3,10 @@
 minired stores plain Python values, so the encoding Redis 7.0 would use is derived from the
 value and the `*-max-*` configuration: strings int/embstr/raw by content and length, lists
 always quicklist (7.0 has no listpack lists), hashes and sorted sets listpack while small,
-sets intset while all-integer and small. Redis never converts a big encoding back to a small
-one when elements are removed; minired reports the encoding of the current contents.
+sets intset while all-integer and small. The same rule decides whether HSCAN/SSCAN/ZSCAN
+return a collection whole (collection_scan.py) and how ZSCAN prints scores. Redis never
+converts a big encoding back to a small one when elements are removed; minired reports the
+encoding of the current contents.
 
 Access times and LFU counters are not tracked (minired does not evict), so every key reads as
 just used: IDLETIME 0, FREQ the counter Redis gives a new key.
@@ -68,6 +70,15 @@ def encoding(value: Any, config) -> str:
     if describe is not None:
         return describe(value, config)
     return type_name(value)  # "stream": Redis has one encoding per remaining type
+
+
+_COMPACT = frozenset(("listpack", "intset"))
+
+
+def is_compact(value: Any, config) -> bool:
+    """Whether Redis would hold this hash, set or sorted set in a compact encoding (listpack,
+    intset): HSCAN/SSCAN/ZSCAN then return it whole, and ZSCAN prints scores as stored text."""
+    return encoding(value, config) in _COMPACT
 
 
 def _lookup(c, key: bytes):

@@ -268,4 +268,4 @@ def sscan(c, argv):
     if members is None:
         return [b"0", []]
     count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)
-    return list(scan_members(c, argv[1], members, members, cursor, count, pattern))
+    return list(scan_members(c, argv[1], members, members, members, cursor, count, pattern))

@@ -604,13 +604,3 @@ def bzmpop(c, argv):
         return None if found is None else _mpop_reply(client, found, highest, count)
 
     return Block(keys, timeout_ms, serve, NULL_ARRAY)
-
-
-def is_listpack(zset: ZSet, config) -> bool:
-    """Whether Redis would hold this set as a listpack (within the zset-max-listpack-* limits),
-    which decides how ZSCAN prints scores. Like OBJECT ENCODING (keys_object.py), this judges
-    by the current size: Redis never converts a shrunk skiplist back."""
-    if len(zset) > int(config.get("zset-max-listpack-entries")):
-        return False
-    limit = int(config.get("zset-max-listpack-value"))
-    return all(len(member) <= limit for member in zset.scores)

@@ -9,7 +9,8 @@ import random
 
 from minired.commands.collection_scan import scan_members
 from minired.commands.keys import parse_scan_cursor, parse_scan_options
-from minired.commands.zsets import G, is_listpack, scored_reply, store_result
+from minired.commands.keys_object import is_compact
+from minired.commands.zsets import G, scored_reply, store_result
 from minired.data.zset import ZSet
 from minired.engine.args import parse_float, parse_int, parse_non_negative, parse_random_count
 from minired.engine.table import command, keys_after_numkeys
@@ -259,13 +260,13 @@ def zscan(c, argv):
     if zset is None:
         return [b"0", []]
     count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)
-    next_cursor, members = scan_members(c, argv[1], zset.scores,
+    next_cursor, members = scan_members(c, argv[1], zset, zset.scores,
                                         (member for _, member in zset.order),
                                         cursor, count, pattern)
     scores = zset.scores
     # ZSCAN shows scores as stored: a listpack holds them as d2string wrote them, a skiplist
     # as doubles that are printed with %.17g.
-    text = _listpack_score if is_listpack(zset, c.server.config) else format_double
+    text = _listpack_score if is_compact(zset, c.server.config) else format_double
     flat = []
     for member in members:
         flat.append(member)

@@ -9,6 +9,13 @@ PUBLISH reaches the subscribers of every node. Resharding and node failure are d
 MINIRED CLUSTER commands (commands/cluster.py), which exist so that clients' handling of
 redirections and of a down cluster can be tested.
 
+Moving keys sends the keyspace events MIGRATE does (`restore` on the target, `del` on the
+source), and the nodes' persistence logs it as Redis's AOFs do (RESTORE on the target, DEL on
+the source), so an AOF replays a key where it was moved. When the nodes keep files (--dir, --save or --appendonly), the layout is kept too, as
+Redis keeps nodes.conf: each node's `cluster-config-file` (nodes-0.conf, ... in the shared
+directory) is written at start-up and at every change of the layout, and read back at the next
+start, so the slots stay where their keys were moved (node ids and epochs too).
+
 Dispatch asks `ClusterNode.route` about every command once cluster mode is on (the same
 one-flag gate as tracking, CLIENT PAUSE and MONITOR; startup.start_cluster opens it), and the
 script engine asks `ClusterNode.script_refusal` about every redis.call; a server not in
@@ -16,19 +23,28 @@ cluster mode never reaches this module.
 """
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from binascii import crc_hqx
 from typing import TYPE_CHECKING, Any
 
+from minired.engine.client import Client
+from minired.engine.table import COMMANDS
 from minired.features import pubsub
+from minired.features.notifications import GENERIC, notify
+from minired.features.persistence import LoadError
+from minired.features.rdb import COMPRESS_AS_REDIS, Compact, encode_value, seal
 from minired.protocol import errors
+from minired.protocol.resp import OK
 
 if TYPE_CHECKING:
     from minired.data.keyspace import Database
     from minired.engine.client import Client
     from minired.engine.server import Server
     from minired.engine.table import CommandSpec
+
+log = logging.getLogger("minired")
 
 SLOTS = 16384
 BUS_PORT_OFFSET = 10000  # Redis's default cluster bus port is the client port + 10000
@@ -88,11 +104,31 @@ def slot_ranges(slots: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+def node_line(me: "ClusterNode", node: "ClusterNode", now_ms: int) -> str:
+    """`node` as `me` describes it in CLUSTER NODES and in its nodes.conf (clusterGenNodeDescription):
+    id, address, flags, master, ping sent, pong received, config epoch, link, slots; open
+    migrations on the node's own line only, as in Redis."""
+    flags = "myself,master" if node is me else ("master,fail" if node.failed else "master")
+    link = "disconnected" if node.failed and node is not me else "connected"
+    pong = 0 if node.failed else now_ms
+    parts = [node.id, f"{node.host}:{node.port}@{node.port + BUS_PORT_OFFSET}", flags, "-", "0",
+             str(pong), str(node.config_epoch), link]
+    for first, last in slot_ranges(node.slots()):
+        parts.append(str(first) if first == last else f"{first}-{last}")
+    if node is me:
+        for slot, target in sorted(me.migrating.items()):
+            parts.append(f"[{slot}->-{target.id}]")
+        for slot, source in sorted(me.importing.items()):
+            parts.append(f"[{slot}-<-{source.id}]")
+    return " ".join(parts)
+
+
 class ClusterNode:
     """One master: its identity, the database it serves, and its view of open migrations."""
 
     __slots__ = ("cluster", "id", "host", "port", "db", "pubsub", "blocking", "config_epoch",
-                 "migrating", "importing", "asking", "readonly", "failed")
+                 "migrating", "importing", "asking", "readonly", "failed", "server",
+                 "_mover")
 
     def __init__(self, cluster: "Cluster", host: str, port: int, db: "Database",
                  pubsub: Any, blocking: Any, config_epoch: int) -> None:
@@ -112,6 +148,18 @@ class ClusterNode:
         self.asking: set = set()
         self.readonly: set = set()
         self.failed = False  # MINIRED CLUSTER FAILOVER: down until MINIRED CLUSTER RECOVER
+        self.server: "Server | None" = None  # set by form()
+        self._mover: Client | None = None  # the internal client moves are logged as
+
+    def log_change(self, argv: list) -> None:
+        """Have persistence count and log a change a key move made here (as the command that
+        makes it), when the node keeps files."""
+        server = self.server
+        if server is None or server.propagate is None:
+            return
+        if self._mover is None:
+            self._mover = Client(server)
+        server.propagate(self._mover, COMMANDS[argv[0].lower()], argv, OK)
 
     @property
     def address(self) -> str:
@@ -152,7 +200,7 @@ class ClusterNode:
         first: bytes | None = None
         slot = -1
         open_slot = migrating = multiple = False
-        missing = 0
+        missing = existing = 0
         db = self.db
         for spec, argv in commands:
             for index in spec.key_indexes(argv):
@@ -172,14 +220,19 @@ class ClusterNode:
                     if this_slot != slot:
                         return errors.CROSSSLOT
                     multiple = True
-                if open_slot and not shard and db.get(key) is None:
-                    missing += 1
+                if open_slot and not shard:
+                    if db.get(key) is None:
+                        missing += 1
+                    else:
+                        existing += 1
         if owner is None:
             return None  # no key at all: served anywhere
         if cluster.down and not shard:  # (cluster-allow-pubsubshard-when-down yes)
             return errors.CLUSTER_DOWN
         if migrating and missing:
-            if multiple:
+            # Some keys here and some gone: neither node can serve them all yet. All gone: the
+            # target has them (or will create them), so ASK there.
+            if existing:
                 return errors.CLUSTER_TRYAGAIN
             return f"ASK {slot} {self.migrating[slot].address}"
         if open_slot and not migrating and asking:
@@ -228,7 +281,7 @@ class ClusterNode:
 class Cluster:
     """The slot map every node reads, and the epochs of the configuration."""
 
-    __slots__ = ("nodes", "slots", "current_epoch", "control")
+    __slots__ = ("nodes", "slots", "current_epoch", "control", "layout_paths")
 
     def __init__(self, control: bool = False) -> None:
         self.nodes: list[ClusterNode] = []
@@ -236,6 +289,8 @@ class Cluster:
         self.current_epoch = 0
         # MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER are allowed (--cluster-control).
         self.control = control
+        # Each node's nodes.conf, in node order, when the nodes keep files; else empty.
+        self.layout_paths: list[str] = []
 
     @property
     def down(self) -> bool:
@@ -268,14 +323,17 @@ class Cluster:
 
     def open_migration(self, slot: int, target: ClusterNode) -> ClusterNode:
         """Mark `slot` migrating from its owner to `target` (CLUSTER SETSLOT MIGRATING on the
-        source, IMPORTING on the target); the source."""
+        source, IMPORTING on the target); the source. A move of the slot already open to another
+        node is undone first: the keys it moved go back to the source."""
         source = self.slots[slot]
         assert source is not None
         opened = source.migrating.get(slot)
         if opened is not None and opened is not target:
+            self.move_keys(slot, opened, source)
             opened.importing.pop(slot, None)
         source.migrating[slot] = target
         target.importing[slot] = source
+        self.save_layout()
         return source
 
     def move_keys(self, slot: int, source: ClusterNode, target: ClusterNode,
@@ -295,17 +353,31 @@ class Cluster:
             dst.set(key, value)
             if deadline is not None:
                 dst.set_expiry(key, deadline)
+            # The events of MIGRATE: the target's RESTORE, then the source's deletion.
+            if dst.notifier is not None:
+                notify(dst, GENERIC, b"restore", key)
+            if src.notifier is not None:
+                notify(src, GENERIC, b"del", key)
+            if target.server is not None and target.server.propagate is not None:
+                payload = seal(encode_value(value, COMPRESS_AS_REDIS,
+                                            Compact.from_config(target.server.config.get)))
+                target.log_change([b"RESTORE", key, b"%d" % (deadline or 0), payload,
+                                   b"REPLACE", b"ABSTTL"])
+            source.log_change([b"DEL", key])
             moved += 1
         return moved
 
     def finish_migration(self, slot: int, target: ClusterNode) -> int:
-        """Move the slot's remaining keys and give the slot to `target`, which takes a new
-        config epoch (CLUSTER SETSLOT NODE bumps it without consensus); the keys moved."""
+        """Give the slot to `target` with every key of it any other node holds, and close any
+        move of it; the keys moved. To the node moving it away, this undoes an open move (the
+        keys moved so far come back). A new owner takes a new config epoch (CLUSTER SETSLOT
+        NODE bumps it without consensus)."""
         source = self.slots[slot]
         assert source is not None
         moved = 0
-        if source is not target:
-            moved = self.move_keys(slot, source, target)
+        for node in self.nodes:
+            if node is not target:
+                moved += self.move_keys(slot, node, target)
         for node in self.nodes:
             node.migrating.pop(slot, None)
             node.importing.pop(slot, None)
@@ -313,10 +385,117 @@ class Cluster:
         if source is not target:
             self.current_epoch += 1
             target.config_epoch = self.current_epoch
+        self.save_layout()
         return moved
 
     def keys_in_slot(self, node: ClusterNode, slot: int) -> list[bytes]:
         return [key for key in node.db.keys() if key_hash_slot(key) == slot]
+
+    # --- the layout on disk (nodes.conf) ----------------------------------------------------
+
+    def save_layout(self) -> None:
+        """Write each node's nodes.conf, as Redis's clusterSaveConfig: every node's line as
+        CLUSTER NODES gives it (the node's own marked myself, with its open migrations), then
+        the epochs. Written to a temporary file and renamed, so a crash leaves the old one."""
+        for me, path in zip(self.nodes, self.layout_paths):
+            text = "".join(node_line(me, node, 0) + "\n" for node in self.nodes)
+            text += f"vars currentEpoch {self.current_epoch} lastVoteEpoch 0\n"
+            temporary = f"{path}.tmp-{os.getpid()}"
+            try:
+                with open(temporary, "w", encoding="ascii") as out:
+                    out.write(text)
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(temporary, path)
+            except OSError as exc:
+                log.warning("Could not save the cluster layout to %s: %s", path, exc)
+
+    def load_layout(self) -> bool:
+        """Take the layout the nodes' files keep: False if there are none (a first start).
+        Raises LoadError if they do not describe a cluster of these nodes."""
+        present = [os.path.exists(path) for path in self.layout_paths]
+        if not any(present):
+            return False
+        if not all(present):
+            missing = [p for p, here in zip(self.layout_paths, present) if not here]
+            raise LoadError(f"Cluster layout incomplete: {', '.join(missing)} missing while "
+                            f"the other nodes' files exist (start with as many nodes as before)")
+        views = [_read_layout(path) for path in self.layout_paths]
+        for path, view in zip(self.layout_paths, views):
+            if view[-1] != len(self.nodes):
+                raise LoadError(f"Cluster layout of another cluster: {path} describes "
+                                f"{view[-1]} nodes, this cluster has {len(self.nodes)}")
+        ids = [view[0] for view in views]
+        if len(set(ids)) != len(ids):
+            raise LoadError("Cluster layout invalid: two nodes' files name the same node")
+        by_id = dict(zip(ids, self.nodes))
+        self.slots = [None] * SLOTS
+        for node, path, (node_id, epoch, slots, migrating, importing, current, _) in zip(
+                self.nodes, self.layout_paths, views):
+            node.id = node_id
+            node.config_epoch = epoch
+            for slot in slots:
+                if self.slots[slot] is not None:
+                    raise LoadError(f"Cluster layout invalid: slot {slot} has two owners ({path})")
+                self.slots[slot] = node
+            try:
+                node.migrating = {slot: by_id[other] for slot, other in migrating.items()}
+                node.importing = {slot: by_id[other] for slot, other in importing.items()}
+            except KeyError as exc:
+                raise LoadError(f"Cluster layout invalid: {path} names unknown node "
+                                f"{exc.args[0]}") from None
+            self.current_epoch = max(self.current_epoch, current)
+        return True
+
+
+def _read_layout(path: str) -> tuple:
+    """A nodes.conf's own line and epoch: (id, config epoch, slots, migrating {slot: node id},
+    importing {slot: node id}, current epoch, how many nodes it lists)."""
+    with open(path, encoding="ascii", errors="replace") as source:
+        lines = source.read().splitlines()
+    current = nodes = 0
+    own = None
+    for line in lines:
+        fields = line.split()
+        if fields[:1] == ["vars"]:
+            pairs = dict(zip(fields[1::2], fields[2::2]))
+            current = int(pairs.get("currentEpoch", "0"))
+        elif len(fields) >= 8:
+            nodes += 1
+            if "myself" in fields[2].split(","):
+                own = fields
+    if own is None:
+        raise LoadError(f"Cluster layout invalid: {path} has no line for its own node")
+    slots: list[int] = []
+    migrating: dict[int, str] = {}
+    importing: dict[int, str] = {}
+    try:
+        for item in own[8:]:
+            if item.startswith("["):
+                slot, arrow, other = item[1:-1].partition("->-")
+                if arrow:
+                    migrating[int(slot)] = other
+                else:
+                    slot, _, other = item[1:-1].partition("-<-")
+                    importing[int(slot)] = other
+            else:
+                first, _, last = item.partition("-")
+                slots.extend(range(int(first), int(last or first) + 1))
+        epoch = int(own[6])
+    except ValueError:
+        raise LoadError(f"Cluster layout invalid: unreadable line in {path}") from None
+    if any(not 0 <= slot < SLOTS for slot in slots):
+        raise LoadError(f"Cluster layout invalid: a slot out of range in {path}")
+    return own[0], epoch, slots, migrating, importing, current, nodes
+
+
+def _layout_path(server: "Server") -> str | None:
+    """Where a node keeps its layout: its cluster-config-file in its directory, when the node
+    keeps files at all (the data and the layout must come back together)."""
+    persistence = server.persistence
+    if persistence is None or server.saver is None:
+        return None
+    return os.path.join(persistence.directory, server.config.get("cluster-config-file"))
 
 
 def form(servers: "list[Server]", control: bool = False) -> Cluster:
@@ -326,10 +505,16 @@ def form(servers: "list[Server]", control: bool = False) -> Cluster:
     for server in servers:
         node = cluster.add_node(server.host, server.port, server.keyspace[0],
                                 pubsub.registry(server), server.blocking)
+        node.server = server
         server.cluster = node
         server.config.set("cluster-enabled", "yes")
         server.hooks.disconnect.append(node.forget_client)
     for node in cluster.nodes:
         node.pubsub.peers = [other.pubsub for other in cluster.nodes if other is not node]
-    cluster.assign_evenly()
+    paths = [_layout_path(server) for server in servers]
+    if all(paths):
+        cluster.layout_paths = paths
+    if not cluster.load_layout():
+        cluster.assign_evenly()
+    cluster.save_layout()
     return cluster

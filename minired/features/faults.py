@@ -3,7 +3,9 @@
 A rule is an action (ERROR, DELAY, STALL, DROP, DROP-REPLY, HANG, PARTIAL) and what it matches
 (command names, a key glob, a client's name or id, a script, inside scripts or not), with COUNT,
 AFTER and PROBABILITY deciding which matches fire. Rules are tried in the order they were added;
-the first one that fires decides the command's fate.
+the first one that fires decides the command's fate. Rules are indexed by the command names
+they give (those without COMMAND apply to every command), so a command no rule names costs a
+dict lookup however many rules there are, and each rule's globs are compiled once, when added.
 
 How it plugs in: `Server.faults` is a FaultInjector when the server was started with fault
 injection, None otherwise. Dispatch asks `intercept` about every client command once the process
@@ -20,12 +22,14 @@ answers EXECABORT; the commands EXEC runs are not matched again. A rule on EXEC 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import itertools
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Callable
 
-from minired.data.glob import glob_match
+from minired.data.glob import matcher
 from minired.engine import client_reply, dispatch
 from minired.engine.args import parse_int
 from minired.engine.blocking import Block
@@ -42,6 +46,11 @@ if TYPE_CHECKING:
 
 ACTIONS = ("ERROR", "DELAY", "STALL", "DROP", "DROP-REPLY", "HANG", "PARTIAL")
 _WITH_ARGUMENT = frozenset({"ERROR", "DELAY", "STALL"})
+_OPTIONS = frozenset({"COMMAND", "KEY", "CLIENT-NAME", "CLIENT-ID", "SCRIPT", "IN-SCRIPT",
+                      "COUNT", "AFTER", "PROBABILITY", "SEED"})
+# STALL stops the whole server (time.sleep on the loop): past a minute it is a hung test run,
+# not a slow command; HANG and DELAY wait without stopping anyone else.
+STALL_MAX_MS = 60_000
 # Actions that run the command first and then change what the connection does with its reply.
 _AFTER_RUNNING = frozenset({"DELAY", "DROP-REPLY", "PARTIAL"})
 _SCRIPT_RUNNERS = frozenset({"eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro"})
@@ -64,6 +73,9 @@ class Rule:
                  "client_id", "script", "in_script", "count", "after", "probability", "rng",
                  "matched", "fired")
 
+    key: "Callable[[bytes], bool] | None"
+    client_name: "Callable[[bytes], bool] | None"
+
     def __init__(self, rule_id: int, spec: str) -> None:
         self.id = rule_id
         self.spec = spec  # as given, for MINIRED FAULT LIST
@@ -71,8 +83,8 @@ class Rule:
         self.error = ""
         self.ms = 0
         self.commands: frozenset | None = None
-        self.key: bytes | None = None
-        self.client_name: bytes | None = None
+        self.key = None  # the KEY glob, compiled
+        self.client_name = None  # the CLIENT-NAME glob, compiled
         self.client_id: int | None = None
         self.script: bytes | None = None
         self.in_script = False
@@ -83,20 +95,20 @@ class Rule:
         self.matched = 0
         self.fired = 0
 
-    def matches(self, c: "Client", spec: "CommandSpec", argv: list, script: bytes | None) -> bool:
-        """Whether every condition given holds. `c` is the client that sent the command (for a
-        command run by a script, the script's caller); `script` the running script's sha or
-        function name, or None outside scripts."""
-        names = self.commands
-        if names is not None and spec.full_name not in names and spec.root_name not in names:
-            return False
+    def matches(self, c: "Client", spec: "CommandSpec", argv: list, script: bytes | None,
+                keys: list) -> bool:
+        """Whether every condition but the command's name (the index picked the rule by it)
+        holds. `c` is the client that sent the command (for a command run by a script, the
+        script's caller); `script` the running script's sha or function name, or None outside
+        scripts; `keys` a one-item list that holds the command's keys once they are needed."""
         if self.client_id is not None and c.id != self.client_id:
             return False
-        if self.client_name is not None and not glob_match(self.client_name, c.name or b""):
+        if self.client_name is not None and not self.client_name(c.name or b""):
             return False
         if self.key is not None:
-            pattern = self.key
-            if not any(glob_match(pattern, key) for key in spec.keys(argv)):
+            if not keys:
+                keys.append(spec.keys(argv))
+            if not any(map(self.key, keys[0])):
                 return False
         if self.script is not None:
             if script is None:
@@ -146,13 +158,19 @@ def _quote(arg: bytes) -> str:
 class FaultInjector:
     """The fault rules of one server, its LOADING window, and what they do to commands."""
 
-    __slots__ = ("server", "rules", "_ids", "loading_until", "passing")
+    __slots__ = ("server", "rules", "_by_command", "_any_command", "_ids", "loading_until",
+                 "loading_started", "passing")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
         self.rules: list[Rule] = []
+        # The rules by command name ("get", "client|kill", "client"), and those without
+        # COMMAND; each list in the order the rules were added.
+        self._by_command: dict[str, list[Rule]] = {}
+        self._any_command: list[Rule] = []
         self._ids = itertools.count(1)
         self.loading_until = 0.0  # time.monotonic() at which the LOADING window ends; 0: none
+        self.loading_started = 0  # Unix time the LOADING window opened (INFO's loading_start_time)
         # Set while a command an action lets through runs again through dispatch (intercept).
         self.passing = False
 
@@ -163,8 +181,16 @@ class FaultInjector:
         rule = Rule(next(self._ids), " ".join(_quote(arg) for arg in args))
         self._parse(rule, args)
         self.rules.append(rule)
+        for bucket in self._buckets(rule):
+            bucket.append(rule)
         dispatch.use_extras()
         return rule
+
+    def _buckets(self, rule: Rule) -> list:
+        """The index lists that hold `rule`."""
+        if rule.commands is None:
+            return [self._any_command]
+        return [self._by_command.setdefault(name, []) for name in sorted(rule.commands)]
 
     def _parse(self, rule: Rule, args: list) -> None:
         if not args:
@@ -174,6 +200,10 @@ class FaultInjector:
             raise RedisError(errors.FAULT_UNKNOWN_ACTION.format(action, ", ".join(ACTIONS)))
         rule.action = action
         i = 1
+        if action not in _WITH_ARGUMENT and len(args) > 1 \
+                and args[1].decode("utf-8", "replace").upper() not in _OPTIONS:
+            raise RedisError(errors.FAULT_SYNTAX.format(
+                f"{action} takes no argument, got '{args[1].decode('utf-8', 'replace')}'"))
         if action in _WITH_ARGUMENT:
             if len(args) < 2:
                 raise RedisError(errors.FAULT_SYNTAX.format(f"{action} needs an argument"))
@@ -187,11 +217,15 @@ class FaultInjector:
                 rule.ms = parse_int(args[1])
                 if rule.ms < 0:
                     raise RedisError(errors.FAULT_SYNTAX.format(f"{action} needs ms >= 0"))
+                if action == "STALL" and rule.ms > STALL_MAX_MS:
+                    raise RedisError(errors.FAULT_STALL_TOO_LONG.format(STALL_MAX_MS))
             i = 2
         seed: int | None = None
         in_script: bool | None = None
         while i < len(args):
             option = args[i].decode("utf-8", "replace").upper()
+            if option not in _OPTIONS:
+                raise RedisError(errors.FAULT_SYNTAX.format(f"unknown option '{option}'"))
             if i + 1 >= len(args):
                 raise RedisError(errors.FAULT_SYNTAX.format(f"{option} needs a value"))
             value = args[i + 1]
@@ -207,9 +241,9 @@ class FaultInjector:
                     names.add(name.decode())
                 rule.commands = frozenset(names)
             elif option == "KEY":
-                rule.key = value
+                rule.key = matcher(value)
             elif option == "CLIENT-NAME":
-                rule.client_name = value
+                rule.client_name = matcher(value)
             elif option == "CLIENT-ID":
                 rule.client_id = parse_int(value)
             elif option == "SCRIPT":
@@ -236,10 +270,8 @@ class FaultInjector:
                     raise RedisError(errors.FAULT_SYNTAX.format(
                         "PROBABILITY must be between 0 and 1"))
                 rule.probability = probability
-            elif option == "SEED":
+            else:  # SEED
                 seed = parse_int(value)
-            else:
-                raise RedisError(errors.FAULT_SYNTAX.format(f"unknown option '{option}'"))
         if seed is not None and rule.probability is None:
             raise RedisError(errors.FAULT_SYNTAX.format("SEED goes with PROBABILITY"))
         if rule.probability is not None:
@@ -252,12 +284,16 @@ class FaultInjector:
         for index, rule in enumerate(self.rules):
             if rule.id == rule_id:
                 del self.rules[index]
+                for bucket in self._buckets(rule):
+                    bucket.remove(rule)
                 return True
         return False
 
     def reset(self) -> None:
         """Every rule removed and the LOADING window closed."""
         self.rules.clear()
+        self._by_command.clear()
+        self._any_command.clear()
         self.loading_until = 0.0
 
     def entries(self) -> list:
@@ -270,7 +306,16 @@ class FaultInjector:
             raise RedisError(errors.FAULT_LOADING_MS)
         self.loading_until = time.monotonic() + ms / 1000 if ms > 0 else 0.0
         if ms > 0:
+            self.loading_started = int(time.time())
             dispatch.use_extras()
+
+    def loading_seconds_left(self) -> float | None:
+        """While the LOADING window is open, the seconds until it closes (INFO says
+        `loading:1` then, as Redis does while it loads a file); None otherwise."""
+        if not self.loading_until:
+            return None
+        left = self.loading_until - time.monotonic()
+        return left if left > 0 else None
 
     def kill_clients(self, kind: bytes | None = None, spare: "Client | None" = None) -> int:
         """Cut every connection (of a type: normal or pubsub), as a restart does, except
@@ -291,10 +336,22 @@ class FaultInjector:
 
     # --- acting on commands ------------------------------------------------------------------
 
+    def _candidates(self, spec: "CommandSpec") -> Any:
+        """The rules that may match a command by its name, in the order they were added."""
+        by_command = self._by_command
+        lists = [found for found in (by_command.get(spec.full_name),
+                                     by_command.get(spec.root_name)
+                                     if spec.parent is not None else None,
+                                     self._any_command) if found]
+        if len(lists) <= 1:
+            return lists[0] if lists else ()
+        return _once_each(heapq.merge(*lists, key=attrgetter("id")))
+
     def _first_firing(self, c: "Client", spec: "CommandSpec", argv: list, in_script: bool,
                       script: bytes | None) -> Rule | None:
-        for rule in self.rules:
-            if rule.in_script == in_script and rule.matches(c, spec, argv, script) \
+        keys: list = []
+        for rule in self._candidates(spec):
+            if rule.in_script == in_script and rule.matches(c, spec, argv, script, keys) \
                     and rule.fires():
                 if rule.count and rule.fired >= rule.count:
                     self.remove(rule.id)
@@ -373,6 +430,16 @@ class FaultInjector:
             return None
         rule = self._first_firing(caller, spec, argv, True, script)
         return None if rule is None else rule.error
+
+
+def _once_each(rules: Any) -> Any:
+    """The merged rules without repeats (a rule naming both CLIENT and CLIENT|KILL is in both
+    lists), so each match is counted once."""
+    last = None
+    for rule in rules:
+        if rule is not last:
+            yield rule
+            last = rule
 
 
 def _disruption_for(rule: Rule) -> Any:

@@ -328,6 +328,9 @@ FAULT_UNKNOWN_COMMAND = "ERR MINIRED FAULT ADD: unknown command '{}' in COMMAND"
 FAULT_IN_SCRIPT_ERROR_ONLY = (
     "ERR MINIRED FAULT ADD: only ERROR applies to commands scripts call (IN-SCRIPT yes)"
 )
+FAULT_STALL_TOO_LONG = (
+    "ERR MINIRED FAULT ADD: STALL is at most {} ms (it stops the whole server); "
+    "use DELAY or HANG to wait longer")
 FAULT_LOADING_MS = "ERR MINIRED FAULT LOADING needs ms >= 0"
 FAULT_KILL_TYPE = "ERR MINIRED FAULT KILL-CLIENTS: TYPE is normal or pubsub"
 LOADING = "LOADING Redis is loading the dataset in memory"

@@ -300,7 +300,8 @@ def test_each_node_saves_and_reloads_its_own_file(tmp_path):
         client.close()
     finally:
         srv.stop()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump-0.rdb", "dump-1.rdb", "dump-2.rdb"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dump-0.rdb", "dump-1.rdb", "dump-2.rdb", "nodes-0.conf", "nodes-1.conf", "nodes-2.conf"]
     srv = start()
     try:
         assert [_on(port, "DBSIZE") for _, port in srv.nodes] == sizes

@@ -304,6 +304,8 @@ def test_a_slot_in_the_middle_of_a_move(cdiff):
         cdiff.check(2, "SET", "{foo}new", "v")    # not here: ASK (a new key goes to the target)
         cdiff.check(2, "MGET", keys[1], keys[2])  # all here: served
         cdiff.check(2, "MGET", keys[0], keys[1])  # some moved: TRYAGAIN
+        cdiff.check(2, "MGET", keys[0], "{foo}new")  # all gone: ASK
+        cdiff.check(2, "DEL", keys[0], "{foo}new")   # (a write too)
         cdiff.check(0, "GET", keys[0])            # target without ASKING: MOVED to the owner
         cdiff.check(0, "ASKING")
         cdiff.check(0, "GET", keys[0])            # with ASKING: served
@@ -379,3 +381,74 @@ def test_a_server_without_cluster_mode_answers_as_redis_does(diff):
     diff.check("ACL", "DRYRUN", "ops", "CLUSTER", "SLOTS")
     diff.check("ACL", "DELUSER", "ops")
     diff.check("SORT", "nolist", "BY", "x*")
+
+
+def _keyspace_events(client: RawClient, until_key: str) -> list:
+    """The (event, key) pairs a PSUBSCRIBEd client got, up to a SET of `until_key` on the same
+    node (its own events close the list: events are delivered in order)."""
+    events = []
+    while True:
+        message = client.read()
+        channel, key = message[2].decode(), message[3].decode()
+        if channel.startswith("__keyevent@0__:"):
+            if key == until_key:
+                return events
+            events.append((channel.split(":", 1)[1], key))
+
+
+def test_moving_keys_sends_the_events_of_migrate(cdiff):
+    slot = 12182
+    keys = ["{foo}1", "{foo}2"]
+    watchers = []
+    try:
+        for node in (0, 2):
+            cdiff.check(node, "CONFIG", "SET", "notify-keyspace-events", "KEA")
+        for key in keys:
+            cdiff.check(2, "SET", key, key)
+        for node in (0, 2):
+            for client in (RawClient(cdiff.real_ports[node]), RawClient(cdiff.mini_ports[node])):
+                client.call("PSUBSCRIBE", "__keyevent@0__:*")
+                watchers.append((node, client))
+        _open_real_migration(cdiff, slot, keys[:1])
+        assert cdiff.mini[0].call("MINIRED", "CLUSTER", "MIGRATE", slot,
+                                  cdiff.mini_ports[0], "COUNT", 1) == 1
+        for node, marker in ((0, "b"), (2, "a")):  # b and a: keys each node serves
+            cdiff.check(node, "SET", marker, "1")
+        seen = [(node, _keyspace_events(client, "b" if node == 0 else "a"))
+                for node, client in watchers]
+        assert seen == [(0, [("restore", keys[0])]), (0, [("restore", keys[0])]),
+                        (2, [("del", keys[0])]), (2, [("del", keys[0])])]
+    finally:
+        for _, client in watchers:
+            client.close()
+        for node in (0, 2):
+            cdiff.check(node, "CONFIG", "SET", "notify-keyspace-events", "")
+        for client in cdiff.real:
+            client.call("FLUSHALL")
+            client.call("CLUSTER", "SETSLOT", slot, "STABLE")
+        for client in cdiff.real:
+            assert client.call("CLUSTER", "SETSLOT", slot, "NODE", cdiff.real_ids[2]) == b"OK"
+
+
+def test_finishing_a_move_at_its_source_undoes_it(fresh_mini):
+    """MIGRATE <slot> <the owner's port> FINISH on an open move brings the moved keys back."""
+    ports = mini_ports(fresh_mini)
+    source, target = RawClient(ports[2]), RawClient(ports[0])
+    try:
+        keys = ["{foo}1", "{foo}2", "{foo}3"]
+        for key in keys:
+            source.call("SET", key, key)
+        assert target.call("MINIRED", "CLUSTER", "MIGRATE", 12182, ports[0], "COUNT", 2) == 2
+        assert source.call("MINIRED", "CLUSTER", "MIGRATE", 12182, ports[2], "FINISH") == 2
+        assert source.call("MGET", *keys) == [key.encode() for key in keys]
+        assert target.call("CLUSTER", "COUNTKEYSINSLOT", 12182) == 0
+        assert "[" not in source.call("CLUSTER", "NODES").decode()
+        assert target.call("GET", keys[0]) == Err(f"MOVED 12182 127.0.0.1:{ports[2]}")
+        # A move re-aimed at another node first brings back what the first one moved.
+        source.call("MINIRED", "CLUSTER", "MIGRATE", 12182, ports[0], "COUNT", 1)
+        assert source.call("MINIRED", "CLUSTER", "MIGRATE", 12182, ports[1], "COUNT", 0) == 0
+        assert target.call("CLUSTER", "COUNTKEYSINSLOT", 12182) == 0
+        assert source.call("CLUSTER", "COUNTKEYSINSLOT", 12182) == 3
+    finally:
+        source.close()
+        target.close()

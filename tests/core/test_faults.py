@@ -4,6 +4,8 @@ commands, pub/sub connections, scripts, and the Python API. Timing is only ever 
 lower bound a timer guarantees (a held reply cannot arrive before its delay), or as an order."""
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 import time
 
@@ -15,6 +17,7 @@ from redis.retry import Retry
 from minired.embed import EmbeddedServer, SubprocessServer
 from minired.protocol.errors import RedisError as MiniredError
 from tests.support.respclient import Err, RawClient
+from tests.support.servers import RedisServer, free_port, redis_server_binary, terminate
 
 pytest_plugins = ("pytester",)
 
@@ -293,6 +296,80 @@ def test_list_del_reset_and_syntax_errors(srv):
     assert raw.call("MINIRED", "FAULT", "LIST") == []
 
 
+def test_syntax_errors_say_what_is_wrong(srv):
+    raw = RawClient(srv.port)
+    assert raw.call("MINIRED", "FAULT", "ADD", "DROP", "5") == Err(
+        "ERR MINIRED FAULT ADD: DROP takes no argument, got '5'")
+    assert raw.call("MINIRED", "FAULT", "ADD", "HANG", "COMMAND", "get", "LATER", "1") == Err(
+        "ERR MINIRED FAULT ADD: unknown option 'LATER'")
+    assert raw.call("MINIRED", "FAULT", "ADD", "STALL", "100000000000") == Err(
+        "ERR MINIRED FAULT ADD: STALL is at most 60000 ms (it stops the whole server); "
+        "use DELAY or HANG to wait longer")
+    assert isinstance(raw.call("MINIRED", "FAULT", "ADD", "STALL", "60000", "COMMAND", "sort"),
+                      int)
+    assert len(raw.call("MINIRED", "FAULT", "LIST")) == 1
+
+
+def test_minired_help_lists_every_subcommand(srv):
+    raw = RawClient(srv.port)
+    lines = raw.call("MINIRED", "HELP")
+    assert lines[0] == b"MINIRED <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert lines[-2:] == [b"HELP", b"    Prints this help."]
+    for sub in (b"ADVANCE", b"CLOCK", b"FAULT ADD", b"FAULT LOADING", b"CLUSTER MIGRATE"):
+        assert any(line.startswith(sub) for line in lines), sub
+    assert raw.call("MINIRED", "NOPE") == Err(
+        "ERR unknown subcommand 'NOPE'. Try MINIRED HELP.")
+
+
+def test_many_rules_cost_only_the_commands_they_name(srv, monkeypatch):
+    """10,000 rules naming GET with key globs: ECHO looks at none of them, GET at each once,
+    and no glob is compiled while commands run (each rule compiled its own when added)."""
+    from minired.data import glob
+    from minired.features.faults import Rule
+
+    for i in range(10_000):
+        srv.faults.add("ERROR", "ERR injected", command="get", key=f"user:{i}:*")
+    looked_at = []
+    compiled = []
+    real_matches, real_compile = Rule.matches, glob._compile
+
+    def counting_matches(rule, *args):
+        looked_at.append(rule.id)
+        return real_matches(rule, *args)
+
+    def counting_compile(*args):
+        compiled.append(args)
+        return real_compile(*args)
+
+    monkeypatch.setattr(Rule, "matches", counting_matches)
+    monkeypatch.setattr(glob, "_compile", counting_compile)
+    r = _client(srv)
+    assert r.echo("x") == b"x"
+    assert looked_at == []
+    assert r.get("order:1") is None
+    assert len(looked_at) == 10_000 and len(set(looked_at)) == 10_000
+    with pytest.raises(redis.ResponseError, match="injected"):
+        r.get("user:9999:name")
+    assert compiled == []
+
+
+def test_rules_keep_their_order_across_command_names(srv):
+    r = _client(srv)
+    _fault(r, "ADD", "ERROR", "ERR first", "KEY", "a*")  # any command
+    _fault(r, "ADD", "ERROR", "ERR second", "COMMAND", "get")
+    with pytest.raises(redis.ResponseError, match="first"):
+        r.get("abc")
+    with pytest.raises(redis.ResponseError, match="second"):
+        r.get("xyz")
+    _fault(r, "RESET")
+    # A rule naming a command and one of its subcommands counts each match once.
+    _fault(r, "ADD", "ERROR", "ERR listed", "COMMAND", "client,client|list", "AFTER", "1")
+    assert r.client_list()
+    with pytest.raises(redis.ResponseError, match="listed"):
+        r.client_list()
+    assert [(e[b"matched"], e[b"fired"]) for e in srv.faults.list()] == [(2, 1)]
+
+
 # --- pipelines and transactions ------------------------------------------------------------------
 
 @pytest.mark.parametrize("protocol", [2, 3])
@@ -484,6 +561,55 @@ def test_loading_window_refuses_data_commands_only(srv):
     assert isinstance(raw.call("INFO", "server"), bytes)
     assert raw.call("MINIRED", "FAULT", "LOADING", "0") == b"OK"
     assert raw.call("GET", "k") == b"v"
+
+
+def _info_fields(raw: RawClient, section: str) -> dict:
+    text = raw.call("INFO", section).decode()
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def _loading_redis(tmp_path):
+    """A real redis-server held in its loading phase: 2,000 keys at 20 ms each."""
+    port = free_port()
+    with RedisServer("--enable-debug-command", "yes") as writer:
+        raw = RawClient(writer.port)
+        raw.call("DEBUG", "POPULATE", "2000")
+        raw.call("SAVE")
+        shutil.copy(f"{writer.dir}/dump.rdb", tmp_path / "dump.rdb")
+    proc = subprocess.Popen(
+        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--dir", str(tmp_path), "--key-load-delay", "20000",
+         "--loading-process-events-interval-bytes", "1024"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:  # until it answers (LOADING, as it should)
+        try:
+            raw = RawClient(port)
+            break
+        except OSError:
+            time.sleep(0.02)
+    return proc, raw
+
+
+def test_info_says_loading_during_the_loading_window(srv, tmp_path):
+    """INFO persistence during MINIRED FAULT LOADING has Redis's fields while it loads a file
+    (ioredis's ready check polls INFO until loading:0)."""
+    proc, real = _loading_redis(tmp_path)
+    try:
+        assert real.call("GET", "k") == Err(LOADING)
+        theirs = _info_fields(real, "persistence")
+    finally:
+        terminate(proc)
+    raw = RawClient(srv.port)
+    raw.call("MINIRED", "FAULT", "LOADING", "60000")
+    ours = _info_fields(raw, "persistence")
+    assert list(ours) == list(theirs)
+    assert ours["loading"] == theirs["loading"] == "1"
+    assert ours["async_loading"] == theirs["async_loading"] == "0"
+    assert 0 < int(ours["loading_eta_seconds"]) <= 60
+    assert abs(int(ours["loading_start_time"]) - time.time()) < 60
+    raw.call("MINIRED", "FAULT", "LOADING", "0")
+    after = _info_fields(raw, "persistence")
+    assert after["loading"] == "0" and "loading_start_time" not in after
 
 
 def test_redis_py_retries_through_a_loading_window(srv):
