@@ -37,8 +37,19 @@ const pretty = (value) => (value === null || value === undefined ? "–" : JSON.
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
   const body = await response.json().catch(() => ({ error: response.statusText }));
-  if (!response.ok) throw new Error(body.error || response.statusText);
+  if (!response.ok) {
+    // A refusal says why: an out-of-date page (the dashboard restarted) must be reloaded.
+    if (body.reason === "csrf" || body.reason === "token") stalePage(body.error);
+    throw new Error(body.error || response.statusText);
+  }
   return body;
+}
+
+function stalePage(text) {
+  const banner = $("#stale-page");
+  banner.replaceChildren(el("span", { text }), " ",
+    el("button", { id: "reload", onclick: () => location.reload() }, "Reload"));
+  banner.hidden = false;
 }
 
 function post(path, body) {
@@ -183,16 +194,16 @@ function jobLink(queue, id) {
 }
 
 async function renderQueue(name) {
-  const [q, history] = await Promise.all([api(`api/queues/${enc(name)}`),
-    api(`api/queues/${enc(name)}/history`)]);
+  const [q, history] = await Promise.all([api(`api/queue?name=${enc(name)}`),
+    api(`api/history?name=${enc(name)}`)]);
   const fetchedAt = Date.now();
-  const base = `api/queues/${enc(name)}`;
+  const on = `?queue=${enc(name)}`;
   const pause = el("button", { id: "pause-button",
     onclick: () => confirmThen(`${q.paused ? "Resume" : "Pause"} queue ${name}?`,
-      () => post(`${base}/pause`, { paused: !q.paused })) }, q.paused ? "Resume" : "Pause");
+      () => post(`api/pause${on}`, { paused: !q.paused })) }, q.paused ? "Resume" : "Pause");
   const retryAll = el("button", { id: "retry-all", class: "danger", disabled: q.counts.failed ? null : "",
     onclick: () => confirmThen(`Retry all ${q.counts.failed} failed jobs of ${name}?`,
-      () => post(`${base}/retry`, { ids: null }).then((r) => toast(`${r.retried} job(s) back to wait`))) },
+      () => post(`api/retry${on}`, { ids: null }).then((r) => toast(`${r.retried} job(s) back to wait`))) },
   "Retry all failed");
   const active = q.active.map((j) => el("tr", { id: `active-${j.job.id}`, class: j.lock_ttl_ms === -2 ? "stalled" : "" },
     el("td", {}, jobLink(name, j.job.id)), el("td", { text: j.job.name }), el("td", { text: j.worker || "–" }),
@@ -204,10 +215,10 @@ async function renderQueue(name) {
     el("td", { class: "reason", text: j.failed_reason || "" }), el("td", { text: fmtTime(j.finished_on) }),
     el("td", {},
       el("button", { class: "retry", id: `retry-${j.id}`,
-        onclick: () => confirmThen(`Retry job ${j.id}?`, () => post(`${base}/retry`, { ids: [j.id] })) }, "Retry"),
+        onclick: () => confirmThen(`Retry job ${j.id}?`, () => post(`api/retry${on}`, { ids: [j.id] })) }, "Retry"),
       el("button", { class: "remove danger", id: `remove-${j.id}`,
         onclick: () => confirmThen(`Remove job ${j.id} for good?`,
-          () => post(`${base}/remove/${enc(j.id)}`)) }, "Remove"))));
+          () => post(`api/remove${on}&id=${enc(j.id)}`)) }, "Remove"))));
   const events = q.events.slice(-20).reverse().map((e) => el("li", {},
     el("code", { text: e.event }), " ", e.jobId ? jobLink(name, e.jobId) : "",
     " ", el("span", { class: "muted", text: Object.entries(e)
@@ -243,18 +254,18 @@ async function renderQueue(name) {
 }
 
 async function renderJob(name, id) {
-  const base = `api/queues/${enc(name)}`;
-  const job = await api(`${base}/jobs/${enc(id)}`);
+  const on = `?queue=${enc(name)}`;
+  const job = await api(`api/job${on}&id=${enc(id)}`);
   const fact = (k, v, attrs = {}) => [el("dt", { text: k }), el("dd", attrs, v ?? "–")];
   const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${(m.ttl_ms / 1000).toFixed(1)} s)` : ""}` : "–");
   const actions = [];
   if (job.state === "failed") {
     actions.push(el("button", { id: "job-retry", onclick: () => confirmThen(`Retry job ${id}?`,
-      () => post(`${base}/retry`, { ids: [id] })) }, "Retry"));
+      () => post(`api/retry${on}`, { ids: [id] })) }, "Retry"));
   }
   if (job.state !== "active") {
     actions.push(el("button", { id: "job-remove", class: "danger", onclick: () => confirmThen(`Remove job ${id} for good?`,
-      () => post(`${base}/remove/${enc(id)}`).then(() => { location.hash = `#/queue/${enc(name)}`; })) }, "Remove"));
+      () => post(`api/remove${on}&id=${enc(id)}`).then(() => { location.hash = `#/queue/${enc(name)}`; })) }, "Remove"));
   }
   view.replaceChildren(
     el("p", {}, el("a", { href: `#/queue/${enc(name)}`, text: `← queue ${name}` })),
