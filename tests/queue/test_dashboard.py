@@ -429,7 +429,9 @@ def test_many_tabs_cost_the_server_what_one_does(client, queue):
                 thread.start()
             for thread in threads:
                 thread.join()
-            return _commands_since(client, before)
+            # Concurrent reads may open more connections: their handshakes are not polling.
+            return {name: calls for name, calls in _commands_since(client, before).items()
+                    if name != "hello" and not name.startswith("client|")}
 
     clock = _FrozenClock()
     one = cost(1, clock)
