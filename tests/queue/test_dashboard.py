@@ -461,3 +461,27 @@ def test_cli_refuses_an_empty_token_and_takes_allowed_hosts(backend, queue):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_every_view_works_against_a_read_only_replica():
+    """minired does not replicate, so a real Redis primary and its read-only replica."""
+    import redis
+
+    from minired_queue.queue import Queue
+    from tests.queue.helpers import wait_until
+    from tests.support.servers import RedisServer
+
+    with RedisServer() as primary_server:
+        with RedisServer("--replicaof", "127.0.0.1", str(primary_server.port)) as replica_server:
+            primary = redis.Redis.from_url(primary_server.url)
+            replica = redis.Redis.from_url(replica_server.url)
+            queue = Queue("replicated", primary)
+            job_id = _busy_queue(queue)
+            wait_until(lambda: replica.exists(queue.keys.job(job_id)))  # synced
+            with pytest.raises(redis.ReadOnlyError):
+                replica.set("probe", 1)
+            with TestClient(_app(replica), base_url=LOCAL) as web:
+                _every_view(web, queue, job_id)
+                assert web.get("/api/queue", params={"name": queue.name}).json()["counts"]["failed"] == 1
+            primary.close()
+            replica.close()
