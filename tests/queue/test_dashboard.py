@@ -144,6 +144,11 @@ def test_history_counts_finished_attempts_per_minute(web, queue):
     assert queue.client.pttl(queue.keys.history) > 0  # an abandoned queue's history goes away
 
 
+def test_sweeping_an_empty_queue_creates_no_history(queue):
+    queue.sweep()
+    assert not queue.client.exists(queue.keys.history)
+
+
 def test_writes_need_the_pages_csrf_token_and_same_origin(web, queue):
     queue.add(job_id="keep")
     assert web.post("/api/remove", params={"queue": queue.name, "id": "keep"}).status_code == 403

@@ -10,6 +10,9 @@
 --- @include "serverNow"
 --- @include "recordFinish"
 local depth = redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2])
+if depth == 0 and redis.call('EXISTS', KEYS[3]) == 0 then
+  return 0  -- a queue with no history and nothing ready (or none at all): no key to create
+end
 local field = historyMinute(KEYS[3], serverNow()) .. 'waiting'
 local seen = tonumber(redis.call('HGET', KEYS[3], field))
 if not seen or depth > seen then
