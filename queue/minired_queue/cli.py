@@ -207,7 +207,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the web side is an optional extra
         raise SystemExit(f"the dashboard needs its extra: pip install 'minired[dashboard]' ({exc})")
     server = DashboardServer(connect(args.url, cluster=args.cluster), prefix=args.prefix,
-                             bind=args.bind, port=args.port, token=args.token)
+                             bind=args.bind, port=args.port, token=args.token,
+                             allowed_hosts=args.allowed_host)
     print(f"dashboard for {args.url} on {server.url}", flush=True)
     server.run()
     return 0
@@ -302,7 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default %(default)s; anywhere else a token is required")
     p.add_argument("--token", default=os.environ.get("MINIRED_DASHBOARD_TOKEN"),
                    help="access token (env MINIRED_DASHBOARD_TOKEN); made up when binding beyond "
-                        "loopback without one")
+                        "loopback without one; an empty one is refused")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests for this Host name (repeatable; loopback names and "
+                        "the bound address are always answered)")
     p.set_defaults(fn=cmd_dashboard)
 
     p = sub.add_parser("demo", help="show the guarantees: crashes, recovery, exactly-once effects")

@@ -131,6 +131,11 @@ class QueueKeys:
         """Effect-guard marker: a dedup marker whose id is ``<job id>:<effect name>``."""
         return self.dedup(f"{job_id}:{effect_name}")
 
+    def effects(self, job_id: str) -> str:
+        """Set of the names of the effect markers the guard took for a job (so the dashboard
+        finds them without a SCAN); it expires with the longest-lived of them."""
+        return self._key(f"effects:{job_id}")
+
 
 def registry_key(prefix: str = DEFAULT_PREFIX) -> str:
     """Set of known queue names (used by the CLI to list queues). Deliberately outside any

@@ -149,7 +149,7 @@ class Queue:
 
     def record_depth(self) -> int:
         """How many jobs are ready to run (wait + prioritized), noted in the history as the
-        minute's largest depth seen: the dashboard samples it as it refreshes."""
+        minute's largest depth seen. Every sweep samples it (see ``sweeper.sweep_steps``)."""
         return record_depth(self.keys).run(self.client)
 
     def history(self, minutes: int = 60) -> list[dict[str, int]]:

@@ -26,6 +26,7 @@ from .transitions import (
     clean_jobs,
     move_stalled_to_wait,
     promote_delayed,
+    record_depth,
 )
 
 SWEEP_BATCH = 100
@@ -49,10 +50,13 @@ def _candidates(active_ids: Sequence[str], replies: Sequence[Any]) -> list[tuple
 
 def sweep_steps(keys: QueueKeys, throttle_ms: int = 0,
                 events_cap: int = DEFAULT_EVENTS_CAP) -> Steps[SweepResult | None]:
-    """Recover stalled jobs. With ``throttle_ms`` > 0, do nothing (and return None) if any
-    sweeper of this queue ran within that many (server clock) milliseconds."""
+    """Recover stalled jobs, and sample the ready line's depth into the history (the
+    dashboard's chart: kept by the fleet whether or not anyone looks). With ``throttle_ms``
+    > 0, do nothing (and return None) if any sweeper of this queue ran within that many
+    (server clock) milliseconds."""
     if throttle_ms > 0 and not (yield Command("set", keys.stalled_check, "1", nx=True, px=throttle_ms)):
         return None
+    yield record_depth(keys)
     active_ids = [text(i) for i in (yield Command("lrange", keys.active, 0, -1))]
     result = SweepResult([], [])
     if not active_ids:

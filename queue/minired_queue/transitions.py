@@ -300,8 +300,10 @@ class RedisOp:
         object.__setattr__(self, "args", args)
 
 
-def apply_effect_once(marker_key: str, ops: Sequence[RedisOp], ttl_ms: int, token: str) -> Call[bool]:
-    """Refuses effect keys outside the marker's slot here, on every backend, so code that
+def apply_effect_once(marker_key: str, index_key: str, ops: Sequence[RedisOp], ttl_ms: int,
+                      token: str) -> Call[bool]:
+    """Take the marker (listed in the job's effects set ``index_key``) and apply ``ops``.
+    Refuses effect keys outside the marker's slot here, on every backend, so code that
     works on one Redis does not first fail (CROSSSLOT) when moved to a cluster."""
     marker_slot = key_slot(marker_key.encode())
     stray = [op.key for op in ops if key_slot(op.key.encode()) != marker_slot]
@@ -312,6 +314,6 @@ def apply_effect_once(marker_key: str, ops: Sequence[RedisOp], ttl_ms: int, toke
     for op in ops:
         if op.key not in effect_keys:
             effect_keys.append(op.key)
-        encoded += [len(op.args), op.command, 2 + effect_keys.index(op.key), *op.args]
-    return Call(script("applyEffectOnce"), [marker_key, *effect_keys], [ttl_ms, token, *encoded],
+        encoded += [len(op.args), op.command, 3 + effect_keys.index(op.key), *op.args]
+    return Call(script("applyEffectOnce"), [marker_key, index_key, *effect_keys], [ttl_ms, token, *encoded],
                 lambda reply: reply == 1)

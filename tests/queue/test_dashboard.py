@@ -20,9 +20,18 @@ def _csrf(web: TestClient) -> str:
     return page[page.index(marker) + len(marker):].split('"', 1)[0]
 
 
+LOCAL = "http://127.0.0.1:8080"
+
+
+def _app(client, **options):
+    """A dashboard whose snapshots are never reused (interval 0), so each call reads what the
+    test just wrote; the snapshot sharing has tests of its own."""
+    return create_app(client, **{"stream_interval_s": 0, **options})
+
+
 @pytest.fixture
 def web(client):
-    with TestClient(create_app(client)) as test_client:
+    with TestClient(_app(client), base_url=LOCAL) as test_client:
         yield test_client
 
 
@@ -48,7 +57,7 @@ def test_overview_counts_every_state(web, queue):
 def test_active_job_shows_worker_attempt_and_lock_ttl(web, queue):
     queue.add({"x": 1}, job_id="j1")
     take(queue, token="worker-7:1", lock_ttl_ms=30_000)
-    detail = web.get(f"/api/queues/{queue.name}").json()
+    detail = web.get("/api/queue", params={"name": queue.name}).json()
     [active] = detail["active"]
     assert active["job"]["id"] == "j1"
     assert active["token"] == "worker-7:1" and active["worker"] == "worker-7"
@@ -60,10 +69,10 @@ def test_stalled_job_shows_an_expired_lock(web, queue, client):
     queue.add(job_id="j1")
     take(queue, token="w:1")
     client.delete(queue.keys.lock("j1"))  # the owner stopped renewing: the lock lapsed
-    [active] = web.get(f"/api/queues/{queue.name}").json()["active"]
+    [active] = web.get("/api/queue", params={"name": queue.name}).json()["active"]
     assert active["lock_ttl_ms"] == -2
     queue.sweep()
-    detail = web.get(f"/api/queues/{queue.name}").json()
+    detail = web.get("/api/queue", params={"name": queue.name}).json()
     assert detail["active"] == [] and detail["counts"]["wait"] == 1
     assert [e["jobId"] for e in detail["recovered"]] == ["j1"]
 
@@ -71,22 +80,22 @@ def test_stalled_job_shows_an_expired_lock(web, queue, client):
 def test_job_page_has_data_error_traceback_and_markers(web, queue):
     queue.add_job(JobSpec({"to": "ada@example.com"}, job_id="mail-1", dedup_id="ada", attempts=1))
     fetch = take(queue, token="w:1")
-    apply_effect_once(queue.keys.effect("mail-1", "send"),
+    apply_effect_once(queue.keys.effect("mail-1", "send"), queue.keys.effects("mail-1"),
                       [RedisOp("HINCRBY", f"{queue.keys.base}:sent", "ada", 1)], 60_000, "w:1").run(queue.client)
     retry_or_fail(queue.keys, fetch.job, "w:1", "boom", stacktrace="Traceback: ValueError: boom").run(queue.client)
-    job = web.get(f"/api/queues/{queue.name}/jobs/mail-1").json()
+    job = web.get("/api/job", params={"queue": queue.name, "id": "mail-1"}).json()
     assert job["state"] == "failed" and job["data"] == {"to": "ada@example.com"}
     assert job["failed_reason"] == "boom" and "ValueError" in job["stacktrace"]
     assert job["attempts_made"] == 1 and job["max_attempts"] == 1
     assert [m["key"] for m in job["effects"]] == [queue.keys.effect("mail-1", "send")]
-    assert web.get(f"/api/queues/{queue.name}/jobs/nope").status_code == 404
+    assert web.get("/api/job", params={"queue": queue.name, "id": "nope"}).status_code == 404
 
 
 def test_completed_job_shows_result_and_progress(web, queue):
     queue.add(job_id="r1")
     fetch = take(queue, token="w:1")
     complete(queue.keys, fetch.job, "w:1", {"sent": 3}).run(queue.client)
-    job = web.get(f"/api/queues/{queue.name}/jobs/r1").json()
+    job = web.get("/api/job", params={"queue": queue.name, "id": "r1"}).json()
     assert job["state"] == "completed" and job["result"] == {"sent": 3}
 
 
@@ -95,25 +104,25 @@ def test_retry_one_and_all_through_the_transitions(web, queue):
         queue.add(job_id=f"f{i}")
     failed = [_fail(queue) for _ in range(3)]
     headers = {CSRF_HEADER: _csrf(web)}
-    reply = web.post(f"/api/queues/{queue.name}/retry", json={"ids": [failed[0]]}, headers=headers)
+    reply = web.post("/api/retry", params={"queue": queue.name}, json={"ids": [failed[0]]}, headers=headers)
     assert reply.json() == {"retried": 1}
     assert queue.counts()["failed"] == 2 and queue.counts()["wait"] == 1
-    reply = web.post(f"/api/queues/{queue.name}/retry", json={"ids": None}, headers=headers)
+    reply = web.post("/api/retry", params={"queue": queue.name}, json={"ids": None}, headers=headers)
     assert reply.json() == {"retried": 2}
     assert queue.counts()["failed"] == 0 and queue.counts()["wait"] == 3
     # Retrying again finds nothing to move: no job is duplicated.
-    assert web.post(f"/api/queues/{queue.name}/retry", json={"ids": failed}, headers=headers).json() == {"retried": 0}
+    assert web.post("/api/retry", params={"queue": queue.name}, json={"ids": failed}, headers=headers).json() == {"retried": 0}
     assert queue.client.llen(queue.keys.wait) == 3
 
 
 def test_remove_and_pause(web, queue):
     queue.add(job_id="gone")
     headers = {CSRF_HEADER: _csrf(web)}
-    assert web.post(f"/api/queues/{queue.name}/remove/gone", headers=headers).json() == {"removed": True}
+    assert web.post("/api/remove", params={"queue": queue.name, "id": "gone"}, headers=headers).json() == {"removed": True}
     assert queue.get_job("gone") is None
-    assert web.post(f"/api/queues/{queue.name}/pause", json={"paused": True}, headers=headers).json() == {"paused": True}
+    assert web.post("/api/pause", params={"queue": queue.name}, json={"paused": True}, headers=headers).json() == {"paused": True}
     assert queue.is_paused()
-    web.post(f"/api/queues/{queue.name}/pause", json={"paused": False}, headers=headers)
+    web.post("/api/pause", params={"queue": queue.name}, json={"paused": False}, headers=headers)
     assert not queue.is_paused()
 
 
@@ -124,26 +133,35 @@ def test_history_counts_finished_attempts_per_minute(web, queue):
         fetch = take(queue, token="w:1")
         complete(queue.keys, fetch.job, "w:1", None).run(queue.client)
     queue.add(job_id="waiting")
-    series = web.get(f"/api/queues/{queue.name}/history").json()["series"]
+    queue.sweep()  # the workers' sweep samples the ready line's depth (a view never writes)
+    reply = web.get("/api/history", params={"name": queue.name}).json()
+    series = reply["series"]
+    assert reply["waiting_now"] == 1
     assert len(series["minute"]) == 60
     assert sum(series["completed"]) == 2 and sum(series["failed"]) == 0
     assert series["p50_ms"][-1] is not None
     assert series["waiting"][-1] == 1
+    assert queue.client.pttl(queue.keys.history) > 0  # an abandoned queue's history goes away
+
+
+def test_sweeping_an_empty_queue_creates_no_history(queue):
+    queue.sweep()
+    assert not queue.client.exists(queue.keys.history)
 
 
 def test_writes_need_the_pages_csrf_token_and_same_origin(web, queue):
     queue.add(job_id="keep")
-    assert web.post(f"/api/queues/{queue.name}/remove/keep").status_code == 403
-    assert web.post(f"/api/queues/{queue.name}/remove/keep", headers={CSRF_HEADER: "guess"}).status_code == 403
+    assert web.post("/api/remove", params={"queue": queue.name, "id": "keep"}).status_code == 403
+    assert web.post("/api/remove", params={"queue": queue.name, "id": "keep"}, headers={CSRF_HEADER: "guess"}).status_code == 403
     cross = {CSRF_HEADER: _csrf(web), "origin": "http://evil.example"}
-    assert web.post(f"/api/queues/{queue.name}/remove/keep", headers=cross).status_code == 403
+    assert web.post("/api/remove", params={"queue": queue.name, "id": "keep"}, headers=cross).status_code == 403
     assert queue.get_job("keep") is not None
-    bad = web.post(f"/api/queues/{queue.name}/pause", json={"paused": "yes"}, headers={CSRF_HEADER: _csrf(web)})
+    bad = web.post("/api/pause", params={"queue": queue.name}, json={"paused": "yes"}, headers={CSRF_HEADER: _csrf(web)})
     assert bad.status_code == 400 and "paused" in bad.json()["error"]
 
 
 def test_a_token_guards_every_page_and_call(client, queue):
-    with TestClient(create_app(client, token="s3cret")) as web:
+    with TestClient(_app(client, token="s3cret"), base_url=LOCAL) as web:
         assert web.get("/").status_code == 401
         assert web.get("/api/overview").status_code == 401
         assert web.get("/?token=wrong").status_code == 401
@@ -172,7 +190,7 @@ def test_server_panel(web, backend):
 
 def test_event_stream_sends_the_overview(client, queue):
     queue.add(job_id="s1")
-    with TestClient(create_app(client, stream_interval_s=0.05)) as web:
+    with TestClient(_app(client), base_url=LOCAL) as web:
         with web.stream("GET", "/api/stream") as response:
             for line in response.iter_lines():
                 if line.startswith("data: "):
@@ -220,3 +238,255 @@ def test_cli_serves_the_dashboard(backend, queue):
     finally:
         process.terminate()
         process.wait(10)
+
+
+# --- DNS rebinding: the Host header names an allowed host, or nothing runs ---------------------
+def test_a_foreign_host_gets_421_before_any_handler(client, queue):
+    queue.add(job_id="j1")
+    evil = "http://evil.example:8080"
+    with TestClient(_app(client), base_url=evil) as web:
+        page = web.get("/")
+        assert page.status_code == 421 and "csrf-token" not in page.text
+        assert web.get("/api/overview").status_code == 421
+        assert web.get("/api/queue", params={"name": queue.name}).status_code == 421
+        paused = web.post("/api/pause", params={"queue": queue.name}, json={"paused": True},
+                          headers={"origin": evil, CSRF_HEADER: "anything"})
+        assert paused.status_code == 421
+    assert not queue.is_paused()
+    for local in ("http://localhost:9", "http://127.0.0.1", "http://[::1]:8080"):
+        with TestClient(_app(client), base_url=local) as web:
+            assert web.get("/api/overview").status_code == 200, local
+    with TestClient(_app(client, allowed_hosts=["dash.example.com"]),
+                    base_url="http://dash.example.com:8080") as web:
+        assert web.get("/api/overview").status_code == 200
+    with TestClient(_app(client, allowed_hosts=["dash.example.com:443"]),
+                    base_url="http://dash.example.com:8080") as web:
+        assert web.get("/api/overview").status_code == 421  # a port given is the only one
+
+
+def test_writes_need_an_allowed_origin(web, queue):
+    queue.add(job_id="keep")
+    csrf = _csrf(web)
+    for origin in ("http://evil.example:8080", "null", "http://localhost:8080"):
+        refused = web.post("/api/pause", params={"queue": queue.name}, json={"paused": True},
+                           headers={CSRF_HEADER: csrf, "origin": origin})
+        assert refused.status_code == 403 and refused.json()["reason"] == "origin", origin
+    assert not queue.is_paused()
+    same = web.post("/api/pause", params={"queue": queue.name}, json={"paused": True},
+                    headers={CSRF_HEADER: csrf, "origin": LOCAL})
+    assert same.json() == {"paused": True}
+
+
+def test_allowed_hosts_of_a_server():
+    from minired_queue.dashboard import allowed_hosts_for
+
+    assert allowed_hosts_for("127.0.0.1", None) == ["127.0.0.1"]
+    assert allowed_hosts_for("192.0.2.7", "t", ["dash.example"]) == ["192.0.2.7", "dash.example"]
+    assert allowed_hosts_for("0.0.0.0", "t") == ["*"]  # reached by unknown names: the token guards
+    assert allowed_hosts_for("::", "t", ["dash.example"]) == ["dash.example"]
+
+
+def _port(url: str) -> int:
+    return int(url.split("?")[0].rsplit(":", 1)[1].strip("/"))
+
+
+def _status(port: int, host: str) -> int:
+    """The status of GET /api/overview on a served dashboard, sent with this Host header."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/api/overview", headers={"Host": host})
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("backend", ["minired"], indirect=True)
+def test_the_served_dashboard_refuses_a_rebound_host(client, queue):
+    from minired_queue.dashboard import DashboardServer
+
+    with DashboardServer(client, port=0) as server:
+        port = _port(server.url)
+        assert _status(port, f"evil.example:{port}") == 421
+        assert _status(port, f"127.0.0.1:{port}") == 200 and _status(port, f"localhost:{port}") == 200
+
+
+# --- tokens: an empty one is refused; a stale page is told to reload ----------------------------
+def test_an_empty_token_is_refused(client):
+    from minired_queue.dashboard import DashboardServer
+
+    with pytest.raises(SystemExit, match="token is empty"):
+        DashboardServer(client, bind="0.0.0.0", port=0, token="")
+    with pytest.raises(ValueError, match="token is empty"):
+        create_app(client, token="")
+
+
+def test_a_page_from_before_a_restart_is_told_to_reload(client, queue):
+    queue.add(job_id="keep")
+    with TestClient(_app(client), base_url=LOCAL) as before:
+        stale = _csrf(before)
+    with TestClient(_app(client), base_url=LOCAL) as after:  # the dashboard restarted
+        reply = after.post("/api/remove", params={"queue": queue.name, "id": "keep"},
+                           headers={CSRF_HEADER: stale, "origin": LOCAL})
+    assert reply.status_code == 403
+    assert reply.json()["reason"] == "csrf" and "reload" in reply.json()["error"]
+    assert queue.get_job("keep") is not None
+
+
+# --- reads only read, and cost the same however many tabs are open ---------------------------
+def _command_calls(client) -> dict[str, int]:
+    return {name[len("cmdstat_"):]: stats["calls"] for name, stats in client.info("commandstats").items()}
+
+
+def _commands_since(client, before: dict[str, int]) -> dict[str, int]:
+    after = _command_calls(client)
+    after["info"] -= 1  # the INFO that read these numbers
+    return {name: calls - before.get(name, 0) for name, calls in after.items() if calls > before.get(name, 0)}
+
+
+def _writes_among(client, commands: dict[str, int]) -> list[str]:
+    """Commands that write or run scripts (a script may write), or walk the keyspace."""
+    infos = client.execute_command("COMMAND", "INFO", *commands)
+    return sorted(name for name, info in infos.items()
+                  if "write" in info["flags"] or "@write" in info["acl_categories"]
+                  or "@scripting" in info["acl_categories"] or name in ("scan", "keys"))
+
+
+def _busy_queue(queue):
+    """A queue with a job in every interesting state, effect markers included."""
+    from minired_queue.effects import EffectGuard
+
+    queue.add({"n": 1}, job_id="waits")
+    queue.add(job_id="runs")
+    queue.add(job_id="fails")
+    take(queue, token="w:1")  # "waits" was added first: it runs
+    running = take(queue, token="w:2").job.id
+    guard = EffectGuard(queue.client, queue.keys)
+    guard.apply_once(running, "count", [RedisOp("HINCRBY", f"{queue.keys.base}:sent", "n", 1)], "w:2")
+    guard.run_once(running, "mail", lambda: "sent", "w:2")
+    _fail(queue, token="w:3")
+    return running
+
+
+def _every_view(web, queue, job_id):
+    assert web.get("/").status_code == 200
+    for path, params in (("/api/overview", {}), ("/api/server", {}),
+                         ("/api/queue", {"name": queue.name}), ("/api/history", {"name": queue.name}),
+                         ("/api/job", {"queue": queue.name, "id": job_id}),
+                         ("/api/queue", {"name": "nosuchqueue"}), ("/api/history", {"name": "nosuchqueue"}),
+                         ("/api/job", {"queue": "nosuchqueue", "id": "x"})):
+        assert web.get(path, params=params).status_code in (200, 404), (path, params)
+    with web.stream("GET", "/api/stream") as response:
+        assert next(line for line in response.iter_lines() if line.startswith("data: "))
+
+
+@pytest.mark.parametrize("backend", ["minired"], indirect=True)
+def test_serving_every_view_writes_nothing_and_never_scans(web, queue, client):
+    job_id = _busy_queue(queue)
+    before = _command_calls(client)
+    _every_view(web, queue, job_id)
+    ran = _commands_since(client, before)
+    assert ran and _writes_among(client, ran) == [], ran
+    assert not client.exists("emq:{nosuchqueue}:history", "emq:{nosuchqueue}:meta")
+    job = web.get("/api/job", params={"queue": queue.name, "id": job_id}).json()
+    assert [m["key"] for m in job["effects"]] == [queue.keys.effect(job_id, "count"),
+                                                  queue.keys.effect(job_id, "mail")]
+
+
+def test_a_released_effect_marker_leaves_the_job_page(web, queue):
+    from minired_queue.effects import EffectGuard
+
+    queue.add(job_id="e1")
+    take(queue, token="w:1")
+
+    def broken():
+        raise OSError("the mail server is down")
+
+    with pytest.raises(OSError):
+        EffectGuard(queue.client, queue.keys).run_once("e1", "mail", broken, "w:1")
+    assert web.get("/api/job", params={"queue": queue.name, "id": "e1"}).json()["effects"] == []
+    assert not queue.client.exists(queue.keys.effects("e1"))
+
+
+class _FrozenClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("backend", ["minired"], indirect=True)
+def test_many_tabs_cost_the_server_what_one_does(client, queue):
+    import threading
+
+    from minired_queue.dashboard.app import Dashboard
+
+    job_id = _busy_queue(queue)
+
+    def cost(tabs: int, clock: _FrozenClock, dashboard: Dashboard | None = None) -> dict[str, int]:
+        dashboard = dashboard or Dashboard(client, clock=clock)
+        with TestClient(dashboard.app(), base_url=LOCAL) as web:
+            before = _command_calls(client)
+            threads = [threading.Thread(target=_every_view, args=(web, queue, job_id)) for _ in range(tabs)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            # Concurrent reads may open more connections: their handshakes are not polling.
+            return {name: calls for name, calls in _commands_since(client, before).items()
+                    if name != "hello" and not name.startswith("client|")}
+
+    clock = _FrozenClock()
+    one = cost(1, clock)
+    assert cost(8, clock) == one  # eight tabs, one read of each view
+    dashboard = Dashboard(client, clock=clock)
+    assert cost(1, clock, dashboard) == one
+    assert cost(4, clock, dashboard) == {}  # within the interval: every view from the snapshot
+    clock.now += 1.0  # the next interval: each view is read once more, for every tab
+    assert cost(4, clock, dashboard) == one
+
+
+@pytest.mark.parametrize("backend", ["minired"], indirect=True)
+def test_cli_refuses_an_empty_token_and_takes_allowed_hosts(backend, queue):
+    import os
+    import subprocess
+    import sys
+
+    refused = subprocess.run([sys.executable, "-m", "minired_queue.cli", "--url", backend.url, "dashboard",
+                              "--port", "0", "--bind", "0.0.0.0"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "MINIRED_DASHBOARD_TOKEN": ""})
+    assert refused.returncode != 0 and "token is empty" in refused.stderr
+    process, url = _cli_dashboard(backend.url, "--allowed-host", "dash.example", "--allowed-host", "other.example")
+    try:
+        port = _port(url)
+        assert _status(port, f"dash.example:{port}") == 200 and _status(port, "other.example") == 200
+        assert _status(port, f"evil.example:{port}") == 421
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_every_view_works_against_a_read_only_replica():
+    """minired does not replicate, so a real Redis primary and its read-only replica."""
+    import redis
+
+    from minired_queue.queue import Queue
+    from tests.queue.helpers import wait_until
+    from tests.support.servers import RedisServer
+
+    with RedisServer() as primary_server:
+        with RedisServer("--replicaof", "127.0.0.1", str(primary_server.port)) as replica_server:
+            primary = redis.Redis.from_url(primary_server.url)
+            replica = redis.Redis.from_url(replica_server.url)
+            queue = Queue("replicated", primary)
+            job_id = _busy_queue(queue)
+            wait_until(lambda: replica.exists(queue.keys.job(job_id)))  # synced
+            with pytest.raises(redis.ReadOnlyError):
+                replica.set("probe", 1)
+            with TestClient(_app(replica), base_url=LOCAL) as web:
+                _every_view(web, queue, job_id)
+                assert web.get("/api/queue", params={"name": queue.name}).json()["counts"]["failed"] == 1
+            primary.close()
+            replica.close()

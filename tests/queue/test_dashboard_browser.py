@@ -156,3 +156,100 @@ def test_failed_list_retry_and_remove_buttons(browser, dashboard, queue_name):
     _click(browser, "#confirm-yes")
     WebDriverWait(browser, 15).until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#failed-bad-0"))
     assert queue.counts()["wait"] == 1 and queue.counts()["failed"] == 0
+
+
+def _visible(driver, css: str, timeout: float = 15) -> None:
+    WebDriverWait(driver, timeout).until(lambda d: d.find_element(By.CSS_SELECTOR, css).is_displayed(),
+                                         f"{css} never showed")
+
+
+def _hidden(driver, css: str, timeout: float = 15) -> None:
+    WebDriverWait(driver, timeout).until(lambda d: not d.find_element(By.CSS_SELECTOR, css).is_displayed(),
+                                         f"{css} never went away")
+
+
+def test_a_refresh_keeps_a_selected_traceback_selected(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add_job(JobSpec({"n": 1}, job_id="t1", attempts=1))
+    fetch = take(queue, token="w:1")
+    retry_or_fail(queue.keys, fetch.job, "w:1", "boom",
+                  stacktrace="Traceback (most recent call last):\nValueError: boom").run(client)
+    browser.get(server.url + f"#/queue/{queue_name}/job/t1")
+    _wait_text(browser, "#job-error", "boom")
+    browser.execute_script("""
+        const trace = document.querySelector('#job-stacktrace');
+        window.traceText = trace.firstChild;
+        window.getSelection().selectAllChildren(trace);""")
+    client.hset(queue.keys.job("t1"), "name", "renamed")  # something for the next refresh to show
+    WebDriverWait(browser, 15).until(lambda d: "renamed" in d.find_element(By.CSS_SELECTOR, "dl.facts").text)
+    assert browser.execute_script("""return document.querySelector('#job-stacktrace').firstChild === window.traceText
+        && window.getSelection().toString().includes('ValueError: boom')""")
+
+
+def test_stale_while_unreachable_fresh_after_and_a_restart_asks_to_reload(browser, minired_server, queue_name):
+    import redis
+
+    client = redis.Redis.from_url(minired_server.url)
+    queue = Queue(queue_name, client)
+    queue.add(job_id="s1")
+    first = DashboardServer(client, port=0).start()
+    port = int(first.url.rsplit(":", 1)[1].strip("/"))
+    try:
+        browser.get(first.url + f"#/queue/{queue_name}")
+        _wait_text(browser, "#counts td[data-state=wait]", "1")
+    finally:
+        first.stop()
+    _visible(browser, "#stale-note")  # the dashboard is gone: the last data stays, marked stale
+    assert "stale" in browser.find_element(By.ID, "view").get_attribute("class")
+    _wait_text(browser, "#counts td[data-state=wait]", "1")
+    with DashboardServer(client, port=port):  # back (a new CSRF token): fresh again
+        _hidden(browser, "#stale-note")
+        assert "stale" not in browser.find_element(By.ID, "view").get_attribute("class")
+        _click(browser, "#pause-button")
+        _click(browser, "#confirm-yes")
+        _visible(browser, "#stale-page")
+        assert "reload" in browser.find_element(By.ID, "stale-page").text
+        assert not queue.is_paused()
+    client.close()
+
+
+def test_queue_names_with_a_slash_or_dots_open(browser, dashboard, queue_name):
+    from urllib.parse import quote
+
+    server, client = dashboard
+    names = [f"{queue_name}/emails", ".."]
+    try:
+        for name in names:
+            Queue(name, client).add(job_id="n1")
+        for name in names:
+            browser.get(server.url + f"#/queue/{quote(name, safe='')}")
+            _wait_text(browser, "h1", f"Queue {name}")
+            _wait_text(browser, "#counts td[data-state=wait]", "1")
+            browser.find_element(By.CSS_SELECTOR, "#view a").click()  # back to the overview, then in again
+            WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, f"queue-{name}"))
+            browser.find_element(By.ID, f"queue-{name}").find_element(By.TAG_NAME, "a").click()
+            _wait_text(browser, "h1", f"Queue {name}")
+    finally:
+        client.srem("emq:queues", "..")
+        client.delete(*client.scan_iter("emq:{..}:*"))
+
+
+def test_chart_labels_fit_and_escape_closes_the_dialog(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add_job(JobSpec({}, job_id="keep"))
+    fetch = take(queue, token="w:1")
+    retry_or_fail(queue.keys, fetch.job, "w:1", "error").run(client)
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _wait_text(browser, "#failed-keep td.reason", "error")
+    labels = browser.execute_script("return [10000, 12500, 99999, 2500000, 950, 0.5].map(yLabel)")
+    assert labels == ["10k", "12.5k", "100k", "2.5M", "950", "0.5"]
+
+    from selenium.webdriver.common.keys import Keys
+
+    _click(browser, "#remove-keep")
+    _visible(browser, "#confirm")
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    _hidden(browser, "#confirm")
+    assert queue.get_job("keep") is not None

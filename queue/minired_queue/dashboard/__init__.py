@@ -7,8 +7,14 @@ Counts per state refresh live; a queue's page shows its running jobs with their 
 down, the jobs the sweep recovered, the events, a last-hour chart of throughput, processing time
 and queue depth (kept in Redis by the workers' scripts, so every dashboard shows the same), and
 its failed jobs with retry and remove; a job's page shows its data, attempts, error and
-traceback, progress, result and markers. Bound to 127.0.0.1 unless told otherwise; bound
-elsewhere, it requires a token.
+traceback, progress, result and markers.
+
+Security: bound to 127.0.0.1 unless told otherwise, it answers only requests whose ``Host``
+names a loopback host or the bound address (``allowed_hosts`` adds names), so a web page whose
+name was re-pointed at 127.0.0.1 (DNS rebinding) gets a 421. Bound elsewhere, it requires a
+token (a made-up one unless given; an empty one is refused); bound to a wildcard address
+(0.0.0.0, ::) with no ``allowed_hosts``, the token alone guards it, since the names it is
+reached by are not known. However many tabs are open, it reads each view once per interval.
 """
 from __future__ import annotations
 
@@ -18,12 +24,14 @@ import secrets
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from ..keys import DEFAULT_PREFIX
-from .app import create_app
+from .app import ANY_HOST, create_app
 
 __all__ = ["DashboardServer", "create_app", "needs_token"]
+
+WILDCARD_BINDS = ("0.0.0.0", "::", "")
 
 
 def needs_token(bind: str) -> bool:
@@ -37,14 +45,27 @@ def needs_token(bind: str) -> bool:
         return True
 
 
+def allowed_hosts_for(bind: str, token: str | None, extra: Sequence[str] = ()) -> list[str]:
+    """The ``Host`` names answered besides the loopback ones: the bound address and ``extra``;
+    any name when a token guards a wildcard bind and no name was given."""
+    if bind in WILDCARD_BINDS:
+        return list(extra) if extra or not token else [ANY_HOST]
+    return [bind, *extra]
+
+
 class DashboardServer:
     """The dashboard served by uvicorn: in the foreground (``run``, the CLI) or on a thread of
     its own (``start``/``stop``: the demo and the tests). ``url`` includes the token, if any."""
 
     def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX, bind: str = "127.0.0.1",
-                 port: int = 8080, token: str | None = None) -> None:
+                 port: int = 8080, token: str | None = None,
+                 allowed_hosts: Sequence[str] = ()) -> None:
         import uvicorn
 
+        if token is not None and not token.strip():
+            raise SystemExit("dashboard: the token is empty (--token or MINIRED_DASHBOARD_TOKEN): "
+                             "an empty token would let anyone in; give a real one, or unset it "
+                             "to have one made up")
         if token is None and needs_token(bind):
             token = secrets.token_urlsafe(18)
         self.bind, self.token = bind, token
@@ -62,7 +83,9 @@ class DashboardServer:
         bound = self._socket.getsockname()[1]
         host = f"[{bind}]" if ":" in bind else bind
         self.url = f"http://{host}:{bound}/" + (f"?token={token}" if token else "")
-        config = uvicorn.Config(create_app(client, prefix=prefix, token=token),
+        app = create_app(client, prefix=prefix, token=token,
+                         allowed_hosts=allowed_hosts_for(bind, token, allowed_hosts))
+        config = uvicorn.Config(app,
                                 log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

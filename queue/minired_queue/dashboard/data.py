@@ -1,6 +1,9 @@
 """What the dashboard shows, as plain JSON-ready dicts read from Redis: no web framework here.
 
-Every read goes through the queue's own API or plain reads of its keys, and every write goes
+Every read goes through the queue's own API or plain reads of its keys, and only reads: the
+dashboard works against a read-only replica, and looking at a queue (even one that does not
+exist) creates no key. The history it charts is written by the workers' scripts and sweeps.
+Nothing here SCANs: a job's effect markers are listed in the job's own index set. Every write goes
 through the queue's Lua transitions (``Queue.retry_failed``, ``Queue.remove``, ``pause``), so a
 click on the page can never lose or duplicate a job. The same functions serve minired, Redis
 and Redis Cluster: each queue's keys share one hash tag, and the server panel asks only what
@@ -13,7 +16,6 @@ from typing import Any
 
 from ..chaos import guarded_key, unguarded_key
 from ..job import STATES, Job, text
-from ..keys import QueueKeys
 from ..metrics import DURATION_BOUNDS_MS
 from ..queue import Queue, known_queues
 
@@ -90,11 +92,14 @@ def _percentile(row: dict[str, int], fraction: float) -> float | None:
 def history(client: Any, prefix: str, name: str, minutes: int = HISTORY_MINUTES) -> dict[str, Any]:
     """The last hour per minute of server time, for the charts: jobs completed and failed,
     processing-time percentiles (from the histogram buckets the scripts keep), and the depth
-    of the ready line (wait + prioritized) as sampled now and by earlier reads."""
+    of the ready line (wait + prioritized) as the workers' sweeps sampled it."""
     queue = Queue(name, client, prefix=prefix)
     seconds, micros = client.time()
+    pipe = client.pipeline(transaction=False)  # (TIME names no key: not in a cluster pipeline)
+    pipe.llen(queue.keys.wait)
+    pipe.zcard(queue.keys.prioritized)
+    waiting, prioritized = pipe.execute()
     now_minute = (int(seconds) * 1000 + int(micros) // 1000) // 60_000
-    depth = queue.record_depth()
     rows = {row["minute"]: row for row in queue.history(minutes)}
     series: dict[str, list] = {"minute": [], "completed": [], "failed": [], "p50_ms": [],
                                "p95_ms": [], "p99_ms": [], "waiting": []}
@@ -107,7 +112,7 @@ def history(client: Any, prefix: str, name: str, minutes: int = HISTORY_MINUTES)
         series["p95_ms"].append(_percentile(row, 0.95))
         series["p99_ms"].append(_percentile(row, 0.99))
         series["waiting"].append(row.get("waiting"))
-    return {"name": name, "series": series, "waiting_now": depth}
+    return {"name": name, "series": series, "waiting_now": int(waiting) + int(prioritized)}
 
 
 def _marker(client: Any, key: str) -> dict[str, Any]:
@@ -126,13 +131,10 @@ def job_detail(client: Any, prefix: str, name: str, job_id: str) -> dict[str, An
     if job is None:
         return None
     keys = queue.keys
-    effects = []
-    # Effect markers are dedup markers named <job id>:<effect>: all in this queue's slot.
-    pattern = keys.dedup(f"{_glob_escape(job_id)}:*")
-    for key in client.scan_iter(match=pattern, count=1000, **_slot_of(client, keys)):
-        effects.append(_marker(client, text(key)))
-        if len(effects) >= MARKERS_SHOWN:
-            break
+    # The guard lists each marker it takes in the job's effects set (no SCAN needed); a
+    # marker that expired since is left out.
+    names = sorted(text(k) for k in client.smembers(keys.effects(job_id)))[:MARKERS_SHOWN]
+    effects = [m for m in (_marker(client, key) for key in names) if m["value"] is not None]
     lock = _marker(client, keys.lock(job_id))
     return {"queue": name, "id": job.id, "name": job.name, "state": job.state, "data": job.data,
             "timestamp": job.timestamp, "delay": job.delay, "priority": job.priority,
@@ -143,20 +145,7 @@ def job_detail(client: Any, prefix: str, name: str, job_id: str) -> dict[str, An
             "progress": job.progress, "result": job.return_value, "locked_by": job.locked_by,
             "lock": lock if lock["value"] is not None else None,
             "dedup": _marker(client, keys.dedup(job.dedup_id)) if job.dedup_id else None,
-            "effects": sorted(effects, key=lambda m: m["key"])}
-
-
-def _glob_escape(value: str) -> str:
-    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in value)
-
-
-def _slot_of(client: Any, keys: QueueKeys) -> dict[str, Any]:
-    """SCAN on a cluster client must go to the node holding the queue's slot."""
-    from ..connection import is_cluster
-
-    if not is_cluster(client):
-        return {}
-    return {"target_nodes": client.get_node_from_key(keys.base)}
+            "effects": effects}
 
 
 # --- writes: each one a Lua transition of the queue library ---------------------------------

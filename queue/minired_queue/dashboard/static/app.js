@@ -1,6 +1,8 @@
 // The dashboard page: hash routes (#/, #/queue/NAME, #/queue/NAME/job/ID), live counts from the
 // server-sent event stream, the open queue or job polled once a second, every write confirmed
-// in the page and sent with the CSRF token the server put in the page.
+// in the page and sent with the CSRF token the server put in the page. Each refresh builds the
+// view afresh and morphs the page into it, touching only what changed (a selection survives);
+// while the server cannot be reached the last view stays, marked stale.
 "use strict";
 
 const CSRF = document.querySelector('meta[name="csrf-token"]').content;
@@ -11,15 +13,17 @@ const $ = (sel) => document.querySelector(sel);
 const view = $("#view");
 let pollTimer = null;
 let countdownTimer = null;
-let charts = [];
+let charts = {};  // chart id -> uPlot, for the open queue's page (updated with setData)
+let chartsOf = null;  // the queue those charts show
 let lastOverview = null;
+let renderedRoute = null;  // the route whose data the view shows (kept, marked stale, on errors)
 
 // --- helpers -------------------------------------------------------------------------------
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (value === undefined || value === null) continue;
-    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    if (key.startsWith("on")) node[key] = value;  // a property, so morph() can carry it over
     else if (key === "text") node.textContent = value;
     else node.setAttribute(key, value);
   }
@@ -30,6 +34,40 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// Make `current` look like `next` in place: same tags keep their nodes (and so a selection,
+// a focus, a scroll position), only changed text and attributes are written. Nodes marked
+// data-keep (the charts) are left as they are.
+function morph(current, next) {
+  if (current.nodeType !== next.nodeType || current.nodeName !== next.nodeName) {
+    current.replaceWith(next);
+    return;
+  }
+  if (current.nodeType !== Node.ELEMENT_NODE) {
+    if (current.nodeValue !== next.nodeValue) current.nodeValue = next.nodeValue;
+    return;
+  }
+  if (current.hasAttribute("data-keep") && current.id === next.id) return;
+  for (const { name } of [...current.attributes]) if (!next.hasAttribute(name)) current.removeAttribute(name);
+  for (const { name, value } of [...next.attributes]) if (current.getAttribute(name) !== value) current.setAttribute(name, value);
+  current.onclick = next.onclick;
+  morphChildren(current, [...next.childNodes]);
+}
+
+function morphChildren(parent, wanted) {
+  const present = [...parent.childNodes];
+  wanted.forEach((child, index) => {
+    if (index < present.length) morph(present[index], child);
+    else parent.append(child);
+  });
+  present.slice(wanted.length).forEach((child) => child.remove());
+}
+
+// The view's content becomes `children`, in place.
+function show(...children) {
+  morphChildren(view, children.flat().filter((c) => c !== null && c !== undefined && c !== "")
+    .map((c) => (c instanceof Node ? c : document.createTextNode(String(c)))));
+}
+
 const enc = encodeURIComponent;
 const fmtTime = (ms) => (ms ? new Date(ms).toLocaleString() : "–");
 const pretty = (value) => (value === null || value === undefined ? "–" : JSON.stringify(value, null, 2));
@@ -37,8 +75,21 @@ const pretty = (value) => (value === null || value === undefined ? "–" : JSON.
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
   const body = await response.json().catch(() => ({ error: response.statusText }));
-  if (!response.ok) throw new Error(body.error || response.statusText);
+  if (!response.ok) {
+    // A refusal says why: an out-of-date page (the dashboard restarted) must be reloaded.
+    if (body.reason === "csrf" || body.reason === "token") stalePage(body.error);
+    const error = new Error(body.error || response.statusText);
+    error.status = response.status;
+    throw error;
+  }
   return body;
+}
+
+function stalePage(text) {
+  const banner = $("#stale-page");
+  banner.replaceChildren(el("span", { text }), " ",
+    el("button", { id: "reload", onclick: () => location.reload() }, "Reload"));
+  banner.hidden = false;
 }
 
 function post(path, body) {
@@ -48,6 +99,25 @@ function post(path, body) {
     body: JSON.stringify(body || {}),
   });
 }
+
+// What the page shows while the dashboard or Redis cannot be reached: the last data, greyed,
+// with the time it was read; cleared by the next good read.
+let freshAt = Date.now();
+function markStale(reason) {
+  view.classList.add("stale");
+  const note = $("#stale-note");
+  note.textContent = `${reason}: showing data from ${new Date(freshAt).toLocaleTimeString()}`;
+  note.hidden = false;
+}
+
+function markFresh() {
+  freshAt = Date.now();
+  view.classList.remove("stale");
+  $("#stale-note").hidden = true;
+}
+
+// An answer that says nothing about the page itself: no network, or Redis failing (502).
+const unreachable = (error) => !error.status || error.status >= 500;
 
 function toast(text, isError = false) {
   const box = $("#toast");
@@ -63,7 +133,8 @@ function confirmThen(text, action) {
   const modal = $("#confirm");
   $("#confirm-text").textContent = text;
   modal.hidden = false;
-  const close = () => { modal.hidden = true; yes.onclick = no.onclick = null; };
+  const close = () => { modal.hidden = true; yes.onclick = no.onclick = null; document.onkeydown = null; };
+  document.onkeydown = (event) => { if (event.key === "Escape") close(); };
   const yes = $("#confirm-yes"), no = $("#confirm-no");
   yes.onclick = async () => {
     close();
@@ -76,13 +147,21 @@ function confirmThen(text, action) {
 function connectStream() {
   const source = new EventSource("api/stream");
   source.onopen = () => { $("#live").textContent = "live"; $("#live").className = "live on"; };
-  source.onerror = () => { $("#live").textContent = "reconnecting…"; $("#live").className = "live"; };
+  source.onerror = () => {
+    $("#live").textContent = "reconnecting…"; $("#live").className = "live";
+    if (route().page === "overview") markStale("the dashboard is unreachable");
+  };
   source.onmessage = (message) => {
     const payload = JSON.parse(message.data);
-    if (payload.error) { $("#live").textContent = payload.error; return; }
+    if (payload.error) {
+      $("#live").textContent = payload.error;
+      if (route().page === "overview") markStale(payload.error);
+      return;
+    }
+    $("#live").textContent = "live"; $("#live").className = "live on";
     lastOverview = payload.overview;
     renderServer(payload.server);
-    if (route().page === "overview") renderOverview(payload.overview);
+    if (route().page === "overview") { renderOverview(payload.overview); markFresh(); }
   };
 }
 
@@ -120,32 +199,51 @@ function countsRow(counts) {
 }
 
 function renderOverview(overview) {
-  if (!overview) { view.replaceChildren(el("p", { text: "loading…" })); return; }
+  if (!overview) { show(el("p", { text: "loading…" })); return; }
   const rows = overview.queues.map((q) => el("tr", { id: `queue-${q.name}` },
     el("td", {}, el("a", { href: `#/queue/${enc(q.name)}`, text: q.name })),
     countsRow(q.counts),
     el("td", { class: "paused", text: q.paused ? "paused" : "" })));
-  view.replaceChildren(el("h1", { text: "Queues" }),
+  show(el("h1", { text: "Queues" }),
     overview.queues.length ? el("table", { id: "queues" },
       el("thead", {}, el("tr", {}, el("th", { text: "queue" }), STATES.map((s) => el("th", { class: "num", text: s })),
         el("th", { text: "" }))),
       el("tbody", {}, rows)) : el("p", { text: "No queues yet." }));
 }
 
+// A Y axis label short enough for the axis: 12,500 -> "12.5k", 3,000,000 -> "3M".
+function yLabel(value) {
+  const size = Math.abs(value);
+  for (const [scale, suffix] of [[1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
+    if (size >= scale) return `${+(value / scale).toFixed(size >= 100 * scale ? 0 : 1)}${suffix}`;
+  }
+  return `${+value.toFixed(2)}`;
+}
+
+// A chart is made once per queue page, then only given new data (no flicker, no rebuild).
 function chart(title, series, data, id) {
-  const box = el("div", { class: "chart", id });
+  if (charts[id] && charts[id].root.isConnected) {
+    charts[id].setData(data);
+    return el("div", { class: "chart", id, "data-keep": "" });
+  }
+  if (charts[id]) charts[id].destroy();
+  const box = el("div", { class: "chart", id, "data-keep": "" });
   const width = Math.min(560, Math.max(280, view.clientWidth / 2 - 30));
   // Points too: a minute with data between empty ones is a point, not a line.
   const shown = series.map((s) => ({ ...s, points: { show: true, size: 4 }, spanGaps: false }));
-  const plot = new uPlot({ title, width, height: 180, series: [{}, ...shown],
-    axes: [{}, { size: 50 }], scales: { x: { time: true } } }, data, box);
-  charts.push(plot);
+  charts[id] = new uPlot({ title, width, height: 180, series: [{}, ...shown],
+    axes: [{}, { size: 50, values: (u, splits) => splits.map(yLabel) }], scales: { x: { time: true } } }, data, box);
   return box;
 }
 
-function renderCharts(history) {
-  charts.forEach((c) => c.destroy());
-  charts = [];
+function dropCharts() {
+  Object.values(charts).forEach((c) => c.destroy());
+  charts = {};
+  chartsOf = null;
+}
+
+function renderCharts(name, history) {
+  if (chartsOf !== name) { dropCharts(); chartsOf = name; }
   const s = history.series;
   return el("div", { class: "charts" },
     chart("jobs per minute", [{ label: "completed", stroke: "#2a7" }, { label: "failed", stroke: "#d33" }],
@@ -183,16 +281,16 @@ function jobLink(queue, id) {
 }
 
 async function renderQueue(name) {
-  const [q, history] = await Promise.all([api(`api/queues/${enc(name)}`),
-    api(`api/queues/${enc(name)}/history`)]);
+  const [q, history] = await Promise.all([api(`api/queue?name=${enc(name)}`),
+    api(`api/history?name=${enc(name)}`)]);
   const fetchedAt = Date.now();
-  const base = `api/queues/${enc(name)}`;
+  const on = `?queue=${enc(name)}`;
   const pause = el("button", { id: "pause-button",
     onclick: () => confirmThen(`${q.paused ? "Resume" : "Pause"} queue ${name}?`,
-      () => post(`${base}/pause`, { paused: !q.paused })) }, q.paused ? "Resume" : "Pause");
+      () => post(`api/pause${on}`, { paused: !q.paused })) }, q.paused ? "Resume" : "Pause");
   const retryAll = el("button", { id: "retry-all", class: "danger", disabled: q.counts.failed ? null : "",
     onclick: () => confirmThen(`Retry all ${q.counts.failed} failed jobs of ${name}?`,
-      () => post(`${base}/retry`, { ids: null }).then((r) => toast(`${r.retried} job(s) back to wait`))) },
+      () => post(`api/retry${on}`, { ids: null }).then((r) => toast(`${r.retried} job(s) back to wait`))) },
   "Retry all failed");
   const active = q.active.map((j) => el("tr", { id: `active-${j.job.id}`, class: j.lock_ttl_ms === -2 ? "stalled" : "" },
     el("td", {}, jobLink(name, j.job.id)), el("td", { text: j.job.name }), el("td", { text: j.worker || "–" }),
@@ -204,17 +302,17 @@ async function renderQueue(name) {
     el("td", { class: "reason", text: j.failed_reason || "" }), el("td", { text: fmtTime(j.finished_on) }),
     el("td", {},
       el("button", { class: "retry", id: `retry-${j.id}`,
-        onclick: () => confirmThen(`Retry job ${j.id}?`, () => post(`${base}/retry`, { ids: [j.id] })) }, "Retry"),
+        onclick: () => confirmThen(`Retry job ${j.id}?`, () => post(`api/retry${on}`, { ids: [j.id] })) }, "Retry"),
       el("button", { class: "remove danger", id: `remove-${j.id}`,
         onclick: () => confirmThen(`Remove job ${j.id} for good?`,
-          () => post(`${base}/remove/${enc(j.id)}`)) }, "Remove"))));
+          () => post(`api/remove${on}&id=${enc(j.id)}`)) }, "Remove"))));
   const events = q.events.slice(-20).reverse().map((e) => el("li", {},
     el("code", { text: e.event }), " ", e.jobId ? jobLink(name, e.jobId) : "",
     " ", el("span", { class: "muted", text: Object.entries(e)
       .filter(([k]) => !["id", "event", "jobId"].includes(k)).map(([k, v]) => `${k}=${v}`).join(" ") })));
   const recovered = q.recovered.slice(-20).reverse().map((e) => el("li", {}, jobLink(name, e.jobId),
     el("span", { class: "muted", text: ` recovered by the sweep (event ${e.id})` })));
-  view.replaceChildren(
+  show(
     el("p", {}, el("a", { href: "#/", text: "← all queues" })),
     el("h1", {}, `Queue ${name} `, q.paused ? el("span", { class: "badge", text: "paused" }) : ""),
     el("table", { id: "counts" }, el("thead", {}, el("tr", {}, STATES.map((s) => el("th", { class: "num", text: s })))),
@@ -227,7 +325,7 @@ async function renderQueue(name) {
       ` (${q.demo.unguarded - q.demo.jobs} duplicates from redeliveries).`) : "",
     el("p", { class: "muted" }, `Totals: ${Object.entries(q.metrics).filter(([k]) => !k.startsWith("ms_"))
       .map(([k, v]) => `${k} ${v}`).join(", ") || "none yet"}`),
-    renderCharts(history),
+    renderCharts(name, history),
     el("h2", { text: `Active (${q.counts.active})` }),
     active.length ? el("table", { id: "active" }, el("thead", {}, el("tr", {},
       ["job", "name", "worker", "attempt", "lock TTL", "progress"].map((h) => el("th", { text: h })))),
@@ -243,20 +341,20 @@ async function renderQueue(name) {
 }
 
 async function renderJob(name, id) {
-  const base = `api/queues/${enc(name)}`;
-  const job = await api(`${base}/jobs/${enc(id)}`);
+  const on = `?queue=${enc(name)}`;
+  const job = await api(`api/job${on}&id=${enc(id)}`);
   const fact = (k, v, attrs = {}) => [el("dt", { text: k }), el("dd", attrs, v ?? "–")];
   const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${(m.ttl_ms / 1000).toFixed(1)} s)` : ""}` : "–");
   const actions = [];
   if (job.state === "failed") {
     actions.push(el("button", { id: "job-retry", onclick: () => confirmThen(`Retry job ${id}?`,
-      () => post(`${base}/retry`, { ids: [id] })) }, "Retry"));
+      () => post(`api/retry${on}`, { ids: [id] })) }, "Retry"));
   }
   if (job.state !== "active") {
     actions.push(el("button", { id: "job-remove", class: "danger", onclick: () => confirmThen(`Remove job ${id} for good?`,
-      () => post(`${base}/remove/${enc(id)}`).then(() => { location.hash = `#/queue/${enc(name)}`; })) }, "Remove"));
+      () => post(`api/remove${on}&id=${enc(id)}`).then(() => { location.hash = `#/queue/${enc(name)}`; })) }, "Remove"));
   }
-  view.replaceChildren(
+  show(
     el("p", {}, el("a", { href: `#/queue/${enc(name)}`, text: `← queue ${name}` })),
     el("h1", {}, `Job ${id} `, el("span", { class: `badge state-${job.state}`, id: "job-state", text: job.state || "unknown" })),
     el("p", { class: "actions" }, actions),
@@ -284,13 +382,19 @@ async function refresh() {
     if (r.page === "overview") renderOverview(lastOverview || await api("api/overview"));
     else if (r.page === "queue") await renderQueue(r.queue);
     else await renderJob(r.queue, r.job);
+    renderedRoute = location.hash;
+    markFresh();
   } catch (error) {
-    view.replaceChildren(el("p", { class: "error", id: "page-error", text: error.message }));
+    if (unreachable(error) && renderedRoute === location.hash) markStale(error.message);
+    else { dropCharts(); show(el("p", { class: "error", id: "page-error", text: error.message })); }
   }
 }
 
 function onRoute() {
   clearInterval(pollTimer);
+  dropCharts();
+  markFresh();
+  if (renderedRoute !== location.hash) { renderedRoute = null; show(el("p", { text: "loading…" })); }
   refresh();
   // The overview follows the event stream; a queue's or a job's page polls while open.
   if (route().page !== "overview") pollTimer = setInterval(refresh, POLL_MS);

@@ -6,9 +6,11 @@
 -- count, not stored: one write less per job), `ms_sum`. History (one hash): the same per
 -- minute of server time, fields `<minute>:<name>` (and `<minute>:waiting`, the ready depth recordDepth samples); field
 -- `first` is the oldest minute kept, and minutes older than
--- HISTORY_MINUTES are deleted as new ones start, so the hash stays bounded.
+-- HISTORY_MINUTES are deleted as new ones start, so the hash stays bounded; the hash expires
+-- HISTORY_TTL_MS after the last pruning or creation, so a queue no longer used leaves none.
 local DURATION_BOUNDS_MS = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000}
 local HISTORY_MINUTES = 60
+local HISTORY_TTL_MS = 2 * HISTORY_MINUTES * 60000
 
 -- The fields a minute may have; built only when a minute is pruned (once a minute at most),
 -- not on every call of the script.
@@ -34,6 +36,7 @@ local function historyMinute(historyKey, now)
   local first = tonumber(redis.call('HGET', historyKey, 'first'))
   if not first then
     redis.call('HSET', historyKey, 'first', minute)
+    redis.call('PEXPIRE', historyKey, HISTORY_TTL_MS)
   elseif minute - first >= HISTORY_MINUTES then
     local keepFrom = minute - HISTORY_MINUTES + 1
     local from = math.max(first, keepFrom - HISTORY_MINUTES)  -- older ones were pruned already
@@ -46,6 +49,7 @@ local function historyMinute(historyKey, now)
       redis.call('HDEL', historyKey, unpack(names))
     end
     redis.call('HSET', historyKey, 'first', keepFrom)
+    redis.call('PEXPIRE', historyKey, HISTORY_TTL_MS)
   end
   return minute .. ':'
 end
