@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from .connection import connect, connect_async
@@ -43,6 +44,25 @@ def _queue(args: argparse.Namespace, name: str) -> Queue:
     return Queue(name, connect(args.url, cluster=args.cluster), prefix=args.prefix)
 
 
+def _existing_queue(args: argparse.Namespace, name: str) -> Queue:
+    """The named queue; exits non-zero when there is none, so a typo is not read as an
+    empty queue."""
+    queue = _queue(args, name)
+    if not queue.exists():
+        raise SystemExit(f"no such queue: {name!r} (minired-queue queues lists them)")
+    return queue
+
+
+def _usage_error(message: str) -> int:
+    """A mistake in the command line: one line on stderr and exit status 2, as argparse does."""
+    print(f"minired-queue: error: {message}", file=sys.stderr)
+    return 2
+
+
+def iso_utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def cmd_queues(args: argparse.Namespace) -> int:
     client = connect(args.url, cluster=args.cluster)
     names = known_queues(client, args.prefix)
@@ -60,13 +80,13 @@ def cmd_queues(args: argparse.Namespace) -> int:
 
 
 def cmd_counts(args: argparse.Namespace) -> int:
-    queue = _queue(args, args.queue)
+    queue = _existing_queue(args, args.queue)
     print(json.dumps({"counts": queue.counts(), "paused": queue.is_paused(), "metrics": queue.metrics()}))
     return 0
 
 
 def cmd_failed(args: argparse.Namespace) -> int:
-    jobs = _queue(args, args.queue).failed_jobs(0, args.count)
+    jobs = _existing_queue(args, args.queue).failed_jobs(0, args.count)
     if not jobs:
         print("no failed jobs")
     for job in jobs:
@@ -94,9 +114,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    job_id = _queue(args, args.queue).add(json.loads(args.data), job_id=args.id, dedup_id=args.dedup_id,
-                                          dedup_ttl_ms=args.dedup_ttl_ms, delay_ms=args.delay_ms,
-                                          attempts=args.attempts, priority=args.priority)
+    try:
+        data = json.loads(args.data)
+    except json.JSONDecodeError as exc:
+        return _usage_error(f"data is not JSON ({exc}): {args.data!r}")
+    try:
+        job_id = _queue(args, args.queue).add(data, job_id=args.id, dedup_id=args.dedup_id,
+                                              dedup_ttl_ms=args.dedup_ttl_ms, delay_ms=args.delay_ms,
+                                              attempts=args.attempts, priority=args.priority)
+    except ValueError as exc:
+        return _usage_error(str(exc))
     print(job_id)
     return 0
 
@@ -164,13 +191,14 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from .metrics import render
 
     client = connect(args.url, cluster=args.cluster)
-    names = args.queues or known_queues(client, args.prefix)
-    sys.stdout.write(render(Queue(name, client, prefix=args.prefix) for name in names))
+    queues = ([_existing_queue(args, name) for name in args.queues] if args.queues
+              else [Queue(name, client, prefix=args.prefix) for name in known_queues(client, args.prefix)])
+    sys.stdout.write(render(queues))
     return 0
 
 
 def cmd_configure(args: argparse.Namespace) -> int:
-    queue = _queue(args, args.queue)
+    queue = _queue(args, args.queue) if args.create and args.settings else _existing_queue(args, args.queue)
     changes = {}
     for pair in args.settings:
         name, sep, value = pair.partition("=")
@@ -188,7 +216,7 @@ def cmd_configure(args: argparse.Namespace) -> int:
 
 
 def cmd_repeat(args: argparse.Namespace) -> int:
-    queue = _queue(args, args.queue)
+    queue = _existing_queue(args, args.queue)
     if args.remove:
         print("removed" if queue.remove_repeatable(args.remove) else f"no repeatable {args.remove!r}")
         return 0
@@ -196,8 +224,12 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     if not repeatables:
         print("no repeatable jobs")
     for r in repeatables:
+        if r.unreadable:
+            print(f"{r.key}  unreadable: {r.unreadable}")
+            continue
         when = f"every {r.schedule.every_ms} ms" if r.schedule.every_ms else f"cron '{r.schedule.cron}' {r.schedule.tz}"
-        print(f"{r.key}  {when}  next={r.next_tick_ms}  made={r.count}{f'/{r.limit}' if r.limit else ''}")
+        following = iso_utc(r.next_tick_ms) if r.next_tick_ms is not None else "none"
+        print(f"{r.key}  {when}  next={following}  made={r.count}{f'/{r.limit}' if r.limit else ''}")
     return 0
 
 
@@ -258,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "keep_failed_age_ms")
     p.add_argument("queue")
     p.add_argument("settings", nargs="*", help="name=value ('none' clears)")
+    p.add_argument("--create", action="store_true",
+                   help="set the settings of a queue that does not exist yet (else refused as a likely typo)")
     p.set_defaults(fn=cmd_configure)
 
     p = sub.add_parser("repeat", help="list repeatable jobs, or remove one")

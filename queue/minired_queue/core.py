@@ -13,7 +13,7 @@ import logging
 from typing import Any, Iterable
 
 from .active import HeldJob
-from .errors import UnrecoverableError
+from .errors import UnreadableJobError, UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
 from .options import (
@@ -82,7 +82,10 @@ class WorkerCore:
             if fetch.status == "active":
                 candidates.took(fetch, first_try)
                 self.stats.bump("fetched")
-                return fetch.job, token
+                if fetch.job.unreadable is None:
+                    return fetch.job, token
+                yield from self._fail_unreadable(fetch.job, token)
+                continue
             if fetch.status == "miss":
                 candidates.missed(fetch)
                 first_try = False
@@ -104,11 +107,23 @@ class WorkerCore:
                               timeout=block_timeout(fetch, self.options.block_timeout_s))
         return None
 
+    def _fail_unreadable(self, job: Job, token: str) -> Steps[None]:
+        """Dead-letter a job whose record cannot be read, without running the handler: every
+        worker it reached would otherwise fail on it in turn."""
+        log.warning("job %s is unreadable (%s): failing it", job.id, job.unreadable)
+        yield from self.record_failure(HeldJob(job, token, self.keys, None, self.events_cap),
+                                       UnreadableJobError(f"unreadable job: {job.unreadable}"))
+
     # --- outcomes -------------------------------------------------------------------------
     def record_success(self, active: HeldJob, result: Any) -> Steps[None]:
         active.recording = True
-        if (yield complete(self.keys, active.job, active.token, result, self.options.remove_on_complete,
-                           self.events_cap)):
+        try:
+            call = complete(self.keys, active.job, active.token, result, self.options.remove_on_complete,
+                            self.events_cap)
+        except ValueError as exc:  # a result that is not JSON fails the attempt, never stored as its str()
+            yield from self.record_failure(active, exc)
+            return
+        if (yield call):
             self.stats.bump("completed")
             yield Hook(self.hooks.on_completed, (active.job, result))
         else:

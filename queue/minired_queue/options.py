@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
+from .checks import integer, optional_integer
 from .job import Job
 from .transitions import Fetch
 
@@ -41,16 +42,13 @@ class WorkerOptions:
     burst: bool = False
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        if self.lock_ttl_ms < 10:
-            raise ValueError("lock_ttl_ms must be >= 10")
+        integer("concurrency", self.concurrency, 1)
+        integer("lock_ttl_ms", self.lock_ttl_ms, 10)
+        optional_integer("max_stalled", self.max_stalled)
         if self.heartbeat_interval_s is None:
             self.heartbeat_interval_s = self.lock_ttl_ms / 3000
         if self.heartbeat_interval_s * 1000 >= self.lock_ttl_ms:
             raise ValueError("heartbeat_interval_s must be shorter than the lock TTL")
-        if self.max_stalled is not None and self.max_stalled < 0:
-            raise ValueError("max_stalled must be >= 0")
 
 
 @dataclass

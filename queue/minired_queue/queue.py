@@ -6,6 +6,7 @@ from typing import Any, Iterable, Sequence
 
 from redis.exceptions import NoScriptError
 
+from .checks import optional_integer
 from .connection import connect
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
@@ -59,6 +60,14 @@ class Queue:
         if not self._registered:
             self.client.sadd(registry_key(self.keys.prefix), self.name)
             self._registered = True
+
+    def exists(self) -> bool:
+        """Whether the queue exists: registered in the queue registry (every producer and
+        ``configure`` register it), or holding any key (a queue made by a client that does
+        not register). Tools refuse a name that does not, so a typo is not an empty queue."""
+        if self.client.sismember(registry_key(self.keys.prefix), self.name):
+            return True
+        return bool(self.client.exists(*self.keys.own_keys()))
 
     # --- adding ---------------------------------------------------------------------
     def add(self, data: Any = None, *, job_id: str | None = None, name: str = "",
@@ -190,9 +199,7 @@ class Queue:
         if unknown:
             raise ValueError(f"unknown queue settings: {sorted(unknown)}")
         for name, value in settings.items():
-            low = 1 if name in ("concurrency", "rate_max", "rate_duration_ms") else 0
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+            optional_integer(name, value, 1 if name in ("concurrency", "rate_max", "rate_duration_ms") else 0)
         pipe = self.client.pipeline(transaction=False)
         for name, value in settings.items():
             if value is None:
