@@ -12,9 +12,9 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from .connection import connect, connect_async
-from .core import is_async_handler
+from .core import UNREACHABLE, is_async_handler
 from .keys import DEFAULT_PREFIX, QueueKeys
-from .options import WorkerOptions
+from .options import Hooks, WorkerOptions
 from .queue import Queue, known_queues
 
 DEFAULT_URL = "redis://127.0.0.1:6379"
@@ -134,7 +134,7 @@ def _worker_options(args: argparse.Namespace) -> WorkerOptions:
         heartbeat_interval_s=args.heartbeat_ms / 1000 if args.heartbeat_ms else None,
         sweep_interval_s=args.sweep_interval if args.sweep_interval > 0 else None,
         max_stalled=args.max_stalled, block_timeout_s=args.block_timeout, shutdown_grace_s=args.grace,
-        burst=args.burst,
+        burst=args.burst, fail_fast=args.fail_fast,
     )
 
 
@@ -150,6 +150,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     handler = load_handler(args.handler)
     keys = QueueKeys(args.queue, args.prefix)
     options = _worker_options(args)
+    try:
+        return _run_worker(args, handler, keys, options)
+    except UNREACHABLE as exc:  # only under --fail-fast: otherwise the worker waits for the server
+        raise SystemExit(f"cannot reach the server at {args.url}: {exc}") from None
+
+
+def _run_worker(args: argparse.Namespace, handler: Callable[..., Any], keys: QueueKeys,
+                options: WorkerOptions) -> int:
     if args.asyncio:
         from .aio import AsyncWorker
 
@@ -157,8 +165,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
             client = connect_async(args.url, cluster=args.cluster)
             # A plain handler runs in a thread with synchronous calls, on its own client.
             sync_client = None if is_async_handler(handler) else connect(args.url, cluster=args.cluster)
-            worker = AsyncWorker(keys, client, handler, options, sync_client=sync_client)
-            print(_ready_line(worker, keys, "asyncio"), flush=True)
+            # Ready once the worker has reached the server (it checks before fetching).
+            hooks = Hooks(on_ready=lambda: print(_ready_line(worker, keys, "asyncio"), flush=True))
+            worker = AsyncWorker(keys, client, handler, options, hooks, sync_client=sync_client)
             try:
                 await worker.run(install_signal_handlers=True)
             finally:
@@ -175,11 +184,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 0
     from .worker import Worker
 
+    hooks = Hooks(on_ready=lambda: print(_ready_line(worker, keys, "threads"), flush=True))
     try:
-        worker = Worker(keys, connect(args.url, cluster=args.cluster), handler, options)
+        worker = Worker(keys, connect(args.url, cluster=args.cluster), handler, options, hooks)
     except TypeError as exc:
         raise SystemExit(str(exc)) from exc
-    print(_ready_line(worker, keys, "threads"), flush=True)
     try:
         worker.run()
     finally:
@@ -328,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds in-flight jobs get on SIGTERM before release (default %(default)s)")
     p.add_argument("--burst", action="store_true", help="exit once nothing is ready")
     p.add_argument("--asyncio", action="store_true", help="use the asyncio worker")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="exit with an error if the server cannot be reached at start (default: wait for it)")
     p.set_defaults(fn=cmd_worker)
 
     p = sub.add_parser("dashboard", help="serve the web dashboard (pip install 'minired[dashboard]')")

@@ -12,6 +12,8 @@ import inspect
 import logging
 from typing import Any, Iterable
 
+from redis.exceptions import ConnectionError, TimeoutError
+
 from .active import HeldJob
 from .errors import UnreadableJobError, UnrecoverableError
 from .job import Job
@@ -19,6 +21,7 @@ from .keys import QueueKeys
 from .options import (
     Candidates,
     Hooks,
+    Outage,
     WorkerOptions,
     WorkerStats,
     block_timeout,
@@ -41,6 +44,9 @@ from .transitions import (
 
 log = logging.getLogger(__name__)
 
+# What a worker waits out (backing off, one log line per outage) instead of failing on.
+UNREACHABLE = (ConnectionError, TimeoutError)
+
 
 class WorkerCore:
     def __init__(self, keys: QueueKeys, options: WorkerOptions, hooks: Hooks,
@@ -53,6 +59,7 @@ class WorkerCore:
         self.stats = WorkerStats()
         self.candidates = Candidates()
         self.drained = False  # burst mode: the queue had nothing ready
+        self.outage = Outage(self.id)
         self._tokens = 0
 
     def next_token(self) -> str:
@@ -61,10 +68,19 @@ class WorkerCore:
 
     # --- start ----------------------------------------------------------------------------
     def setup(self) -> Steps[None]:
-        """A worker given an explicit stall limit stores it with the queue, where every
-        sweeper (other workers, ``Queue.sweep``, the CLI) reads it."""
+        """Check the server answers (before the worker says it is ready). A worker given an
+        explicit stall limit stores it with the queue, where every sweeper (other workers,
+        ``Queue.sweep``, the CLI) reads it."""
+        yield Command("ping")
         if self.options.max_stalled is not None:
             yield Command("hset", self.keys.meta, "maxStalled", self.options.max_stalled)
+
+    def unreachable_at_start(self, exc: BaseException) -> None:
+        """The server did not answer the setup: under ``fail_fast`` that is the caller's
+        error; otherwise an outage to wait out (the caller backs off and tries again)."""
+        if self.options.fail_fast:
+            raise exc
+        self.outage.lost(exc)
 
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, stopping: Any) -> Steps[tuple[Job, str] | None]:
