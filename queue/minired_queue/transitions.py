@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from redis.crc import key_slot
+from redis.exceptions import NoScriptError
 
 from .checks import to_json
 from .job import Job, JobSpec, text
@@ -33,6 +34,39 @@ class Call(Generic[T]):
 
     async def run_async(self, client: Any) -> T:
         return self.parse(await self.script.run_async(client, self.keys, self.args))
+
+
+@dataclass(frozen=True)
+class CallBatch(Generic[T]):
+    """Several transitions in one round trip (a pipeline of EVALSHA, not a transaction);
+    the reply is each call's parsed reply. A call whose script the server had not loaded
+    (NOSCRIPT: a flushed script cache) is run again on its own, which loads it."""
+
+    calls: Sequence[Call[T]]
+
+    def _fill(self, client: Any) -> Any:
+        pipe = client.pipeline(transaction=False)
+        for call in self.calls:
+            call.script.check_keys(call.keys)
+            # execute_command: ClusterPipeline blocks the evalsha() helper, not the command.
+            pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+        return pipe
+
+    def run(self, client: Any) -> list[T]:
+        replies = self._fill(client).execute(raise_on_error=False) if self.calls else []
+        return [call.run(client) if isinstance(reply, NoScriptError) else call.parse(_raised(reply))
+                for call, reply in zip(self.calls, replies)]
+
+    async def run_async(self, client: Any) -> list[T]:
+        replies = await self._fill(client).execute(raise_on_error=False) if self.calls else []
+        return [await call.run_async(client) if isinstance(reply, NoScriptError) else call.parse(_raised(reply))
+                for call, reply in zip(self.calls, replies)]
+
+
+def _raised(reply: Any) -> Any:
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
 
 
 # --- replies --------------------------------------------------------------------------

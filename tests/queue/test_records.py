@@ -216,3 +216,12 @@ def test_a_result_or_progress_that_is_not_json_fails_the_attempt(backend, queue)
     }
     assert queue.get_job(fine).return_value == ["fine"]
     assert queue.get_job(reports_an_object).progress is None
+
+
+def test_counts_and_metrics_get_past_an_unreadable_waiting_job(backend, queue, capsys):
+    job_id = queue.add({"n": 1})
+    _spoil(queue, job_id, timestamp="yesterday", delay="soon")
+    assert queue.counts()["wait"] == 1
+    assert main(["--url", backend.url, *(["--cluster"] if backend.cluster else []), "metrics", queue.name]) == 0
+    assert f'minired_queue_oldest_waiting_age_seconds{{queue="{queue.name}"}} 0\n' in capsys.readouterr().out
+    assert queue.get_job(job_id).unreadable == "field 'timestamp' is not an integer: 'yesterday'"
