@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from redis.exceptions import ConnectionError, TimeoutError
 
 from .active import HeldJob
+from .checks import integer
 from .errors import UnreadableJobError, UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
@@ -54,7 +55,7 @@ class WorkerCore:
         self.keys = keys
         self.options = options
         self.hooks = hooks
-        self.events_cap = events_cap
+        self.events_cap = integer("events_cap", events_cap, 1)
         self.id = new_worker_id()
         self.stats = WorkerStats()
         self.candidates = Candidates()

@@ -11,7 +11,7 @@ import functools
 import re
 from typing import Any, Callable, Iterable, Sequence
 
-from .checks import optional_integer, stored_integer
+from .checks import integer, optional_integer, stored_integer
 from .connection import connect, connect_async, is_asyncio_client
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
@@ -50,7 +50,7 @@ class QueueSteps:
 
     def __init__(self, keys: QueueKeys, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
         self.keys = keys
-        self.events_cap = optional_integer("events_cap", events_cap, 1)
+        self.events_cap = integer("events_cap", events_cap, 1)
         self._registered = False
 
     def _register(self) -> Steps[None]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import ResponseError
 
-from minired_queue import Backoff, JobSpec
+from minired_queue import Backoff, JobSpec, Queue
 from minired_queue.cli import main
+from minired_queue.effects import AsyncEffectGuard, EffectGuard
 from minired_queue.options import WorkerOptions
 from minired_queue.scripts import script
 from minired_queue.transitions import add_job, retry_or_fail, upsert_repeatable
@@ -225,3 +226,14 @@ def test_counts_and_metrics_get_past_an_unreadable_waiting_job(backend, queue, c
     assert main(["--url", backend.url, *(["--cluster"] if backend.cluster else []), "metrics", queue.name]) == 0
     assert f'minired_queue_oldest_waiting_age_seconds{{queue="{queue.name}"}} 0\n' in capsys.readouterr().out
     assert queue.get_job(job_id).unreadable == "field 'timestamp' is not an integer: 'yesterday'"
+
+
+def test_the_other_numbers_the_library_writes_are_checked_too(client, queue):
+    for make in (lambda: EffectGuard(client, queue.keys, ttl_ms=1.5),
+                 lambda: AsyncEffectGuard(client, queue.keys, ttl_ms=0),
+                 lambda: Queue(queue.name, client, events_cap=True),
+                 lambda: Worker(queue.keys, client, lambda job: None, events_cap=10.5)):
+        with pytest.raises(ValueError, match="must be an integer >= 1"):
+            make()
+    with pytest.raises(ValueError, match="keep must be an integer >= 0, got 0.5"):
+        queue.clean("completed", keep=0.5)
