@@ -73,19 +73,56 @@ def test_fail_fast_raises_at_start_for_the_asyncio_worker_too():
     assert ready == []
 
 
-def test_one_line_per_outage_and_one_when_it_ends(caplog, monkeypatch):
+class _ThreadedRun:
+    """A worker running in a thread of its own: the threaded worker as is, the asyncio
+    worker in an event loop of its own."""
+
+    def __init__(self, flavour: str, port: int, handler, options: WorkerOptions, hooks: Hooks) -> None:
+        self.client = connect(f"redis://127.0.0.1:{port}")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        if flavour == "threads":
+            self.worker = Worker("outage", self.client, handler, options, hooks)
+            self.thread = threading.Thread(target=self.worker.run, kwargs={"install_signal_handlers": False},
+                                           daemon=True)
+        else:
+            async_client = connect_async(f"redis://127.0.0.1:{port}")
+
+            async def run() -> None:
+                self.loop = asyncio.get_running_loop()
+                try:
+                    await self.worker.run()
+                finally:
+                    await async_client.aclose()
+
+            async def async_handler(job):
+                return handler(job)
+
+            self.worker = AsyncWorker("outage", async_client, async_handler, options, hooks)
+            self.thread = threading.Thread(target=asyncio.run, args=(run(),), daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        if isinstance(self.worker, Worker):
+            self.worker.stop()
+        else:
+            wait_until(lambda: self.loop is not None)
+            self.loop.call_soon_threadsafe(self.worker.stop)
+        self.thread.join(15)
+        self.client.close()
+
+
+@pytest.mark.parametrize("flavour", ["threads", "asyncio"])
+def test_one_line_per_outage_and_one_when_it_ends(caplog, monkeypatch, flavour):
     caplog.set_level(logging.INFO, logger="minired_queue")
     monkeypatch.setattr(Reconnect, "FIRST_S", 0.001)
     monkeypatch.setattr(Reconnect, "MOST_S", 0.02)
     port = _dead_port()
     ready = threading.Event()
     done = []
-    client = connect(f"redis://127.0.0.1:{port}")
-    worker = Worker("outage", client, lambda job: done.append(job.data) or "ok",
-                    WorkerOptions(block_timeout_s=1, sweep_interval_s=0.05, lock_ttl_ms=3000),
-                    Hooks(on_ready=ready.set))
-    runner = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False}, daemon=True)
-    runner.start()
+    run = _ThreadedRun(flavour, port, lambda job: done.append(job.data) or "ok",
+                       WorkerOptions(block_timeout_s=1, sweep_interval_s=0.05, lock_ttl_ms=3000),
+                       Hooks(on_ready=ready.set))
+    worker, client, runner = run.worker, run.client, run.thread
     server = None
     try:
         # Down at start: not ready, retrying quietly.
@@ -113,11 +150,9 @@ def test_one_line_per_outage_and_one_when_it_ends(caplog, monkeypatch):
         Queue("outage", client).add({"n": 2})
         wait_until(lambda: done == [{"n": 1}, {"n": 2}])
     finally:
-        worker.stop()
-        runner.join(15)
+        run.stop()
         if server is not None:
             server.stop()
-        client.close()
     assert not runner.is_alive()
     assert [r for r in caplog.records if r.exc_info] == []
     assert len(_outage_lines(caplog, "cannot reach the server")) == 2
