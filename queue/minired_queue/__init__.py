@@ -9,12 +9,12 @@ each an atomic script as well. See queue/README.md and queue/PROTOCOL.md.
 from .active import ActiveJob, AsyncActiveJob
 from .job import Backoff, Job, JobSpec
 from .keys import QueueKeys
-from .queue import Queue, known_queues
+from .queue import AsyncQueue, Queue, known_queues
 from .repeat import Repeatable, Schedule
 from .sweeper import AsyncSweeper, Sweeper
 from .transitions import AddResult, RedisOp, SweepResult
 
 __all__ = [
-    "ActiveJob", "AddResult", "AsyncActiveJob", "AsyncSweeper", "Backoff", "Job", "JobSpec", "Queue", "QueueKeys",
+    "ActiveJob", "AddResult", "AsyncActiveJob", "AsyncQueue", "AsyncSweeper", "Backoff", "Job", "JobSpec", "Queue", "QueueKeys",
     "RedisOp", "Repeatable", "Schedule", "SweepResult", "Sweeper", "known_queues",
 ]

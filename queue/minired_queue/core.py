@@ -12,13 +12,17 @@ import inspect
 import logging
 from typing import Any, Iterable
 
+from redis.exceptions import ConnectionError, TimeoutError
+
 from .active import HeldJob
-from .errors import UnrecoverableError
+from .checks import integer
+from .errors import UnreadableJobError, UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
 from .options import (
     Candidates,
     Hooks,
+    Outage,
     WorkerOptions,
     WorkerStats,
     block_timeout,
@@ -41,6 +45,9 @@ from .transitions import (
 
 log = logging.getLogger(__name__)
 
+# What a worker waits out (backing off, one log line per outage) instead of failing on.
+UNREACHABLE = (ConnectionError, TimeoutError)
+
 
 class WorkerCore:
     def __init__(self, keys: QueueKeys, options: WorkerOptions, hooks: Hooks,
@@ -48,11 +55,12 @@ class WorkerCore:
         self.keys = keys
         self.options = options
         self.hooks = hooks
-        self.events_cap = events_cap
+        self.events_cap = integer("events_cap", events_cap, 1)
         self.id = new_worker_id()
         self.stats = WorkerStats()
         self.candidates = Candidates()
         self.drained = False  # burst mode: the queue had nothing ready
+        self.outage = Outage(self.id)
         self._tokens = 0
 
     def next_token(self) -> str:
@@ -61,10 +69,19 @@ class WorkerCore:
 
     # --- start ----------------------------------------------------------------------------
     def setup(self) -> Steps[None]:
-        """A worker given an explicit stall limit stores it with the queue, where every
-        sweeper (other workers, ``Queue.sweep``, the CLI) reads it."""
+        """Check the server answers (before the worker says it is ready). A worker given an
+        explicit stall limit stores it with the queue, where every sweeper (other workers,
+        ``Queue.sweep``, the CLI) reads it."""
+        yield Command("ping")
         if self.options.max_stalled is not None:
             yield Command("hset", self.keys.meta, "maxStalled", self.options.max_stalled)
+
+    def unreachable_at_start(self, exc: BaseException) -> None:
+        """The server did not answer the setup: under ``fail_fast`` that is the caller's
+        error; otherwise an outage to wait out (the caller backs off and tries again)."""
+        if self.options.fail_fast:
+            raise exc
+        self.outage.lost(exc)
 
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, stopping: Any) -> Steps[tuple[Job, str] | None]:
@@ -82,7 +99,10 @@ class WorkerCore:
             if fetch.status == "active":
                 candidates.took(fetch, first_try)
                 self.stats.bump("fetched")
-                return fetch.job, token
+                if fetch.job.unreadable is None:
+                    return fetch.job, token
+                yield from self._fail_unreadable(fetch.job, token)
+                continue
             if fetch.status == "miss":
                 candidates.missed(fetch)
                 first_try = False
@@ -104,11 +124,23 @@ class WorkerCore:
                               timeout=block_timeout(fetch, self.options.block_timeout_s))
         return None
 
+    def _fail_unreadable(self, job: Job, token: str) -> Steps[None]:
+        """Dead-letter a job whose record cannot be read, without running the handler: every
+        worker it reached would otherwise fail on it in turn."""
+        log.warning("job %s is unreadable (%s): failing it", job.id, job.unreadable)
+        yield from self.record_failure(HeldJob(job, token, self.keys, None, self.events_cap),
+                                       UnreadableJobError(f"unreadable job: {job.unreadable}"))
+
     # --- outcomes -------------------------------------------------------------------------
     def record_success(self, active: HeldJob, result: Any) -> Steps[None]:
         active.recording = True
-        if (yield complete(self.keys, active.job, active.token, result, self.options.remove_on_complete,
-                           self.events_cap)):
+        try:
+            call = complete(self.keys, active.job, active.token, result, self.options.remove_on_complete,
+                            self.events_cap)
+        except ValueError as exc:  # a result that is not JSON fails the attempt, never stored as its str()
+            yield from self.record_failure(active, exc)
+            return
+        if (yield call):
             self.stats.bump("completed")
             yield Hook(self.hooks.on_completed, (active.job, result))
         else:

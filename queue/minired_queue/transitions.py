@@ -6,12 +6,13 @@ protocol) share one definition of every transition: ``call.run(client)`` or
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from redis.crc import key_slot
+from redis.exceptions import NoScriptError
 
+from .checks import to_json
 from .job import Job, JobSpec, text
 from .keys import QueueKeys
 from .scripts import LuaScript, script
@@ -33,6 +34,39 @@ class Call(Generic[T]):
 
     async def run_async(self, client: Any) -> T:
         return self.parse(await self.script.run_async(client, self.keys, self.args))
+
+
+@dataclass(frozen=True)
+class CallBatch(Generic[T]):
+    """Several transitions in one round trip (a pipeline of EVALSHA, not a transaction);
+    the reply is each call's parsed reply. A call whose script the server had not loaded
+    (NOSCRIPT: a flushed script cache) is run again on its own, which loads it."""
+
+    calls: Sequence[Call[T]]
+
+    def _fill(self, client: Any) -> Any:
+        pipe = client.pipeline(transaction=False)
+        for call in self.calls:
+            call.script.check_keys(call.keys)
+            # execute_command: ClusterPipeline blocks the evalsha() helper, not the command.
+            pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+        return pipe
+
+    def run(self, client: Any) -> list[T]:
+        replies = self._fill(client).execute(raise_on_error=False) if self.calls else []
+        return [call.run(client) if isinstance(reply, NoScriptError) else call.parse(_raised(reply))
+                for call, reply in zip(self.calls, replies)]
+
+    async def run_async(self, client: Any) -> list[T]:
+        replies = await self._fill(client).execute(raise_on_error=False) if self.calls else []
+        return [await call.run_async(client) if isinstance(reply, NoScriptError) else call.parse(_raised(reply))
+                for call, reply in zip(self.calls, replies)]
+
+
+def _raised(reply: Any) -> Any:
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
 
 
 # --- replies --------------------------------------------------------------------------
@@ -133,7 +167,7 @@ def complete(keys: QueueKeys, job: Job, token: str, return_value: Any, remove: b
         script("complete"),
         [keys.active, keys.completed, keys.lock(job.id), keys.job(job.id), keys.dedup(job.dedup_id or ""),
          keys.metrics, keys.events, keys.meta, keys.marker, keys.history],
-        [job.id, token, _json(return_value),
+        [job.id, token, to_json("the handler's return value", return_value),
          "1" if remove else "0", events_cap, job.dedup_id or "", _stamp(job.processed_on)],
         lambda reply: text(reply) == "completed",
     )
@@ -222,7 +256,7 @@ def retry_jobs(keys: QueueKeys, job_ids: Sequence[str]) -> Call[list[str]]:
 def update_progress(keys: QueueKeys, job_id: str, token: str, progress: Any,
                     events_cap: int = DEFAULT_EVENTS_CAP) -> Call[bool]:
     return Call(script("updateProgress"), [keys.lock(job_id), keys.job(job_id), keys.events],
-                [job_id, token, _json(progress), events_cap], lambda reply: reply == 1)
+                [job_id, token, to_json("progress", progress), events_cap], lambda reply: reply == 1)
 
 
 def clean_jobs(keys: QueueKeys, state: str, candidates: Sequence[str], keep: int | None,
@@ -274,10 +308,6 @@ def remove_repeatable(keys: QueueKeys, repeat_key: str, pending_job_id: str | No
 
 def _stamp(ms: int | None) -> str:
     return "" if ms is None else str(ms)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def record_depth(keys: QueueKeys) -> Call[int]:

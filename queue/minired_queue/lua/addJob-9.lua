@@ -12,12 +12,22 @@
   ARGV[8] dedup id ('' for none)   ARGV[9] dedup TTL in ms (0: held until the job finishes)
   ARGV[10] events stream cap   ARGV[11] priority (0: none; lower runs first)
 
+  The numbers (ARGV 4, 6, 7, 9, 10, 11) must be decimal integers in range: anything else
+  is an error reply and nothing is written (a job hash holding '0.5' could not be read).
+
   Returns {job id, created}: created = 1 when this call made the job, 0 when the id
   already existed or the dedup id is held (then the id returned is the holder's).
 ]]
 --- @include "serverNow"
 --- @include "createJob"
+--- @include "storedInteger"
 local jobId = ARGV[1]
+integerArg(ARGV[4], 'max attempts', 1)
+integerArg(ARGV[6], 'backoff delay', 0)
+integerArg(ARGV[7], 'delay', 0)
+local ttl = integerArg(ARGV[9], 'dedup TTL', 0)
+integerArg(ARGV[10], 'events stream cap', 1)
+integerArg(ARGV[11], 'priority', 0)
 
 -- A stable id makes adding idempotent: the second add of the same id is a no-op.
 if redis.call('EXISTS', KEYS[6]) == 1 then
@@ -26,7 +36,6 @@ end
 
 local dedupId = ARGV[8]
 if dedupId ~= '' then
-  local ttl = tonumber(ARGV[9])
   local taken
   if ttl > 0 then
     taken = redis.call('SET', KEYS[7], jobId, 'NX', 'PX', ttl)

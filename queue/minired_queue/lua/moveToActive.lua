@@ -31,6 +31,7 @@
     {'empty' | 'paused' | 'capped', now, due}
 ]]
 --- @include "serverNow"
+--- @include "storedInteger"
 local now = serverNow()
 
 local nextDue = -1
@@ -122,7 +123,7 @@ end
 local stamps = {attemptsStarted = '1', processedOn = tostring(now), lockedBy = ARGV[1]}
 for i = 1, #job, 2 do
   if job[i] == 'attemptsStarted' then
-    stamps.attemptsStarted = tostring((tonumber(job[i + 1]) or 0) + 1)
+    stamps.attemptsStarted = tostring((storedInteger(job[i + 1]) or 0) + 1)
   end
 end
 redis.call('HSET', jobKey, 'attemptsStarted', stamps.attemptsStarted,
