@@ -9,6 +9,8 @@ replies are shown as the connection's name.
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.support.respclient import Map, Push, RawClient
@@ -283,6 +285,16 @@ def test_redis_py_client_side_cache_sees_every_change(real_redis, mini, monkeypa
 
     monkeypatch.setattr(CacheProxyConnection, "MIN_ALLOWED_VERSION", "7.0.0")
 
+    def invalidated(cached, entries_left: int) -> None:
+        """Another client's write reaches the cached client as a push on its own connection,
+        which redis-py reads when it next sends a command, if the push is there by then: the
+        write's reply and the push leave the server separately. Wait for it to empty the
+        cache's entry (PING is never cached and reads pending pushes first)."""
+        deadline = time.monotonic() + 30
+        while cached.ping() and cached.get_cache().size != entries_left:
+            assert time.monotonic() < deadline, "no invalidation within 30 s"
+            time.sleep(0.01)
+
     def observed(port):
         cached = redis.Redis(port=port, protocol=3, cache_config=CacheConfig())
         other = redis.Redis(port=port)
@@ -291,14 +303,17 @@ def test_redis_py_client_side_cache_sees_every_change(real_redis, mini, monkeypa
             other.set("k", "1")
             seen = [cached.get("k"), cached.get("k"), cached.get_cache().size]
             other.set("k", "2")
+            invalidated(cached, entries_left=0)
             seen += [cached.get("k")]
             cached.set("k", "3")
             seen += [cached.get("k")]
             other.hset("h", "f", "1")
             seen += [cached.hget("h", "f")]
             other.hset("h", "f", "2")
+            invalidated(cached, entries_left=1)
             seen += [cached.hget("h", "f"), cached.get_cache().size]
             other.flushall()
+            invalidated(cached, entries_left=0)
             seen += [cached.get("k"), cached.get_cache().size]
             return seen
         finally:
