@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tests.support.respclient import Map, Push, RawClient
+from tests.support.waiting import wait_blocked
 
 SYNC = "sync"
 
@@ -376,18 +377,10 @@ def test_generated_writes_invalidate_as_in_redis(real_redis, mini):
             connections.close()
 
 
-def _blocked_clients(client: RawClient) -> int:
-    info = client.call("INFO", "clients")
-    text = getattr(info, "text", info)
-    return int(text.split(b"blocked_clients:")[1].split(b"\r\n")[0])
-
-
 def test_a_served_blocked_command_gets_its_invalidations_after_its_reply(real_redis, mini):
     """BLMOVE served by another client's push moves into a key its own client tracks: Redis
     serves it as the current client, so the invalidation follows the BLMOVE reply
     (tests/unit/tracking.tcl)."""
-    import time
-
     def frames(port):
         connections = Connections(port)
         try:
@@ -398,10 +391,7 @@ def test_a_served_blocked_command_gets_its_invalidations_after_its_reply(real_re
             connections.run("a", ("LRANGE", "list2", "0", "-1"))
             waiter = connections.get("a")
             waiter.send("BLMOVE", "list1", "list2", "LEFT", "LEFT", "0")
-            deadline = time.monotonic() + 5
-            while _blocked_clients(connections.get("b")) != 1:
-                assert time.monotonic() < deadline, "BLMOVE never blocked"
-                time.sleep(0.005)
+            wait_blocked(connections.get("b"))
             connections.run("b", ("RPUSH", "list1", "foo"))
             return [waiter.read(), waiter.read()]
         finally:
