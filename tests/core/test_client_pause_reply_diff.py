@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.support.respclient import encode_command
+from tests.support.waiting import wait_until
 
 # Long enough never to end during a test: every test that starts one ends it with UNPAUSE.
 LONG_PAUSE_MS = 60_000
@@ -61,6 +62,18 @@ class Conn:
 
     def close(self) -> None:
         self.sock.close()
+
+    def blocked_clients(self) -> bytes:
+        """INFO's blocked_clients line (held clients count as blocked)."""
+        self.send(("INFO", "clients"))
+        info = self.until(b"\r\n\r\n")
+        return next(line for line in info.split(b"\r\n") if line.startswith(b"blocked_clients:"))
+
+    def wait_blocked_clients(self, count: int) -> bytes:
+        """Until the server counts `count` blocked clients: another connection's command has
+        arrived and is held, or a held connection's disconnect has been handled."""
+        return wait_until(lambda: (line := self.blocked_clients()) == b"blocked_clients:%d" % count
+                          and line, f"{count} blocked client(s)")
 
 
 @pytest.fixture
@@ -233,9 +246,11 @@ def test_a_later_pause_extends_and_upgrades_never_shortens(both):
         record.append(admin.call("CLIENT", "UNPAUSE"))
         record.append(writer.until(b"+OK\r\n"))
         # A short ALL pause during a longer WRITE one: ALL until the later end.
-        admin.send(("CLIENT", "PAUSE", 700, "WRITE"), ("CLIENT", "PAUSE", 50, "ALL"))
+        # (Nothing ends an ALL pause early, UNPAUSE included: the WRITE pause's 2 s leave the
+        # GET below, sent after 0.2 s, ample time to be seen held on a loaded machine.)
+        admin.send(("CLIENT", "PAUSE", 2000, "WRITE"), ("CLIENT", "PAUSE", 50, "ALL"))
         record.append(admin.until(b"+OK\r\n+OK\r\n"))
-        time.sleep(0.2)
+        time.sleep(0.2)  # the ALL pause's own 50 ms are over: at least that long, any longer
         reader.send(("GET", "k"))
         record.append(reader.received())
         record.append(reader.until(b"$1\r\nv\r\n"))
@@ -271,12 +286,9 @@ def test_held_clients_show_as_blocked_and_may_disconnect(both):
         held.send(("MULTI",), ("SET", "k", "v"))
         held.until(b"+OK\r\n")
         leaving.send(("SET", "gone", "1"))
-        time.sleep(0.05)
+        admin.wait_blocked_clients(2)  # held, and the SET held too
         leaving.close()
-        time.sleep(0.05)
-        admin.send(("INFO", "clients"))
-        info = admin.until(b"\r\n\r\n")
-        blocked = [line for line in info.split(b"\r\n") if line.startswith(b"blocked_clients")]
+        blocked = [admin.wait_blocked_clients(1)]
         admin.send(("CLIENT", "LIST", "ID", held_id))
         listing = admin.until(b"\n\r\n")
         shown = [field for field in listing.split()
@@ -445,7 +457,7 @@ def test_a_blocked_commands_late_reply_is_silenced_too(both):
         waiting.send(("PING", "next"))  # SKIP was used up by BLPOP
         record.append(waiting.until(b"next\r\n"))
         waiting.send(("CLIENT", "REPLY", "OFF"), ("BLPOP", "queue", "0"))
-        time.sleep(0.05)
+        pusher.wait_blocked_clients(1)
         pusher.call("RPUSH", "queue", "y")
         waiting.send(("CLIENT", "REPLY", "ON"), END)
         record.append(waiting.until(b"end\r\n"))
