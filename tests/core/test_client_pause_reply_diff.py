@@ -326,7 +326,7 @@ def test_keys_do_not_expire_during_a_pause(both):
         time.sleep(0.3)
         record.append(admin.call("DBSIZE"))  # the active cycle leaves the key in place
         admin.call("CLIENT", "UNPAUSE")
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 30  # generous: returns as soon as it holds
         while admin.call("DBSIZE") != b":0\r\n":
             assert time.monotonic() < deadline, "the key never expired after the pause"
             time.sleep(0.05)

@@ -154,7 +154,7 @@ def test_expired_keys_lazy_and_active(diff):
     finally:
         diff.check("DEBUG", "SET-ACTIVE-EXPIRE", "1")
     diff.check("SET", "active", "v", "PX", "20")
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30  # generous: returns as soon as it holds
     while time.monotonic() < deadline:
         theirs, ours = both_fields(diff, "stats")
         if theirs["expired_keys"] == ours["expired_keys"] == "2":
@@ -257,7 +257,7 @@ def test_changes_since_last_save_and_saves(saving_pair):
         assert_same(pair, *names, section="persistence")
         pair.check("SET", "c", "3")
         pair.check("BGSAVE")
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # generous: returns as soon as it holds
         while time.monotonic() < deadline:
             theirs, ours = both_fields(pair, "persistence")
             if theirs["rdb_bgsave_in_progress"] == ours["rdb_bgsave_in_progress"] == "0":

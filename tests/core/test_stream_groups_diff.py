@@ -82,7 +82,7 @@ def block_both(pair: Differential, *command) -> None:
 
 def wait_until_blocked(diff: Differential, count: int = 1) -> None:
     """Writes must come after the readers blocked: poll both servers' client lists."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # generous: returns as soon as it holds
     while True:
         listings = diff.both("CLIENT", "LIST")
         if all(listing.count(b"flags=b ") >= count for listing in listings):

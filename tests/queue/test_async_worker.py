@@ -15,7 +15,7 @@ from minired_queue.worker import Worker
 from .helpers import take
 
 
-async def _until(predicate, timeout: float = 10.0) -> None:
+async def _until(predicate, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

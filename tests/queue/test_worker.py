@@ -77,7 +77,7 @@ def test_handlers_run_on_one_thread_per_slot_for_the_worker_s_life(queue, start_
     handlers = [t for t in threading.enumerate() if t.name.startswith(f"{worker.id}-handler-")]
     assert len(handlers) == 3
     worker.stop(wait=True, timeout=15)
-    wait_until(lambda: not any(t.is_alive() for t in handlers), timeout=5)
+    wait_until(lambda: not any(t.is_alive() for t in handlers))
 
 
 def test_an_idle_worker_sleeps_without_polling_and_wakes_at_once(backend, queue, start_worker):
