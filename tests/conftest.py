@@ -16,8 +16,11 @@ from tests.support.servers import RedisServer, redis_server_binary
 # test's own code, no example database), so a failure there is a change, not a draw. Searching
 # for new failures is a separate long run, scripts/explore.sh: the `explore` profile, random,
 # more examples, failures remembered in .hypothesis/ and printed with a blob to replay them.
-# A test's own @settings(max_examples=...) still wins over either profile.
-_UNHURRIED = dict(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+# Both: no deadline and no too_slow health check (timings on a shared machine are not the
+# code's), and function-scoped fixtures are fine (`diff` flushes the servers; each example
+# leaves them as it found them). Tests set only their max_examples, which wins over a profile.
+_UNHURRIED = dict(deadline=None, print_blob=True,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.register_profile("default", derandomize=True, database=None, **_UNHURRIED)
 settings.register_profile("explore", derandomize=False, max_examples=1000, **_UNHURRIED)
 settings.load_profile(os.environ.get("MINIRED_HYPOTHESIS_PROFILE", "default"))

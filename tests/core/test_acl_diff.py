@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from minired.engine.table import COMMANDS
@@ -222,8 +222,7 @@ RULE_ALPHABET = [
 ]
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60)
 @given(rules=st.lists(st.sampled_from(RULE_ALPHABET), min_size=1, max_size=8))
 # A selector's command rules in Redis's hash order (compared as rules, not as text).
 @example(rules=["+@read", "+@keyspace", "(+@read -@keyspace &x)"])

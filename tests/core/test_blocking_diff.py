@@ -4,7 +4,7 @@ scripts)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Differential
@@ -382,8 +382,7 @@ _writes = st.one_of(
 )
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=12)
 @given(waits=st.lists(_waits, min_size=1, max_size=4), writes=st.lists(_writes, max_size=4))
 def test_random_waiters_and_writes_match_redis(diff, real_redis, mini, waits, writes):
     diff.both("FLUSHALL")

@@ -661,13 +661,12 @@ def _no_due_expiry(command: list) -> list:
 def test_generated_commands_notify_as_in_redis(logs):
     """Random command sequences over every type: the same events, in the same order (replies
     are compared by type only, as some are random or unordered)."""
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import given, settings
     from hypothesis import strategies as st
 
     pair = logs("KEAnm")
 
-    @settings(max_examples=300, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=300)
     @given(commands=st.lists(_generated_commands(), min_size=1, max_size=10))
     def check(commands):
         transcripts = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Differential, Push
@@ -233,8 +233,7 @@ def test_shard_channels(diff, connect):
 _GLOB_ALPHABET = "ab*?[]^-\\"
 
 
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120)
 @given(pattern=st.text(_GLOB_ALPHABET, min_size=1, max_size=6),
        channel=st.text("ab-]^\\*", min_size=1, max_size=5))
 def test_pattern_matching_is_redis_glob(diff, pattern, channel):

@@ -347,7 +347,7 @@ def test_generated_writes_invalidate_as_in_redis(real_redis, mini):
     """Which commands invalidate which keys is which commands signal a change (the same
     points WATCH relies on): a tracking client reads every key before each generated command
     of another client, and the invalidations must be Redis's."""
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import given, settings
     from hypothesis import strategies as st
 
     servers = [Connections(real_redis.port), Connections(mini.port)]
@@ -355,8 +355,7 @@ def test_generated_writes_invalidate_as_in_redis(real_redis, mini):
         connections.run("a", ("HELLO", "3"))
         connections.run("a", ("CLIENT", "TRACKING", "ON"))
 
-    @settings(max_examples=200, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=200)
     @given(commands=st.lists(_write_commands(), min_size=1, max_size=12))
     def check(commands):
         logs = []
