@@ -82,16 +82,33 @@ def test_handlers_run_on_one_thread_per_slot_for_the_worker_s_life(queue, start_
 
 def test_an_idle_worker_sleeps_without_polling_and_wakes_at_once(backend, queue, start_worker):
     started_at = []
-    calls = []
+    calls = []  # (thread, command), as the worker's threads send them
+    sleeping = threading.Event()  # the fetching thread is inside BZPOPMIN
     client = backend.client()
     original = client.execute_command
-    client.execute_command = lambda *args, **kw: (calls.append(args[0]), original(*args, **kw))[1]
+
+    def recorded(*args, **kw):
+        calls.append((threading.get_ident(), args[0]))
+        if args[0] != "BZPOPMIN":
+            return original(*args, **kw)
+        sleeping.set()
+        try:
+            return original(*args, **kw)
+        finally:
+            sleeping.clear()
+
+    client.execute_command = recorded
     start_worker(lambda job: started_at.append(time.monotonic()), client=client,
                  block_timeout_s=30.0)
-    wait_until(lambda: calls and calls[-1] == "BZPOPMIN")  # gone to sleep
-    asleep = len(calls)
+    assert sleeping.wait(30)
+    fetcher = next(thread for thread, name in reversed(calls) if name == "BZPOPMIN")
+
+    def fetches() -> int:
+        return sum(thread == fetcher for thread, _ in calls)
+
+    asleep = fetches()
     time.sleep(0.5)
-    assert len(calls) == asleep  # asleep in BZPOPMIN, not polling
+    assert fetches() == asleep  # asleep in BZPOPMIN, not polling (the sweeper has its own pace)
     latencies = []
     for _ in range(5):
         added_at = time.monotonic()
