@@ -20,7 +20,7 @@ def take(queue: Queue, token: str = "tok", lock_ttl_ms: int = 30_000) -> Fetch:
     raise AssertionError("moveToActive kept missing")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.01) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
