@@ -342,3 +342,24 @@ def test_digest_survives_debug_reload(tmp_path):
         assert client.call("DEBUG", "RELOAD", "BAD") == Err(
             "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
         client.close()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+@pytest.mark.parametrize("lua_resp", [2, 3])
+def test_protocol_replies_through_scripts(debug_servers, protocol, lua_resp):
+    """Scripts read DEBUG PROTOCOL's replies (with SET-DISABLE-DENY-SCRIPTS 1) as Redis's Lua
+    conversion gives them, and return them to RESP2 and RESP3 clients."""
+    real, mini = debug_servers
+    for port in (real.port, mini.port):
+        assert RawClient(port).call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1") == b"OK"
+    try:
+        for name in PROTOCOL_TYPES:
+            if name == "push":
+                continue  # scripts cannot take a push reply (Redis asserts)
+            script = "\"redis.setresp(%d);return redis.call('debug','protocol','%s')\"" % (
+                lua_resp, name)
+            expected = _raw_reply(real.port, protocol, "EVAL", script, "0")
+            assert _raw_reply(mini.port, protocol, "EVAL", script, "0") == expected, name
+    finally:
+        for port in (real.port, mini.port):
+            RawClient(port).call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0")
