@@ -19,11 +19,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import struct
 import sys
 import time
 from typing import Callable
 
+from minired import REDIS_VERSION
 from minired.commands import debug_reports
 from minired.commands.info import aof_buffered, scripting_memory
 from minired.commands.keys_object import encoding
@@ -501,6 +503,52 @@ def _debug_loadaof(c, argv):
     return OK
 
 
+# --- the crashes: Redis's crash report's first lines in the log, then the signal Redis dies of ---
+
+def _crash(signum: int, *lines: str) -> None:
+    log.warning("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===")
+    for line in lines:
+        log.warning("%s", line)
+    log.warning("\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n")
+    logging.shutdown()  # every handler flushed: the process ends without unwinding
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+@_debug_sub("segfault", 2, _ANY)
+def _debug_segfault(c, argv):
+    _crash(signal.SIGSEGV, f"Redis {REDIS_VERSION} crashed by signal: {signal.SIGSEGV}, si_code: 2",
+           "Crashed running the instruction at: (unknown)", "Accessing address: (unknown)")
+
+
+@_debug_sub("panic", 2, _ANY)
+def _debug_panic(c, argv):
+    _crash(signal.SIGABRT, "------------------------------------------------",
+           "!!! Software Failure. Press left mouse button to continue",
+           f"Guru Meditation: DEBUG PANIC called at Unix time {int(time.time())} #debug.c")
+
+
+@_debug_sub("assert", 2, _ANY)
+def _debug_assert(c, argv):
+    _crash(signal.SIGABRT, "=== ASSERTION FAILED CLIENT CONTEXT ===", "=== ASSERTION FAILED ===",
+           "==> debug.c '1 == 2' is not true")
+
+
+@_debug_sub("oom", 2, _ANY)
+def _debug_oom(c, argv):
+    log.warning("Out Of Memory allocating %d bytes!", 2**64 - 1)
+    _crash(signal.SIGABRT)
+
+
+def _restart(c, argv):
+    if len(argv) >= 3:
+        parse_int(argv[2])
+    return RedisError(errors.DEBUG_RESTART_FAILED)  # minired cannot exec itself anew
+
+
+_DEBUG[b"restart"] = _DEBUG[b"crash-and-recover"] = (2, _ANY, _restart)
+
+
 @_debug_sub("drop-cluster-packet-filter", 3)
 def _debug_drop_cluster_packet_filter(c, argv):
     c.server.debug.cluster_drop_packet_filter = parse_int(argv[2])
@@ -639,8 +687,8 @@ def _debug_htstats_key(c, argv):
 
 @_debug_sub("change-repl-id", 2)
 def _debug_change_repl_id(c, argv):
+    # minired never replicates: its replication ID is its run ID, which this does not change.
     log.info("Changing replication IDs after receiving DEBUG change-repl-id")
-    c.server.run_id = os.urandom(20).hex()  # minired's replication ID is its run ID
     return OK
 
 

@@ -363,6 +363,7 @@ DEBUG_PROTOCOL_TYPE = (
     "ERR Wrong protocol type name. Please use one of the following: "
     "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")
 DEBUG_CLIENT_EVICTION_OFF = "ERR maxmemory-clients is disabled."
+DEBUG_RESTART_FAILED = "ERR failed to restart the server. Check server logs."
 DEBUG_CLUSTER_ONLY = "ERR Debug option only available for cluster mode enabled setup!"
 UNKNOWN_SUBCOMMAND_OR_ARITY = (
     "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."

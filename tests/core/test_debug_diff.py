@@ -8,16 +8,21 @@ raw bytes in RESP2 and RESP3; POPULATE by the keys and values it makes; OBJECT b
 """
 from __future__ import annotations
 
+import os
 import random
 import re
+import signal
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from minired.embed import EmbeddedServer
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import RedisServer
+from tests.support.servers import RedisServer, free_port, terminate, wait_for_ping
 
 
 @pytest.fixture(scope="module")
@@ -273,6 +278,9 @@ def test_help_and_unknown_subcommands(diff):
     diff.check("DEBUG", "STRUCTSIZE")
     # (STRINGMATCH-TEST runs Redis's fuzzer for seconds: minired's is checked alone)
     assert diff.minired.call("DEBUG", "STRINGMATCH-TEST") == b"Apparently Redis did not crash: test passed"
+    # (Redis would exec itself anew: minired answers with Redis's text for a failed restart)
+    assert diff.minired.call("DEBUG", "RESTART") == Err(
+        "ERR failed to restart the server. Check server logs.")
     diff.check("DEBUG", "CLIENT-EVICTION")
     diff.check("DEBUG", "CLUSTERLINK", "KILL", "to", "x")
     diff.check("DEBUG", "DROP-CLUSTER-PACKET-FILTER", "x")
@@ -363,3 +371,33 @@ def test_protocol_replies_through_scripts(debug_servers, protocol, lua_resp):
     finally:
         for port in (real.port, mini.port):
             RawClient(port).call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0")
+
+
+_SOURCE_ROOT = str(Path(__file__).resolve().parents[2])  # this checkout's minired, from any cwd
+
+
+@pytest.mark.parametrize("sub,signum,line", [
+    ("SEGFAULT", signal.SIGSEGV, b"crashed by signal: 11"),
+    ("PANIC", signal.SIGABRT, b"Guru Meditation: DEBUG PANIC called at Unix time"),
+    ("ASSERT", signal.SIGABRT, b"=== ASSERTION FAILED ==="),
+])
+def test_crashes_log_a_bug_report_and_die_of_the_signal(tmp_path, sub, signum, line):
+    """As Redis: the crash report's opening in the log (what logging.tcl waits for), then the
+    process ends by the signal (no reply)."""
+    port = free_port()
+    with open(tmp_path / "log", "wb") as log_file:
+        proc = subprocess.Popen([sys.executable, "-m", "minired", "--port", str(port),
+                                 "--enable-debug-command", "yes"],
+                                stdout=log_file, stderr=subprocess.STDOUT, cwd=tmp_path,
+                                env={**os.environ, "PYTHONPATH": _SOURCE_ROOT})
+    try:
+        wait_for_ping(port)
+        client = RawClient(port)
+        client.send("DEBUG", sub)
+        assert proc.wait(timeout=30) == -signum
+        client.close()
+    finally:
+        terminate(proc)
+    report = (tmp_path / "log").read_bytes()
+    assert b"=== REDIS BUG REPORT START: Cut & paste starting from here ===" in report
+    assert line in report
