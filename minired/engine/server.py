@@ -216,8 +216,9 @@ class Server:
     async def _active_expire_loop(self) -> None:
         while True:
             await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
-            # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run).
-            if self.active_expire_enabled and self.pause is None:
+            # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run),
+            # nor while DEBUG PAUSE-CRON 1 stops Redis's serverCron, which runs the sweep.
+            if self.active_expire_enabled and self.pause is None and not self.debug.pause_cron:
                 self.stats.expired_keys += self.keyspace.active_expire()
             if self.keyspace.ready_keys:
                 self.blocking.serve_ready_keys()

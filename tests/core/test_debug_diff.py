@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -401,3 +402,18 @@ def test_crashes_log_a_bug_report_and_die_of_the_signal(tmp_path, sub, signum, l
     report = (tmp_path / "log").read_bytes()
     assert b"=== REDIS BUG REPORT START: Cut & paste starting from here ===" in report
     assert line in report
+
+
+def test_pause_cron_stops_the_background_expiry():
+    with EmbeddedServer(port=0, enable_debug_command="yes") as server:
+        client = RawClient(server.port)
+        assert client.call("DEBUG", "PAUSE-CRON", "1") == b"OK"
+        client.call("SET", "k", "v", "PX", "1")
+        time.sleep(0.3)  # several sweep intervals: none may run
+        assert client.call("DBSIZE") == 1  # expired, but not swept
+        assert client.call("DEBUG", "PAUSE-CRON", "0") == b"OK"
+        deadline = time.monotonic() + 10
+        while client.call("DBSIZE") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert client.call("DBSIZE") == 0  # the sweep runs again
+        client.close()
