@@ -30,10 +30,17 @@ _TYPE_CODES = {bytes: b"\0\0\0\0", deque: b"\0\0\0\1", set: b"\0\0\0\2", ZSet: b
                dict: b"\0\0\0\4", Stream: b"\0\0\0\6"}
 _EXPIRE_MARK = b"!!expire!!"
 ZERO = 0
+_from_bytes = int.from_bytes
 
 
 def _sha1(data: bytes) -> int:
-    return int.from_bytes(sha1(data).digest(), "big")
+    return _from_bytes(sha1(data).digest(), "big")
+
+
+# The SHA1s of the constant inputs, taken once (digesting a big dataset is SHA1 after SHA1).
+_TYPE_SHA1 = {kind: _sha1(code) for kind, code in _TYPE_CODES.items()}
+_EXPIRE_SHA1 = _sha1(_EXPIRE_MARK)
+_STRING_SHA1 = _TYPE_SHA1[bytes]
 
 
 def _mix(digest: int, data: bytes) -> int:
@@ -47,6 +54,11 @@ def _mix_all(digest: int, items: Iterable[bytes]) -> int:
     return digest
 
 
+def _seeded(data: bytes) -> int:
+    """mixDigest of data into a zeroed digest: SHA1(SHA1(data))."""
+    return _sha1(sha1(data).digest())
+
+
 def _xor_digest(digest: int) -> int:
     """What xorDigest(d, digest, 20) xors into d: the SHA1 of a 20-byte digest."""
     return _sha1(digest.to_bytes(20, "big"))
@@ -55,7 +67,7 @@ def _xor_digest(digest: int) -> int:
 def _pair(first: bytes, second: bytes) -> int:
     """A hash field and its value, or a sorted-set member and its score: mixed from zero, the
     result xored into the key's digest (so pairs are order-free, each pair's halves are not)."""
-    return _xor_digest(_mix(_mix(ZERO, first), second))
+    return _xor_digest(_mix(_seeded(first), second))
 
 
 def _score_text(score: float) -> bytes:
@@ -65,7 +77,7 @@ def _score_text(score: float) -> bytes:
 def value_digest(value: Any, has_expiry: bool, digest: int = ZERO) -> int:
     """xorObjectDigest: `digest` with the value's type, contents and TTL flag mixed in."""
     kind = type(value)
-    digest = _mix(digest, _TYPE_CODES[kind])
+    digest = _sha1((digest ^ _TYPE_SHA1[kind]).to_bytes(20, "big"))
     if kind is bytes:
         digest = _mix(digest, value)
     elif kind is deque:
@@ -84,7 +96,7 @@ def value_digest(value: Any, has_expiry: bool, digest: int = ZERO) -> int:
             digest = _mix(digest, b"%d.%d" % (ms, seq))
             digest = _mix_all(digest, pairs)
     if has_expiry:
-        digest ^= _sha1(_EXPIRE_MARK)
+        digest ^= _EXPIRE_SHA1
     return digest
 
 
@@ -106,7 +118,17 @@ def dataset_digest(keyspace) -> int:
         final = _mix(final, db.index.to_bytes(4, "big"))
         expires = db.expires
         for key, value in db.data.items():
-            final ^= _xor_digest(value_digest(value, key in expires, _mix(ZERO, key)))
+            digest = _from_bytes(sha1(sha1(key).digest()).digest(), "big")
+            if type(value) is bytes:  # value_digest's string case, inlined: most keys are
+                digest = _from_bytes(sha1((digest ^ _STRING_SHA1).to_bytes(20, "big")).digest(),
+                                     "big")
+                digest ^= _from_bytes(sha1(value).digest(), "big")
+                digest = _from_bytes(sha1(digest.to_bytes(20, "big")).digest(), "big")
+                if expires and key in expires:
+                    digest ^= _EXPIRE_SHA1
+            else:
+                digest = value_digest(value, key in expires, digest)
+            final ^= _from_bytes(sha1(digest.to_bytes(20, "big")).digest(), "big")
     return final
 
 
