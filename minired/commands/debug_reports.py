@@ -154,13 +154,27 @@ def _quicklist_details(items: deque, config, packed_threshold: int) -> str:
             f" ql_compressed:{compressed} ql_uncompressed_size:{size}")
 
 
-def object_line(value: Any, config, now_ms: int, packed_threshold: int) -> bytes:
-    """DEBUG OBJECT's status line. The address is the value object's identity (stable while the
-    value is changed in place); minired keeps no access times, so the value reads as just used."""
+_ADDRESS_MASK = (1 << 40) - 1
+
+
+def _address(value: Any, db_index: int, key: bytes) -> int:
+    """Where DEBUG OBJECT says the value lives. Containers are changed in place, so their
+    identity is their address. Strings are immutable bytes that INCR, APPEND ... replace where
+    Redis changes its object in place (incr.tcl checks the address stays): they get one address
+    per key."""
+    if type(value) is bytes:
+        return 0x7F0000000000 | (hash((db_index, key)) & _ADDRESS_MASK) & ~0xF
+    return id(value)
+
+
+def object_line(value: Any, db_index: int, key: bytes, config, now_ms: int,
+                packed_threshold: int) -> bytes:
+    """DEBUG OBJECT's status line. minired keeps no access times: the value reads as just used."""
     kind = encoding(value, config)
     compress = COMPRESS_AS_REDIS if config.get("rdbcompression") == "yes" else NO_COMPRESSION
     serialized = len(encode_value(value, compress, Compact.from_config(config.get))) - 1
-    line = (f"Value at:{id(value):#x} refcount:{refcount(value, config)} encoding:{kind} "
+    line = (f"Value at:{_address(value, db_index, key):#x} refcount:{refcount(value, config)} "
+            f"encoding:{kind} "
             f"serializedlength:{serialized} lru:{(now_ms // 1000) & _LRU_CLOCK_MAX} "
             f"lru_seconds_idle:0")
     if kind == "quicklist":

@@ -576,8 +576,8 @@ def _looked_up_value(c, key: bytes):
 def _debug_object(c, argv):
     value = _raw_value(c, argv[2])
     server = c.server
-    return Status(debug_reports.object_line(value, server.config, server.clock.ms(),
-                                            server.debug.quicklist_packed_threshold))
+    return Status(debug_reports.object_line(value, c.db.index, argv[2], server.config,
+                                            server.clock.ms(), server.debug.quicklist_packed_threshold))
 
 
 @_debug_sub("listpack", 3)

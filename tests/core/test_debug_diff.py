@@ -240,6 +240,10 @@ def test_object_line(diff):
     for key in ("small", "embstr", "raw", "list", "biglist", "hash", "set", "zset", "missing"):
         expected, actual = diff.both("DEBUG", "OBJECT", key)
         assert _object_shape(actual) == _object_shape(expected), key
+    diff.check("SET", "counter", "20000")  # incr.tcl: INCR changes the value in place
+    before = diff.minired.call("DEBUG", "OBJECT", "counter").split()[1]
+    diff.check("INCR", "counter")
+    assert diff.minired.call("DEBUG", "OBJECT", "counter").split()[1] == before
     line = diff.minired.call("DEBUG", "OBJECT", "embstr")
     assert re.match(rb"Value at:0x[0-9a-f]+ refcount:1 encoding:embstr serializedlength:6 "
                     rb"lru:\d+ lru_seconds_idle:\d+$", line)
