@@ -421,3 +421,21 @@ def test_pause_cron_stops_the_background_expiry():
             time.sleep(0.01)
         assert client.call("DBSIZE") == 0  # the sweep runs again
         client.close()
+
+
+def test_reload_of_a_memory_only_server(diff):
+    """Without persistence configured, DEBUG RELOAD round-trips the dataset through an RDB image
+    in memory: the data (and its digest) survive, NOSAVE has no file to load."""
+    diff.check("RPUSH", "l", "a", "b")
+    diff.check("ZADD", "z", "1.5", "m")
+    diff.check("HSET", "h", "f", "v")
+    diff.check("SET", "t", "v", "EX", "1000")
+    diff.check("XADD", "s", "1-1", "f", "v")
+    before = _digests_agree(diff)
+    mini = diff.minired
+    assert mini.call("DEBUG", "RELOAD") == b"OK"
+    assert mini.call("DEBUG", "DIGEST") == before
+    mini.call("SET", "extra", "1")
+    assert mini.call("DEBUG", "RELOAD", "NOFLUSH", "MERGE") == b"OK"
+    assert mini.call("GET", "extra") == b"1"
+    assert mini.call("DEBUG", "RELOAD", "NOSAVE") == Err("ERR Error trying to load the RDB dump")
