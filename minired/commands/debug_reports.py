@@ -182,6 +182,59 @@ def object_line(value: Any, db_index: int, key: bytes, config, now_ms: int,
     return line.encode()
 
 
+# --- SDSLEN ---------------------------------------------------------------------------------------
+# minired's strings are not sds strings: the report is what Redis would allocate for a key and
+# a value of these lengths made by SET (jemalloc's size classes; a raw value's spare room trimmed
+# when over a tenth of its length, as trimStringObjectIfNeeded does).
+
+_ROBJ_SIZE = 16
+
+
+def _jemalloc_size(size: int) -> int:
+    """The usable size jemalloc gives a request: 8, then multiples of 16 up to 128, then four
+    classes per doubling."""
+    if size <= 8:
+        return 8
+    if size <= 128:
+        return (size + 15) & ~15
+    step = 1 << ((size - 1).bit_length() - 3)
+    return (size + step - 1) // step * step
+
+
+def _sds_header(length: int, allow_type5: bool) -> tuple[int, int]:
+    """(header bytes, largest alloc the header can hold) of the sds type Redis picks."""
+    if length < 32 and allow_type5:
+        return 1, 0
+    if length < 256:
+        return 3, 255
+    if length < 65536:
+        return 5, 65535
+    return 9, 2**32 - 1
+
+
+def _sds_sizes(length: int, allow_type5: bool) -> tuple[int, int]:
+    """(spare room, allocation) of sdsnewlen(length), which takes the whole size class."""
+    header, largest = _sds_header(length, allow_type5)
+    usable = _jemalloc_size(header + length + 1)
+    if not largest:  # type 5 records no allocation: no spare room
+        return 0, usable
+    return min(usable - header - 1, largest) - length, usable
+
+
+def sds_report(key: bytes, value: bytes, kind: str) -> bytes:
+    key_avail, key_alloc = _sds_sizes(len(key), allow_type5=True)
+    length = len(value)
+    if kind == "embstr":
+        value_avail, value_alloc = 0, _jemalloc_size(_ROBJ_SIZE + 3 + length + 1) - _ROBJ_SIZE
+    else:
+        value_avail, value_alloc = _sds_sizes(length, allow_type5=False)
+        if value_avail > length // 10:
+            value_avail = 0  # trimmed: the allocation keeps its size class
+    return (b"key_sds_len:%d, key_sds_avail:%d, key_zmalloc: %d, val_sds_len:%d, "
+            b"val_sds_avail:%d, val_zmalloc: %d"
+            % (len(key), key_avail, key_alloc, length, value_avail, value_alloc))
+
+
 # --- HTSTATS --------------------------------------------------------------------------------------
 
 _DICT_STATS_VECTLEN = 50

@@ -606,6 +606,15 @@ def _debug_object(c, argv):
                                             server.clock.ms(), server.debug.quicklist_packed_threshold))
 
 
+@_debug_sub("sdslen", 3)
+def _debug_sdslen(c, argv):
+    value = _raw_value(c, argv[2])
+    kind = encoding(value, c.server.config)
+    if kind not in ("embstr", "raw"):
+        raise RedisError(errors.DEBUG_NOT_SDS)
+    return Status(debug_reports.sds_report(argv[2], value, kind))
+
+
 @_debug_sub("listpack", 3)
 def _debug_listpack(c, argv):
     value = _looked_up_value(c, argv[2])

@@ -355,6 +355,7 @@ DEBUG_LOADAOF_FAILED = "ERR Error trying to load the AOF files, check server log
 DEBUG_NOT_HASH_TABLE = (
     "ERR The value stored at the specified key is not represented using an hash table")
 DEBUG_NOT_LISTPACK = "ERR Not a listpack encoded object."
+DEBUG_NOT_SDS = "ERR Not an sds encoded string."
 DEBUG_NOT_QUICKLIST = "ERR Not a quicklist encoded object."
 DEBUG_OUT_OF_RANGE_DB = "ERR Out of range database"
 DEBUG_PACKED_THRESHOLD = "ERR argument must be a memory value bigger than 1 and smaller than 4gb"

@@ -249,6 +249,16 @@ def test_object_line(diff):
                     rb"lru:\d+ lru_seconds_idle:\d+$", line)
 
 
+def test_sdslen(diff):
+    for key, value in (("k1", "abc"), ("k2", "x" * 44), ("k3", "x" * 45), ("k" * 40, "x" * 300),
+                       ("k5", "123"), ("k6", "x" * 5000), ("k" * 300, "y" * 70000)):
+        diff.check("SET", key, value)
+        diff.check("DEBUG", "SDSLEN", key)
+    diff.check("RPUSH", "list", "a")
+    diff.check("DEBUG", "SDSLEN", "list")
+    diff.check("DEBUG", "SDSLEN", "missing")
+
+
 def test_htstats(diff):
     diff.check("DEBUG", "HTSTATS", "0")  # empty: no stats, both tables
     diff.check("DEBUG", "HTSTATS", "16")
