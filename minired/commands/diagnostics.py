@@ -543,7 +543,7 @@ def _crash(signum: int, *lines: str) -> None:
 
 @_debug_sub("segfault", 2, _ANY)
 def _debug_segfault(c, argv):
-    _crash(signal.SIGSEGV, f"Redis {REDIS_VERSION} crashed by signal: {signal.SIGSEGV}, si_code: 2",
+    _crash(signal.SIGSEGV, f"Redis {REDIS_VERSION} crashed by signal: {int(signal.SIGSEGV)}, si_code: 2",
            "Crashed running the instruction at: (unknown)", "Accessing address: (unknown)")
 
 
