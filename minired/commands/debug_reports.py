@@ -8,7 +8,7 @@ the elements spread over its buckets by a CRC32 of each key; nothing ever rehash
 """
 from __future__ import annotations
 
-import ctypes
+import struct
 import zlib
 from collections import deque
 from typing import Any
@@ -241,9 +241,12 @@ _DICT_STATS_VECTLEN = 50
 _DICT_HT_INITIAL_SIZE = 4
 
 
+_C_FLOAT = struct.Struct("f")
+
+
 def _float(value: float) -> float:
     """The value rounded to a C float, as dictGetStats computes its ratios."""
-    return ctypes.c_float(value).value
+    return _C_FLOAT.unpack(_C_FLOAT.pack(value))[0]
 
 
 def table_size(elements: int) -> int:

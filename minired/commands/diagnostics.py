@@ -30,7 +30,6 @@ from minired.commands import debug_reports
 from minired.commands.info import aof_buffered, scripting_memory
 from minired.commands.keys_object import encoding
 from minired.commands.server import persistence_of, protected_action_allowed
-from minired.data.digest import dataset_digest, hex_digest, key_digest
 from minired.engine import latency
 from minired.engine.args import parse_int
 from minired.engine.config_values import parse_memory
@@ -659,12 +658,16 @@ def _debug_populate(c, argv):
 
 @_debug_sub("digest", 2)
 def _debug_digest(c, argv):
-    return Status(hex_digest(dataset_digest(c.server.keyspace)))
+    from minired.data import digest  # (hashlib: kept off start-up)
+
+    return Status(digest.hex_digest(digest.dataset_digest(c.server.keyspace)))
 
 
 @_debug_sub("digest-value", 2, _ANY)
 def _debug_digest_value(c, argv):
-    return [Status(hex_digest(key_digest(c.db, key))) for key in argv[2:]]
+    from minired.data import digest
+
+    return [Status(digest.hex_digest(digest.key_digest(c.db, key))) for key in argv[2:]]
 
 
 @_debug_sub("protocol", 3)
