@@ -237,7 +237,13 @@ def test_object_line(diff):
     diff.check("HSET", "hash", "f", "v")
     diff.check("SADD", "set", "1", "2")
     diff.check("ZADD", "zset", "1", "a")
-    for key in ("small", "embstr", "raw", "list", "biglist", "hash", "set", "zset", "missing"):
+    diff.check("ZADD", "bigzset", "1", "a" * 100)
+    diff.check("SADD", "bigset", "a", "b")
+    diff.check("XADD", "stream", "1-1", "f", "v")
+    diff.check("SET", "long", "z" * 1000)  # LZF-compressed in the serialized length
+    for key in ("small", "embstr", "raw", "list", "biglist", "hash", "set", "zset", "bigzset",
+                "bigset", "stream", "long", "missing"):
+        # (no HyperLogLog: PFADD makes a raw string in Redis, which minired cannot tell apart)
         expected, actual = diff.both("DEBUG", "OBJECT", key)
         assert _object_shape(actual) == _object_shape(expected), key
     diff.check("SET", "counter", "20000")  # incr.tcl: INCR changes the value in place
