@@ -134,6 +134,16 @@ def test_wait_on_a_job_removed_or_unknown_raises_job_removed(queue):
     remover.join()
 
 
+def test_only_unfinished_jobs_removed_get_a_removed_event(queue):
+    done = queue.add(1)
+    fetch = take(queue, token="t")
+    complete(queue.keys, fetch.job, "t", None).run(queue.client)
+    pending = [queue.add(n) for n in range(3)]
+    assert queue.clean("completed") == 1 and queue.drain() == 3
+    removed = [e["jobId"] for e in queue.events() if e["event"] == "removed"]
+    assert sorted(removed) == sorted(pending) and done not in removed
+
+
 def test_wait_times_out_on_a_job_that_does_not_finish(queue):
     job_id = queue.add({"n": 1})
     take(queue, token="t")  # active, and nobody will finish it
