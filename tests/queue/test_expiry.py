@@ -189,3 +189,33 @@ def test_async_handlers_are_cancelled_and_plain_ones_left_running(backend, queue
                                        "thread": "JobTimeoutError: attempt timed out after 30 ms"}
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("kind", ["threaded", "asyncio async def", "asyncio plain"])
+def test_a_handler_within_its_timeout_keeps_its_result_or_its_error(backend, queue, kind):
+    def plain(job):
+        if job.data == "bad":
+            raise ValueError("bad data")
+        return job.data * 2
+
+    async def coroutine(job):
+        return plain(job)
+
+    ok, bad = queue.add(21, timeout_ms=60_000), queue.add("bad", timeout_ms=60_000)
+    if kind == "threaded":
+        worker = Worker(queue.keys, backend.client(), plain, WorkerOptions(burst=True, block_timeout_s=1.0))
+        worker.run(install_signal_handlers=False)
+        worker.client.close()
+    else:
+        async def main() -> None:
+            client, sync_client = backend.async_client(), backend.client()
+            handler = coroutine if kind == "asyncio async def" else plain
+            await AsyncWorker(queue.keys, client, handler, WorkerOptions(burst=True, block_timeout_s=1.0),
+                              sync_client=sync_client).run()
+            await client.aclose()
+            sync_client.close()
+
+        asyncio.run(main())
+    assert queue.wait(ok, timeout=30) == 42
+    with pytest.raises(JobFailed, match="ValueError: bad data"):
+        queue.wait(bad, timeout=30)
