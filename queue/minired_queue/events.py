@@ -168,10 +168,15 @@ class EventReader:
             self.positions[keys.progress] = last_progress_id
         self.count = integer("count", count, 1)
 
-    def read(self, block_ms: int) -> Steps[list[QueueEvent]]:
+    def pin(self) -> Steps[None]:
+        """Turn "$" into the stream's newest id now: "from now on" starts here, and nothing
+        written between two reads is missed (XREAD's own "$" would skip it)."""
         for stream, position in self.positions.items():
-            if position == "$":  # resolved now, so nothing between two reads is missed
+            if position == "$":
                 self.positions[stream] = yield from last_entry_id(stream)
+
+    def read(self, block_ms: int) -> Steps[list[QueueEvent]]:
+        yield from self.pin()
         reply = yield Command("xread", dict(self.positions), count=self.count, block=max(1, block_ms))
         found: list[QueueEvent] = []
         for stream, entries in _entries(reply).items():
@@ -209,7 +214,11 @@ class QueueEvents(_Subscription):
     "0": everything the capped stream still holds; or a ``last_id`` kept from before).
     ``progress=True`` also reads the progress stream (``last_progress_id``). Iterating
     blocks until events come, forever; ``read(timeout_s)`` returns what came within
-    the timeout (maybe nothing)."""
+    the timeout (maybe nothing). "$" is the stream's end when the subscription is made."""
+
+    def __init__(self, queue: str | QueueKeys, client: Any, **options: Any) -> None:
+        super().__init__(queue, client, **options)
+        drive(self.reader.pin(), self.client)
 
     def read(self, timeout_s: float | None = None) -> list[QueueEvent]:
         block_ms = self.block_ms if timeout_s is None else int(timeout_s * 1000)
@@ -221,7 +230,13 @@ class QueueEvents(_Subscription):
 
 
 class AsyncQueueEvents(_Subscription):
-    """``QueueEvents`` on a redis.asyncio client: ``await read()``, ``async for``."""
+    """``QueueEvents`` on a redis.asyncio client: ``await read()``, ``async for``. A
+    constructor cannot await, so "$" is the stream's end at ``await start()`` (which
+    returns the subscription), or else at the first read."""
+
+    async def start(self) -> "AsyncQueueEvents":
+        await drive_async(self.reader.pin(), self.client)
+        return self
 
     async def read(self, timeout_s: float | None = None) -> list[QueueEvent]:
         block_ms = self.block_ms if timeout_s is None else int(timeout_s * 1000)

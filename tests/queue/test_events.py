@@ -38,9 +38,10 @@ def read_all(events: QueueEvents, count: int) -> list:
 
 
 def test_every_transition_is_a_typed_event_in_order(queue, clock):
-    events = QueueEvents(queue.keys, queue.client, progress=True)
-    assert events.read(timeout_s=0.001) == []  # "$": only what happens from now on
+    queue.add({"n": 0}, job_id="before")
+    events = QueueEvents(queue.keys, queue.client, progress=True)  # "$": what happens from now on
     done = queue.add({"n": 1}, job_id="done")
+    assert take(queue, lock_ttl_ms=10**9).job.id == "before" and queue.remove("before") is False
     queue.add({"n": 2}, job_id="later", delay_ms=clock.span(60_000))
     fetch = take(queue, token="t1")
     assert update_progress(queue.keys, done, "t1", {"pct": 50}).run(queue.client)
@@ -55,10 +56,12 @@ def test_every_transition_is_a_typed_event_in_order(queue, clock):
     clock.advance(clock.span(60))
     assert queue.sweep().recovered == ["crashed"]
 
-    everything = read_all(events, 14)
+    everything = read_all(events, 15)
     # Two streams: each in order; between them only by time (their ids share the ms clock).
     [progress] = [e for e in everything if e.stream == "progress"]
     seen = [e for e in everything if e.stream == "events"]
+    assert (type(seen[1]).__name__, seen[1].job_id) == ("Active", "before")  # after the subscription
+    del seen[1]
     seen.insert(3, progress)
     assert [(type(e).__name__, e.job_id) for e in seen] == [
         ("Added", "done"), ("Added", "later"), ("Active", "done"), ("Progress", "done"), ("Completed", "done"),
@@ -212,8 +215,10 @@ def test_async_events_and_wait(backend, queue):
         client = backend.async_client()
         try:
             aqueue = AsyncQueue(queue.name, client)
-            events = AsyncQueueEvents(queue.keys, client, last_id="0")
+            await aqueue.add({"n": 0})
+            events = await AsyncQueueEvents(queue.keys, client).start()  # "$": from here on
             job_id = await aqueue.add({"n": 1})
+            take(queue, token="first")  # the job added before the subscription
             fetch = take(queue, token="t")
             waiter = asyncio.ensure_future(aqueue.wait(job_id, timeout=30))
             await asyncio.sleep(0)
@@ -221,7 +226,7 @@ def test_async_events_and_wait(backend, queue):
             result = await waiter
             kinds = []
             async for event in events:
-                kinds.append(event.kind)
+                kinds.append((event.kind, event.job_id == job_id))
                 if event.kind == "completed":
                     break
             with pytest.raises(JobRemoved):
@@ -233,7 +238,8 @@ def test_async_events_and_wait(backend, queue):
             await client.aclose()
 
     result, kinds, last_id = asyncio.run(main())
-    assert result == "ok" and kinds == ["added", "active", "completed"] and last_id != "0"
+    assert result == "ok" and last_id != "0"
+    assert kinds == [("added", True), ("active", False), ("active", True), ("completed", True)]
 
 
 def test_the_readme_example_runs(queue, capsys):
