@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from minired_queue import JobRemoved, JobSpec, Queue
+from minired_queue.events import wait_steps
 from minired_queue.job import text
 from minired_queue.transitions import AddResult, HolderMoved, add_debounced_job, complete
 
@@ -32,6 +33,17 @@ def test_a_newer_debounced_job_replaces_the_pending_one_and_restarts_the_wait(qu
     fetch = take(queue)
     assert fetch.job.id == second and fetch.job.data == {"v": 2} and fetch.job.dedup_id == "doc"
     assert queue.metrics()["removed"] == 1 and queue.metrics()["added"] == 2
+
+
+def test_a_wait_on_a_job_replaced_while_it_waits_says_by_which(queue, clock):
+    first = queue.add({"v": 1}, dedup_id="doc", debounce_ms=clock.span(1000))
+    steps = wait_steps(queue.keys, first, 30)
+    position = steps.send(None)
+    state_read = steps.send(position.run(queue.client))
+    xread = steps.send(state_read.run(queue.client))  # pending: the wait reads the stream
+    second = queue.add({"v": 2}, dedup_id="doc", debounce_ms=clock.span(1000))
+    with pytest.raises(JobRemoved, match=f"job {first} replaced by {second}"):
+        steps.send(xread.run(queue.client))
 
 
 def test_a_ready_job_not_yet_taken_is_replaced_too(queue, clock):

@@ -13,7 +13,7 @@ import pytest
 from minired_queue import JobFailed, JobSpec
 from minired_queue.aio import AsyncWorker
 from minired_queue.options import WorkerOptions
-from minired_queue.transitions import retry_or_fail
+from minired_queue.transitions import move_to_active, retry_or_fail
 from minired_queue.worker import Worker
 
 from .helpers import take
@@ -219,3 +219,15 @@ def test_a_handler_within_its_timeout_keeps_its_result_or_its_error(backend, que
     assert queue.wait(ok, timeout=30) == 42
     with pytest.raises(JobFailed, match="ValueError: bad data"):
         queue.wait(bad, timeout=30)
+
+
+def test_the_fetch_script_asks_for_the_dedup_key_of_an_expired_job(queue, clock):
+    job_id = queue.add({"n": 1}, dedup_id="digest", ttl_ms=clock.span(1000))
+    clock.advance(clock.span(2000))
+    for wrong in ({}, {job_id: "other"}, {job_id: "digest:x"}):
+        fetch = move_to_active(queue.keys, [job_id], "t", 1000, dedup_ids=wrong).run(queue.client)
+        assert (fetch.status, fetch.expired_job) == ("dedup", (job_id, "digest"))
+        assert queue.get_state(job_id) == "wait"  # nothing changed
+    fetch = move_to_active(queue.keys, [job_id], "t", 1000, dedup_ids={job_id: "digest"}).run(queue.client)
+    assert (fetch.status, fetch.candidates) == ("expired", ())
+    assert queue.get_state(job_id) == "failed" and queue.client.get(queue.keys.dedup("digest")) is None

@@ -136,8 +136,10 @@ end
 local expireAt = storedInteger(record.expireAt)
 if expireAt and expireAt <= now and (storedInteger(record.attemptsStarted) or 0) == 0 then
   local dedupId = record.dedupId or ''
-  local suffix = ':de:' .. dedupId
-  if dedupId ~= '' and string.sub(dedupKey, -#suffix) ~= suffix then
+  -- The marker's name is the job hash's with `job:<id>` replaced by `de:<dedup id>`: compared
+  -- here, never used to reach a key (only KEYS entries are touched).
+  local base = string.sub(jobKey, 1, #jobKey - #('job:' .. nextId))
+  if dedupId ~= '' and dedupKey ~= base .. 'de:' .. dedupId then
     return {'dedup', now, nextDue, nextId, dedupId}
   end
   dropNext()
