@@ -1,7 +1,7 @@
 """Subscribing to a queue's events, and waiting for one job's outcome.
 
 The scripts append every transition to the queue's capped events stream (PROTOCOL.md,
-section "Events"); progress reports go to a stream of their own, capped on its own, so a
+section 3a, "Events"); progress reports go to a stream of their own, capped on its own, so a
 handler reporting often cannot push the other events out. ``QueueEvents`` (threads) and
 ``AsyncQueueEvents`` (asyncio) read them with blocking ``XREAD``, from a position
 (``last_id``) that the caller may keep and resume from, as typed events.
