@@ -81,7 +81,7 @@ class ActiveJob(HeldJob):
 
     def update_progress(self, progress: Any) -> bool:
         """Record progress; False when this delivery no longer owns the job."""
-        return update_progress(self.keys, self.id, self.token, progress, self.events_cap).run(self.redis)
+        return update_progress(self.keys, self.id, self.token, progress).run(self.redis)
 
 
 class AsyncActiveJob(HeldJob):
@@ -98,5 +98,4 @@ class AsyncActiveJob(HeldJob):
         return await self._guard.run_once(self.id, effect, fn, self.token)
 
     async def update_progress(self, progress: Any) -> bool:
-        return await update_progress(self.keys, self.id, self.token, progress,
-                                     self.events_cap).run_async(self.redis)
+        return await update_progress(self.keys, self.id, self.token, progress).run_async(self.redis)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from redis.exceptions import RedisError
 
 from .active import ActiveJob, AsyncActiveJob, HeldJob
-from .core import UNREACHABLE, WorkerCore, is_async_handler, plain_result
+from .core import UNREACHABLE, WorkerCore, attempt_timeout_s, is_async_handler, plain_result, timed_out
 from .effects import AsyncEffectGuard, EffectGuard
 from .keys import QueueKeys
 from .options import Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, wake_up
@@ -202,10 +202,7 @@ class AsyncWorker:
     async def _process(self, active: HeldJob, slots: asyncio.Semaphore) -> None:
         try:
             try:
-                if self.handler_is_async:
-                    result = await self.handler(active)
-                else:
-                    result = plain_result(await _in_daemon_thread(self.handler, active))
+                result = await self._run_handler(active)
             except Exception as exc:
                 await drive_async(self.core.record_failure(active, exc), self.client)
             else:
@@ -220,6 +217,24 @@ class AsyncWorker:
         finally:
             self._in_flight.pop(active.id, None)
             slots.release()
+
+    async def _run_handler(self, active: HeldJob) -> Any:
+        """The handler's result; past the job's timeout, ``JobTimeoutError``: an ``async def``
+        handler is cancelled, a plain one's thread runs on (it cannot be stopped) with its
+        outcome refused."""
+        if self.handler_is_async:
+            running = asyncio.ensure_future(self.handler(active))
+        else:
+            running = _in_daemon_thread(self.handler, active)
+        try:
+            done, _ = await asyncio.wait({running}, timeout=attempt_timeout_s(active))
+            if not done:
+                raise timed_out(active)
+            result = running.result()
+        finally:
+            if not running.done():
+                running.cancel()  # timed out, or the worker's task cancelled at shutdown
+        return result if self.handler_is_async else plain_result(result)
 
     # --- maintenance: heartbeat and sweep -------------------------------------------------
     async def _maintain(self, over: asyncio.Event) -> None:

@@ -29,6 +29,16 @@ def integer(name: str, value: Any, low: int = 0, high: int | None = None) -> int
     return value
 
 
+# The longest duration (ms) an option may give: server now + it stays an exact integer in
+# Lua's doubles and in every sorted-set score (about 139 years).
+MAX_DURATION_MS = 2**42
+
+
+def duration_ms(name: str, value: Any, low: int = 0) -> int:
+    """A duration in ms: an int from ``low`` to MAX_DURATION_MS (not a bool, not 1.5)."""
+    return integer(name, value, low, MAX_DURATION_MS)
+
+
 def optional_integer(name: str, value: Any, low: int = 0, high: int | None = None) -> int | None:
     return None if value is None else integer(name, value, low, high)
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from .connection import connect, connect_async
 from .core import UNREACHABLE, is_async_handler
+from .errors import JobFailed, JobRemoved
 from .keys import DEFAULT_PREFIX, QueueKeys
 from .options import Hooks, WorkerOptions
 from .queue import Queue, known_queues
@@ -121,10 +122,32 @@ def cmd_add(args: argparse.Namespace) -> int:
     try:
         job_id = _queue(args, args.queue).add(data, job_id=args.id, dedup_id=args.dedup_id,
                                               dedup_ttl_ms=args.dedup_ttl_ms, delay_ms=args.delay_ms,
-                                              attempts=args.attempts, priority=args.priority)
+                                              attempts=args.attempts, priority=args.priority,
+                                              ttl_ms=args.ttl_ms, timeout_ms=args.timeout_ms,
+                                              debounce_ms=args.debounce_ms, throttle_ms=args.throttle_ms)
     except ValueError as exc:
         return _usage_error(str(exc))
     print(job_id)
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    """Print the job's return value (JSON) once it completes; exit 1 with its failure,
+    3 when it does not exist or was removed, 4 on timeout."""
+    try:
+        result = _existing_queue(args, args.queue).wait(args.job_id, timeout=args.timeout)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    except JobFailed as failure:
+        print(f"failed: {failure.reason}", file=sys.stderr)
+        return 1
+    except JobRemoved as gone:
+        print(str(gone), file=sys.stderr)
+        return 3
+    except TimeoutError as exc:
+        print(str(exc), file=sys.stderr)
+        return 4
+    print(json.dumps(result))
     return 0
 
 
@@ -322,7 +345,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delay-ms", type=int, default=0)
     p.add_argument("--attempts", type=int, default=1)
     p.add_argument("--priority", type=int, default=0, help="1 (first) .. 2097151; 0: none, before all")
+    p.add_argument("--ttl-ms", type=int, default=0, help="not started by then: failed as expired")
+    p.add_argument("--timeout-ms", type=int, default=0, help="how long one attempt may run")
+    p.add_argument("--debounce-ms", type=int, default=0, help="with --dedup-id: replace the pending job")
+    p.add_argument("--throttle-ms", type=int, default=0, help="with --dedup-id: the first job wins that long")
     p.set_defaults(fn=cmd_add)
+
+    p = sub.add_parser("wait", help="wait for a job's outcome; print its return value")
+    p.add_argument("queue")
+    p.add_argument("job_id")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds (default %(default)s)")
+    p.set_defaults(fn=cmd_wait)
 
     p = sub.add_parser("worker", help="process jobs with a handler given as package.module:function")
     p.add_argument("queue")

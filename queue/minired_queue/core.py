@@ -16,7 +16,7 @@ from redis.exceptions import ConnectionError, TimeoutError
 
 from .active import HeldJob
 from .checks import integer
-from .errors import UnreadableJobError, UnrecoverableError
+from .errors import JobTimeoutError, UnreadableJobError, UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
 from .options import (
@@ -89,10 +89,11 @@ class WorkerCore:
         Between empty fetches it sleeps on the marker (and its own wake key)."""
         candidates = self.candidates
         first_try = True
+        dedup_ids: dict[str, str] = {}  # of expired jobs the fetch script must fail (status 'dedup')
         while not stopping():
             token = self.next_token()
             fetch = yield move_to_active(self.keys, candidates.ids, token, self.options.lock_ttl_ms,
-                                         candidates.width)
+                                         candidates.width, dedup_ids, self.events_cap)
             due = delayed_job_due(fetch)
             if due:
                 yield from promote_steps(self.keys)
@@ -106,6 +107,15 @@ class WorkerCore:
             if fetch.status == "miss":
                 candidates.missed(fetch)
                 first_try = False
+                continue
+            if fetch.status == "expired":  # the next job expired: failed by the script, not a race
+                candidates.ids = fetch.candidates
+                continue
+            if fetch.status == "dedup":
+                job_id, dedup_id = fetch.expired_job
+                dedup_ids[job_id] = dedup_id
+                if job_id not in candidates.ids:
+                    candidates.ids = (job_id, *candidates.ids)
                 continue
             candidates.forget()
             first_try = True
@@ -197,6 +207,19 @@ class WorkerCore:
             active.mark_lost()
             if (yield release(self.keys, active.id, active.token)):
                 self.stats.bump("released")
+
+
+def attempt_timeout_s(active: HeldJob) -> float | None:
+    """How long this attempt may run (the job's ``timeout_ms``), None for no limit."""
+    return active.job.timeout_ms / 1000 if active.job.timeout_ms else None
+
+
+def timed_out(active: HeldJob) -> JobTimeoutError:
+    """The error an attempt past its timeout is failed with. The job is flagged lost first:
+    the failure takes the lock, so whatever the handler still does is no longer its delivery's
+    (its progress and outcome are refused)."""
+    active.mark_lost()
+    return JobTimeoutError(f"attempt timed out after {active.job.timeout_ms} ms")
 
 
 def is_async_handler(handler: Any) -> bool:

@@ -5,7 +5,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping
 
-from .checks import from_json, integer, stored_integer, to_json
+from .checks import duration_ms, from_json, integer, stored_integer, to_json
 
 STATES = ("wait", "prioritized", "active", "delayed", "completed", "failed")
 
@@ -113,6 +113,14 @@ class JobSpec:
     0 holds it until the job completes or is dead-lettered. ``priority``: 0 (default) is
     no priority, taken first, FIFO; 1 .. 2**21-1 wait in the prioritized set, lower first,
     FIFO within one priority.
+
+    ``ttl_ms`` > 0: a job not yet started that long after it was added (server clock) is
+    failed as ``expired`` by the fetch script and never runs. ``timeout_ms`` > 0: each
+    attempt may take that long; the worker then fails it (``JobTimeoutError``, an attempt
+    like any failure). ``debounce_ms`` (with ``dedup_id``): the job waits that long, and
+    adding another with the same dedup id while it still waits replaces it (its data, and
+    the wait starts again). ``throttle_ms`` (with ``dedup_id``): the first job wins and
+    later adds return its id for that long (a dedup marker with that TTL).
     """
 
     data: Any = None
@@ -124,10 +132,26 @@ class JobSpec:
     attempts: int = 1
     backoff: Backoff | None = None
     priority: int = 0
+    ttl_ms: int = 0
+    timeout_ms: int = 0
+    debounce_ms: int = 0
+    throttle_ms: int = 0
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
         check_priority(self.priority)
+        for name in ("ttl_ms", "timeout_ms", "debounce_ms", "throttle_ms"):
+            duration_ms(name, getattr(self, name))
+        if self.debounce_ms or self.throttle_ms:
+            if not self.dedup_id:
+                raise ValueError("debounce_ms and throttle_ms need a dedup_id: the jobs they merge share it")
+            if self.debounce_ms and self.throttle_ms:
+                raise ValueError("debounce_ms and throttle_ms cannot both be given: the last job or the first wins")
+            if self.dedup_ttl_ms:
+                raise ValueError("dedup_ttl_ms cannot be given with debounce_ms or throttle_ms, which set "
+                                 "how long the dedup id is held")
+            if self.debounce_ms and self.delay_ms:
+                raise ValueError("delay_ms cannot be given with debounce_ms: the job waits debounce_ms")
         check_attempts(self.attempts)
         integer("delay_ms", self.delay_ms)
         integer("dedup_ttl_ms", self.dedup_ttl_ms)
@@ -170,6 +194,8 @@ class Job:
     priority: int = 0
     progress: Any = None
     repeat_key: str | None = None
+    expire_at: int | None = None  # server ms after which, never started, it expires (ttl_ms)
+    timeout_ms: int | None = None  # how long one attempt may take
     state: str | None = None
     unreadable: str | None = None
 
@@ -198,6 +224,8 @@ class Job:
             priority=fields.integer("priority"),
             progress=fields.json("progress"),
             repeat_key=fields.text("repeatKey"),
+            expire_at=fields.integer("expireAt", None),
+            timeout_ms=fields.integer("timeout", None),
             state=state,
         )
         if fields.problem is None and not 0 <= job.priority <= MAX_PRIORITY:

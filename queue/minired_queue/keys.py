@@ -105,6 +105,12 @@ class QueueKeys:
         return self._key("events")
 
     @property
+    def progress(self) -> str:
+        """Stream of progress reports, capped on its own (XADD MAXLEN ~), so a chatty
+        handler cannot push the job events out of the events stream."""
+        return self._key("progress")
+
+    @property
     def stalled_check(self) -> str:
         """Throttle key (SET NX PX) so many workers do not all sweep at once."""
         return self._key("stalled-check")

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .checks import integer, optional_integer, stored_integer
 from .connection import connect, connect_async, is_asyncio_client
+from .events import wait_steps
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
 from .repeat import Repeatable, Schedule, describe, fire_steps, pending_instance, spec_fields, upsert_steps
@@ -23,6 +24,7 @@ from .transitions import (
     AddResult,
     CallBatch,
     SweepResult,
+    add_debounced_job,
     add_job,
     record_depth,
     remove_jobs,
@@ -41,6 +43,7 @@ DEFAULT_RATE_DURATION_MS = 1000  # as moveToActive.lua reads it when unset
 _HISTORY_FIELD = re.compile(r"^(?P<minute>\d+):(?P<name>\w+)$")
 
 PIPELINE_CHUNK = 500
+DEBOUNCE_RETRIES = 100  # each retry means another producer replaced the pending job meanwhile
 ADMIN_BATCH = 200
 
 
@@ -69,22 +72,49 @@ class QueueSteps:
     # --- adding ---------------------------------------------------------------------
     def add(self, data: Any = None, *, job_id: str | None = None, name: str = "",
             dedup_id: str | None = None, dedup_ttl_ms: int = 0, delay_ms: int = 0,
-            attempts: int = 1, backoff: Backoff | None = None, priority: int = 0) -> Steps[str]:
-        """Add one job; returns its id (the existing job's id when deduplicated)."""
+            attempts: int = 1, backoff: Backoff | None = None, priority: int = 0, ttl_ms: int = 0,
+            timeout_ms: int = 0, debounce_ms: int = 0, throttle_ms: int = 0) -> Steps[str]:
+        """Add one job; returns its id (the existing job's id when deduplicated or
+        throttled). See ``JobSpec`` for ``ttl_ms``, ``timeout_ms``, ``debounce_ms`` and
+        ``throttle_ms``."""
         spec = JobSpec(data, job_id=job_id, name=name, dedup_id=dedup_id, dedup_ttl_ms=dedup_ttl_ms,
-                       delay_ms=delay_ms, attempts=attempts, backoff=backoff, priority=priority)
+                       delay_ms=delay_ms, attempts=attempts, backoff=backoff, priority=priority, ttl_ms=ttl_ms,
+                       timeout_ms=timeout_ms, debounce_ms=debounce_ms, throttle_ms=throttle_ms)
         return (yield from self.add_job(spec)).job_id
 
     def add_job(self, spec: JobSpec) -> Steps[AddResult]:
+        if spec.debounce_ms:
+            return (yield from self._add_debounced(spec))
         call = add_job(self.keys, spec, self.events_cap)  # checks the spec before anything is sent
         yield from self._register()
         return (yield call)
+
+    def _add_debounced(self, spec: JobSpec) -> Steps[AddResult]:
+        """Read the dedup marker, then replace the job it names; a marker moved meanwhile
+        (another producer) is read again from the script's reply."""
+        add_debounced_job(self.keys, spec, "", self.events_cap)  # checks the spec before anything is sent
+        yield from self._register()
+        holder = yield Command("get", self.keys.dedup(spec.dedup_id))
+        holder = text(holder) if holder else ""
+        for _ in range(DEBOUNCE_RETRIES):
+            outcome = yield add_debounced_job(self.keys, spec, holder, self.events_cap)
+            if isinstance(outcome, AddResult):
+                return outcome
+            holder = outcome.holder
+        raise RuntimeError(f"dedup id {spec.dedup_id!r} kept changing hands; job {spec.id} was not added")
 
     def add_many(self, specs: Iterable[JobSpec]) -> Steps[list[AddResult]]:
         """Add many jobs in pipelined round trips. Each add is its own atomic script; the
         batch is not all-or-nothing, but every id is fixed up front, so repeating a
         partly-failed batch adds each job once."""
         specs = list(specs)
+        if any(spec.debounce_ms for spec in specs):  # each reads its marker first: one at a time
+            for spec in specs:
+                spec.payload()  # every payload checked before the first is added
+            results = []
+            for spec in specs:
+                results.append((yield from self.add_job(spec)))
+            return results
         calls = [add_job(self.keys, spec, self.events_cap) for spec in specs]  # all checked first
         if not calls:
             return []
@@ -211,6 +241,14 @@ class QueueSteps:
         return [{"id": text(entry_id), **{text(k): text(v) for k, v in fields.items()}}
                 for entry_id, fields in reversed(entries)]
 
+    def wait(self, job_id: str, timeout: float) -> Steps[Any]:
+        """Wait for a job's outcome: its return value once it completes; raises
+        ``errors.JobFailed`` (``.reason``) when it fails for good (or expires),
+        ``errors.JobRemoved`` when it does not exist or is removed (or replaced by a
+        debounced job) first, ``TimeoutError`` after ``timeout`` seconds. Reads the job's
+        state after taking the events stream's position, so no outcome is missed."""
+        return (yield from wait_steps(self.keys, job_id, timeout))
+
     # --- operations -----------------------------------------------------------------
     def pause(self) -> Steps[bool]:
         yield from self._register()
@@ -236,7 +274,7 @@ class QueueSteps:
     def _remove(self, job_ids: Sequence[str]) -> Steps[list[str]]:
         dedup_ids = yield Pipeline(tuple(Command("hget", self.keys.job(job_id), "dedupId") for job_id in job_ids))
         candidates = [(job_id, text(d) if d else None) for job_id, d in zip(job_ids, dedup_ids)]
-        return (yield remove_jobs(self.keys, candidates))
+        return (yield remove_jobs(self.keys, candidates, self.events_cap))
 
     def remove(self, job_id: str) -> Steps[bool]:
         """Delete a job that is not active. Returns False for an active or unknown job."""
@@ -390,6 +428,7 @@ class Queue(_QueueHandle):
     configure = _driven(QueueSteps.configure)
     settings = _driven(QueueSteps.settings)
     events = _driven(QueueSteps.events)
+    wait = _driven(QueueSteps.wait)
     pause = _driven(QueueSteps.pause)
     resume = _driven(QueueSteps.resume)
     retry_failed = _driven(QueueSteps.retry_failed)
@@ -436,6 +475,7 @@ class AsyncQueue(_QueueHandle):
     configure = _awaited(QueueSteps.configure)
     settings = _awaited(QueueSteps.settings)
     events = _awaited(QueueSteps.events)
+    wait = _awaited(QueueSteps.wait)
     pause = _awaited(QueueSteps.pause)
     resume = _awaited(QueueSteps.resume)
     retry_failed = _awaited(QueueSteps.retry_failed)

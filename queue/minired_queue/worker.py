@@ -17,11 +17,11 @@ from typing import Any, Callable
 from redis.exceptions import RedisError
 
 from .active import ActiveJob
-from .core import UNREACHABLE, WorkerCore, is_async_handler, plain_result
+from .core import UNREACHABLE, WorkerCore, attempt_timeout_s, is_async_handler, plain_result, timed_out
 from .effects import EffectGuard
 from .keys import QueueKeys
 from .options import Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, wake_up
-from .steps import Hook, drive
+from .steps import Hook, Outcome, drive
 from .transitions import DEFAULT_EVENTS_CAP, SweepResult
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ class Worker:
     def _process(self, active: ActiveJob) -> None:
         try:
             try:
-                result = plain_result(self.handler(active))
+                result = plain_result(self._run_handler(active))
             except Exception as exc:
                 self._record_failure(active, exc)
             else:
@@ -189,6 +189,31 @@ class Worker:
                 self._in_flight.pop(active.id, None)
                 self._in_flight_changed.notify_all()
             self._slots.release()
+
+    def _run_handler(self, active: ActiveJob) -> Any:
+        """The handler's result. Under a timeout it runs in a thread of its own, which this
+        slot's thread waits for at most the timeout: then the attempt fails with
+        ``JobTimeoutError`` and the slot takes the next job, while the handler's thread (a
+        thread cannot be stopped) may run on, its outcome refused."""
+        timeout = attempt_timeout_s(active)
+        if timeout is None:
+            return self.handler(active)
+        outcome: list[Any] = []
+
+        def target() -> None:
+            try:
+                outcome.append(Outcome(self.handler(active)))
+            except BaseException as exc:  # handed to the slot's thread
+                outcome.append(Outcome(error=exc))
+
+        runner = threading.Thread(target=target, name=f"{self.id}-job-{active.id}", daemon=True)
+        runner.start()
+        runner.join(timeout)
+        if not outcome:
+            raise timed_out(active)
+        if outcome[0].error is not None:
+            raise outcome[0].error
+        return outcome[0].result
 
     def _record_success(self, active: ActiveJob, result: Any) -> None:
         drive(self.core.record_success(active, result), self.client)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from minired_queue.cli import load_handler, main
-from minired_queue.transitions import retry_or_fail
+from minired_queue.transitions import complete, retry_or_fail
 
 from .conftest import BACKENDS
 from .helpers import take, wait_until
@@ -73,6 +73,28 @@ def test_add_prints_the_job_id(backend, queue, capsys):
     main(_cli(backend, "add", queue.name, '{"to": "x"}', "--id", "fixed-1", "--attempts", "3"))
     assert capsys.readouterr().out.strip() == "fixed-1"
     assert queue.get_job("fixed-1").max_attempts == 3
+
+
+def test_add_with_limits_and_wait_for_the_outcome(backend, queue, capsys):
+    main(_cli(backend, "add", queue.name, '{"n": 1}', "--id", "j", "--ttl-ms", "60000", "--timeout-ms", "500"))
+    job = queue.get_job("j")
+    assert capsys.readouterr().out.strip() == "j" and job.timeout_ms == 500 and job.expire_at == job.timestamp + 60000
+    assert main(_cli(backend, "add", queue.name, "1", "--dedup-id", "d", "--debounce-ms", "-5")) == 2
+    assert "debounce_ms must be an integer from 0 to" in capsys.readouterr().err
+    assert main(_cli(backend, "add", queue.name, "1", "--debounce-ms", "5")) == 2
+    assert "need a dedup_id" in capsys.readouterr().err
+    fetch = take(queue, token="t")
+    complete(queue.keys, fetch.job, "t", {"ok": True}).run(queue.client)
+    assert main(_cli(backend, "wait", queue.name, "j", "--timeout", "5")) == 0
+    assert json.loads(capsys.readouterr().out) == {"ok": True}
+    queue.add(2, job_id="k")
+    fetch = take(queue, token="u")
+    retry_or_fail(queue.keys, fetch.job, "u", "boom").run(queue.client)
+    assert main(_cli(backend, "wait", queue.name, "k")) == 1 and capsys.readouterr().err == "failed: boom\n"
+    assert main(_cli(backend, "wait", queue.name, "nope")) == 3
+    queue.add(3, job_id="slow")
+    assert main(_cli(backend, "wait", queue.name, "slow", "--timeout", "0.05")) == 4
+    assert main(_cli(backend, "wait", queue.name, "slow", "--timeout", "-1")) == 2
 
 
 def test_add_with_a_payload_that_is_not_json_is_a_one_line_error(backend, queue, capsys):
