@@ -296,7 +296,9 @@ class RemoteFaults:
         return RemoteFaultRule(self, rule_id, count)
 
     def list(self) -> list:
-        return [dict(zip(entry[::2], entry[1::2])) for entry in self._fault("LIST")]
+        # (a map under RESP3, a flat array under RESP2, which redis-py may leave as it is)
+        return [entry if isinstance(entry, dict) else dict(zip(entry[::2], entry[1::2]))
+                for entry in self._fault("LIST")]
 
     def remove(self, rule_id: int) -> bool:
         return bool(self._fault("DEL", rule_id))
