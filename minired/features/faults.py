@@ -58,6 +58,7 @@ STALL_MAX_MS = 60_000
 # Every other duration (DELAY, JITTER, SLICE's pause, TIMEOUT, SLOW-CLOSE, FOR) is capped the
 # same: a rule is a test's fault, and a test that waits longer than a minute is a hung one.
 MAX_MS = 60_000
+MAX_COUNT = (1 << 63) - 1  # COUNT, AFTER: any count a 64-bit counter holds
 MAX_BYTES = 1 << 30  # BANDWIDTH's rate, SLICE's and CUT's sizes: a reply is never larger
 # The numbers each action takes after its name: (what an error calls it, lowest, highest).
 _NUMBERS = {
@@ -320,13 +321,9 @@ class FaultInjector:
                     raise RedisError(errors.FAULT_SYNTAX.format("IN-SCRIPT takes yes or no"))
                 in_script = flag == b"yes"
             elif option == "COUNT":
-                rule.count = parse_int(value)
-                if rule.count < 1:
-                    raise RedisError(errors.FAULT_SYNTAX.format("COUNT must be at least 1"))
+                rule.count = _number(value, "COUNT", 1, MAX_COUNT)
             elif option == "AFTER":
-                rule.after = parse_int(value)
-                if rule.after < 0:
-                    raise RedisError(errors.FAULT_SYNTAX.format("AFTER must be >= 0"))
+                rule.after = _number(value, "AFTER", 0, MAX_COUNT)
             elif option == "PROBABILITY":
                 try:
                     probability = float(value)

@@ -336,7 +336,8 @@ def test_stall_accept_count_and_del_release(srv):
     ("REFUSE",), ("REFUSE", "COMMAND", "get", "COUNT", "1"), ("REFUSE", "FOR", "0"),
     ("REFUSE", "FOR", "60001"), ("STALL-ACCEPT",), ("STALL-ACCEPT", "COUNT", "3"),
     ("STALL-ACCEPT", "KEY", "a*", "FOR", "100"), ("HANG", "FOR", "-1"),
-    ("BANDWIDTH", "100", "JITTER", "5"), ("CUT", "3", "SEED", "1"), ("TIMEOUT", "10", "IN-SCRIPT", "yes"),
+    ("DROP", "COUNT", "-1"), ("DROP", "COUNT", "1.5"), ("DROP", "COUNT", "1" * 30),
+    ("DROP", "AFTER", "-2"), ("BANDWIDTH", "100", "JITTER", "5"), ("CUT", "3", "SEED", "1"), ("TIMEOUT", "10", "IN-SCRIPT", "yes"),
 ])
 def test_bad_arguments_are_refused_with_an_error_and_add_nothing(srv, words):
     raw = RawClient(srv.port)
@@ -368,6 +369,8 @@ def test_bad_argument_errors_name_the_argument_and_its_range(srv):
         "ERR MINIRED FAULT ADD: REFUSE needs FOR <ms> or COUNT <n> (it must end by itself)")
     assert add("STALL-ACCEPT", "COUNT", "1") == Err(
         "ERR MINIRED FAULT ADD: STALL-ACCEPT needs FOR <ms> (it must end by itself)")
+    assert add("DROP", "COUNT", "0") == Err(
+        "ERR MINIRED FAULT ADD: COUNT must be an integer from 1 to 9223372036854775807, got '0'")
     assert add("CUT", "3", "JITTER", "5") == Err("ERR MINIRED FAULT ADD: JITTER does not apply to CUT")
     assert add("RESET", "SEED", "5") == Err(
         "ERR MINIRED FAULT ADD: SEED goes with PROBABILITY or JITTER")
