@@ -111,15 +111,17 @@ def test_bandwidth_limits_the_reply_rate_and_the_reply_is_complete(srv):
 
 def test_bandwidth_keeps_later_replies_behind_and_a_short_socket_timeout_survives(srv):
     """redis-py's socket_timeout is per read: a slow but steady reply never trips it."""
-    value = b"y" * 20_000
+    # 2.5 s of reply against a 1.5 s timeout: far from the 10 ms between pieces even when a
+    # busy machine holds the server for a moment.
+    value = b"y" * 50_000
     _plain(srv).set("k", value)
     srv.faults.add("BANDWIDTH", 20_000, command="get", count=1)  # 200 bytes every 10 ms
-    r = _plain(srv, socket_timeout=0.5)
+    r = _plain(srv, socket_timeout=1.5)
     pipe = r.pipeline(transaction=False)
     pipe.get("k").ping()
     start = time.monotonic()
     assert pipe.execute() == [value, True]  # the PING answered after the whole reply
-    assert time.monotonic() - start > 0.5  # longer than the socket timeout, all told
+    assert time.monotonic() - start > 1.5  # longer than the socket timeout, all told
 
 
 def test_slice_sends_the_reply_in_pieces_with_pauses(srv):
