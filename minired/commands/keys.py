@@ -94,7 +94,7 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
         if not -(INT64_MAX // 1000) <= when <= INT64_MAX // 1000:
             raise RedisError(errors.INVALID_EXPIRE.format(name))
         when *= 1000
-    now = c.server.clock.ms()
+    now = c.db.clock.ms()  # (the loading clock while an AOF replays: see persistence.Loader)
     base = now if relative else 0
     if when > INT64_MAX - base:
         raise RedisError(errors.INVALID_EXPIRE.format(name))

@@ -90,7 +90,7 @@ def restore(c, argv):
         raise RedisError(errors.RESTORE_INVALID_TTL)
     value = load_payload(argv[3])
     deleted = replace and db.delete(key)
-    now = c.server.clock.ms()
+    now = db.clock.ms()
     if ttl and not absolute_ttl:
         ttl += now
     if ttl and ttl <= now:

@@ -16,12 +16,15 @@ holding a base (an RDB image, `appendonly.aof.<n>.base.rdb`), the incremental fi
 (`appendonly.aof.<n>.incr.aof`, Redis commands in RESP) and the manifest
 (`appendonly.aof.manifest`) naming them. A plain `appendonly.aof` in `--dir` from an older Redis
 (or minired) is moved into that directory as its base, as Redis 7.0 does on upgrade. Every
-successful write command is appended as it ran; commands whose effect is not a function of the
-log are rewritten (TTLs pinned with PEXPIREAT, SPOP as SREM of what it popped, XADD `*` with the
-id it generated); the writes of one EXEC or script are wrapped in MULTI/EXEC; a blocking command
-is logged when served. `#MS:<unix ms>` annotation lines (Redis skips lines starting with `#`)
-carry the clock, so replay sees the time the original did. `appendfsync always|everysec|no` as
-Redis. `BGREWRITEAOF` (and the automatic rewrite past auto-aof-rewrite-percentage/min-size)
+successful write command is logged by its effects, as Redis propagates it (aof_effects.py:
+absolute TTLs, SPOP as SREM, a blocking command as its non-blocking form when served, ...), a
+key deleted for its TTL as DEL; the writes of one EXEC or script are wrapped in MULTI/EXEC.
+What is logged reaches the file (one write(2) per pass of the event loop) before any reply
+leaves, as Redis's beforeSleep writes the AOF buffer before the clients' replies: a kill -9
+loses no acknowledged write, and `appendfsync always|everysec|no` decides, as in Redis, only
+what an OS crash can take (`always` fsyncs before replying). A real Redis replays the files to
+the same data, and redis-check-aof accepts them. (minired's older files, with `#MS:<unix ms>`
+clock lines, still load.) `BGREWRITEAOF` (and the automatic rewrite past auto-aof-rewrite-percentage/min-size)
 opens a new incremental file, writes a new base in a forked child and then switches the
 manifest, as Redis 7.0 does.
 
@@ -40,10 +43,12 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
+from minired.data.keyspace import Clock
 from minired.engine import dispatch
 from minired.engine.blocking import Block
 from minired.engine.client import Client
-from minired.features import rdb_file
+from minired.engine.table import COMMANDS
+from minired.features import aof_effects, rdb_file
 from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
 from minired.features.rdb_file import RdbError
 from minired.protocol import errors
@@ -60,9 +65,6 @@ LEGACY_OBJECT_COMMAND = b"minired-object"
 TICK_SECONDS = 0.1
 SAVE_RETRY_SECONDS = 5  # CONFIG_BGSAVE_RETRY_DELAY
 
-# Write commands whose TTL is relative to "now" (or set by an option): pinned with PEXPIREAT.
-_TTL_SETTERS = frozenset({b"set", b"setex", b"psetex", b"getex", b"restore"})
-_EXPIRE_FAMILY = frozenset({b"expire", b"pexpire", b"expireat", b"pexpireat"})
 
 
 class LoadError(Exception):
@@ -156,8 +158,15 @@ def read_records(data: bytes, pos: int = 0) -> Iterator[tuple[int, Any]]:
 # --- replaying commands --------------------------------------------------------------------------
 
 class Loader:
-    """Replays an AOF's commands into a server through its command table, on the clock they
-    were recorded at, as one internal client that never blocks."""
+    """Replays an AOF's commands into a server through its command table, as one internal
+    client that never blocks.
+
+    While it replays, the databases read a clock of their own that stands at the epoch, so no
+    key expires and no TTL counts as already past (Redis's keyIsExpired and checkAlreadyExpired
+    answer no while loading): the file logs expiries as absolute times and the deletions they
+    led to as DELs, and a key whose time passed since is expired once the server runs. Files
+    of minired before 7.0.15-aof (`#MS:<unix ms>` lines before relative TTLs) move that clock
+    to the time each command ran at."""
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -165,13 +174,17 @@ class Loader:
         self.client.authenticated = True
         self.client.in_exec = True  # blocking commands answer at once instead of waiting
         self.commands = 0
+        self.clock = Clock()
+        self.clock.offset_ms = -self.clock.ms()
 
     def load(self, data: bytes, name: str, pos: int = 0) -> tuple[int, bool]:
         """Apply every complete record from `pos`: (offset up to which the data was used, whether
         it ended cut short). An unfinished MULTI at the end is left out (its offset not counted).
         Raises LoadError at bytes that are no command, or an unknown command, as Redis does."""
-        clock = self.server.clock
-        saved_offset = clock.offset_ms
+        dbs = self.server.keyspace.dbs
+        clocks = [db.clock for db in dbs]
+        for db in dbs:
+            db.clock = self.clock
         transaction: list | None = None
         good = pos
         truncated = False
@@ -206,17 +219,17 @@ class Loader:
                 log.warning("Revert incomplete MULTI/EXEC transaction in AOF file %s", name)
                 truncated = True
         finally:
-            clock.offset_ms = saved_offset
+            for db, clock in zip(dbs, clocks):
+                db.clock = clock
         return good, truncated
 
     def _annotation(self, record: bytes) -> None:
-        clock = self.server.clock
+        # minired's own lines before 7.0.15-aof: the time the commands after them ran at.
+        # (Redis's `#TS:` lines, in seconds, are skipped, as Redis skips them.)
         if record.startswith(b"MS:"):
-            clock.offset_ms = int(record[3:]) - int(time.time() * 1000)
-        elif record.startswith(b"TS:"):
-            value = int(record[3:])
-            # Redis's annotations are in seconds; minired before version 10 wrote milliseconds.
-            clock.offset_ms = (value if value > 10**11 else value * 1000) - int(time.time() * 1000)
+            self.clock.offset_ms = int(record[3:]) - int(time.time() * 1000)
+        elif record.startswith(b"TS:") and int(record[3:]) > 10**11:  # minired < 10: in ms
+            self.clock.offset_ms = int(record[3:]) - int(time.time() * 1000)
 
     def apply(self, argv: list, name: str) -> None:
         self.commands += 1
@@ -384,8 +397,10 @@ class Persistence:
         self.aof_rewrite_base_size = 0
         self.aof_buffer: list[bytes] = []
         self.aof_db = -1
-        self.aof_ts = -1
+        # The writes of the EXEC or script running now (or that just ended), as (db, argv).
+        self.aof_transaction: list[tuple[int, list]] = []
         self.aof_transaction_client: Client | None = None
+        self.aof_transaction_key: Any = None  # see _transaction_key
         self.aof_rewrite_scheduled = False
         self.aof_rewrite_incr_from = 0  # index in manifest.incr of the rewrite's first incr file
         self.aof_rewrites = 0
@@ -773,56 +788,72 @@ class Persistence:
             return
         self.dirty += 1
         if self.aof_file is not None:
-            self._log(c, spec.name.encode(), argv, reply, c.in_exec or c.in_script)
+            self._log(c, c.db_index, argv, reply)
 
     def _served(self, waiter: Any, reply: Any) -> None:
-        """BlockingManager.on_finish: a blocked command that gets its data is logged as it
-        stands, now that replaying it finds that data and does not block."""
+        """BlockingManager.on_finish: a blocked command that gets its data is logged by what
+        it did, as its non-blocking form (aof_effects)."""
         entry = self._blocked.pop(waiter.client.id, None)
         if (entry is not None and reply is not waiter.block.timeout_reply
                 and type(reply) is not RedisError):
             self.dirty += 1
             if self.aof_file is not None:
                 db_index, argv = entry
-                self._append_command(db_index, argv, False, waiter.client)
+                self._log(waiter.client, db_index, argv, reply)
 
     def _forget_client(self, client: Client) -> None:
         self._blocked.pop(client.id, None)
 
-    def _log(self, c: Client, name: bytes, argv: list, reply: Any, atomic: bool) -> None:
-        db = c.db
-        if name in _EXPIRE_FAMILY:
-            if reply != 1:
-                return
-            key = argv[1]
-            deadline = db.expires.get(key)
-            argv = [b"PEXPIREAT", key, b"%d" % deadline] if deadline is not None else [b"DEL", key]
-        elif name == b"spop":
-            members = [reply] if isinstance(reply, bytes) else list(reply or ())
-            if not members:
-                return
-            argv = [b"SREM", argv[1], *members]
-        elif name == b"xadd" and isinstance(reply, bytes):
-            argv = _xadd_with_id(argv, reply)
-        self._append_command(c.db_index, argv, atomic, c)
-        if name in _TTL_SETTERS:
-            deadline = db.expires.get(argv[1])
-            if deadline is not None:
-                self._append_command(c.db_index, [b"PEXPIREAT", argv[1], b"%d" % deadline], atomic, c)
-
-    def _append_command(self, db_index: int, argv: list, atomic: bool, c: Client) -> None:
-        buffer = self.aof_buffer
-        if atomic:
-            if self.aof_transaction_client is not c:
+    def _log(self, c: Client, db_index: int, argv: list, reply: Any) -> None:
+        try:
+            records = aof_effects.effects(c.server.keyspace[db_index], argv, reply)
+        except Exception:  # a bug here must not fail a write that happened: log it as sent
+            log.exception("rewriting %r for the AOF failed", argv[:1])
+            records = [argv]
+        if not records:
+            return
+        if c.in_exec or c.in_script:
+            # The writes of one EXEC or script are one transaction in the file, written once it
+            # is over (propagatePendingCommands).
+            key = self._transaction_key(c)
+            if self.aof_transaction_client is not c or self.aof_transaction_key != key:
                 self._close_transaction()
-                buffer.append(b"*1\r\n$5\r\nMULTI\r\n")
                 self.aof_transaction_client = c
-        elif self.aof_transaction_client is not None:
-            self._close_transaction()
-        now = self.server.clock.ms()
-        if now != self.aof_ts:
-            buffer.append(b"#MS:%d\r\n" % now)
-            self.aof_ts = now
+                self.aof_transaction_key = key
+            self.aof_transaction.extend((db_index, argv) for argv in records)
+            return
+        self._close_transaction()
+        self._append_atomically([(db_index, argv) for argv in records])
+
+    def _expired(self, db: Any, key: bytes) -> None:
+        """Database.on_expired: a key deleted for its TTL is logged as DEL at once, before the
+        writes of the command that found it expired (propagateExpire)."""
+        if self.aof_file is None:
+            return
+        self._close_finished_transaction()
+        self._append(db.index, [b"DEL", key])
+
+    def _transaction_key(self, c: Client) -> Any:
+        """What tells one EXEC or script from the next of the same client: the script's run,
+        the count of EXECs so far; None once it is over."""
+        if c.in_script:
+            scripting = self.server.scripting
+            return scripting.current if scripting is not None else None
+        return COMMANDS[b"exec"].calls if c.in_exec else None
+
+    def _append_atomically(self, records: list) -> None:
+        """(db, argv) records in a MULTI/EXEC block when there is more than one, as Redis wraps
+        a command's or a transaction's writes; SELECT before MULTI, for the first record."""
+        if len(records) == 1:
+            self._append(*records[0])
+            return
+        self._append(records[0][0], [b"MULTI"])
+        for db_index, argv in records:
+            self._append(db_index, argv)
+        self.aof_buffer.append(b"*1\r\n$4\r\nEXEC\r\n")
+
+    def _append(self, db_index: int, argv: list) -> None:
+        buffer = self.aof_buffer
         if db_index != self.aof_db:
             buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
             self.aof_db = db_index
@@ -830,15 +861,24 @@ class Persistence:
 
     def _close_transaction(self) -> None:
         if self.aof_transaction_client is not None:
-            self.aof_buffer.append(b"*1\r\n$4\r\nEXEC\r\n")
-            self.aof_transaction_client = None
+            records, self.aof_transaction = self.aof_transaction, []
+            self.aof_transaction_client = self.aof_transaction_key = None
+            if records:
+                self._append_atomically(records)
+
+    def _close_finished_transaction(self) -> None:
+        """The transaction of an EXEC or script that is over; one still running (a busy script
+        serving other clients' reads) stays open."""
+        running = self.aof_transaction_client
+        if running is not None and (self._transaction_key(running) is None
+                                    or self._transaction_key(running) != self.aof_transaction_key):
+            self._close_transaction()
 
     # --- the AOF file ----------------------------------------------------------------------------
 
     def _open_incr(self, name: str) -> None:
         self.aof_file = open(os.path.join(self.aof_directory, name), "ab", buffering=0)
-        self.aof_db = -1
-        self.aof_ts = -1
+        self.aof_db = -1  # a new file starts with a SELECT
 
     def enable_aof(self, at_start: bool = False) -> None:
         """Start logging. At start-up, after loading: append to the last incremental file (a
@@ -871,7 +911,7 @@ class Persistence:
         fresh.incr = [(f"{self.aof_prefix}.{(manifest.incr[-1][1] if manifest.incr else 0) + 1}"
                        ".incr.aof", (manifest.incr[-1][1] if manifest.incr else 0) + 1)]
         if self.aof_file is not None:
-            self.flush_aof(fsync=True)
+            self.flush_aof(fsync=True, close_transaction=True)
             self.aof_file.close()
         self._open_incr(fresh.incr[0][0])
         self._persist_manifest(fresh)
@@ -917,7 +957,7 @@ class Persistence:
             self._rewrite_now()
             self.aof_rewrites += 1
             return
-        self.flush_aof(fsync=True)
+        self.flush_aof(fsync=True, close_transaction=True)
         self.aof_file.close()
         self.aof_rewrite_incr_from = len(manifest.incr)
         self._open_incr(manifest.next_incr())
@@ -957,32 +997,46 @@ class Persistence:
 
     def disable_aof(self) -> None:
         if self.aof_file is not None:
-            self.flush_aof(fsync=True)
+            self.flush_aof(fsync=True, close_transaction=True)
             self.aof_file.close()
             self.aof_file = None
             log.info("Append only file disabled")
 
-    def flush_aof(self, fsync: bool) -> None:
-        """Write what was logged since the last flush (closing an EXEC block that ended)."""
+    def flush_aof(self, fsync: bool, close_transaction: bool = False) -> None:
+        """Write what was logged since the last flush (one write(2)), with the transaction of an
+        EXEC or script that ended (all of it, with close_transaction: the file changes)."""
         file = self.aof_file
         if file is None:
             return
-        self._close_transaction()
+        if close_transaction:
+            self._close_transaction()
+        else:
+            self._close_finished_transaction()
         if self.aof_buffer:
             data = b"".join(self.aof_buffer)
             self.aof_buffer.clear()
             view = memoryview(data)
-            while view:
-                written = file.write(view)
-                view = view[written:]
+            try:
+                while view:
+                    written = file.write(view)
+                    view = view[written:]
+            except OSError:
+                self.aof_buffer.append(bytes(view))  # kept for the next try
+                raise
         if fsync:
             os.fsync(file.fileno())
             self.last_fsync = time.monotonic()
 
-    def sync_before_reply(self) -> None:
-        """appendfsync always: a client hears back only about writes already on disk."""
-        if self.aof_buffer:
-            self.flush_aof(fsync=True)
+    def write_before_reply(self) -> None:
+        """Server.sync_before_reply, called before any reply is written to a socket: the writes
+        logged so far reach the file first (one write for the whole pass of the loop, as Redis's
+        beforeSleep writes the AOF buffer before the clients' replies), so a kill -9 never loses
+        a write a client was told of; with appendfsync always they reach the disk too."""
+        if self.aof_buffer or self.aof_transaction_client is not None:
+            try:
+                self.flush_aof(fsync=self.fsync_mode == "always")
+            except OSError as exc:
+                log.warning("Error writing to the AOF file: %s", exc)
 
     def aof_current_size(self) -> int:
         if self.aof_manifest is None:
@@ -1025,8 +1079,9 @@ class Persistence:
             self.disable_aof()
         self.fsync_mode = self.config.get("appendfsync") or "everysec"
         logging_on = self.aof_file is not None
-        server.sync_before_reply = (self.sync_before_reply
-                                    if logging_on and self.fsync_mode == "always" else None)
+        server.sync_before_reply = self.write_before_reply if logging_on else None
+        for db in server.keyspace.dbs:
+            db.on_expired = self._expired if logging_on else None
         # Otherwise minired stays memory-only and commands/server.py says so.
         # SAVE/BGSAVE are served, and writes counted for INFO's rdb_changes_since_last_save,
         # once files were asked for: AOF, save points, or a --dir.
@@ -1100,26 +1155,6 @@ def _detach_child_signals() -> None:
             signal.signal(sig, action)
         except (ValueError, OSError):
             pass
-
-
-def _xadd_with_id(argv: list, generated: bytes) -> list:
-    """XADD argv with its `*` (or `<ms>-*`) id replaced by the id it generated."""
-    i = 2
-    while i < len(argv):
-        option = argv[i].lower()
-        if option == b"nomkstream":
-            i += 1
-        elif option in (b"maxlen", b"minid"):
-            i += 2
-            if argv[i - 1] in (b"=", b"~"):
-                i += 1
-            if i < len(argv) and argv[i].lower() == b"limit":
-                i += 2
-        else:
-            break
-    if i < len(argv) and argv[i].endswith(b"*"):
-        return [*argv[:i], generated, *argv[i + 1:]]
-    return argv
 
 
 def attach(server: "Server") -> None:

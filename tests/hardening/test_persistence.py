@@ -63,28 +63,6 @@ def test_aof_always_survives_kill9(tmp_path):
         assert 590_000 < client.pttl("ttl") <= 600_000
 
 
-def test_aof_everysec_loses_at_most_about_a_second(tmp_path):
-    args = ("--dir", str(tmp_path), "--appendonly", "yes")  # everysec is the default
-    server = SubprocessServer(*args).start()
-    try:
-        client = redis.Redis(port=server.port)
-        acknowledged = 0
-        started = time.monotonic()
-        while time.monotonic() - started < 1.5:
-            client.set(f"k{acknowledged}", acknowledged)
-            acknowledged += 1
-        acknowledged_at = time.monotonic()
-        _kill9(server)
-    finally:
-        server.stop()
-    with SubprocessServer(*args) as again:
-        client = redis.Redis(port=again.port)
-        kept = client.dbsize()
-        assert all(client.get(f"k{i}") == str(i).encode() for i in range(kept))  # a prefix
-        rate = acknowledged / (acknowledged_at - started)
-        assert acknowledged - kept <= rate * 1.0 + 50, (acknowledged, kept)
-
-
 def test_aof_replays_non_deterministic_writes_exactly(tmp_path):
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes", appendfsync="always",
                         time_control=True) as srv:
