@@ -449,3 +449,71 @@ def test_dataset_comparison_sees_a_difference():
         [b"name", b"c", b"seen-time", 5, b"pel-count", 1]]]]]) != _normalized_stream(
         [b"length", 1, b"groups", [[b"name", b"g", b"consumers", [
             [b"name", b"c", b"seen-time", 5, b"pel-count", 2]]]]])
+
+
+def _aof_dir(directory, records: bytes) -> None:
+    """A multi-part AOF directory of one incremental file holding records."""
+    aof = directory / "appendonlydir"
+    aof.mkdir(parents=True)
+    (aof / "appendonly.aof.manifest").write_text("file appendonly.aof.1.incr.aof seq 1 type i\n")
+    (aof / "appendonly.aof.1.incr.aof").write_bytes(records)
+
+
+def _records(*commands) -> bytes:
+    out = []
+    for argv in commands:
+        if isinstance(argv, bytes):  # an annotation line
+            out.append(argv)
+            continue
+        out.append(b"*%d\r\n" % len(argv))
+        for arg in argv:
+            arg = arg if isinstance(arg, bytes) else str(arg).encode()
+            out.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+    return b"".join(out)
+
+
+def test_no_key_expires_while_the_aof_loads_as_in_redis(tmp_path):
+    """Absolute times in the past count only once loaded (keyIsExpired and checkAlreadyExpired
+    answer no while Redis loads): a key whose TTL passed since it was logged is not recreated
+    without its TTL by the writes logged after it."""
+    now = int(time.time() * 1000)
+    records = _records(
+        ("SELECT", 0),
+        ("SET", "a", "1", "PXAT", now - 60_000), ("INCR", "a"),
+        ("SET", "b", "1", "PXAT", now + 10**8), ("INCR", "b"),
+        ("RPUSH", "c", "x"), ("PEXPIREAT", "c", now - 60_000), ("RPUSH", "c", "y"),
+        ("SET", "d", "v"), ("RESTORE", "e", now - 60_000,
+                            b"\x00\x01v\n\x00\x91\x08\xce\xb2\x198\x8a\xce", "ABSTTL"),
+        ("GETEX", "d", "PXAT", now - 60_000), ("APPEND", "d", "w"))
+    found = {}
+    for name in ("redis", "minired"):
+        directory = tmp_path / name
+        _aof_dir(directory, records)
+        if name == "redis":
+            port = free_port()
+            proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
+                                     "--appendonly", "yes", "--dir", str(directory),
+                                     "--logfile", str(directory / "redis.log")])
+            try:
+                wait_for_ping(port)
+                found[name] = dataset(redis.Redis(port=port))
+            finally:
+                terminate(proc)
+        else:
+            with SubprocessServer("--dir", str(directory), "--appendonly", "yes") as server:
+                found[name] = dataset(redis.Redis(port=server.port))
+    assert found["minired"] == found["redis"]
+    assert found["minired"] == {b"b": (b"string", b"2", now + 10**8)}
+
+
+def test_minired_files_with_clock_lines_still_load(tmp_path):
+    """minired before this release logged relative TTLs after `#MS:<unix ms>` lines: loading
+    keeps each TTL counted from the time it was logged."""
+    logged_at = int(time.time() * 1000) - 50_000
+    _aof_dir(tmp_path, _records(b"#MS:%d\r\n" % logged_at, ("SELECT", 0),
+                                ("SET", "k", "v", "PX", 100_000), ("SET", "gone", "v", "PX", 10_000),
+                                ("INCR", "n")))
+    with SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes") as server:
+        client = redis.Redis(port=server.port)
+        assert client.execute_command("PEXPIRETIME", "k") == logged_at + 100_000
+        assert client.exists("gone") == 0 and client.get("n") == b"1"
