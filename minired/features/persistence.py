@@ -36,6 +36,7 @@ message and the file is left alone (only a truncated tail of the last AOF file i
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import shlex
@@ -508,8 +509,8 @@ class Persistence:
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-        except FileNotFoundError:
-            return False
+        except (FileNotFoundError, NotADirectoryError):
+            return False  # (no AOF directory: aofLoadManifestFromDisk)
         except OSError as exc:
             raise LoadError(f"Fatal error: can't open the AOF manifest {path}: {exc.strerror}")
         self.aof_manifest = Manifest.parse(self.aof_prefix, text, path)
@@ -566,7 +567,7 @@ class Persistence:
     def _upgrade_legacy_aof(self, legacy: str) -> None:
         """A single appendonly.aof (Redis < 7, or minired's own): it becomes the base of a
         multi-part AOF, moved into the AOF directory untouched (aofUpgradePrepare)."""
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         manifest = Manifest(self.aof_prefix)
         manifest.base, manifest.base_seq = self.aof_prefix, 1
         target = os.path.join(self.aof_directory, self.aof_prefix)
@@ -576,8 +577,24 @@ class Persistence:
         self.aof_manifest = manifest
         log.info("Successfully migrated an old-style AOF into the AOF directory")
 
+    def _make_aof_directory(self) -> None:
+        """The AOF directory, made if missing (dirCreateIfMissing: a file in its place is
+        ENOTDIR); OSError with Redis's log line when it cannot be."""
+        try:
+            os.mkdir(self.aof_directory)
+        except FileExistsError:
+            if os.path.isdir(self.aof_directory):
+                return
+            error: OSError = NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        except OSError as exc:
+            error = exc
+        else:
+            return
+        raise OSError(error.errno, "Can't open or create append-only dir %s: %s" % (
+            self.config.get("appenddirname") or "appendonlydir", error.strerror))
+
     def _persist_manifest(self, manifest: Manifest) -> None:
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         write_atomically(self.manifest_path, iter([manifest.text().encode()]),
                          temp_name="temp-" + self.aof_prefix + ".manifest")
 
@@ -884,7 +901,7 @@ class Persistence:
         """Start logging. At start-up, after loading: append to the last incremental file (a
         first start writes a base of the data and an empty one). Turned on later (CONFIG SET):
         a rewrite, so the files hold what is in memory now."""
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         manifest = self.aof_manifest
         if at_start and manifest is not None and manifest.base is not None:
             if not manifest.incr:
@@ -901,7 +918,7 @@ class Persistence:
         manifest = self.aof_manifest or Manifest(self.aof_prefix)
         base_seq = manifest.base_seq + 1
         base_name = f"{self.aof_prefix}.{base_seq}.base.rdb"
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         size = write_atomically(os.path.join(self.aof_directory, base_name),
                                 self._image(aof_base=True),
                                 temp_name=f"temp-rewriteaof-{os.getpid()}.aof")
@@ -1074,7 +1091,13 @@ class Persistence:
             try:
                 self.enable_aof(at_start)
             except OSError as exc:
-                log.warning("Can't open the append-only file: %s", exc)
+                reason = exc.strerror if exc.strerror.startswith("Can't") else (
+                    f"Can't open the append-only file: {exc.strerror}")
+                if at_start:  # Redis exits
+                    raise LoadError(reason) from None
+                log.warning("%s", reason)
+                # CONFIG SET appendonly yes answers the error and is undone (turn_on_aof)
+                self.config.set("appendonly", "no")
         elif not wants_aof and self.aof_file is not None:
             self.disable_aof()
         self.fsync_mode = self.config.get("appendfsync") or "everysec"
@@ -1092,6 +1115,12 @@ class Persistence:
             server.saver = None
         server.propagate = self.propagate if served else None
         server.blocking.on_finish = self._served if served else None
+
+    def turn_on_aof(self) -> bool:
+        """CONFIG SET appendonly yes, at once, as Redis's startAppendOnly: False (the setting
+        undone, the reason logged) when the files cannot be made."""
+        self.reconcile()
+        return self.aof_file is not None
 
     def tick(self) -> None:
         try:

@@ -239,6 +239,46 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
         assert client.mget("before", "after", "not-logged") == [b"1", b"2", None]
 
 
+def test_an_aof_directory_that_cannot_be_made(tmp_path):
+    """A file where the AOF directory should be: start-up exits 1 with Redis's log line, and
+    CONFIG SET appendonly yes answers Redis's error and leaves appendonly off (differential)."""
+    message = "Can't open or create append-only dir appendonlydir: Not a directory"
+    for name in ("redis", "minired"):
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "appendonlydir").write_text("a file, not a directory")
+        if name == "minired":
+            started = _start_minired(directory, "--appendonly", "yes")
+        else:
+            started = subprocess.run([redis_server_binary(), "--port", str(free_port()),
+                                      "--dir", str(directory), "--save", "",
+                                      "--appendonly", "yes"],
+                                     capture_output=True, timeout=15, stdin=subprocess.DEVNULL)
+        assert started.returncode == 1, name
+        assert message in (started.stdout + started.stderr).decode(), name
+    replies = {}
+    with EmbeddedServer(dir=str(tmp_path / "minired")) as srv:
+        client = RawClient(srv.port)
+        replies["minired"] = (client.call("CONFIG", "SET", "appendonly", "yes"),
+                              client.call("CONFIG", "GET", "appendonly"))
+        client.close()
+    port = free_port()
+    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
+                             "--dir", str(tmp_path / "redis")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = RawClient(port)
+        replies["redis"] = (client.call("CONFIG", "SET", "appendonly", "yes"),
+                            client.call("CONFIG", "GET", "appendonly"))
+        client.close()
+    finally:
+        terminate(proc)
+    assert replies["minired"] == replies["redis"]
+    assert replies["minired"][0] == Err("ERR CONFIG SET failed (possibly related to argument "
+                                        "'appendonly') - Unable to turn on AOF. Check server logs.")
+
+
 # --- files that cannot be loaded in full: refused, left alone --------------------------------------
 
 def _redis_dump(tmp_path, build) -> bytes:
