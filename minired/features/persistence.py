@@ -668,6 +668,7 @@ class Persistence:
 
     def _saved(self, dirty_before: int | None = None) -> None:
         self.last_save_ok = True
+        self.config.note_bgsave(True)  # writes refused for a failed BGSAVE are allowed again
         self.saves += 1
         self.dirty = self.dirty - dirty_before if dirty_before is not None else 0
         self.server.last_save = int(time.time())
@@ -707,8 +708,8 @@ class Persistence:
         started = time.time()
         try:
             self.save()
-        except RedisError:
-            pass  # logged by save()
+        except RedisError:  # (logged by save())
+            self.config.note_bgsave(False)
         self.last_background_save_seconds = int(time.time() - started)
 
     def _can_fork(self) -> bool:
@@ -765,6 +766,7 @@ class Persistence:
                 log.info("Background saving terminated with success")
             else:
                 self.last_save_ok = False
+                self.config.note_bgsave(False)  # stop-writes-on-bgsave-error: MISCONF
                 log.warning("Background saving error")
         else:
             self.aof_last_rewrite_seconds = seconds

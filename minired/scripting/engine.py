@@ -244,8 +244,8 @@ class ScriptEngine:
         if "no-writes" not in flags:
             # (Redis refuses a script that may write for want of replicas before it runs,
             # as it refuses any write command, so before the *_RO check)
-            if self.server.config.writes_need_replicas:
-                raise RedisError(errors.NOREPLICAS)
+            if self.server.config.writes_refused:
+                raise RedisError(self.server.config.write_refusal())
             if read_only:
                 raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
 
@@ -356,8 +356,8 @@ class ScriptEngine:
                 if spec.write:
                     # Until the script has written, the server's state may still refuse it.
                     if not run.dirty:
-                        if self.server.config.writes_need_replicas:
-                            return self._refused(spec, errors.NOREPLICAS.encode())
+                        if self.server.config.writes_refused:
+                            return self._refused(spec, self.server.config.write_refusal().encode())
                         if (not run.allow_oom and spec.denyoom
                                 and self.server.over_maxmemory()):
                             return self._refused(spec, lua_error_text(errors.OOM))

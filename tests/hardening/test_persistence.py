@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from minired.embed import EmbeddedServer, SubprocessServer
+from minired.protocol import errors
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 
@@ -277,6 +278,56 @@ def test_an_aof_directory_that_cannot_be_made(tmp_path):
     assert replies["minired"] == replies["redis"]
     assert replies["minired"][0] == Err("ERR CONFIG SET failed (possibly related to argument "
                                         "'appendonly') - Unable to turn on AOF. Check server logs.")
+
+
+def _misconf_session(port: int, directory) -> list:
+    """A failed BGSAVE (dump.rdb made a directory) with save points set, then what is refused
+    and what lifts the refusal."""
+    client = RawClient(port)
+    out = [client.call("SET", "a", "1")]
+    (directory / "dump.rdb" / "x").mkdir(parents=True)
+    out.append(client.call("BGSAVE"))
+    deadline = time.monotonic() + 20
+    while b"rdb_bgsave_in_progress:0" not in client.call("INFO", "persistence") or \
+            b"rdb_last_bgsave_status:ok" in client.call("INFO", "persistence"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    for command in [("SET", "b", "1"), ("PING",), ("GET", "a"),
+                    ("EVAL", "return redis.call('set','x','1')", "0"),
+                    ("EVAL", "#!lua\nreturn redis.call('set','x','1')", "0"),
+                    ("EVAL", "return redis.call('get','x')", "0"),
+                    ("MULTI",), ("SET", "a", "2"), ("EXEC",),
+                    ("CONFIG", "SET", "stop-writes-on-bgsave-error", "no"), ("SET", "c", "1"),
+                    ("CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"), ("SET", "c", "1"),
+                    ("CONFIG", "SET", "save", ""), ("SET", "c", "2"),
+                    ("CONFIG", "SET", "save", "3600 1"), ("SAVE",), ("SET", "d", "1")]:
+        out.append(client.call(*command))
+    (directory / "dump.rdb" / "x").rmdir()
+    (directory / "dump.rdb").rmdir()
+    out += [client.call("SAVE"), client.call("SET", "e", "1"), client.call("PING")]
+    client.close()
+    return out
+
+
+def test_stop_writes_on_bgsave_error(tmp_path):
+    """After a failed BGSAVE, with save points set and stop-writes-on-bgsave-error yes, writes
+    and PING answer Redis's MISCONF error until a save succeeds (differential)."""
+    replies = {}
+    port = free_port()
+    (tmp_path / "redis").mkdir()
+    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "3600 1",
+                             "--dir", str(tmp_path / "redis")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        replies["redis"] = _misconf_session(port, tmp_path / "redis")
+    finally:
+        terminate(proc)
+    (tmp_path / "minired").mkdir()
+    with SubprocessServer("--dir", str(tmp_path / "minired"), "--save", "3600 1") as server:
+        replies["minired"] = _misconf_session(server.port, tmp_path / "minired")
+    assert replies["minired"] == replies["redis"]
+    assert Err(errors.MISCONF_BGSAVE) in replies["minired"]
 
 
 # --- files that cannot be loaded in full: refused, left alone --------------------------------------
