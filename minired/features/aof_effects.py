@@ -44,21 +44,28 @@ def _gone_or(db: Any, key: bytes, records: Effects) -> Effects:
     return [[_DEL, key]] if key not in db.data else records
 
 
-def _set_with_deadline(db: Any, key: bytes, value: bytes) -> Effects:
+def _string_as_it_is(db: Any, key: bytes) -> Effects:
+    """SET of the string key holds now, with its deadline: right whether the SET took effect
+    or was called off (NX, XX: the key is as it was, and the record changes nothing)."""
+    value = db.data.get(key)
+    if value is None:
+        return [[_DEL, key]]
+    if type(value) is not bytes:
+        return []  # (a SET NX called off on a key of another type)
     deadline = db.expires.get(key)
     if deadline is None:
-        return _gone_or(db, key, [[b"SET", key, value]])
+        return [[b"SET", key, value]]
     return [[b"SET", key, value, b"PXAT", b"%d" % deadline]]
 
 
 def _set(db: Any, argv: list, reply: Any) -> Effects:
     if any(arg.lower() in _TTL_OPTIONS for arg in argv[3:]):
-        return _set_with_deadline(db, argv[1], argv[2])
+        return _string_as_it_is(db, argv[1])
     return [argv]
 
 
 def _setex(db: Any, argv: list, reply: Any) -> Effects:  # SETEX/PSETEX key ttl value
-    return _set_with_deadline(db, argv[1], argv[3])
+    return _string_as_it_is(db, argv[1])
 
 
 def _pexpireat(db: Any, key: bytes) -> Effects:
