@@ -84,7 +84,7 @@ def _deadline(c, raw: bytes, flags: int, command_name: str) -> int:
     if in_seconds:
         value *= 1000
     if flags & (_EX | _PX):
-        now = c.db.clock.ms()  # the server's clock (every database shares it)
+        now = c.server.clock.ms()  # (not db.clock, which stands still while an AOF loads)
         if now > 0 and value > _MAX_EXPIRE - now:  # the int64 addition would overflow in Redis
             raise RedisError(errors.INVALID_EXPIRE.format(command_name))
         value += now

@@ -165,9 +165,10 @@ class Loader:
     While it replays, the databases read a clock of their own that stands at the epoch, so no
     key expires and no TTL counts as already past (Redis's keyIsExpired and checkAlreadyExpired
     answer no while loading): the file logs expiries as absolute times and the deletions they
-    led to as DELs, and a key whose time passed since is expired once the server runs. Files
-    of minired before 7.0.15-aof (`#MS:<unix ms>` lines before relative TTLs) move that clock
-    to the time each command ran at."""
+    led to as DELs, and a key whose time passed since is expired once the server runs. A
+    relative TTL (an AOF of Redis 6) counts from now, as in Redis. Files of earlier minired
+    (`#MS:<unix ms>` lines before relative TTLs) set both clocks to the time each
+    command ran at."""
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -184,6 +185,7 @@ class Loader:
         Raises LoadError at bytes that are no command, or an unknown command, as Redis does."""
         dbs = self.server.keyspace.dbs
         clocks = [db.clock for db in dbs]
+        saved_offset = self.server.clock.offset_ms
         for db in dbs:
             db.clock = self.clock
         transaction: list | None = None
@@ -222,15 +224,16 @@ class Loader:
         finally:
             for db, clock in zip(dbs, clocks):
                 db.clock = clock
+            self.server.clock.offset_ms = saved_offset
         return good, truncated
 
     def _annotation(self, record: bytes) -> None:
-        # minired's own lines before 7.0.15-aof: the time the commands after them ran at.
-        # (Redis's `#TS:` lines, in seconds, are skipped, as Redis skips them.)
-        if record.startswith(b"MS:"):
-            self.clock.offset_ms = int(record[3:]) - int(time.time() * 1000)
-        elif record.startswith(b"TS:") and int(record[3:]) > 10**11:  # minired < 10: in ms
-            self.clock.offset_ms = int(record[3:]) - int(time.time() * 1000)
+        # Earlier minired's own lines: the time the commands after them ran at, for
+        # their relative TTLs and their expiries alike. (Redis's `#TS:` lines, in seconds, are
+        # skipped, as Redis skips them.)
+        if record.startswith(b"MS:") or record.startswith(b"TS:") and int(record[3:]) > 10**11:
+            offset = int(record[3:]) - int(time.time() * 1000)
+            self.clock.offset_ms = self.server.clock.offset_ms = offset
 
     def apply(self, argv: list, name: str) -> None:
         self.commands += 1

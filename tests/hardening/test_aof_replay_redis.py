@@ -518,6 +518,19 @@ def test_no_key_expires_while_the_aof_loads_as_in_redis(tmp_path):
     assert found["minired"] == {b"b": (b"string", b"2", now + 10**8)}
 
 
+def test_relative_ttls_of_an_older_redis_aof_count_from_loading(tmp_path):
+    """Redis 6 logged SET ... EX and SETEX as sent: they count from the time of loading."""
+    _aof_dir(tmp_path, _records(("SELECT", 0), ("SET", "a", "v", "EX", 1000),
+                                ("SETEX", "b", 1000, "v"), ("SET", "c", "v"), ("EXPIRE", "c", 1000),
+                                ("RESTORE", "d", 1_000_000, b"\x00\x01v\n\x00\x91\x08\xce\xb2\x198\x8a\xce")))
+    started = int(time.time() * 1000)
+    with SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes") as server:
+        client = redis.Redis(port=server.port)
+        for key in ("a", "b", "c", "d"):
+            deadline = client.execute_command("PEXPIRETIME", key)
+            assert started + 1_000_000 <= deadline <= int(time.time() * 1000) + 1_000_000, key
+
+
 def test_minired_files_with_clock_lines_still_load(tmp_path):
     """minired before this release logged relative TTLs after `#MS:<unix ms>` lines: loading
     keeps each TTL counted from the time it was logged."""
