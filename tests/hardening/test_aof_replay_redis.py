@@ -75,6 +75,13 @@ STRINGS = [
     _command("COPY", KEYS, KEYS, "REPLACE"),
     _command("MOVE", KEYS, "1"),
     _command("GET", KEYS),  # a read that may find a key expired
+    _command("RENAMENX", KEYS, KEYS),
+    _command("BITFIELD", KEYS, "INCRBY", "u8", "8", "200", "OVERFLOW", "SAT", "INCRBY", "i4", "0", "9"),
+    _command("SWAPDB", "0", "1"),
+    _command("GEOADD", "{s}1", "13.36", "38.11", "p", "15.08", "37.50", "q"),
+    _command("GEOSEARCHSTORE", "{s}2", "{s}1", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km",
+             "STOREDIST"),
+    _command("SORT", KEYS, "ALPHA", "STORE", "{s}2"),
     _command("DEBUG", "SLEEP", "0.02"),  # time passes
 ]
 LISTS = [
@@ -89,6 +96,8 @@ LISTS = [
     _command("BRPOPLPUSH", KEYS, KEYS, "0.01"),
     _command("LREM", KEYS, "0", VALUES),
     _command("LTRIM", KEYS, "1", "-1"),
+    _command("LSET", KEYS, "0", VALUES),
+    _command("LINSERT", KEYS, "BEFORE", VALUES, VALUES),
 ]
 HASHES_AND_SETS = [
     _command("HSET", KEYS, FIELDS, VALUES),
@@ -112,6 +121,8 @@ ZSETS = [
     _command("ZMPOP", "1", KEYS, st.sampled_from(["MIN", "MAX"]), "COUNT", "2"),
     _command("BZMPOP", "0.01", "2", KEYS, KEYS, "MAX"),
     _command("ZUNIONSTORE", "{s}1", "2", "{s}1", "{s}2"),
+    _command("ZRANGESTORE", "{s}2", "{s}1", "0", "-1", "REV"),
+    _command("ZADD", KEYS, "GT", "CH", INTS, MEMBERS),
 ]
 STREAM_COMMANDS = [
     _command("XADD", STREAMS, "*", FIELDS, VALUES),
@@ -139,6 +150,8 @@ STREAM_COMMANDS = [
               STREAMS, st.sampled_from(["c2", "c3"]),
               st.sampled_from([(), ("COUNT", "1"), ("JUSTID",)])),
     _command("XSETID", STREAMS, "9-9"),
+    _command("XSETID", STREAMS, "9-9", "ENTRIESADDED", "50", "MAXDELETEDID", "3-3"),
+    _command("XGROUP", "DESTROY", STREAMS, "g2"),
 ]
 SCRIPTS = [  # logged by their effects, randomness included
     _command("EVAL", "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[1])",
@@ -150,6 +163,8 @@ SCRIPTS = [  # logged by their effects, randomness included
     _command("EVAL", "redis.call('GET', KEYS[1]) return redis.call('RPUSH', KEYS[2], 'z')",
              "2", KEYS, KEYS),
     _command("FCALL", "bump", "1", KEYS),
+    _command("EVAL", "redis.call('SET', KEYS[1], 'v') redis.call('PEXPIRE', KEYS[1], ARGV[1]) "
+             "return redis.call('PTTL', KEYS[1])", "1", KEYS, st.sampled_from(["2", "100000000"])),
 ]
 # Each kind as likely as the next (streams need several commands in a row to matter).
 WRITE = st.one_of(*[st.one_of(kind) for kind in (STRINGS, STRINGS, LISTS, HASHES_AND_SETS, ZSETS,
