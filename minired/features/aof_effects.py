@@ -31,10 +31,24 @@ _TTL_OPTIONS = frozenset({b"ex", b"px", b"exat"})  # (PXAT is logged as sent, as
 _GETEX_TTL_OPTIONS = frozenset({b"ex", b"px", b"exat", b"pxat"})
 
 
-def effects(db: Any, argv: list, reply: Any) -> Effects:
-    """The records that replay what argv did to db (run, with this reply, a moment ago)."""
-    rewrite = _REWRITES.get(argv[0].lower())
-    return [argv] if rewrite is None else rewrite(db, argv, reply)
+def effects(db: Any, argv: list, reply: Any, config: Any = None) -> Effects:
+    """The records that replay what argv did to db (run, with this reply, a moment ago); with
+    the server's config, a deletion is UNLINK where Redis's lazyfree settings make it so."""
+    name = argv[0].lower()
+    rewrite = _REWRITES.get(name)
+    if rewrite is None:
+        return [argv]
+    records = rewrite(db, argv, reply)
+    if records and records[0][0] is _DEL and config is not None:
+        lazy = _LAZYFREE_SETTING.get(name)
+        if lazy is not None and config.get(lazy) == "yes":
+            records = [[b"UNLINK", records[0][1]]]
+    return records
+
+
+def deletion_of_expired(config: Any) -> bytes:
+    """How a key deleted for its TTL is logged (propagateExpire)."""
+    return b"UNLINK" if config.get("lazyfree-lazy-expire") == "yes" else _DEL
 
 
 # --- TTLs ----------------------------------------------------------------------------------------
@@ -326,6 +340,11 @@ def _xautoclaim(db: Any, argv: list, reply: Any) -> Effects:
     ids = [entry if type(entry) is bytes else entry[0] for entry in claimed]
     return _claims(key, group_name, consumer_name, stream, group, [*ids, *deleted])
 
+
+# The setting that makes a command's DEL an UNLINK: a TTL already past (expireGenericCommand,
+# GETEX). (A set popped whole is a DEL whatever lazyfree-lazy-server-del says, in 7.0.15.)
+_LAZYFREE_SETTING = dict.fromkeys((b"expire", b"pexpire", b"expireat", b"pexpireat", b"getex"),
+                                  "lazyfree-lazy-expire")
 
 _REWRITES: dict[bytes, Callable[[Any, list, Any], Effects]] = {
     b"set": _set, b"setex": _setex, b"psetex": _setex, b"getex": _getex,

@@ -405,6 +405,7 @@ class Persistence:
         self.aof_transaction: list[tuple[int, list]] = []
         self.aof_transaction_client: Client | None = None
         self.aof_transaction_key: Any = None  # see _transaction_key
+        self.aof_expired: list[tuple[int, list]] = []  # DELs of expired keys, see _expired
         self.aof_rewrite_scheduled = False
         self.aof_rewrite_incr_from = 0  # index in manifest.incr of the rewrite's first incr file
         self.aof_rewrites = 0
@@ -828,12 +829,16 @@ class Persistence:
 
     def _log(self, c: Client, db_index: int, argv: list, reply: Any) -> None:
         try:
-            records = aof_effects.effects(c.server.keyspace[db_index], argv, reply)
+            records = aof_effects.effects(c.server.keyspace[db_index], argv, reply, self.config)
         except Exception:  # a bug here must not fail a write that happened: log it as sent
             log.exception("rewriting %r for the AOF failed", argv[:1])
             records = [argv]
         if not records:
             return
+        ops = [(db_index, argv) for argv in records]
+        if self.aof_expired:  # keys the command found expired: deleted before it wrote
+            ops[:0] = self.aof_expired
+            self.aof_expired = []
         if c.in_exec or c.in_script:
             # The writes of one EXEC or script are one transaction in the file, written once it
             # is over (propagatePendingCommands).
@@ -842,18 +847,24 @@ class Persistence:
                 self._close_transaction()
                 self.aof_transaction_client = c
                 self.aof_transaction_key = key
-            self.aof_transaction.extend((db_index, argv) for argv in records)
+            self.aof_transaction.extend(ops)
             return
         self._close_transaction()
-        self._append_atomically([(db_index, argv) for argv in records])
+        self._append_atomically(ops)
 
     def _expired(self, db: Any, key: bytes) -> None:
-        """Database.on_expired: a key deleted for its TTL is logged as DEL at once, before the
-        writes of the command that found it expired (propagateExpire)."""
-        if self.aof_file is None:
-            return
-        self._close_finished_transaction()
-        self._append(db.index, [b"DEL", key])
+        """Database.on_expired: a key deleted for its TTL is logged as DEL (propagateExpire),
+        with the writes of the command that found it expired, in one MULTI/EXEC when there are
+        some (alsoPropagate), else on its own."""
+        if self.aof_file is not None:
+            self.aof_expired.append((db.index, [aof_effects.deletion_of_expired(self.config), key]))
+
+    def _append_expired(self) -> None:
+        """Deletions of expired keys that no write followed (a read found them, or the active
+        cycle), each on its own. They came after everything logged so far."""
+        expired, self.aof_expired = self.aof_expired, []
+        for op in expired:
+            self._append(*op)
 
     def _transaction_key(self, c: Client) -> Any:
         """What tells one EXEC or script from the next of the same client: the script's run,
@@ -1034,6 +1045,8 @@ class Persistence:
             self._close_transaction()
         else:
             self._close_finished_transaction()
+        if self.aof_expired and self.aof_transaction_client is None:
+            self._append_expired()
         if self.aof_buffer:
             data = b"".join(self.aof_buffer)
             self.aof_buffer.clear()
@@ -1054,7 +1067,7 @@ class Persistence:
         logged so far reach the file first (one write for the whole pass of the loop, as Redis's
         beforeSleep writes the AOF buffer before the clients' replies), so a kill -9 never loses
         a write a client was told of; with appendfsync always they reach the disk too."""
-        if self.aof_buffer or self.aof_transaction_client is not None:
+        if self.aof_buffer or self.aof_transaction_client is not None or self.aof_expired:
             try:
                 self.flush_aof(fsync=self.fsync_mode == "always")
             except OSError as exc:
