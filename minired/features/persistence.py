@@ -828,6 +828,10 @@ class Persistence:
         self._blocked.pop(client.id, None)
 
     def _log(self, c: Client, db_index: int, argv: list, reply: Any) -> None:
+        if c.in_script:
+            run = self.server.scripting.current
+            if run is not None and not run.propagate & 1:
+                return  # redis.set_repl without REPL_AOF
         try:
             records = aof_effects.effects(c.server.keyspace[db_index], argv, reply, self.config)
         except Exception:  # a bug here must not fail a write that happened: log it as sent

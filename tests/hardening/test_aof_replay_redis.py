@@ -619,3 +619,42 @@ def test_records_are_the_ones_redis_writes(tmp_path):
                     client.execute_command(*command)
         found[name] = _records_of(directory)
     assert found["minired"] == found["redis"]
+
+
+def test_set_repl_keeps_a_script_s_writes_out_of_the_aof(tmp_path):
+    """redis.set_repl(redis.REPL_NONE) or REPL_REPLICA: the script's writes from then on are not
+    logged, so a restart does not bring them back (as in Redis); REPL_AOF and REPL_ALL log."""
+    script = ("redis.call('SET', 'before', '1') redis.set_repl(tonumber(ARGV[1])) "
+              "redis.call('SET', KEYS[1], '1') redis.set_repl(redis.REPL_ALL) "
+              "redis.call('INCR', 'after') return 1")
+    found = {}
+    for name in ("redis", "minired"):
+        directory = tmp_path / name
+        directory.mkdir()
+        args = ("--appendonly", "yes", "--dir", str(directory))
+        for restart in (False, True):
+            if name == "redis":
+                port = free_port()
+                proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
+                                         *args], stdout=subprocess.DEVNULL)
+                try:
+                    wait_for_ping(port)
+                    client = redis.Redis(port=port)
+                    while client.info("persistence")["loading"]:
+                        time.sleep(0.01)
+                    if not restart:
+                        for flag, key in enumerate(("none", "aof", "replica", "all")):
+                            client.eval(script, 1, key, flag)
+                    found[name, restart] = dataset(client)
+                finally:
+                    terminate(proc)
+            else:
+                with SubprocessServer(*args) as server:
+                    client = redis.Redis(port=server.port)
+                    if not restart:
+                        for flag, key in enumerate(("none", "aof", "replica", "all")):
+                            client.eval(script, 1, key, flag)
+                    found[name, restart] = dataset(client)
+    assert found["minired", False] == found["redis", False]
+    assert found["minired", True] == found["redis", True]
+    assert set(found["minired", True]) == {b"before", b"aof", b"all", b"after"}
