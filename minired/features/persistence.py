@@ -846,10 +846,10 @@ class Persistence:
         if c.in_exec or c.in_script:
             # The writes of one EXEC or script are one transaction in the file, written once it
             # is over (propagatePendingCommands).
-            key = self._transaction_key(c)
-            if self.aof_transaction_client is not c or self.aof_transaction_key != key:
+            owner, key = self._transaction_of(c)
+            if self.aof_transaction_client is not owner or self.aof_transaction_key != key:
                 self._close_transaction()
-                self.aof_transaction_client = c
+                self.aof_transaction_client = owner
                 self.aof_transaction_key = key
             self.aof_transaction.extend(ops)
             return
@@ -870,13 +870,17 @@ class Persistence:
         for op in expired:
             self._append(*op)
 
-    def _transaction_key(self, c: Client) -> Any:
-        """What tells one EXEC or script from the next of the same client: the script's run,
-        the count of EXECs so far; None once it is over."""
+    def _transaction_of(self, c: Client) -> tuple[Client, Any]:
+        """The client whose EXEC or script a write of c belongs to (a script run by EXEC is
+        part of that EXEC), and what tells that transaction from the client's next one: the
+        script's run, or the count of EXECs so far; None once it is over."""
         if c.in_script:
             scripting = self.server.scripting
-            return scripting.current if scripting is not None else None
-        return COMMANDS[b"exec"].calls if c.in_exec else None
+            run = scripting.current if scripting is not None else None
+            if run is None or not run.caller.in_exec:
+                return c, run
+            c = run.caller
+        return c, (COMMANDS[b"exec"].calls if c.in_exec else None)
 
     def _append_atomically(self, records: list) -> None:
         """(db, argv) records in a MULTI/EXEC block when there is more than one, as Redis wraps
@@ -907,9 +911,10 @@ class Persistence:
         """The transaction of an EXEC or script that is over; one still running (a busy script
         serving other clients' reads) stays open."""
         running = self.aof_transaction_client
-        if running is not None and (self._transaction_key(running) is None
-                                    or self._transaction_key(running) != self.aof_transaction_key):
-            self._close_transaction()
+        if running is not None:
+            owner, key = self._transaction_of(running)
+            if key is None or owner is not running or key != self.aof_transaction_key:
+                self._close_transaction()
 
     # --- the AOF file ----------------------------------------------------------------------------
 

@@ -590,6 +590,12 @@ SAME_RECORDS = [
 ]
 
 
+# A transaction with a script in it: one MULTI/EXEC in the file.
+TRANSACTION = [("MULTI",), ("SET", "m", "1"),
+               ("EVAL", "redis.call('set', 'n', '1') redis.call('incr', 'n')", "0"),
+               ("INCR", "m"), ("EXEC",)]
+
+
 def _records_of(directory) -> list:
     """The records of the incremental AOF files, each number that is a time in ms as 'T'."""
     from minired.features.persistence import read_records
@@ -615,7 +621,7 @@ def test_records_are_the_ones_redis_writes(tmp_path):
                 client = redis.Redis(port=port)
                 for command in SAME_RECORDS:
                     client.execute_command(*command)
-                for command in [("MULTI",), ("SET", "m", "1"), ("INCR", "m"), ("EXEC",)]:
+                for command in TRANSACTION:
                     client.execute_command(*command)
             finally:
                 terminate(proc)
@@ -624,7 +630,7 @@ def test_records_are_the_ones_redis_writes(tmp_path):
                 client = redis.Redis(port=server.port)
                 for command in SAME_RECORDS:
                     client.execute_command(*command)
-                for command in [("MULTI",), ("SET", "m", "1"), ("INCR", "m"), ("EXEC",)]:
+                for command in TRANSACTION:
                     client.execute_command(*command)
         found[name] = _records_of(directory)
     assert found["minired"] == found["redis"]
