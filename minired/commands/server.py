@@ -234,6 +234,14 @@ def config_set(c, argv):
             config.set(name, value)
         failed = listening[0].lower()
         raise RedisError(errors.CONFIG_SET_FAILED.format(failed, _LISTEN_FAILURE[failed]))
+    persistence = c.server.persistence
+    turned_on = any(Config.canonical(name) == "appendonly" and value == "no"
+                    for name, value in before.items()) and config.get("appendonly") == "yes"
+    if turned_on and persistence is not None and not persistence.turn_on_aof():
+        for name, value in before.items():  # undone, as Redis restores a failed apply
+            config.set(name, value)
+        raise RedisError(errors.CONFIG_SET_FAILED.format("appendonly",
+                                                         errors.CONFIG_SET_AOF_FAILED))
     for i in range(2, len(argv), 2):
         name = Config.canonical(argv[i].decode(errors="replace"))
         if name == "notify-keyspace-events":

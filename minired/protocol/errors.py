@@ -134,6 +134,13 @@ WATCH_IN_MULTI = "ERR WATCH inside MULTI is not allowed"
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 EXECABORT_BECAUSE = "EXECABORT Transaction discarded because of: {}"
 NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
+# A write (or PING) after a failed background save, with stop-writes-on-bgsave-error yes and
+# save points set (shared.bgsaveerr).
+MISCONF_BGSAVE = ("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
+                  "persist to disk. Commands that may modify the data set are disabled, because "
+                  "this instance is configured to report errors during writes if RDB snapshotting "
+                  "fails (stop-writes-on-bgsave-error option). Please check the Redis logs for "
+                  "details about the RDB error.")
 COMMAND_NOT_ALLOWED_IN_MULTI = "ERR Command not allowed inside a transaction"
 
 SUBSCRIBE_CONTEXT = (
@@ -346,6 +353,7 @@ LOADING = "LOADING Redis is loading the dataset in memory"
 
 CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
 CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
+CONFIG_SET_AOF_FAILED = "Unable to turn on AOF. Check server logs."
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "

@@ -147,6 +147,7 @@ class Sandbox:
             _lua_callback(cap_guard, bridge.sha1hex, b""),
             _lua_callback(cap_guard, bridge.log),
             _lua_callback(cap_guard, bridge.setresp),
+            _lua_callback(cap_guard, bridge.set_repl),
             _lua_callback(cap_guard, bridge.random, 0.0),
             _lua_callback(cap_guard, bridge.randomseed),
             _lua_callback(cap_guard, bridge.register_function, b"ERR internal error"),
