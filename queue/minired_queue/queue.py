@@ -6,6 +6,7 @@ from typing import Any, Iterable, Sequence
 
 from redis.exceptions import NoScriptError
 
+from . import admin
 from .connection import connect
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
@@ -17,6 +18,7 @@ from .transitions import (
     AddResult,
     SweepResult,
     add_job,
+    promote_job,
     record_depth,
     remove_jobs,
     remove_repeatable,
@@ -333,6 +335,47 @@ class Queue:
         """Make the instances of repeatable ticks due within ``horizon_ms``; returns how many
         this call made. Workers do this every sweep interval."""
         return drive(fire_steps(self.keys, horizon_ms, self.events_cap), self.client)
+
+    # --- what operators' tools need (admin.py) ----------------------------------------------
+    def jobs(self, state: str, start: int = 0, count: int = 50, *, name: str | None = None,
+             newest_first: bool = True) -> "admin.JobPage":
+        """A page of one state's jobs (``paused``: the ready jobs of a paused queue), with the
+        state's total; ``name`` filters by a part of the job name."""
+        return admin.list_jobs(self, state, start, count, name=name, newest_first=newest_first)
+
+    def job_errors(self, job_id: str) -> list[dict[str, Any]]:
+        """Every failed attempt's error (the newest 20): {'attempt', 'reason', 'at'}."""
+        return admin.job_errors(self, job_id)
+
+    def job_logs(self, job_id: str, start: int = 0, count: int = 100) -> tuple[list[str], int]:
+        """A job's log lines (``job.log(line)`` in a handler) and how many there are."""
+        return admin.job_logs(self, job_id, start, count)
+
+    def workers(self) -> list[dict[str, Any]]:
+        """The live workers (heartbeat within a lock TTL) and the jobs each holds."""
+        return admin.workers(self)
+
+    def promote(self, job_id: str) -> bool:
+        """Run a delayed job now. False when it is not delayed."""
+        return promote_job(self.keys, job_id).run(self.client)
+
+    def retry_completed(self, job_ids: Sequence[str]) -> int:
+        """Run completed jobs again (their result is forgotten); returns how many moved."""
+        return sum(len(retry_jobs(self.keys, job_ids[i:i + ADMIN_BATCH], "completed").run(self.client))
+                   for i in range(0, len(job_ids), ADMIN_BATCH))
+
+    def remove_many(self, job_ids: Sequence[str]) -> list[str]:
+        """Delete the given jobs that are not active; returns the ids deleted."""
+        return [gone for i in range(0, len(job_ids), ADMIN_BATCH)
+                for gone in self._remove(job_ids[i:i + ADMIN_BATCH])]
+
+    def clean_older_than(self, state: str, age_ms: int) -> int:
+        """Delete completed (or failed) jobs finished at least ``age_ms`` ago."""
+        return admin.clean_older_than(self, state, age_ms)
+
+    def obliterate(self) -> int:
+        """Delete the whole queue (refused while jobs are active); returns the jobs deleted."""
+        return admin.obliterate(self)
 
 
 def known_queues(client: Any, prefix: str = DEFAULT_PREFIX) -> list[str]:

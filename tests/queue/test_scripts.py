@@ -30,7 +30,8 @@ from minired_queue.transitions import (
 EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "retryOrFail",
                         "moveStalledJobsToWait", "promoteDelayed", "releaseJob", "setPaused",
                         "removeJobs", "retryJobs", "applyEffectOnce", "releaseEffect", "updateProgress",
-                        "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable", "recordDepth"}
+                        "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable", "recordDepth",
+                        "promoteJob", "addLog", "workerHeartbeat"}
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ def test_included_snippets_are_assembled_once_per_script():
         for function in re.findall(r"local function (\w+)", script.source):
             assert script.source.count(f"local function {function}(") == 1, (script.name, function)
     # The shared snippets are shared, not copied: one definition in lua/includes/ each.
-    assert "local function takeOwned" not in (ROOT / "queue/minired_queue/lua/complete-10.lua").read_text()
+    assert "local function takeOwned" not in (ROOT / "queue/minired_queue/lua/complete-11.lua").read_text()
     assert "local function takeOwned" in SCRIPTS["complete"].source and "takeOwned(" in SCRIPTS["releaseJob"].source
 
 

@@ -6,7 +6,8 @@
 
   KEYS[1] wait   KEYS[2] prioritized   KEYS[3] delayed   KEYS[4] completed   KEYS[5] failed
   KEYS[6] metrics
-  then for candidate i: KEYS[5+2i] job hash, KEYS[6+2i] the job's dedup marker
+  then for candidate i: KEYS[4+3i] job hash, KEYS[5+3i] the job's dedup marker,
+  KEYS[6+3i] the job's logs
   ARGV[i] candidate i's id
 
   Returns the ids removed.
@@ -14,14 +15,14 @@
 local removed = {}
 for i = 1, #ARGV do
   local jobId = ARGV[i]
-  local jobKey, dedupKey = KEYS[5 + 2 * i], KEYS[6 + 2 * i]
+  local jobKey, dedupKey, logsKey = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
   -- LREM from the tail: drain takes candidates from the tail, so they are found at once.
   local found = redis.call('LREM', KEYS[1], -1, jobId) > 0
   for set = 2, 5 do
     found = redis.call('ZREM', KEYS[set], jobId) > 0 or found
   end
   if found then
-    redis.call('DEL', jobKey)
+    redis.call('DEL', jobKey, logsKey)
     if redis.call('GET', dedupKey) == jobId then
       redis.call('DEL', dedupKey)
     end
