@@ -109,17 +109,18 @@ def job_logs(queue: "Queue", job_id: str, start: int = 0, count: int = 100) -> t
     return [text(line) for line in lines], int(total)
 
 
-def workers(queue: "Queue") -> list[dict[str, Any]]:
+def workers(queue: "Queue", active: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The queue's live workers, most recent heartbeat first: id, host, pid, heartbeat and
     started (server ms), concurrency, running (as of the beat) and the ids of the jobs each
-    holds a lock for now. A worker is listed until a lock TTL after its last heartbeat."""
+    holds a lock for now. A worker is listed until a lock TTL after its last heartbeat.
+    ``active``: ``Queue.active_jobs()`` if the caller has just read it."""
     listed = [(text(i), int(score)) for i, score in
               queue.client.zrevrange(queue.keys.workers, 0, 199, withscores=True)]
     pipe = queue.client.pipeline(transaction=False)
     for worker_id, _ in listed:
         pipe.hgetall(queue.keys.worker(worker_id))
     holding: dict[str, list[str]] = {}
-    for entry in queue.active_jobs():
+    for entry in queue.active_jobs() if active is None else active:
         holding.setdefault(entry["worker"], []).append(entry["job"].id)
     found = []
     for (worker_id, beat), raw in zip(listed, pipe.execute()):
@@ -157,14 +158,25 @@ def clean_older_than(queue: "Queue", state: str, age_ms: int) -> int:
 
 
 def obliterate(queue: "Queue") -> int:
-    """Delete the queue: every job (with its logs and markers), its repeatables, settings,
-    metrics, history, events and registry entries. Refused while jobs are active (their
-    workers hold them: stop the workers, or wait). Returns the jobs deleted."""
+    """Delete the queue: every job (with its log and dedup marker), its repeatables,
+    settings, metrics, history, events and registry entries. Refused while jobs are active
+    (their workers hold them: stop the workers, or wait). Effect markers are left to expire
+    (they have a TTL). Returns the jobs deleted."""
     from .keys import registry_key
 
-    queue.pause()  # producers' jobs keep arriving, but no worker takes one meanwhile
-    if active := int(queue.client.llen(queue.keys.active)):
-        raise ValueError(f"{active} job(s) are active: stop the queue's workers first")
+    def refuse_if_active() -> None:
+        if active := int(queue.client.llen(queue.keys.active)):
+            raise ValueError(f"{active} job(s) are active: stop the queue's workers first")
+
+    refuse_if_active()
+    was_paused = queue.is_paused()
+    queue.pause()  # no worker takes a job from here on
+    try:
+        refuse_if_active()  # (one was taken just before the pause)
+    except ValueError:
+        if not was_paused:
+            queue.resume()
+        raise
     for repeatable in queue.repeatables():
         queue.remove_repeatable(repeatable.key)
     removed = queue.drain() + queue.clean("completed") + queue.clean("failed")

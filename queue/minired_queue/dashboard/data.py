@@ -16,6 +16,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+from .. import admin
 from ..chaos import guarded_key, unguarded_key
 from ..job import STATES, Job, text
 from ..metrics import DURATION_BOUNDS_MS
@@ -65,13 +66,13 @@ def overview(client: Any, prefix: str) -> dict[str, Any]:
     return {"queues": queues, "states": list(STATES), "time_ms": int(time.time() * 1000)}
 
 
-def active_jobs(queue: Queue, limit: int = ACTIVE_SHOWN) -> list[dict[str, Any]]:
-    """Jobs in active with the worker that holds each and its lock's time left. A job whose
-    lock is gone (ttl -2) is stalled: the next sweep moves it back to wait."""
+def active_jobs(entries: list[dict[str, Any]], limit: int = ACTIVE_SHOWN) -> list[dict[str, Any]]:
+    """Jobs in active (``Queue.active_jobs()``) with the worker that holds each and its lock's
+    time left. A job whose lock is gone (ttl -2) is stalled: the next sweep moves it back to wait."""
     return [{"job": _job_summary(entry["job"]), "worker": entry["worker"], "token": entry["token"],
              "attempt": entry["attempt"], "lock_ttl_ms": entry["lock_ttl_ms"],
              "progress": entry["progress"]}
-            for entry in queue.active_jobs()[:limit]]
+            for entry in entries[:limit]]
 
 
 def demo_effects(queue: Queue) -> dict[str, int] | None:
@@ -88,11 +89,12 @@ def demo_effects(queue: Queue) -> dict[str, int] | None:
 def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
     queue = Queue(name, client, prefix=prefix)
     events = queue.events(EVENTS_SHOWN)
+    running = queue.active_jobs()
     return {"name": name, "counts": queue.counts(), "paused": queue.is_paused(),
-            "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(queue),
+            "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(running),
             "failed": [_job_summary(j) for j in queue.failed_jobs(0, FAILED_SHOWN)],
             "recovered": [e for e in events if e.get("event") == "stalled"],
-            "events": events, "workers": queue.workers(),
+            "events": events, "workers": admin.workers(queue, running),
             "repeatables": [_repeatable(r) for r in queue.repeatables()],
             "settings": queue.settings()}
 

@@ -53,8 +53,9 @@ function morph(current, next) {
   for (const { name } of [...current.attributes]) if (!next.hasAttribute(name)) current.removeAttribute(name);
   for (const { name, value } of [...next.attributes]) if (current.getAttribute(name) !== value) current.setAttribute(name, value);
   for (const handler of HANDLERS) current[handler] = next[handler];
-  // A typed-in value is a property the attribute no longer drives: set it, unless being typed in.
-  if (current.nodeName === "INPUT" && next.hasAttribute("value") && current !== document.activeElement
+  // An input whose value the page holds (data-sync): once typed in, the attribute no longer
+  // drives it, so set the property (not while it is being typed in). Other inputs keep theirs.
+  if (current.hasAttribute("data-sync") && current !== document.activeElement
       && current.value !== next.getAttribute("value")) current.value = next.getAttribute("value");
   morphChildren(current, [...next.childNodes]);
 }
@@ -241,7 +242,8 @@ function chart(title, series, data, id) {
   }
   if (charts[id]) charts[id].destroy();
   const box = el("div", { class: "chart", id, "data-keep": "" });
-  const width = Math.min(560, Math.max(280, view.clientWidth / 2 - 30));
+  // Two side by side on a wide screen, one a row on a phone's.
+  const width = Math.min(560, view.clientWidth < 640 ? view.clientWidth - 12 : view.clientWidth / 2 - 30);
   // Points too: a minute with data between empty ones is a point, not a line.
   const shown = series.map((s) => ({ ...s, points: { show: true, size: 4 }, spanGaps: false }));
   charts[id] = new uPlot({ title, width, height: 180, series: [{}, ...shown],
@@ -362,9 +364,10 @@ function jobBrowser(name, q, page) {
       if (id) location.hash = `#/queue/${enc(name)}/job/${enc(id)}`;
     } }, el("input", { id: "find-id", type: "search", placeholder: "job id", "aria-label": "find a job by id" }),
     el("button", { type: "submit", id: "find-button" }, "Find")),
-    el("input", { id: "filter-name", type: "search", placeholder: "filter by name", value: list.name,
+    el("input", { id: "filter-name", type: "search", placeholder: "filter by name", value: list.name, "data-sync": "",
       "aria-label": "filter by job name", oninput: (event) => setList({ name: event.target.value, page: 1 }) }),
-    el("select", { id: "order", "aria-label": "order", onchange: (event) => setList({ order: event.target.value, page: 1 }) },
+    el("select", { id: "order", "aria-label": "order", disabled: state === "prioritized" ? "" : null,
+      title: state === "prioritized" ? "prioritized jobs are listed in the order they will run" : null, onchange: (event) => setList({ order: event.target.value, page: 1 }) },
       [["newest", "newest first"], ["oldest", "oldest first"]].map(([value, label]) =>
         el("option", { value, selected: list.order === value ? "" : null }, label))),
     el("select", { id: "page-size", "aria-label": "page size", onchange: (event) => setList({ size: +event.target.value, page: 1 }) },
@@ -492,13 +495,15 @@ async function renderQueue(name) {
       ` (${q.demo.unguarded - q.demo.jobs} duplicates from redeliveries).`) : "",
     el("p", { class: "muted" }, `Totals: ${Object.entries(q.metrics).filter(([k]) => !k.startsWith("ms_"))
       .map(([k, v]) => `${k} ${v}`).join(", ") || "none yet"}`),
-    renderCharts(name, history),
+    jobBrowser(name, q, page),
     el("h2", { text: `Active (${q.counts.active})` }),
+    q.counts.active > q.active.length ? el("p", { class: "note", id: "active-cut",
+      text: `Showing ${q.active.length} of ${q.counts.active}: the Jobs list below pages through them all.` }) : "",
     active.length ? el("div", { class: "scroll" }, el("table", { id: "active" }, el("thead", {}, el("tr", {},
       ["job", "name", "worker", "attempt", "lock TTL", "progress"].map((h) => el("th", { text: h })))),
     el("tbody", {}, active))) : el("p", { class: "muted", text: "No job is running." }),
-    jobBrowser(name, q, page),
     el("h2", { text: `Workers (${q.workers.length})` }), workersTable(name, q.workers),
+    renderCharts(name, history),
     el("div", { class: "columns" },
       el("div", {}, el("h2", { text: "Repeatable jobs" }), repeatablesTable(q.repeatables)),
       el("div", {}, el("h2", { text: "Settings" }), settings.length
@@ -588,6 +593,12 @@ function onRoute() {
 }
 
 window.addEventListener("hashchange", onRoute);
+// Charts are drawn for a width: on a resize they are drawn again, at the next refresh.
+function redrawCharts() {
+  dropCharts();
+  document.querySelectorAll("#view .charts").forEach((box) => box.replaceChildren());
+}
+window.addEventListener("resize", () => { clearTimeout(redrawCharts.timer); redrawCharts.timer = setTimeout(redrawCharts, 200); });
 countdownTimer = setInterval(tickLocks, 100);
 connectStream();
 onRoute();
