@@ -123,6 +123,7 @@ def test_obliterate_deletes_every_key_of_the_queue(queue, client):
     fetch = take(queue)
     with pytest.raises(ValueError, match="active"):
         queue.obliterate()
+    assert not queue.is_paused()  # refused: nothing changed
     complete(queue.keys, fetch.job, "tok", None).run(client)
     assert queue.obliterate() == 3
     assert client.exists(*(getattr(queue.keys, k) for k in ("wait", "delayed", "completed", "meta",
@@ -161,3 +162,25 @@ def test_a_silent_worker_drops_out_after_its_ttl(queue, client, clock):
     assert [w["id"] for w in queue.workers()] == ["host:1:abc"]
     clock.advance(clock.span(150))
     assert queue.workers() == []
+
+
+def test_a_name_filter_says_when_it_looked_at_part_of_the_state(queue, monkeypatch):
+    from minired_queue import admin
+
+    monkeypatch.setattr(admin, "NAME_FILTER_WINDOW", 5)
+    for n in range(8):
+        queue.add(job_id=f"j{n}", name="email")
+    page = queue.jobs("wait", name="email")
+    assert page.cut and page.looked_at == 5 and page.matched == 5 and page.total == 8
+
+
+def test_a_stall_is_in_the_jobs_errors_too(queue, client):
+    queue.client.hset(queue.keys.meta, "maxStalled", 1)
+    queue.add(job_id="s")
+    for token in ("w:1", "w:2"):
+        take(queue, token=token)
+        client.delete(queue.keys.lock("s"))  # the worker died: its lock lapsed
+        queue.sweep()
+    reasons = [(e["attempt"], e["reason"].split(":")[0]) for e in queue.job_errors("s")]
+    assert reasons == [(1, "stalled"), (2, "job stalled more than the allowed limit (1)")]
+    assert queue.get_state("s") == "failed"

@@ -22,6 +22,7 @@
 --- @include "recordFinish"
 --- @include "wakeIfCapped"
 --- @include "emitEvent"
+--- @include "recordError"
 local jobId = ARGV[1]
 if not takeOwned(KEYS[1], KEYS[7], jobId, ARGV[2]) then
   return {'lost'}
@@ -32,16 +33,7 @@ local duration = attemptDuration(jobKey, now, ARGV[7])
 
 local made = redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
 redis.call('HSET', jobKey, 'failedReason', ARGV[3], 'stacktrace', ARGV[4])
--- Every attempt's error, not only the last: the newest ERRORS_KEPT, in the job hash (so
--- they go with the job), numbered by delivery (attemptsStarted: a retry does not reset it).
-local ERRORS_KEPT = 20
-local errors = cjson.decode(redis.call('HGET', jobKey, 'errors') or '[]')
-errors[#errors + 1] = {attempt = tonumber(redis.call('HGET', jobKey, 'attemptsStarted')) or 0,
-  reason = ARGV[3], at = now}
-while #errors > ERRORS_KEPT do
-  table.remove(errors, 1)
-end
-redis.call('HSET', jobKey, 'errors', cjson.encode(errors))
+recordError(jobKey, ARGV[3], now)
 redis.call('HDEL', jobKey, 'lockedBy')
 local opts = redis.call('HMGET', jobKey, 'maxAttempts', 'backoffType', 'backoffDelay', 'priority')
 local maxAttempts = tonumber(opts[1]) or 1
