@@ -23,7 +23,6 @@ from ..metrics import DURATION_BOUNDS_MS
 from ..queue import Queue, known_queues
 
 ACTIVE_SHOWN = 100
-FAILED_SHOWN = 50
 EVENTS_SHOWN = 50
 MARKERS_SHOWN = 50
 LOG_LINES_SHOWN = 500
@@ -87,12 +86,13 @@ def demo_effects(queue: Queue) -> dict[str, int] | None:
 
 
 def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
+    """A queue's page but its job list (``job_list``): counts, totals, the running jobs, the
+    live workers and what each runs, recoveries and events, repeatables and settings."""
     queue = Queue(name, client, prefix=prefix)
     events = queue.events(EVENTS_SHOWN)
     running = queue.active_jobs()
     return {"name": name, "counts": queue.counts(), "paused": queue.is_paused(),
             "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(running),
-            "failed": [_job_summary(j) for j in queue.failed_jobs(0, FAILED_SHOWN)],
             "recovered": [e for e in events if e.get("event") == "stalled"],
             "events": events, "workers": admin.workers(queue, running),
             "repeatables": [_repeatable(r) for r in queue.repeatables()],
