@@ -151,6 +151,7 @@ def test_failed_list_retry_and_remove_buttons(browser, dashboard, queue_name):
     _click(browser, "#confirm-yes")
     WebDriverWait(browser, 15).until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#failed-bad-1"))
     assert queue.get_job("bad-1") is None
+    _wait_text(browser, "#toast", "job bad-1 removed")  # a message after a single action
 
     _click(browser, "#retry-all")
     _click(browser, "#confirm-yes")
@@ -301,6 +302,32 @@ def test_browse_every_state_with_pages_filter_order_and_find(browser, dashboard,
     _wait_text(browser, "h1", "Job w07 wait")
 
 
+def test_every_state_has_its_tab(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="runs")
+    take(queue, token="w:1")
+    queue.add(job_id="done")
+    complete(queue.keys, take(queue, token="w:1").job, "w:1", None).run(client)
+    queue.add(job_id="broke")
+    retry_or_fail(queue.keys, take(queue, token="w:1").job, "w:1", "boom").run(client)
+    queue.add_job(JobSpec({}, job_id="urgent", priority=1))
+    queue.add_job(JobSpec({}, job_id="soon", delay_ms=60_000))
+    queue.add(job_id="waits")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    expected = {"wait": "waits", "prioritized": "urgent", "delayed": "soon", "active": "runs",
+                "completed": "done", "failed": "broke"}
+    for state, job_id in expected.items():
+        _click(browser, f"#tab-{state}")
+        _wait_text(browser, "#jobs tbody td.job-id", job_id)
+        assert "on" in browser.find_element(By.ID, f"tab-{state}").get_attribute("class")
+    _click(browser, "#tab-paused")
+    _visible(browser, "#jobs-empty")  # the queue runs: no job is held by a pause
+    queue.pause()
+    _wait_text(browser, "#jobs tbody td.job-id", "waits")
+    _wait_text(browser, "#tab-paused", "paused 1")
+
+
 def test_bulk_retry_and_remove_clean_drain_and_obliterate(browser, dashboard, queue_name):
     server, client = dashboard
     queue = Queue(queue_name, client)
@@ -425,7 +452,13 @@ def test_dark_mode_phone_width_favicon_and_advance_confirmed(browser, dashboard,
     _visible(browser, "#confirm")
     assert "Advance" in _text(browser, "#confirm-text")
     _click(browser, "#confirm-no")
-    assert int(client.execute_command("MINIRED", "CLOCK")) - before < 60_000
+    assert int(client.execute_command("MINIRED", "CLOCK")) - before < 120_000
+    browser.find_element(By.ID, "advance-ms").clear()
+    browser.find_element(By.ID, "advance-ms").send_keys("120000")
+    _click(browser, "#advance-button")
+    _confirm(browser)
+    WebDriverWait(browser, 15).until(lambda d: d.find_element(By.ID, "toast").text.startswith("clock now"))
+    assert int(client.execute_command("MINIRED", "CLOCK")) - before >= 120_000
 
     browser.set_window_size(390, 844)
     try:
