@@ -511,6 +511,8 @@ def test_a_page_of_each_state_with_total_order_and_filter(web, queue):
     assert emails["matched"] == 4 and {j["name"] for j in emails["jobs"]} == {"email"} and not emails["cut"]
     [delayed] = web.get("/api/jobs", params={**params, "state": "delayed"}).json()["jobs"]
     assert delayed["id"] == "later" and delayed["due"].endswith("Z")
+    job = web.get("/api/job", params={"queue": queue.name, "id": "later"}).json()
+    assert job["due"] == delayed["due"]
     assert web.get("/api/jobs", params={**params, "size": 7}).status_code == 400
     assert web.get("/api/jobs", params={**params, "state": "nowhere"}).status_code == 400
 

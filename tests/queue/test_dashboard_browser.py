@@ -291,6 +291,9 @@ def test_browse_every_state_with_pages_filter_order_and_find(browser, dashboard,
     # Delayed jobs say when they run; one is promoted by its button, with a message after.
     _click(browser, "#tab-delayed")
     WebDriverWait(browser, 15).until(lambda d: "UTC" in d.find_element(By.CSS_SELECTOR, "#delayed-later td.when").text)
+    _click(browser, "#delayed-later a")
+    WebDriverWait(browser, 15).until(lambda d: d.find_element(By.ID, "job-due").text.endswith("UTC"))
+    browser.back()
     _click(browser, "#promote-later")
     _confirm(browser)
     _wait_text(browser, "#toast", "job later is ready to run")

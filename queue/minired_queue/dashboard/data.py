@@ -184,7 +184,13 @@ def job_detail(client: Any, prefix: str, name: str, job_id: str) -> dict[str, An
             "progress": job.progress, "result": job.return_value, "locked_by": job.locked_by,
             "lock": lock if lock["value"] is not None else None,
             "dedup": _marker(client, keys.dedup(job.dedup_id)) if job.dedup_id else None,
-            "effects": effects, "errors": queue.job_errors(job_id), "logs": _logs(queue, job_id)}
+            "effects": effects, "errors": queue.job_errors(job_id), "logs": _logs(queue, job_id),
+            "due": iso(_due_ms(queue, job_id)) if job.state == "delayed" else None}
+
+
+def _due_ms(queue: Queue, job_id: str) -> int | None:
+    score = queue.client.zscore(queue.keys.delayed, job_id)
+    return None if score is None else int(score)
 
 
 def _logs(queue: Queue, job_id: str) -> dict[str, Any]:

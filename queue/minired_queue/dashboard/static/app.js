@@ -543,6 +543,7 @@ async function renderJob(name, id) {
     el("p", { class: "actions" }, actions),
     el("dl", { class: "facts" },
       fact("name", job.name || "–"), fact("added", fmtTime(job.timestamp)),
+      job.due ? fact("runs at", when(job.due), { id: "job-due" }) : [],
       fact("attempts", `${job.attempts_made} made, ${job.attempts_started} started, at most ${job.max_attempts}`),
       fact("stalls", job.stalled_counter), fact("priority", job.priority || "none"),
       fact("processed", fmtTime(job.processed_on)), fact("finished", fmtTime(job.finished_on)),
