@@ -94,8 +94,8 @@ def list_jobs(queue: "Queue", state: str, start: int = 0, count: int = 50, *, na
 
 
 def job_errors(queue: "Queue", job_id: str) -> list[dict[str, Any]]:
-    """Each failed attempt's error, oldest first: {'attempt' (delivery number), 'reason',
-    'at' (server ms)}; the newest 20 are kept (retryOrFail records them)."""
+    """Each attempt that ended in an error or a stall, oldest first: {'attempt' (delivery
+    number), 'reason', 'at' (server ms)}; the newest 20 (retryOrFail and the sweep note them)."""
     raw = queue.client.hget(queue.keys.job(job_id), "errors")
     return json.loads(text(raw)) if raw else []
 

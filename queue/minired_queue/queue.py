@@ -344,7 +344,7 @@ class Queue:
         return admin.list_jobs(self, state, start, count, name=name, newest_first=newest_first)
 
     def job_errors(self, job_id: str) -> list[dict[str, Any]]:
-        """Every failed attempt's error (the newest 20): {'attempt', 'reason', 'at'}."""
+        """Every attempt that failed or stalled (the newest 20): {'attempt', 'reason', 'at'}."""
         return admin.job_errors(self, job_id)
 
     def job_logs(self, job_id: str, start: int = 0, count: int = 100) -> tuple[list[str], int]:
