@@ -4,12 +4,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from importlib.abc import MetaPathFinder
 
 
-class SourceOverStaleExtension(MetaPathFinder):
+class SourceOverStaleExtension:
     """Finds the modules in `stale` (name -> .py path) as source, ahead of the compiled files;
-    a name mapped to None (a stale Cython module) is not found at all."""
+    a name mapped to None (a stale Cython module) is not found at all.
+
+    A meta path finder needs only find_spec: importlib.abc.MetaPathFinder is not its base
+    because importing importlib.abc loads importlib.resources and tempfile (Python 3.11), ~7 ms
+    before the first reply (tests/core/test_startup.py)."""
 
     def __init__(self, stale: dict[str, str]) -> None:
         self.stale = stale

@@ -6,6 +6,8 @@
 #   3. the pytest suite on the uncompiled build (MINIRED_PURE_PYTHON=1)
 # Arguments go to both pytest runs (e.g. `./scripts/test.sh -k lists`); with arguments, the Tcl
 # suite is left out (run it alone with scripts/redis_tcl.py).
+# Deterministic: hypothesis draws the same examples every run (tests/conftest.py); the long
+# random search for new failures is scripts/explore.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

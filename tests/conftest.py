@@ -2,16 +2,37 @@
 (per xdist worker). Tests that need other configurations start their own."""
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
 
 import minired.startup  # noqa: F401 - fills the command table, which many tests read
 from tests.support.differential import Differential
 from tests.support.respclient import RawClient
-from tests.support.servers import RedisServer
+from tests.support.servers import RedisServer, redis_server_binary
+
+# Hypothesis: the test command runs the same examples every time (derandomize: a seed from each
+# test's own code, no example database), so a failure there is a change, not a draw. Searching
+# for new failures is a separate long run, scripts/explore.sh: the `explore` profile, random,
+# more examples, failures remembered in .hypothesis/ and printed with a blob to replay them.
+# Both: no deadline and no too_slow health check (timings on a shared machine are not the
+# code's), and function-scoped fixtures are fine (`diff` flushes the servers; each example
+# leaves them as it found them). Tests set only their max_examples, which wins over a profile.
+_UNHURRIED = dict(deadline=None, print_blob=True,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("default", derandomize=True, database=None, **_UNHURRIED)
+settings.register_profile("explore", derandomize=False, max_examples=1000, **_UNHURRIED)
+settings.load_profile(os.environ.get("MINIRED_HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")
 def real_redis():
+    try:
+        redis_server_binary()
+    except RuntimeError as missing_or_other_release:
+        # Every differential test would fail the same way: stop the run with the reason.
+        pytest.exit(str(missing_or_other_release), returncode=pytest.ExitCode.USAGE_ERROR)
     server = RedisServer().start()
     try:
         yield server

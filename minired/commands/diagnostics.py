@@ -16,19 +16,38 @@ any event and DOCTOR gives Redis's report for an instance without events.
 """
 from __future__ import annotations
 
+import logging
+import os
+import re
+import signal
 import struct
 import sys
+import time
+from typing import Callable
 
+from minired import REDIS_VERSION
+from minired.commands import debug_reports
 from minired.commands.info import aof_buffered, scripting_memory
+from minired.commands.keys_object import encoding
+from minired.commands.server import persistence_of, protected_action_allowed
 from minired.engine import latency
 from minired.engine.args import parse_int
+from minired.engine.config_values import parse_memory
+from minired.engine.debug_settings import (
+    QUICKLIST_PACKED_THRESHOLD,
+    QUICKLIST_PACKED_THRESHOLD_MAX,
+    REPLY_BUFFER_PEAK_RESET_MS,
+)
 from minired.engine.server import used_memory
 from minired.engine.table import COMMANDS, command, container_command, help_reply
+from minired.features import rdb_file
+from minired.features.rdb import NO_COMPRESSION, Compact
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
-from minired.protocol.resp import OK, Encoded, Verbatim, encode_into
+from minired.protocol.resp import OK, Encoded, Status, Verbatim, encode_into
 
 G = "server"
+log = logging.getLogger("minired")
 
 
 # --- MEMORY --------------------------------------------------------------------------------------
@@ -386,3 +405,378 @@ def latency_help(c, argv):
         "specified command names.",
         "    If no commands are specified then all histograms are replied.",
     )
+
+
+# --- DEBUG (off unless enable-debug-command allows it, as in Redis 7) ----------------------------
+# Each subcommand with the argument counts Redis accepts for it (argv included); a name with
+# another count is an unknown subcommand, as in debugCommand's chain of comparisons.
+
+_DEBUG: dict[bytes, tuple[int, int, Callable]] = {}
+_ANY = 1 << 30
+
+
+def _debug_sub(name: str, low: int, high: int | None = None):
+    def register(handler: Callable) -> Callable:
+        _DEBUG[name.encode()] = (low, low if high is None else high, handler)
+        return handler
+    return register
+
+
+@command("debug", arity=-2, flags="admin noscript loading stale", group=G)
+def debug(c, argv):
+    """A container for debugging commands"""
+    if not protected_action_allowed(c, "enable-debug-command"):
+        raise RedisError(errors.DEBUG_NOT_ALLOWED)
+    entry = _DEBUG.get(argv[1].lower())
+    if entry is None or not entry[0] <= len(argv) <= entry[1]:
+        raise errors.unknown_subcommand_or_arity(argv[1], "DEBUG")
+    return entry[2](c, argv)
+
+
+def _atof(raw: bytes) -> float:
+    """C's strtod/atof: the longest numeric prefix, 0 when there is none."""
+    text = raw.decode(errors="replace").strip()
+    for end in range(len(text), 0, -1):
+        try:
+            return float(text[:end])
+        except ValueError:
+            continue
+    return 0.0
+
+
+def _atoi(raw: bytes) -> int:
+    """C's atoi: the leading decimal digits (with a sign), 0 when there are none."""
+    match = re.match(rb"\s*[-+]?\d+", raw)
+    return int(match.group()) if match else 0
+
+
+@_debug_sub("help", 2)
+def _debug_help(c, argv):
+    return help_reply("DEBUG", *debug_reports.HELP)
+
+
+@_debug_sub("sleep", 3)
+def _debug_sleep(c, argv):
+    seconds = _atof(argv[2])
+    if seconds > 0:
+        time.sleep(seconds)  # DEBUG SLEEP stops the whole server, as in Redis
+    return OK
+
+
+@_debug_sub("set-active-expire", 3)
+def _debug_set_active_expire(c, argv):
+    c.server.active_expire_enabled = _atoi(argv[2]) != 0
+    return OK
+
+
+@_debug_sub("error", 3)
+def _debug_error(c, argv):
+    # No newlines in an error line: Redis maps them to spaces.
+    return RedisError(argv[2].decode(errors="surrogateescape").translate(_NO_NEWLINES))
+
+
+_NO_NEWLINES = str.maketrans("\r\n", "  ")
+
+
+@_debug_sub("log", 3)
+def _debug_log(c, argv):
+    log.warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
+    return OK
+
+
+@_debug_sub("leak", 3)
+def _debug_leak(c, argv):
+    return OK  # Redis leaks a copy of the string on purpose (for leak checkers): nothing to do
+
+
+@_debug_sub("reload", 2, _ANY)
+def _debug_reload(c, argv):
+    options = {option.lower() for option in argv[2:]}
+    if not options <= {b"merge", b"noflush", b"nosave"}:
+        raise RedisError(errors.DEBUG_RELOAD_OPTIONS)
+    save, flush = b"nosave" not in options, b"noflush" not in options
+    persistence = c.server.saver
+    if persistence is not None:
+        persistence.reload(save=save, flush=flush)
+    else:
+        _reload_in_memory(c.server, save, flush)
+    return OK
+
+
+def _reload_in_memory(server, save: bool, flush: bool) -> None:
+    """DEBUG RELOAD of a memory-only minired: the dataset makes the same round trip through an
+    RDB image, kept in memory instead of dump.rdb (so NOSAVE has no file to load). Function
+    libraries are not part of it: Redis's reload does not empty them either."""
+    if not save:
+        log.warning("DEBUG RELOAD NOSAVE: minired keeps data in memory only, there is no RDB "
+                    "file to load")
+        raise RedisError(errors.DEBUG_RELOAD_FAILED)
+    config = server.config
+    keyspace = server.keyspace
+    image = b"".join(rdb_file.save_chunks(
+        keyspace, [], int(time.time()), 0, compress_from=NO_COMPRESSION,
+        compact=Compact.from_config(config.get)))
+    if flush:
+        keyspace.flushall()
+    rdb_file.load(image, keyspace, server.clock.ms())
+    log.warning("DB reloaded by DEBUG RELOAD")
+
+
+@_debug_sub("loadaof", 2, _ANY)
+def _debug_loadaof(c, argv):
+    persistence_of(c).reload_aof()
+    return OK
+
+
+# --- the crashes: Redis's crash report's first lines in the log, then the signal Redis dies of ---
+
+def _crash(signum: int, *lines: str) -> None:
+    log.warning("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===")
+    for line in lines:
+        log.warning("%s", line)
+    log.warning("\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n")
+    logging.shutdown()  # every handler flushed: the process ends without unwinding
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+@_debug_sub("segfault", 2, _ANY)
+def _debug_segfault(c, argv):
+    _crash(signal.SIGSEGV, f"Redis {REDIS_VERSION} crashed by signal: {int(signal.SIGSEGV)}, si_code: 2",
+           "Crashed running the instruction at: (unknown)", "Accessing address: (unknown)")
+
+
+@_debug_sub("panic", 2, _ANY)
+def _debug_panic(c, argv):
+    _crash(signal.SIGABRT, "------------------------------------------------",
+           "!!! Software Failure. Press left mouse button to continue",
+           f"Guru Meditation: DEBUG PANIC called at Unix time {int(time.time())} #debug.c")
+
+
+@_debug_sub("assert", 2, _ANY)
+def _debug_assert(c, argv):
+    _crash(signal.SIGABRT, "=== ASSERTION FAILED CLIENT CONTEXT ===", "=== ASSERTION FAILED ===",
+           "==> debug.c '1 == 2' is not true")
+
+
+@_debug_sub("oom", 2, _ANY)
+def _debug_oom(c, argv):
+    log.warning("Out Of Memory allocating %d bytes!", 2**64 - 1)
+    _crash(signal.SIGABRT)
+
+
+def _restart(c, argv):
+    if len(argv) >= 3:
+        parse_int(argv[2])
+    return RedisError(errors.DEBUG_RESTART_FAILED)  # minired cannot exec itself anew
+
+
+_DEBUG[b"restart"] = _DEBUG[b"crash-and-recover"] = (2, _ANY, _restart)
+
+
+@_debug_sub("drop-cluster-packet-filter", 3)
+def _debug_drop_cluster_packet_filter(c, argv):
+    c.server.debug.cluster_drop_packet_filter = parse_int(argv[2])
+    return OK
+
+
+def _raw_value(c, key: bytes):
+    """The value at key as stored, even if its TTL has passed (DEBUG reads the dictionary
+    directly); ERR no such key when there is none."""
+    value = c.db.data.get(key)
+    if value is None:
+        raise RedisError(errors.NO_SUCH_KEY)
+    return value
+
+
+def _looked_up_value(c, key: bytes):
+    """objectCommandLookupOrReply: a read lookup (an expired key is gone)."""
+    value = c.db.read(key, notify=False)
+    if value is None:
+        raise RedisError(errors.NO_SUCH_KEY)
+    return value
+
+
+@_debug_sub("object", 3)
+def _debug_object(c, argv):
+    value = _raw_value(c, argv[2])
+    server = c.server
+    return Status(debug_reports.object_line(value, c.db.index, argv[2], server.config,
+                                            server.clock.ms(), server.debug.quicklist_packed_threshold))
+
+
+@_debug_sub("sdslen", 3)
+def _debug_sdslen(c, argv):
+    value = _raw_value(c, argv[2])
+    kind = encoding(value, c.server.config)
+    if kind not in ("embstr", "raw"):
+        raise RedisError(errors.DEBUG_NOT_SDS)
+    return Status(debug_reports.sds_report(argv[2], value, kind))
+
+
+@_debug_sub("listpack", 3)
+def _debug_listpack(c, argv):
+    value = _looked_up_value(c, argv[2])
+    if encoding(value, c.server.config) != "listpack":
+        raise RedisError(errors.DEBUG_NOT_LISTPACK)
+    return Status(b"Listpack structure printed on stdout")  # (minired prints nothing)
+
+
+@_debug_sub("quicklist", 3, 4)
+def _debug_quicklist(c, argv):
+    value = _looked_up_value(c, argv[2])
+    if encoding(value, c.server.config) != "quicklist":
+        raise RedisError(errors.DEBUG_NOT_QUICKLIST)
+    return Status(b"Quicklist structure printed on stdout")  # (minired prints nothing)
+
+
+def _positive(raw: bytes) -> int:
+    """getPositiveLongFromObjectOrReply: one error for a negative number and for no number."""
+    number = parse_int(raw, errors.MUST_BE_POSITIVE)
+    if number < 0:
+        raise RedisError(errors.MUST_BE_POSITIVE)
+    return number
+
+
+@_debug_sub("populate", 3, 5)
+def _debug_populate(c, argv):
+    count = _positive(argv[2])
+    size = _positive(argv[4]) if len(argv) == 5 else 0
+    # The prefix is a C string to Redis: it ends at its first NUL byte.
+    prefix = argv[3].split(b"\0", 1)[0] if len(argv) >= 4 else b"key"
+    db = c.db
+    for j in range(count):
+        key = b"%b:%d" % (prefix, j)
+        if db.get(key) is not None:  # lookupKeyWrite: an existing key is kept as it is
+            continue
+        value = b"value:%d" % j
+        if size:
+            value = value[:size].ljust(size, b"\0")
+        db.set(key, value)
+    return OK
+
+
+@_debug_sub("digest", 2)
+def _debug_digest(c, argv):
+    from minired.data import digest  # (hashlib: kept off start-up)
+
+    return Status(digest.hex_digest(digest.dataset_digest(c.server.keyspace)))
+
+
+@_debug_sub("digest-value", 2, _ANY)
+def _debug_digest_value(c, argv):
+    from minired.data import digest
+
+    return [Status(digest.hex_digest(digest.key_digest(c.db, key))) for key in argv[2:]]
+
+
+@_debug_sub("protocol", 3)
+def _debug_protocol(c, argv):
+    return debug_reports.protocol_sample(argv[2], c.protocol)
+
+
+@_debug_sub("quicklist-packed-threshold", 3)
+def _debug_quicklist_packed_threshold(c, argv):
+    try:
+        size = parse_memory(argv[2].decode(errors="replace"))
+    except ValueError:
+        size = None
+    if size is None or size > QUICKLIST_PACKED_THRESHOLD_MAX:
+        raise RedisError(errors.DEBUG_PACKED_THRESHOLD)
+    c.server.debug.quicklist_packed_threshold = size or QUICKLIST_PACKED_THRESHOLD
+    return OK
+
+
+@_debug_sub("set-skip-checksum-validation", 3)
+def _debug_set_skip_checksum_validation(c, argv):
+    c.server.debug.skip_checksum_validation = _atoi(argv[2]) != 0
+    return OK
+
+
+@_debug_sub("aof-flush-sleep", 3)
+def _debug_aof_flush_sleep(c, argv):
+    c.server.debug.aof_flush_sleep_us = _atoi(argv[2])
+    return OK
+
+
+@_debug_sub("replicate", 3, _ANY)
+def _debug_replicate(c, argv):
+    return OK  # minired has no replicas to feed
+
+
+@_debug_sub("structsize", 2)
+def _debug_structsize(c, argv):
+    return debug_reports.STRUCT_SIZES
+
+
+@_debug_sub("htstats", 3)
+def _debug_htstats(c, argv):
+    index = parse_int(argv[2])
+    keyspace = c.server.keyspace
+    if not 0 <= index < len(keyspace):
+        raise RedisError(errors.DEBUG_OUT_OF_RANGE_DB)
+    return debug_reports.database_stats(keyspace[index])
+
+
+@_debug_sub("htstats-key", 3)
+def _debug_htstats_key(c, argv):
+    return debug_reports.value_table_stats(_looked_up_value(c, argv[2]), c.server.config)
+
+
+@_debug_sub("change-repl-id", 2)
+def _debug_change_repl_id(c, argv):
+    # minired never replicates: its replication ID is its run ID, which this does not change.
+    log.info("Changing replication IDs after receiving DEBUG change-repl-id")
+    return OK
+
+
+@_debug_sub("stringmatch-test", 2)
+def _debug_stringmatch_test(c, argv):
+    return Status(b"Apparently Redis did not crash: test passed")
+
+
+@_debug_sub("set-disable-deny-scripts", 3)
+def _debug_set_disable_deny_scripts(c, argv):
+    c.server.debug.disable_deny_scripts = _atoi(argv[2]) != 0
+    return OK
+
+
+@_debug_sub("config-rewrite-force-all", 2)
+def _debug_config_rewrite_force_all(c, argv):
+    return OK  # minired has no CONFIG REWRITE yet: there is no file to write all options to
+
+
+@_debug_sub("client-eviction", 2)
+def _debug_client_eviction(c, argv):
+    raise RedisError(errors.DEBUG_CLIENT_EVICTION_OFF)  # minired has no client eviction pools
+
+
+@_debug_sub("pause-cron", 3)
+def _debug_pause_cron(c, argv):
+    c.server.debug.pause_cron = _atoi(argv[2]) != 0
+    return OK
+
+
+@_debug_sub("replybuffer", 4)
+def _debug_replybuffer(c, argv):
+    settings = c.server.debug
+    what, value = argv[2].lower(), argv[3]
+    if what == b"peak-reset-time":
+        if value.lower() == b"never":
+            settings.reply_buffer_peak_reset_ms = -1
+        elif value.lower() == b"reset":
+            settings.reply_buffer_peak_reset_ms = REPLY_BUFFER_PEAK_RESET_MS
+        else:
+            settings.reply_buffer_peak_reset_ms = parse_int(value)
+    elif what == b"resizing":
+        settings.reply_buffer_resizing = _atoi(value) != 0
+    else:
+        raise errors.unknown_subcommand_or_arity(argv[1], "DEBUG")
+    return OK
+
+
+@_debug_sub("clusterlink", 5)
+def _debug_clusterlink(c, argv):
+    if argv[2].lower() != b"kill":
+        raise errors.unknown_subcommand_or_arity(argv[1], "DEBUG")
+    raise RedisError(errors.DEBUG_CLUSTER_ONLY)  # no cluster bus links in minired to kill

@@ -17,7 +17,7 @@ from minired.engine.keyspecs import has_keys, keys_with_flags, specs_of, tips_of
 from minired.engine.table import COMMANDS, CommandSpec, all_specs, command, help_reply
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
-from minired.protocol.resp import OrderedSet, Status
+from minired.protocol.resp import MapPairs, OrderedSet, Status
 
 G = "server"
 
@@ -97,15 +97,44 @@ def command_info(spec: CommandSpec) -> list:
 
 
 def command_docs(spec: CommandSpec) -> dict:
-    docs: dict = {}
-    summary = spec.summary.split("\n", 1)[0].strip()
-    if summary:
-        docs[b"summary"] = summary.encode()
-    docs[b"group"] = spec.group.encode()
+    """COMMAND DOCS for one command: Redis's own docs (docs_data.py, generated from Redis 7.0.15)
+    or, for a command only minired has, the first line of its handler's docstring."""
+    # Loaded here, on the first COMMAND DOCS: ~200 kB of text no other command needs.
+    from minired.commands.docs_data import DOCS
+
+    fields = DOCS.get(spec.full_name)
+    if fields is not None:
+        docs = _docs_reply(fields)
+    else:
+        docs = {}
+        summary = spec.summary.split("\n", 1)[0].strip()
+        if summary:
+            docs[b"summary"] = summary.encode()
+        docs[b"group"] = spec.group.encode()
     if spec.subcommands:
         docs[b"subcommands"] = {sub.full_name.encode(): command_docs(sub)
                                 for sub in spec.subcommands.values()}
     return docs
+
+
+def _docs_reply(fields: dict) -> dict:
+    """A command's or an argument's docs as Redis sends them (see docs_data.py's header)."""
+    return {name.encode(): _DOCS_FIELD_REPLY.get(name, _text_or_int)(value)
+            for name, value in fields.items()}
+
+
+def _text_or_int(value):
+    return value if type(value) is int else value.encode()
+
+
+_DOCS_FIELD_REPLY = {
+    "doc_flags": _flag_set,
+    "flags": _flag_set,
+    # A set of arrays: Redis 7.0's addReplyCommandHistory sends a set length.
+    "history": lambda history: OrderedSet([version.encode(), change.encode()]
+                                          for version, change in history),
+    "arguments": lambda arguments: [_docs_reply(argument) for argument in arguments],
+}
 
 
 def find_spec(name: bytes) -> CommandSpec | None:
@@ -167,12 +196,9 @@ def command_docs_(c, argv):
     """Get array of specific Redis command documentation"""
     if len(argv) == 2:
         return {spec.name.encode(): command_docs(spec) for spec in COMMANDS.values()}
-    docs = {}
-    for name in argv[2:]:
-        spec = find_spec(name)
-        if spec is not None:
-            docs[spec.full_name.encode()] = command_docs(spec)
-    return docs
+    # A name asked for twice is described twice, as Redis does.
+    return MapPairs((spec.full_name.encode(), command_docs(spec))
+                    for spec in map(find_spec, argv[2:]) if spec is not None)
 
 
 @command("list", arity=-2, flags="loading stale", parent="command", group=G)

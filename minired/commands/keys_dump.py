@@ -32,9 +32,9 @@ def dump_payload(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     return seal(encode_value(value, compress_from, compact))
 
 
-def load_payload(payload: bytes) -> Any:
+def load_payload(payload: bytes, check_crc: bool = True) -> Any:
     """The value in a DUMP payload; RedisError with Redis's text if it is not one."""
-    if not footer_ok(payload):
+    if not footer_ok(payload, check_crc=check_crc):
         raise RedisError(errors.DUMP_PAYLOAD_INVALID)
     try:
         # Like Redis, read from the whole payload: the footer is not fenced off from the body.
@@ -88,7 +88,7 @@ def restore(c, argv):
     ttl = parse_int(argv[2])
     if ttl < 0:
         raise RedisError(errors.RESTORE_INVALID_TTL)
-    value = load_payload(argv[3])
+    value = load_payload(argv[3], not c.server.debug.skip_checksum_validation)
     deleted = replace and db.delete(key)
     now = c.server.clock.ms()
     if ttl and not absolute_ttl:

@@ -98,7 +98,13 @@ def object_refcount(c, argv):
     value = _lookup(c, argv[2])
     if value is None:
         return None
-    if type(value) is bytes and c.server.config.maxmemory == 0:
+    return refcount(value, c.server.config)
+
+
+def refcount(value: Any, config) -> int:
+    """The references Redis would count to the value: small integers are its shared objects
+    (unless maxmemory is set, which makes every value its own for LRU/LFU)."""
+    if type(value) is bytes and config.maxmemory == 0:
         number = string2ll(value)
         if number is not None and 0 <= number < SHARED_INTEGERS:
             return SHARED_REFCOUNT

@@ -1,6 +1,6 @@
-"""Server commands: DBSIZE, FLUSHDB/FLUSHALL, TIME, SAVE/BGSAVE/LASTSAVE, SHUTDOWN, CONFIG, DEBUG,
+"""Server commands: DBSIZE, FLUSHDB/FLUSHALL, TIME, SAVE/BGSAVE/LASTSAVE, SHUTDOWN, CONFIG,
 MONITOR, ROLE, LOLWUT, SLOWLOG. INFO lives in info.py, COMMAND in introspection.py, ACL in
-acl.py, MEMORY and LATENCY in diagnostics.py.
+acl.py, MEMORY, LATENCY and DEBUG in diagnostics.py.
 
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
 SAVE, BGSAVE and SHUTDOWN SAVE sets `server.saver` to an object with
@@ -12,7 +12,6 @@ data in memory only and says so instead of pretending a snapshot was written.
 from __future__ import annotations
 
 import logging
-import time
 
 from minired import REDIS_VERSION
 from minired.data.glob import glob_match, has_wildcard
@@ -88,7 +87,7 @@ def time_(c, argv):
 
 # --- persistence ---------------------------------------------------------------------------------
 
-def _persistence(c):
+def persistence_of(c):
     persistence = c.server.saver
     if persistence is None:
         raise RedisError(errors.NO_PERSISTENCE)
@@ -104,7 +103,7 @@ def lastsave(c, argv):
 @command("save", arity=1, flags="admin noscript no_async_loading no_multi", group=G)
 def save(c, argv):
     """Synchronously save the dataset to disk"""
-    _persistence(c).save()
+    persistence_of(c).save()
     return OK
 
 
@@ -113,13 +112,13 @@ def bgsave(c, argv):
     """Asynchronously save the dataset to disk"""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() != b"schedule"):
         raise RedisError(errors.SYNTAX)
-    return Status(_persistence(c).background_save(len(argv) == 2).encode())
+    return Status(persistence_of(c).background_save(len(argv) == 2).encode())
 
 
 @command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading", group=G)
 def bgrewriteaof(c, argv):
     """Asynchronously rewrite the append-only file"""
-    return Status(_persistence(c).rewrite_aof().encode())
+    return Status(persistence_of(c).rewrite_aof().encode())
 
 
 @command("shutdown", arity=-1, flags="admin noscript loading stale no_multi allow_busy", group=G)
@@ -284,7 +283,7 @@ def config_help(c, argv):
     )
 
 
-# --- DEBUG (off unless enable-debug-command allows it, as in Redis 7) ----------------------------
+# --- protected commands (DEBUG, MODULE) ----------------------------------------------------------
 
 def protected_action_allowed(c, option: str) -> bool:
     """Whether enable-debug-command or enable-module-command (`option`) lets c run it."""
@@ -302,65 +301,6 @@ def protected_action_allowed(c, option: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _atof(raw: bytes) -> float:
-    """C's atof: the longest numeric prefix, 0 when there is none."""
-    text = raw.decode(errors="replace").strip()
-    for end in range(len(text), 0, -1):
-        try:
-            return float(text[:end])
-        except ValueError:
-            continue
-    return 0.0
-
-
-def _atoi(raw: bytes) -> int:
-    return int(_atof(raw))
-
-
-@command("debug", arity=-2, flags="admin noscript loading stale", group=G)
-def debug(c, argv):
-    """A container for debugging commands"""
-    if not protected_action_allowed(c, "enable-debug-command"):
-        raise RedisError(errors.DEBUG_NOT_ALLOWED)
-    sub = argv[1].lower()
-    if sub == b"help" and len(argv) == 2:
-        return help_reply(
-            "DEBUG",
-            "ERROR <string>",
-            "    Return a Redis protocol error with <string> as message. Useful for clients",
-            "    unit tests to simulate Redis errors.",
-            "LOG <message>",
-            "    Write <message> to the server log.",
-            "SET-ACTIVE-EXPIRE <0|1>",
-            "    Setting it to 0 disables expiring keys in background when they are not",
-            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
-            "    default.",
-            "SLEEP <seconds>",
-            "    Stop the server for <seconds>. Decimals allowed.",
-        )
-    if sub == b"sleep" and len(argv) == 3:
-        seconds = _atof(argv[2])
-        if seconds > 0:
-            time.sleep(seconds)  # DEBUG SLEEP stops the whole server, as in Redis
-        return OK
-    if sub == b"set-active-expire" and len(argv) == 3:
-        c.server.active_expire_enabled = _atoi(argv[2]) != 0
-        return OK
-    if sub == b"error" and len(argv) == 3:
-        return RedisError(argv[2].decode(errors="replace"))
-    if sub == b"reload":
-        options = {option.lower() for option in argv[2:]}
-        if not options <= {b"merge", b"noflush", b"nosave"}:
-            raise RedisError(errors.DEBUG_RELOAD_OPTIONS)
-        _persistence(c).reload(save=b"nosave" not in options,
-                               flush=not options & {b"merge", b"noflush"})
-        return OK
-    if sub == b"log" and len(argv) == 3:
-        log.warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
-        return OK
-    raise errors.unknown_subcommand_or_arity(argv[1], "DEBUG")
 
 
 # --- replication, fun ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from minired.engine import client_reply, dispatch, querybuf
 from minired.engine.blocking import Block, BlockingManager
 from minired.engine.client import Client
 from minired.engine.config import Config
+from minired.engine.debug_settings import DebugSettings
 from minired.engine.hooks import (
     AccessControl,
     ClusterRouter,
@@ -84,7 +85,7 @@ class Server:
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
                  "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
                  "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
-                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command")
+                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -107,6 +108,8 @@ class Server:
         self.shutdown_requested = False
         # DEBUG SET-ACTIVE-EXPIRE 0 turns the background sweep off (expiry stays lazy).
         self.active_expire_enabled = True
+        # The other DEBUG switches (SET-SKIP-CHECKSUM-VALIDATION, SET-DISABLE-DENY-SCRIPTS ...).
+        self.debug = DebugSettings()
         # The slots below are the features' (None until one is attached or first used), each
         # typed by the interface the engine calls; a None costs one attribute check where used.
         # A write command succeeded (persistence: AOF and save points).
@@ -213,8 +216,9 @@ class Server:
     async def _active_expire_loop(self) -> None:
         while True:
             await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
-            # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run).
-            if self.active_expire_enabled and self.pause is None:
+            # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run),
+            # nor while DEBUG PAUSE-CRON 1 stops Redis's serverCron, which runs the sweep.
+            if self.active_expire_enabled and self.pause is None and not self.debug.pause_cron:
                 self.stats.expired_keys += self.keyspace.active_expire()
             if self.keyspace.ready_keys:
                 self.blocking.serve_ready_keys()

@@ -619,6 +619,23 @@ class Persistence:
             raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
         log.warning("DB reloaded by DEBUG RELOAD")
 
+    def reload_aof(self) -> None:
+        """DEBUG LOADAOF: write out what the AOF buffer holds, empty the keyspace and load the
+        AOF files back, as at start-up; the load's changes are not logged again."""
+        self.flush_aof(fsync=True)
+        server = self.server
+        server.keyspace.flushall()
+        propagate, server.propagate = server.propagate, None  # replayed, not logged anew
+        try:
+            self._load_aof()
+        except LoadError as exc:
+            log.warning("DEBUG LOADAOF: %s", exc)
+            raise RedisError(errors.DEBUG_LOADAOF_FAILED) from None
+        finally:
+            server.propagate = propagate
+        self.dirty = 0
+        log.warning("Append Only File loaded by DEBUG LOADAOF")
+
     def flushed_all(self) -> None:
         """FLUSHALL (flushAllDataAndResetRDB): a background save of the old data is stopped, and
         with save points set the empty dataset is saved at once, so a restart does not bring

@@ -351,6 +351,21 @@ BGSAVE_AOF_REWRITE_IN_PROGRESS = ("ERR Another child process is active (AOF?): c
 AOF_REWRITE_IN_PROGRESS = "ERR Background append only file rewriting already in progress"
 DEBUG_RELOAD_OPTIONS = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
 DEBUG_RELOAD_FAILED = "ERR Error trying to load the RDB dump"
+DEBUG_LOADAOF_FAILED = "ERR Error trying to load the AOF files, check server logs."
+DEBUG_NOT_HASH_TABLE = (
+    "ERR The value stored at the specified key is not represented using an hash table")
+DEBUG_NOT_LISTPACK = "ERR Not a listpack encoded object."
+DEBUG_NOT_SDS = "ERR Not an sds encoded string."
+DEBUG_NOT_QUICKLIST = "ERR Not a quicklist encoded object."
+DEBUG_OUT_OF_RANGE_DB = "ERR Out of range database"
+DEBUG_PACKED_THRESHOLD = "ERR argument must be a memory value bigger than 1 and smaller than 4gb"
+DEBUG_PROTOCOL_RESP2_PUSH = "ERR RESP2 is not supported by this command"
+DEBUG_PROTOCOL_TYPE = (
+    "ERR Wrong protocol type name. Please use one of the following: "
+    "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")
+DEBUG_CLIENT_EVICTION_OFF = "ERR maxmemory-clients is disabled."
+DEBUG_RESTART_FAILED = "ERR failed to restart the server. Check server logs."
+DEBUG_CLUSTER_ONLY = "ERR Debug option only available for cluster mode enabled setup!"
 UNKNOWN_SUBCOMMAND_OR_ARITY = (
     "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP."
 )

@@ -89,6 +89,11 @@ class OrderedSet(list):
     """A set reply whose elements Redis writes in a fixed order (CLIENT TRACKINGINFO's flags)."""
 
 
+class MapPairs(list):
+    """A map reply given as (key, value) pairs, for a map that may repeat a key: Redis counts
+    what it writes (COMMAND DOCS get get names GET twice)."""
+
+
 class Replies(list):
     """Several replies produced by one command, encoded one after another."""
 
@@ -568,6 +573,16 @@ def _encode_map(v, proto, out):
         _ENCODERS.get(type(item), _encode_other)(item, proto, out)
 
 
+def _encode_map_pairs(v, proto, out):
+    if proto == 3:
+        out.append(b"%%%d\r\n" % len(v))
+    else:
+        out.append(b"*%d\r\n" % (2 * len(v)))
+    for key, item in v:
+        _ENCODERS.get(type(key), _encode_other)(key, proto, out)
+        _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+
+
 def _encode_replies(v, proto, out):
     for item in v:
         _ENCODERS.get(type(item), _encode_other)(item, proto, out)
@@ -608,6 +623,7 @@ _ENCODERS = {
     frozenset: _encode_set,
     OrderedSet: _encode_set,
     dict: _encode_map,
+    MapPairs: _encode_map_pairs,
     Replies: _encode_replies,
     Encoded: _encode_encoded,
 }

@@ -7,14 +7,16 @@ queue-wide rate limit and concurrency cap, progress, retention and metrics come 
 each an atomic script as well. See queue/README.md and queue/PROTOCOL.md.
 """
 from .active import ActiveJob, AsyncActiveJob
+from .errors import JobFailed, JobRemoved, JobTimeoutError
+from .events import AsyncQueueEvents, QueueEvent, QueueEvents
 from .job import Backoff, Job, JobSpec
 from .keys import QueueKeys
-from .queue import Queue, known_queues
+from .queue import AsyncQueue, Queue, known_queues
 from .repeat import Repeatable, Schedule
 from .sweeper import AsyncSweeper, Sweeper
 from .transitions import AddResult, RedisOp, SweepResult
 
 __all__ = [
-    "ActiveJob", "AddResult", "AsyncActiveJob", "AsyncSweeper", "Backoff", "Job", "JobSpec", "Queue", "QueueKeys",
-    "RedisOp", "Repeatable", "Schedule", "SweepResult", "Sweeper", "known_queues",
+    "ActiveJob", "AddResult", "AsyncActiveJob", "AsyncQueue", "AsyncQueueEvents", "AsyncSweeper", "Backoff", "Job",
+    "JobFailed", "JobRemoved", "JobSpec", "JobTimeoutError", "Queue", "QueueEvent", "QueueEvents", "QueueKeys", "RedisOp", "Repeatable", "Schedule", "SweepResult", "Sweeper", "known_queues",
 ]

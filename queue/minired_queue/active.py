@@ -83,7 +83,7 @@ class ActiveJob(HeldJob):
 
     def update_progress(self, progress: Any) -> bool:
         """Record progress; False when this delivery no longer owns the job."""
-        return update_progress(self.keys, self.id, self.token, progress, self.events_cap).run(self.redis)
+        return update_progress(self.keys, self.id, self.token, progress).run(self.redis)
 
     def log(self, line: str) -> int:
         """Add a line to the job's log (its newest 1000 lines are kept, shown on the job's
@@ -105,8 +105,7 @@ class AsyncActiveJob(HeldJob):
         return await self._guard.run_once(self.id, effect, fn, self.token)
 
     async def update_progress(self, progress: Any) -> bool:
-        return await update_progress(self.keys, self.id, self.token, progress,
-                                     self.events_cap).run_async(self.redis)
+        return await update_progress(self.keys, self.id, self.token, progress).run_async(self.redis)
 
     async def log(self, line: str) -> int:
         return await add_log(self.keys, self.id, str(line), LOG_LINES_KEPT).run_async(self.redis)

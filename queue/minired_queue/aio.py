@@ -18,14 +18,14 @@ import threading
 import time
 from typing import Any, Callable
 
-from redis.exceptions import ConnectionError, RedisError, TimeoutError
+from redis.exceptions import RedisError
 
 from .active import ActiveJob, AsyncActiveJob, HeldJob
-from .core import WorkerCore, is_async_handler, plain_result
+from .core import UNREACHABLE, WorkerCore, attempt_timeout_s, is_async_handler, plain_result, timed_out
 from .effects import AsyncEffectGuard, EffectGuard
 from .keys import QueueKeys
 from .options import Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, wake_up
-from .steps import drive_async
+from .steps import Hook, drive_async
 from .transitions import DEFAULT_EVENTS_CAP, SweepResult
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,9 @@ class AsyncWorker:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, self.stop)
-        await drive_async(self.core.setup(), self.client)
+        if not await self._wait_for_server():
+            return
+        await Hook(self.hooks.on_ready, ()).run_async(self.client)
         slots = asyncio.Semaphore(self.options.concurrency)
         maintenance_over = asyncio.Event()
         maintenance = asyncio.create_task(self._maintain(maintenance_over))
@@ -103,9 +105,10 @@ class AsyncWorker:
                 try:
                     active = await self._fetch()
                     reconnect.succeeded()
-                except (ConnectionError, TimeoutError) as exc:
+                    self.core.outage.ended()
+                except UNREACHABLE as exc:
                     self.core.candidates.forget()
-                    log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
+                    self.core.outage.lost(exc)
                     await asyncio.sleep(reconnect.failed())
                 except RedisError as exc:  # refused (OOM, READONLY, ...), or a cluster client out of
                 # redirects mid-resharding (ClusterError): the script moved nothing, or the sweep
@@ -131,7 +134,31 @@ class AsyncWorker:
             maintenance_over.set()
             maintenance.cancel()
             await asyncio.gather(maintenance, *filter(None, [self._wake_task]), return_exceptions=True)
-            await self.client.delete(self.keys.wake(self.id))
+            try:
+                await self.client.delete(self.keys.wake(self.id))
+            except UNREACHABLE:  # it expires by itself
+                pass
+
+    async def _wait_for_server(self) -> bool:
+        """Run the setup until the server answers (or raise under ``fail_fast``); False if
+        stopped first."""
+        reconnect = Reconnect()
+        while not self._stopping.is_set():
+            try:
+                await drive_async(self.core.setup(), self.client)
+            except (*UNREACHABLE, RedisError) as exc:
+                if isinstance(exc, UNREACHABLE):
+                    self.core.unreachable_at_start(exc)
+                else:
+                    self.core.refused_at_start(exc)
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), reconnect.failed())
+                except asyncio.TimeoutError:
+                    pass
+            else:
+                self.core.outage.ended()
+                return True
+        return False
 
     async def _slot_or_stop(self, slots: asyncio.Semaphore) -> bool:
         """Wait for a free slot; False if stopping came first (with every slot busy, the
@@ -160,6 +187,8 @@ class AsyncWorker:
     async def _wake(self) -> None:
         try:
             await wake_up(self.client, self.keys.wake(self.id))
+        except UNREACHABLE:  # then there is no blocking wait to cut short
+            pass
         except Exception:
             log.exception("could not wake worker %s", self.id)
 
@@ -176,21 +205,39 @@ class AsyncWorker:
     async def _process(self, active: HeldJob, slots: asyncio.Semaphore) -> None:
         try:
             try:
-                if self.handler_is_async:
-                    result = await self.handler(active)
-                else:
-                    result = plain_result(await _in_daemon_thread(self.handler, active))
+                result = await self._run_handler(active)
             except Exception as exc:
                 await drive_async(self.core.record_failure(active, exc), self.client)
             else:
                 await drive_async(self.core.record_success(active, result), self.client)
         except asyncio.CancelledError:
             raise
+        except UNREACHABLE as exc:  # the sweep recovers the job once its lock lapses
+            self.core.outage.lost(exc)
+            log.info("could not record the outcome of job %s: the server is unreachable", active.id)
         except Exception:
             log.exception("could not record the outcome of job %s", active.id)
         finally:
             self._in_flight.pop(active.id, None)
             slots.release()
+
+    async def _run_handler(self, active: HeldJob) -> Any:
+        """The handler's result; past the job's timeout, ``JobTimeoutError``: an ``async def``
+        handler is cancelled, a plain one's thread runs on (it cannot be stopped) with its
+        outcome refused."""
+        if self.handler_is_async:
+            running = asyncio.ensure_future(self.handler(active))
+        else:
+            running = _in_daemon_thread(self.handler, active)
+        try:
+            done, _ = await asyncio.wait({running}, timeout=attempt_timeout_s(active))
+            if not done:
+                raise timed_out(active)
+            result = running.result()
+        finally:
+            if not running.done():
+                running.cancel()  # timed out, or the worker's task cancelled at shutdown
+        return result if self.handler_is_async else plain_result(result)
 
     # --- maintenance: heartbeat and sweep -------------------------------------------------
     async def _maintain(self, over: asyncio.Event) -> None:
@@ -202,6 +249,9 @@ class AsyncWorker:
                     await drive_async(self.core.renew_locks(held), self.client)
                 if schedule.sweep_due(time.monotonic()) and not self._stopping.is_set():
                     await self.housekeeping(int(schedule.sweep_s * 1000))
+                    self.core.outage.ended()
+            except UNREACHABLE as exc:
+                self.core.outage.lost(exc)
             except Exception:
                 log.exception("worker %s maintenance failed; retrying next beat", self.id)
             await asyncio.sleep(schedule.tick_s)
@@ -219,7 +269,10 @@ class AsyncWorker:
             await asyncio.wait(tasks, timeout=self.options.shutdown_grace_s)
         unfinished = list(self._in_flight.values())
         # Release first (the job goes back to wait at once), then cancel the handler.
-        await drive_async(self.core.release([active for active, _ in unfinished]), self.client)
+        try:
+            await drive_async(self.core.release([active for active, _ in unfinished]), self.client)
+        except UNREACHABLE as exc:  # their locks lapse and the sweep recovers them
+            self.core.outage.lost(exc)
         for _, task in unfinished:
             task.cancel()
         self._in_flight.clear()

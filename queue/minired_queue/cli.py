@@ -8,12 +8,14 @@ import json
 import logging
 import os
 import sys
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from .connection import connect, connect_async
-from .core import is_async_handler
+from .core import UNREACHABLE, is_async_handler
+from .errors import JobFailed, JobRemoved
 from .keys import DEFAULT_PREFIX, QueueKeys
-from .options import WorkerOptions
+from .options import Hooks, WorkerOptions
 from .queue import Queue, known_queues
 
 DEFAULT_URL = "redis://127.0.0.1:6379"
@@ -43,6 +45,25 @@ def _queue(args: argparse.Namespace, name: str) -> Queue:
     return Queue(name, connect(args.url, cluster=args.cluster), prefix=args.prefix)
 
 
+def _existing_queue(args: argparse.Namespace, name: str) -> Queue:
+    """The named queue; exits non-zero when there is none, so a typo is not read as an
+    empty queue."""
+    queue = _queue(args, name)
+    if not queue.exists():
+        raise SystemExit(f"no such queue: {name!r} (minired-queue queues lists them)")
+    return queue
+
+
+def _usage_error(message: str) -> int:
+    """A mistake in the command line: one line on stderr and exit status 2, as argparse does."""
+    print(f"minired-queue: error: {message}", file=sys.stderr)
+    return 2
+
+
+def iso_utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def cmd_queues(args: argparse.Namespace) -> int:
     client = connect(args.url, cluster=args.cluster)
     names = known_queues(client, args.prefix)
@@ -60,13 +81,13 @@ def cmd_queues(args: argparse.Namespace) -> int:
 
 
 def cmd_counts(args: argparse.Namespace) -> int:
-    queue = _queue(args, args.queue)
+    queue = _existing_queue(args, args.queue)
     print(json.dumps({"counts": queue.counts(), "paused": queue.is_paused(), "metrics": queue.metrics()}))
     return 0
 
 
 def cmd_failed(args: argparse.Namespace) -> int:
-    jobs = _queue(args, args.queue).failed_jobs(0, args.count)
+    jobs = _existing_queue(args, args.queue).failed_jobs(0, args.count)
     if not jobs:
         print("no failed jobs")
     for job in jobs:
@@ -94,10 +115,39 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    job_id = _queue(args, args.queue).add(json.loads(args.data), job_id=args.id, dedup_id=args.dedup_id,
-                                          dedup_ttl_ms=args.dedup_ttl_ms, delay_ms=args.delay_ms,
-                                          attempts=args.attempts, priority=args.priority)
+    try:
+        data = json.loads(args.data)
+    except json.JSONDecodeError as exc:
+        return _usage_error(f"data is not JSON ({exc}): {args.data!r}")
+    try:
+        job_id = _queue(args, args.queue).add(data, job_id=args.id, dedup_id=args.dedup_id,
+                                              dedup_ttl_ms=args.dedup_ttl_ms, delay_ms=args.delay_ms,
+                                              attempts=args.attempts, priority=args.priority,
+                                              ttl_ms=args.ttl_ms, timeout_ms=args.timeout_ms,
+                                              debounce_ms=args.debounce_ms, throttle_ms=args.throttle_ms)
+    except ValueError as exc:
+        return _usage_error(str(exc))
     print(job_id)
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    """Print the job's return value (JSON) once it completes; exit 1 with its failure,
+    3 when it does not exist or was removed, 4 on timeout."""
+    try:
+        result = _existing_queue(args, args.queue).wait(args.job_id, timeout=args.timeout)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    except JobFailed as failure:
+        print(f"failed: {failure.reason}", file=sys.stderr)
+        return 1
+    except JobRemoved as gone:
+        print(str(gone), file=sys.stderr)
+        return 3
+    except TimeoutError as exc:
+        print(str(exc), file=sys.stderr)
+        return 4
+    print(json.dumps(result))
     return 0
 
 
@@ -107,7 +157,7 @@ def _worker_options(args: argparse.Namespace) -> WorkerOptions:
         heartbeat_interval_s=args.heartbeat_ms / 1000 if args.heartbeat_ms else None,
         sweep_interval_s=args.sweep_interval if args.sweep_interval > 0 else None,
         max_stalled=args.max_stalled, block_timeout_s=args.block_timeout, shutdown_grace_s=args.grace,
-        burst=args.burst,
+        burst=args.burst, fail_fast=args.fail_fast,
     )
 
 
@@ -123,6 +173,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     handler = load_handler(args.handler)
     keys = QueueKeys(args.queue, args.prefix)
     options = _worker_options(args)
+    try:
+        return _run_worker(args, handler, keys, options)
+    except UNREACHABLE as exc:  # only under --fail-fast: otherwise the worker waits for the server
+        raise SystemExit(f"cannot reach the server at {args.url}: {exc}") from None
+
+
+def _run_worker(args: argparse.Namespace, handler: Callable[..., Any], keys: QueueKeys,
+                options: WorkerOptions) -> int:
     if args.asyncio:
         from .aio import AsyncWorker
 
@@ -130,8 +188,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
             client = connect_async(args.url, cluster=args.cluster)
             # A plain handler runs in a thread with synchronous calls, on its own client.
             sync_client = None if is_async_handler(handler) else connect(args.url, cluster=args.cluster)
-            worker = AsyncWorker(keys, client, handler, options, sync_client=sync_client)
-            print(_ready_line(worker, keys, "asyncio"), flush=True)
+            # Ready once the worker has reached the server (it checks before fetching).
+            hooks = Hooks(on_ready=lambda: print(_ready_line(worker, keys, "asyncio"), flush=True))
+            worker = AsyncWorker(keys, client, handler, options, hooks, sync_client=sync_client)
             try:
                 await worker.run(install_signal_handlers=True)
             finally:
@@ -148,11 +207,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 0
     from .worker import Worker
 
+    hooks = Hooks(on_ready=lambda: print(_ready_line(worker, keys, "threads"), flush=True))
     try:
-        worker = Worker(keys, connect(args.url, cluster=args.cluster), handler, options)
+        worker = Worker(keys, connect(args.url, cluster=args.cluster), handler, options, hooks)
     except TypeError as exc:
         raise SystemExit(str(exc)) from exc
-    print(_ready_line(worker, keys, "threads"), flush=True)
     try:
         worker.run()
     finally:
@@ -164,13 +223,14 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from .metrics import render
 
     client = connect(args.url, cluster=args.cluster)
-    names = args.queues or known_queues(client, args.prefix)
-    sys.stdout.write(render(Queue(name, client, prefix=args.prefix) for name in names))
+    queues = ([_existing_queue(args, name) for name in args.queues] if args.queues
+              else [Queue(name, client, prefix=args.prefix) for name in known_queues(client, args.prefix)])
+    sys.stdout.write(render(queues))
     return 0
 
 
 def cmd_configure(args: argparse.Namespace) -> int:
-    queue = _queue(args, args.queue)
+    queue = _queue(args, args.queue) if args.create and args.settings else _existing_queue(args, args.queue)
     changes = {}
     for pair in args.settings:
         name, sep, value = pair.partition("=")
@@ -188,7 +248,7 @@ def cmd_configure(args: argparse.Namespace) -> int:
 
 
 def cmd_repeat(args: argparse.Namespace) -> int:
-    queue = _queue(args, args.queue)
+    queue = _existing_queue(args, args.queue)
     if args.remove:
         print("removed" if queue.remove_repeatable(args.remove) else f"no repeatable {args.remove!r}")
         return 0
@@ -196,8 +256,12 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     if not repeatables:
         print("no repeatable jobs")
     for r in repeatables:
+        if r.unreadable:
+            print(f"{r.key}  unreadable: {r.unreadable}")
+            continue
         when = f"every {r.schedule.every_ms} ms" if r.schedule.every_ms else f"cron '{r.schedule.cron}' {r.schedule.tz}"
-        print(f"{r.key}  {when}  next={r.next_tick_ms}  made={r.count}{f'/{r.limit}' if r.limit else ''}")
+        following = iso_utc(r.next_tick_ms) if r.next_tick_ms is not None else "none"
+        print(f"{r.key}  {when}  next={following}  made={r.count}{f'/{r.limit}' if r.limit else ''}")
     return 0
 
 
@@ -259,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "keep_failed_age_ms")
     p.add_argument("queue")
     p.add_argument("settings", nargs="*", help="name=value ('none' clears)")
+    p.add_argument("--create", action="store_true",
+                   help="set the settings of a queue that does not exist yet (else refused as a likely typo)")
     p.set_defaults(fn=cmd_configure)
 
     p = sub.add_parser("repeat", help="list repeatable jobs, or remove one")
@@ -279,7 +345,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delay-ms", type=int, default=0)
     p.add_argument("--attempts", type=int, default=1)
     p.add_argument("--priority", type=int, default=0, help="1 (first) .. 2097151; 0: none, before all")
+    p.add_argument("--ttl-ms", type=int, default=0, help="not started by then: failed as expired")
+    p.add_argument("--timeout-ms", type=int, default=0, help="how long one attempt may run")
+    p.add_argument("--debounce-ms", type=int, default=0, help="with --dedup-id: replace the pending job")
+    p.add_argument("--throttle-ms", type=int, default=0, help="with --dedup-id: the first job wins that long")
     p.set_defaults(fn=cmd_add)
+
+    p = sub.add_parser("wait", help="wait for a job's outcome; print its return value")
+    p.add_argument("queue")
+    p.add_argument("job_id")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds (default %(default)s)")
+    p.set_defaults(fn=cmd_wait)
 
     p = sub.add_parser("worker", help="process jobs with a handler given as package.module:function")
     p.add_argument("queue")
@@ -295,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds in-flight jobs get on SIGTERM before release (default %(default)s)")
     p.add_argument("--burst", action="store_true", help="exit once nothing is ready")
     p.add_argument("--asyncio", action="store_true", help="use the asyncio worker")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="exit with an error if the server cannot be reached at start (default: wait for it)")
     p.set_defaults(fn=cmd_worker)
 
     p = sub.add_parser("dashboard", help="serve the web dashboard (pip install 'minired[dashboard]')")

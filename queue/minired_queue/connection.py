@@ -22,5 +22,9 @@ def connect_async(url: str, cluster: bool = False, **options: Any) -> redis.asyn
     return redis.asyncio.Redis.from_url(url, **options)
 
 
+def is_asyncio_client(client: Any) -> bool:
+    return isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster))
+
+
 def is_cluster(client: Any) -> bool:
     return isinstance(client, (RedisCluster, AsyncRedisCluster))

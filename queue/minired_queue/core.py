@@ -12,13 +12,17 @@ import inspect
 import logging
 from typing import Any, Iterable
 
+from redis.exceptions import ConnectionError, TimeoutError
+
 from .active import HeldJob
-from .errors import UnrecoverableError
+from .checks import integer
+from .errors import JobTimeoutError, UnreadableJobError, UnrecoverableError
 from .job import Job
 from .keys import QueueKeys
 from .options import (
     Candidates,
     Hooks,
+    Outage,
     WorkerOptions,
     WorkerStats,
     block_timeout,
@@ -42,6 +46,9 @@ from .transitions import (
 
 log = logging.getLogger(__name__)
 
+# What a worker waits out (backing off, one log line per outage) instead of failing on.
+UNREACHABLE = (ConnectionError, TimeoutError)
+
 
 class WorkerCore:
     def __init__(self, keys: QueueKeys, options: WorkerOptions, hooks: Hooks,
@@ -49,11 +56,12 @@ class WorkerCore:
         self.keys = keys
         self.options = options
         self.hooks = hooks
-        self.events_cap = events_cap
+        self.events_cap = integer("events_cap", events_cap, 1)
         self.id = new_worker_id()
         self.stats = WorkerStats()
         self.candidates = Candidates()
         self.drained = False  # burst mode: the queue had nothing ready
+        self.outage = Outage(self.id)
         self._tokens = 0
 
     def next_token(self) -> str:
@@ -62,8 +70,10 @@ class WorkerCore:
 
     # --- start ----------------------------------------------------------------------------
     def setup(self) -> Steps[None]:
-        """A worker given an explicit stall limit stores it with the queue, where every
-        sweeper (other workers, ``Queue.sweep``, the CLI) reads it."""
+        """Check the server answers (before the worker says it is ready). A worker given an
+        explicit stall limit stores it with the queue, where every sweeper (other workers,
+        ``Queue.sweep``, the CLI) reads it."""
+        yield Command("ping")
         if self.options.max_stalled is not None:
             yield Command("hset", self.keys.meta, "maxStalled", self.options.max_stalled)
         yield from self.announce(0)
@@ -75,26 +85,55 @@ class WorkerCore:
                                {"concurrency": self.options.concurrency, "running": running,
                                 "lock_ttl_ms": self.options.lock_ttl_ms})
 
+    def unreachable_at_start(self, exc: BaseException) -> None:
+        """The server did not answer the setup: under ``fail_fast`` that is the caller's
+        error; otherwise an outage to wait out (the caller backs off and tries again)."""
+        if self.options.fail_fast:
+            raise exc
+        self.outage.lost(exc)
+
+    def refused_at_start(self, exc: BaseException) -> None:
+        """The server answered the setup with an error (OOM, READONLY, or a cluster client
+        out of redirects mid-resharding: ClusterError). The setup writes (the stall limit,
+        the worker registry's entry), so it can be refused as a fetch can: under
+        ``fail_fast`` the caller's error; otherwise tried again, as the fetch loop does."""
+        if self.options.fail_fast:
+            raise exc
+        log.warning("worker %s: the server refused the setup (%s); retrying", self.id, exc)
+
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, stopping: Any) -> Steps[tuple[Job, str] | None]:
         """moveToActive until a job is taken (returns it and its token) or ``stopping()``.
         Between empty fetches it sleeps on the marker (and its own wake key)."""
         candidates = self.candidates
         first_try = True
+        dedup_ids: dict[str, str] = {}  # of expired jobs the fetch script must fail (status 'dedup')
         while not stopping():
             token = self.next_token()
             fetch = yield move_to_active(self.keys, candidates.ids, token, self.options.lock_ttl_ms,
-                                         candidates.width)
+                                         candidates.width, dedup_ids, self.events_cap)
             due = delayed_job_due(fetch)
             if due:
                 yield from promote_steps(self.keys)
             if fetch.status == "active":
                 candidates.took(fetch, first_try)
                 self.stats.bump("fetched")
-                return fetch.job, token
+                if fetch.job.unreadable is None:
+                    return fetch.job, token
+                yield from self._fail_unreadable(fetch.job, token)
+                continue
             if fetch.status == "miss":
                 candidates.missed(fetch)
                 first_try = False
+                continue
+            if fetch.status == "expired":  # the next job expired: failed by the script, not a race
+                candidates.ids = fetch.candidates
+                continue
+            if fetch.status == "dedup":
+                job_id, dedup_id = fetch.expired_job
+                dedup_ids[job_id] = dedup_id
+                if job_id not in candidates.ids:
+                    candidates.ids = (job_id, *candidates.ids)
                 continue
             candidates.forget()
             first_try = True
@@ -113,11 +152,23 @@ class WorkerCore:
                               timeout=block_timeout(fetch, self.options.block_timeout_s))
         return None
 
+    def _fail_unreadable(self, job: Job, token: str) -> Steps[None]:
+        """Dead-letter a job whose record cannot be read, without running the handler: every
+        worker it reached would otherwise fail on it in turn."""
+        log.warning("job %s is unreadable (%s): failing it", job.id, job.unreadable)
+        yield from self.record_failure(HeldJob(job, token, self.keys, None, self.events_cap),
+                                       UnreadableJobError(f"unreadable job: {job.unreadable}"))
+
     # --- outcomes -------------------------------------------------------------------------
     def record_success(self, active: HeldJob, result: Any) -> Steps[None]:
         active.recording = True
-        if (yield complete(self.keys, active.job, active.token, result, self.options.remove_on_complete,
-                           self.events_cap)):
+        try:
+            call = complete(self.keys, active.job, active.token, result, self.options.remove_on_complete,
+                            self.events_cap)
+        except ValueError as exc:  # a result that is not JSON fails the attempt, never stored as its str()
+            yield from self.record_failure(active, exc)
+            return
+        if (yield call):
             self.stats.bump("completed")
             yield Hook(self.hooks.on_completed, (active.job, result))
         else:
@@ -179,6 +230,19 @@ class WorkerCore:
                 self.stats.bump("released")
         yield Command("zrem", self.keys.workers, self.id)
         yield Command("delete", self.keys.worker(self.id))
+
+
+def attempt_timeout_s(active: HeldJob) -> float | None:
+    """How long this attempt may run (the job's ``timeout_ms``), None for no limit."""
+    return active.job.timeout_ms / 1000 if active.job.timeout_ms else None
+
+
+def timed_out(active: HeldJob) -> JobTimeoutError:
+    """The error an attempt past its timeout is failed with. The job is flagged lost first:
+    the failure takes the lock, so whatever the handler still does is no longer its delivery's
+    (its progress and outcome are refused)."""
+    active.mark_lost()
+    return JobTimeoutError(f"attempt timed out after {active.job.timeout_ms} ms")
 
 
 def is_async_handler(handler: Any) -> bool:

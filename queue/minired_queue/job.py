@@ -1,10 +1,11 @@
 """Jobs as stored in their hash, and the options a producer gives them."""
 from __future__ import annotations
 
-import json
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, Mapping
+
+from .checks import duration_ms, from_json, integer, stored_integer, to_json
 
 STATES = ("wait", "prioritized", "active", "delayed", "completed", "failed")
 
@@ -19,16 +20,51 @@ def text(value: Any) -> str:
     return str(value)
 
 
-def _int(value: Any, default: int = 0) -> int:
-    return int(text(value)) if value not in (None, b"", "") else default
+class StoredFields:
+    """Reads a stored record (a job or repeatable hash) field by field, never raising: a
+    field that cannot be read gives its default and is noted in ``problem`` (the first
+    one), so one bad record is reported instead of breaking every listing that meets it."""
 
+    def __init__(self, raw: Mapping[Any, Any] | list) -> None:
+        if isinstance(raw, list):  # a flat [field, value, ...] array, as Lua returns HGETALL
+            raw = dict(zip(raw[0::2], raw[1::2]))
+        self.raw = {text(k): v for k, v in raw.items()}
+        self.problem: str | None = None
 
-def _optional_int(value: Any) -> int | None:
-    return None if value in (None, b"", "") else int(text(value))
+    def _parse(self, name: str, what: str, parse: Callable[[str], Any], default: Any) -> Any:
+        value = self.raw.get(name)
+        if value in (None, b"", ""):
+            return default
+        try:
+            return parse(text(value))
+        except ValueError:  # UnicodeDecodeError and json's errors are ValueErrors too
+            if self.problem is None:
+                shown = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                self.problem = f"field {name!r} is not {what}: {shown!r}"
+            return default
 
+    def integer(self, name: str, default: int | None = 0) -> int | None:
+        return self._parse(name, "an integer", stored_integer, default)
 
-def _optional_text(value: Any) -> str | None:
-    return None if value in (None, b"", "") else text(value)
+    def json(self, name: str, default: Any = None) -> Any:
+        return self._parse(name, "JSON", from_json, default)
+
+    def text(self, name: str, default: str | None = None) -> str | None:
+        value = self.raw.get(name)
+        if value in (None, b"", ""):
+            return default
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+    def backoff(self) -> "Backoff | None":
+        kind = self.text("backoffType")
+        delay = self.integer("backoffDelay")
+        if kind is None:
+            return None
+        try:
+            return Backoff(kind, delay)
+        except ValueError as exc:
+            self.problem = self.problem or f"field 'backoffType'/'backoffDelay': {exc}"
+            return None
 
 
 @dataclass(frozen=True)
@@ -50,13 +86,20 @@ class Backoff:
     def __post_init__(self) -> None:
         if self.kind not in ("fixed", "exponential"):
             raise ValueError(f"unknown backoff kind {self.kind!r}")
-        if self.delay_ms < 0:
-            raise ValueError("backoff delay must be >= 0")
+        integer("backoff delay_ms", self.delay_ms)
 
 
 def check_priority(priority: int) -> None:
-    if not isinstance(priority, int) or not 0 <= priority <= MAX_PRIORITY:
-        raise ValueError(f"priority must be an integer from 0 to {MAX_PRIORITY}, got {priority!r}")
+    integer("priority", priority, 0, MAX_PRIORITY)
+
+
+def check_attempts(attempts: int) -> None:
+    integer("attempts", attempts, 1)
+
+
+def check_backoff(backoff: Any) -> None:
+    if backoff is not None and not isinstance(backoff, Backoff):
+        raise ValueError(f"backoff must be a Backoff (Backoff.fixed(ms), Backoff.exponential(ms)), got {backoff!r}")
 
 
 @dataclass(frozen=True)
@@ -70,6 +113,14 @@ class JobSpec:
     0 holds it until the job completes or is dead-lettered. ``priority``: 0 (default) is
     no priority, taken first, FIFO; 1 .. 2**21-1 wait in the prioritized set, lower first,
     FIFO within one priority.
+
+    ``ttl_ms`` > 0: a job not yet started that long after it was added (server clock) is
+    failed as ``expired`` by the fetch script and never runs. ``timeout_ms`` > 0: each
+    attempt may take that long; the worker then fails it (``JobTimeoutError``, an attempt
+    like any failure). ``debounce_ms`` (with ``dedup_id``): the job waits that long, and
+    adding another with the same dedup id while it still waits replaces it (its data, and
+    the wait starts again). ``throttle_ms`` (with ``dedup_id``): the first job wins and
+    later adds return its id for that long (a dedup marker with that TTL).
     """
 
     data: Any = None
@@ -81,20 +132,36 @@ class JobSpec:
     attempts: int = 1
     backoff: Backoff | None = None
     priority: int = 0
+    ttl_ms: int = 0
+    timeout_ms: int = 0
+    debounce_ms: int = 0
+    throttle_ms: int = 0
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
         check_priority(self.priority)
-        if self.attempts < 1:
-            raise ValueError("attempts must be >= 1")
-        if self.delay_ms < 0 or self.dedup_ttl_ms < 0:
-            raise ValueError("delays and TTLs must be >= 0")
+        for name in ("ttl_ms", "timeout_ms", "debounce_ms", "throttle_ms"):
+            duration_ms(name, getattr(self, name))
+        if self.debounce_ms or self.throttle_ms:
+            if not self.dedup_id:
+                raise ValueError("debounce_ms and throttle_ms need a dedup_id: the jobs they merge share it")
+            if self.debounce_ms and self.throttle_ms:
+                raise ValueError("debounce_ms and throttle_ms cannot both be given: the last job or the first wins")
+            if self.dedup_ttl_ms:
+                raise ValueError("dedup_ttl_ms cannot be given with debounce_ms or throttle_ms, which set "
+                                 "how long the dedup id is held")
+            if self.debounce_ms and self.delay_ms:
+                raise ValueError("delay_ms cannot be given with debounce_ms: the job waits debounce_ms")
+        check_attempts(self.attempts)
+        integer("delay_ms", self.delay_ms)
+        integer("dedup_ttl_ms", self.dedup_ttl_ms)
+        check_backoff(self.backoff)
         if self.job_id is not None and (not self.job_id or any(c in self.job_id for c in "{}")):
             raise ValueError(f"job id must be non-empty and free of braces: {self.job_id!r}")
         object.__setattr__(self, "id", self.job_id or uuid.uuid4().hex)
 
     def payload(self) -> str:
-        return json.dumps(self.data, separators=(",", ":"))
+        return to_json("job data", self.data)
 
 
 @dataclass(frozen=True)
@@ -103,7 +170,9 @@ class Job:
     handler's ``ActiveJob`` carries): a snapshot, not a handle. ``state`` is filled in by
     lookups that check it. ``return_value`` is the handler's result once completed;
     ``failed_reason``/``stacktrace`` the last error; ``progress`` what the handler last
-    reported."""
+    reported. ``unreadable``: why the stored record could not be read (written by hand,
+    or by another client not keeping to the protocol), None when it could; the fields
+    that could not be read hold their defaults. A worker fails such a job at once."""
 
     id: str
     data: Any
@@ -125,37 +194,41 @@ class Job:
     priority: int = 0
     progress: Any = None
     repeat_key: str | None = None
+    expire_at: int | None = None  # server ms after which, never started, it expires (ttl_ms)
+    timeout_ms: int | None = None  # how long one attempt may take
     state: str | None = None
+    unreadable: str | None = None
 
     @classmethod
     def from_hash(cls, job_id: str, raw: Mapping[Any, Any] | list, state: str | None = None) -> "Job":
-        if isinstance(raw, list):  # a flat [field, value, ...] array, as Lua returns HGETALL
-            raw = dict(zip(raw[0::2], raw[1::2]))
-        fields = {text(k): v for k, v in raw.items()}
-        backoff_kind = _optional_text(fields.get("backoffType"))
-        return_value = _optional_text(fields.get("returnvalue"))
-        progress = _optional_text(fields.get("progress"))
-        return cls(
+        """The record in a job hash; never raises (see ``unreadable``)."""
+        fields = StoredFields(raw)
+        job = cls(
             id=job_id,
-            data=json.loads(text(fields.get("data", "null"))),
-            name=text(fields.get("name", "")),
-            timestamp=_int(fields.get("timestamp")),
-            delay=_int(fields.get("delay")),
-            max_attempts=_int(fields.get("maxAttempts"), 1),
-            backoff=Backoff(backoff_kind, _int(fields.get("backoffDelay"))) if backoff_kind else None,
-            attempts_made=_int(fields.get("attemptsMade")),
-            attempts_started=_int(fields.get("attemptsStarted")),
-            stalled_counter=_int(fields.get("stalledCounter")),
-            dedup_id=_optional_text(fields.get("dedupId")),
-            processed_on=_optional_int(fields.get("processedOn")),
-            finished_on=_optional_int(fields.get("finishedOn")),
-            return_value=json.loads(return_value) if return_value is not None else None,
-            failed_reason=_optional_text(fields.get("failedReason")),
-            stacktrace=_optional_text(fields.get("stacktrace")),
-            locked_by=_optional_text(fields.get("lockedBy")),
-            priority=_int(fields.get("priority")),
-            progress=json.loads(progress) if progress is not None else None,
-            repeat_key=_optional_text(fields.get("repeatKey")),
+            data=fields.json("data"),
+            name=fields.text("name", ""),
+            timestamp=fields.integer("timestamp"),
+            delay=fields.integer("delay"),
+            max_attempts=fields.integer("maxAttempts", 1),
+            backoff=fields.backoff(),
+            attempts_made=fields.integer("attemptsMade"),
+            attempts_started=fields.integer("attemptsStarted"),
+            stalled_counter=fields.integer("stalledCounter"),
+            dedup_id=fields.text("dedupId"),
+            processed_on=fields.integer("processedOn", None),
+            finished_on=fields.integer("finishedOn", None),
+            return_value=fields.json("returnvalue"),
+            failed_reason=fields.text("failedReason"),
+            stacktrace=fields.text("stacktrace"),
+            locked_by=fields.text("lockedBy"),
+            priority=fields.integer("priority"),
+            progress=fields.json("progress"),
+            repeat_key=fields.text("repeatKey"),
+            expire_at=fields.integer("expireAt", None),
+            timeout_ms=fields.integer("timeout", None),
             state=state,
         )
+        if fields.problem is None and not 0 <= job.priority <= MAX_PRIORITY:
+            fields.problem = f"field 'priority' is out of range: {job.priority}"
+        return job if fields.problem is None else replace(job, unreadable=fields.problem)
 

@@ -105,6 +105,12 @@ class QueueKeys:
         return self._key("events")
 
     @property
+    def progress(self) -> str:
+        """Stream of progress reports, capped on its own (XADD MAXLEN ~), so a chatty
+        handler cannot push the job events out of the events stream."""
+        return self._key("progress")
+
+    @property
     def stalled_check(self) -> str:
         """Throttle key (SET NX PX) so many workers do not all sweep at once."""
         return self._key("stalled-check")
@@ -124,6 +130,12 @@ class QueueKeys:
         return self._key(f"wake:{worker_id}")
 
     # --- per job ------------------------------------------------------------------------
+    def own_keys(self) -> tuple[str, ...]:
+        """Keys only a queue in use has: its state containers, settings, counters and
+        schedules (not the marker, wake or stalled-check keys an idle worker may leave)."""
+        return (self.wait, self.prioritized, self.active, self.delayed, self.completed, self.failed,
+                self.meta, self.metrics, self.repeat)
+
     def job(self, job_id: str) -> str:
         """Hash with the job's payload, options and outcome."""
         return self._key(f"job:{job_id}")

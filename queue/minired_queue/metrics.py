@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, Iterable, Sequence
 
-from .job import STATES, text
+from .job import STATES, StoredFields, text
 from .keys import DEFAULT_PREFIX
 from .queue import Queue, known_queues
 
@@ -41,9 +41,11 @@ def _oldest_waiting_age_s(queue: Queue, now_ms: int) -> float:
     if tail is None:
         return 0.0
     stamp, delay = client.hmget(keys.job(text(tail)), "timestamp", "delay")
-    if stamp is None:
+    fields = StoredFields({"timestamp": stamp, "delay": delay})  # a hand-written job must not break a scrape
+    created = fields.integer("timestamp", None)
+    if created is None:
         return 0.0
-    return max(0, now_ms - int(stamp) - int(delay or 0)) / 1000
+    return max(0, now_ms - created - fields.integer("delay")) / 1000
 
 
 def render(queues: Iterable[Queue]) -> str:

@@ -1,16 +1,21 @@
 """Settings, counters and small decisions shared by the synchronous and asyncio workers."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
+import time
 import traceback
 import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
+from .checks import integer, optional_integer
 from .job import Job
 from .transitions import Fetch
+
+log = logging.getLogger(__name__)
 
 MAX_STACKTRACE_CHARS = 4000
 
@@ -28,7 +33,9 @@ class WorkerOptions:
     stored with the queue when the worker starts. ``block_timeout_s``: longest single
     blocking wait. ``shutdown_grace_s``: how long a stop waits for in-flight jobs before
     releasing them back to wait. ``burst``: stop once nothing is ready (delayed jobs stay).
-    ``remove_on_complete``: delete a job's record as it completes."""
+    ``remove_on_complete``: delete a job's record as it completes. ``fail_fast``: at start,
+    raise the connection error when the server cannot be reached, instead of waiting
+    for it (the worker checks the server before it is ready either way)."""
 
     concurrency: int = 1
     lock_ttl_ms: int = 30_000
@@ -39,18 +46,16 @@ class WorkerOptions:
     shutdown_grace_s: float = 10.0
     remove_on_complete: bool = False
     burst: bool = False
+    fail_fast: bool = False
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        if self.lock_ttl_ms < 10:
-            raise ValueError("lock_ttl_ms must be >= 10")
+        integer("concurrency", self.concurrency, 1)
+        integer("lock_ttl_ms", self.lock_ttl_ms, 10)
+        optional_integer("max_stalled", self.max_stalled)
         if self.heartbeat_interval_s is None:
             self.heartbeat_interval_s = self.lock_ttl_ms / 3000
         if self.heartbeat_interval_s * 1000 >= self.lock_ttl_ms:
             raise ValueError("heartbeat_interval_s must be shorter than the lock TTL")
-        if self.max_stalled is not None and self.max_stalled < 0:
-            raise ValueError("max_stalled must be >= 0")
 
 
 @dataclass
@@ -83,13 +88,46 @@ class Hooks:
     on_failed: Callable[[Job, BaseException, str], Any] | None = None  # status: 'retry' | 'failed'
     on_stalled: Callable[[list[str], list[str]], Any] | None = None  # recovered ids, failed ids
     on_lock_lost: Callable[[Job], Any] | None = None
+    on_ready: Callable[[], Any] | None = None  # the server answered; the worker starts fetching
+
+
+class Outage:
+    """Whether a worker can reach its server, told once per outage: one warning when it is
+    lost, one when it is back. Every retry would otherwise log the same error (with its
+    chained traceback) from the fetch loop and the maintenance loop alike."""
+
+    def __init__(self, worker_id: str) -> None:
+        self.worker_id = worker_id
+        self.failures = 0  # failed calls, all outages together
+        self._since: float | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def ongoing(self) -> bool:
+        return self._since is not None
+
+    def lost(self, exc: BaseException) -> None:
+        with self._lock:
+            self.failures += 1
+            if self._since is not None:
+                return
+            self._since = time.monotonic()
+        log.warning("worker %s cannot reach the server (%s: %s); retrying, backing off up to %g s",
+                    self.worker_id, type(exc).__name__, exc, Reconnect.MOST_S)
+
+    def ended(self) -> None:
+        with self._lock:
+            if self._since is None:
+                return
+            lasted, self._since = time.monotonic() - self._since, None
+        log.warning("worker %s reaches the server again (unreachable for %.1f s)", self.worker_id, lasted)
 
 
 class Reconnect:
-    """Backoff between attempts while the server is unreachable: a worker outlives a
-    restart or failover instead of exiting. A fetch whose reply was lost may have moved a
-    job into active under this worker's token; that job is recovered by the sweep once
-    its lock lapses, so nothing is lost."""
+    """Capped exponential backoff between attempts while the server is unreachable: a
+    worker outlives a restart or failover instead of exiting. A fetch whose reply was lost
+    may have moved a job into active under this worker's token; that job is recovered by
+    the sweep once its lock lapses, so nothing is lost."""
 
     FIRST_S, MOST_S = 0.05, 5.0
 

@@ -1,22 +1,31 @@
-"""The producer and admin side of a queue: add jobs, inspect and operate on them."""
+"""The producer and admin side of a queue: add jobs, inspect and operate on them.
+
+``Queue`` runs on a synchronous redis-py client, ``AsyncQueue`` on a redis.asyncio one.
+Both run the same operations: each is a step generator of ``QueueSteps`` (``steps.py``),
+driven with ``drive`` or awaited with ``drive_async``, as the threaded and the asyncio
+workers share ``WorkerCore``. So the two differ only in how they wait.
+"""
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Iterable, Sequence
-
-from redis.exceptions import NoScriptError
+from typing import Any, Callable, Iterable, Sequence
 
 from . import admin
-from .connection import connect
+from .checks import integer, optional_integer, stored_integer
+from .connection import connect, connect_async, is_asyncio_client
+from .events import wait_steps
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
 from .repeat import Repeatable, Schedule, describe, fire_steps, pending_instance, spec_fields, upsert_steps
-from .steps import drive
+from .steps import Command, Pipeline, Steps, drive, drive_async
 from .sweeper import promote_steps, retention_steps, sweep_steps
 from .transitions import (
     DEFAULT_EVENTS_CAP,
     AddResult,
+    CallBatch,
     SweepResult,
+    add_debounced_job,
     add_job,
     promote_job,
     record_depth,
@@ -36,139 +45,151 @@ DEFAULT_RATE_DURATION_MS = 1000  # as moveToActive.lua reads it when unset
 _HISTORY_FIELD = re.compile(r"^(?P<minute>\d+):(?P<name>\w+)$")
 
 PIPELINE_CHUNK = 500
+DEBOUNCE_RETRIES = 100  # each retry means another producer replaced the pending job meanwhile
 ADMIN_BATCH = 200
 
 
-class Queue:
-    """One named queue on a redis-py client (Redis, minired, or RedisCluster)."""
+class QueueSteps:
+    """Every operation of one queue as a step generator: no I/O here. ``Queue`` and
+    ``AsyncQueue`` expose each under the same name, driven on their kind of client."""
 
-    def __init__(self, name: str, client: Any, *, prefix: str = DEFAULT_PREFIX,
-                 events_cap: int = DEFAULT_EVENTS_CAP) -> None:
-        self.keys = QueueKeys(name, prefix)
-        self.client = client
-        self.events_cap = events_cap
+    def __init__(self, keys: QueueKeys, events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+        self.keys = keys
+        self.events_cap = integer("events_cap", events_cap, 1)
         self._registered = False
 
-    @classmethod
-    def from_url(cls, name: str, url: str, *, cluster: bool = False, **options: Any) -> "Queue":
-        return cls(name, connect(url, cluster=cluster), **options)
-
-    @property
-    def name(self) -> str:
-        return self.keys.name
-
-    def _register(self) -> None:
+    def _register(self) -> Steps[None]:
         if not self._registered:
-            self.client.sadd(registry_key(self.keys.prefix), self.name)
+            yield Command("sadd", registry_key(self.keys.prefix), self.keys.name)
             self._registered = True
+
+    def exists(self) -> Steps[bool]:
+        """Whether the queue exists: registered in the queue registry (every producer and
+        ``configure`` register it), or holding any key (a queue made by a client that does
+        not register). Tools refuse a name that does not, so a typo is not an empty queue."""
+        if (yield Command("sismember", registry_key(self.keys.prefix), self.keys.name)):
+            return True
+        return bool((yield Command("exists", *self.keys.own_keys())))
 
     # --- adding ---------------------------------------------------------------------
     def add(self, data: Any = None, *, job_id: str | None = None, name: str = "",
             dedup_id: str | None = None, dedup_ttl_ms: int = 0, delay_ms: int = 0,
-            attempts: int = 1, backoff: Backoff | None = None, priority: int = 0) -> str:
-        """Add one job; returns its id (the existing job's id when deduplicated)."""
+            attempts: int = 1, backoff: Backoff | None = None, priority: int = 0, ttl_ms: int = 0,
+            timeout_ms: int = 0, debounce_ms: int = 0, throttle_ms: int = 0) -> Steps[str]:
+        """Add one job; returns its id (the existing job's id when deduplicated or
+        throttled). See ``JobSpec`` for ``ttl_ms``, ``timeout_ms``, ``debounce_ms`` and
+        ``throttle_ms``."""
         spec = JobSpec(data, job_id=job_id, name=name, dedup_id=dedup_id, dedup_ttl_ms=dedup_ttl_ms,
-                       delay_ms=delay_ms, attempts=attempts, backoff=backoff, priority=priority)
-        return self.add_job(spec).job_id
+                       delay_ms=delay_ms, attempts=attempts, backoff=backoff, priority=priority, ttl_ms=ttl_ms,
+                       timeout_ms=timeout_ms, debounce_ms=debounce_ms, throttle_ms=throttle_ms)
+        return (yield from self.add_job(spec)).job_id
 
-    def add_job(self, spec: JobSpec) -> AddResult:
-        self._register()
-        return add_job(self.keys, spec, self.events_cap).run(self.client)
+    def add_job(self, spec: JobSpec) -> Steps[AddResult]:
+        if spec.debounce_ms:
+            return (yield from self._add_debounced(spec))
+        call = add_job(self.keys, spec, self.events_cap)  # checks the spec before anything is sent
+        yield from self._register()
+        return (yield call)
 
-    def add_many(self, specs: Iterable[JobSpec]) -> list[AddResult]:
+    def _add_debounced(self, spec: JobSpec) -> Steps[AddResult]:
+        """Read the dedup marker, then replace the job it names; a marker moved meanwhile
+        (another producer) is read again from the script's reply."""
+        add_debounced_job(self.keys, spec, "", self.events_cap)  # checks the spec before anything is sent
+        yield from self._register()
+        holder = yield Command("get", self.keys.dedup(spec.dedup_id))
+        holder = text(holder) if holder else ""
+        for _ in range(DEBOUNCE_RETRIES):
+            outcome = yield add_debounced_job(self.keys, spec, holder, self.events_cap)
+            if isinstance(outcome, AddResult):
+                return outcome
+            holder = outcome.holder
+        raise RuntimeError(f"dedup id {spec.dedup_id!r} kept changing hands; job {spec.id} was not added")
+
+    def add_many(self, specs: Iterable[JobSpec]) -> Steps[list[AddResult]]:
         """Add many jobs in pipelined round trips. Each add is its own atomic script; the
         batch is not all-or-nothing, but every id is fixed up front, so repeating a
         partly-failed batch adds each job once."""
         specs = list(specs)
-        if not specs:
+        if any(spec.debounce_ms for spec in specs):  # each reads its marker first: one at a time
+            for spec in specs:
+                spec.payload()  # every payload checked before the first is added
+            results = []
+            for spec in specs:
+                results.append((yield from self.add_job(spec)))
+            return results
+        calls = [add_job(self.keys, spec, self.events_cap) for spec in specs]  # all checked first
+        if not calls:
             return []
-        self._register()
-        results = [self.add_job(specs[0])]  # also loads the script where it will run
-        for start in range(1, len(specs), PIPELINE_CHUNK):
-            chunk = specs[start:start + PIPELINE_CHUNK]
-            calls = [add_job(self.keys, spec, self.events_cap) for spec in chunk]
-            pipe = self.client.pipeline(transaction=False)
-            for call in calls:
-                # execute_command: ClusterPipeline blocks the evalsha() helper, not the command.
-                pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
-            for call, reply in zip(calls, pipe.execute(raise_on_error=False)):
-                if isinstance(reply, NoScriptError):  # script cache flushed mid-batch
-                    results.append(call.run(self.client))
-                elif isinstance(reply, Exception):
-                    raise reply
-                else:
-                    results.append(call.parse(reply))
+        yield from self._register()
+        results = [(yield calls[0])]  # also loads the script where it will run
+        for start in range(1, len(calls), PIPELINE_CHUNK):
+            results += yield CallBatch(calls[start:start + PIPELINE_CHUNK])
         return results
 
     # --- inspection -----------------------------------------------------------------
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> Steps[dict[str, int]]:
         """Jobs per state: wait, prioritized, active, delayed, completed, failed."""
-        pipe = self.client.pipeline(transaction=False)
-        for state in STATES:
-            key = getattr(self.keys, state)
-            pipe.llen(key) if state in ("wait", "active") else pipe.zcard(key)
-        return dict(zip(STATES, (int(n) for n in pipe.execute())))
+        replies = yield Pipeline(tuple(
+            Command("llen" if state in ("wait", "active") else "zcard", getattr(self.keys, state))
+            for state in STATES))
+        return dict(zip(STATES, (int(n) for n in replies)))
 
-    def get_state(self, job_id: str) -> str | None:
-        pipe = self.client.pipeline(transaction=False)
-        for state in STATES:
-            key = getattr(self.keys, state)
-            pipe.lpos(key, job_id) if state in ("wait", "active") else pipe.zscore(key, job_id)
-        for state, found in zip(STATES, pipe.execute()):
+    def get_state(self, job_id: str) -> Steps[str | None]:
+        replies = yield Pipeline(tuple(
+            Command("lpos", getattr(self.keys, state), job_id) if state in ("wait", "active")
+            else Command("zscore", getattr(self.keys, state), job_id) for state in STATES))
+        for state, found in zip(STATES, replies):
             if found is not None:
                 return state
         return None
 
-    def get_job(self, job_id: str) -> Job | None:
-        raw = self.client.hgetall(self.keys.job(job_id))
+    def get_job(self, job_id: str) -> Steps[Job | None]:
+        raw = yield Command("hgetall", self.keys.job(job_id))
         if not raw:
             return None
-        return Job.from_hash(job_id, raw, state=self.get_state(job_id))
+        return Job.from_hash(job_id, raw, state=(yield from self.get_state(job_id)))
 
-    def _jobs(self, job_ids: Sequence[str], state: str) -> list[Job]:
-        pipe = self.client.pipeline(transaction=False)
-        for job_id in job_ids:
-            pipe.hgetall(self.keys.job(job_id))
-        return [Job.from_hash(job_id, raw, state=state)
-                for job_id, raw in zip(job_ids, pipe.execute()) if raw]
+    def _jobs(self, job_ids: Sequence[str], state: str) -> Steps[list[Job]]:
+        replies = yield Pipeline(tuple(Command("hgetall", self.keys.job(job_id)) for job_id in job_ids))
+        return [Job.from_hash(job_id, raw, state=state) for job_id, raw in zip(job_ids, replies) if raw]
 
-    def failed_jobs(self, start: int = 0, count: int = 50) -> list[Job]:
+    def _newest(self, state: str, start: int, count: int) -> Steps[list[Job]]:
+        ids = [text(i) for i in (yield Command("zrevrange", getattr(self.keys, state), start, start + count - 1))]
+        return (yield from self._jobs(ids, state)) if ids else []
+
+    def failed_jobs(self, start: int = 0, count: int = 50) -> Steps[list[Job]]:
         """Dead-lettered jobs, most recent failure first."""
-        ids = [text(i) for i in self.client.zrevrange(self.keys.failed, start, start + count - 1)]
-        return self._jobs(ids, "failed") if ids else []
+        return (yield from self._newest("failed", start, count))
 
-    def completed_jobs(self, start: int = 0, count: int = 50) -> list[Job]:
-        ids = [text(i) for i in self.client.zrevrange(self.keys.completed, start, start + count - 1)]
-        return self._jobs(ids, "completed") if ids else []
+    def completed_jobs(self, start: int = 0, count: int = 50) -> Steps[list[Job]]:
+        return (yield from self._newest("completed", start, count))
 
-    def is_paused(self) -> bool:
-        return bool(self.client.hexists(self.keys.meta, "paused"))
+    def is_paused(self) -> Steps[bool]:
+        return bool((yield Command("hexists", self.keys.meta, "paused")))
 
-    def metrics(self) -> dict[str, int]:
+    def metrics(self) -> Steps[dict[str, int]]:
         """Monotonic counters (added, completed, failed, retried, stalled, removed) and the
         processing-time histogram (``ms_le_<bound>``, ``ms_sum``, ``ms_count``)."""
-        return _with_count({text(k): int(v) for k, v in self.client.hgetall(self.keys.metrics).items()})
+        raw = yield Command("hgetall", self.keys.metrics)
+        return _with_count({text(k): int(v) for k, v in raw.items()})
 
-    def record_depth(self) -> int:
+    def record_depth(self) -> Steps[int]:
         """How many jobs are ready to run (wait + prioritized), noted in the history as the
         minute's largest depth seen. Every sweep samples it (see ``sweeper.sweep_steps``)."""
-        return record_depth(self.keys).run(self.client)
+        return (yield record_depth(self.keys))
 
-    def history(self, minutes: int = 60) -> list[dict[str, int]]:
+    def history(self, minutes: int = 60) -> Steps[list[dict[str, int]]]:
         """Per-minute counts of the last ``minutes`` minutes that had any, oldest first:
         {'minute': unix minute, 'completed', 'failed', 'retried', 'stalled', 'ms_sum',
         'ms_count', 'ms_le_<bound>'...}. Kept in Redis for the last hour, by every worker."""
-        return _history_rows(self.client.hgetall(self.keys.history), minutes)
+        return _history_rows((yield Command("hgetall", self.keys.history)), minutes)
 
-    def active_jobs(self) -> list[dict[str, Any]]:
+    def active_jobs(self) -> Steps[list[dict[str, Any]]]:
         """Jobs in active with their owner (lock token: worker id and delivery), attempt,
         lock time left (ms; -2: lapsed, the sweep will recover it) and progress."""
-        ids = [text(i) for i in self.client.lrange(self.keys.active, 0, -1)]
-        pipe = self.client.pipeline(transaction=False)
-        for job_id in ids:
-            pipe.hgetall(self.keys.job(job_id))
-            pipe.pttl(self.keys.lock(job_id))
-        replies = pipe.execute()
+        ids = [text(i) for i in (yield Command("lrange", self.keys.active, 0, -1))]
+        replies = yield Pipeline(tuple(command for job_id in ids for command in (
+            Command("hgetall", self.keys.job(job_id)), Command("pttl", self.keys.lock(job_id)))))
         found = []
         for index, job_id in enumerate(ids):
             raw, ttl = replies[2 * index], replies[2 * index + 1]
@@ -181,7 +202,7 @@ class Queue:
         return found
 
     # --- settings -------------------------------------------------------------------
-    def configure(self, **settings: int | None) -> dict[str, int]:
+    def configure(self, **settings: int | None) -> Steps[dict[str, int]]:
         """Store queue-wide settings with the queue (meta hash), where every worker, sweep
         and fetch reads them; None clears one. ``max_stalled`` (default 1),
         ``concurrency`` (most jobs active at once across all workers), ``rate_max`` per
@@ -192,117 +213,173 @@ class Queue:
         if unknown:
             raise ValueError(f"unknown queue settings: {sorted(unknown)}")
         for name, value in settings.items():
-            low = 1 if name in ("concurrency", "rate_max", "rate_duration_ms") else 0
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        pipe = self.client.pipeline(transaction=False)
-        for name, value in settings.items():
-            if value is None:
-                pipe.hdel(self.keys.meta, SETTINGS[name])
-            else:
-                pipe.hset(self.keys.meta, SETTINGS[name], value)
+            optional_integer(name, value, 1 if name in ("concurrency", "rate_max", "rate_duration_ms") else 0)
+        commands = [Command("hdel", self.keys.meta, SETTINGS[name]) if value is None
+                    else Command("hset", self.keys.meta, SETTINGS[name], value) for name, value in settings.items()]
         if settings.get("rate_max") is not None and "rate_duration_ms" not in settings:
-            pipe.hsetnx(self.keys.meta, SETTINGS["rate_duration_ms"], DEFAULT_RATE_DURATION_MS)
-        pipe.execute()
-        self._register()
-        return self.settings()
+            commands.append(Command("hsetnx", self.keys.meta, SETTINGS["rate_duration_ms"], DEFAULT_RATE_DURATION_MS))
+        yield Pipeline(tuple(commands))
+        yield from self._register()
+        return (yield from self.settings())
 
-    def settings(self) -> dict[str, int]:
-        """The stored settings, with max_stalled's default filled in."""
-        values = self.client.hmget(self.keys.meta, *SETTINGS.values())
-        found = {name: int(value) for name, value in zip(SETTINGS, values) if value is not None}
+    def settings(self) -> Steps[dict[str, int]]:
+        """The stored settings, with max_stalled's default filled in (one that is not an
+        integer, written by hand, is left out)."""
+        values = yield Command("hmget", self.keys.meta, *SETTINGS.values())
+        found = {}
+        for name, value in zip(SETTINGS, values):
+            if value is None:
+                continue
+            try:
+                found[name] = stored_integer(text(value))
+            except ValueError:  # not an integer (written by hand): left out
+                continue
         found.setdefault("max_stalled", DEFAULT_MAX_STALLED)
         return found
 
-    def events(self, count: int = 100) -> list[dict[str, str]]:
+    def events(self, count: int = 100) -> Steps[list[dict[str, str]]]:
         """The most recent job events, oldest first: {'id', 'event', 'jobId', ...}."""
-        entries = self.client.xrevrange(self.keys.events, count=count)
+        entries = yield Command("xrevrange", self.keys.events, count=count)
         return [{"id": text(entry_id), **{text(k): text(v) for k, v in fields.items()}}
                 for entry_id, fields in reversed(entries)]
 
+    def wait(self, job_id: str, timeout: float) -> Steps[Any]:
+        """Wait for a job's outcome: its return value once it completes; raises
+        ``errors.JobFailed`` (``.reason``) when it fails for good (or expires),
+        ``errors.JobRemoved`` when it does not exist or is removed (or replaced by a
+        debounced job) first, ``TimeoutError`` after ``timeout`` seconds. Reads the job's
+        state after taking the events stream's position, so no outcome is missed."""
+        return (yield from wait_steps(self.keys, job_id, timeout))
+
     # --- operations -----------------------------------------------------------------
-    def pause(self) -> bool:
-        self._register()
-        return set_paused(self.keys, True).run(self.client)
+    def pause(self) -> Steps[bool]:
+        yield from self._register()
+        return (yield set_paused(self.keys, True))
 
-    def resume(self) -> bool:
-        return set_paused(self.keys, False).run(self.client)
+    def resume(self) -> Steps[bool]:
+        return (yield set_paused(self.keys, False))
 
-    def retry_failed(self, job_ids: Sequence[str] | None = None) -> int:
+    def retry_failed(self, job_ids: Sequence[str] | None = None) -> Steps[int]:
         """Move dead-lettered jobs (all of them when ``job_ids`` is None) back to wait."""
-        if job_ids is not None:
-            return sum(len(retry_jobs(self.keys, job_ids[i:i + ADMIN_BATCH]).run(self.client))
-                       for i in range(0, len(job_ids), ADMIN_BATCH))
         moved = 0
-        while ids := [text(i) for i in self.client.zrange(self.keys.failed, 0, ADMIN_BATCH - 1)]:
-            moved_now = len(retry_jobs(self.keys, ids).run(self.client))
+        if job_ids is not None:
+            for i in range(0, len(job_ids), ADMIN_BATCH):
+                moved += len((yield retry_jobs(self.keys, job_ids[i:i + ADMIN_BATCH])))
+            return moved
+        while ids := [text(i) for i in (yield Command("zrange", self.keys.failed, 0, ADMIN_BATCH - 1))]:
+            moved_now = len((yield retry_jobs(self.keys, ids)))
             moved += moved_now
             if not moved_now:
                 break
         return moved
 
-    def _remove(self, job_ids: Sequence[str]) -> list[str]:
-        pipe = self.client.pipeline(transaction=False)
-        for job_id in job_ids:
-            pipe.hget(self.keys.job(job_id), "dedupId")
-        candidates = [(job_id, text(d) if d else None) for job_id, d in zip(job_ids, pipe.execute())]
-        return remove_jobs(self.keys, candidates).run(self.client)
+    def _remove(self, job_ids: Sequence[str]) -> Steps[list[str]]:
+        dedup_ids = yield Pipeline(tuple(Command("hget", self.keys.job(job_id), "dedupId") for job_id in job_ids))
+        candidates = [(job_id, text(d) if d else None) for job_id, d in zip(job_ids, dedup_ids)]
+        return (yield remove_jobs(self.keys, candidates, self.events_cap))
 
-    def remove(self, job_id: str) -> bool:
+    def remove(self, job_id: str) -> Steps[bool]:
         """Delete a job that is not active. Returns False for an active or unknown job."""
-        return bool(self._remove([job_id]))
+        return bool((yield from self._remove([job_id])))
 
-    def _remove_all(self, read_batch) -> int:
+    def _remove_all(self, read_batch: Command) -> Steps[int]:
         removed = 0
-        while ids := [text(i) for i in read_batch()]:
-            removed_now = len(self._remove(ids))
+        while ids := [text(i) for i in (yield read_batch)]:
+            removed_now = len((yield from self._remove(ids)))
             removed += removed_now
             if not removed_now:  # the jobs moved on meanwhile; what is left is not ours to drain
                 break
         return removed
 
-    def drain(self, include_delayed: bool = True) -> int:
+    def drain(self, include_delayed: bool = True) -> Steps[int]:
         """Delete every ready (wait and prioritized) and, by default, delayed job. Active jobs
         are untouched."""
-        removed = self._remove_all(lambda: self.client.lrange(self.keys.wait, -ADMIN_BATCH, -1))
-        removed += self._remove_all(lambda: self.client.zrange(self.keys.prioritized, 0, ADMIN_BATCH - 1))
+        removed = yield from self._remove_all(Command("lrange", self.keys.wait, -ADMIN_BATCH, -1))
+        removed += yield from self._remove_all(Command("zrange", self.keys.prioritized, 0, ADMIN_BATCH - 1))
         if include_delayed:
-            removed += self._remove_all(lambda: self.client.zrange(self.keys.delayed, 0, ADMIN_BATCH - 1))
+            removed += yield from self._remove_all(Command("zrange", self.keys.delayed, 0, ADMIN_BATCH - 1))
         return removed
 
-    def clean(self, state: str = "completed", keep: int = 0) -> int:
+    def clean(self, state: str = "completed", keep: int = 0) -> Steps[int]:
         """Delete finished jobs (``completed`` or ``failed``) except the ``keep`` most recent."""
         if state not in ("completed", "failed"):
             raise ValueError("clean takes 'completed' or 'failed'")
+        keep = optional_integer("keep", keep)
         key = getattr(self.keys, state)
         removed = 0
-        while (excess := int(self.client.zcard(key)) - keep) > 0:
-            ids = [text(i) for i in self.client.zrange(key, 0, min(excess, ADMIN_BATCH) - 1)]
-            removed_now = len(self._remove(ids))
+        while (excess := int((yield Command("zcard", key))) - keep) > 0:
+            ids = [text(i) for i in (yield Command("zrange", key, 0, min(excess, ADMIN_BATCH) - 1))]
+            removed_now = len((yield from self._remove(ids)))
             removed += removed_now
             if not removed_now:
                 break
         return removed
 
-    def promote_delayed(self) -> int:
+    def promote_delayed(self) -> Steps[int]:
         """Make due delayed jobs ready now (workers also do this as they fetch)."""
         moved = 0
-        while (promotion := drive(promote_steps(self.keys), self.client)).moved:
+        while (promotion := (yield from promote_steps(self.keys))).moved:
             moved += promotion.moved
         return moved
 
-    def sweep(self) -> SweepResult:
+    def sweep(self) -> Steps[SweepResult]:
         """Run the recovery sweep once, unthrottled, with the queue's stall limit."""
-        return drive(sweep_steps(self.keys, 0, self.events_cap), self.client)
+        return (yield from sweep_steps(self.keys, 0, self.events_cap))
 
-    def apply_retention(self) -> int:
+    def apply_retention(self) -> Steps[int]:
         """Delete finished jobs beyond the retention settings now (workers do it each sweep)."""
-        return drive(retention_steps(self.keys), self.client)
+        return (yield from retention_steps(self.keys))
+
+    # --- what operators' tools need (admin.py) --------------------------------------
+    def jobs(self, state: str, start: int = 0, count: int = 50, *, name: str | None = None,
+             newest_first: bool = True) -> Steps[admin.JobPage]:
+        """A page of one state's jobs (``paused``: the ready jobs of a paused queue), with the
+        state's total; ``name`` filters by a part of the job name."""
+        return (yield from admin.list_jobs(self, state, start, count, name=name, newest_first=newest_first))
+
+    def job_errors(self, job_id: str) -> Steps[list[dict[str, Any]]]:
+        """Every attempt that failed or stalled (the newest 20): {'attempt', 'reason', 'at'}."""
+        return (yield from admin.job_errors(self, job_id))
+
+    def job_logs(self, job_id: str, start: int = 0, count: int = 100) -> Steps[tuple[list[str], int]]:
+        """A job's log lines (``job.log(line)`` in a handler) and how many there are."""
+        return (yield from admin.job_logs(self, job_id, start, count))
+
+    def workers(self, active: list[dict[str, Any]] | None = None) -> Steps[list[dict[str, Any]]]:
+        """The live workers (heartbeat within a lock TTL) and the jobs each holds;
+        ``active``: what ``active_jobs()`` has just returned, if the caller read it."""
+        return (yield from admin.workers(self, active))
+
+    def promote(self, job_id: str) -> Steps[bool]:
+        """Run a delayed job now. False when it is not delayed."""
+        return (yield promote_job(self.keys, job_id))
+
+    def retry_completed(self, job_ids: Sequence[str]) -> Steps[int]:
+        """Run completed jobs again (their result is forgotten); returns how many moved."""
+        moved = 0
+        for i in range(0, len(job_ids), ADMIN_BATCH):
+            moved += len((yield retry_jobs(self.keys, job_ids[i:i + ADMIN_BATCH], "completed")))
+        return moved
+
+    def remove_many(self, job_ids: Sequence[str]) -> Steps[list[str]]:
+        """Delete the given jobs that are not active; returns the ids deleted."""
+        removed: list[str] = []
+        for i in range(0, len(job_ids), ADMIN_BATCH):
+            removed += yield from self._remove(job_ids[i:i + ADMIN_BATCH])
+        return removed
+
+    def clean_older_than(self, state: str, age_ms: int) -> Steps[int]:
+        """Delete completed (or failed) jobs finished at least ``age_ms`` ago."""
+        return (yield from admin.clean_older_than(self, state, age_ms))
+
+    def obliterate(self) -> Steps[int]:
+        """Delete the whole queue (refused while jobs are active); returns the jobs deleted."""
+        return (yield from admin.obliterate(self))
 
     # --- repeatable jobs ------------------------------------------------------------
     def add_repeatable(self, repeat_key: str, data: Any = None, *, every_ms: int | None = None,
                        cron: str | None = None, tz: str = "UTC", name: str = "", attempts: int = 1,
-                       backoff: Backoff | None = None, priority: int = 0, limit: int = 0) -> str:
+                       backoff: Backoff | None = None, priority: int = 0, limit: int = 0) -> Steps[str]:
         """Register a job made every ``every_ms`` or on the ``cron`` expression in ``tz``,
         ``limit`` times (0: forever). Registering the same key again updates its options
         and keeps its schedule unless the schedule changed. Returns 'created', 'updated'
@@ -312,70 +389,172 @@ class Queue:
             raise ValueError(f"repeat key must be non-empty and free of braces: {repeat_key!r}")
         schedule = Schedule(every_ms=every_ms, cron=cron, tz=tz)
         fields = spec_fields(JobSpec(data).payload(), name, attempts, backoff, priority, limit)
-        self._register()
-        return drive(upsert_steps(self.keys, repeat_key, schedule, fields), self.client)
+        yield from self._register()
+        return (yield from upsert_steps(self.keys, repeat_key, schedule, fields))
 
-    def repeatables(self) -> list[Repeatable]:
+    def repeatables(self) -> Steps[list[Repeatable]]:
         """Scheduled repeatables (one that reached its limit is no longer listed)."""
-        keys = [text(k) for k in self.client.zrange(self.keys.repeat, 0, -1)]
-        pipe = self.client.pipeline(transaction=False)
-        for key in keys:
-            pipe.hgetall(self.keys.repeat_spec(key))
-            pipe.zscore(self.keys.repeat, key)
-        replies = pipe.execute()
-        found = [describe(key, replies[2 * i], replies[2 * i + 1]) for i, key in enumerate(keys) if replies[2 * i]]
-        return found
+        keys = [text(k) for k in (yield Command("zrange", self.keys.repeat, 0, -1))]
+        replies = yield Pipeline(tuple(command for key in keys for command in (
+            Command("hgetall", self.keys.repeat_spec(key)), Command("zscore", self.keys.repeat, key))))
+        return [describe(key, replies[2 * i], replies[2 * i + 1]) for i, key in enumerate(keys) if replies[2 * i]]
 
-    def remove_repeatable(self, repeat_key: str) -> bool:
+    def remove_repeatable(self, repeat_key: str) -> Steps[bool]:
         """Stop a repeatable; its instance not yet due is removed too."""
-        last = self.client.hget(self.keys.repeat_spec(repeat_key), "lastTick")
-        return remove_repeatable(self.keys, repeat_key, pending_instance(repeat_key, last)).run(self.client)
+        last = yield Command("hget", self.keys.repeat_spec(repeat_key), "lastTick")
+        return (yield remove_repeatable(self.keys, repeat_key, pending_instance(repeat_key, last)))
 
-    def run_scheduler(self, horizon_ms: int = 0) -> int:
+    def run_scheduler(self, horizon_ms: int = 0) -> Steps[int]:
         """Make the instances of repeatable ticks due within ``horizon_ms``; returns how many
         this call made. Workers do this every sweep interval."""
-        return drive(fire_steps(self.keys, horizon_ms, self.events_cap), self.client)
+        return (yield from fire_steps(self.keys, horizon_ms, self.events_cap))
 
-    # --- what operators' tools need (admin.py) ----------------------------------------------
-    def jobs(self, state: str, start: int = 0, count: int = 50, *, name: str | None = None,
-             newest_first: bool = True) -> "admin.JobPage":
-        """A page of one state's jobs (``paused``: the ready jobs of a paused queue), with the
-        state's total; ``name`` filters by a part of the job name."""
-        return admin.list_jobs(self, state, start, count, name=name, newest_first=newest_first)
 
-    def job_errors(self, job_id: str) -> list[dict[str, Any]]:
-        """Every attempt that failed or stalled (the newest 20): {'attempt', 'reason', 'at'}."""
-        return admin.job_errors(self, job_id)
+def _driven(operation: Callable[..., Steps[Any]]) -> Callable[..., Any]:
+    @functools.wraps(operation)
+    def method(self: "Queue", *args: Any, **kwargs: Any) -> Any:
+        return drive(operation(self.steps, *args, **kwargs), self.client)
+    return method
 
-    def job_logs(self, job_id: str, start: int = 0, count: int = 100) -> tuple[list[str], int]:
-        """A job's log lines (``job.log(line)`` in a handler) and how many there are."""
-        return admin.job_logs(self, job_id, start, count)
 
-    def workers(self) -> list[dict[str, Any]]:
-        """The live workers (heartbeat within a lock TTL) and the jobs each holds."""
-        return admin.workers(self)
+def _awaited(operation: Callable[..., Steps[Any]]) -> Callable[..., Any]:
+    @functools.wraps(operation)
+    async def method(self: "AsyncQueue", *args: Any, **kwargs: Any) -> Any:
+        return await drive_async(operation(self.steps, *args, **kwargs), self.client)
+    return method
 
-    def promote(self, job_id: str) -> bool:
-        """Run a delayed job now. False when it is not delayed."""
-        return promote_job(self.keys, job_id).run(self.client)
 
-    def retry_completed(self, job_ids: Sequence[str]) -> int:
-        """Run completed jobs again (their result is forgotten); returns how many moved."""
-        return sum(len(retry_jobs(self.keys, job_ids[i:i + ADMIN_BATCH], "completed").run(self.client))
-                   for i in range(0, len(job_ids), ADMIN_BATCH))
+class _QueueHandle:
+    """What both kinds of queue hold: the client, the key names and the steps."""
 
-    def remove_many(self, job_ids: Sequence[str]) -> list[str]:
-        """Delete the given jobs that are not active; returns the ids deleted."""
-        return [gone for i in range(0, len(job_ids), ADMIN_BATCH)
-                for gone in self._remove(job_ids[i:i + ADMIN_BATCH])]
+    def __init__(self, name: str, client: Any, prefix: str, events_cap: int) -> None:
+        self.steps = QueueSteps(QueueKeys(name, prefix), events_cap)
+        self.client = client
 
-    def clean_older_than(self, state: str, age_ms: int) -> int:
-        """Delete completed (or failed) jobs finished at least ``age_ms`` ago."""
-        return admin.clean_older_than(self, state, age_ms)
+    @property
+    def keys(self) -> QueueKeys:
+        return self.steps.keys
 
-    def obliterate(self) -> int:
-        """Delete the whole queue (refused while jobs are active); returns the jobs deleted."""
-        return admin.obliterate(self)
+    @property
+    def name(self) -> str:
+        return self.keys.name
+
+    @property
+    def events_cap(self) -> int:
+        return self.steps.events_cap
+
+
+class Queue(_QueueHandle):
+    """One named queue on a synchronous redis-py client (Redis, minired, or RedisCluster).
+    On a redis.asyncio client use ``AsyncQueue``: the same calls, awaited."""
+
+    def __init__(self, name: str, client: Any, *, prefix: str = DEFAULT_PREFIX,
+                 events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+        if is_asyncio_client(client):
+            raise TypeError(f"{client!r} is an asyncio client: use minired_queue.AsyncQueue, whose calls are "
+                            "awaited (await AsyncQueue(name, client).add(...))")
+        super().__init__(name, client, prefix, events_cap)
+
+    @classmethod
+    def from_url(cls, name: str, url: str, *, cluster: bool = False, **options: Any) -> "Queue":
+        return cls(name, connect(url, cluster=cluster), **options)
+
+    exists = _driven(QueueSteps.exists)
+    add = _driven(QueueSteps.add)
+    add_job = _driven(QueueSteps.add_job)
+    add_many = _driven(QueueSteps.add_many)
+    counts = _driven(QueueSteps.counts)
+    get_state = _driven(QueueSteps.get_state)
+    get_job = _driven(QueueSteps.get_job)
+    failed_jobs = _driven(QueueSteps.failed_jobs)
+    completed_jobs = _driven(QueueSteps.completed_jobs)
+    is_paused = _driven(QueueSteps.is_paused)
+    metrics = _driven(QueueSteps.metrics)
+    record_depth = _driven(QueueSteps.record_depth)
+    history = _driven(QueueSteps.history)
+    active_jobs = _driven(QueueSteps.active_jobs)
+    configure = _driven(QueueSteps.configure)
+    settings = _driven(QueueSteps.settings)
+    events = _driven(QueueSteps.events)
+    wait = _driven(QueueSteps.wait)
+    pause = _driven(QueueSteps.pause)
+    resume = _driven(QueueSteps.resume)
+    retry_failed = _driven(QueueSteps.retry_failed)
+    remove = _driven(QueueSteps.remove)
+    drain = _driven(QueueSteps.drain)
+    clean = _driven(QueueSteps.clean)
+    promote_delayed = _driven(QueueSteps.promote_delayed)
+    sweep = _driven(QueueSteps.sweep)
+    apply_retention = _driven(QueueSteps.apply_retention)
+    add_repeatable = _driven(QueueSteps.add_repeatable)
+    repeatables = _driven(QueueSteps.repeatables)
+    remove_repeatable = _driven(QueueSteps.remove_repeatable)
+    run_scheduler = _driven(QueueSteps.run_scheduler)
+    jobs = _driven(QueueSteps.jobs)
+    job_errors = _driven(QueueSteps.job_errors)
+    job_logs = _driven(QueueSteps.job_logs)
+    workers = _driven(QueueSteps.workers)
+    promote = _driven(QueueSteps.promote)
+    retry_completed = _driven(QueueSteps.retry_completed)
+    remove_many = _driven(QueueSteps.remove_many)
+    clean_older_than = _driven(QueueSteps.clean_older_than)
+    obliterate = _driven(QueueSteps.obliterate)
+
+
+class AsyncQueue(_QueueHandle):
+    """``Queue`` on a redis.asyncio client (``redis.asyncio.Redis`` or ``RedisCluster``):
+    every call is awaited, and runs the same steps as ``Queue``'s."""
+
+    def __init__(self, name: str, client: Any, *, prefix: str = DEFAULT_PREFIX,
+                 events_cap: int = DEFAULT_EVENTS_CAP) -> None:
+        if not is_asyncio_client(client):
+            raise TypeError(f"{client!r} is not an asyncio client: use minired_queue.Queue for a synchronous one")
+        super().__init__(name, client, prefix, events_cap)
+
+    @classmethod
+    def from_url(cls, name: str, url: str, *, cluster: bool = False, **options: Any) -> "AsyncQueue":
+        return cls(name, connect_async(url, cluster=cluster), **options)
+
+    exists = _awaited(QueueSteps.exists)
+    add = _awaited(QueueSteps.add)
+    add_job = _awaited(QueueSteps.add_job)
+    add_many = _awaited(QueueSteps.add_many)
+    counts = _awaited(QueueSteps.counts)
+    get_state = _awaited(QueueSteps.get_state)
+    get_job = _awaited(QueueSteps.get_job)
+    failed_jobs = _awaited(QueueSteps.failed_jobs)
+    completed_jobs = _awaited(QueueSteps.completed_jobs)
+    is_paused = _awaited(QueueSteps.is_paused)
+    metrics = _awaited(QueueSteps.metrics)
+    record_depth = _awaited(QueueSteps.record_depth)
+    history = _awaited(QueueSteps.history)
+    active_jobs = _awaited(QueueSteps.active_jobs)
+    configure = _awaited(QueueSteps.configure)
+    settings = _awaited(QueueSteps.settings)
+    events = _awaited(QueueSteps.events)
+    wait = _awaited(QueueSteps.wait)
+    pause = _awaited(QueueSteps.pause)
+    resume = _awaited(QueueSteps.resume)
+    retry_failed = _awaited(QueueSteps.retry_failed)
+    remove = _awaited(QueueSteps.remove)
+    drain = _awaited(QueueSteps.drain)
+    clean = _awaited(QueueSteps.clean)
+    promote_delayed = _awaited(QueueSteps.promote_delayed)
+    sweep = _awaited(QueueSteps.sweep)
+    apply_retention = _awaited(QueueSteps.apply_retention)
+    add_repeatable = _awaited(QueueSteps.add_repeatable)
+    repeatables = _awaited(QueueSteps.repeatables)
+    remove_repeatable = _awaited(QueueSteps.remove_repeatable)
+    run_scheduler = _awaited(QueueSteps.run_scheduler)
+    jobs = _awaited(QueueSteps.jobs)
+    job_errors = _awaited(QueueSteps.job_errors)
+    job_logs = _awaited(QueueSteps.job_logs)
+    workers = _awaited(QueueSteps.workers)
+    promote = _awaited(QueueSteps.promote)
+    retry_completed = _awaited(QueueSteps.retry_completed)
+    remove_many = _awaited(QueueSteps.remove_many)
+    clean_older_than = _awaited(QueueSteps.clean_older_than)
+    obliterate = _awaited(QueueSteps.obliterate)
 
 
 def known_queues(client: Any, prefix: str = DEFAULT_PREFIX) -> list[str]:

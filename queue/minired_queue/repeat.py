@@ -16,7 +16,7 @@ away for several ticks makes one instance for the missed ones and resumes from n
 """
 from __future__ import annotations
 
-import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,10 +24,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from .job import Backoff, check_priority, text
+from .checks import integer, optional_integer, stored_integer
+from .job import Backoff, StoredFields, check_attempts, check_backoff, check_priority, text
 from .keys import QueueKeys
 from .steps import Command, Pipeline, Steps
 from .transitions import DEFAULT_EVENTS_CAP, add_repeated_job, repeat_instance_id, upsert_repeatable
+
+log = logging.getLogger(__name__)
 
 FIRE_BATCH = 100  # repeatables read per pass
 TICKS_PER_PASS = 100  # most instances one repeatable gets per pass
@@ -44,8 +47,7 @@ class Schedule:
     def __post_init__(self) -> None:
         if (self.every_ms is None) == (self.cron is None):
             raise ValueError("give exactly one of every_ms and cron")
-        if self.every_ms is not None and self.every_ms < 1:
-            raise ValueError("every_ms must be >= 1")
+        optional_integer("every_ms", self.every_ms, 1)
         try:
             zone = ZoneInfo(self.tz)
         except (ZoneInfoNotFoundError, ValueError) as exc:
@@ -63,9 +65,12 @@ class Schedule:
 
     @classmethod
     def parse(cls, signature: str) -> "Schedule":
+        """The schedule a ``signature`` stores; ValueError when it holds none."""
         kind, _, rest = signature.partition(":")
         if kind == "every":
-            return cls(every_ms=int(rest))
+            return cls(every_ms=stored_integer(rest))
+        if kind != "cron":
+            raise ValueError(f"unknown schedule {signature!r}")
         expression, _, tz = rest.rpartition("|")
         return cls(cron=expression, tz=tz)
 
@@ -82,7 +87,7 @@ class Repeatable:
     """A registered repeatable job, as ``Queue.repeatables()`` lists it."""
 
     key: str
-    schedule: Schedule
+    schedule: Schedule | None  # None: unreadable
     next_tick_ms: int | None  # None: ended (its limit reached)
     data: Any
     name: str
@@ -90,13 +95,15 @@ class Repeatable:
     limit: int
     count: int
     last_tick_ms: int | None
+    unreadable: str | None = None  # why the stored spec could not be read (see Job.unreadable)
 
 
 def spec_fields(data_json: str, name: str, attempts: int, backoff: Backoff | None, priority: int,
                 limit: int) -> dict[str, Any]:
     check_priority(priority)
-    if attempts < 1 or limit < 0:
-        raise ValueError("attempts must be >= 1 and limit >= 0")
+    check_attempts(attempts)
+    integer("limit", limit)
+    check_backoff(backoff)
     return {"data": data_json, "name": name, "maxAttempts": attempts,
             "backoffType": backoff.kind if backoff else "", "backoffDelay": backoff.delay_ms if backoff else 0,
             "priority": priority, "limit": limit}
@@ -130,7 +137,11 @@ def fire_steps(keys: QueueKeys, horizon_ms: int, events_cap: int = DEFAULT_EVENT
     for (key, tick), signature in zip(entries, specs):
         if signature is None:
             continue  # removed meanwhile
-        schedule = Schedule.parse(text(signature))
+        try:
+            schedule = Schedule.parse(text(signature))
+        except ValueError as exc:  # not ours to guess; Queue.repeatables() lists it as unreadable
+            log.warning("repeatable %s skipped: unreadable schedule (%s)", key, exc)
+            continue
         for _ in range(TICKS_PER_PASS):
             following = schedule.next_after(max(tick, now))
             made += bool((yield add_repeated_job(keys, key, tick, following, events_cap)))
@@ -144,14 +155,20 @@ def fire_steps(keys: QueueKeys, horizon_ms: int, events_cap: int = DEFAULT_EVENT
 
 
 def describe(key: str, raw: dict, score: Any) -> Repeatable:
-    fields = {text(k): text(v) for k, v in raw.items()}
+    """A repeatable as stored; never raises (see ``Repeatable.unreadable``)."""
+    fields = StoredFields(raw)
+    try:
+        schedule: Schedule | None = Schedule.parse(fields.text("schedule", ""))
+    except ValueError as exc:
+        schedule = None
+        fields.problem = f"field 'schedule': {exc}"
     return Repeatable(
-        key=key, schedule=Schedule.parse(fields["schedule"]),
+        key=key, schedule=schedule,
         next_tick_ms=int(score) if score is not None else None,
-        data=json.loads(fields.get("data", "null")), name=fields.get("name", ""),
-        priority=int(fields.get("priority", 0)), limit=int(fields.get("limit", 0)),
-        count=int(fields.get("count", 0)),
-        last_tick_ms=int(fields["lastTick"]) if "lastTick" in fields else None,
+        data=fields.json("data"), name=fields.text("name", ""),
+        priority=fields.integer("priority"), limit=fields.integer("limit"),
+        count=fields.integer("count"), last_tick_ms=fields.integer("lastTick", None),
+        unreadable=fields.problem,
     )
 
 

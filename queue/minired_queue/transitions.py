@@ -6,12 +6,13 @@ protocol) share one definition of every transition: ``call.run(client)`` or
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from redis.crc import key_slot
+from redis.exceptions import NoScriptError
 
+from .checks import to_json
 from .job import Job, JobSpec, text
 from .keys import QueueKeys
 from .scripts import LuaScript, script
@@ -19,6 +20,7 @@ from .scripts import LuaScript, script
 T = TypeVar("T")
 
 DEFAULT_EVENTS_CAP = 10_000
+DEFAULT_PROGRESS_CAP = 1_000  # progress reports have their own stream (keys.progress)
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,52 @@ class Call(Generic[T]):
         return self.parse(await self.script.run_async(client, self.keys, self.args))
 
 
+@dataclass(frozen=True)
+class CallBatch(Generic[T]):
+    """Several transitions in one round trip (a pipeline of EVALSHA, not a transaction);
+    the reply is each call's parsed reply. A call whose script the server had not loaded
+    (NOSCRIPT: a flushed script cache) is run again on its own, which loads it."""
+
+    calls: Sequence[Call[T]]
+
+    def _fill(self, client: Any) -> Any:
+        pipe = client.pipeline(transaction=False)
+        for call in self.calls:
+            call.script.check_keys(call.keys)
+            # execute_command: ClusterPipeline blocks the evalsha() helper, not the command.
+            pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+        return pipe
+
+    def run(self, client: Any) -> list[T]:
+        replies = self._fill(client).execute(raise_on_error=False) if self.calls else []
+        return [call.run(client) if isinstance(reply, NoScriptError) else call.parse(_raised(reply))
+                for call, reply in zip(self.calls, replies)]
+
+    async def run_async(self, client: Any) -> list[T]:
+        replies = await self._fill(client).execute(raise_on_error=False) if self.calls else []
+        return [await call.run_async(client) if isinstance(reply, NoScriptError) else call.parse(_raised(reply))
+                for call, reply in zip(self.calls, replies)]
+
+
+def _raised(reply: Any) -> Any:
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
+
+
 # --- replies --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AddResult:
     job_id: str
     created: bool  # False: the id existed already, or the dedup id was held by job_id
+    replaced: str | None = None  # debounce: the pending job this one replaced
+
+
+@dataclass(frozen=True)
+class HolderMoved:
+    """addDebouncedJob's reply when the dedup marker no longer points where the caller read."""
+
+    holder: str
 
 
 @dataclass(frozen=True)
@@ -47,12 +90,14 @@ class Fetch:
     """Reply of moveToActive. ``candidates``: the jobs to name next, next first (none when
     nothing is ready)."""
 
-    status: str  # 'active' | 'miss' | 'empty' | 'paused' | 'capped' | 'limited'
+    status: str  # 'active' | 'miss' | 'expired' | 'dedup' | 'empty' | 'paused' | 'capped' | 'limited'
     now_ms: int
     next_due_ms: int  # earliest delayed job's due time, -1 when none
     candidates: tuple[str, ...] = ()
     job: Job | None = None
     retry_after_ms: int = 0  # 'limited': until the rate limit window ends
+    # 'dedup': an expired job whose dedup marker's key the call must name to fail it
+    expired_job: tuple[str, str] | None = None  # (job id, dedup id)
 
 
 @dataclass(frozen=True)
@@ -80,15 +125,39 @@ class SweepResult:
 
 # --- transitions ----------------------------------------------------------------------
 def add_job(keys: QueueKeys, spec: JobSpec, events_cap: int = DEFAULT_EVENTS_CAP) -> Call[AddResult]:
-    backoff = spec.backoff
+    if spec.debounce_ms:
+        raise ValueError("a debounced job is added by add_debounced_job (Queue.add does it)")
     return Call(
         script("addJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
          keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events],
-        [spec.id, spec.payload(), spec.name, spec.attempts,
-         backoff.kind if backoff else "", backoff.delay_ms if backoff else 0,
-         spec.delay_ms, spec.dedup_id or "", spec.dedup_ttl_ms, events_cap, spec.priority],
+        _add_args(spec, spec.delay_ms, spec.throttle_ms or spec.dedup_ttl_ms, events_cap),
         lambda reply: AddResult(text(reply[0]), bool(reply[1])),
+    )
+
+
+def _add_args(spec: JobSpec, delay_ms: int, dedup_ttl_ms: int, events_cap: int) -> list[Any]:
+    backoff = spec.backoff
+    return [spec.id, spec.payload(), spec.name, spec.attempts,
+            backoff.kind if backoff else "", backoff.delay_ms if backoff else 0,
+            delay_ms, spec.dedup_id or "", dedup_ttl_ms, events_cap, spec.priority, spec.ttl_ms, spec.timeout_ms]
+
+
+def add_debounced_job(keys: QueueKeys, spec: JobSpec, holder: str,
+                      events_cap: int = DEFAULT_EVENTS_CAP) -> Call[AddResult | HolderMoved]:
+    """Add ``spec`` (with ``debounce_ms``), replacing ``holder``, the pending job its dedup
+    marker pointed at when read ('' for none)."""
+    def parse(reply: list) -> AddResult | HolderMoved:
+        if int(reply[1]) == -1:
+            return HolderMoved(text(reply[0]))
+        return AddResult(text(reply[0]), bool(int(reply[1])), text(reply[2]) or None)
+
+    return Call(
+        script("addDebouncedJob"),
+        [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
+         keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events, keys.job(holder), keys.logs(holder)],
+        [*_add_args(spec, spec.debounce_ms, 0, events_cap), holder],
+        parse,
     )
 
 
@@ -98,27 +167,33 @@ def _parse_fetch(reply: list) -> Fetch:
         job_id = text(reply[4])
         return Fetch(status, now, due, tuple(map(text, reply[3])),
                      Job.from_hash(job_id, reply[5], state="active"))
-    if status == "miss":
+    if status in ("miss", "expired"):
         return Fetch(status, now, due, tuple(map(text, reply[3])))
+    if status == "dedup":
+        return Fetch(status, now, due, expired_job=(text(reply[3]), text(reply[4])))
     if status == "limited":
         return Fetch(status, now, due, retry_after_ms=int(reply[3]))
     return Fetch(status, now, due)
 
 
 def move_to_active(keys: QueueKeys, candidates: Sequence[str], token: str, lock_ttl_ms: int,
-                   width: int = 1) -> Call[Fetch]:
+                   width: int = 1, dedup_ids: dict[str, str] | None = None,
+                   events_cap: int = DEFAULT_EVENTS_CAP) -> Call[Fetch]:
     """Take the next ready job if it is one of ``candidates``; ``width``: how many
-    candidates the reply names for the next call."""
+    candidates the reply names for the next call. ``dedup_ids``: the dedup ids known of
+    candidates (a 'dedup' reply names one: an expired job the script can fail only with
+    its marker's key)."""
     if isinstance(candidates, str):  # would name each of its characters
         raise TypeError("candidates: a sequence of job ids, not one id")
+    dedup_ids = dedup_ids or {}
     job_keys: list[str] = []
     for job_id in candidates:
-        job_keys += [keys.job(job_id), keys.lock(job_id)]
+        job_keys += [keys.job(job_id), keys.lock(job_id), keys.dedup(dedup_ids.get(job_id, ""))]
     return Call(
         script("moveToActive"),
         [keys.wait, keys.active, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.limiter,
-         *job_keys],
-        [token, lock_ttl_ms, width, *candidates],
+         keys.failed, keys.metrics, keys.history, keys.events, *job_keys],
+        [token, lock_ttl_ms, width, events_cap, *candidates],
         _parse_fetch,
     )
 
@@ -133,7 +208,7 @@ def complete(keys: QueueKeys, job: Job, token: str, return_value: Any, remove: b
         script("complete"),
         [keys.active, keys.completed, keys.lock(job.id), keys.job(job.id), keys.dedup(job.dedup_id or ""),
          keys.metrics, keys.events, keys.meta, keys.marker, keys.history, keys.logs(job.id)],
-        [job.id, token, _json(return_value),
+        [job.id, token, to_json("the handler's return value", return_value),
          "1" if remove else "0", events_cap, job.dedup_id or "", _stamp(job.processed_on)],
         lambda reply: text(reply) == "completed",
     )
@@ -198,14 +273,16 @@ def move_stalled_to_wait(keys: QueueKeys, candidates: Sequence[tuple[str, str | 
     )
 
 
-def remove_jobs(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]]) -> Call[list[str]]:
+def remove_jobs(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]],
+                events_cap: int = DEFAULT_EVENTS_CAP) -> Call[list[str]]:
     job_keys: list[str] = []
     for job_id, dedup_id in candidates:
         job_keys += [keys.job(job_id), keys.dedup(dedup_id or ""), keys.logs(job_id)]
     return Call(
         script("removeJobs"),
-        [keys.wait, keys.prioritized, keys.delayed, keys.completed, keys.failed, keys.metrics, *job_keys],
-        [job_id for job_id, _ in candidates],
+        [keys.wait, keys.prioritized, keys.delayed, keys.completed, keys.failed, keys.metrics, keys.events,
+         *job_keys],
+        [events_cap, *(job_id for job_id, _ in candidates)],
         lambda reply: [text(i) for i in reply],
     )
 
@@ -221,9 +298,9 @@ def retry_jobs(keys: QueueKeys, job_ids: Sequence[str], source: str = "failed") 
 
 
 def update_progress(keys: QueueKeys, job_id: str, token: str, progress: Any,
-                    events_cap: int = DEFAULT_EVENTS_CAP) -> Call[bool]:
-    return Call(script("updateProgress"), [keys.lock(job_id), keys.job(job_id), keys.events],
-                [job_id, token, _json(progress), events_cap], lambda reply: reply == 1)
+                    progress_cap: int = DEFAULT_PROGRESS_CAP) -> Call[bool]:
+    return Call(script("updateProgress"), [keys.lock(job_id), keys.job(job_id), keys.progress],
+                [job_id, token, to_json("progress", progress), progress_cap], lambda reply: reply == 1)
 
 
 def clean_jobs(keys: QueueKeys, state: str, candidates: Sequence[str], keep: int | None,
@@ -275,10 +352,6 @@ def remove_repeatable(keys: QueueKeys, repeat_key: str, pending_job_id: str | No
 
 def _stamp(ms: int | None) -> str:
     return "" if ms is None else str(ms)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def record_depth(keys: QueueKeys) -> Call[int]:

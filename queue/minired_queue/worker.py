@@ -14,14 +14,14 @@ import time
 from queue import SimpleQueue
 from typing import Any, Callable
 
-from redis.exceptions import ConnectionError, RedisError, TimeoutError
+from redis.exceptions import RedisError
 
 from .active import ActiveJob
-from .core import WorkerCore, is_async_handler, plain_result
+from .core import UNREACHABLE, WorkerCore, attempt_timeout_s, is_async_handler, plain_result, timed_out
 from .effects import EffectGuard
 from .keys import QueueKeys
 from .options import Hooks, MaintenanceSchedule, Reconnect, WorkerOptions, wake_up
-from .steps import drive
+from .steps import Hook, Outcome, drive
 from .transitions import DEFAULT_EVENTS_CAP, SweepResult
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,9 @@ class Worker:
         if install_signal_handlers and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: self.stop())
-        drive(self.core.setup(), self.client)
+        if not self._wait_for_server():
+            return
+        Hook(self.hooks.on_ready, ()).run(self.client)
         maintenance = threading.Thread(target=self._maintain, name=f"{self.id}-maintenance", daemon=True)
         maintenance.start()
         # One long-lived thread per slot: starting a thread for each job cost ~80 µs of CPU,
@@ -78,7 +80,28 @@ class Worker:
             maintenance.join()
             for waker in list(self._wakers):  # done with the client before run() returns
                 waker.join(5)
-            self.client.delete(self.keys.wake(self.id))
+            try:
+                self.client.delete(self.keys.wake(self.id))
+            except UNREACHABLE:  # it expires by itself
+                pass
+
+    def _wait_for_server(self) -> bool:
+        """Run the setup until the server answers (or raise under ``fail_fast``); False if
+        stopped first."""
+        reconnect = Reconnect()
+        while not self._stopping.is_set():
+            try:
+                drive(self.core.setup(), self.client)
+            except UNREACHABLE as exc:
+                self.core.unreachable_at_start(exc)
+                self._stopping.wait(reconnect.failed())
+            except RedisError as exc:
+                self.core.refused_at_start(exc)
+                self._stopping.wait(reconnect.failed())
+            else:
+                self.core.outage.ended()
+                return True
+        return False
 
     def start(self) -> "Worker":
         """Run in a background thread."""
@@ -101,6 +124,8 @@ class Worker:
     def _wake(self) -> None:
         try:
             wake_up(self.client, self.keys.wake(self.id))
+        except UNREACHABLE:  # then there is no blocking wait to cut short
+            pass
         except Exception:  # the blocking wait ends by its own timeout anyway
             log.exception("could not wake worker %s", self.id)
 
@@ -114,9 +139,10 @@ class Worker:
             try:
                 active = self._fetch()
                 reconnect.succeeded()
-            except (ConnectionError, TimeoutError) as exc:
+                self.core.outage.ended()
+            except UNREACHABLE as exc:
                 self.core.candidates.forget()
-                log.warning("worker %s cannot reach the server (%s); retrying", self.id, exc)
+                self.core.outage.lost(exc)
                 self._stopping.wait(reconnect.failed())
             except RedisError as exc:  # refused (OOM, READONLY, ...), or a cluster client out of
                 # redirects mid-resharding (ClusterError): the script moved nothing, or the sweep
@@ -149,20 +175,48 @@ class Worker:
     def _process(self, active: ActiveJob) -> None:
         try:
             try:
-                result = plain_result(self.handler(active))
+                result = plain_result(self._run_handler(active))
             except Exception as exc:
                 self._record_failure(active, exc)
             else:
                 self._record_success(active, result)
+        except UNREACHABLE as exc:
+            # The job stays active; when its lock lapses the sweep sends it back to wait:
+            # delayed, not lost. The outage itself is logged once.
+            self.core.outage.lost(exc)
+            log.info("could not record the outcome of job %s: the server is unreachable", active.id)
         except Exception:
-            # Recording the outcome failed (e.g. connection lost). The job stays active;
-            # when its lock lapses the sweep sends it back to wait: delayed, not lost.
             log.exception("could not record the outcome of job %s", active.id)
         finally:
             with self._in_flight_changed:
                 self._in_flight.pop(active.id, None)
                 self._in_flight_changed.notify_all()
             self._slots.release()
+
+    def _run_handler(self, active: ActiveJob) -> Any:
+        """The handler's result. Under a timeout it runs in a thread of its own, which this
+        slot's thread waits for at most the timeout: then the attempt fails with
+        ``JobTimeoutError`` and the slot takes the next job, while the handler's thread (a
+        thread cannot be stopped) may run on, its outcome refused."""
+        timeout = attempt_timeout_s(active)
+        if timeout is None:
+            return self.handler(active)
+        outcome: list[Any] = []
+
+        def target() -> None:
+            try:
+                outcome.append(Outcome(self.handler(active)))
+            except BaseException as exc:  # handed to the slot's thread
+                outcome.append(Outcome(error=exc))
+
+        runner = threading.Thread(target=target, name=f"{self.id}-job-{active.id}", daemon=True)
+        runner.start()
+        runner.join(timeout)
+        if not outcome:
+            raise timed_out(active)
+        if outcome[0].error is not None:
+            raise outcome[0].error
+        return outcome[0].result
 
     def _record_success(self, active: ActiveJob, result: Any) -> None:
         drive(self.core.record_success(active, result), self.client)
@@ -183,6 +237,9 @@ class Worker:
                     drive(self.core.renew_locks(held), self.client)
                 if schedule.sweep_due(time.monotonic()) and not self._stopping.is_set():
                     drive(self.core.housekeeping(int(schedule.sweep_s * 1000)), self.client)
+                    self.core.outage.ended()
+            except UNREACHABLE as exc:
+                self.core.outage.lost(exc)
             except Exception:
                 log.exception("worker %s maintenance failed; retrying next beat", self.id)
             if self._maintenance_done.wait(schedule.tick_s):
@@ -198,7 +255,10 @@ class Worker:
             while self._in_flight and (left := deadline - time.monotonic()) > 0:
                 self._in_flight_changed.wait(left)
             unfinished = list(self._in_flight.values())
-        drive(self.core.release(unfinished), self.client)
+        try:
+            drive(self.core.release(unfinished), self.client)
+        except UNREACHABLE as exc:  # their locks lapse and the sweep recovers them
+            self.core.outage.lost(exc)
         with self._in_flight_changed:
             for active in unfinished:
                 self._in_flight.pop(active.id, None)

@@ -1,7 +1,7 @@
 """BITOP, BITFIELD and BITFIELD_RO compared with real Redis."""
 import random
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 # --- BITOP -----------------------------------------------------------------------------------
@@ -240,8 +240,7 @@ bitfield_command = st.builds(
     st.lists(operation, max_size=5))
 
 
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=200)
 @given(initial=st.lists(st.binary(max_size=12), min_size=2, max_size=2),
        sequence=st.lists(bitfield_command, min_size=1, max_size=8))
 def test_generated_bitfield_sequences_match_redis(diff, initial, sequence):
@@ -255,8 +254,7 @@ def test_generated_bitfield_sequences_match_redis(diff, initial, sequence):
         diff.check("GET", k)
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=100)
 @given(values=st.lists(st.one_of(st.none(), st.binary(max_size=40)), min_size=1, max_size=4),
        name=st.sampled_from(["AND", "OR", "XOR", "NOT"]))
 def test_generated_bitops_match_redis(diff, values, name):

@@ -3,35 +3,13 @@ served, in which order, with what, and when (timeouts, CLIENT UNBLOCK, disconnec
 scripts)."""
 from __future__ import annotations
 
-import time
-
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Differential
 from tests.support.respclient import Err, NullArray, RawClient, Verbatim
-
-
-def blocked_clients(client: RawClient) -> int:
-    info = client.call("INFO", "clients")
-    text = info.text if isinstance(info, Verbatim) else info
-    for line in text.decode().splitlines():
-        if line.startswith("blocked_clients:"):
-            return int(line.split(":")[1])
-    raise AssertionError(f"no blocked_clients in {text!r}")
-
-
-def wait_blocked(diff: Differential, count: int, timeout: float = 5.0) -> None:
-    """Wait until both servers have exactly `count` blocked clients."""
-    deadline = time.monotonic() + timeout
-    while True:
-        counts = blocked_clients(diff.redis), blocked_clients(diff.minired)
-        if counts == (count, count):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"blocked clients (redis, minired) = {counts}, wanted {count}")
-        time.sleep(0.005)
+from tests.support.waiting import blocked_clients, wait_blocked
 
 
 @pytest.fixture
@@ -47,14 +25,14 @@ def connect(diff, real_redis, mini):
     yield open_pair
     for pair in opened:
         pair.close()
-    wait_blocked(diff, 0)
+    wait_blocked(diff.redis, diff.minired, count=0)
 
 
 def block(diff, pair: Differential, *args, already_blocked: int = 0) -> None:
     """Send a blocking command on `pair` and wait until it is blocked on both servers."""
     pair.redis.send(*args)
     pair.minired.send(*args)
-    wait_blocked(diff, already_blocked + 1)
+    wait_blocked(diff.redis, diff.minired, count=already_blocked + 1)
 
 
 def test_clients_blocked_on_one_key_are_served_in_order(diff, connect):
@@ -63,7 +41,7 @@ def test_clients_blocked_on_one_key_are_served_in_order(diff, connect):
         block(diff, pair, "BLPOP", "q", 0, already_blocked=n)
     diff.check("RPUSH", "q", "a", "b", "c")
     assert [pair.read_both() for pair in waiters[:3]] == [[b"q", b"a"], [b"q", b"b"], [b"q", b"c"]]
-    wait_blocked(diff, 1)
+    wait_blocked(diff.redis, diff.minired, count=1)
     diff.check("LLEN", "q")
     diff.check("LPUSH", "q", "d")
     waiters[3].read_both()
@@ -134,7 +112,7 @@ def test_key_of_another_type_keeps_waiting(diff, connect):
     diff.check("SET", "k", "string")
     diff.check("SADD", "k2", "member")
     diff.check("RENAME", "k2", "k")
-    wait_blocked(diff, 1)
+    wait_blocked(diff.redis, diff.minired, count=1)
     diff.check("DEL", "k")
     diff.check("RPUSH", "k", "v")
     assert waiter.read_both() == [b"k", b"v"]
@@ -147,9 +125,8 @@ def test_timeouts(diff, connect, protocol):
     for args in [("BLPOP", "a", "b", 0.05), ("BRPOP", "a", "0.01"), ("BLMPOP", "0.02", 1, "a", "LEFT"),
                  ("BLMOVE", "a", "b", "LEFT", "RIGHT", 0.03), ("BRPOPLPUSH", "a", "b", "0.001"),
                  ("BLPOP", "a", "0.0001"), ("BLPOP", "a", "1e-2"), ("BLPOP", "a", "0x1p-8")]:
-        start = time.monotonic()
+        # A timeout that never fired would fail the read (the connections time out at 10 s).
         waiter.check(*args)
-        assert time.monotonic() - start < 2
 
 
 def test_timeout_argument_errors(diff):
@@ -172,8 +149,7 @@ def test_tiny_negative_timeout_blocks_forever(diff, connect):
     ids = waiter.redis.call("CLIENT", "ID"), waiter.minired.call("CLIENT", "ID")
     for timeout in ["-0.0005", "-0.001", "-0"]:
         block(diff, waiter, "BLPOP", "k", timeout)
-        time.sleep(0.05)
-        wait_blocked(diff, 1)
+        wait_blocked(diff.redis, diff.minired, count=1)
         assert diff.redis.call("CLIENT", "UNBLOCK", ids[0]) == 1
         assert diff.minired.call("CLIENT", "UNBLOCK", ids[1]) == 1
         waiter.read_both()
@@ -191,7 +167,7 @@ def test_client_unblock(diff, connect, protocol):
             assert diff.redis.call("CLIENT", "UNBLOCK", ids[0], *reason) == 1
             assert diff.minired.call("CLIENT", "UNBLOCK", ids[1], *reason) == 1
             waiter.read_both()
-            wait_blocked(diff, 0)
+            wait_blocked(diff.redis, diff.minired, count=0)
     # Not blocked (any more), or no such client.
     assert diff.redis.call("CLIENT", "UNBLOCK", ids[0]) == 0
     assert diff.minired.call("CLIENT", "UNBLOCK", ids[1]) == 0
@@ -210,7 +186,7 @@ def test_commands_pipelined_after_a_blocking_one_wait_for_it(diff, connect):
     for client in (waiter.redis, waiter.minired):
         client.send_raw(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n*1\r\n$4\r\nPING\r\n"
                         b"*2\r\n$4\r\nLLEN\r\n$1\r\nq\r\n")
-    wait_blocked(diff, 1)
+    wait_blocked(diff.redis, diff.minired, count=1)
     diff.check("RPUSH", "q", "a", "b")
     assert waiter.read_both() == [b"q", b"a"]
     waiter.read_both()
@@ -223,7 +199,7 @@ def test_disconnect_while_blocked_leaves_nothing_behind(diff, connect):
     block(diff, other, "BLMOVE", "q", "dst", "LEFT", "LEFT", 0, already_blocked=1)
     waiter.close()
     other.close()
-    wait_blocked(diff, 0)
+    wait_blocked(diff.redis, diff.minired, count=0)
     diff.check("RPUSH", "q", "x")
     diff.check("LRANGE", "q", 0, -1)
     diff.check("EXISTS", "dst")
@@ -259,7 +235,7 @@ def test_pushes_in_a_transaction_serve_waiters_after_it(diff, connect):
     diff.check("RPUSH", "q", "a")
     diff.check("DEL", "q")
     diff.check("EXEC")
-    wait_blocked(diff, 1)
+    wait_blocked(diff.redis, diff.minired, count=1)
     diff.check("RPUSH", "q", "c")
     assert waiter.read_both() == [b"q", b"c"]
 
@@ -279,7 +255,7 @@ def test_waiters_stay_in_their_database(diff, connect):
     waiter.check("SELECT", 1)
     block(diff, waiter, "BLPOP", "k", 0)
     diff.check("RPUSH", "k", "db0")
-    wait_blocked(diff, 1)
+    wait_blocked(diff.redis, diff.minired, count=1)
     diff.check("SELECT", 1)
     diff.check("RPUSH", "k", "db1")
     assert waiter.read_both() == [b"k", b"db1"]
@@ -289,7 +265,7 @@ def test_flush_then_push_serves_waiter(diff, connect):
     waiter = connect()
     block(diff, waiter, "BLMPOP", 0, 2, "a", "b", "LEFT", "COUNT", 3)
     diff.check("FLUSHALL")
-    wait_blocked(diff, 1)
+    wait_blocked(diff.redis, diff.minired, count=1)
     diff.check("RPUSH", "b", 1, 2)
     assert waiter.read_both() == [b"b", [b"1", b"2"]]
     diff.check("EXISTS", "b")
@@ -321,15 +297,9 @@ def private_minired():
 def test_minired_advance_times_out_blocked_clients(private_minired):
     control, waiter = RawClient(private_minired.port), RawClient(private_minired.port)
 
-    def wait_for_one_blocked() -> None:
-        deadline = time.monotonic() + 5
-        while blocked_clients(control) != 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-
     try:
         waiter.send("BLPOP", "k", 100)
-        wait_for_one_blocked()
+        wait_blocked(control)
         control.call("MINIRED", "ADVANCE", 50_000)
         assert blocked_clients(control) == 1
         control.call("MINIRED", "ADVANCE", 50_001)
@@ -337,7 +307,7 @@ def test_minired_advance_times_out_blocked_clients(private_minired):
         assert blocked_clients(control) == 0
         # A forever wait ignores the clock.
         waiter.send("BLMOVE", "k", "d", "LEFT", "LEFT", 0)
-        wait_for_one_blocked()
+        wait_blocked(control)
         control.call("MINIRED", "ADVANCE", 10**9)
         assert blocked_clients(control) == 1
         control.call("RPUSH", "k", "v")
@@ -412,8 +382,7 @@ _writes = st.one_of(
 )
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=12)
 @given(waits=st.lists(_waits, min_size=1, max_size=4), writes=st.lists(_writes, max_size=4))
 def test_random_waiters_and_writes_match_redis(diff, real_redis, mini, waits, writes):
     diff.both("FLUSHALL")
@@ -442,7 +411,7 @@ def test_random_waiters_and_writes_match_redis(diff, real_redis, mini, waits, wr
     finally:
         for pair in pairs:
             pair.close()
-        wait_blocked(diff, 0)
+        wait_blocked(diff.redis, diff.minired, count=0)
 
 
 def test_push_right_after_killing_a_blocked_client_stays_in_the_list(diff, connect):

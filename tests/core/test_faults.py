@@ -4,6 +4,7 @@ commands, pub/sub connections, scripts, and the Python API. Timing is only ever 
 lower bound a timer guarantees (a held reply cannot arrive before its delay), or as an order."""
 from __future__ import annotations
 
+import select
 import shutil
 import subprocess
 import threading
@@ -77,21 +78,16 @@ def test_done_when_scenarios_against_the_command_line_server():
             r.incr("n")
         assert admin.get("n") == b"1"
 
-        _fault(admin, "ADD", "DELAY", "300", "COMMAND", "get", "COUNT", "1")
-        done = {}
-
-        def slow_get() -> None:
-            start = time.monotonic()
-            done["value"] = r.get("k")
-            done["waited"] = time.monotonic() - start
-
-        thread = threading.Thread(target=slow_get)
-        thread.start()
-        time.sleep(0.05)
+        # Long enough that the PING below is answered well within it on a loaded machine.
+        _fault(admin, "ADD", "DELAY", "1000", "COMMAND", "get", "COUNT", "1")
+        slow = RawClient(server.port)
+        start = time.monotonic()
+        slow.send("GET", "k")
         assert admin.ping() is True
-        assert thread.is_alive()  # the PING was answered while the GET's reply was held
-        thread.join()
-        assert done["value"] == b"v" and done["waited"] >= 0.3
+        # The PING was answered while the GET's reply was held.
+        assert select.select([slow.sock], [], [], 0)[0] == []
+        assert slow.read() == b"v" and time.monotonic() - start >= 1.0
+        slow.close()
 
         _fault(admin, "ADD", "ERROR", "OOM command not allowed when used memory > 'maxmemory'.",
                "COMMAND", "set", "IN-SCRIPT", "yes")
@@ -212,19 +208,13 @@ def test_delay_holds_the_reply_and_everything_after_it(srv):
 def test_stall_stops_the_whole_server(srv):
     r = _client(srv)
     _fault(r, "ADD", "STALL", "300", "COMMAND", "get", "COUNT", "1")
-    finished = {}
-
-    def stalled() -> None:
-        r.get("k")
-        finished["get"] = time.monotonic()
-
+    stalled = RawClient(srv.port)
     start = time.monotonic()
-    thread = threading.Thread(target=stalled)
-    thread.start()
-    time.sleep(0.05)
+    stalled.send("GET", "k")  # in the server's socket before the PING is even sent
     assert _client(srv).ping()
     pinged = time.monotonic()
-    thread.join()
+    assert stalled.read() is None
+    stalled.close()
     assert pinged - start >= 0.3  # the PING waited for the stall
 
 
@@ -442,7 +432,7 @@ def _blmove_in_thread(client, result: dict) -> threading.Thread:
 
 
 def _wait_blocked(r, count: int = 1) -> None:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # generous: returns as soon as it holds
     while int(r.info("clients")["blocked_clients"]) < count:
         assert time.monotonic() < deadline
         time.sleep(0.01)
@@ -505,7 +495,7 @@ def test_delay_on_subscribe_keeps_messages_behind_the_confirmation(srv):
     raw.call("MINIRED", "FAULT", "ADD", "DELAY", "150", "COMMAND", "subscribe", "COUNT", "1")
     raw.send("SUBSCRIBE", "news")
     publisher = _client(srv)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # generous: returns as soon as it holds
     while publisher.publish("news", "hello") == 0:  # subscribed at once, confirmed later
         assert time.monotonic() < deadline
     assert raw.read() == [b"subscribe", b"news", 1]

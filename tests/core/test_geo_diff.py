@@ -6,7 +6,7 @@ import itertools
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minired.data import csort, geohash
@@ -412,8 +412,7 @@ def searches(draw):
     return [["GEOSEARCH", "g", *center, *shape, *options]]
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=150)
 @given(protocol=st.sampled_from([2, 3]), commands=st.lists(searches(), min_size=1, max_size=4))
 def test_generated_searches_match_redis(diff, protocol, commands):
     diff.hello(protocol)

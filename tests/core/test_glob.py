@@ -12,7 +12,7 @@ _subjects = st.lists(st.sampled_from([b"a", b"b", b"A", b"-", b"]", b"\\", b"[",
                                       b"\x00", b"ab"]), max_size=10).map(b"".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(pattern=_patterns, subjects=st.lists(_subjects, min_size=1, max_size=6))
 def test_regex_and_part_matching_agree(pattern, subjects):
     by_regex = glob._compile(pattern, nocase=False)

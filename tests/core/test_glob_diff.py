@@ -7,7 +7,7 @@ The pathological patterns (`a*a*...a*b` against a long run of `a`s) took minired
 backtracking matcher minutes; Redis gives up on such branches at once. Their tests only assert
 that the reply equals Redis's: the suite's timeout is what catches a matcher that wedges.
 """
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Push
@@ -122,8 +122,7 @@ _patterns = st.lists(st.sampled_from(_PATTERN_BYTES), max_size=8).map(b"".join)
 _keys = st.lists(st.sampled_from(_KEY_BYTES), max_size=6).map(b"".join)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150)
 @given(keys=st.lists(_keys, min_size=1, max_size=8, unique=True),
        patterns=st.lists(_patterns, min_size=1, max_size=4))
 def test_keys_matches_redis_on_random_patterns(diff, keys, patterns):

@@ -3,7 +3,7 @@
 Hashes stay small with short values, so Redis keeps them as listpacks in insertion order and
 HGETALL/HKEYS/HVALS are compared in order. Set replies are compared as multisets.
 """
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 HASHES = ["h1", "h2"]
@@ -61,9 +61,7 @@ set_commands = st.one_of(
 
 
 def _settings():
-    return settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow])
+    return settings(max_examples=100)
 
 
 @_settings()

@@ -5,7 +5,7 @@ Keys and values come from tiny alphabets so commands collide: renames onto exist
 INCR on non-numbers, list commands on strings. List commands are drawn only if minired knows
 them, so this test grows with the server.
 """
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 KEYS = st.sampled_from(["k1", "k2", "k3"])
@@ -93,7 +93,7 @@ def _known_list_commands(diff) -> list:
     return generators
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150)
 @given(data=st.data())
 def test_random_sequences_match_redis(diff, data):
     available = STRING_COMMANDS + KEY_COMMANDS + _known_list_commands(diff)

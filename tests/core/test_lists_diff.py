@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
@@ -254,7 +254,7 @@ _list_commands = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40)
 @given(st.lists(_list_commands, min_size=1, max_size=25))
 def test_random_sequences_match_redis(diff, commands):
     diff.both("FLUSHALL")

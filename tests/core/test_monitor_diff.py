@@ -3,11 +3,11 @@ commands, with timestamps and client ports blanked out."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from tests.support.respclient import Err, RawClient
+from tests.support.waiting import blocked_in_client_list, wait_until
 
 END = b"end-of-test"
 
@@ -84,7 +84,8 @@ def test_a_blocked_command_is_shown_once_when_it_blocks(diff, connect):
     waiter = connect()
     waiter.redis.send("BLPOP", "q", 0)
     waiter.minired.send("BLPOP", "q", 0)
-    time.sleep(0.1)  # the BLPOPs have arrived and blocked
+    for client in (diff.redis, diff.minired):  # the BLPOPs have arrived and blocked
+        wait_until(lambda: blocked_in_client_list(client) == 1, "BLPOP blocked")
     diff.check("RPUSH", "q", "x")
     waiter.read_both()
     diff.check("RPUSH", "q", "y")

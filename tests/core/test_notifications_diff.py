@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.support.respclient import RawClient
+from tests.support.waiting import wait_blocked, wait_until
 
 SYNC = "notifications-sync"
 
@@ -300,7 +301,7 @@ def test_blocked_pops_served_later(logs, connect):
     for blocking, push in steps:
         pair.redis.send(*blocking)
         pair.minired.send(*blocking)
-        time.sleep(0.05)
+        wait_blocked(redis.publisher, minired.publisher)
         assert minired.run(*push) == redis.run(*push)
         pair.read_both()
 
@@ -533,8 +534,10 @@ def test_expired_keys_lazily_and_actively(logs):
         assert logs_seen[1] == logs_seen[0], key_command
     for log in (redis, minired):
         log.run("SET", "k", "1", "PX", "20")
-    time.sleep(0.4)  # several active expiry cycles on both servers
-    assert minired.events() == redis.events() == [
+    # Nothing touches k now: only the background sweep can expire it, when its cycle comes.
+    swept = [wait_until(log.events, "the active expiry of k", interval=0.02)
+             for log in (redis, minired)]
+    assert swept[1] == swept[0] == [
         (b"__keyspace@0__:k", b"expired"), (b"__keyevent@0__:expired", b"k")]
 
 
@@ -658,13 +661,12 @@ def _no_due_expiry(command: list) -> list:
 def test_generated_commands_notify_as_in_redis(logs):
     """Random command sequences over every type: the same events, in the same order (replies
     are compared by type only, as some are random or unordered)."""
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import given, settings
     from hypothesis import strategies as st
 
     pair = logs("KEAnm")
 
-    @settings(max_examples=300, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=300)
     @given(commands=st.lists(_generated_commands(), min_size=1, max_size=10))
     def check(commands):
         transcripts = []

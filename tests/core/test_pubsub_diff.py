@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Differential, Push
@@ -18,7 +18,7 @@ def assert_nothing_pending(subscriber: Differential) -> None:
 
 def wait_until_both(pair: Differential, expected, *command) -> None:
     """Disconnects are processed asynchronously by both servers: poll until both agree."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # generous: returns as soon as it holds
     while True:
         redis_reply, mini_reply = pair.both(*command)
         if redis_reply == mini_reply == expected:
@@ -233,8 +233,7 @@ def test_shard_channels(diff, connect):
 _GLOB_ALPHABET = "ab*?[]^-\\"
 
 
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120)
 @given(pattern=st.text(_GLOB_ALPHABET, min_size=1, max_size=6),
        channel=st.text("ab-]^\\*", min_size=1, max_size=5))
 def test_pattern_matching_is_redis_glob(diff, pattern, channel):

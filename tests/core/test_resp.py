@@ -72,7 +72,7 @@ def test_elements_hiredis_reads_as_bytes_are_not_bulk_strings(element):
 
 @pytest.mark.parametrize("use_hiredis", [True, False], ids=["hiredis", "scanner"])
 @given(st.lists(_RESPISH, min_size=1, max_size=4))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 def test_shortcut_and_general_parser_agree_on_junk(use_hiredis, reads):
     fast, slow = RequestParser(), RequestParser()
     for data in reads:
@@ -125,7 +125,7 @@ _CANONICALISH = st.lists(st.one_of(
 
 
 @given(_CANONICALISH, st.sampled_from([0, 1, 3, 512 * 1024 * 1024]), st.sampled_from([1, 2, 2**31 - 1]))
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600)
 def test_canonical_scanner_is_a_prefix_of_the_general_parse(data, max_bulk, max_multibulk):
     """parse_canonical may stop early but never disagrees: its commands are the general
     parser's first ones, it stops where they end, and compiled or not it answers the same."""
@@ -174,7 +174,7 @@ def test_empty_lines_and_empty_multibulk_are_skipped():
 
 @given(st.lists(st.lists(st.binary(max_size=40), min_size=1, max_size=6), min_size=1, max_size=8),
        st.data())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 def test_any_split_of_a_pipeline_parses_the_same(commands, data):
     stream = b"".join(multibulk(*cmd) for cmd in commands)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
@@ -315,7 +315,7 @@ def test_double_formatting_follows_redis_7_0():
 
 @given(st.lists(st.lists(st.binary(max_size=40), min_size=1, max_size=6), min_size=1, max_size=8),
        st.data())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @pytest.mark.parametrize("use_hiredis", [True, False], ids=["hiredis", "scanner"])
 def test_feed_and_parse_matches_feed_then_parse(use_hiredis, commands, data):
     stream = b"".join(multibulk(*cmd) for cmd in commands) + data.draw(st.sampled_from(

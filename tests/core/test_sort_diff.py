@@ -4,7 +4,7 @@ patterns, STORE, how ties come out, scripts, and the key positions COMMAND repor
 A set's own order is Redis's hash table order, which minired does not share: sets are only
 sorted here in ways whose result does not depend on it (or compared as multisets).
 """
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.support.respclient import Err
@@ -294,8 +294,7 @@ limit = st.one_of(st.none(), st.tuples(st.sampled_from(["0", "1", "3", "-1", "12
                                        st.sampled_from(["0", "1", "2", "5", "-1", "100"])))
 
 
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(key=source, by_pattern=by, get_patterns=gets, limit_range=limit, alpha=st.booleans(),
        desc=st.booleans(), store=st.booleans(), read_only=st.booleans())
 def test_generated_sorts_match_redis(diff, key, by_pattern, get_patterns, limit_range, alpha,

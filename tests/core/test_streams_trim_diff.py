@@ -3,7 +3,7 @@ these tests check that node boundaries (entry count and listpack byte size) fall
 puts them: XLEN after `~` trims and XINFO STREAM's radix tree counts expose them directly."""
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
@@ -66,8 +66,7 @@ _trim = st.tuples(st.just("trim"), st.sampled_from(["MAXLEN", "MINID"]), st.bool
 _delete = st.tuples(st.just("del"), st.integers(1, 400))
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(ops=st.lists(st.one_of(_add, _add, _add, _trim, _delete), min_size=20, max_size=160),
        node_entries=st.sampled_from([100, 7]))
 def test_random_histories_leave_the_same_nodes(diff, ops, node_entries):

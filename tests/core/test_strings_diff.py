@@ -1,6 +1,6 @@
 """String commands compared with real Redis: replies, reply types and error texts."""
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
@@ -56,7 +56,7 @@ _OPTION_LISTS = st.lists(st.one_of(_FLAG, _FLAG, _EXPIRY, _EXPIRY, _JUNK), max_s
     lambda units: [word for unit in units for word in unit])
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120)
 @given(options=_OPTION_LISTS, exists=st.booleans())
 def test_set_and_getex_option_lists_match_redis(diff, options, exists):
     diff.both("FLUSHALL")

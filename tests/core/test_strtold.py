@@ -95,7 +95,7 @@ def _numbers(draw) -> bytes:
 _JUNK = st.text("0123456789.+-eExXpPabcdfinINFtyaN() \t", max_size=24).map(str.encode)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600)
 @given(st.one_of(_numbers(), _JUNK))
 @example(b"0.1")
 @example(b"1e-4940")    # subnormal

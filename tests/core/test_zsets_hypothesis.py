@@ -5,7 +5,7 @@ Members and scores come from small pools so that commands collide on the same el
 sets stay small, so Redis keeps them as listpacks, whose behaviour minired reproduces also
 for lexicographic ranges over mixed scores.
 """
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 KEYS = ["z1", "z2"]
@@ -77,8 +77,7 @@ commands = st.one_of(
 )
 
 
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=120)
 @given(protocol=st.sampled_from([2, 3]), sequence=st.lists(commands, min_size=1, max_size=25))
 def test_sorted_set_command_sequences_match_redis(diff, protocol, sequence):
     diff.both("DEL", *KEYS)

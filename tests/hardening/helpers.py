@@ -55,7 +55,7 @@ def server_state(server) -> dict:
     }
 
 
-def wait_for_state(embedded, expected: dict, timeout: float = 5.0) -> dict:
+def wait_for_state(embedded, expected: dict, timeout: float = 30.0) -> dict:
     """Poll until the server's state equals expected (disconnects are processed asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:

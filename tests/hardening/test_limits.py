@@ -10,6 +10,7 @@ import pytest
 from minired.embed import EmbeddedServer
 from tests.support.respclient import Err, RawClient, encode_command
 from tests.support.servers import RedisServer
+from tests.support.waiting import wait_blocked, wait_until
 
 from .helpers import is_closed, read_until_closed, wait_for_state
 
@@ -67,7 +68,7 @@ def test_query_buffer_limit_applies_to_a_blocked_client(pair):
     admin.call("CONFIG", "SET", "client-query-buffer-limit", "1mb")
     with socket.create_connection(("127.0.0.1", minired.port), timeout=5) as sock:
         sock.sendall(encode_command(["BLPOP", "nothing", "0"]))
-        time.sleep(0.1)
+        wait_blocked(admin)
         chunk = encode_command(["SET", "k", "v" * 1000])
         try:
             for _ in range(2000):  # ~2 MB of complete commands queued behind the BLPOP
@@ -86,7 +87,7 @@ def test_commands_sent_while_blocked_run_after_the_unblock(pair):
     waiter, pusher = RawClient(minired.port), RawClient(minired.port)
     waiter.send_raw(encode_command(["BLPOP", "q", "0"]) + encode_command(["SET", "after", "1"])
                     + encode_command(["GET", "after"]))
-    time.sleep(0.1)
+    wait_blocked(pusher)
     assert pusher.call("EXISTS", "after") == 0
     assert pusher.call("RPUSH", "q", "job") == 1
     assert [waiter.read(), waiter.read(), waiter.read()] == [[b"q", b"job"], b"OK", b"1"]
@@ -118,7 +119,9 @@ def _subscriber_that_never_reads(port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fill the kernel side fast
     sock.connect(("127.0.0.1", port))
     sock.sendall(encode_command(["SUBSCRIBE", "news"]))
-    time.sleep(0.1)
+    observer = RawClient(port)
+    wait_until(lambda: observer.call("PUBSUB", "NUMSUB", "news") == [b"news", 1], "SUBSCRIBE")
+    observer.close()
     return sock
 
 
@@ -148,8 +151,9 @@ def test_pubsub_soft_limit_needs_its_seconds(pair):
     admin.call("CONFIG", "SET", "client-output-buffer-limit", "pubsub 0 64kb 1")
     sock = _subscriber_that_never_reads(minired.port)
     message = b"m" * 10_000
-    for _ in range(1000):  # well over the soft limit (past the kernel buffers), only just now
-        admin.call("PUBLISH", "news", message)
+    # Well over the soft limit (past the kernel buffers), only just now: pipelined, so the
+    # second allowed over it cannot have passed by the next PUBLISH, however loaded the machine.
+    admin.pipeline([("PUBLISH", "news", message)] * 1000)
     assert admin.call("PUBLISH", "news", b"x") == 1  # over soft, not for a second yet
     time.sleep(1.2)
     assert admin.call("PUBLISH", "news", b"x") == 1  # this write notices the second has passed

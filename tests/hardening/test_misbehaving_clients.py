@@ -9,6 +9,7 @@ import pytest
 
 from minired.embed import EmbeddedServer
 from tests.support.respclient import RawClient, encode_command
+from tests.support.waiting import wait_until
 
 from .helpers import server_state, wait_for_state
 
@@ -41,9 +42,7 @@ def server():
 def test_disconnect_leaves_no_state(server, name):
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     sock.sendall(ABANDONED[name])
-    time.sleep(0.1)
-    during = server.call(server_state, server.server)
-    assert during["clients"] == 1
+    wait_until(lambda: server.call(server_state, server.server)["clients"] == 1, "connected")
     sock.close()
     assert wait_for_state(server, CLEAN) == CLEAN
     # The keys they waited on or watched still work for everyone else.
@@ -60,9 +59,14 @@ def test_disconnect_with_an_abortive_reset(server):
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         sock.sendall(payload)
-        time.sleep(0.05)
+        wait_until(lambda: _blocked_or_subscribed(server), "blocked or subscribed")
         sock.close()
-    assert wait_for_state(server, CLEAN) == CLEAN
+        assert wait_for_state(server, CLEAN) == CLEAN
+
+
+def _blocked_or_subscribed(server) -> bool:
+    state = server.call(server_state, server.server)
+    return state["waiters"] + state["channels"] > 0
 
 
 def test_disconnect_during_a_long_script(server):
@@ -82,7 +86,7 @@ def test_disconnect_during_a_long_script(server):
 def test_push_to_a_key_whose_waiter_left(server):
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     sock.sendall(encode_command(["BLPOP", "jobs", "0"]))
-    time.sleep(0.05)
+    wait_until(lambda: _blocked_or_subscribed(server), "BLPOP blocked")
     sock.close()
     wait_for_state(server, CLEAN)
     client = RawClient(server.port)

@@ -14,6 +14,7 @@ import redis
 from minired.embed import EmbeddedServer, SubprocessServer
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.waiting import wait_blocked, wait_until
 
 
 def _kill9(server: SubprocessServer) -> None:
@@ -134,7 +135,7 @@ def test_blocked_pop_is_logged_when_served(tmp_path):
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes", appendfsync="always") as srv:
         waiter, pusher = RawClient(srv.port), RawClient(srv.port)
         waiter.send("BLMOVE", "jobs", "active", "LEFT", "RIGHT", "0")
-        time.sleep(0.1)
+        wait_blocked(pusher)
         pusher.call("RPUSH", "jobs", "j1", "j2")
         assert waiter.read() == b"j1"
         waiter.close()
@@ -198,7 +199,7 @@ def test_bgsave_shutdown_save_and_save_points(tmp_path):
     try:
         client = redis.Redis(port=server.port)
         client.set("a", "1")
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # generous: returns as soon as it holds
         while not (tmp_path / "dump.rdb").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert (tmp_path / "dump.rdb").exists(), "the save point did not fire"
@@ -248,13 +249,12 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
         client = redis.Redis(port=srv.port)
         client.set("before", "1")
         assert client.config_set("appendonly", "yes")
-        deadline = time.monotonic() + 3
         engine = srv.server.persistence
-        while engine.aof_file is None and time.monotonic() < deadline:  # the next tick
-            time.sleep(0.05)
+        # The AOF opens, and closes, on a later tick.
+        wait_until(lambda: engine.aof_file is not None, "the AOF opened")
         client.set("after", "2")
         assert client.config_set("appendonly", "no")
-        time.sleep(0.3)
+        wait_until(lambda: engine.aof_file is None, "the AOF closed")
         client.set("not-logged", "3")
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes") as srv:
         client = redis.Redis(port=srv.port)
@@ -421,7 +421,7 @@ def test_minired_aof_loads_into_redis_and_back(tmp_path):
         _aof_dataset(client)
         assert client.bgrewriteaof()
         client.set("after-rewrite", "1")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # generous: returns as soon as it holds
         while client.info("persistence")["aof_rewrite_in_progress"] and time.monotonic() < deadline:
             time.sleep(0.05)
         client.set("after-rewrite-done", "2")

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minired.embed import SubprocessServer
@@ -98,7 +98,7 @@ _resp_piece = st.one_of(
 _junk = st.lists(_resp_piece, min_size=1, max_size=30).map(b"".join)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60)
 @given(chunks=st.lists(_junk, min_size=1, max_size=4))
 def test_random_junk_never_hurts_the_server(mini, chunks):
     with socket.create_connection(("127.0.0.1", mini.port), timeout=5) as sock:
@@ -110,7 +110,7 @@ def test_random_junk_never_hurts_the_server(mini, chunks):
     assert _ping_ok(mini.port)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25)
 @given(args=st.lists(st.binary(max_size=30), min_size=1, max_size=6),
        cut=st.integers(min_value=1, max_value=200))
 def test_truncated_frames_wait_for_the_rest(mini, args, cut):

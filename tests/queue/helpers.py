@@ -20,7 +20,7 @@ def take(queue: Queue, token: str = "tok", lock_ttl_ms: int = 30_000) -> Fetch:
     raise AssertionError("moveToActive kept missing")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.01) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -55,3 +55,12 @@ def assert_each_job_in_exactly_one_state(queue: Queue, job_ids: list[str]) -> No
 def server_time_ms(client) -> int:
     seconds, micros = client.time()
     return int(seconds) * 1000 + int(micros) // 1000
+
+
+def readme_example(section: str) -> str:
+    """The first Python block under a README heading, to run as the README shows it."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "queue" / "README.md").read_text()
+    body = readme.split(f"### {section}\n", 1)[1]
+    return body.split("```python\n", 1)[1].split("```", 1)[0]

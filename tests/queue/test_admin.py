@@ -184,3 +184,44 @@ def test_a_stall_is_in_the_jobs_errors_too(queue, client):
     reasons = [(e["attempt"], e["reason"].split(":")[0]) for e in queue.job_errors("s")]
     assert reasons == [(1, "stalled"), (2, "job stalled more than the allowed limit (1)")]
     assert queue.get_state("s") == "failed"
+
+
+def test_a_removed_pending_job_takes_its_log_and_tells_its_waiters(queue, client):
+    """removeJobs with both sides' keys: the log goes with the job, and a job removed before
+    it finished gets its `removed` event (a finished one does not)."""
+    from minired_queue.transitions import add_log
+
+    queue.add(job_id="done")
+    assert _finish(queue, token="w:2") == "done"
+    queue.add_job(JobSpec({}, job_id="r", attempts=2))
+    fetch = take(queue, token="w:1")
+    add_log(queue.keys, "r", "tried once", 10).run(client)
+    retry_or_fail(queue.keys, fetch.job, "w:1", "boom").run(client)  # back in wait, with a log
+    assert sorted(queue.remove_many(["r", "done"])) == ["done", "r"]
+    assert not client.exists(queue.keys.logs("r"), queue.keys.job("r"), queue.keys.job("done"))
+    assert [e["jobId"] for e in queue.events() if e["event"] == "removed"] == ["r"]
+
+
+def test_a_debounced_job_replacing_a_pending_one_deletes_its_log(queue, client):
+    from minired_queue.transitions import add_log
+
+    queue.add_job(JobSpec({}, job_id="first", dedup_id="d", debounce_ms=60_000, attempts=2))
+    queue.promote("first")
+    fetch = take(queue, token="w:1")
+    add_log(queue.keys, "first", "ran once", 10).run(client)
+    retry_or_fail(queue.keys, fetch.job, "w:1", "boom").run(client)  # pending again, with a log
+    queue.add_job(JobSpec({}, job_id="second", dedup_id="d", debounce_ms=60_000))
+    assert queue.get_job("first") is None
+    assert not client.exists(queue.keys.logs("first"))
+
+
+def test_an_unreadable_errors_field_does_not_keep_a_job_in_active(queue, client):
+    """recordError reads `errors` as leniently as the counters are read: a field written by
+    hand starts a new list instead of failing retryOrFail (the job would stay active)."""
+    queue.add(job_id="j")
+    fetch = take(queue, token="w:1")
+    client.hset(queue.keys.job("j"), mapping={"errors": "not json", "attemptsMade": "x"})
+    assert retry_or_fail(queue.keys, fetch.job, "w:1", "boom").run(client).status == "failed"
+    assert [(e["attempt"], e["reason"]) for e in queue.job_errors("j")] == [(1, "boom")]
+    client.hset(queue.keys.job("j"), "errors", "{")
+    assert queue.job_errors("j") == []  # read as none, as the scripts read it

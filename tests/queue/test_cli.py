@@ -7,12 +7,13 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from minired_queue.cli import load_handler, main
-from minired_queue.transitions import retry_or_fail
+from minired_queue.transitions import complete, retry_or_fail
 
 from .conftest import BACKENDS
 from .helpers import take, wait_until
@@ -72,6 +73,75 @@ def test_add_prints_the_job_id(backend, queue, capsys):
     main(_cli(backend, "add", queue.name, '{"to": "x"}', "--id", "fixed-1", "--attempts", "3"))
     assert capsys.readouterr().out.strip() == "fixed-1"
     assert queue.get_job("fixed-1").max_attempts == 3
+
+
+def test_add_with_limits_and_wait_for_the_outcome(backend, queue, capsys):
+    main(_cli(backend, "add", queue.name, '{"n": 1}', "--id", "j", "--ttl-ms", "60000", "--timeout-ms", "500"))
+    job = queue.get_job("j")
+    assert capsys.readouterr().out.strip() == "j" and job.timeout_ms == 500 and job.expire_at == job.timestamp + 60000
+    assert main(_cli(backend, "add", queue.name, "1", "--dedup-id", "d", "--debounce-ms", "-5")) == 2
+    assert "debounce_ms must be an integer from 0 to" in capsys.readouterr().err
+    assert main(_cli(backend, "add", queue.name, "1", "--debounce-ms", "5")) == 2
+    assert "need a dedup_id" in capsys.readouterr().err
+    fetch = take(queue, token="t")
+    complete(queue.keys, fetch.job, "t", {"ok": True}).run(queue.client)
+    assert main(_cli(backend, "wait", queue.name, "j", "--timeout", "5")) == 0
+    assert json.loads(capsys.readouterr().out) == {"ok": True}
+    queue.add(2, job_id="k")
+    fetch = take(queue, token="u")
+    retry_or_fail(queue.keys, fetch.job, "u", "boom").run(queue.client)
+    assert main(_cli(backend, "wait", queue.name, "k")) == 1 and capsys.readouterr().err == "failed: boom\n"
+    assert main(_cli(backend, "wait", queue.name, "nope")) == 3
+    queue.add(3, job_id="slow")
+    assert main(_cli(backend, "wait", queue.name, "slow", "--timeout", "0.05")) == 4
+    assert main(_cli(backend, "wait", queue.name, "slow", "--timeout", "-1")) == 2
+
+
+def test_add_with_a_payload_that_is_not_json_is_a_one_line_error(backend, queue, capsys):
+    assert main(_cli(backend, "add", queue.name, "{not json")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("minired-queue: error: data is not JSON (") and err.count("\n") == 1
+    assert main(_cli(backend, "add", queue.name, "NaN")) == 2
+    assert "job data is not JSON" in capsys.readouterr().err
+    assert sum(queue.counts().values()) == 0
+
+
+@pytest.mark.parametrize("command", [["counts"], ["failed"], ["configure"], ["configure", "concurrency=2"],
+                                     ["repeat"], ["repeat", "--remove", "r"], ["metrics"]])
+def test_commands_on_a_queue_that_does_not_exist_say_so(backend, queue, capsys, command):
+    with pytest.raises(SystemExit) as refused:
+        main(_cli(backend, command[0], queue.name, *command[1:]))
+    assert refused.value.code == f"no such queue: {queue.name!r} (minired-queue queues lists them)"
+    assert capsys.readouterr().out == ""
+    assert not queue.exists()
+    queue.add({"n": 1})
+    assert main(_cli(backend, command[0], queue.name, *command[1:])) == 0
+
+
+def test_a_queue_exists_by_its_registration_or_its_keys(queue):
+    assert not queue.exists()
+    queue.client.hset(queue.keys.meta, "maxStalled", 2)  # as a client that does not register would
+    assert queue.exists()
+    queue.client.delete(queue.keys.meta)
+    assert not queue.exists()
+    queue.pause()
+    queue.resume()
+    assert queue.exists()
+
+
+def test_configure_sets_up_a_new_queue_only_when_asked(backend, queue, capsys):
+    with pytest.raises(SystemExit):
+        main(_cli(backend, "configure", queue.name, "concurrency=2"))
+    assert main(_cli(backend, "configure", queue.name, "concurrency=2", "--create")) == 0
+    assert json.loads(capsys.readouterr().out)["concurrency"] == 2 and queue.exists()
+
+
+def test_repeat_shows_next_runs_as_iso_utc_times(backend, queue, capsys):
+    queue.add_repeatable("hourly", every_ms=3_600_000)
+    tick = queue.repeatables()[0].next_tick_ms
+    main(_cli(backend, "repeat", queue.name))
+    expected = datetime.fromtimestamp(tick / 1000, timezone.utc).strftime("%Y-%m-%dT%H:00:00.000Z")
+    assert f"hourly  every 3600000 ms  next={expected}  made=0" in capsys.readouterr().out
 
 
 def test_load_handler_resolves_dotted_paths():
@@ -204,7 +274,7 @@ def test_sweep_uses_the_stall_limit_stored_with_the_queue(backend, queue, clock,
 
 
 def test_configure_repeat_and_metrics_commands(backend, queue, capsys):
-    main(_cli(backend, "configure", queue.name, "concurrency=4", "rate_max=10", "rate-duration-ms=2000"))
+    main(_cli(backend, "configure", queue.name, "concurrency=4", "rate_max=10", "rate-duration-ms=2000", "--create"))
     assert json.loads(capsys.readouterr().out) == {"concurrency": 4, "rate_max": 10, "rate_duration_ms": 2000,
                                                    "max_stalled": 1}
     main(_cli(backend, "configure", queue.name, "concurrency=none"))

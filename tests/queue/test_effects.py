@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from minired_queue import RedisOp
 from minired_queue.effects import AsyncEffectGuard, EffectGuard
+from minired_queue.transitions import complete
+
+from .helpers import take
 
 
 def _ledger(queue) -> str:
@@ -87,3 +91,32 @@ def test_async_guard_behaves_the_same(backend, queue):
     assert ran == [(True, "sent"), (False, None)]
     assert released  # the failed effect gave its marker back, so the retry runs it
     assert int(value) == 1
+
+
+@pytest.mark.parametrize("max_stalled", [None, 2])
+def test_two_worker_kills_dead_letter_a_job_before_its_effect_under_the_default_stall_limit(
+        client, queue, clock, max_stalled):
+    """What README's 'Exactly once, and the stall limit' says: with the default limit (1)
+    a job whose worker dies twice before its effect is failed, the effect applied 0 times;
+    retrying it from failed applies it once; a higher limit completes it by itself."""
+    if max_stalled is not None:
+        queue.configure(max_stalled=max_stalled)
+    guard = EffectGuard(client, queue.keys)
+    charge = RedisOp("INCR", _ledger(queue))
+    job_id = queue.add({"order": 1})
+    for kill in range(2):  # each delivery dies before its effect: its lock lapses, the sweep counts a stall
+        assert take(queue, token=f"killed-{kill}", lock_ttl_ms=clock.span(40)).job.id == job_id
+        clock.advance(clock.span(80))
+        queue.sweep()
+    if max_stalled is None:
+        job = queue.get_job(job_id)
+        assert job.state == "failed" and job.failed_reason == "job stalled more than the allowed limit (1)"
+        assert client.get(_ledger(queue)) is None  # applied 0 times
+        assert queue.retry_failed() == 1
+    fetch = take(queue, token="survivor")
+    guard.apply_once(job_id, "charge", [charge], "survivor")
+    guard.apply_once(job_id, "charge", [charge], "survivor")
+    assert complete(queue.keys, fetch.job, "survivor", None).run(client)
+    assert int(client.get(_ledger(queue))) == 1
+    readme = (Path(__file__).resolve().parents[2] / "queue" / "README.md").read_text()
+    assert "a job caught\nby two worker kills goes to failed" in readme and "`queue.configure(max_stalled=10)`" in readme

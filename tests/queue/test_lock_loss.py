@@ -104,7 +104,7 @@ def test_a_sigstopped_worker_process_cannot_ack_after_sigcont(backend, queue):
     try:
         assert proc.stdout.readline().strip() == "started"
         proc.send_signal(signal.SIGSTOP)
-        wait_until(lambda: not queue.client.exists(queue.keys.lock(job_id)), timeout=5)  # 300 ms TTL lapses
+        wait_until(lambda: not queue.client.exists(queue.keys.lock(job_id)))  # 300 ms TTL lapses
         assert queue.sweep().recovered == [job_id]
         fetch = take(queue, token="replacement:1")
         assert fetch.job.id == job_id

@@ -160,5 +160,5 @@ def test_metrics_events_and_queue_registry(client, queue):
     assert (metrics["added"], metrics["completed"], metrics["ms_count"]) == (2, 1, 1)
     events = queue.events()
     assert [(e["event"], e["jobId"]) for e in events][0] == ("waiting", job_id)
-    assert [e["event"] for e in events] == ["waiting", "delayed", "completed"]
+    assert [e["event"] for e in events] == ["waiting", "delayed", "active", "completed"]
     assert queue.name in known_queues(client)

@@ -9,9 +9,10 @@ from pathlib import Path
 from minired_queue.active import ActiveJob
 from minired_queue.cli import build_parser
 from minired_queue.effects import DEFAULT_EFFECT_TTL_MS
+from minired_queue.job import JobSpec
 from minired_queue.options import WorkerOptions
 from minired_queue.queue import DEFAULT_MAX_STALLED
-from minired_queue.transitions import DEFAULT_EVENTS_CAP
+from minired_queue.transitions import DEFAULT_EVENTS_CAP, DEFAULT_PROGRESS_CAP
 from minired_queue.worker import Worker
 
 from .helpers import take, wait_until
@@ -44,6 +45,9 @@ def test_readme_defaults_are_the_code_defaults():
     assert table["shutdown grace"] == f"{options.shutdown_grace_s:g} s" == f"{cli.grace:g} s"
     assert table["effect marker lifetime"] == f"{DEFAULT_EFFECT_TTL_MS // 86_400_000} days"
     assert table["events stream cap"] == f"~{DEFAULT_EVENTS_CAP} entries"
+    assert table["progress stream cap"] == f"~{DEFAULT_PROGRESS_CAP} entries"
+    spec = JobSpec(None)
+    assert (spec.ttl_ms, spec.timeout_ms, spec.debounce_ms, spec.throttle_ms) == (0, 0, 0, 0)
 
 
 def test_protocol_states_the_stall_limit_the_code_applies(queue, clock):

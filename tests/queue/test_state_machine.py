@@ -180,7 +180,7 @@ ACTIONS = st.lists(st.sampled_from(["add", "add_delayed", "take", "complete", "f
                                     "expire_and_sweep", "promote"]), min_size=5, max_size=25)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, suppress_health_check=list(HealthCheck))
 @given(actions=ACTIONS, seed=st.integers(0, 2**16))
 def test_every_job_is_always_in_exactly_one_state(client, queue_name, clock, actions, seed):
     """Random interleavings of every transition never leave a job in no state or two."""

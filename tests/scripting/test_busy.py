@@ -39,7 +39,7 @@ def _run_in_background(port: int, *command) -> tuple[threading.Thread, dict]:
     return thread, result
 
 
-def _wait_busy(client: RawClient, deadline: float = 5.0):
+def _wait_busy(client: RawClient, deadline: float = 30.0):
     start = time.monotonic()
     while time.monotonic() - start < deadline:
         reply = client.call("PING")
@@ -55,7 +55,9 @@ def test_script_kill_stops_a_runaway_script(server):
     admin.call("SET", "k", "v")
     thread, result = _run_in_background(server.port, "EVAL", "while true do end", 0)
     reply, waited = _wait_busy(admin)
-    assert reply == Err(BUSY) and waited < 1.0
+    # Busy after the 100 ms threshold set above, not the default 5 s (with room for a loaded
+    # machine).
+    assert reply == Err(BUSY) and waited < 4.0
     # A connection opened during the busy period is served too, allow-busy commands included.
     late = RawClient(server.port)
     assert late.call("GET", "k") == Err(BUSY)

@@ -13,15 +13,14 @@ import re
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from lupa import lua51
 
 from minired.scripting.lualibs import install_libraries
 from tests.support.servers import RedisServer
 
-HYPOTHESIS = settings(max_examples=120, deadline=None,
-                      suppress_health_check=[HealthCheck.function_scoped_fixture])
+HYPOTHESIS = settings(max_examples=120)
 
 
 # ---------------------------------------------------------------- harness --

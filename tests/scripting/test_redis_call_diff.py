@@ -5,7 +5,7 @@ minired."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 _FILL = [("SET", "s", "v"), ("RPUSH", "l", "a", "b", "7"), ("HSET", "h", "f", "1"),
@@ -41,7 +41,7 @@ def test_replies(diff, bridge, expression):
             diff.check("EVAL", f"{prefix}return {expression}", 0)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150)
 @given(number=st.one_of(st.floats(), st.integers(-2**64, 2**64),
                         st.sampled_from(["1e17", "-1e17", "99999999999999999", "1e16", "0.1",
                                          "-0.0", "2^53+1", "0/0", "-(0/0)", "1/0", "-1/0"])))

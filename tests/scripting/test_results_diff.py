@@ -8,7 +8,7 @@ scripts. The EVAL tests run once per bridge (conftest.py).
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 _STRINGS = st.sampled_from(["''", "'a'", "'hello world'", "'x\\r\\ny'", "'\\0bin'", "'-1'", "'3.5'"])
@@ -31,7 +31,7 @@ def _arrays(children):
 _VALUES = st.recursive(_LEAVES, _arrays, max_leaves=12)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120)
 @given(value=_VALUES, client_resp=st.sampled_from([2, 3]), script_resp=st.sampled_from([2, 3]))
 def test_random_results(diff, bridge, value, client_resp, script_resp):
     diff.hello(client_resp)
@@ -39,7 +39,7 @@ def test_random_results(diff, bridge, value, client_resp, script_resp):
     diff.check("EVAL", f"{prefix}return {value}", 0)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40)
 @given(value=_VALUES, client_resp=st.sampled_from([2, 3]))
 def test_random_function_results(diff, value, client_resp):
     diff.hello(client_resp)
@@ -81,7 +81,7 @@ _TABLE_KEYS = st.sampled_from(["ok", "err", "double", "map", "set", "a", "b", "c
 _TABLE_VALUES = st.sampled_from(["'x'", "7", "nil", "{}", "{1}"])
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120)
 @given(steps=st.lists(st.tuples(_TABLE_KEYS, _TABLE_VALUES), min_size=1, max_size=8),
        client_resp=st.sampled_from([2, 3]))
 def test_results_built_by_assignments(diff, bridge, steps, client_resp):

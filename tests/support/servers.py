@@ -1,7 +1,9 @@
 """Start and stop real servers (Debian's redis-server, minired subprocesses) on free loopback ports."""
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -43,12 +45,29 @@ def terminate(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
         proc.wait()
 
 
+# The release minired answers like (minired.REDIS_VERSION); the differential tests compare
+# with it, and another release differs in replies, error texts and INFO fields.
+REFERENCE_SERIES = "7.0."
+
+
+@functools.cache
 def redis_server_binary() -> str:
+    """The redis-server on PATH, once it has said it is a 7.0 release."""
     path = shutil.which("redis-server")
     if not path:
         raise RuntimeError(
             "redis-server is not installed; the differential tests need it "
             "(scripts/test.sh installs Debian's redis-server package)"
+        )
+    banner = subprocess.run([path, "--version"], capture_output=True, text=True,
+                            timeout=30).stdout
+    version = re.search(r"\bv=(\S+)", banner)
+    if version is None or not version.group(1).startswith(REFERENCE_SERIES):
+        found = version.group(1) if version else repr(banner.strip())
+        raise RuntimeError(
+            f"{path} is Redis {found}; the differential tests compare minired with Redis "
+            f"{REFERENCE_SERIES}x (7.0.15: Debian bookworm's redis-server package). Put a "
+            f"{REFERENCE_SERIES}x redis-server first on PATH."
         )
     return path
 

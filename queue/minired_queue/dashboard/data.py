@@ -16,7 +16,6 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import admin
 from ..chaos import guarded_key, unguarded_key
 from ..job import STATES, Job, text
 from ..metrics import DURATION_BOUNDS_MS
@@ -94,7 +93,7 @@ def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
     return {"name": name, "counts": queue.counts(), "paused": queue.is_paused(),
             "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(running),
             "recovered": [e for e in events if e.get("event") == "stalled"],
-            "events": events, "workers": admin.workers(queue, running),
+            "events": events, "workers": queue.workers(running),
             "repeatables": [_repeatable(r) for r in queue.repeatables()],
             "settings": queue.settings()}
 

@@ -11,13 +11,28 @@
   ARGV[6] backoff delay (ms)   ARGV[7] delay (ms)
   ARGV[8] dedup id ('' for none)   ARGV[9] dedup TTL in ms (0: held until the job finishes)
   ARGV[10] events stream cap   ARGV[11] priority (0: none; lower runs first)
+  ARGV[12] TTL in ms (0: none): past now + TTL (server clock) a job never delivered is
+           failed as 'expired' by moveToActive instead of running (stored as `expireAt`)
+  ARGV[13] timeout of one attempt in ms (0: none; stored as `timeout`, enforced by workers)
+
+  The numbers (ARGV 4, 6, 7, 9, 10, 11, 12, 13) must be decimal integers in range: anything else
+  is an error reply and nothing is written (a job hash holding '0.5' could not be read).
 
   Returns {job id, created}: created = 1 when this call made the job, 0 when the id
   already existed or the dedup id is held (then the id returned is the holder's).
 ]]
 --- @include "serverNow"
 --- @include "createJob"
+--- @include "storedInteger"
 local jobId = ARGV[1]
+integerArg(ARGV[4], 'max attempts', 1)
+integerArg(ARGV[6], 'backoff delay', 0)
+integerArg(ARGV[7], 'delay', 0)
+local ttl = integerArg(ARGV[9], 'dedup TTL', 0)
+integerArg(ARGV[10], 'events stream cap', 1)
+integerArg(ARGV[11], 'priority', 0)
+integerArg(ARGV[12], 'TTL', 0)
+integerArg(ARGV[13], 'timeout', 0)
 
 -- A stable id makes adding idempotent: the second add of the same id is a no-op.
 if redis.call('EXISTS', KEYS[6]) == 1 then
@@ -26,7 +41,6 @@ end
 
 local dedupId = ARGV[8]
 if dedupId ~= '' then
-  local ttl = tonumber(ARGV[9])
   local taken
   if ttl > 0 then
     taken = redis.call('SET', KEYS[7], jobId, 'NX', 'PX', ttl)
@@ -41,6 +55,7 @@ end
 createJob({wait = KEYS[1], delayed = KEYS[2], prioritized = KEYS[3], meta = KEYS[4], marker = KEYS[5],
            job = KEYS[6], metrics = KEYS[8], events = KEYS[9], eventsCap = ARGV[10]},
   jobId, {data = ARGV[2], name = ARGV[3], maxAttempts = ARGV[4], backoffType = ARGV[5],
-          backoffDelay = ARGV[6], delay = ARGV[7], dedupId = dedupId, priority = ARGV[11]},
+          backoffDelay = ARGV[6], delay = ARGV[7], dedupId = dedupId, priority = ARGV[11],
+          ttl = ARGV[12], timeout = ARGV[13]},
   serverNow())
 return {jobId, 1}

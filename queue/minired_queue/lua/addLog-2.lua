@@ -4,7 +4,7 @@
   ARGV[1] line   ARGV[2] most lines kept
 
   A job that no longer exists gets no log (no key would delete it). The log is deleted
-  with the job (removeJobs, cleanJobs, complete with removal).
+  with the job (removeJobs, cleanJobs, complete with removal, addDebouncedJob replacing it).
   Returns the number of lines kept, 0 when the job is gone.
 ]]
 if redis.call('EXISTS', KEYS[1]) == 0 then

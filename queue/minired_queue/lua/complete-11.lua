@@ -9,6 +9,9 @@
   ARGV[5] events stream cap   ARGV[6] the job's dedup id ('' for none)
   ARGV[7] the delivery's processedOn, as moveToActive stamped it ('' : read from the hash)
 
+  The `completed` event carries the return value (a waiter gets it even from a job deleted
+  as it completes).
+
   Returns 'completed', or 'lost' when the caller no longer owns the lock (the result is
   discarded: the job was, or will be, delivered to someone else).
 ]]
@@ -36,5 +39,5 @@ else
   redis.call('ZADD', KEYS[2], now, jobId)
 end
 wakeIfCapped(KEYS[8], KEYS[9])
-emitEvent(KEYS[7], ARGV[5], 'completed', jobId)
+emitEvent(KEYS[7], ARGV[5], 'completed', jobId, 'returnvalue', ARGV[3])
 return 'completed'

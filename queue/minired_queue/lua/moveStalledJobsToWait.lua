@@ -26,9 +26,10 @@
 --- @include "pushReady"
 --- @include "recordFinish"
 --- @include "emitEvent"
+--- @include "storedInteger"
 --- @include "recordError"
 local DEFAULT_MAX_STALLED = 1
-local maxStalled = tonumber(redis.call('HGET', KEYS[5], 'maxStalled')) or DEFAULT_MAX_STALLED
+local maxStalled = storedInteger(redis.call('HGET', KEYS[5], 'maxStalled')) or DEFAULT_MAX_STALLED
 local candidates = (#KEYS - 9) / 3
 local now = serverNow()
 
@@ -37,12 +38,15 @@ for i = 1, candidates do
   local jobId = ARGV[1 + i]
   local lockKey, jobKey, dedupKey = KEYS[7 + 3 * i], KEYS[8 + 3 * i], KEYS[9 + 3 * i]
   if redis.call('EXISTS', lockKey) == 0 and redis.call('LREM', KEYS[1], 1, jobId) > 0 then
-    local stalls = redis.call('HINCRBY', jobKey, 'stalledCounter', 1)
+    -- Counts read leniently, not HINCRBY: one job whose counter is not a number must not
+    -- stop the sweep of every job in the batch.
+    local stalls = (storedInteger(redis.call('HGET', jobKey, 'stalledCounter')) or 0) + 1
+    redis.call('HSET', jobKey, 'stalledCounter', stalls)
     redis.call('HDEL', jobKey, 'lockedBy')
     if stalls > maxStalled then
       local reason = 'job stalled more than the allowed limit (' .. maxStalled .. ')'
-      redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
-      redis.call('HSET', jobKey, 'failedReason', reason, 'finishedOn', now)
+      local made = (storedInteger(redis.call('HGET', jobKey, 'attemptsMade')) or 0) + 1
+      redis.call('HSET', jobKey, 'attemptsMade', made, 'failedReason', reason, 'finishedOn', now)
       recordError(jobKey, reason, now)
       freeDedup(dedupKey, jobId)
       redis.call('ZADD', KEYS[4], now, jobId)

@@ -17,20 +17,39 @@
   most that many jobs handed out per window, across all workers: 'limited', with the ms
   left in the window; the window is the limiter key's PX).
 
+  Expiry: a job with an `expireAt` (server ms, set by addJob from its ttl) that was never
+  delivered (`attemptsStarted` 0) and whose time has passed by the server clock is not
+  handed out: it goes to failed with the reason 'expired' (an `expired` flag on its
+  `failed` event), its TTL-less dedup marker is freed, and the reply is 'expired' with the
+  next candidates. Freeing the marker needs its key: when the job has a dedup id and the
+  caller did not pass that marker's key with the candidate, nothing changes and the reply
+  is 'dedup' with the job's dedup id; the caller retries with the key.
+
   KEYS[1] wait   KEYS[2] active   KEYS[3] delayed   KEYS[4] prioritized   KEYS[5] meta
-  KEYS[6] marker   KEYS[7] limiter
-  KEYS[6 + 2i] candidate i's job hash   KEYS[7 + 2i] candidate i's lock   (i = 1 .. n)
+  KEYS[6] marker   KEYS[7] limiter   KEYS[8] failed   KEYS[9] metrics   KEYS[10] history
+  KEYS[11] events
+  KEYS[9 + 3i] candidate i's job hash   KEYS[10 + 3i] candidate i's lock
+  KEYS[11 + 3i] candidate i's dedup marker (emq:{q}:de:<dedup id>, or emq:{q}:de: when unknown)
+  (i = 1 .. n)
   ARGV[1] lock token   ARGV[2] lock TTL (ms)   ARGV[3] how many candidates to hand back
-  ARGV[3 + i] candidate i's job id
+  ARGV[4] events stream cap   ARGV[4 + i] candidate i's job id
+
+  Emits an `active` event for the job handed out.
 
   Returns {status, now ms, next delayed due time ms or -1, ...}:
     {'active', now, due, next candidates (next first), job id, job hash as a flat array
      (as it is after this script, in no particular field order)}
-    {'miss',    now, due, current candidates (next first)}
+    {'miss' | 'expired', now, due, current candidates (next first)}
+    {'dedup',   now, due, job id, its dedup id}
     {'limited', now, due, ms until the rate limit window ends}
     {'empty' | 'paused' | 'capped', now, due}
 ]]
 --- @include "serverNow"
+--- @include "storedInteger"
+--- @include "freeDedup"
+--- @include "recordFinish"
+--- @include "emitEvent"
+local FIRST_CANDIDATE = 5
 local now = serverNow()
 
 local nextDue = -1
@@ -84,26 +103,54 @@ local function candidates(skip)
 end
 
 local slot
-for i = 4, #ARGV do
+for i = FIRST_CANDIDATE, #ARGV do
   if ARGV[i] == nextId then
-    slot = i - 3
+    slot = i - FIRST_CANDIDATE + 1
     break
   end
 end
 if not slot then
   return {'miss', now, nextDue, candidates(0)}
 end
-local jobKey, lockKey = KEYS[6 + 2 * slot], KEYS[7 + 2 * slot]
+local jobKey, lockKey, dedupKey = KEYS[9 + 3 * slot], KEYS[10 + 3 * slot], KEYS[11 + 3 * slot]
 
-local job = redis.call('HGETALL', jobKey)
-if #job == 0 then
-  -- An id without a job hash cannot be processed; drop it rather than wedge the queue.
+local function dropNext()
   if waiting > 0 then
     redis.call('RPOP', KEYS[1])
   else
     redis.call('ZREM', KEYS[4], nextId)
   end
+end
+
+local job = redis.call('HGETALL', jobKey)
+if #job == 0 then
+  -- An id without a job hash cannot be processed; drop it rather than wedge the queue.
+  dropNext()
   return {'miss', now, nextDue, candidates(1)}
+end
+
+local record = {}
+for i = 1, #job, 2 do
+  record[job[i]] = job[i + 1]
+end
+local expireAt = storedInteger(record.expireAt)
+if expireAt and expireAt <= now and (storedInteger(record.attemptsStarted) or 0) == 0 then
+  local dedupId = record.dedupId or ''
+  -- The marker's name is the job hash's with `job:<id>` replaced by `de:<dedup id>`: compared
+  -- here, never used to reach a key (only KEYS entries are touched).
+  local base = string.sub(jobKey, 1, #jobKey - #('job:' .. nextId))
+  if dedupId ~= '' and dedupKey ~= base .. 'de:' .. dedupId then
+    return {'dedup', now, nextDue, nextId, dedupId}
+  end
+  dropNext()
+  if dedupId ~= '' then
+    freeDedup(dedupKey, nextId)
+  end
+  redis.call('HSET', jobKey, 'failedReason', 'expired', 'finishedOn', now)
+  redis.call('ZADD', KEYS[8], now, nextId)
+  recordFinish(KEYS[9], KEYS[10], now, 'failed', nil)
+  emitEvent(KEYS[11], ARGV[4], 'failed', nextId, 'failedReason', 'expired', 'expired', '1')
+  return {'expired', now, nextDue, candidates(1)}
 end
 
 if waiting > 0 then
@@ -120,11 +167,7 @@ end
 -- Count the delivery and stamp it in one write, and hand back the hash read above with the
 -- same three fields changed (rather than reading it again).
 local stamps = {attemptsStarted = '1', processedOn = tostring(now), lockedBy = ARGV[1]}
-for i = 1, #job, 2 do
-  if job[i] == 'attemptsStarted' then
-    stamps.attemptsStarted = tostring((tonumber(job[i + 1]) or 0) + 1)
-  end
-end
+stamps.attemptsStarted = tostring((storedInteger(record.attemptsStarted) or 0) + 1)
 redis.call('HSET', jobKey, 'attemptsStarted', stamps.attemptsStarted,
   'processedOn', stamps.processedOn, 'lockedBy', stamps.lockedBy)
 local fields = {}
@@ -139,6 +182,7 @@ for field, value in pairs(stamps) do
   fields[#fields + 1] = value
 end
 
+emitEvent(KEYS[11], ARGV[4], 'active', nextId, 'attemptsStarted', stamps.attemptsStarted)
 if #order > 1 then
   -- More work is waiting: pass the wake-up on so another idle worker takes it.
   redis.call('ZADD', KEYS[6], 0, '0')

@@ -5,20 +5,28 @@
   that worker is gone). Used for remove, drain and cleaning old completed/failed jobs.
 
   KEYS[1] wait   KEYS[2] prioritized   KEYS[3] delayed   KEYS[4] completed   KEYS[5] failed
-  KEYS[6] metrics
-  then for candidate i: KEYS[4+3i] job hash, KEYS[5+3i] the job's dedup marker,
-  KEYS[6+3i] the job's logs
-  ARGV[i] candidate i's id
+  KEYS[6] metrics   KEYS[7] events
+  then for candidate i: KEYS[5+3i] job hash, KEYS[6+3i] the job's dedup marker,
+  KEYS[7+3i] the job's logs
+  ARGV[1] events stream cap   ARGV[1+i] candidate i's id
 
+  Each job removed before it finished gets a `removed` event, so whoever waits for it stops
+  waiting; a finished job's waiters had its outcome, and cleaning up finished jobs in bulk
+  must not flood the events stream.
   Returns the ids removed.
 ]]
+--- @include "emitEvent"
 local removed = {}
-for i = 1, #ARGV do
-  local jobId = ARGV[i]
-  local jobKey, dedupKey, logsKey = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
+for i = 1, #ARGV - 1 do
+  local jobId = ARGV[1 + i]
+  local jobKey, dedupKey, logsKey = KEYS[5 + 3 * i], KEYS[6 + 3 * i], KEYS[7 + 3 * i]
   -- LREM from the tail: drain takes candidates from the tail, so they are found at once.
-  local found = redis.call('LREM', KEYS[1], -1, jobId) > 0
-  for set = 2, 5 do
+  local pending = redis.call('LREM', KEYS[1], -1, jobId) > 0
+  for set = 2, 3 do
+    pending = redis.call('ZREM', KEYS[set], jobId) > 0 or pending
+  end
+  local found = pending
+  for set = 4, 5 do
     found = redis.call('ZREM', KEYS[set], jobId) > 0 or found
   end
   if found then
@@ -27,6 +35,9 @@ for i = 1, #ARGV do
       redis.call('DEL', dedupKey)
     end
     removed[#removed + 1] = jobId
+    if pending then
+      emitEvent(KEYS[7], ARGV[1], 'removed', jobId)
+    end
   end
 end
 if #removed > 0 then

@@ -5,7 +5,9 @@
   then KEYS[5+i] candidate i's job hash
   ARGV[i] candidate i's id
 
-  Only ids still in that set move (a concurrent retry or remove wins once).
+  Only ids still in that set move (a concurrent retry or remove wins once). A job retried
+  after it expired (its TTL passed before it started) loses its `expireAt`: retrying it
+  is asking for it to run.
   Returns the ids moved.
 ]]
 --- @include "pushReady"
@@ -15,7 +17,7 @@ for i = 1, #ARGV do
   if redis.call('ZREM', KEYS[1], jobId) > 0 then
     local jobKey = KEYS[5 + i]
     redis.call('HSET', jobKey, 'attemptsMade', 0, 'stalledCounter', 0)
-    redis.call('HDEL', jobKey, 'failedReason', 'stacktrace', 'finishedOn', 'returnvalue')
+    redis.call('HDEL', jobKey, 'failedReason', 'stacktrace', 'finishedOn', 'returnvalue', 'expireAt')
     pushReady(KEYS[2], KEYS[3], KEYS[4], jobId, redis.call('HGET', jobKey, 'priority'), false)
     moved[#moved + 1] = jobId
   end

@@ -22,6 +22,7 @@
 --- @include "recordFinish"
 --- @include "wakeIfCapped"
 --- @include "emitEvent"
+--- @include "storedInteger"
 --- @include "recordError"
 local jobId = ARGV[1]
 if not takeOwned(KEYS[1], KEYS[7], jobId, ARGV[2]) then
@@ -31,16 +32,18 @@ local now = serverNow()
 local jobKey = KEYS[8]
 local duration = attemptDuration(jobKey, now, ARGV[7])
 
-local made = redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
-redis.call('HSET', jobKey, 'failedReason', ARGV[3], 'stacktrace', ARGV[4])
+-- Not HINCRBY: it would fail on a job whose count is not a number, and the job could then
+-- never leave active (the worker fails such an unreadable job through this script).
+local made = (storedInteger(redis.call('HGET', jobKey, 'attemptsMade')) or 0) + 1
+redis.call('HSET', jobKey, 'attemptsMade', made, 'failedReason', ARGV[3], 'stacktrace', ARGV[4])
 recordError(jobKey, ARGV[3], now)
 redis.call('HDEL', jobKey, 'lockedBy')
 local opts = redis.call('HMGET', jobKey, 'maxAttempts', 'backoffType', 'backoffDelay', 'priority')
-local maxAttempts = tonumber(opts[1]) or 1
+local maxAttempts = storedInteger(opts[1]) or 1
 wakeIfCapped(KEYS[10], KEYS[6])
 
 if ARGV[5] ~= '1' and made < maxAttempts then
-  local backoffType, backoffDelay = opts[2], tonumber(opts[3]) or 0
+  local backoffType, backoffDelay = opts[2], storedInteger(opts[3]) or 0
   local delay = 0
   if backoffType == 'fixed' then
     delay = backoffDelay

@@ -3,8 +3,9 @@
   Only the lock owner may report, so a delivery that lost its job cannot overwrite the
   progress of the one that owns it now.
 
-  KEYS[1] lock   KEYS[2] job hash   KEYS[3] events
-  ARGV[1] job id   ARGV[2] lock token   ARGV[3] progress (JSON)   ARGV[4] events stream cap
+  KEYS[1] lock   KEYS[2] job hash   KEYS[3] progress stream (its own, not the events stream:
+  a handler reporting often must not push the job events out of theirs)
+  ARGV[1] job id   ARGV[2] lock token   ARGV[3] progress (JSON)   ARGV[4] progress stream cap
 
   Returns 1 when recorded, 0 when the caller no longer owns the job.
 ]]

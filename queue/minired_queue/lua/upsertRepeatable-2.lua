@@ -9,9 +9,20 @@
   keeps the tick already scheduled. A first tick at or before the last fired one is
   refused ('stale'): the caller computed it from an old `lastTick` and must try again.
 
+  The numeric fields (maxAttempts, backoffDelay, priority, limit) and the first tick must
+  be decimal integers in range: anything else is an error reply and nothing is written.
+
   Returns 'created', 'updated' (schedule unchanged) or 'rescheduled', or 'stale'.
 ]]
-local key, first, schedule = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+--- @include "storedInteger"
+local NUMERIC_FIELDS = {maxAttempts = 1, backoffDelay = 0, priority = 0, limit = 0}  -- name: least value
+local key, first, schedule = ARGV[1], integerArg(ARGV[2], 'first tick', 0), ARGV[3]
+for i = 4, #ARGV - 1, 2 do
+  local least = NUMERIC_FIELDS[ARGV[i]]
+  if least then
+    integerArg(ARGV[i + 1], ARGV[i], least)
+  end
+end
 local old = redis.call('HMGET', KEYS[2], 'schedule', 'lastTick')
 local scheduled = redis.call('ZSCORE', KEYS[1], key)
 local fields = {'schedule', schedule}
@@ -22,7 +33,7 @@ if old[1] == schedule and scheduled then
   redis.call('HSET', KEYS[2], unpack(fields))
   return 'updated'
 end
-if old[2] and first <= tonumber(old[2]) then
+if old[2] and first <= (storedInteger(old[2]) or -1) then
   return 'stale'
 end
 redis.call('HSET', KEYS[2], unpack(fields))

@@ -2,7 +2,8 @@
 --- @include "emitEvent"
 -- Write a new job's hash and place it: delayed when it has a delay, else ready.
 -- opts: data, name, maxAttempts, backoffType, backoffDelay, delay, dedupId, priority,
--- and optionally repeatName (the repeatable that made it).
+-- and optionally repeatName (the repeatable that made it), ttl (ms from now after which a
+-- job never delivered expires: stored as expireAt) and timeout (ms one attempt may take).
 local function createJob(keys, jobId, opts, now)
   local delay = tonumber(opts.delay) or 0
   redis.call('HSET', keys.job,
@@ -10,6 +11,13 @@ local function createJob(keys, jobId, opts, now)
     'maxAttempts', opts.maxAttempts, 'backoffType', opts.backoffType, 'backoffDelay', opts.backoffDelay,
     'attemptsMade', 0, 'attemptsStarted', 0, 'stalledCounter', 0, 'dedupId', opts.dedupId,
     'priority', opts.priority)
+  local ttl, timeout = tonumber(opts.ttl) or 0, tonumber(opts.timeout) or 0
+  if ttl > 0 then
+    redis.call('HSET', keys.job, 'expireAt', now + ttl)
+  end
+  if timeout > 0 then
+    redis.call('HSET', keys.job, 'timeout', timeout)
+  end
   if opts.repeatName then
     redis.call('HSET', keys.job, 'repeatKey', opts.repeatName)
   end

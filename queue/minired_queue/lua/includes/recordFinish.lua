@@ -1,3 +1,4 @@
+--- @include "storedInteger"
 -- Count a finished attempt in the queue's totals and in its per-minute history.
 --
 -- Totals (metrics hash, never reset): the outcome's counter, and the processing time
@@ -73,7 +74,8 @@ end
 -- Processing time of the current attempt: from its delivery (processedOn) to now. The
 -- caller may pass processedOn as the delivery's reply had it (saves reading it here).
 local function attemptDuration(jobKey, now, processedOn)
-  local started = tonumber(processedOn) or tonumber(redis.call('HGET', jobKey, 'processedOn'))
+  -- (an integer: the duration is added with HINCRBY)
+  local started = storedInteger(processedOn) or storedInteger(redis.call('HGET', jobKey, 'processedOn'))
   if started then
     return now - started
   end
