@@ -332,6 +332,15 @@ FAULT_STALL_TOO_LONG = (
     "ERR MINIRED FAULT ADD: STALL is at most {} ms (it stops the whole server); "
     "use DELAY or HANG to wait longer")
 FAULT_LOADING_MS = "ERR MINIRED FAULT LOADING needs ms >= 0"
+FAULT_NUMBER = "ERR MINIRED FAULT ADD: {} must be an integer from {} to {}, got '{}'"
+FAULT_NEEDS_ARGUMENTS = "ERR MINIRED FAULT ADD: {} needs {}"
+FAULT_OPTION_NOT_FOR = "ERR MINIRED FAULT ADD: {} does not apply to {}"
+FAULT_CONNECTION_MATCH = (
+    "ERR MINIRED FAULT ADD: {} acts on new connections, before any command: "
+    "only COUNT, AFTER, PROBABILITY, SEED and FOR apply"
+)
+FAULT_UNBOUNDED = "ERR MINIRED FAULT ADD: {} needs {} (it must end by itself)"
+FAULT_SEED_ALONE = "ERR MINIRED FAULT ADD: SEED goes with PROBABILITY or JITTER"
 FAULT_KILL_TYPE = "ERR MINIRED FAULT KILL-CLIENTS: TYPE is normal or pubsub"
 LOADING = "LOADING Redis is loading the dataset in memory"
 
