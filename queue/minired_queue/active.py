@@ -10,17 +10,19 @@ handlers, awaitable calls) differ only in that. Both carry:
   (a client of the matching kind);
 * ``lock_lost``: True once a heartbeat found the lock gone or taken;
 * ``apply_once(effect, *RedisOp)``, ``run_once(effect, fn)``: the effect guard;
-* ``update_progress(value)``: any JSON value, readable as ``Job.progress``.
+* ``update_progress(value)``: any JSON value, readable as ``Job.progress``;
+* ``log(line)``: a line for the job's log, shown on its dashboard page.
 """
 from __future__ import annotations
 
 import threading
 from typing import Any, Callable
 
+from .admin import LOG_LINES_KEPT
 from .effects import AsyncEffectGuard, EffectGuard
 from .job import Job
 from .keys import QueueKeys
-from .transitions import DEFAULT_EVENTS_CAP, RedisOp, update_progress
+from .transitions import DEFAULT_EVENTS_CAP, RedisOp, add_log, update_progress
 
 
 class HeldJob:
@@ -83,6 +85,11 @@ class ActiveJob(HeldJob):
         """Record progress; False when this delivery no longer owns the job."""
         return update_progress(self.keys, self.id, self.token, progress).run(self.redis)
 
+    def log(self, line: str) -> int:
+        """Add a line to the job's log (its newest 1000 lines are kept, shown on the job's
+        dashboard page, deleted with the job); returns the lines kept."""
+        return add_log(self.keys, self.id, str(line), LOG_LINES_KEPT).run(self.redis)
+
 
 class AsyncActiveJob(HeldJob):
     """A held job with awaitable calls: what an ``async def`` handler receives."""
@@ -99,3 +106,6 @@ class AsyncActiveJob(HeldJob):
 
     async def update_progress(self, progress: Any) -> bool:
         return await update_progress(self.keys, self.id, self.token, progress).run_async(self.redis)
+
+    async def log(self, line: str) -> int:
+        return await add_log(self.keys, self.id, str(line), LOG_LINES_KEPT).run_async(self.redis)

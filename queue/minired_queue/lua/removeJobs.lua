@@ -6,7 +6,8 @@
 
   KEYS[1] wait   KEYS[2] prioritized   KEYS[3] delayed   KEYS[4] completed   KEYS[5] failed
   KEYS[6] metrics   KEYS[7] events
-  then for candidate i: KEYS[6+2i] job hash, KEYS[7+2i] the job's dedup marker
+  then for candidate i: KEYS[5+3i] job hash, KEYS[6+3i] the job's dedup marker,
+  KEYS[7+3i] the job's logs
   ARGV[1] events stream cap   ARGV[1+i] candidate i's id
 
   Each job removed before it finished gets a `removed` event, so whoever waits for it stops
@@ -18,7 +19,7 @@
 local removed = {}
 for i = 1, #ARGV - 1 do
   local jobId = ARGV[1 + i]
-  local jobKey, dedupKey = KEYS[6 + 2 * i], KEYS[7 + 2 * i]
+  local jobKey, dedupKey, logsKey = KEYS[5 + 3 * i], KEYS[6 + 3 * i], KEYS[7 + 3 * i]
   -- LREM from the tail: drain takes candidates from the tail, so they are found at once.
   local pending = redis.call('LREM', KEYS[1], -1, jobId) > 0
   for set = 2, 3 do
@@ -29,7 +30,7 @@ for i = 1, #ARGV - 1 do
     found = redis.call('ZREM', KEYS[set], jobId) > 0 or found
   end
   if found then
-    redis.call('DEL', jobKey)
+    redis.call('DEL', jobKey, logsKey)
     if redis.call('GET', dedupKey) == jobId then
       redis.call('DEL', dedupKey)
     end
