@@ -171,7 +171,7 @@ def test_redis_call_takes_the_native_bridge_where_it_is_compiled():
     names = _compiled_build_in_use()
     assert "minired.scripting.luabridge" in names
     from minired.embed import EmbeddedServer
-    from minired.scripting import engine_of
+    from minired.scripting.feature import engine_of
 
     with EmbeddedServer() as server:
         assert server.call(lambda: engine_of(server.server).eval_sandbox.native)
@@ -182,7 +182,7 @@ def test_an_edited_cython_module_is_left_out_until_the_next_build(tmp_path):
     imported at all, and scripts run on lupa's bridge."""
     probe = ("import socket\n"
              "from minired.embed import EmbeddedServer\n"
-             "from minired.scripting import engine_of\n"
+             "from minired.scripting.feature import engine_of\n"
              "try:\n"
              "    import minired.scripting.luabridge\n"
              "    imported = True\n"
