@@ -30,10 +30,11 @@ def test_wheel_contains_runtime_data_files(tmp_path):
                     str(source)], check=True, capture_output=True, env=env)
     [wheel] = out.glob("minired-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"minired/scripting/sandbox.lua"} | {
+    expected = {  # sandbox.lua, the Lua libraries' chunks and the .pxd files
+        str(p.relative_to(ROOT)) for p in (ROOT / "minired").rglob("*.lua")} | {
         str(p.relative_to(ROOT)) for p in (ROOT / "minired").rglob("*.pxd")} | {
         f"minired_queue/lua/{p.name}" for p in (ROOT / "queue" / "minired_queue" / "lua").glob("*.lua")}
-    assert len(expected) > 10
+    assert len(expected) > 10 and "minired/scripting/lualibs/cjson.lua" in expected
     assert expected <= names, sorted(expected - names)
     assert "queue/__init__.py" not in names and not any(n.startswith("queue/") for n in names)
 
