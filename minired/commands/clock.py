@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from minired.engine.args import parse_int
 from minired.engine.table import command, container_command, help_reply
-from minired.protocol.errors import TIME_CONTROL_DISABLED, RedisError
+from minired.protocol.errors import CLOCK_BACKWARDS, TIME_CONTROL_DISABLED, RedisError
 
 container_command("minired", "server", summary="minired's own test-support commands.")
 
@@ -24,7 +24,7 @@ def minired_advance(c, argv):
     _require_time_control(c)
     ms = parse_int(argv[2])
     if ms < 0:
-        raise RedisError("ERR the clock only moves forward")
+        raise RedisError(CLOCK_BACKWARDS)
     now = c.server.clock.advance(ms)
     server = c.server
     server.stats.expired_keys += server.keyspace.active_expire()

@@ -294,6 +294,12 @@ FUNCTION_FLUSH_MODE = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
 FUNCTION_RESTORE_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
 FUNCTION_RESTORE_POLICY = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
 FUNCTION_RESTORE_BAD_DATA = "ERR given type is not a function"
+FUNCTION_REGISTER_OUTSIDE_LOAD = "ERR redis.register_function can only be called on FUNCTION LOAD command"
+FUNCTION_UNKNOWN_FLAG = "ERR unknown flag given"
+FUNCTION_NO_CODE = "ERR Function code was not given"
+SCRIPT_DEBUG_USAGE = "ERR Use SCRIPT DEBUG YES/SYNC/NO"
+# A Python helper called from Lua failed (lua_safe): nothing of the failure may reach the script.
+SCRIPT_INTERNAL_ERROR = "ERR internal error"
 # End of scripting.
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
@@ -323,6 +329,7 @@ PROTOCOL_UNAUTHENTICATED_BULK = "ERR Protocol error: unauthenticated bulk length
 PROTOCOL_BIG_INLINE = "ERR Protocol error: too big inline request"
 PROTOCOL_UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
 
+CLOCK_BACKWARDS = "ERR the clock only moves forward"
 TIME_CONTROL_DISABLED = (
     "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE and MINIRED CLOCK"
 )
@@ -528,6 +535,33 @@ SCRIPT_ACL_KEY = ("ERR The user executing the script can't access at least one o
 SCRIPT_ACL_CHANNEL = ("ERR The user executing the script can't publish to the channel "
                       "mentioned in the command")
 CLIENT_KILL_NO_USER = "ERR No such user '{}'"
+CLIENT_NO_SUCH_CLIENT = "ERR No such client"
+CLIENT_INVALID_ID = "ERR Invalid client ID"
+CLIENT_KILL_ID_NOT_POSITIVE = "ERR client-id should be greater than 0"
+CLIENT_UNKNOWN_TYPE = "ERR Unknown client type '{}'"
+CLIENT_NAME_INVALID = "ERR Client names cannot contain spaces, newlines or special characters."
+CLIENT_SETINFO_UNKNOWN_OPTION = "ERR Unrecognized option '{}'"
+CLIENT_SETINFO_INVALID = "ERR {} cannot contain spaces, newlines or special characters."
+
+# HELLO.
+HELLO_PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
+HELLO_SYNTAX = "ERR Syntax error in HELLO option '{}'"
+HELLO_NOAUTH = ("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+                "the RESP protocol version at the same time")
+
+# COMMAND GETKEYS / GETKEYSANDFLAGS.
+GETKEYS_INVALID_COMMAND = "ERR Invalid command specified"
+GETKEYS_NO_KEYS = "ERR The command has no key arguments"
+GETKEYS_BAD_ARITY = "ERR Invalid number of arguments specified for command"
+GETKEYS_INVALID_ARGUMENTS = "ERR Invalid arguments specified for command"
+
+# SHUTDOWN, CONFIG REWRITE, SLOWLOG GET, ACL LOAD.
+SHUTDOWN_NOT_IN_PROGRESS = "ERR No shutdown in progress."
+SHUTDOWN_FAILED = "ERR Errors trying to SHUTDOWN. Check logs."
+CONFIG_REWRITE_NO_FILE = "ERR The server is running without a config file"
+SLOWLOG_COUNT_RANGE = "ERR count should be greater than or equal to -1"
+ACL_LOAD_FAILED = "ERR {}"  # the problems the ACL file has, as Redis lists them
 
 # LATENCY GRAPH, LATENCY HISTOGRAM, MEMORY STATS/DOCTOR/MALLOC-STATS.
 LATENCY_NO_SAMPLES = "ERR No samples available for event '{}'"

@@ -104,7 +104,7 @@ def script_debug(c, argv):
         return OK
     if mode in (b"yes", b"sync"):
         raise RedisError(errors.SCRIPT_DEBUG_UNSUPPORTED)
-    raise RedisError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+    raise RedisError(errors.SCRIPT_DEBUG_USAGE)
 
 
 @command("help", arity=2, flags="loading stale", parent="script", group=G)
@@ -159,7 +159,7 @@ def function_load(c, argv):
         replace = True
         index += 1
     if index != len(argv) - 1:
-        raise RedisError("ERR Function code was not given")
+        raise RedisError(errors.FUNCTION_NO_CODE)
     return _engine(c.server).functions.load(argv[index], replace)
 
 

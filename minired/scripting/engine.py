@@ -405,7 +405,7 @@ class ScriptEngine:
             return _DEFERRED
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             log.exception("internal error in redis.call")
-            return b"ERR internal error", _ERR
+            return errors.SCRIPT_INTERNAL_ERROR.encode(), _ERR
 
     def declared_flags(self, name: str, argv: list) -> frozenset | None:
         """The flags the script or function argv runs declares, for a WRITE pause (pause.py);
@@ -588,7 +588,7 @@ class ScriptEngine:
 
     def register_function(self, *args: Any) -> Any:
         if self.functions is None:
-            return b"ERR redis.register_function can only be called on FUNCTION LOAD command"
+            return errors.FUNCTION_REGISTER_OUTSIDE_LOAD.encode()
         return self.functions.register(*args)
 
     # --- SCRIPT KILL / FUNCTION KILL -------------------------------------------------------------
