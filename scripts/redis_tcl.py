@@ -30,6 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# The repository's root, for tests.support (this runs as a script, from scripts/).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.servers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "redis_tcl" / "vendor" / "redis-tests-7.0.15"
 DIFFERENCES = ROOT / "tests" / "redis_tcl" / "differences.txt"
@@ -67,12 +71,6 @@ def all_units() -> list[str]:
                    for folder in (tests / "unit", tests / "unit" / "type")
                    for p in folder.glob("*.tcl"))
     return [u for u in found if u not in EXCLUDED]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def answers(port: int, timeout: float = 3.0) -> bool:
