@@ -40,7 +40,7 @@ DIFFERENCES = ROOT / "tests" / "redis_tcl" / "differences.txt"
 SKIPFILE = Path(tempfile.gettempdir()) / f"minired-redis-tcl-skip-{os.getpid()}.txt"
 MINIRED = f"{sys.executable} -m minired --port {{PORT}}"
 REDIS = 'redis-server --port {PORT} --save "" --appendonly no'
-# Units that need a cluster, TLS or the server's own binary (as all_units.sh leaves them out).
+# Units that need a cluster, TLS or the server's own binary: none can run against minired.
 EXCLUDED = {"unit/tls", "unit/cluster", "unit/cluster-scripting", "unit/printver",
             "unit/type/list-common"}
 # Ports for the suite's own test driver, per lane: below the ephemeral range that the servers

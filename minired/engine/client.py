@@ -77,10 +77,10 @@ class Client:
         self.closing = False
         self.close_after_reply = False
         self.flags = ""
-        self.output_soft_limit_since: float | None = None  # see security.py
+        self.output_soft_limit_since: float | None = None  # see features/output_limits.py
         self.connection: Any = None  # the server's protocol object, for scripting/busy.py
         # The ACL user (None: the default user) and whether dispatch must check its commands
-        # (see security.py).
+        # (see features/security.py).
         self.user: Any = None
         self.user_restricted = False
         # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).
