@@ -157,6 +157,54 @@ def test_no_function_a_pxd_makes_cpdef_is_decorated():
     assert checked >= 15
 
 
+# A cpdef/cdef function a .pxd declares (at the top or in a cdef class): its indentation, name
+# and argument list, possibly over several lines.
+_PXD_FUNCTION = re.compile(r"^( *)c?p?def\s+(?!class\b)(?:[\w.]+\s+)*?(\w+)\s*\(([^)]*)\)", re.M)
+
+
+def _pxd_functions(pxd_text: str) -> dict[str, list[str]]:
+    """Each function a .pxd declares ("Class.method" inside a cdef class) -> its argument names."""
+    declared = {}
+    for match in _PXD_FUNCTION.finditer(pxd_text):
+        indent, name, arguments = match.groups()
+        if indent:  # a method: the cdef class it belongs to is the last one above it
+            owner = re.findall(r"^cdef class (\w+)", pxd_text[:match.start()], re.M)[-1]
+            name = f"{owner}.{name}"
+        names = [re.findall(r"\w+", argument.split("=")[0])[-1]
+                 for argument in arguments.split(",") if argument.strip()]
+        declared[name] = names
+    return declared
+
+
+def _py_functions(source: pathlib.Path) -> dict[str, list[str]]:
+    """Each top-level function and class method of a module -> its argument names."""
+    found = {}
+    for node in ast.parse(source.read_text()).body:
+        members = [(node.name, node)] if isinstance(node, ast.FunctionDef) else [
+            (f"{node.name}.{item.name}", item) for item in node.body
+            if isinstance(item, ast.FunctionDef)] if isinstance(node, ast.ClassDef) else []
+        for name, function in members:
+            found[name] = [a.arg for a in function.args.posonlyargs + function.args.args]
+    return found
+
+
+def test_every_function_a_pxd_declares_matches_its_source():
+    """A .pxd's cpdef/cdef declaration must name a function of the .py beside it with the same
+    arguments: Cython refuses to compile a mismatch, which the uncompiled build (the one tests
+    run on where there is no compiler) would never show."""
+    checked = 0
+    for pxd in sorted((ROOT / "minired").rglob("*.pxd")):
+        source = pxd.with_suffix(".py")
+        if not source.exists():  # declarations only (luaapi.pxd: Lua's C API)
+            continue
+        defined = _py_functions(source)
+        for name, arguments in _pxd_functions(pxd.read_text()).items():
+            assert name in defined, f"{pxd.name} declares {name}, which {source.name} does not define"
+            assert arguments == defined[name], (pxd.name, name, arguments, defined[name])
+            checked += 1
+    assert checked >= 40
+
+
 def test_an_edited_pxd_makes_every_compiled_module_load_from_source(tmp_path):
     """The compiled modules are built against each other's .pxd types, so one edited .pxd
     sends them all to their sources until the next build, and the server still answers."""
