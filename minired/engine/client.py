@@ -44,9 +44,8 @@ class Client:
                  close: Callable[[], None] | None = None) -> None:
         self.id = next(_ids)
         self.server = server
-        # The server's configuration (never replaced), typed in the compiled build: the settings
-        # dispatch checks per command (slowlog-log-slower-than, min-replicas-to-write) are then
-        # struct reads, not two attribute lookups through the untyped `server`.
+        # The server's configuration (never replaced), kept here for the settings dispatch
+        # checks per command (client.pxd types it).
         self.config = server.config
         self.addr = addr
         self.laddr = laddr
