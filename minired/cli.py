@@ -235,6 +235,26 @@ def _stop_on_signals(server) -> None:
             loop.add_signal_handler(sig, stop, name)
         except (NotImplementedError, RuntimeError):
             pass
+    from minired.server_log import CRASH_SIGNALS
+
+    for name in CRASH_SIGNALS:
+        try:
+            signal.signal(getattr(signal, name), _crash)
+        except (OSError, RuntimeError, ValueError):
+            pass
+
+
+def _crash(signum: int, frame) -> None:
+    """Redis's crash report, then death by the same signal (its default action)."""
+    import traceback
+
+    from minired.server_log import crash_report
+
+    handler = _redis_handler()
+    if handler is not None:
+        crash_report(handler, signum, "".join(traceback.format_stack(frame)))
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def _redis_handler():

@@ -125,3 +125,19 @@ def show_art(handler: RedisLogHandler, mode: str, port: int) -> None:
                                        pid=os.getpid()))
     else:
         logging.getLogger("minired").info("Running mode=%s, port=%d.", mode, port)
+
+
+# Signals Redis's sigsegvHandler reports on before dying of them.
+CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
+
+
+def crash_report(handler: RedisLogHandler, signum: int, stacks: str) -> None:
+    """The bug report Redis logs when a crash signal arrives (the sender and registers are
+    not known to Python: the stack trace is the Python threads')."""
+    log = logging.getLogger("minired")
+    handler.write("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n")
+    log.warning("Redis %s crashed by signal: %d, si_code: 0", REDIS_VERSION, signum)
+    handler.write(f"\n------ STACK TRACE ------\n{stacks}\n")
+    handler.write("=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n"
+                  "       Please report the crash by opening an issue on github:\n\n"
+                  "           http://github.com/redis/redis/issues\n\n")
