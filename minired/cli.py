@@ -183,6 +183,8 @@ async def serve(loaded, own: dict, handler) -> None:
     log.warning("Server initialized")
     server = Server(config)
     prepare_server(server)
+    if loaded.config_file:
+        server.hooks.rewrite_config = _rewriter(server, loaded.config_file)
     try:
         load_users_at_start(server, loaded.users)
     except AclStartupError as exc:
@@ -215,6 +217,20 @@ async def serve(loaded, own: dict, handler) -> None:
             except OSError as exc:
                 log.warning("Error removing the unix socket file: %s", exc.strerror)
         log.warning("Redis is now ready to exit, bye bye...")
+
+
+def _rewriter(server, path: str):
+    """CONFIG REWRITE's writer for the file the server was started from."""
+    from minired import config_file
+
+    def rewrite() -> None:
+        users = server.access
+        described = None if users is None else [
+            f"user {name.decode(errors='surrogateescape')} "
+            f"{user.describe().decode(errors='surrogateescape')}"
+            for name, user in sorted(users.by_name.items())]
+        config_file.rewrite(path, server.config, described)
+    return rewrite
 
 
 def _stop_on_signals(server) -> None:

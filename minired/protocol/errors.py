@@ -533,3 +533,7 @@ MODULE_NOT_ALLOWED = (
 MODULE_LOAD_FAILED = "ERR Error loading the extension. Please check the server logs."
 MODULE_LOADEX_ARGUMENTS = "ERR Error parsing load arguments"
 MODULE_NOT_LOADED = "ERR Error unloading module: no such module with that name"
+
+# CONFIG REWRITE
+NO_CONFIG_FILE = "ERR The server is running without a config file"
+REWRITE_FAILED = "ERR Rewriting config file: {}"
