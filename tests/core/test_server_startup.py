@@ -172,6 +172,8 @@ def test_version_line_is_redis_servers_then_minireds(tmp_path):
     pattern = r"^Redis server v=7\.0\.15 sha=00000000:0 malloc=\S+ bits=64 build=[0-9a-f]+"
     assert re.match(pattern, real.stdout) and re.match(pattern, mini.stdout), mini.stdout
     assert "minired=" in mini.stdout.split("build=")[1]
+    # pytest-redis takes the first dotted number as the Redis version it checks.
+    assert re.search(r"\d+(?:\.\d+)+", mini.stdout).group(0) == "7.0.15"
     assert _run([*MINIRED, "-v"], tmp_path).stdout == mini.stdout and mini.returncode == 0
 
 
