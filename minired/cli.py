@@ -181,6 +181,7 @@ async def serve(loaded, own: dict, handler) -> None:
     bound_port = sockets[0].getsockname()[1] if sockets else port
     show_art(handler, "standalone", bound_port)
     log.warning("Server initialized")
+    _memory_warnings()
     server = Server(config)
     prepare_server(server)
     if loaded.config_file:
@@ -217,6 +218,24 @@ async def serve(loaded, own: dict, handler) -> None:
             except OSError as exc:
                 log.warning("Error removing the unix socket file: %s", exc.strerror)
         log.warning("Redis is now ready to exit, bye bye...")
+
+
+def _memory_warnings() -> None:
+    """linuxMemoryWarnings: Redis warns at start when memory overcommit is off (its fork for
+    a background save may fail; minired forks for BGSAVE as well)."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as handle:
+            setting = handle.read().strip()
+    except OSError:
+        return
+    if setting != "1":
+        log.warning(
+            "WARNING Memory overcommit must be enabled! Without it, a background save or "
+            "replication may fail under low memory condition. Being disabled, it can can also "
+            "cause failures without low memory condition, see "
+            "https://github.com/jemalloc/jemalloc/issues/1328. To fix this issue add "
+            "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+            "'sysctl vm.overcommit_memory=1' for this to take effect.")
 
 
 def _rewriter(server, path: str):

@@ -206,6 +206,9 @@ class ConfigLoader:
         elif name == "rename-command" and len(args) == 2:
             self.rename(args[0].lower(), args[1].lower())
         elif name == "user" and args:
+            if any(words[0] == args[0] for words in self.result.users):
+                raise ConfigError(f"Error in user declaration '{args[0]}': Duplicate user found. "
+                                  "A user can only be defined once in config files")
             self.result.users.append(args)
         elif name == "loadmodule" and args:
             self.result.modules.append(args[0])

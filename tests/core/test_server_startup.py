@@ -38,6 +38,19 @@ def _log_messages(stdout: str) -> list[str]:
     return [line.split(" ", 5)[5] for line in stdout.splitlines() if LOG_LINE.match(line)]
 
 
+OVERCOMMIT_WARNING_TAIL = (
+    " Without it, a background save or replication may fail under low memory condition. Being "
+    "disabled, it can can also cause failures without low memory condition, see "
+    "https://github.com/jemalloc/jemalloc/issues/1328. To fix this issue add "
+    "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+    "'sysctl vm.overcommit_memory=1' for this to take effect.")
+
+
+def _overcommit_off() -> bool:
+    with open("/proc/sys/vm/overcommit_memory") as handle:
+        return handle.read().strip() != "1"
+
+
 def _names() -> list[str]:
     return [name.decode() for name in COMMANDS]
 
@@ -104,6 +117,7 @@ def test_argv_to_options_as_redis_main():
     "hz abc\n",
     "rename-command NOSUCH x\n",
     "rename-command get set\n",
+    "user bob on\nuser bob off\n",
     "sentinel monitor a 127.0.0.1 1 1\n",
     "bind 127.0.0.1\ndatabases 0\n",
     "list-max-ziplist-entries 5\ncluster-enabled maybe\n",
@@ -225,6 +239,8 @@ def test_logo_log_lines_pidfile_and_unix_socket_removal(tmp_path):
         "# Configuration loaded",
         "* monotonic clock: POSIX clock_gettime",
         "# Server initialized",
+        *(["# WARNING Memory overcommit must be enabled!" + OVERCOMMIT_WARNING_TAIL]
+          if _overcommit_off() else []),
         "* Ready to accept connections",
         f"* The server is now ready to accept connections at {socket_path}",
         "# User requested shutdown...",
@@ -376,3 +392,43 @@ def test_config_rewrite_without_a_config_file(tmp_path):
         client.close()
     finally:
         terminate(proc)
+
+
+# --- ACL users at start-up -------------------------------------------------------------------------
+
+def _acl_list_at_start(command: list[str], folder, args: list[str]) -> list:
+    port = free_port()
+    proc = subprocess.Popen([*command, *args, "--port", str(port)], cwd=folder,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = RawClient(port)
+        client.call("AUTH", "alice", "pw")
+        listed = client.call("ACL", "LIST")
+        client.close()
+        return listed
+    finally:
+        terminate(proc)
+
+
+def test_user_lines_and_aclfile_are_loaded_at_start_as_redis_does(tmp_path):
+    (tmp_path / "users.acl").write_text("user alice on >pw ~k* +@all\nuser default off\n")
+    (tmp_path / "with-file.conf").write_text(f"aclfile {tmp_path / 'users.acl'}\n")
+    (tmp_path / "with-lines.conf").write_text("user alice on >pw ~k* +@all\nuser default off\n")
+    for conf in ("with-file.conf", "with-lines.conf"):
+        args = [str(tmp_path / conf)]
+        real = _acl_list_at_start([redis_server_binary()], tmp_path, args)
+        assert _acl_list_at_start(MINIRED, tmp_path, args) == real
+        assert real[0].startswith(b"user alice on #")
+
+
+@pytest.mark.parametrize("text", [
+    "user bob on >x +nosuchcommand\n",
+    "aclfile /nonexistent/users.acl\nuser bob on\n",
+])
+def test_acl_errors_at_start_match_redis(tmp_path, text):
+    (tmp_path / "acl.conf").write_text(text + "bind 127.0.0.1\nport 0\n"
+                                       f"unixsocket {tmp_path / 'sock'}\n")
+    real, mini = _both([str(tmp_path / "acl.conf")], tmp_path)
+    assert real.returncode == mini.returncode == 1
+    assert _log_messages(mini.stdout)[-2:] == _log_messages(real.stdout)[-2:]
