@@ -185,6 +185,7 @@ async def serve(loaded, own: dict, handler) -> None:
     server = Server(config)
     prepare_server(server)
     if loaded.config_file:
+        server.hooks.config_file = loaded.config_file
         server.hooks.rewrite_config = _rewriter(server, loaded.config_file)
     try:
         load_users_at_start(server, loaded.users)
