@@ -344,7 +344,7 @@ def load_configuration(argv: list[str], handler):
     from minired.engine.table import COMMANDS
 
     try:
-        loaded = config_file.load(argv, (name.decode() for name in COMMANDS))
+        loaded = config_file.load(argv, (name.decode() for name in COMMANDS), chdir=True)
     except config_file.FatalConfigError as exc:
         sys.stderr.write(exc.report())
         sys.stderr.flush()

@@ -135,8 +135,12 @@ class LoadedConfig:
 class ConfigLoader:
     """loadServerConfig / loadServerConfigFromString, on a Config of Redis's defaults."""
 
-    def __init__(self, command_names) -> None:
+    def __init__(self, command_names, chdir: bool = False) -> None:
         self.result = LoadedConfig(Config())
+        # `dir` moves the process there as it is read, as Redis's chdir: the paths read after
+        # it (logfile, include, ...) are relative to it, and CONFIG GET dir is the absolute
+        # path. (Off when a configuration is only parsed, as the tests do in-process.)
+        self.chdir = chdir
         self.command_names = set(command_names)
         # Redis's reading_config_file: true until the first parsed text (an include, or the
         # whole) ends; while true, the first `save` line replaces the default and later ones
@@ -227,6 +231,12 @@ class ConfigLoader:
             self.save_loaded = self.save_loaded or self.reading_file
         elif name == "client-output-buffer-limit":
             value = output_buffer_limits(value, config.get(name))
+        elif name == "dir" and self.chdir:
+            try:
+                os.chdir(value)
+            except OSError as exc:
+                raise ConfigError(exc.strerror or str(exc)) from None
+            value = os.getcwd()
         else:
             value = PARAMS[name].normalize(value)
         config.set(name, value)
@@ -242,10 +252,10 @@ class ConfigLoader:
         self.result.renames.append((old, new))
 
 
-def load(argv: list[str], command_names, stdin=None) -> LoadedConfig:
+def load(argv: list[str], command_names, stdin=None, chdir: bool = False) -> LoadedConfig:
     """The configuration redis-server's argv describes (FatalConfigError, UnreadableConfigFile
-    when Redis would stop)."""
-    return ConfigLoader(command_names).load(parse_argv(argv), stdin)
+    when Redis would stop); with chdir, `dir` moves the process as in Redis."""
+    return ConfigLoader(command_names, chdir).load(parse_argv(argv), stdin)
 
 
 # --- CONFIG REWRITE ------------------------------------------------------------------------------

@@ -121,6 +121,7 @@ def test_argv_to_options_as_redis_main():
     "sentinel monitor a 127.0.0.1 1 1\n",
     "bind 127.0.0.1\ndatabases 0\n",
     "list-max-ziplist-entries 5\ncluster-enabled maybe\n",
+    "dir /nonexistent-dir\n",
 ])
 def test_config_file_errors_match_redis(tmp_path, text):
     (tmp_path / "bad.conf").write_text(text)
@@ -159,12 +160,15 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
         "client-output-buffer-limit replica 4mb 5mb 6\n"
         "requirepass \"p\\x41 w\"\nlogfile ''\nloglevel warning\n"
         "rename-command GET FETCH\n")
-    names = ("save", "maxmemory-policy", "client-output-buffer-limit", "requirepass", "hz")
+    names = ("save", "maxmemory-policy", "client-output-buffer-limit", "requirepass", "hz",
+             "dir", "logfile")
+    (tmp_path / "data").mkdir()
     answers = []
     for command in ([redis_server_binary()], MINIRED):
         port = free_port()
         proc = subprocess.Popen([*command, str(tmp_path / "main.conf"), "--port", str(port),
-                                 "--save", "60 5", "--hz", "33"], cwd=tmp_path,
+                                 "--save", "60 5", "--hz", "33", "--dir", "data",
+                                 "--logfile", "log"], cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_for_ping(port)
@@ -177,6 +181,8 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
             terminate(proc)
     assert answers[0] == answers[1]
     assert answers[1][0] == [b"save", b"60 5"]
+    assert answers[1][5] == [b"dir", str(tmp_path / "data").encode()]
+    assert (tmp_path / "data" / "log").exists()  # (relative to dir, read before it)
 
 
 # --- -v, --help ----------------------------------------------------------------------------------
