@@ -156,6 +156,12 @@ class ConfigLoader:
         if invocation.options:
             text += "\n" + invocation.options
         self.load_text(text)
+        logfile = self.result.config.get("logfile")
+        if logfile and self.chdir:  # (the process's own start-up: Redis opens it here)
+            try:
+                open(logfile, "a").close()
+            except OSError as exc:
+                raise FatalConfigError(f"Can't open the log file: {exc.strerror}") from None
         self.result.config_file = invocation.config_file
         return self.result
 

@@ -136,6 +136,7 @@ def test_config_file_errors_match_redis(tmp_path, text):
     ["--save", "1"],
     ["--hz 10 20"],
     ["--maxmemory", "lots"],
+    ["--port", "0", "--logfile", "/nonexistent-dir/x.log"],
 ])
 def test_command_line_errors_match_redis(tmp_path, args):
     real, mini = _both(args, tmp_path)
