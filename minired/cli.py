@@ -12,6 +12,7 @@ printed on stdout, naming it (SubprocessServer and other `--port 0` users read i
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
 import os
@@ -149,7 +150,7 @@ def bind_tcp(bind: str, port: int) -> list[socket.socket]:
             if port == 0:  # the first address picked a free port: the others take the same one
                 port = sockets[0].getsockname()[1]
         except OSError as exc:
-            if optional and exc.errno in (97, 99):  # EAFNOSUPPORT, EADDRNOTAVAIL: skipped
+            if optional and exc.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):  # skipped
                 continue
             shown = "*" if host in ("0.0.0.0", "::") else host
             log.warning("Warning: Could not create server TCP listening socket %s:%d: bind: %s",
@@ -193,7 +194,7 @@ async def serve(loaded, own: dict, handler) -> None:
         for line in exc.args:
             log.warning("%s", line)
         raise StartupExit(1) from None
-    await server.start(config.get("bind").split()[0] if sockets else "", -1,
+    await server.start(sockets[0].getsockname()[0] if sockets else "", -1,
                        unixsocket or None, sockets=sockets)
     _stop_on_signals(server)
     # Start-up is over (__main__ turned the cyclic collector off while it ran). What it built
