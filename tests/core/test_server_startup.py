@@ -445,3 +445,34 @@ def test_acl_errors_at_start_match_redis(tmp_path, text):
     real, mini = _both([str(tmp_path / "acl.conf")], tmp_path)
     assert real.returncode == mini.returncode == 1
     assert _log_messages(mini.stdout)[-2:] == _log_messages(real.stdout)[-2:]
+
+
+def test_loading_messages_match_redis(tmp_path):
+    port = free_port()
+    maker = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
+                              "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = RawClient(port)
+        client.call("SET", "a", "1")
+        client.call("SAVE")
+        client.close()
+    finally:
+        terminate(maker)
+    logs = []
+    for command in ([redis_server_binary()], MINIRED):
+        port = free_port()
+        proc = subprocess.Popen([*command, "--port", str(port), "--save", "", "--dir",
+                                 str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                                stderr=subprocess.DEVNULL)
+        try:
+            wait_for_ping(port)
+        finally:
+            terminate(proc)
+        messages = _log_messages(proc.stdout.read())
+        logs.append([re.sub(r"[\d.]+ (seconds|Mb)", "N", m) for m in messages
+                     if "RDB" in m or "DB loaded" in m])
+    assert logs[1] == logs[0] == [
+        "* Loading RDB produced by version 7.0.15", "* RDB age N", "* RDB memory usage when "
+        "created N", "* Done loading RDB, keys loaded: 1, keys expired: 0.",
+        "* DB loaded from disk: N"]
