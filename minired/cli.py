@@ -368,6 +368,13 @@ def run(argv: list[str]) -> int:
     from minired.engine.config import Config
 
     handler = server_log.install(Config())
+    try:
+        return _start(argv, handler)
+    finally:
+        server_log.uninstall(handler)
+
+
+def _start(argv: list[str], handler) -> int:
     own, argv = split_own_flags(argv)
     if own["cluster"] < 0:
         sys.stderr.write("--cluster takes the number of masters (1 or more)\n")

@@ -85,8 +85,14 @@ def install(config) -> RedisLogHandler:
     handler = RedisLogHandler(config)
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
-    logger.propagate = False
     return handler
+
+
+def uninstall(handler: RedisLogHandler) -> None:
+    """Undo install (main() run in a process that goes on, as the tests do)."""
+    logger = logging.getLogger("minired")
+    logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)
 
 
 def signal_line(message: str) -> str:
