@@ -108,7 +108,7 @@ def parse_argv(argv: list[str]) -> Invocation:
                 if arg.lower() == "--save" and (next_is_option or last):
                     # `--save` with no value: an empty save list, as before Redis 7.0.1.
                     options.append('""')
-                    last_has_value = next_is_option or last
+                    last_has_value = True
                 elif arg.lower() == "--sentinel" and (next_is_option or last):
                     last_has_value = True
             else:
