@@ -8,6 +8,9 @@ BGSAVE forks, so it should cost about what Redis's fork does.
 
     python bench/persistence.py                  # 200k keys (~1 min)
     python bench/persistence.py --keys 1000000
+    # several minired builds in one run (each a source tree; ":pure" runs it uncompiled):
+    python bench/persistence.py --minired main=/tmp/main --minired main-pure=/tmp/main:pure \
+        --minired new=. --minired new-pure=.:pure
 """
 from __future__ import annotations
 
@@ -45,15 +48,24 @@ def build(r: redis.Redis, keys: int) -> None:
     pipe.execute()
 
 
-def start(name: str, directory: str) -> tuple[subprocess.Popen, int, float]:
+def start(name: str, directory: str, tree: str | None = None) -> tuple[subprocess.Popen, int, float]:
+    """Start Redis (name "redis") or minired; `tree` is a minired source tree to run (with
+    ":pure" after it, uncompiled), else the minired this Python imports."""
     port = free_port()
+    env = None
     if name == "redis":
         cmd = ["redis-server", "--port", str(port), "--dir", directory, "--save", "",
                "--appendonly", "no"]
     else:
         cmd = [sys.executable, "-m", "minired", "--port", str(port), "--dir", directory]
+        if tree:
+            path, _, pure = tree.partition(":")
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
+            env.pop("MINIRED_PURE_PYTHON", None)
+            if pure:
+                env["MINIRED_PURE_PYTHON"] = "1"
     began = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return proc, port, wait_ready(port, timeout=600) - began
 
 
@@ -80,7 +92,10 @@ def ping_stall_during_bgsave(port: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=200_000)
+    parser.add_argument("--minired", action="append", metavar="LABEL=TREE[:pure]",
+                        help="a minired build to time (repeatable; default: the installed one)")
     args = parser.parse_args()
+    builds = [tuple(spec.split("=", 1)) for spec in args.minired or ["minired="]]
     work = tempfile.mkdtemp(prefix="bench-persistence-")
     try:
         source = os.path.join(work, "source")
@@ -91,16 +106,16 @@ def main() -> None:
         stop(proc)
         size = os.path.getsize(os.path.join(source, "dump.rdb"))
         print(f"{args.keys} keys, dump.rdb {size / 1e6:.1f} MB (written by Redis)")
-        print(f"{'':10} {'load s':>8} {'SAVE s':>8} {'BGSAVE stall ms':>16}")
-        for name in ("redis", "minired"):
+        print(f"{'':14} {'load s':>8} {'SAVE s':>8} {'BGSAVE stall ms':>16}")
+        for name, tree in [("redis", "")] + builds:
             empty = os.path.join(work, name + "-empty")
             os.mkdir(empty)
-            proc, _, baseline = start(name, empty)
+            proc, _, baseline = start(name, empty, tree)
             stop(proc)
             directory = os.path.join(work, name)
             os.mkdir(directory)
             shutil.copy(os.path.join(source, "dump.rdb"), directory)
-            proc, port, loaded = start(name, directory)
+            proc, port, loaded = start(name, directory, tree)
             try:
                 r = redis.Redis(port=port)
                 assert r.dbsize() == args.keys, r.dbsize()
@@ -110,7 +125,7 @@ def main() -> None:
                 stall = ping_stall_during_bgsave(port)
             finally:
                 stop(proc)
-            print(f"{name:10} {loaded - baseline:8.2f} {saved:8.2f} {stall * 1000:16.1f}")
+            print(f"{name:14} {loaded - baseline:8.2f} {saved:8.2f} {stall * 1000:16.1f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

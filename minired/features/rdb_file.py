@@ -113,8 +113,13 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
     target_expires = staged_expires[0]
     keys = expired = 0
     string = reader.string
+    size = len(data)
     while True:
-        kind = reader.byte()
+        pos = reader.pos  # reader.byte(), inline: once per key
+        if pos >= size:
+            raise BadData(EOF_MESSAGE)
+        kind = data[pos]
+        reader.pos = pos + 1
         if kind < OPCODE_FUNCTION2:  # a key: the loop's common case first
             if kind not in OBJECT_TYPES:
                 raise BadData("Unknown RDB encoding type %d" % kind)
