@@ -195,11 +195,13 @@ class Reader:
         return chunk
 
     def byte(self) -> int:
+        data = self.data
+        buf = data  # compiled, a pointer into data (rdb.pxd)
         pos = self.pos
-        if pos >= len(self.data):
+        if pos >= len(data):
             raise BadData(EOF_MESSAGE)
         self.pos = pos + 1
-        return self.data[pos]
+        return buf[pos]
 
     def length(self) -> tuple[int, int | None]:
         """(length, None) or (0, special string encoding)."""
@@ -218,6 +220,12 @@ class Reader:
         raise BadData("Unknown length encoding %d in rdbLoadLen()" % first)
 
     def count(self) -> int:
+        data = self.data
+        buf = data  # compiled, a pointer into data (rdb.pxd)
+        pos = self.pos
+        if pos < len(data) and buf[pos] < 0x40:  # one byte: most counts, inline
+            self.pos = pos + 1
+            return buf[pos]
         n, special = self.length()
         if special is not None:
             raise BadData("Unknown length encoding")
@@ -228,18 +236,19 @@ class Reader:
         # and an LZF string whose two lengths each take one byte (Redis compresses every
         # string over 20 bytes, so most values of a file it wrote are those).
         data = self.data
+        buf = data  # compiled, a pointer into data (rdb.pxd)
         pos = self.pos
         size = len(data)
         if pos < size:
-            first = data[pos]
+            first = buf[pos]
             if first < 0x40:
                 end = pos + 1 + first
                 if end <= size:
                     self.pos = end
                     return data[pos + 1:end]
             elif first == 0xC0 | ENC_LZF and pos + 3 <= size:
-                compressed_len = data[pos + 1]
-                plain_len = data[pos + 2]
+                compressed_len = buf[pos + 1]
+                plain_len = buf[pos + 2]
                 end = pos + 3 + compressed_len
                 if compressed_len < 0x40 and plain_len < 0x40 and end <= size:
                     self.pos = end
@@ -257,10 +266,10 @@ class Reader:
         if special == ENC_INT32:
             return b"%d" % struct.unpack("<i", self.take(4))[0]
         if special == ENC_LZF:
-            compressed_len = self.count()
-            plain_len = self.count()
+            packed_size = self.count()
+            plain_size = self.count()
             try:
-                return lzf.decompress(self.take(compressed_len), plain_len)
+                return lzf.decompress(self.take(packed_size), plain_size)
             except lzf.LzfError:
                 raise BadData("Invalid LZF compressed string") from None
         raise BadData("Unknown RDB string encoding type %d" % special)
@@ -360,9 +369,10 @@ def listpack_items(blob: bytes) -> list:
         raise BadData("Listpack integrity check failed")
     entries: list = []
     append = entries.append
+    buf = blob  # compiled, a pointer into blob (rdb.pxd)
     pos, end = 6, len(blob) - 1
     while pos < end:
-        first = blob[pos]
+        first = buf[pos]
         if first < 0x80:
             append(first)
             size = 1
@@ -371,11 +381,11 @@ def listpack_items(blob: bytes) -> list:
             append(blob[pos + 1:pos + 1 + n])
             size = 1 + n
         elif first < 0xE0:
-            value = ((first & 0x1F) << 8) | blob[pos + 1]
+            value = ((first & 0x1F) << 8) | buf[pos + 1]
             append(value - 8192 if value >= 4096 else value)
             size = 2
         elif first < 0xF0:
-            n = ((first & 0x0F) << 8) | blob[pos + 1]
+            n = ((first & 0x0F) << 8) | buf[pos + 1]
             append(blob[pos + 2:pos + 2 + n])
             size = 2 + n
         elif first == 0xF0:

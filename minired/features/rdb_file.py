@@ -86,8 +86,7 @@ def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = Fa
         raise RdbError("%sInternal error in RDB reading offset %d, function at rdb.c:0 -> %s"
                        % (short, reader.pos, reason)) from None
     for db, data_, expires in zip(keyspace.dbs, staged, staged_expires):
-        for key, value in data_.items():
-            db.data[key] = value
+        db.data.update(data_)
         for key, deadline in expires.items():
             db.set_expiry(key, deadline)
     return loaded
@@ -112,20 +111,20 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
     target = staged[0]
     target_expires = staged_expires[0]
     keys = expired = 0
-    string = reader.string
+    buf = data  # compiled, a pointer into data (rdb_file.pxd)
     size = len(data)
     while True:
         pos = reader.pos  # reader.byte(), inline: once per key
         if pos >= size:
             raise BadData(EOF_MESSAGE)
-        kind = data[pos]
+        kind = buf[pos]
         reader.pos = pos + 1
         if kind < OPCODE_FUNCTION2:  # a key: the loop's common case first
             if kind not in OBJECT_TYPES:
                 raise BadData("Unknown RDB encoding type %d" % kind)
-            key = string()
+            key = reader.string()
             if kind == 0:
-                value = string()
+                value = reader.string()
             else:
                 try:
                     value = decode_object(kind, reader)
@@ -168,12 +167,12 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
             reader.count()
             reader.count()
         elif kind == OPCODE_AUX:
-            name = string()
-            loaded.aux[name] = string()
+            name = reader.string()
+            loaded.aux[name] = reader.string()
         elif kind == OPCODE_MODULE_AUX:
             raise BadData("The RDB file contains AUX module data I can't load: no matching module")
         elif kind == OPCODE_FUNCTION2:
-            loaded.functions.append(string())
+            loaded.functions.append(reader.string())
         else:  # OPCODE_FUNCTION_PRE_GA
             raise BadData("Pre-release function format not supported.")
     loaded.keys = keys
