@@ -17,6 +17,18 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process `pid` has had so far, all its threads."""
+    total = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / 1e9
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,14 +69,7 @@ class BenchServer:
 
     def cpu_seconds(self) -> float:
         assert self.proc is not None
-        total = 0
-        for path in glob.glob(f"/proc/{self.proc.pid}/task/*/schedstat"):
-            try:
-                with open(path) as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
-        return total / 1e9
+        return cpu_seconds(self.proc.pid)
 
     def rss_bytes(self) -> int:
         assert self.proc is not None
