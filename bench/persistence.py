@@ -53,7 +53,7 @@ def start(name: str, directory: str, tree: str | None = None) -> tuple[subproces
     """Start Redis (name "redis") or minired; `tree` is a minired source tree to run (with
     ":pure" after it, uncompiled), else the minired this Python imports."""
     port = free_port()
-    env = None
+    env = cwd = None
     if name == "redis":
         cmd = ["redis-server", "--port", str(port), "--dir", directory, "--save", "",
                "--appendonly", "no"]
@@ -61,12 +61,15 @@ def start(name: str, directory: str, tree: str | None = None) -> tuple[subproces
         cmd = [sys.executable, "-m", "minired", "--port", str(port), "--dir", directory]
         if tree:
             path, _, pure = tree.partition(":")
-            env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
+            # `python -m` puts the working directory first on sys.path: run from the tree.
+            cwd = os.path.abspath(path)
+            env = dict(os.environ, PYTHONPATH=cwd)
             env.pop("MINIRED_PURE_PYTHON", None)
             if pure:
                 env["MINIRED_PURE_PYTHON"] = "1"
     began = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            cwd=cwd)
     return proc, port, wait_ready(port, timeout=600) - began
 
 
