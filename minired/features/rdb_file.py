@@ -17,6 +17,7 @@ from minired.features.rdb import (
     EOF_MESSAGE,
     OBJECT_TYPES,
     RDB_VERSION,
+    TYPE_STRING,
     BadData,
     Compact,
     EmptyKey,
@@ -210,6 +211,8 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
         out.append(bytes((OPCODE_FUNCTION2,)) + encode_string(code, compress_from))
     size = sum(map(len, out))
     expiry_pack = struct.Struct("<q").pack
+    expiry_opcode = bytes((OPCODE_EXPIRETIME_MS,))
+    string_type = bytes((TYPE_STRING,))
     for db in keyspace.dbs:
         data = db.data
         if not data:
@@ -219,12 +222,25 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
                    + bytes((OPCODE_RESIZEDB,)) + encode_length(len(data))
                    + encode_length(len(expires)))
         for key, value in data.items():
-            deadline = expires.get(key) if expires else None
-            body = encode_value(value, compress_from, compact)
-            record = (bytes((OPCODE_EXPIRETIME_MS,)) + expiry_pack(deadline) if deadline is not None
-                      else b"") + body[:1] + encode_string(key, compress_from) + body[1:]
-            out.append(record)
-            size += len(record)
+            if expires:
+                deadline = expires.get(key)
+                if deadline is not None:
+                    out.append(expiry_opcode)
+                    out.append(expiry_pack(deadline))
+                    size += 9
+            name = encode_string(key, compress_from)
+            if type(value) is bytes:  # most keys: no encode_value call, no slicing
+                body = encode_string(value, compress_from)
+                out.append(string_type)
+                out.append(name)
+                out.append(body)
+                size += 1 + len(name) + len(body)
+            else:
+                body = encode_value(value, compress_from, compact)
+                out.append(body[:1])  # the type byte comes before the key
+                out.append(name)
+                out.append(body[1:])
+                size += len(name) + len(body)
             if size >= _CHUNK:
                 chunk = b"".join(out)
                 out.clear()
