@@ -32,6 +32,8 @@ COMPILED = [
     "minired/commands/hashes.py", "minired/commands/sets.py", "minired/commands/zsets.py",
     "minired/commands/streams.py", "minired/commands/server.py", "minired/commands/connection.py",
     "minired/scripting/engine.py", "minired/scripting/sandbox.py", "minired/scripting/commands.py",
+    # dump.rdb loads and saves: LZF and the reader's byte loops in C (their .pxd files).
+    "minired/features/lzf.py", "minired/features/rdb.py", "minired/features/rdb_file.py",
     # Cython proper (it is C glue to lupa's Lua): compiled or absent, never loaded as source.
     "minired/scripting/luabridge.pyx",
 ]

@@ -4,10 +4,14 @@ A dataset of --keys keys (mostly short strings, with lists, hashes, sorted sets 
 mixed in) is built in redis-server and SAVEd; then for each server: start-up on that file (time
 to the first PONG, minus the time to start on an empty directory), SAVE, and the longest PING
 round trip seen while a BGSAVE runs. The last is the one the event loop cares about: minired's
-BGSAVE forks, so it should cost about what Redis's fork does.
+BGSAVE forks, so it should cost about what Redis's fork does. Load and SAVE are also given in the
+server's CPU time, steadier than wall time on a shared machine.
 
     python bench/persistence.py                  # 200k keys (~1 min)
     python bench/persistence.py --keys 1000000
+    # several minired builds in one run (each a source tree; ":pure" runs it uncompiled):
+    python bench/persistence.py --minired main=/tmp/main --minired main-pure=/tmp/main:pure \
+        --minired new=. --minired new-pure=.:pure --rounds 3
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import time
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.servers import wait_ready
+from bench.servers import cpu_seconds, wait_ready
 from tests.support.servers import free_port
 
 
@@ -46,15 +50,27 @@ def build(r: redis.Redis, keys: int) -> None:
     pipe.execute()
 
 
-def start(name: str, directory: str) -> tuple[subprocess.Popen, int, float]:
+def start(name: str, directory: str, tree: str | None = None) -> tuple[subprocess.Popen, int, float]:
+    """Start Redis (name "redis") or minired; `tree` is a minired source tree to run (with
+    ":pure" after it, uncompiled), else the minired this Python imports."""
     port = free_port()
+    env = cwd = None
     if name == "redis":
         cmd = ["redis-server", "--port", str(port), "--dir", directory, "--save", "",
                "--appendonly", "no"]
     else:
         cmd = [sys.executable, "-m", "minired", "--port", str(port), "--dir", directory]
+        if tree:
+            path, _, pure = tree.partition(":")
+            # `python -m` puts the working directory first on sys.path: run from the tree.
+            cwd = os.path.abspath(path)
+            env = dict(os.environ, PYTHONPATH=cwd)
+            env.pop("MINIRED_PURE_PYTHON", None)
+            if pure:
+                env["MINIRED_PURE_PYTHON"] = "1"
     began = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            cwd=cwd)
     return proc, port, wait_ready(port, timeout=600) - began
 
 
@@ -78,10 +94,43 @@ def ping_stall_during_bgsave(port: int) -> float:
                 return worst
 
 
+def measure(work: str, name: str, tree: str, keys: int, round_: int) -> list[float]:
+    """[load s, load CPU s, SAVE s, SAVE CPU s, BGSAVE stall s] of one server on the file.
+    Loading is start-up on the file less start-up on an empty directory, in wall time and in
+    the server's CPU time (steadier on a shared machine: other tenants only add wall time)."""
+    empty = os.path.join(work, f"{name}-empty-{round_}")
+    os.mkdir(empty)
+    proc, _, baseline = start(name, empty, tree)
+    baseline_cpu = cpu_seconds(proc.pid)
+    stop(proc)
+    directory = os.path.join(work, f"{name}-{round_}")
+    os.mkdir(directory)
+    shutil.copy(os.path.join(work, "source", "dump.rdb"), directory)
+    proc, port, loaded = start(name, directory, tree)
+    try:
+        loaded_cpu = cpu_seconds(proc.pid)
+        r = redis.Redis(port=port)
+        assert r.dbsize() == keys, r.dbsize()
+        cpu_before = cpu_seconds(proc.pid)
+        began = time.perf_counter()
+        r.save()
+        saved = time.perf_counter() - began
+        saved_cpu = cpu_seconds(proc.pid) - cpu_before
+        stall = ping_stall_during_bgsave(port)
+    finally:
+        stop(proc)
+    return [loaded - baseline, loaded_cpu - baseline_cpu, saved, saved_cpu, stall]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=200_000)
+    parser.add_argument("--minired", action="append", metavar="LABEL=TREE[:pure]",
+                        help="a minired build to time (repeatable; default: the installed one)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="repeat, alternating the order; each figure is its lowest round")
     args = parser.parse_args()
+    builds = [tuple(spec.split("=", 1)) for spec in args.minired or ["minired="]]
     work = tempfile.mkdtemp(prefix="bench-persistence-")
     try:
         source = os.path.join(work, "source")
@@ -92,26 +141,19 @@ def main() -> None:
         stop(proc)
         size = os.path.getsize(os.path.join(source, "dump.rdb"))
         print(f"{args.keys} keys, dump.rdb {size / 1e6:.1f} MB (written by Redis)")
-        print(f"{'':10} {'load s':>8} {'SAVE s':>8} {'BGSAVE stall ms':>16}")
-        for name in ("redis", "minired"):
-            empty = os.path.join(work, name + "-empty")
-            os.mkdir(empty)
-            proc, _, baseline = start(name, empty)
-            stop(proc)
-            directory = os.path.join(work, name)
-            os.mkdir(directory)
-            shutil.copy(os.path.join(source, "dump.rdb"), directory)
-            proc, port, loaded = start(name, directory)
-            try:
-                r = redis.Redis(port=port)
-                assert r.dbsize() == args.keys, r.dbsize()
-                began = time.perf_counter()
-                r.save()
-                saved = time.perf_counter() - began
-                stall = ping_stall_during_bgsave(port)
-            finally:
-                stop(proc)
-            print(f"{name:10} {loaded - baseline:8.2f} {saved:8.2f} {stall * 1000:16.1f}")
+        names = [("redis", "")] + builds
+        best: dict[str, list[float]] = {}
+        for round_ in range(args.rounds):
+            # Alternate the order between rounds, so drifts in machine load hit every build.
+            for name, tree in names if round_ % 2 == 0 else names[::-1]:
+                figures = measure(work, name, tree, args.keys, round_)
+                best[name] = [min(pair) for pair in zip(best.get(name, figures), figures)]
+        print(f"{'':14} {'load s':>8} {'load CPU s':>11} {'SAVE s':>8} {'SAVE CPU s':>11} "
+              f"{'BGSAVE stall ms':>16}")
+        for name, _ in names:
+            load, load_cpu, save, save_cpu, stall = best[name]
+            print(f"{name:14} {load:8.2f} {load_cpu:11.2f} {save:8.2f} {save_cpu:11.2f} "
+                  f"{stall * 1000:16.1f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

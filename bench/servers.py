@@ -21,6 +21,18 @@ from tests.support.servers import free_port
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process `pid` has had so far, all its threads."""
+    total = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / 1e9
+
+
 def wait_ready(port: int, timeout: float = 15.0) -> float:
     """Poll with PING until the server answers; returns the moment it first did."""
     deadline = time.monotonic() + timeout
@@ -55,14 +67,7 @@ class BenchServer:
 
     def cpu_seconds(self) -> float:
         assert self.proc is not None
-        total = 0
-        for path in glob.glob(f"/proc/{self.proc.pid}/task/*/schedstat"):
-            try:
-                with open(path) as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
-        return total / 1e9
+        return cpu_seconds(self.proc.pid)
 
     def rss_bytes(self) -> int:
         assert self.proc is not None

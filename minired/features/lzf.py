@@ -1,6 +1,9 @@
 """LZF, the compression of RDB strings: a port of the liblzf 3.6 that Redis builds (lzf_c.c with
 Redis's lzfP.h: HLOG 16, VERY_FAST), so a compressed string is byte for byte the one Redis
 writes and DUMP payloads and RDB files compare equal with Redis's.
+
+The compiled build (setup.py) types this module's loops in C (lzf.pxd): `buf` is then a
+pointer into the input, read without a Python object per byte; uncompiled it is the same bytes.
 """
 from __future__ import annotations
 
@@ -29,15 +32,16 @@ def compress(data: bytes, out_len: int) -> bytes | None:
     run_at = 0  # where the current run's length byte is
     ip = 0
     in_end = in_len
-    hval = (data[0] << 8) | data[1] if in_len > 1 else 0
+    buf = data
+    hval = (buf[0] << 8) | buf[1] if in_len > 1 else 0
     while ip < in_end - 2:
-        hval = ((hval << 8) | data[ip + 2]) & _MASK32
+        hval = ((hval << 8) | buf[ip + 2]) & _MASK32
         slot = _idx(hval)
         ref = htab.get(slot, -1)
         htab[slot] = ip
         off = ip - ref - 1
-        if (ref > 0 and off < _MAX_OFF and data[ref] == data[ip]
-                and data[ref + 1] == data[ip + 1] and data[ref + 2] == data[ip + 2]):
+        if (ref > 0 and off < _MAX_OFF and buf[ref] == buf[ip]
+                and buf[ref + 1] == buf[ip + 1] and buf[ref + 2] == buf[ip + 2]):
             length = 2
             maxlen = in_end - ip - length
             if maxlen > _MAX_REF:
@@ -54,13 +58,13 @@ def compress(data: bytes, out_len: int) -> bytes | None:
             if maxlen > 16:
                 for _ in range(16):
                     length += 1
-                    if data[ref + length] != data[ip + length]:
+                    if buf[ref + length] != buf[ip + length]:
                         matched = False
                         break
             if matched:
                 while True:
                     length += 1
-                    if length >= maxlen or data[ref + length] != data[ip + length]:
+                    if length >= maxlen or buf[ref + length] != buf[ip + length]:
                         break
             length -= 2  # now #octets - 1
             ip += 1
@@ -77,18 +81,18 @@ def compress(data: bytes, out_len: int) -> bytes | None:
             if ip >= in_end - 2:
                 break
             ip -= 2
-            hval = (data[ip] << 8) | data[ip + 1]
-            hval = ((hval << 8) | data[ip + 2]) & _MASK32
+            hval = (buf[ip] << 8) | buf[ip + 1]
+            hval = ((hval << 8) | buf[ip + 2]) & _MASK32
             htab[_idx(hval)] = ip
             ip += 1
-            hval = ((hval << 8) | data[ip + 2]) & _MASK32
+            hval = ((hval << 8) | buf[ip + 2]) & _MASK32
             htab[_idx(hval)] = ip
             ip += 1
         else:
             if len(out) >= out_len:
                 return None
             lit += 1
-            out.append(data[ip])
+            out.append(buf[ip])
             ip += 1
             if lit == _MAX_LIT:
                 out[run_at] = lit - 1
@@ -99,7 +103,7 @@ def compress(data: bytes, out_len: int) -> bytes | None:
         return None
     while ip < in_end:
         lit += 1
-        out.append(data[ip])
+        out.append(buf[ip])
         ip += 1
         if lit == _MAX_LIT:
             out[run_at] = lit - 1
@@ -119,9 +123,10 @@ class LzfError(ValueError):
 
 def decompress(data: bytes, expected: int) -> bytes:
     out = bytearray()
+    buf = data
     i, n = 0, len(data)
     while i < n:
-        ctrl = data[i]
+        ctrl = buf[i]
         i += 1
         if ctrl < 32:
             run = ctrl + 1
@@ -134,11 +139,11 @@ def decompress(data: bytes, expected: int) -> bytes:
         if length == 7:
             if i >= n:
                 raise LzfError
-            length += data[i]
+            length += buf[i]
             i += 1
         if i >= n:
             raise LzfError
-        ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
+        ref = len(out) - ((ctrl & 0x1F) << 8) - buf[i] - 1
         i += 1
         if ref < 0:
             raise LzfError

@@ -117,6 +117,18 @@ def footer_ok(payload: bytes, allow_zero_crc: bool = False, check_crc: bool = Tr
 
 # --- writing primitives --------------------------------------------------------------------------
 
+def integer_value(raw: bytes) -> int | None:
+    """string2ll's reading of raw, sooner for what a save meets most: text that is plainly not
+    a number (one C call to tell), and short digit strings (int() in C)."""
+    if raw.isdigit():  # ASCII digits only, at least one
+        if len(raw) < 19 and (raw[0] != 48 or len(raw) == 1):  # no leading zero, fits int64
+            return int(raw)
+        return string2ll(raw)
+    if raw[:1] == b"-":
+        return string2ll(raw)
+    return None
+
+
 def encode_length(n: int) -> bytes:
     if n < 1 << 6:
         return bytes((n,))
@@ -140,7 +152,7 @@ def encode_string(value: bytes, compress_from: int = COMPRESS_AS_REDIS) -> bytes
     bytes or more (and over 20) LZF-compressed when that saves at least four bytes."""
     size = len(value)
     if size <= 11:
-        number = string2ll(value)
+        number = integer_value(value)
         if number is not None and -(1 << 31) <= number < 1 << 31:
             if -(1 << 7) <= number < 1 << 7:
                 return bytes((0xC0 | ENC_INT8,)) + struct.pack("<b", number)
@@ -183,11 +195,13 @@ class Reader:
         return chunk
 
     def byte(self) -> int:
+        data = self.data
+        buf = data  # compiled, a pointer into data (rdb.pxd)
         pos = self.pos
-        if pos >= len(self.data):
+        if pos >= len(data):
             raise BadData(EOF_MESSAGE)
         self.pos = pos + 1
-        return self.data[pos]
+        return buf[pos]
 
     def length(self) -> tuple[int, int | None]:
         """(length, None) or (0, special string encoding)."""
@@ -206,20 +220,42 @@ class Reader:
         raise BadData("Unknown length encoding %d in rdbLoadLen()" % first)
 
     def count(self) -> int:
+        data = self.data
+        buf = data  # compiled, a pointer into data (rdb.pxd)
+        pos = self.pos
+        if pos < len(data) and buf[pos] < 0x40:  # one byte: most counts, inline
+            self.pos = pos + 1
+            return buf[pos]
         n, special = self.length()
         if special is not None:
             raise BadData("Unknown length encoding")
         return n
 
     def string(self) -> bytes:
-        # The common case inline (a length under 64 in one byte): loading is mostly this call.
+        # The common cases inline: loading is mostly this call. A length under 64 in one byte,
+        # and an LZF string whose two lengths each take one byte (Redis compresses every
+        # string over 20 bytes, so most values of a file it wrote are those).
         data = self.data
+        buf = data  # compiled, a pointer into data (rdb.pxd)
         pos = self.pos
-        if pos < len(data) and data[pos] < 0x40:
-            end = pos + 1 + data[pos]
-            if end <= len(data):
-                self.pos = end
-                return data[pos + 1:end]
+        size = len(data)
+        if pos < size:
+            first = buf[pos]
+            if first < 0x40:
+                end = pos + 1 + first
+                if end <= size:
+                    self.pos = end
+                    return data[pos + 1:end]
+            elif first == 0xC0 | ENC_LZF and pos + 3 <= size:
+                compressed_len = buf[pos + 1]
+                plain_len = buf[pos + 2]
+                end = pos + 3 + compressed_len
+                if compressed_len < 0x40 and plain_len < 0x40 and end <= size:
+                    self.pos = end
+                    try:
+                        return lzf.decompress(data[pos + 3:end], plain_len)
+                    except lzf.LzfError:
+                        raise BadData("Invalid LZF compressed string") from None
         n, special = self.length()
         if special is None:
             return self.take(n)
@@ -230,10 +266,10 @@ class Reader:
         if special == ENC_INT32:
             return b"%d" % struct.unpack("<i", self.take(4))[0]
         if special == ENC_LZF:
-            compressed_len = self.count()
-            plain_len = self.count()
+            packed_size = self.count()
+            plain_size = self.count()
             try:
-                return lzf.decompress(self.take(compressed_len), plain_len)
+                return lzf.decompress(self.take(packed_size), plain_size)
             except lzf.LzfError:
                 raise BadData("Invalid LZF compressed string") from None
         raise BadData("Unknown RDB string encoding type %d" % special)
@@ -280,7 +316,7 @@ def _lp_backlen(size: int) -> bytes:
 
 def _lp_int(value: int) -> bytes:
     if 0 <= value <= 127:
-        return bytes((value, 1))
+        return _LP_SMALL_INTS[value]
     if -4096 <= value <= 4095:
         u = value & 0x1FFF
         return bytes((0xC0 | (u >> 8), u & 0xFF, 2))
@@ -293,10 +329,13 @@ def _lp_int(value: int) -> bytes:
     return b"\xf4" + struct.pack("<q", value) + b"\x09"
 
 
+_LP_SMALL_INTS = [bytes((value, 1)) for value in range(128)]
+
+
 def _lp_element(item: "bytes | int") -> bytes:
     if type(item) is int:
         return _lp_int(item)
-    number = string2ll(item)  # lpStringToInt64: integers are stored as integers
+    number = integer_value(item)  # lpStringToInt64: integers are stored as integers
     if number is not None:
         return _lp_int(number)
     n = len(item)
@@ -311,8 +350,13 @@ def _lp_element(item: "bytes | int") -> bytes:
 
 def listpack(items: list) -> bytes:
     """A listpack of the items (bytes, or ints stored as integers), as lpAppend builds it."""
-    body = b"".join([_lp_element(item) for item in items])
-    count = len(items) if len(items) < 65535 else 65535
+    return _listpack_of([_lp_element(item) for item in items])
+
+
+def _listpack_of(elements: list[bytes]) -> bytes:
+    """The listpack holding these encoded elements."""
+    body = b"".join(elements)
+    count = len(elements) if len(elements) < 65535 else 65535
     return struct.pack("<IH", 6 + len(body) + 1, count) + body + b"\xff"
 
 
@@ -325,9 +369,10 @@ def listpack_items(blob: bytes) -> list:
         raise BadData("Listpack integrity check failed")
     entries: list = []
     append = entries.append
+    buf = blob  # compiled, a pointer into blob (rdb.pxd)
     pos, end = 6, len(blob) - 1
     while pos < end:
-        first = blob[pos]
+        first = buf[pos]
         if first < 0x80:
             append(first)
             size = 1
@@ -336,11 +381,11 @@ def listpack_items(blob: bytes) -> list:
             append(blob[pos + 1:pos + 1 + n])
             size = 1 + n
         elif first < 0xE0:
-            value = ((first & 0x1F) << 8) | blob[pos + 1]
+            value = ((first & 0x1F) << 8) | buf[pos + 1]
             append(value - 8192 if value >= 4096 else value)
             size = 2
         elif first < 0xF0:
-            n = ((first & 0x0F) << 8) | blob[pos + 1]
+            n = ((first & 0x0F) << 8) | buf[pos + 1]
             append(blob[pos + 2:pos + 2 + n])
             size = 2 + n
         elif first == 0xF0:
@@ -366,7 +411,7 @@ def _as_bytes(item: "bytes | int") -> bytes:
 
 def listpack_entries(blob: bytes) -> list[bytes]:
     """The elements of a listpack, integers spelled in decimal as Redis returns them."""
-    return [_as_bytes(item) for item in listpack_items(blob)]
+    return [item if type(item) is bytes else b"%d" % item for item in listpack_items(blob)]
 
 
 def ziplist_entries(blob: bytes) -> list[bytes]:
@@ -698,7 +743,7 @@ def d2string(value: float) -> bytes:
 def _intset_blob(members) -> bytes | None:
     numbers = []
     for member in members:
-        number = string2ll(member)
+        number = integer_value(member)
         if number is None:
             return None
         numbers.append(number)
@@ -718,8 +763,16 @@ def quicklist_nodes(items, fill: int,
                     large_element: int = _QUICKLIST_LARGE_ELEMENT) -> list[list[bytes]]:
     """The nodes a quicklist built by tail pushes holds (_quicklistNodeAllowInsert); elements
     of `large_element` bytes or more are plain nodes of their own (packed_threshold)."""
-    nodes: list[list[bytes]] = []
+    return [node for node, _ in _quicklist_layout(items, fill, large_element)]
+
+
+def _quicklist_layout(items, fill: int,
+                      large_element: int) -> list[tuple[list[bytes], list[bytes]]]:
+    """quicklist_nodes, each node with its elements' listpack encodings (the sizes that decide
+    the layout are theirs, so a save reuses them instead of encoding every element twice)."""
+    nodes: list[tuple[list[bytes], list[bytes]]] = []
     node: list[bytes] | None = None
+    encoded: list[bytes] = []
     node_bytes = 0
     limit = (_QUICKLIST_NODE_BYTES[min(-fill, 5) - 1] if fill < 0 else None)
     for item in items:
@@ -735,10 +788,13 @@ def quicklist_nodes(items, fill: int,
                 allowed = fill >= 0 and len(node) < fill
         if not allowed:
             node = []
-            nodes.append(node)
+            encoded = []
+            nodes.append((node, encoded))
             node_bytes = 7  # an empty listpack
+        element = _lp_element(item)
         node.append(item)
-        node_bytes += len(_lp_element(item))
+        encoded.append(element)
+        node_bytes += len(element)
         if size >= large_element:
             node = None  # a plain node holds its one element only
     return nodes
@@ -754,11 +810,11 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     if kind is deque:
         if compact is None:
             return _encode_elements(TYPE_LIST, value, compress_from)
-        nodes = quicklist_nodes(value, compact.list_fill)
+        nodes = _quicklist_layout(value, compact.list_fill, _QUICKLIST_LARGE_ELEMENT)
         out = [bytes((TYPE_LIST_QUICKLIST_2,)), encode_length(len(nodes))]
-        for node in nodes:
+        for _, encoded in nodes:
             out.append(encode_length(_QUICKLIST_PACKED))
-            out.append(encode_string(listpack(node), compress_from))
+            out.append(encode_string(_listpack_of(encoded), compress_from))
         return b"".join(out)
     if kind is set:
         if compact is not None and len(value) <= compact.intset_entries:

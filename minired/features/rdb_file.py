@@ -17,6 +17,7 @@ from minired.features.rdb import (
     EOF_MESSAGE,
     OBJECT_TYPES,
     RDB_VERSION,
+    TYPE_STRING,
     BadData,
     Compact,
     EmptyKey,
@@ -86,8 +87,7 @@ def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = Fa
         raise RdbError("%sInternal error in RDB reading offset %d, function at rdb.c:0 -> %s"
                        % (short, reader.pos, reason)) from None
     for db, data_, expires in zip(keyspace.dbs, staged, staged_expires):
-        for key, value in data_.items():
-            db.data[key] = value
+        db.data.update(data_)
         for key, deadline in expires.items():
             db.set_expiry(key, deadline)
     return loaded
@@ -112,15 +112,20 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
     target = staged[0]
     target_expires = staged_expires[0]
     keys = expired = 0
-    string = reader.string
+    buf = data  # compiled, a pointer into data (rdb_file.pxd)
+    size = len(data)
     while True:
-        kind = reader.byte()
+        pos = reader.pos  # reader.byte(), inline: once per key
+        if pos >= size:
+            raise BadData(EOF_MESSAGE)
+        kind = buf[pos]
+        reader.pos = pos + 1
         if kind < OPCODE_FUNCTION2:  # a key: the loop's common case first
             if kind not in OBJECT_TYPES:
                 raise BadData("Unknown RDB encoding type %d" % kind)
-            key = string()
+            key = reader.string()
             if kind == 0:
-                value = string()
+                value = reader.string()
             else:
                 try:
                     value = decode_object(kind, reader)
@@ -163,12 +168,12 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
             reader.count()
             reader.count()
         elif kind == OPCODE_AUX:
-            name = string()
-            loaded.aux[name] = string()
+            name = reader.string()
+            loaded.aux[name] = reader.string()
         elif kind == OPCODE_MODULE_AUX:
             raise BadData("The RDB file contains AUX module data I can't load: no matching module")
         elif kind == OPCODE_FUNCTION2:
-            loaded.functions.append(string())
+            loaded.functions.append(reader.string())
         else:  # OPCODE_FUNCTION_PRE_GA
             raise BadData("Pre-release function format not supported.")
     loaded.keys = keys
@@ -206,6 +211,8 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
         out.append(bytes((OPCODE_FUNCTION2,)) + encode_string(code, compress_from))
     size = sum(map(len, out))
     expiry_pack = struct.Struct("<q").pack
+    expiry_opcode = bytes((OPCODE_EXPIRETIME_MS,))
+    string_type = bytes((TYPE_STRING,))
     for db in keyspace.dbs:
         data = db.data
         if not data:
@@ -215,12 +222,25 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
                    + bytes((OPCODE_RESIZEDB,)) + encode_length(len(data))
                    + encode_length(len(expires)))
         for key, value in data.items():
-            deadline = expires.get(key) if expires else None
-            body = encode_value(value, compress_from, compact)
-            record = (bytes((OPCODE_EXPIRETIME_MS,)) + expiry_pack(deadline) if deadline is not None
-                      else b"") + body[:1] + encode_string(key, compress_from) + body[1:]
-            out.append(record)
-            size += len(record)
+            if expires:
+                deadline = expires.get(key)
+                if deadline is not None:
+                    out.append(expiry_opcode)
+                    out.append(expiry_pack(deadline))
+                    size += 9
+            name = encode_string(key, compress_from)
+            if type(value) is bytes:  # most keys: no encode_value call, no slicing
+                body = encode_string(value, compress_from)
+                out.append(string_type)
+                out.append(name)
+                out.append(body)
+                size += 1 + len(name) + len(body)
+            else:
+                body = encode_value(value, compress_from, compact)
+                out.append(body[:1])  # the type byte comes before the key
+                out.append(name)
+                out.append(body[1:])
+                size += len(name) + len(body)
             if size >= _CHUNK:
                 chunk = b"".join(out)
                 out.clear()

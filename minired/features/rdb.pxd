@@ -1,0 +1,25 @@
+# C types for the compiled build of rdb.py (setup.py): the reader's cursor is a C integer, the
+# bytes it reads are read through `buf`, an unsigned char pointer into them (every index is
+# checked against the length first, as in the .py), and calls between the reader's methods are
+# C calls. Keep Reader's fields equal to its __slots__; edit it together with rdb.py.
+import cython
+
+cdef class Reader:
+    cdef public bytes data
+    cdef public Py_ssize_t pos
+    cpdef bytes take(self, n)
+    @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t)
+    cpdef int byte(self) except -1
+    @cython.locals(first=cython.int, kind=cython.int)
+    cpdef tuple length(self)
+    @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t)
+    cpdef object count(self)
+    @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t, size=Py_ssize_t,
+                   end=Py_ssize_t, first=cython.int, compressed_len=cython.int,
+                   plain_len=cython.int)
+    cpdef bytes string(self)
+
+@cython.locals(entries=list, buf=cython.p_uchar, pos=Py_ssize_t, end=Py_ssize_t,
+               first=cython.int, size=Py_ssize_t, n=Py_ssize_t, value=cython.int,
+               width=Py_ssize_t)
+cpdef list listpack_items(bytes blob)
