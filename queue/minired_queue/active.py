@@ -10,7 +10,8 @@ handlers, awaitable calls) differ only in that. Both carry:
   (a client of the matching kind);
 * ``lock_lost``: True once a heartbeat found the lock gone or taken;
 * ``apply_once(effect, *RedisOp)``, ``run_once(effect, fn)``: the effect guard;
-* ``update_progress(value)``: any JSON value, readable as ``Job.progress``.
+* ``update_progress(value)``: any JSON value, readable as ``Job.progress``;
+* ``children_results()``, ``children_failures()``: a flow parent's children's outcomes.
 """
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ import threading
 from typing import Any, Callable
 
 from .effects import AsyncEffectGuard, EffectGuard
+from .flows import children_failures_steps, children_results_steps
 from .job import Job
 from .keys import QueueKeys
+from .steps import drive, drive_async
 from .transitions import DEFAULT_EVENTS_CAP, RedisOp, update_progress
 
 
@@ -83,6 +86,14 @@ class ActiveJob(HeldJob):
         """Record progress; False when this delivery no longer owns the job."""
         return update_progress(self.keys, self.id, self.token, progress).run(self.redis)
 
+    def children_results(self) -> dict[str, Any]:
+        """A flow parent's completed children: {child job key: return value}."""
+        return drive(children_results_steps(self.keys, self.id), self.redis)
+
+    def children_failures(self) -> dict[str, str]:
+        """A flow parent's children that failed for good or were removed: {child job key: reason}."""
+        return drive(children_failures_steps(self.keys, self.id), self.redis)
+
 
 class AsyncActiveJob(HeldJob):
     """A held job with awaitable calls: what an ``async def`` handler receives."""
@@ -99,3 +110,9 @@ class AsyncActiveJob(HeldJob):
 
     async def update_progress(self, progress: Any) -> bool:
         return await update_progress(self.keys, self.id, self.token, progress).run_async(self.redis)
+
+    async def children_results(self) -> dict[str, Any]:
+        return await drive_async(children_results_steps(self.keys, self.id), self.redis)
+
+    async def children_failures(self) -> dict[str, str]:
+        return await drive_async(children_failures_steps(self.keys, self.id), self.redis)

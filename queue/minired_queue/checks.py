@@ -66,3 +66,10 @@ def stored_integer(raw: str) -> int:
     if not _DECIMAL.fullmatch(raw):
         raise ValueError(f"not an integer: {raw!r}")
     return int(raw)
+
+
+def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of the ``allowed`` strings; a ValueError naming ``name`` otherwise."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value

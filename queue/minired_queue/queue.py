@@ -14,6 +14,13 @@ from typing import Any, Callable, Iterable, Sequence
 from .checks import integer, optional_integer, stored_integer
 from .connection import connect, connect_async, is_asyncio_client
 from .events import wait_steps
+from .flows import (
+    add_flow_steps,
+    children_failures_steps,
+    children_results_steps,
+    remove_waiting_parent,
+    waiting_children_steps,
+)
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
 from .repeat import Repeatable, Schedule, describe, fire_steps, pending_instance, spec_fields, upsert_steps
@@ -73,14 +80,43 @@ class QueueSteps:
     def add(self, data: Any = None, *, job_id: str | None = None, name: str = "",
             dedup_id: str | None = None, dedup_ttl_ms: int = 0, delay_ms: int = 0,
             attempts: int = 1, backoff: Backoff | None = None, priority: int = 0, ttl_ms: int = 0,
-            timeout_ms: int = 0, debounce_ms: int = 0, throttle_ms: int = 0) -> Steps[str]:
+            timeout_ms: int = 0, debounce_ms: int = 0, throttle_ms: int = 0,
+            children: Sequence[JobSpec] | None = None, on_child_failure: str = "fail") -> Steps[str]:
         """Add one job; returns its id (the existing job's id when deduplicated or
         throttled). See ``JobSpec`` for ``ttl_ms``, ``timeout_ms``, ``debounce_ms`` and
-        ``throttle_ms``."""
+        ``throttle_ms``. With ``children`` the job is a flow's parent (``add_flow``)."""
         spec = JobSpec(data, job_id=job_id, name=name, dedup_id=dedup_id, dedup_ttl_ms=dedup_ttl_ms,
                        delay_ms=delay_ms, attempts=attempts, backoff=backoff, priority=priority, ttl_ms=ttl_ms,
                        timeout_ms=timeout_ms, debounce_ms=debounce_ms, throttle_ms=throttle_ms)
+        if children is not None:
+            return (yield from self.add_flow(spec, children, on_child_failure)).job_id
+        if on_child_failure != "fail":
+            raise ValueError("on_child_failure is a flow's: it needs children")
         return (yield from self.add_job(spec)).job_id
+
+    # --- flows (flows.py) -----------------------------------------------------------
+    def add_flow(self, parent: JobSpec, children: Sequence[JobSpec],
+                 on_child_failure: str = "fail") -> Steps[AddResult]:
+        """Add ``children`` (each on its ``JobSpec.queue``, default this one), then ``parent``,
+        which waits in ``waiting-children`` until every child finished. A child that fails
+        for good (or is removed) fails the parent under ``"fail"`` (its reason names the
+        child) or is skipped under ``"ignore"``."""
+        result = yield from add_flow_steps(self.keys, parent, list(children), on_child_failure, self.events_cap)
+        yield from self._register()
+        return result
+
+    def children_results(self, parent_id: str) -> Steps[dict[str, Any]]:
+        """{child job key: return value} of a parent's completed children (BullMQ's
+        ``getChildrenValues``); the handler's ``job.children_results()`` reads the same."""
+        return (yield from children_results_steps(self.keys, parent_id))
+
+    def children_failures(self, parent_id: str) -> Steps[dict[str, str]]:
+        """{child job key: reason} of a parent's children that failed for good or were removed."""
+        return (yield from children_failures_steps(self.keys, parent_id))
+
+    def waiting_children(self) -> Steps[list[str]]:
+        """Ids of the flow parents still waiting for children, oldest first."""
+        return (yield from waiting_children_steps(self.keys))
 
     def add_job(self, spec: JobSpec) -> Steps[AddResult]:
         if spec.debounce_ms:
@@ -139,6 +175,8 @@ class QueueSteps:
         for state, found in zip(STATES, replies):
             if found is not None:
                 return state
+        if (yield Command("zscore", self.keys.waiting_children, job_id)) is not None:
+            return "waiting-children"
         return None
 
     def get_job(self, job_id: str) -> Steps[Job | None]:
@@ -277,8 +315,11 @@ class QueueSteps:
         return (yield remove_jobs(self.keys, candidates, self.events_cap))
 
     def remove(self, job_id: str) -> Steps[bool]:
-        """Delete a job that is not active. Returns False for an active or unknown job."""
-        return bool((yield from self._remove([job_id])))
+        """Delete a job that is not active (a flow parent waiting for children included: its
+        children run on). Returns False for an active or unknown job."""
+        if (yield from self._remove([job_id])):
+            return True
+        return (yield remove_waiting_parent(self.keys, job_id, self.events_cap))
 
     def _remove_all(self, read_batch: Command) -> Steps[int]:
         removed = 0
@@ -415,6 +456,10 @@ class Queue(_QueueHandle):
     add = _driven(QueueSteps.add)
     add_job = _driven(QueueSteps.add_job)
     add_many = _driven(QueueSteps.add_many)
+    add_flow = _driven(QueueSteps.add_flow)
+    children_results = _driven(QueueSteps.children_results)
+    children_failures = _driven(QueueSteps.children_failures)
+    waiting_children = _driven(QueueSteps.waiting_children)
     counts = _driven(QueueSteps.counts)
     get_state = _driven(QueueSteps.get_state)
     get_job = _driven(QueueSteps.get_job)
@@ -462,6 +507,10 @@ class AsyncQueue(_QueueHandle):
     add = _awaited(QueueSteps.add)
     add_job = _awaited(QueueSteps.add_job)
     add_many = _awaited(QueueSteps.add_many)
+    add_flow = _awaited(QueueSteps.add_flow)
+    children_results = _awaited(QueueSteps.children_results)
+    children_failures = _awaited(QueueSteps.children_failures)
+    waiting_children = _awaited(QueueSteps.waiting_children)
     counts = _awaited(QueueSteps.counts)
     get_state = _awaited(QueueSteps.get_state)
     get_job = _awaited(QueueSteps.get_job)

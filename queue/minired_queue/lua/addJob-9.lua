@@ -14,6 +14,8 @@
   ARGV[12] TTL in ms (0: none): past now + TTL (server clock) a job never delivered is
            failed as 'expired' by moveToActive instead of running (stored as `expireAt`)
   ARGV[13] timeout of one attempt in ms (0: none; stored as `timeout`, enforced by workers)
+  ARGV[14], ARGV[15] (optional) a flow child's parent: its queue name and job id (stored as
+           `parentQueue`, `parentId`; the parent is added after its children)
 
   The numbers (ARGV 4, 6, 7, 9, 10, 11, 12, 13) must be decimal integers in range: anything else
   is an error reply and nothing is written (a job hash holding '0.5' could not be read).
@@ -38,6 +40,7 @@ integerArg(ARGV[13], 'timeout', 0)
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return {jobId, 0}
 end
+local parentQueue, parentId = ARGV[14] or '', ARGV[15] or ''
 
 local dedupId = ARGV[8]
 if dedupId ~= '' then
@@ -56,6 +59,7 @@ createJob({wait = KEYS[1], delayed = KEYS[2], prioritized = KEYS[3], meta = KEYS
            job = KEYS[6], metrics = KEYS[8], events = KEYS[9], eventsCap = ARGV[10]},
   jobId, {data = ARGV[2], name = ARGV[3], maxAttempts = ARGV[4], backoffType = ARGV[5],
           backoffDelay = ARGV[6], delay = ARGV[7], dedupId = dedupId, priority = ARGV[11],
-          ttl = ARGV[12], timeout = ARGV[13]},
+          ttl = ARGV[12], timeout = ARGV[13],
+          parentQueue = parentQueue, parentId = parentId},
   serverNow())
 return {jobId, 1}
