@@ -149,10 +149,20 @@ def report_to_parent_steps(keys: QueueKeys, job: Job, outcome: str, value: str,
 def resolve_waiting_parents_steps(keys: QueueKeys, events_cap: int = DEFAULT_EVENTS_CAP) -> Steps[int]:
     """The recovery path, run by every sweep of the parent's queue: read each pending child's
     state (in its own queue) and report those that finished; a child whose hash is gone was
-    removed and counts as failed ('removed'). Returns how many outcomes were reported."""
-    parent_ids = [text(i) for i in (yield Command("zrange", keys.waiting_children, 0, RESOLVE_BATCH - 1))]
-    if not parent_ids:
-        return 0
+    removed and counts as failed ('removed'). Every waiting parent is looked at, a page of
+    RESOLVE_BATCH at a time, so none waits behind older ones. Returns how many outcomes
+    were reported."""
+    parent_ids: list[str] = []  # read before any moves, so leaving parents shift no page
+    while page := [text(i) for i in (yield Command("zrange", keys.waiting_children, len(parent_ids),
+                                                   len(parent_ids) + RESOLVE_BATCH - 1))]:
+        parent_ids += page
+    reported = 0
+    for start in range(0, len(parent_ids), RESOLVE_BATCH):
+        reported += yield from _resolve_page(keys, parent_ids[start:start + RESOLVE_BATCH], events_cap)
+    return reported
+
+
+def _resolve_page(keys: QueueKeys, parent_ids: list[str], events_cap: int) -> Steps[int]:
     pending = yield Pipeline(tuple(Command("smembers", keys.dependencies(p)) for p in parent_ids))
     pairs = [(parent_id, text(child)) for parent_id, children in zip(parent_ids, pending) for child in children]
     commands: list[Command] = []

@@ -207,6 +207,46 @@ def test_a_retried_child_reports_only_its_final_failure(queue):
     assert queue.get_state(parent) == "waiting-children"
 
 
+def test_the_sweep_reaches_every_waiting_parent(queue, other, monkeypatch):
+    """Parents beyond the first page are not starved by older ones whose children still run."""
+    import minired_queue.flows as flows
+
+    monkeypatch.setattr(flows, "RESOLVE_BATCH", 2)
+    parents = [queue.add({"p": n}, children=[JobSpec({"n": n}, job_id=f"c{n}", queue=other.name)])
+               for n in range(5)]
+    fetch = take(other)  # c0 runs; c1 .. c4 complete without reporting (their workers died)
+    for _ in range(4):
+        done = take(other, token="t2")
+        assert complete(other.keys, done.job, "t2", 1).run(other.client)
+    queue.sweep()
+    assert [queue.get_state(p) for p in parents] == ["waiting-children"] + ["wait"] * 4
+    assert fetch.job.id == "c0"
+
+
+def test_an_async_worker_runs_flows(backend, queue, other):
+    import asyncio
+
+    from minired_queue.aio import AsyncWorker
+
+    async def parent_or_child(job):
+        if job.job.on_child_failure:
+            return sorted((await job.children_results()).values())
+        return job.data["n"]
+
+    parent = queue.add({"p": 1}, children=[JobSpec({"n": 1}), JobSpec({"n": 2}, queue=other.name)])
+
+    async def scenario():
+        for q in (other, queue):
+            client = backend.async_client()
+            try:
+                await AsyncWorker(q.keys, client, parent_or_child, WorkerOptions(burst=True)).run()
+            finally:
+                await client.aclose()
+
+    asyncio.run(scenario())
+    assert queue.get_job(parent).return_value == [1, 2]
+
+
 def test_async_queue_adds_flows_and_reads_results(backend, queue):
     import asyncio
 
