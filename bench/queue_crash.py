@@ -50,6 +50,8 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--rate-limit", type=int, default=300, help="jobs per 100 ms for the queue; 0: none")
+    parser.add_argument("--flows", type=int, default=200,
+                        help="flow parents of 3 children each (one on a side queue with its own workers)")
     args = parser.parse_args()
 
     target = contextlib.nullcontext((args.url, args.cluster)) if args.url else server(args.server)
@@ -58,7 +60,7 @@ def main() -> int:
                              workers=args.workers, concurrency=args.concurrency, kills=args.kills,
                              kill_interval_s=(0.2, 0.6), time_limit_s=1800, seed=args.seed,
                              priorities=True, rate_limit=(args.rate_limit, 100) if args.rate_limit else None,
-                             repeat_every_ms=50)
+                             repeat_every_ms=50, flows=args.flows)
         report = run_chaos(config, say=lambda line: print(line, flush=True))
     print()
     print(report.summary())

@@ -71,6 +71,25 @@ def test_a_failed_child_fails_the_parent_naming_it(queue, other):
     assert queue.get_state(parent) == "failed" and queue.counts()["completed"] == 1
 
 
+def test_retrying_a_parent_failed_by_its_child_runs_it_with_what_it_has(queue):
+    child = JobSpec({"n": 3, "fail": True})
+    parent = queue.add({"parent": 1}, children=[child])
+    drain(queue, handle)
+    assert queue.get_state(parent) == "failed" and queue.retry_failed([parent]) == 1
+    drain(queue, handle)
+    job = queue.get_job(parent)
+    assert job.state == "completed" and job.return_value == {
+        "results": {}, "failures": {queue.keys.job(child.id): "RuntimeError: child 3 broke"}}
+
+
+def test_drain_leaves_waiting_parents(queue):
+    parent = queue.add({"parent": 1}, children=[JobSpec({"n": 1})])
+    assert queue.drain() == 1  # the child
+    assert queue.get_state(parent) == "waiting-children"
+    queue.sweep()  # the drained child counts as removed
+    assert queue.get_job(parent).failed_reason.endswith("failed: removed")
+
+
 def test_under_ignore_the_parent_runs_and_reads_the_failure(queue):
     child = JobSpec({"n": 3, "fail": True})
     parent = queue.add({"parent": 1}, children=[JobSpec({"n": 1}), child], on_child_failure="ignore")
