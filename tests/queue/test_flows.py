@@ -58,6 +58,21 @@ def _children(queue: Queue, parent_id: str) -> list[str]:
     return [job.id for job in queue.completed_jobs() + queue.failed_jobs() if job.parent_id == parent_id]
 
 
+def test_events_tell_a_waiting_parent_and_its_release(queue):
+    from minired_queue.events import Added, QueueEvents
+
+    events = QueueEvents(queue.keys, queue.client, last_id="0")
+    parent = queue.add({"parent": 1}, children=[JobSpec({"n": 1}, job_id="only")])
+    drain(queue, lambda job: 1 if job.job.on_child_failure is None else 2)
+    read = events.read(timeout_s=1)
+    assert read[1].waiting_children and isinstance(read[1], Added) and not read[0].waiting_children
+    seen = [(type(e).__name__, e.name, e.job_id) for e in read]
+    assert seen == [("Added", "waiting", "only"), ("Added", "waiting-children", parent),
+                    ("Active", "active", "only"), ("Completed", "completed", "only"),
+                    ("Added", "waiting", parent), ("Active", "active", parent), ("Completed", "completed", parent)]
+    assert queue.wait(parent, timeout=5) == 2
+
+
 def test_a_failed_child_fails_the_parent_naming_it(queue, other):
     child = JobSpec({"n": 3, "fail": True}, queue=other.name)
     parent = queue.add({"parent": 1}, children=[JobSpec({"n": 1}), child])
