@@ -54,9 +54,9 @@ def check_flow(queue: str, parent: JobSpec, children: Sequence[JobSpec], on_chil
     choice("on_child_failure", on_child_failure, ON_CHILD_FAILURE)
     if not children:
         raise ValueError("children must name at least one JobSpec")
-    if parent.dedup_id or parent.delay_ms:
-        raise ValueError("a flow parent takes no dedup_id, debounce_ms, throttle_ms or delay_ms: it is "
-                         "made ready by its last child")
+    if parent.dedup_id or parent.delay_ms or parent.group:
+        raise ValueError("a flow parent takes no dedup_id, debounce_ms, throttle_ms, delay_ms or group: it "
+                         "is made ready by its last child")
     if parent.queue not in (None, queue):
         raise ValueError(f"the parent is added to queue {queue!r}, not {parent.queue!r}")
     seen = {(queue, parent.id)}
@@ -77,8 +77,8 @@ def add_child(keys: QueueKeys, spec: JobSpec, parent_queue: str, parent_id: str,
     return Call(
         script("addJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
-         keys.dedup(""), keys.metrics, keys.events],
-        [*_add_args(spec, spec.delay_ms, 0, events_cap), parent_queue, parent_id],
+         keys.dedup(""), keys.metrics, keys.events, keys.group_wait, keys.groups],
+        [*_add_args(spec, spec.delay_ms, 0, events_cap), parent_queue, parent_id, spec.group or ""],
         lambda reply: AddResult(text(reply[0]), bool(reply[1])),
     )
 

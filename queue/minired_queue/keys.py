@@ -124,6 +124,29 @@ class QueueKeys:
         """Sorted set of flow parents waiting for their children; score = when added (server ms)."""
         return self._key("waiting-children")
 
+    # --- groups (lua/includes/pushReady.lua) --------------------------------------------
+    @property
+    def group_wait(self) -> str:
+        """Sorted set of grouped ready jobs, all scores 0, members ``<group>\\0<seq>\\0<id>``
+        (seq zero-padded to 16 digits): each group's line is one lexicographic range."""
+        return self._key("group-wait")
+
+    @property
+    def groups(self) -> str:
+        """Sorted set of the groups with ready jobs, score = their turn in the rotation."""
+        return self._key("groups")
+
+    @property
+    def group_active(self) -> str:
+        """Sorted set (scores 0) of ``<group>\\0<id>`` for grouped jobs handed out under a
+        per-group concurrency limit; members whose job left active are pruned lazily."""
+        return self._key("group-active")
+
+    @property
+    def group_rate(self) -> str:
+        """Hash of per-group rate windows: ``c\\0<group>`` jobs started, ``e\\0<group>`` end (server ms)."""
+        return self._key("group-rate")
+
     # --- per job ------------------------------------------------------------------------
     def own_keys(self) -> tuple[str, ...]:
         """Keys only a queue in use has: its state containers, settings, counters and

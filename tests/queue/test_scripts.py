@@ -114,7 +114,7 @@ def test_every_flow_script_stays_in_the_parent_queues_slot():
              resolve_child(keys, "p1", child_key, "completed", "1"), remove_waiting_parent(keys, "p1")]
     assert {key_slot(k.encode()) for call in calls for k in call.keys} == {key_slot(b"{orders}")}
     assert [key_slot(k.encode()) for k in add_child(other, JobSpec(1, job_id="c1"), "orders", "p1").keys] == [
-        key_slot(b"{photos}")] * 9
+        key_slot(b"{photos}")] * 11
     assert job_key_parts(child_key) == ("emq", "photos", "c1")
     assert job_key_parts(QueueKeys("a:job:b}x".replace("}", "")).job("c:job:d")) == ("emq", "a:job:bx", "c:job:d")
 

@@ -5,8 +5,8 @@
   that worker is gone). Used for remove, drain and cleaning old completed/failed jobs.
 
   KEYS[1] wait   KEYS[2] prioritized   KEYS[3] delayed   KEYS[4] completed   KEYS[5] failed
-  KEYS[6] metrics   KEYS[7] events
-  then for candidate i: KEYS[6+2i] job hash, KEYS[7+2i] the job's dedup marker
+  KEYS[6] metrics   KEYS[7] events   KEYS[8] group-wait   KEYS[9] groups
+  then for candidate i: KEYS[8+2i] job hash, KEYS[9+2i] the job's dedup marker
   ARGV[1] events stream cap   ARGV[1+i] candidate i's id
 
   Each job removed before it finished gets a `removed` event, so whoever waits for it stops
@@ -15,12 +15,22 @@
   Returns the ids removed.
 ]]
 --- @include "emitEvent"
+--- @include "pushReady"
 local removed = {}
 for i = 1, #ARGV - 1 do
   local jobId = ARGV[1 + i]
-  local jobKey, dedupKey = KEYS[6 + 2 * i], KEYS[7 + 2 * i]
+  local jobKey, dedupKey = KEYS[8 + 2 * i], KEYS[9 + 2 * i]
   -- LREM from the tail: drain takes candidates from the tail, so they are found at once.
   local pending = redis.call('LREM', KEYS[1], -1, jobId) > 0
+  local grouped = redis.call('HMGET', jobKey, 'group', 'groupSeq')
+  local seq = storedInteger(grouped[2])
+  if grouped[1] and seq then
+    local member = groupMember(grouped[1], seq, jobId)
+    if redis.call('ZSCORE', KEYS[8], member) then
+      takeFromGroup(KEYS[8], KEYS[9], nil, grouped[1], member)
+      pending = true
+    end
+  end
   for set = 2, 3 do
     pending = redis.call('ZREM', KEYS[set], jobId) > 0 or pending
   end

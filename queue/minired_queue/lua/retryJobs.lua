@@ -2,7 +2,8 @@
   attempt budget.
 
   KEYS[1] failed   KEYS[2] wait   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
-  then KEYS[5+i] candidate i's job hash
+  KEYS[6] group-wait   KEYS[7] groups
+  then KEYS[7+i] candidate i's job hash
   ARGV[i] candidate i's id
 
   Only ids still in failed move (a concurrent retry or remove wins once). A job retried
@@ -11,14 +12,15 @@
   Returns the ids moved.
 ]]
 --- @include "pushReady"
+local ready = {wait = KEYS[2], prioritized = KEYS[3], meta = KEYS[4], groupWait = KEYS[6], groups = KEYS[7]}
 local moved = {}
 for i = 1, #ARGV do
   local jobId = ARGV[i]
   if redis.call('ZREM', KEYS[1], jobId) > 0 then
-    local jobKey = KEYS[5 + i]
+    local jobKey = KEYS[7 + i]
     redis.call('HSET', jobKey, 'attemptsMade', 0, 'stalledCounter', 0)
     redis.call('HDEL', jobKey, 'failedReason', 'stacktrace', 'finishedOn', 'expireAt')
-    pushReady(KEYS[2], KEYS[3], KEYS[4], jobId, redis.call('HGET', jobKey, 'priority'), false)
+    placeReady(ready, jobKey, jobId, false)
     moved[#moved + 1] = jobId
   end
 end
