@@ -5,7 +5,9 @@ Worker processes rotate between the threaded worker, the asyncio worker with an 
 handler, and the asyncio worker with a plain handler (run in a thread with synchronous
 calls). Optionally the queue also has priorities, a rate limit, a repeatable job and
 flows in the mix (parents on the queue, children on it and on a side queue with workers
-of its own, killed too: a parent that runs before all its children completed fails). Every job's handler applies two effects half-way through its work:
+of its own, killed too: a parent that runs before all its children completed fails), and
+groups under a per-group concurrency limit (each grouped handler notes how many of its
+group's handlers run at once; the peak must stay within the limit). Every job's handler applies two effects half-way through its work:
 
 * a guarded one (``apply_once``: dedup marker and write in one script), counted per job
   in ``<queue>:chaos:guarded``;
@@ -47,6 +49,38 @@ def side_queue(name: str) -> str:
     return f"{name}-kids"
 
 
+# A grouped handler's entry in its group's running set, scored by when it is stale: a
+# quarter of the lock TTL after it started, so a SIGKILLed handler's entry is gone before
+# its lock can lapse and its job (or another of its group) be handed out again. (A live
+# handler slower than that drops out early: the measure can undercount, never overcount.)
+# Returns how many of the group's handlers are running, and keeps the peak per group.
+_ENTER_GROUP = """
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local running = redis.call('ZCARD', KEYS[1])
+if running > (tonumber(redis.call('HGET', KEYS[2], ARGV[3])) or 0) then
+  redis.call('HSET', KEYS[2], ARGV[3], running)
+end
+return running
+"""
+GROUP_STALE_MS = 250  # a quarter of the crash harness's lock TTL
+
+
+def group_running_key(job) -> str:
+    return f"{job.keys.base}:chaos:running:{job.job.group}"
+
+
+def group_peak_key(keys: QueueKeys) -> str:
+    return f"{keys.base}:chaos:group-peak"
+
+
+def _enter_group_args(job) -> tuple:
+    return (_ENTER_GROUP, 2, group_running_key(job), group_peak_key(job.keys), job.token, GROUP_STALE_MS,
+            job.job.group)
+
+
 def _check_children(job, results: dict) -> None:
     """A flow parent must run only once every child completed (none may fail here)."""
     expected = job.data.get("children")
@@ -59,10 +93,14 @@ def effect_handler(job) -> dict:
     work_s = job.data.get("work_ms", 5) / 2000
     if job.data.get("children") is not None:
         _check_children(job, job.children_results())
+    if job.job.group:
+        job.redis.eval(*_enter_group_args(job))
     time.sleep(work_s)
     job.redis.hincrby(unguarded_key(job.keys), job.id, 1)
     job.apply_once("count", RedisOp("HINCRBY", guarded_key(job.keys), job.id, 1))
     time.sleep(work_s)
+    if job.job.group:
+        job.redis.zrem(group_running_key(job), job.token)
     return {"done": job.id}
 
 
@@ -71,10 +109,14 @@ async def async_effect_handler(job) -> dict:
     work_s = job.data.get("work_ms", 5) / 2000
     if job.data.get("children") is not None:
         _check_children(job, await job.children_results())
+    if job.job.group:
+        await job.redis.eval(*_enter_group_args(job))
     await asyncio.sleep(work_s)
     await job.redis.hincrby(unguarded_key(job.keys), job.id, 1)
     await job.apply_once("count", RedisOp("HINCRBY", guarded_key(job.keys), job.id, 1))
     await asyncio.sleep(work_s)
+    if job.job.group:
+        await job.redis.zrem(group_running_key(job), job.token)
     return {"done": job.id}
 
 
@@ -104,6 +146,8 @@ class ChaosConfig:
     flows: int = 0  # flow parents, each with flow_children children (every third on the side queue)
     flow_children: int = 3
     side_workers: int = 1  # worker processes of the side queue (when there are flows)
+    groups: int = 0  # every other job goes to one of this many groups ...
+    group_concurrency: int = 2  # ... each limited to this many jobs at once
 
 
 @dataclass
@@ -119,6 +163,7 @@ class ChaosReport:
     stalled_recovered: int
     elapsed_s: float
     events: list[str] = field(default_factory=list)
+    group_peaks: dict[str, int] = field(default_factory=dict)  # most handlers of a group seen at once
     repeat_instances: list[str] = field(default_factory=list)  # completed
     repeat_unfinished: list[str] = field(default_factory=list)  # made but not completed
 
@@ -167,6 +212,8 @@ class ChaosReport:
             f"{self.guarded_duplicates} duplicates",
             f"effect without dedup marker   {self.unguarded_total} applications, "
             f"{self.unguarded_duplicates} duplicates",
+            *([f"groups: most running at once  {max(self.group_peaks.values())} "
+               f"(over {len(self.group_peaks)} groups)"] if self.group_peaks else []),
             f"elapsed                       {self.elapsed_s:.1f} s",
         ])
 
@@ -236,9 +283,16 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
         queue.add_repeatable("chaos-tick", {"work_ms": config.work_ms[0]}, every_ms=config.repeat_every_ms,
                              priority=1 if config.priorities else 0)
         say(f"repeatable job every {config.repeat_every_ms} ms")
-    queue.add_many(JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"job-{n}",
-                           priority=rng.randint(0, 3) if config.priorities else 0)
-                   for n in range(config.jobs))
+    if config.groups:
+        queue.configure(group_concurrency=config.group_concurrency)
+        say(f"every other job in one of {config.groups} groups, at most {config.group_concurrency} at once each")
+
+    def spec(n: int) -> JobSpec:
+        group = f"g{n // 2 % config.groups}" if config.groups and n % 2 == 0 else None
+        return JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"job-{n}", group=group,
+                       priority=rng.randint(0, 3) if config.priorities and group is None else 0)
+
+    queue.add_many(spec(n) for n in range(config.jobs))
     say(f"added {config.jobs} jobs to {config.queue!r}{' with priorities 0-3' if config.priorities else ''}")
     ids = [f"job-{n}" for n in range(config.jobs)]
     side = Queue(side_queue(config.queue), client)
@@ -324,6 +378,7 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
         stalled_recovered=queue.metrics().get("stalled", 0) + side.metrics().get("stalled", 0),
         elapsed_s=elapsed,
         events=events,
+        group_peaks={text(k): int(v) for k, v in client.hgetall(group_peak_key(queue.keys)).items()},
         repeat_instances=repeat_done,
         repeat_unfinished=repeat_open,
     )
