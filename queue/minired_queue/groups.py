@@ -17,6 +17,11 @@ from typing import Any
 
 from .job import text
 from .keys import QueueKeys
+from .scripts import script
+from .steps import Command, Steps
+from .transitions import Call
+
+PRUNE_BATCH = 200
 
 GROUP_SEP = "\0"
 
@@ -47,3 +52,25 @@ class GroupedIds:
 def group_line(group: str) -> tuple[str, str]:
     """The lexicographic range of one group's members (ZRANGEBYLEX/ZLEXCOUNT bounds)."""
     return f"[{group}{GROUP_SEP}", f"({group}\1"
+
+
+def prune_groups(keys: QueueKeys, members: list[str], ended_groups: list[str]) -> Call[tuple[int, int]]:
+    return Call(script("pruneGroups"), [keys.group_active, keys.active, keys.group_rate],
+                [len(members), *members, *ended_groups], lambda reply: (int(reply[0]), int(reply[1])))
+
+
+def prune_groups_steps(keys: QueueKeys) -> Steps[tuple[int, int]]:
+    """Drop group-active members whose job left active and rate windows that ended, a batch
+    per sweep (each re-checked in the script), so groups that never come back leave nothing."""
+    members = [text(m) for m in (yield Command("zrange", keys.group_active, 0, PRUNE_BATCH - 1))]
+    _, fields = yield Command("hscan", keys.group_rate, 0, count=PRUNE_BATCH)
+    now_s, now_us = yield Command("time")
+    now = int(now_s) * 1000 + int(now_us) // 1000
+    ended = []
+    for name, value in fields.items():
+        name = text(name)
+        if name.startswith("e" + GROUP_SEP) and int(value) <= now:
+            ended.append(name[2:])
+    if not members and not ended:
+        return (0, 0)
+    return (yield prune_groups(keys, members, ended))

@@ -103,6 +103,22 @@ def test_delayed_and_failed_grouped_jobs_come_back_to_their_group(queue, clock):
     assert queue.retry_failed() == 1 and queue.group_counts() == {"g": 1}
 
 
+def test_the_sweep_prunes_what_idle_groups_left(queue, clock):
+    queue.configure(group_concurrency=5, group_rate_max=5, group_rate_duration_ms=clock.span(100))
+    for n in range(3):
+        queue.add({}, job_id=f"j{n}", group=f"g{n}")
+    fetches = [take(queue, token=f"t{n}") for n in range(3)]
+    assert queue.client.zcard(queue.keys.group_active) == 3 and queue.client.hlen(queue.keys.group_rate) == 6
+    for n in range(2):
+        assert complete(queue.keys, fetches[n].job, f"t{n}", 1).run(queue.client)
+    queue.sweep()  # windows still open; two jobs left active
+    assert queue.client.zcard(queue.keys.group_active) == 1 and queue.client.hlen(queue.keys.group_rate) == 6
+    clock.advance(clock.span(150))
+    queue.sweep()
+    assert queue.client.hlen(queue.keys.group_rate) == 0
+    assert [m.split(b"\0")[1] for m in queue.client.zrange(queue.keys.group_active, 0, -1)] == [b"j2"]
+
+
 def test_removing_and_draining_grouped_jobs(queue):
     for n in range(3):
         queue.add({}, job_id=f"a{n}", group="a")

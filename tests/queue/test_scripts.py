@@ -35,6 +35,7 @@ EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "ret
                         "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable", "recordDepth",
                         "addDebouncedJob"}
 EXPECTED_TRANSITIONS |= {"addParentJob", "resolveChild", "removeWaitingParent"}  # flows.py
+EXPECTED_TRANSITIONS |= {"pruneGroups"}  # groups.py
 
 ROOT = Path(__file__).resolve().parents[2]
 
