@@ -38,6 +38,18 @@ def test_groups_take_turns_so_a_big_one_cannot_starve_a_small_one(queue):
     assert queue.group_counts() == {} and queue.counts()["active"] == 53
 
 
+def test_a_fetch_names_the_jobs_behind_the_group_heads(queue):
+    from minired_queue.transitions import move_to_active
+
+    for n in range(3):
+        queue.add({}, job_id=f"a{n}", group="a")
+    queue.add({}, job_id="b0", group="b")
+    miss = move_to_active(queue.keys, [], "t", 30_000, width=3).run(queue.client)
+    assert miss.status == "miss" and miss.candidates == ("a0", "b0", "a1")
+    taken = move_to_active(queue.keys, miss.candidates, "t", 30_000, width=3).run(queue.client)
+    assert taken.job.id == "a0" and taken.candidates == ("b0", "a1", "a2")
+
+
 def test_ungrouped_jobs_come_first_and_prioritized_ones_after_the_groups(queue):
     queue.add({}, job_id="g", group="x")
     queue.add({}, job_id="p", priority=1)

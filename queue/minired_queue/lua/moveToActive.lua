@@ -130,6 +130,7 @@ local function groupOpen(group)
 end
 
 if #order < want + 1 then
+  local open = {}
   for _, group in ipairs(redis.call('ZRANGE', KEYS[13], 0, GROUP_SCAN - 1)) do
     if #order >= want + 1 then
       break
@@ -140,9 +141,23 @@ if #order < want + 1 then
     elseif groupOpen(group) then
       order[#order + 1] = string.sub(member, #group + 2 + 16 + 1)
       fromGroup[#order] = {group, member}
+      open[#open + 1] = group
     else
       redis.call('ZADD', KEYS[13], redis.call('HINCRBY', KEYS[5], 'gt', 1), group)  -- cannot run now
     end
+  end
+  -- Candidates only (never taken by this call): the open groups' next jobs, round by
+  -- round, so workers racing on few groups name the jobs behind the heads too.
+  local round = 1
+  while #order < want + 1 and #open > 0 and round <= want do
+    for _, group in ipairs(open) do
+      local member = redis.call('ZRANGEBYLEX', KEYS[12], '[' .. group .. GROUP_SEP, '(' .. group .. '\1',
+        'LIMIT', round, 1)[1]
+      if member and #order < want + 1 then
+        order[#order + 1] = string.sub(member, #group + 2 + 16 + 1)
+      end
+    end
+    round = round + 1
   end
 end
 if #order < want + 1 then
