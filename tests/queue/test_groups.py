@@ -214,3 +214,24 @@ def test_the_readme_example_runs(queue, capsys):
     assert capsys.readouterr().out.splitlines() == ["{'tenant-a': 10, 'tenant-b': 1}",
                                                     "['tenant-a', 'tenant-b', 'tenant-a']"]
     assert queue.counts()["completed"] == 11
+
+
+def test_async_queue_adds_counts_and_drains_groups(backend, queue):
+    import asyncio
+
+    from minired_queue.queue import AsyncQueue
+
+    async def scenario():
+        client = backend.async_client()
+        try:
+            aqueue = AsyncQueue(queue.name, client)
+            await aqueue.add({}, job_id="x", group="{t}:1")
+            await aqueue.add({}, job_id="y", group="{t}:1")
+            counts = await aqueue.group_counts(), await aqueue.get_state("x"), (await aqueue.counts())["wait"]
+            return counts, await aqueue.drain()
+        finally:
+            await client.aclose()
+
+    (groups, state, waiting), drained = asyncio.run(scenario())
+    assert groups == {"{t}:1": 2} and state == "wait" and waiting == 2 and drained == 2
+    assert queue.group_counts() == {}
