@@ -131,6 +131,15 @@ def test_the_sweep_prunes_what_idle_groups_left(queue, clock):
     assert [m.split(b"\0")[1] for m in queue.client.zrange(queue.keys.group_active, 0, -1)] == [b"j2"]
 
 
+def test_an_expired_grouped_job_leaves_its_group(queue, clock):
+    queue.add({}, job_id="old", group="g", ttl_ms=clock.span(50))
+    queue.add({}, job_id="new", group="h")
+    clock.advance(clock.span(60))
+    assert take(queue).status == "expired"  # the fetch failed "old" instead of handing it out
+    assert take(queue).job.id == "new"
+    assert queue.get_job("old").failed_reason == "expired" and queue.group_counts() == {}
+
+
 def test_removing_and_draining_grouped_jobs(queue):
     for n in range(3):
         queue.add({}, job_id=f"a{n}", group="a")
