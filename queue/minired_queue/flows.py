@@ -32,7 +32,7 @@ from .job import Job, JobSpec, text
 from .keys import QueueKeys, job_key_parts
 from .scripts import script
 from .steps import Command, Pipeline, Steps
-from .transitions import DEFAULT_EVENTS_CAP, AddResult, Call, _add_args
+from .transitions import DEFAULT_EVENTS_CAP, AddResult, Call, add_job_args
 
 ON_CHILD_FAILURE = ("fail", "ignore")
 RESOLVE_BATCH = 100  # waiting parents a sweep looks at per turn
@@ -78,7 +78,7 @@ def add_child(keys: QueueKeys, spec: JobSpec, parent_queue: str, parent_id: str,
         script("addJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
          keys.dedup(""), keys.metrics, keys.events, keys.group_wait, keys.groups],
-        [*_add_args(spec, spec.delay_ms, 0, events_cap), parent_queue, parent_id, spec.group or ""],
+        [*add_job_args(spec, spec.delay_ms, 0, events_cap), parent_queue, parent_id, spec.group or ""],
         lambda reply: AddResult(text(reply[0]), bool(reply[1])),
     )
 

@@ -131,13 +131,14 @@ def add_job(keys: QueueKeys, spec: JobSpec, events_cap: int = DEFAULT_EVENTS_CAP
         script("addJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
          keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events, keys.group_wait, keys.groups],
-        [*_add_args(spec, spec.delay_ms, spec.throttle_ms or spec.dedup_ttl_ms, events_cap), "", "",
+        [*add_job_args(spec, spec.delay_ms, spec.throttle_ms or spec.dedup_ttl_ms, events_cap), "", "",
          spec.group or ""],
         lambda reply: AddResult(text(reply[0]), bool(reply[1])),
     )
 
 
-def _add_args(spec: JobSpec, delay_ms: int, dedup_ttl_ms: int, events_cap: int) -> list[Any]:
+def add_job_args(spec: JobSpec, delay_ms: int, dedup_ttl_ms: int, events_cap: int) -> list[Any]:
+    """addJob's ARGV 1-13 for ``spec`` (flows.add_child appends the parent and the group)."""
     backoff = spec.backoff
     return [spec.id, spec.payload(), spec.name, spec.attempts,
             backoff.kind if backoff else "", backoff.delay_ms if backoff else 0,
@@ -157,7 +158,7 @@ def add_debounced_job(keys: QueueKeys, spec: JobSpec, holder: str,
         script("addDebouncedJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
          keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events, keys.job(holder)],
-        [*_add_args(spec, spec.debounce_ms, 0, events_cap), holder],
+        [*add_job_args(spec, spec.debounce_ms, 0, events_cap), holder],
         parse,
     )
 
