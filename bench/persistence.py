@@ -23,7 +23,8 @@ import time
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.servers import free_port, wait_ready
+from bench.servers import wait_ready
+from tests.support.servers import free_port
 
 
 def build(r: redis.Redis, keys: int) -> None:

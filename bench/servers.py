@@ -14,13 +14,11 @@ import sys
 import tempfile
 import time
 
+# The repository's root, for tests.support (benchmarks run as scripts, from bench/).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.servers import free_port
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_ready(port: int, timeout: float = 15.0) -> float:

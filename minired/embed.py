@@ -188,6 +188,35 @@ class FaultRule:
         self.remove()
 
 
+class RemoteFaultRule(FaultRule):
+    """A rule `RemoteFaults.add` made: its counters are read with MINIRED FAULT LIST. Once
+    the rule is gone (COUNT, FOR, DEL) they are the last ones read, and `fired` its COUNT if it
+    had one (COUNT removes a rule the moment it has fired that often)."""
+
+    def __init__(self, faults: "RemoteFaults", rule_id: int, count: int | None) -> None:
+        self.faults = faults
+        self.id = rule_id
+        self._count = count
+        self._last = {b"matched": 0, b"fired": 0}
+
+    def _counters(self) -> dict:
+        for entry in self.faults.list():
+            if entry[b"id"] == self.id:
+                self._last = entry
+                return entry
+        if self._count:
+            self._last = {**self._last, b"fired": self._count}
+        return self._last
+
+    @property
+    def matched(self) -> int:
+        return self._counters()[b"matched"]
+
+    @property
+    def fired(self) -> int:
+        return self._counters()[b"fired"]
+
+
 class Faults:
     """MINIRED FAULT for an EmbeddedServer, run on its loop: the same rules as over the wire.
 
@@ -199,18 +228,18 @@ class Faults:
     _OPTIONS = (("command", "COMMAND"), ("key", "KEY"), ("client_name", "CLIENT-NAME"),
                 ("client_id", "CLIENT-ID"), ("script", "SCRIPT"), ("in_script", "IN-SCRIPT"),
                 ("count", "COUNT"), ("after", "AFTER"), ("probability", "PROBABILITY"),
-                ("seed", "SEED"))
+                ("seed", "SEED"), ("jitter", "JITTER"), ("for_ms", "FOR"))
 
     def __init__(self, server: EmbeddedServer) -> None:
         self._server = server
         self._injector = server.server.faults
 
-    def add(self, action: str, *args: Any, **match: Any) -> FaultRule:
-        """A rule: the action and its argument as over the wire, then the matches as keywords
-        (command="get" or ["get", "set"], key, client_name, client_id, script, in_script=True,
-        count, after, probability, seed)."""
+    @classmethod
+    def words(cls, action: str, args: tuple, match: dict) -> list[bytes]:
+        """MINIRED FAULT ADD's arguments: the action and its arguments as over the wire, then
+        the matches given as keywords."""
         words: list[Any] = [action, *args]
-        for keyword, option in self._OPTIONS:
+        for keyword, option in cls._OPTIONS:
             value = match.pop(keyword, None)
             if value is None:
                 continue
@@ -221,7 +250,13 @@ class Faults:
             words += [option, value]
         if match:
             raise TypeError(f"unknown fault options {sorted(match)}")
-        argv = [w if isinstance(w, bytes) else str(w).encode() for w in words]
+        return [w if isinstance(w, bytes) else str(w).encode() for w in words]
+
+    def add(self, action: str, *args: Any, **match: Any) -> FaultRule:
+        """A rule: the action and its argument as over the wire, then the matches as keywords
+        (command="get" or ["get", "set"], key, client_name, client_id, script, in_script=True,
+        count, after, probability, seed, jitter, for_ms)."""
+        argv = self.words(action, args, match)
         return FaultRule(self, self._server.call(self._injector.add, argv))
 
     def list(self) -> list:
@@ -239,6 +274,46 @@ class Faults:
 
     def loading(self, ms: int) -> None:
         self._server.call(self._injector.start_loading, ms)
+
+
+class RemoteFaults:
+    """The same as `Faults`, for a server in another process: MINIRED FAULT commands over one
+    connection of its own, opened once and kept (so REFUSE and STALL-ACCEPT, which act on new
+    connections, never take it, and KILL-CLIENTS spares it). Errors are redis-py's."""
+
+    def __init__(self, host: str, port: int) -> None:
+        import redis  # a dependency of minired, needed only here
+
+        self._redis = redis.Redis(host=host, port=port, single_connection_client=True,
+                                  retry=None)
+
+    def _fault(self, *args: Any) -> Any:
+        return self._redis.execute_command("MINIRED", "FAULT", *args)
+
+    def add(self, action: str, *args: Any, **match: Any) -> RemoteFaultRule:
+        count = match.get("count")
+        rule_id = self._fault("ADD", *Faults.words(action, args, match))
+        return RemoteFaultRule(self, rule_id, count)
+
+    def list(self) -> list:
+        # (a map under RESP3, a flat array under RESP2, which redis-py may leave as it is)
+        return [entry if isinstance(entry, dict) else dict(zip(entry[::2], entry[1::2]))
+                for entry in self._fault("LIST")]
+
+    def remove(self, rule_id: int) -> bool:
+        return bool(self._fault("DEL", rule_id))
+
+    def reset(self) -> None:
+        self._fault("RESET")
+
+    def kill_clients(self, kind: str | None = None) -> int:
+        return self._fault("KILL-CLIENTS", *(("TYPE", kind) if kind is not None else ()))
+
+    def loading(self, ms: int) -> None:
+        self._fault("LOADING", ms)
+
+    def close(self) -> None:
+        self._redis.close()
 
 
 class SubprocessServer:
@@ -260,8 +335,10 @@ class SubprocessServer:
             self.args += ["--cluster", str(cluster)]
         if cluster_control:
             self.args.append("--cluster-control")
+        self.fault_injection = fault_injection
         self.addresses: list[tuple[str, int]] = []
         self.proc: subprocess.Popen | None = None
+        self._faults: RemoteFaults | None = None
 
     @property
     def url(self) -> str:
@@ -288,7 +365,22 @@ class SubprocessServer:
         self.stop()
         raise RuntimeError("minired subprocess did not report ready")
 
+    @property
+    def faults(self) -> RemoteFaults:
+        """Fault injection from Python, as EmbeddedServer's (the server needs
+        fault_injection=True): MINIRED FAULT over a connection kept for it."""
+        if not self.fault_injection:
+            raise RuntimeError("fault injection is off: SubprocessServer(fault_injection=True)")
+        if self.proc is None or not self.port:
+            raise RuntimeError("server not started")
+        if self._faults is None:
+            self._faults = RemoteFaults(self.host, self.port)
+        return self._faults
+
     def stop(self, timeout: float = 5.0) -> None:
+        if self._faults is not None:
+            self._faults.close()
+            self._faults = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:

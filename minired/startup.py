@@ -36,7 +36,7 @@ load_commands()
 
 # Modules exposing `attach(server)`, in order. Each owns one subsystem's per-server state
 # (pub/sub registry, persistence, ...). The script engine is not among them: it attaches on
-# first use (scripting.engine_of), so lupa and the Lua runtime load with the first script
+# first use (scripting.feature.engine_of), so lupa and the Lua runtime load with the first script
 # instead of delaying every start-up; the commands that reach it are registered regardless.
 SUBSYSTEMS = ("minired.features.notifications", "minired.features.pubsub",
               "minired.features.persistence", "minired.features.security",
@@ -51,7 +51,7 @@ def prepare_server(server: Server) -> Server:
     persistence = server.persistence
     if persistence is not None and persistence.pending_functions:
         # The data loaded holds function libraries: they need the script engine now.
-        from minired.scripting import engine_of
+        from minired.scripting.feature import engine_of
 
         engine_of(server)
     return server

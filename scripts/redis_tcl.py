@@ -30,13 +30,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# The repository's root, for tests.support (this runs as a script, from scripts/).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.servers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "redis_tcl" / "vendor" / "redis-tests-7.0.15"
 DIFFERENCES = ROOT / "tests" / "redis_tcl" / "differences.txt"
 SKIPFILE = Path(tempfile.gettempdir()) / f"minired-redis-tcl-skip-{os.getpid()}.txt"
 MINIRED = f"{sys.executable} -m minired --port {{PORT}}"
 REDIS = 'redis-server --port {PORT} --save "" --appendonly no'
-# Units that need a cluster, TLS or the server's own binary (as all_units.sh leaves them out).
+# Units that need a cluster, TLS or the server's own binary: none can run against minired.
 EXCLUDED = {"unit/tls", "unit/cluster", "unit/cluster-scripting", "unit/printver",
             "unit/type/list-common"}
 # Ports for the suite's own test driver, per lane: below the ephemeral range that the servers
@@ -67,12 +71,6 @@ def all_units() -> list[str]:
                    for folder in (tests / "unit", tests / "unit" / "type")
                    for p in folder.glob("*.tcl"))
     return [u for u in found if u not in EXCLUDED]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def answers(port: int, timeout: float = 3.0) -> bool:

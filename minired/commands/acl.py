@@ -216,7 +216,7 @@ def acl_load(c, argv):
     path = _acl_file(c)
     problems = security.load_acl_file(_users(c), c, path)
     if problems:
-        raise RedisError("ERR " + problems)
+        raise RedisError(errors.ACL_LOAD_FAILED.format(problems))
     return OK
 
 

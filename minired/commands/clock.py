@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from minired.engine.args import parse_int
 from minired.engine.table import command, container_command, help_reply
-from minired.protocol.errors import TIME_CONTROL_DISABLED, RedisError
+from minired.protocol.errors import CLOCK_BACKWARDS, TIME_CONTROL_DISABLED, RedisError
 
 container_command("minired", "server", summary="minired's own test-support commands.")
 
@@ -24,7 +24,7 @@ def minired_advance(c, argv):
     _require_time_control(c)
     ms = parse_int(argv[2])
     if ms < 0:
-        raise RedisError("ERR the clock only moves forward")
+        raise RedisError(CLOCK_BACKWARDS)
     now = c.server.clock.advance(ms)
     server = c.server
     server.stats.expired_keys += server.keyspace.active_expire()
@@ -44,11 +44,14 @@ _HELP = (
     "    Move the server clock forward by <ms> milliseconds (--time-control).",
     "CLOCK",
     "    Return the server clock in milliseconds (--time-control).",
-    "FAULT ADD <action> [<arg>] [<match> ...] [COUNT <n>] [AFTER <n>] [PROBABILITY <p> [SEED <s>]]",
+    "FAULT ADD <action> [<arg> ...] [<match> ...] [COUNT <n>] [AFTER <n>] [PROBABILITY <p>]",
+    "    [SEED <s>] [FOR <ms>]",
     "    Add a fault injection rule, return its id (--fault-injection). Actions: ERROR <line>,",
-    "    DELAY <ms>, STALL <ms>, DROP, DROP-REPLY, HANG, PARTIAL. Matches: COMMAND <names>,",
-    "    KEY <glob>, CLIENT-NAME <glob>, CLIENT-ID <id>, SCRIPT <sha|function>,",
-    "    IN-SCRIPT yes|no.",
+    "    DELAY <ms> [JITTER <ms>], STALL <ms>, DROP, DROP-REPLY, HANG, PARTIAL,",
+    "    BANDWIDTH <bytes-per-second>, SLICE <bytes> <pause-ms>, CUT <bytes>, TIMEOUT <ms>,",
+    "    SLOW-CLOSE <ms>, RESET; on new connections REFUSE, STALL-ACCEPT. Matches:",
+    "    COMMAND <names>, KEY <glob>, CLIENT-NAME <glob>, CLIENT-ID <id>,",
+    "    SCRIPT <sha|function>, IN-SCRIPT yes|no.",
     "FAULT LIST|RESET|DEL <id>",
     "    List, remove every, or remove one fault injection rule.",
     "FAULT KILL-CLIENTS [TYPE normal|pubsub]",

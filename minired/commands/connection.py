@@ -25,6 +25,8 @@ G = "connection"
 def ping(c, argv):
     if len(argv) > 2:
         raise errors.wrong_arity("ping")
+    if c.config.writes_refused_on_disk:  # (Redis refuses PING too: a health check sees it)
+        raise RedisError(errors.MISCONF_BGSAVE)
     if c.protocol == 2 and (c.channels or c.patterns or c.shard_channels):
         return [b"pong", argv[1] if len(argv) == 2 else b""]
     return argv[1] if len(argv) == 2 else PONG
@@ -63,7 +65,7 @@ def hello(c, argv):
         try:
             protocol = int(argv[1])
         except ValueError:
-            raise RedisError("ERR Protocol version is not an integer or out of range") from None
+            raise RedisError(errors.HELLO_PROTOCOL_NOT_INTEGER) from None
         if protocol not in (2, 3):
             raise RedisError(errors.NOPROTO)
     i = 2
@@ -80,11 +82,9 @@ def hello(c, argv):
             c.name = _valid_name(argv[i + 1])
             i += 2
         else:
-            raise RedisError(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
+            raise RedisError(errors.HELLO_SYNTAX.format(argv[i].decode(errors="replace")))
     if not c.authenticated and security.auth_required(c.server):
-        raise RedisError("NOAUTH HELLO must be called with the client already authenticated, "
-                         "otherwise the HELLO AUTH <user> <pass> option can be used to "
-                         "authenticate the client and select the RESP protocol version at the same time")
+        raise RedisError(errors.HELLO_NOAUTH)
     c.protocol = protocol
     return {
         b"server": b"redis", b"version": REDIS_VERSION.encode(), b"proto": protocol,
@@ -133,7 +133,7 @@ container_command("client", G, flags="sentinel", summary="A container for client
 
 def _valid_name(name: bytes) -> bytes:
     if any(ch <= 32 or ch > 126 for ch in name):
-        raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
+        raise RedisError(errors.CLIENT_NAME_INVALID)
     return name
 
 
@@ -157,9 +157,9 @@ def client_getname(c, argv):
 def client_setinfo(c, argv):
     attr = argv[2].lower()
     if attr not in (b"lib-name", b"lib-ver"):
-        raise RedisError(f"ERR Unrecognized option '{argv[2].decode(errors='replace')}'")
+        raise RedisError(errors.CLIENT_SETINFO_UNKNOWN_OPTION.format(argv[2].decode(errors="replace")))
     if any(ch < 33 or ch > 126 for ch in argv[3]):
-        raise RedisError(f"ERR {attr.decode()} cannot contain spaces, newlines or special characters.")
+        raise RedisError(errors.CLIENT_SETINFO_INVALID.format(attr.decode()))
     if attr == b"lib-name":
         c.lib_name = argv[3]
     else:
@@ -180,12 +180,12 @@ def client_list(c, argv):
         if option == b"id" and len(argv) > 3:
             wanted = set()
             for raw in argv[3:]:
-                wanted.add(parse_int(raw, "ERR Invalid client ID"))
+                wanted.add(parse_int(raw, errors.CLIENT_INVALID_ID))
             clients = [x for x in clients if x.id in wanted]
         elif option == b"type" and len(argv) == 4:
             kind = argv[3].lower()
             if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
-                raise RedisError(f"ERR Unknown client type '{argv[3].decode(errors='replace')}'")
+                raise RedisError(errors.CLIENT_UNKNOWN_TYPE.format(argv[3].decode(errors="replace")))
             if kind == b"pubsub":
                 clients = [x for x in clients if x.channels or x.patterns]
             elif kind == b"normal":
@@ -207,7 +207,7 @@ def client_kill(c, argv):
             if other.addr == addr:
                 other.close()
                 return OK
-        raise RedisError("ERR No such client")
+        raise RedisError(errors.CLIENT_NO_SUCH_CLIENT)
     if len(argv) % 2 != 0:
         raise RedisError(errors.SYNTAX)
     skipme = True
@@ -215,9 +215,9 @@ def client_kill(c, argv):
     for i in range(2, len(argv), 2):
         option, value = argv[i].lower(), argv[i + 1]
         if option == b"id":
-            wanted_id = parse_int(value, "ERR client-id should be greater than 0")
+            wanted_id = parse_int(value, errors.CLIENT_KILL_ID_NOT_POSITIVE)
             if wanted_id <= 0:
-                raise RedisError("ERR client-id should be greater than 0")
+                raise RedisError(errors.CLIENT_KILL_ID_NOT_POSITIVE)
             filters.append(lambda x, v=wanted_id: x.id == v)
         elif option == b"addr":
             filters.append(lambda x, v=value.decode(errors="replace"): x.addr == v)
@@ -226,7 +226,7 @@ def client_kill(c, argv):
         elif option == b"type":
             kind = value.lower()
             if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
-                raise RedisError(f"ERR Unknown client type '{value.decode(errors='replace')}'")
+                raise RedisError(errors.CLIENT_UNKNOWN_TYPE.format(value.decode(errors="replace")))
             if kind == b"pubsub":
                 filters.append(lambda x: bool(x.channels or x.patterns))
             elif kind == b"normal":

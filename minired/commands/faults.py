@@ -3,7 +3,8 @@
 Off unless the server was started with --fault-injection (or the embedding API's
 fault_injection): a shared server must not let a client sabotage everyone else's commands.
 
-    MINIRED FAULT ADD <action> [<arg>] [match ...] [COUNT n] [AFTER n] [PROBABILITY p [SEED s]]
+    MINIRED FAULT ADD <action> [<arg> ...] [match ...] [COUNT n] [AFTER n] [PROBABILITY p]
+                      [SEED s] [FOR ms]
     MINIRED FAULT LIST | DEL <id> | RESET | KILL-CLIENTS [TYPE normal|pubsub] | LOADING <ms>
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ from minired.data.keyspace import Database
 from minired.engine.args import int_text, parse_int, parse_random_count
 from minired.engine.client import Client
 from minired.engine.table import command
-from minired.features.notifications import GENERIC, HASH, notify
+from minired.features.notifications import HASH, after_removal, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
@@ -117,14 +117,7 @@ def hdel(c, argv):
             if not fields:
                 break
     if deleted:
-        if fields:
-            db.signal_modified(key)
-        else:
-            db.delete(key)
-        if db.notifier is not None:
-            notify(db, HASH, b"hdel", key)
-            if not fields:
-                notify(db, GENERIC, b"del", key)
+        after_removal(db, key, fields, HASH, b"hdel")
     return deleted
 
 

@@ -152,14 +152,14 @@ def _keys_and_flags(argv: list) -> list:
     if spec is not None and spec.subcommands and len(argv) >= 2:
         spec = spec.subcommands.get(argv[1].lower())
     if spec is None:
-        raise RedisError("ERR Invalid command specified")
+        raise RedisError(errors.GETKEYS_INVALID_COMMAND)
     if not has_keys(spec):
-        raise RedisError("ERR The command has no key arguments")
+        raise RedisError(errors.GETKEYS_NO_KEYS)
     if not spec.arity_ok(len(argv)):
-        raise RedisError("ERR Invalid number of arguments specified for command")
+        raise RedisError(errors.GETKEYS_BAD_ARITY)
     found = keys_with_flags(spec, argv)
     if not found and "no_mandatory_keys" not in spec.flags:
-        raise RedisError("ERR Invalid arguments specified for command")
+        raise RedisError(errors.GETKEYS_INVALID_ARGUMENTS)
     return found
 
 

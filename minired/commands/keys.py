@@ -94,8 +94,7 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
         if not -(INT64_MAX // 1000) <= when <= INT64_MAX // 1000:
             raise RedisError(errors.INVALID_EXPIRE.format(name))
         when *= 1000
-    now = c.server.clock.ms()
-    base = now if relative else 0
+    base = c.server.clock.ms() if relative else 0
     if when > INT64_MAX - base:
         raise RedisError(errors.INVALID_EXPIRE.format(name))
     when += base
@@ -113,7 +112,9 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
             return 0
         if flags & _EXPIRE_LT and current is not None and when >= current:
             return 0
-    set_deadline(db, key, when, when <= now)
+    # (Whether the deadline passed is the database's clock's to say: it stands still while an
+    # AOF loads, as Redis's checkAlreadyExpired says no while loading.)
+    set_deadline(db, key, when, when <= db.clock.ms())
     return 1
 
 

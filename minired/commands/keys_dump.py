@@ -90,10 +90,9 @@ def restore(c, argv):
         raise RedisError(errors.RESTORE_INVALID_TTL)
     value = load_payload(argv[3], not c.server.debug.skip_checksum_validation)
     deleted = replace and db.delete(key)
-    now = c.server.clock.ms()
     if ttl and not absolute_ttl:
-        ttl += now
-    if ttl and ttl <= now:
+        ttl += c.server.clock.ms()
+    if ttl and ttl <= db.clock.ms():  # (db.clock stands still while an AOF loads)
         if deleted and db.notifier is not None:
             notify(db, GENERIC, b"del", key)
         return OK  # already expired: the key is (still) gone

@@ -134,7 +134,7 @@ def shutdown(c, argv):
         raise RedisError(errors.SYNTAX)
     if b"abort" in options:
         # minired's shutdown never waits (no replicas to catch up), so none can be pending.
-        raise RedisError("ERR No shutdown in progress.")
+        raise RedisError(errors.SHUTDOWN_NOT_IN_PROGRESS)
     busy = dispatch.busy_error(c.server)
     if busy is not None and b"nosave" not in options:
         raise RedisError(busy)  # under a busy script, only SHUTDOWN NOSAVE may stop the server
@@ -151,7 +151,7 @@ def shutdown(c, argv):
             except RedisError:
                 if b"force" not in options:
                     log.warning("error saving before SHUTDOWN; not shutting down")
-                    raise RedisError("ERR Errors trying to SHUTDOWN. Check logs.") from None
+                    raise RedisError(errors.SHUTDOWN_FAILED) from None
     log.warning("User requested shutdown...")
     server.shutdown_by_command = True  # saving is settled: persistence must not redo it
     # Every connection, this one included, is closed: like Redis, no reply is sent.
@@ -234,6 +234,14 @@ def config_set(c, argv):
             config.set(name, value)
         failed = listening[0].lower()
         raise RedisError(errors.CONFIG_SET_FAILED.format(failed, _LISTEN_FAILURE[failed]))
+    persistence = c.server.persistence
+    turned_on = any(Config.canonical(name) == "appendonly" and value == "no"
+                    for name, value in before.items()) and config.get("appendonly") == "yes"
+    if turned_on and persistence is not None and not persistence.turn_on_aof():
+        for name, value in before.items():  # undone, as Redis restores a failed apply
+            config.set(name, value)
+        raise RedisError(errors.CONFIG_SET_FAILED.format("appendonly",
+                                                         errors.CONFIG_SET_AOF_FAILED))
     for i in range(2, len(argv), 2):
         name = Config.canonical(argv[i].decode(errors="replace"))
         if name == "notify-keyspace-events":
@@ -264,7 +272,7 @@ def config_resetstat(c, argv):
 def config_rewrite(c, argv):
     """Rewrite the configuration file with the in memory configuration"""
     # minired is configured by flags and CONFIG SET only; there is no file to rewrite.
-    raise RedisError("ERR The server is running without a config file")
+    raise RedisError(errors.CONFIG_REWRITE_NO_FILE)
 
 
 @command("help", arity=2, flags="loading stale", parent="config", group=G)
@@ -348,9 +356,9 @@ def slowlog_get(c, argv):
         raise errors.unknown_subcommand_or_arity(argv[1], "SLOWLOG")
     count = 10
     if len(argv) == 3:
-        count = parse_int(argv[2], "ERR count should be greater than or equal to -1")
+        count = parse_int(argv[2], errors.SLOWLOG_COUNT_RANGE)
         if count < -1:
-            raise RedisError("ERR count should be greater than or equal to -1")
+            raise RedisError(errors.SLOWLOG_COUNT_RANGE)
     entries = c.server.slowlog.entries
     return c.server.slowlog.get(len(entries) if count == -1 else count)
 

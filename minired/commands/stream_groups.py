@@ -385,6 +385,44 @@ def _try_parse_id(raw: bytes) -> StreamID | None:
         return None
 
 
+class _Claims:
+    """What XCLAIM and XAUTOCLAIM share: pending entries idle long enough are given to one
+    consumer, created (an event, as in Redis) at the first entry actually claimed; `replies`
+    holds each claimed entry as the reply shows it (its ID alone with JUSTID)."""
+
+    __slots__ = ("c", "key", "group", "consumer_name", "consumer", "now", "min_idle", "justid",
+                 "replies")
+
+    def __init__(self, c, key: bytes, group: ConsumerGroup, consumer_name: bytes, now: int,
+                 min_idle: int, justid: bool) -> None:
+        self.c = c
+        self.key = key
+        self.group = group
+        self.consumer_name = consumer_name
+        self.consumer = None
+        self.now = now
+        self.min_idle = min_idle
+        self.justid = justid
+        self.replies = []
+
+    def idle_enough(self, entry: PendingEntry) -> bool:
+        return not self.min_idle or self.now - entry.delivery_time >= self.min_idle
+
+    def claim(self, stream_id: StreamID, entry: PendingEntry, fields: list, delivery_time: int,
+              retry_count: int = -1) -> None:
+        """`entry` is now the consumer's, delivered at delivery_time; its delivery count is
+        retry_count if given, else one more unless JUSTID (Redis's XCLAIM does not count those)."""
+        if self.consumer is None:
+            self.consumer = _consumer(self.c.db, self.key, self.group, self.consumer_name, self.now)
+        self.group.claim(stream_id, entry, self.consumer)
+        entry.delivery_time = delivery_time
+        if retry_count >= 0:
+            entry.delivery_count = retry_count
+        elif not self.justid:
+            entry.count_delivery()
+        self.replies.append(format_id(stream_id) if self.justid else _entry(stream_id, fields))
+
+
 @command("xclaim", arity=-6, flags="write fast", keys=(1, 1, 1), group=G)
 def xclaim(c, argv):
     stream, group = _stream_and_group(c, argv[1], argv[2])
@@ -433,8 +471,7 @@ def xclaim(c, argv):
     if last_id > group.last_id:
         group.last_id = last_id
 
-    consumer = None
-    claimed = []
+    claims = _Claims(c, argv[1], group, argv[3], now, min_idle, justid)
     for stream_id in ids:
         entry = group.pending.get(stream_id)
         fields = stream.get(stream_id)
@@ -447,18 +484,10 @@ def xclaim(c, argv):
             if not force:
                 continue
             entry = group.pending[stream_id] = PendingEntry(None, now)
-        elif min_idle and now - entry.delivery_time < min_idle:
+        elif not claims.idle_enough(entry):
             continue
-        if consumer is None:
-            consumer = _consumer(c.db, argv[1], group, argv[3], now)
-        group.claim(stream_id, entry, consumer)
-        entry.delivery_time = delivery_time
-        if retry_count >= 0:
-            entry.delivery_count = retry_count
-        elif not justid:
-            entry.count_delivery()
-        claimed.append(format_id(stream_id) if justid else _entry(stream_id, fields))
-    return claimed
+        claims.claim(stream_id, entry, fields, delivery_time, retry_count)
+    return claims.replies
 
 
 @command("xautoclaim", arity=-6, flags="write fast", keys=(1, 1, 1), group=G)
@@ -489,8 +518,7 @@ def xautoclaim(c, argv):
     attempts = count * _AUTOCLAIM_ATTEMPTS_FACTOR
     # One more than can be examined: the entry after the last one examined is the cursor.
     candidates = list(islice(group.pending.irange(minimum=start), attempts + 1))
-    consumer = None
-    claimed = []
+    claims = _Claims(c, argv[1], group, argv[3], now, min_idle, justid)
     deleted = []
     cursor = MIN_ID  # the whole rest of the PEL was examined
     for stream_id in candidates:
@@ -505,17 +533,11 @@ def xautoclaim(c, argv):
             count -= 1
             continue
         entry = group.pending[stream_id]
-        if min_idle and now - entry.delivery_time < min_idle:
+        if not claims.idle_enough(entry):
             continue
-        if consumer is None:
-            consumer = _consumer(c.db, argv[1], group, argv[3], now)
-        group.claim(stream_id, entry, consumer)
-        entry.delivery_time = now
-        if not justid:
-            entry.count_delivery()
-        claimed.append(format_id(stream_id) if justid else _entry(stream_id, fields))
+        claims.claim(stream_id, entry, fields, now)
         count -= 1
-    return [format_id(cursor), claimed, deleted]
+    return [format_id(cursor), claims.replies, deleted]
 
 
 # --- XINFO GROUPS / CONSUMERS --------------------------------------------------------------------

@@ -84,7 +84,7 @@ def _deadline(c, raw: bytes, flags: int, command_name: str) -> int:
     if in_seconds:
         value *= 1000
     if flags & (_EX | _PX):
-        now = c.db.clock.ms()  # the server's clock (every database shares it)
+        now = c.server.clock.ms()  # (not db.clock, which stands still while an AOF loads)
         if now > 0 and value > _MAX_EXPIRE - now:  # the int64 addition would overflow in Redis
             raise RedisError(errors.INVALID_EXPIRE.format(command_name))
         value += now
@@ -183,7 +183,7 @@ def getex(c, argv):
     if expire is not None:
         deadline = _deadline(c, expire, flags, "getex")
         # Only an absolute deadline can be in the past: EX and PX count from now.
-        set_deadline(db, key, deadline, bool(flags & (_EXAT | _PXAT)) and deadline <= c.server.clock.ms())
+        set_deadline(db, key, deadline, bool(flags & (_EXAT | _PXAT)) and deadline <= db.clock.ms())
     elif flags & _PERSIST and db.persist(key):
         db.signal_modified(key)
         if db.notifier is not None:

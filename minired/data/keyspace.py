@@ -62,7 +62,8 @@ class Database:
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
                  "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
-                 "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty")
+                 "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty",
+                 "on_expired")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -80,6 +81,9 @@ class Database:
         self.tracking: Any = None
         # Keyspace notifications (minired/features/notifications.py), while notify-keyspace-events is on.
         self.notifier: Any = None
+        # Called with (db, key) as an expired key is deleted, lazily or by the active cycle:
+        # the AOF logs it as a DEL (minired/features/persistence.py), as Redis's propagateExpire.
+        self.on_expired: Callable[["Database", bytes], None] | None = None
         # INFO keyspace_hits/misses: counted by read() and read_typed() only (see there).
         self.keyspace_hits = 0
         self.keyspace_misses = 0
@@ -235,6 +239,8 @@ class Database:
     def _expire(self, key: bytes) -> None:
         del self.data[key]
         del self.expires[key]
+        if self.on_expired is not None:
+            self.on_expired(self, key)
         if self.notifier is not None:
             self.notifier.key_expired(self, key)
         self.signal_modified(key)

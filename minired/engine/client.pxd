@@ -17,4 +17,7 @@ cdef class Client:
     cdef public bint user_restricted
     cdef public int reply_mode
     cdef public long long changes
+    # The server's configuration: the settings dispatch checks per command
+    # (slowlog-log-slower-than, min-replicas-to-write) are struct reads, not two attribute
+    # lookups through the untyped `server`.
     cdef public Config config

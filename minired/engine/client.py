@@ -44,9 +44,8 @@ class Client:
                  close: Callable[[], None] | None = None) -> None:
         self.id = next(_ids)
         self.server = server
-        # The server's configuration (never replaced), typed in the compiled build: the settings
-        # dispatch checks per command (slowlog-log-slower-than, min-replicas-to-write) are then
-        # struct reads, not two attribute lookups through the untyped `server`.
+        # The server's configuration (never replaced), kept here for the settings dispatch
+        # checks per command (client.pxd types it).
         self.config = server.config
         self.addr = addr
         self.laddr = laddr
@@ -77,10 +76,10 @@ class Client:
         self.closing = False
         self.close_after_reply = False
         self.flags = ""
-        self.output_soft_limit_since: float | None = None  # see security.py
+        self.output_soft_limit_since: float | None = None  # see features/output_limits.py
         self.connection: Any = None  # the server's protocol object, for scripting/busy.py
         # The ACL user (None: the default user) and whether dispatch must check its commands
-        # (see security.py).
+        # (see features/security.py).
         self.user: Any = None
         self.user_restricted = False
         # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).

@@ -42,6 +42,7 @@ from minired.engine.config_values import (
     startup_output_buffer_limits,
     text,
 )
+from minired.protocol import errors
 
 # --- the parameters ----------------------------------------------------------------------------
 
@@ -236,13 +237,15 @@ class Config:
     __slots__ = ("values", "_numbers", "databases", "requirepass", "proto_max_bulk_len",
                  "client_query_buffer_limit", "maxclients", "maxmemory",
                  "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns",
-                 "writes_need_replicas")
+                 "writes_need_replicas", "bgsave_failed", "writes_refused_on_disk",
+                 "writes_refused")
 
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
         parameter's type refuses raises ConfigError naming the parameter."""
         self.values: dict[str, str] = dict(DEFAULTS)
         self._numbers: dict[str, int] = {}
+        self.bgsave_failed = False  # the last background save failed (note_bgsave)
         for name, value in overrides.items():
             canonical = self.canonical(name.replace("_", "-"))
             param = PARAMS.get(canonical)
@@ -320,6 +323,22 @@ class Config:
         # minired is a master with none, so whenever min-replicas-to-write asks for some.
         self.writes_need_replicas = (self.number("min-replicas-to-write") > 0
                                      and self.number("min-replicas-max-lag") > 0)
+        # Whether writes and PING are refused for a failed background save (Redis's
+        # writeCommandsDeniedByDiskError), and whether writes are refused for either reason:
+        # dispatch tests the latter on every write, write_refusal() says why.
+        self.writes_refused_on_disk = (self.bgsave_failed and bool(self.values["save"])
+                                       and self.values["stop-writes-on-bgsave-error"] == "yes")
+        self.writes_refused = self.writes_need_replicas or self.writes_refused_on_disk
+
+    def note_bgsave(self, ok: bool) -> None:
+        """A background save ended (or a SAVE succeeded): writes are refused from a failure on
+        until the next success, as stop-writes-on-bgsave-error asks."""
+        self.bgsave_failed = not ok
+        self._derive()
+
+    def write_refusal(self) -> str:
+        """The error a write gets while writes_refused (MISCONF first, as processCommand)."""
+        return errors.MISCONF_BGSAVE if self.writes_refused_on_disk else errors.NOREPLICAS
 
 
 def _to_text(value: object) -> str:

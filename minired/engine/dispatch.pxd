@@ -1,6 +1,6 @@
 # C types for the compiled build of dispatch.py (setup.py): with the client typed, the checks
 # every command passes through read the client's and the spec's fields directly (client.pxd,
-# commands/table.pxd).
+# table.pxd).
 from minired.engine.client cimport Client
 from minired.engine.table cimport CommandSpec
 cimport cython

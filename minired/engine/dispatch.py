@@ -134,9 +134,9 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
-    if (spec.write or c.multi is not None) and c.config.writes_need_replicas:
+    if (spec.write or c.multi is not None) and c.config.writes_refused:
         if spec.write or (_is_exec(spec) and _queued_a_write(c)):
-            return _reject(c, spec, errors.NOREPLICAS)
+            return _reject(c, spec, c.config.write_refusal())
     if _busy and "allow_busy" not in spec.flags:
         busy = _busy.get(c.server)
         if busy is not None:

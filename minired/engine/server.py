@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import socket
+import struct
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
@@ -316,7 +317,8 @@ class ClientProtocol:
     compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
-                 "_transport_write", "_transport_buffered", "outbox", "echo", "held",
+                 "_transport_write", "_transport_buffered", "outbox", "echo", "held", "paced",
+                 "close_mode",
                  "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick")
 
     def __init__(self, server: Server) -> None:
@@ -333,6 +335,12 @@ class ClientProtocol:
         self.echo: list | None = None  # a monitor's lines for its own command (monitor.py)
         # A fault's DELAY: the timer that releases the output held in `outbox` (see _hold).
         self.held: Any = None
+        # A fault's BANDWIDTH or SLICE: the output still to write, as (pause in s, bytes) in
+        # order, ahead of what `outbox` holds; `held` is the timer of the next piece.
+        self.paced: deque | None = None
+        # How this connection's next close goes, set by a fault: 0 clean, -1 a TCP reset
+        # (RESET, REFUSE), > 0 that many ms late (SLOW-CLOSE).
+        self.close_mode = 0
         # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
         self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
         self.qb_next_tick = 0.0
@@ -393,6 +401,7 @@ class ClientProtocol:
             hook(client)
         self.pending.clear()
         self.outbox = None
+        self.paced = None
         if self.held is not None:
             self.held.cancel()
             self.held = None
@@ -551,11 +560,18 @@ class ClientProtocol:
                 out.clear()
             self._hold(reply.hold_ms)
         if reply.send:
-            if reply.partial:
+            if reply.partial or reply.cut >= 0:
                 whole = resp.encode(reply, client.protocol)
-                out.append(whole[:max(1, len(whole) // 2)])
+                out.append(whole[:reply.cut if reply.cut >= 0 else max(1, len(whole) // 2)])
+            elif reply.slice_bytes:
+                self._pace(resp.encode(reply, client.protocol), reply.slice_bytes,
+                           reply.slice_ms, out)
             else:
                 resp.encode_into(reply, client.protocol, out)
+        if reply.slow_close_ms:
+            self.close_mode = reply.slow_close_ms
+        if reply.reset:
+            self.close_mode = -1
         if reply.close:
             client.close_after_reply = True
 
@@ -593,8 +609,48 @@ class ClientProtocol:
             self.outbox = []
         self.held = loop.call_at(when, self._release)
 
+    def _pace(self, data: bytes, size: int, pause_ms: float, out: list) -> None:
+        """Write data `size` bytes at a time, `pause_ms` apart, on the loop's timers; the
+        connection's later output waits behind it, as behind a DELAY."""
+        loop = self.server.loop
+        if loop is None or len(data) <= size:
+            out.append(data)
+            return
+        pause = pause_ms / 1000
+        pieces = deque((pause, data[start:start + size]) for start in range(0, len(data), size))
+        if self.held is None:
+            out.append(pieces.popleft()[1])  # the first piece leaves with this batch
+            self._write(b"".join(out))
+            out.clear()
+            self._hold(pause_ms)
+            self.paced = pieces
+            return
+        # Already held or paced: the pieces go after what waits, in order.
+        if out:
+            self._write(b"".join(out))
+            out.clear()
+        if self.paced is None:
+            self.paced = deque()
+        if self.outbox:
+            self.paced.append((0.0, b"".join(self.outbox)))
+            self.outbox.clear()
+        self.paced.extend(pieces)
+
     def _release(self) -> None:
         self.held = None
+        paced = self.paced
+        if paced:
+            # The piece whose pause is over, and those after it that need none; then wait.
+            pieces = [paced.popleft()[1]]
+            while paced and not paced[0][0]:
+                pieces.append(paced.popleft()[1])
+            if self.client is not None and not self.client.closing:
+                self._send(b"".join(pieces))
+            if paced:
+                loop = self.server.loop
+                self.held = loop.call_at(loop.time() + paced[0][0] + 0.001, self._release)
+                return
+        self.paced = None
         held = self.outbox
         self.outbox = None
         if held and self.client is not None and not self.client.closing:
@@ -692,9 +748,49 @@ class ClientProtocol:
                 server.output_buffer_guard(self)
 
     def _close(self) -> None:
+        if self.close_mode:
+            self._close_by_fault()
+            return
+        if self.paced:  # what a BANDWIDTH or SLICE still paces leaves now, in order
+            self.outbox = [piece for _, piece in self.paced] + (self.outbox or [])
+            self.paced = None
         self.flush()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+    def _close_by_fault(self) -> None:
+        """The close a fault asked for: a TCP reset (SO_LINGER 0, then close: unsent output is
+        dropped), or a clean close ms late, reading nothing meanwhile."""
+        mode, self.close_mode = self.close_mode, 0
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if mode < 0:
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family != socket.AF_UNIX:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                    struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+            self.outbox = None
+            transport.abort()
+            return
+        self.flush()
+        transport.pause_reading()
+        loop = self.server.loop
+        if loop is None:
+            self._close()
+        else:
+            loop.call_at(loop.time() + mode / 1000 + 0.001, self._close)
+
+    def reset(self) -> None:
+        """Close with a TCP reset, as a peer that crashed does (fault injection's RESET)."""
+        self.close_mode = -1
+        if self.client is not None:
+            self.client.close()
+        else:
+            self._close()
 
 
 def bind_ip_literal(host: str, port: int) -> socket.socket | None:

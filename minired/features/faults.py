@@ -1,8 +1,10 @@
 """Fault injection: rules that make chosen commands fail on purpose (MINIRED FAULT, --fault-injection).
 
-A rule is an action (ERROR, DELAY, STALL, DROP, DROP-REPLY, HANG, PARTIAL) and what it matches
-(command names, a key glob, a client's name or id, a script, inside scripts or not), with COUNT,
-AFTER and PROBABILITY deciding which matches fire. Rules are tried in the order they were added;
+A rule is an action (ERROR, DELAY, STALL, DROP, DROP-REPLY, HANG, PARTIAL; the network's
+BANDWIDTH, SLICE, CUT, TIMEOUT, SLOW-CLOSE, RESET; on new connections REFUSE and STALL-ACCEPT)
+and what it matches (command names, a key glob, a client's name or id, a script, inside
+scripts or not), with COUNT, AFTER and PROBABILITY deciding which matches fire and FOR how long
+the rule lasts. Rules are tried in the order they were added;
 the first one that fires decides the command's fate. Rules are indexed by the command names
 they give (those without COMMAND apply to every command), so a command no rule names costs a
 dict lookup however many rules there are, and each rule's globs are compiled once, when added.
@@ -13,7 +15,9 @@ has used one (dispatch.use_extras: one check per command until then), and the sc
 `in_script` about every redis.call while `Server.faults` is set. What the connection must do
 differently (hold the reply, cut the connection, write part of the reply) travels back as a
 `client_reply.Disruption` reply, which the connection (server.py) acts on; HANG parks the client
-in the blocking machinery with nothing to wait for.
+in the blocking machinery with nothing to wait for (TIMEOUT too, with a timer that closes
+the connection). REFUSE and STALL-ACCEPT act on connections as they are accepted (the server's
+connect hook), before any command: they are kept apart from the command rules.
 
 When a rule matches a command sent inside MULTI, it acts on the command as it is queued (that is
 when the client sends it): ERROR refuses it as Redis refuses a command at queue time, so EXEC then
@@ -44,15 +48,35 @@ if TYPE_CHECKING:
     from minired.engine.server import Server
     from minired.engine.table import CommandSpec
 
-ACTIONS = ("ERROR", "DELAY", "STALL", "DROP", "DROP-REPLY", "HANG", "PARTIAL")
-_WITH_ARGUMENT = frozenset({"ERROR", "DELAY", "STALL"})
-_OPTIONS = frozenset({"COMMAND", "KEY", "CLIENT-NAME", "CLIENT-ID", "SCRIPT", "IN-SCRIPT",
-                      "COUNT", "AFTER", "PROBABILITY", "SEED"})
+ACTIONS = ("ERROR", "DELAY", "STALL", "DROP", "DROP-REPLY", "HANG", "PARTIAL", "BANDWIDTH",
+           "SLICE", "CUT", "TIMEOUT", "SLOW-CLOSE", "RESET", "REFUSE", "STALL-ACCEPT")
+_MATCHES = frozenset({"COMMAND", "KEY", "CLIENT-NAME", "CLIENT-ID", "SCRIPT", "IN-SCRIPT"})
+_OPTIONS = _MATCHES | {"COUNT", "AFTER", "PROBABILITY", "SEED", "JITTER", "FOR"}
 # STALL stops the whole server (time.sleep on the loop): past a minute it is a hung test run,
 # not a slow command; HANG and DELAY wait without stopping anyone else.
 STALL_MAX_MS = 60_000
+# Every other duration (DELAY, JITTER, SLICE's pause, TIMEOUT, SLOW-CLOSE, FOR) is capped the
+# same: a rule is a test's fault, and a test that waits longer than a minute is a hung one.
+MAX_MS = 60_000
+MAX_COUNT = (1 << 63) - 1  # COUNT, AFTER: any count a 64-bit counter holds
+MAX_BYTES = 1 << 30  # BANDWIDTH's rate, SLICE's and CUT's sizes: a reply is never larger
+# The numbers each action takes after its name: (what an error calls it, lowest, highest).
+_NUMBERS = {
+    "DELAY": (("DELAY's ms", 0, MAX_MS),),
+    "STALL": (("STALL's ms", 0, STALL_MAX_MS),),
+    "BANDWIDTH": (("BANDWIDTH's bytes per second", 1, MAX_BYTES),),
+    "SLICE": (("SLICE's bytes", 1, MAX_BYTES), ("SLICE's pause ms", 0, MAX_MS)),
+    "CUT": (("CUT's bytes", 0, MAX_BYTES),),
+    "TIMEOUT": (("TIMEOUT's ms", 0, MAX_MS),),
+    "SLOW-CLOSE": (("SLOW-CLOSE's ms", 0, MAX_MS),),
+}
+# Actions that act on a new connection as it is accepted rather than on a command.
+_ON_ACCEPT = frozenset({"REFUSE", "STALL-ACCEPT"})
 # Actions that run the command first and then change what the connection does with its reply.
-_AFTER_RUNNING = frozenset({"DELAY", "DROP-REPLY", "PARTIAL"})
+_AFTER_RUNNING = frozenset({"DELAY", "DROP-REPLY", "PARTIAL", "BANDWIDTH", "SLICE", "CUT",
+                            "SLOW-CLOSE"})
+# BANDWIDTH writes a reply in this many pieces a second (each rate/100 bytes, 10 ms apart).
+_BANDWIDTH_PIECES_PER_S = 100
 _SCRIPT_RUNNERS = frozenset({"eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro"})
 _BY_NAME = frozenset({"fcall", "fcall_ro"})
 
@@ -64,14 +88,17 @@ def _never_ready(client: "Client", key: bytes) -> Any:
 # HANG: the client is parked with no key and no timeout, so it waits forever (CLIENT UNBLOCK
 # or a disconnect ends it, with no reply); its later input waits unparsed behind it.
 HANG = Block([], 0, _never_ready, Replies())
+# STALL-ACCEPT parks a new connection the same way, before it has sent anything: what it sends
+# waits unread in its query buffer until the rule ends and unblocks it (with no reply).
+STALLED_AT_ACCEPT = Block([], 0, _never_ready, Replies())
 
 
 class Rule:
     """One MINIRED FAULT ADD: its action, what it matches, and its counters."""
 
-    __slots__ = ("id", "spec", "action", "error", "ms", "commands", "key", "client_name",
-                 "client_id", "script", "in_script", "count", "after", "probability", "rng",
-                 "matched", "fired")
+    __slots__ = ("id", "spec", "action", "error", "ms", "size", "jitter", "commands", "key",
+                 "client_name", "client_id", "script", "in_script", "count", "after",
+                 "probability", "rng", "lasts_ms", "timer", "stalled", "matched", "fired")
 
     key: "Callable[[bytes], bool] | None"
     client_name: "Callable[[bytes], bool] | None"
@@ -81,7 +108,9 @@ class Rule:
         self.spec = spec  # as given, for MINIRED FAULT LIST
         self.action = ""
         self.error = ""
-        self.ms = 0
+        self.ms = 0  # DELAY, STALL, TIMEOUT, SLOW-CLOSE; SLICE's pause
+        self.size = 0  # BANDWIDTH's bytes per second, SLICE's and CUT's bytes
+        self.jitter = 0  # DELAY's JITTER: the delay is ms +- up to this, drawn from `rng`
         self.commands: frozenset | None = None
         self.key = None  # the KEY glob, compiled
         self.client_name = None  # the CLIENT-NAME glob, compiled
@@ -92,6 +121,9 @@ class Rule:
         self.after = 0
         self.probability: float | None = None
         self.rng: random.Random | None = None
+        self.lasts_ms = 0  # FOR: the rule removes itself this long after it was added
+        self.timer: Any = None  # the loop's timer that does it
+        self.stalled: list = []  # STALL-ACCEPT: the connections it holds until it ends
         self.matched = 0
         self.fired = 0
 
@@ -119,6 +151,8 @@ class Rule:
 
     def fires(self) -> bool:
         """Count a match, and tell whether the action applies to it (AFTER, PROBABILITY)."""
+        if self.count and self.fired >= self.count:
+            return False  # a STALL-ACCEPT kept (to release its connections) past its COUNT
         self.matched += 1
         if self.matched <= self.after:
             return False
@@ -126,6 +160,12 @@ class Rule:
             return False
         self.fired += 1
         return True
+
+    def delay_ms(self) -> int:
+        """DELAY's hold: ms, moved by up to JITTER either way (never below 0)."""
+        if not self.jitter:
+            return self.ms
+        return max(0, self.ms + self.rng.randint(-self.jitter, self.jitter))
 
     def entry(self) -> dict:
         return {b"id": self.id, b"spec": self.spec.encode("utf-8", "surrogateescape"),
@@ -148,6 +188,19 @@ def _same_script(wanted: bytes, script: bytes) -> bool:
     return wanted == script or (len(script) == 40 and wanted.lower() == script.lower())
 
 
+def _number(value: bytes, what: str, lowest: int, highest: int) -> int:
+    """An argument that must be a whole number in [lowest, highest], or a clear error (STALL
+    keeps its own past its cap, which says what to use instead)."""
+    text = value.decode("utf-8", "replace")
+    digits = text[1:] if text[:1] == "-" else text
+    number = int(text) if digits.isascii() and digits.isdigit() and len(digits) <= 19 else None
+    if number is not None and number > highest and what.startswith("STALL"):
+        raise RedisError(errors.FAULT_STALL_TOO_LONG.format(STALL_MAX_MS))
+    if number is None or not lowest <= number <= highest:
+        raise RedisError(errors.FAULT_NUMBER.format(what, lowest, highest, text))
+    return number
+
+
 def _quote(arg: bytes) -> str:
     text = arg.decode("utf-8", "surrogateescape")
     if text and not any(ch.isspace() or ch in "\"'\\" for ch in text):
@@ -158,8 +211,8 @@ def _quote(arg: bytes) -> str:
 class FaultInjector:
     """The fault rules of one server, its LOADING window, and what they do to commands."""
 
-    __slots__ = ("server", "rules", "_by_command", "_any_command", "_ids", "loading_until",
-                 "loading_started", "passing")
+    __slots__ = ("server", "rules", "_by_command", "_any_command", "_on_accept", "_ids",
+                 "loading_until", "loading_started", "passing")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -168,6 +221,7 @@ class FaultInjector:
         # COMMAND; each list in the order the rules were added.
         self._by_command: dict[str, list[Rule]] = {}
         self._any_command: list[Rule] = []
+        self._on_accept: list[Rule] = []  # REFUSE and STALL-ACCEPT, in the order added
         self._ids = itertools.count(1)
         self.loading_until = 0.0  # time.monotonic() at which the LOADING window ends; 0: none
         self.loading_started = 0  # Unix time the LOADING window opened (INFO's loading_start_time)
@@ -183,11 +237,17 @@ class FaultInjector:
         self.rules.append(rule)
         for bucket in self._buckets(rule):
             bucket.append(rule)
+        loop = self.server.loop
+        if rule.lasts_ms and loop is not None:
+            rule.timer = loop.call_at(loop.time() + rule.lasts_ms / 1000 + 0.001,
+                                      self.remove, rule.id)
         dispatch.use_extras()
         return rule
 
     def _buckets(self, rule: Rule) -> list:
         """The index lists that hold `rule`."""
+        if rule.action in _ON_ACCEPT:
+            return [self._on_accept]
         if rule.commands is None:
             return [self._any_command]
         return [self._by_command.setdefault(name, []) for name in sorted(rule.commands)]
@@ -200,26 +260,31 @@ class FaultInjector:
             raise RedisError(errors.FAULT_UNKNOWN_ACTION.format(action, ", ".join(ACTIONS)))
         rule.action = action
         i = 1
-        if action not in _WITH_ARGUMENT and len(args) > 1 \
-                and args[1].decode("utf-8", "replace").upper() not in _OPTIONS:
-            raise RedisError(errors.FAULT_SYNTAX.format(
-                f"{action} takes no argument, got '{args[1].decode('utf-8', 'replace')}'"))
-        if action in _WITH_ARGUMENT:
+        numbers = _NUMBERS.get(action, ())
+        if action == "ERROR":
             if len(args) < 2:
                 raise RedisError(errors.FAULT_SYNTAX.format(f"{action} needs an argument"))
-            if action == "ERROR":
-                text = args[1].decode("utf-8", "surrogateescape")
-                if not text or "\r" in text or "\n" in text:
-                    raise RedisError(errors.FAULT_SYNTAX.format(
-                        "the error line must be one non-empty line"))
-                rule.error = text
-            else:
-                rule.ms = parse_int(args[1])
-                if rule.ms < 0:
-                    raise RedisError(errors.FAULT_SYNTAX.format(f"{action} needs ms >= 0"))
-                if action == "STALL" and rule.ms > STALL_MAX_MS:
-                    raise RedisError(errors.FAULT_STALL_TOO_LONG.format(STALL_MAX_MS))
+            text = args[1].decode("utf-8", "surrogateescape")
+            if not text or "\r" in text or "\n" in text:
+                raise RedisError(errors.FAULT_SYNTAX.format(
+                    "the error line must be one non-empty line"))
+            rule.error = text
             i = 2
+        elif numbers:
+            if len(args) < 1 + len(numbers):
+                raise RedisError(errors.FAULT_NEEDS_ARGUMENTS.format(
+                    action, " and ".join(what for what, _, _ in numbers)))
+            values = [_number(args[1 + n], *numbers[n]) for n in range(len(numbers))]
+            if action in ("BANDWIDTH", "CUT"):
+                rule.size = values[0]
+            elif action == "SLICE":
+                rule.size, rule.ms = values
+            else:
+                rule.ms = values[0]
+            i = 1 + len(numbers)
+        elif len(args) > 1 and args[1].decode("utf-8", "replace").upper() not in _OPTIONS:
+            raise RedisError(errors.FAULT_SYNTAX.format(
+                f"{action} takes no argument, got '{args[1].decode('utf-8', 'replace')}'"))
         seed: int | None = None
         in_script: bool | None = None
         while i < len(args):
@@ -228,6 +293,8 @@ class FaultInjector:
                 raise RedisError(errors.FAULT_SYNTAX.format(f"unknown option '{option}'"))
             if i + 1 >= len(args):
                 raise RedisError(errors.FAULT_SYNTAX.format(f"{option} needs a value"))
+            if option in _MATCHES and action in _ON_ACCEPT:
+                raise RedisError(errors.FAULT_CONNECTION_MATCH.format(action))
             value = args[i + 1]
             i += 2
             if option == "COMMAND":
@@ -254,13 +321,9 @@ class FaultInjector:
                     raise RedisError(errors.FAULT_SYNTAX.format("IN-SCRIPT takes yes or no"))
                 in_script = flag == b"yes"
             elif option == "COUNT":
-                rule.count = parse_int(value)
-                if rule.count < 1:
-                    raise RedisError(errors.FAULT_SYNTAX.format("COUNT must be at least 1"))
+                rule.count = _number(value, "COUNT", 1, MAX_COUNT)
             elif option == "AFTER":
-                rule.after = parse_int(value)
-                if rule.after < 0:
-                    raise RedisError(errors.FAULT_SYNTAX.format("AFTER must be >= 0"))
+                rule.after = _number(value, "AFTER", 0, MAX_COUNT)
             elif option == "PROBABILITY":
                 try:
                     probability = float(value)
@@ -270,15 +333,25 @@ class FaultInjector:
                     raise RedisError(errors.FAULT_SYNTAX.format(
                         "PROBABILITY must be between 0 and 1"))
                 rule.probability = probability
+            elif option == "JITTER":
+                if action != "DELAY":
+                    raise RedisError(errors.FAULT_OPTION_NOT_FOR.format(option, action))
+                rule.jitter = _number(value, "JITTER's ms", 0, MAX_MS)
+            elif option == "FOR":
+                rule.lasts_ms = _number(value, "FOR's ms", 1, MAX_MS)
             else:  # SEED
                 seed = parse_int(value)
-        if seed is not None and rule.probability is None:
-            raise RedisError(errors.FAULT_SYNTAX.format("SEED goes with PROBABILITY"))
-        if rule.probability is not None:
+        if seed is not None and rule.probability is None and not rule.jitter:
+            raise RedisError(errors.FAULT_SEED_ALONE)
+        if rule.probability is not None or rule.jitter:
             rule.rng = random.Random(seed)
         rule.in_script = bool(in_script)
         if rule.in_script and action != "ERROR":
             raise RedisError(errors.FAULT_IN_SCRIPT_ERROR_ONLY)
+        if action == "REFUSE" and not (rule.lasts_ms or rule.count):
+            raise RedisError(errors.FAULT_UNBOUNDED.format(action, "FOR <ms> or COUNT <n>"))
+        if action == "STALL-ACCEPT" and not rule.lasts_ms:
+            raise RedisError(errors.FAULT_UNBOUNDED.format(action, "FOR <ms>"))
 
     def remove(self, rule_id: int) -> bool:
         for index, rule in enumerate(self.rules):
@@ -286,14 +359,21 @@ class FaultInjector:
                 del self.rules[index]
                 for bucket in self._buckets(rule):
                     bucket.remove(rule)
+                if rule.timer is not None:
+                    rule.timer.cancel()
+                for client in rule.stalled:  # STALL-ACCEPT's connections are read from now on
+                    waiter = client.blocked
+                    if not client.closing and waiter is not None \
+                            and waiter.block is STALLED_AT_ACCEPT:
+                        self.server.blocking.unblock(client, False)
+                rule.stalled.clear()
                 return True
         return False
 
     def reset(self) -> None:
         """Every rule removed and the LOADING window closed."""
-        self.rules.clear()
-        self._by_command.clear()
-        self._any_command.clear()
+        for rule in list(self.rules):
+            self.remove(rule.id)
         self.loading_until = 0.0
 
     def entries(self) -> list:
@@ -333,6 +413,25 @@ class FaultInjector:
             client.close()
             killed += 1
         return killed
+
+    # --- acting on connections ---------------------------------------------------------------
+
+    def on_connect(self, c: "Client") -> None:
+        """The server's connect hook: a REFUSE or STALL-ACCEPT rule may take the new
+        connection (the first one that fires)."""
+        if not self._on_accept or c.connection is None:
+            return
+        for rule in self._on_accept:
+            if not rule.fires():
+                continue
+            if rule.action == "REFUSE":
+                if rule.count and rule.fired >= rule.count:
+                    self.remove(rule.id)
+                c.connection.reset()  # accepted, then reset before a byte is read
+            else:  # STALL-ACCEPT: kept (past its COUNT too) until FOR ends, DEL or RESET
+                c.server.blocking.block(c, STALLED_AT_ACCEPT, c.connection._resume)
+                rule.stalled.append(c)
+            return
 
     # --- acting on commands ------------------------------------------------------------------
 
@@ -389,9 +488,14 @@ class FaultInjector:
             return None
         if action == "HANG":
             return HANG
-        if action == "DROP":
+        if action == "TIMEOUT":
+            loop = c.server.loop
+            if loop is not None:  # HANG, then the connection closed (+1 ms: see ClientProtocol._hold)
+                loop.call_at(loop.time() + rule.ms / 1000 + 0.001, c.close)
+            return HANG
+        if action == "DROP" or action == "RESET":
             c.reply_mode |= client_reply.DISRUPTED
-            return Disruption(send=False, close=True)
+            return Disruption(send=False, close=True, reset=action == "RESET")
         reply = self._run(c, argv)
         make = _disruption_for(rule)
         if type(reply) is Block:
@@ -446,10 +550,19 @@ def _disruption_for(rule: Rule) -> Any:
     """A function wrapping a reply in what `rule` does to it on the connection."""
     action = rule.action
     if action == "DELAY":
-        ms = rule.ms
-        return lambda reply: Disruption((reply,), hold_ms=ms)
+        return lambda reply: Disruption((reply,), hold_ms=rule.delay_ms())
     if action == "PARTIAL":
         return lambda reply: Disruption((reply,), partial=True, close=True)
+    if action == "CUT":
+        return lambda reply: Disruption((reply,), cut=rule.size, close=True)
+    if action == "SLICE":
+        return lambda reply: Disruption((reply,), slice_bytes=rule.size, slice_ms=rule.ms)
+    if action == "BANDWIDTH":
+        piece = max(1, rule.size // _BANDWIDTH_PIECES_PER_S)
+        pause_ms = piece * 1000 / rule.size
+        return lambda reply: Disruption((reply,), slice_bytes=piece, slice_ms=pause_ms)
+    if action == "SLOW-CLOSE":
+        return lambda reply: Disruption((reply,), slow_close_ms=rule.ms)
     return lambda reply: Disruption(send=False, close=True)  # DROP-REPLY
 
 
@@ -467,3 +580,4 @@ def _deferred(block: Block, make: Any) -> Block:
 def attach(server: "Server") -> None:
     """With fault-injection on (--fault-injection): MINIRED FAULT may add rules."""
     server.faults = FaultInjector(server)
+    server.hooks.connect.append(server.faults.on_connect)

@@ -16,12 +16,15 @@ holding a base (an RDB image, `appendonly.aof.<n>.base.rdb`), the incremental fi
 (`appendonly.aof.<n>.incr.aof`, Redis commands in RESP) and the manifest
 (`appendonly.aof.manifest`) naming them. A plain `appendonly.aof` in `--dir` from an older Redis
 (or minired) is moved into that directory as its base, as Redis 7.0 does on upgrade. Every
-successful write command is appended as it ran; commands whose effect is not a function of the
-log are rewritten (TTLs pinned with PEXPIREAT, SPOP as SREM of what it popped, XADD `*` with the
-id it generated); the writes of one EXEC or script are wrapped in MULTI/EXEC; a blocking command
-is logged when served. `#MS:<unix ms>` annotation lines (Redis skips lines starting with `#`)
-carry the clock, so replay sees the time the original did. `appendfsync always|everysec|no` as
-Redis. `BGREWRITEAOF` (and the automatic rewrite past auto-aof-rewrite-percentage/min-size)
+successful write command is logged by its effects, as Redis propagates it (aof_effects.py:
+absolute TTLs, SPOP as SREM, a blocking command as its non-blocking form when served, ...), a
+key deleted for its TTL as DEL; the writes of one EXEC or script are wrapped in MULTI/EXEC.
+What is logged reaches the file (one write(2) per pass of the event loop) before any reply
+leaves, as Redis's beforeSleep writes the AOF buffer before the clients' replies: a kill -9
+loses no acknowledged write, and `appendfsync always|everysec|no` decides, as in Redis, only
+what an OS crash can take (`always` fsyncs before replying). A real Redis replays the files to
+the same data, and redis-check-aof accepts them. (minired's older files, with `#MS:<unix ms>`
+clock lines, still load.) `BGREWRITEAOF` (and the automatic rewrite past auto-aof-rewrite-percentage/min-size)
 opens a new incremental file, writes a new base in a forked child and then switches the
 manifest, as Redis 7.0 does.
 
@@ -33,6 +36,7 @@ message and the file is left alone (only a truncated tail of the last AOF file i
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import shlex
@@ -40,10 +44,12 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
+from minired.data.keyspace import Clock
 from minired.engine import dispatch
 from minired.engine.blocking import Block
 from minired.engine.client import Client
-from minired.features import rdb_file
+from minired.engine.table import COMMANDS
+from minired.features import aof_effects, rdb_file
 from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
 from minired.features.rdb_file import RdbError
 from minired.protocol import errors
@@ -60,9 +66,6 @@ LEGACY_OBJECT_COMMAND = b"minired-object"
 TICK_SECONDS = 0.1
 SAVE_RETRY_SECONDS = 5  # CONFIG_BGSAVE_RETRY_DELAY
 
-# Write commands whose TTL is relative to "now" (or set by an option): pinned with PEXPIREAT.
-_TTL_SETTERS = frozenset({b"set", b"setex", b"psetex", b"getex", b"restore"})
-_EXPIRE_FAMILY = frozenset({b"expire", b"pexpire", b"expireat", b"pexpireat"})
 
 
 class LoadError(Exception):
@@ -156,8 +159,16 @@ def read_records(data: bytes, pos: int = 0) -> Iterator[tuple[int, Any]]:
 # --- replaying commands --------------------------------------------------------------------------
 
 class Loader:
-    """Replays an AOF's commands into a server through its command table, on the clock they
-    were recorded at, as one internal client that never blocks."""
+    """Replays an AOF's commands into a server through its command table, as one internal
+    client that never blocks.
+
+    While it replays, the databases read a clock of their own that stands at the epoch, so no
+    key expires and no TTL counts as already past (Redis's keyIsExpired and checkAlreadyExpired
+    answer no while loading): the file logs expiries as absolute times and the deletions they
+    led to as DELs, and a key whose time passed since is expired once the server runs. A
+    relative TTL (an AOF of Redis 6) counts from now, as in Redis. Files of earlier minired
+    (`#MS:<unix ms>` lines before relative TTLs) set both clocks to the time each
+    command ran at."""
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -165,13 +176,18 @@ class Loader:
         self.client.authenticated = True
         self.client.in_exec = True  # blocking commands answer at once instead of waiting
         self.commands = 0
+        self.clock = Clock()
+        self.clock.offset_ms = -self.clock.ms()
 
     def load(self, data: bytes, name: str, pos: int = 0) -> tuple[int, bool]:
         """Apply every complete record from `pos`: (offset up to which the data was used, whether
         it ended cut short). An unfinished MULTI at the end is left out (its offset not counted).
         Raises LoadError at bytes that are no command, or an unknown command, as Redis does."""
-        clock = self.server.clock
-        saved_offset = clock.offset_ms
+        dbs = self.server.keyspace.dbs
+        clocks = [db.clock for db in dbs]
+        saved_offset = self.server.clock.offset_ms
+        for db in dbs:
+            db.clock = self.clock
         transaction: list | None = None
         good = pos
         truncated = False
@@ -206,17 +222,18 @@ class Loader:
                 log.warning("Revert incomplete MULTI/EXEC transaction in AOF file %s", name)
                 truncated = True
         finally:
-            clock.offset_ms = saved_offset
+            for db, clock in zip(dbs, clocks):
+                db.clock = clock
+            self.server.clock.offset_ms = saved_offset
         return good, truncated
 
     def _annotation(self, record: bytes) -> None:
-        clock = self.server.clock
-        if record.startswith(b"MS:"):
-            clock.offset_ms = int(record[3:]) - int(time.time() * 1000)
-        elif record.startswith(b"TS:"):
-            value = int(record[3:])
-            # Redis's annotations are in seconds; minired before version 10 wrote milliseconds.
-            clock.offset_ms = (value if value > 10**11 else value * 1000) - int(time.time() * 1000)
+        # Earlier minired's own lines: the time the commands after them ran at, for
+        # their relative TTLs and their expiries alike. (Redis's `#TS:` lines, in seconds, are
+        # skipped, as Redis skips them.)
+        if record.startswith(b"MS:") or record.startswith(b"TS:") and int(record[3:]) > 10**11:
+            offset = int(record[3:]) - int(time.time() * 1000)
+            self.clock.offset_ms = self.server.clock.offset_ms = offset
 
     def apply(self, argv: list, name: str) -> None:
         self.commands += 1
@@ -384,8 +401,11 @@ class Persistence:
         self.aof_rewrite_base_size = 0
         self.aof_buffer: list[bytes] = []
         self.aof_db = -1
-        self.aof_ts = -1
+        # The writes of the EXEC or script running now (or that just ended), as (db, argv).
+        self.aof_transaction: list[tuple[int, list]] = []
         self.aof_transaction_client: Client | None = None
+        self.aof_transaction_key: Any = None  # see _transaction_key
+        self.aof_expired: list[tuple[int, list]] = []  # DELs of expired keys, see _expired
         self.aof_rewrite_scheduled = False
         self.aof_rewrite_incr_from = 0  # index in manifest.incr of the rewrite's first incr file
         self.aof_rewrites = 0
@@ -493,8 +513,8 @@ class Persistence:
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-        except FileNotFoundError:
-            return False
+        except (FileNotFoundError, NotADirectoryError):
+            return False  # (no AOF directory: aofLoadManifestFromDisk)
         except OSError as exc:
             raise LoadError(f"Fatal error: can't open the AOF manifest {path}: {exc.strerror}")
         self.aof_manifest = Manifest.parse(self.aof_prefix, text, path)
@@ -551,7 +571,7 @@ class Persistence:
     def _upgrade_legacy_aof(self, legacy: str) -> None:
         """A single appendonly.aof (Redis < 7, or minired's own): it becomes the base of a
         multi-part AOF, moved into the AOF directory untouched (aofUpgradePrepare)."""
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         manifest = Manifest(self.aof_prefix)
         manifest.base, manifest.base_seq = self.aof_prefix, 1
         target = os.path.join(self.aof_directory, self.aof_prefix)
@@ -561,8 +581,24 @@ class Persistence:
         self.aof_manifest = manifest
         log.info("Successfully migrated an old-style AOF into the AOF directory")
 
+    def _make_aof_directory(self) -> None:
+        """The AOF directory, made if missing (dirCreateIfMissing: a file in its place is
+        ENOTDIR); OSError with Redis's log line when it cannot be."""
+        try:
+            os.mkdir(self.aof_directory)
+        except FileExistsError:
+            if os.path.isdir(self.aof_directory):
+                return
+            error: OSError = NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        except OSError as exc:
+            error = exc
+        else:
+            return
+        raise OSError(error.errno, "Can't open or create append-only dir %s: %s" % (
+            self.config.get("appenddirname") or "appendonlydir", error.strerror))
+
     def _persist_manifest(self, manifest: Manifest) -> None:
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         write_atomically(self.manifest_path, iter([manifest.text().encode()]),
                          temp_name="temp-" + self.aof_prefix + ".manifest")
 
@@ -653,6 +689,7 @@ class Persistence:
 
     def _saved(self, dirty_before: int | None = None) -> None:
         self.last_save_ok = True
+        self.config.note_bgsave(True)  # writes refused for a failed BGSAVE are allowed again
         self.saves += 1
         self.dirty = self.dirty - dirty_before if dirty_before is not None else 0
         self.server.last_save = int(time.time())
@@ -692,8 +729,8 @@ class Persistence:
         started = time.time()
         try:
             self.save()
-        except RedisError:
-            pass  # logged by save()
+        except RedisError:  # (logged by save())
+            self.config.note_bgsave(False)
         self.last_background_save_seconds = int(time.time() - started)
 
     def _can_fork(self) -> bool:
@@ -750,6 +787,7 @@ class Persistence:
                 log.info("Background saving terminated with success")
             else:
                 self.last_save_ok = False
+                self.config.note_bgsave(False)  # stop-writes-on-bgsave-error: MISCONF
                 log.warning("Background saving error")
         else:
             self.aof_last_rewrite_seconds = seconds
@@ -790,56 +828,90 @@ class Persistence:
             return
         self.dirty += 1
         if self.aof_file is not None:
-            self._log(c, spec.name.encode(), argv, reply, c.in_exec or c.in_script)
+            self._log(c, c.db_index, argv, reply)
 
     def _served(self, waiter: Any, reply: Any) -> None:
-        """BlockingManager.on_finish: a blocked command that gets its data is logged as it
-        stands, now that replaying it finds that data and does not block."""
+        """BlockingManager.on_finish: a blocked command that gets its data is logged by what
+        it did, as its non-blocking form (aof_effects)."""
         entry = self._blocked.pop(waiter.client.id, None)
         if (entry is not None and reply is not waiter.block.timeout_reply
                 and type(reply) is not RedisError):
             self.dirty += 1
             if self.aof_file is not None:
                 db_index, argv = entry
-                self._append_command(db_index, argv, False, waiter.client)
+                self._log(waiter.client, db_index, argv, reply)
 
     def _forget_client(self, client: Client) -> None:
         self._blocked.pop(client.id, None)
 
-    def _log(self, c: Client, name: bytes, argv: list, reply: Any, atomic: bool) -> None:
-        db = c.db
-        if name in _EXPIRE_FAMILY:
-            if reply != 1:
-                return
-            key = argv[1]
-            deadline = db.expires.get(key)
-            argv = [b"PEXPIREAT", key, b"%d" % deadline] if deadline is not None else [b"DEL", key]
-        elif name == b"spop":
-            members = [reply] if isinstance(reply, bytes) else list(reply or ())
-            if not members:
-                return
-            argv = [b"SREM", argv[1], *members]
-        elif name == b"xadd" and isinstance(reply, bytes):
-            argv = _xadd_with_id(argv, reply)
-        self._append_command(c.db_index, argv, atomic, c)
-        if name in _TTL_SETTERS:
-            deadline = db.expires.get(argv[1])
-            if deadline is not None:
-                self._append_command(c.db_index, [b"PEXPIREAT", argv[1], b"%d" % deadline], atomic, c)
-
-    def _append_command(self, db_index: int, argv: list, atomic: bool, c: Client) -> None:
-        buffer = self.aof_buffer
-        if atomic:
-            if self.aof_transaction_client is not c:
+    def _log(self, c: Client, db_index: int, argv: list, reply: Any) -> None:
+        if c.in_script:
+            run = self.server.scripting.current
+            if run is not None and not run.propagate & 1:
+                return  # redis.set_repl without REPL_AOF
+        try:
+            records = aof_effects.effects(c.server.keyspace[db_index], argv, reply, self.config)
+        except Exception:  # a bug here must not fail a write that happened: log it as sent
+            log.exception("rewriting %r for the AOF failed", argv[:1])
+            records = [argv]
+        if not records:
+            return
+        ops = [(db_index, argv) for argv in records]
+        if self.aof_expired:  # keys the command found expired: deleted before it wrote
+            ops[:0] = self.aof_expired
+            self.aof_expired = []
+        if c.in_exec or c.in_script:
+            # The writes of one EXEC or script are one transaction in the file, written once it
+            # is over (propagatePendingCommands).
+            owner, key = self._transaction_of(c)
+            if self.aof_transaction_client is not owner or self.aof_transaction_key != key:
                 self._close_transaction()
-                buffer.append(b"*1\r\n$5\r\nMULTI\r\n")
-                self.aof_transaction_client = c
-        elif self.aof_transaction_client is not None:
-            self._close_transaction()
-        now = self.server.clock.ms()
-        if now != self.aof_ts:
-            buffer.append(b"#MS:%d\r\n" % now)
-            self.aof_ts = now
+                self.aof_transaction_client = owner
+                self.aof_transaction_key = key
+            self.aof_transaction.extend(ops)
+            return
+        self._close_transaction()
+        self._append_atomically(ops)
+
+    def _expired(self, db: Any, key: bytes) -> None:
+        """Database.on_expired: a key deleted for its TTL is logged as DEL (propagateExpire),
+        with the writes of the command that found it expired, in one MULTI/EXEC when there are
+        some (alsoPropagate), else on its own."""
+        if self.aof_file is not None:
+            self.aof_expired.append((db.index, [aof_effects.deletion_of_expired(self.config), key]))
+
+    def _append_expired(self) -> None:
+        """Deletions of expired keys that no write followed (a read found them, or the active
+        cycle), each on its own. They came after everything logged so far."""
+        expired, self.aof_expired = self.aof_expired, []
+        for op in expired:
+            self._append(*op)
+
+    def _transaction_of(self, c: Client) -> tuple[Client, Any]:
+        """The client whose EXEC or script a write of c belongs to (a script run by EXEC is
+        part of that EXEC), and what tells that transaction from the client's next one: the
+        script's run, or the count of EXECs so far; None once it is over."""
+        if c.in_script:
+            scripting = self.server.scripting
+            run = scripting.current if scripting is not None else None
+            if run is None or not run.caller.in_exec:
+                return c, run
+            c = run.caller
+        return c, (COMMANDS[b"exec"].calls if c.in_exec else None)
+
+    def _append_atomically(self, records: list) -> None:
+        """(db, argv) records in a MULTI/EXEC block when there is more than one, as Redis wraps
+        a command's or a transaction's writes; SELECT before MULTI, for the first record."""
+        if len(records) == 1:
+            self._append(*records[0])
+            return
+        self._append(records[0][0], [b"MULTI"])
+        for db_index, argv in records:
+            self._append(db_index, argv)
+        self.aof_buffer.append(b"*1\r\n$4\r\nEXEC\r\n")
+
+    def _append(self, db_index: int, argv: list) -> None:
+        buffer = self.aof_buffer
         if db_index != self.aof_db:
             buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
             self.aof_db = db_index
@@ -847,21 +919,31 @@ class Persistence:
 
     def _close_transaction(self) -> None:
         if self.aof_transaction_client is not None:
-            self.aof_buffer.append(b"*1\r\n$4\r\nEXEC\r\n")
-            self.aof_transaction_client = None
+            records, self.aof_transaction = self.aof_transaction, []
+            self.aof_transaction_client = self.aof_transaction_key = None
+            if records:
+                self._append_atomically(records)
+
+    def _close_finished_transaction(self) -> None:
+        """The transaction of an EXEC or script that is over; one still running (a busy script
+        serving other clients' reads) stays open."""
+        running = self.aof_transaction_client
+        if running is not None:
+            owner, key = self._transaction_of(running)
+            if key is None or owner is not running or key != self.aof_transaction_key:
+                self._close_transaction()
 
     # --- the AOF file ----------------------------------------------------------------------------
 
     def _open_incr(self, name: str) -> None:
         self.aof_file = open(os.path.join(self.aof_directory, name), "ab", buffering=0)
-        self.aof_db = -1
-        self.aof_ts = -1
+        self.aof_db = -1  # a new file starts with a SELECT
 
     def enable_aof(self, at_start: bool = False) -> None:
         """Start logging. At start-up, after loading: append to the last incremental file (a
         first start writes a base of the data and an empty one). Turned on later (CONFIG SET):
         a rewrite, so the files hold what is in memory now."""
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         manifest = self.aof_manifest
         if at_start and manifest is not None and manifest.base is not None:
             if not manifest.incr:
@@ -878,7 +960,7 @@ class Persistence:
         manifest = self.aof_manifest or Manifest(self.aof_prefix)
         base_seq = manifest.base_seq + 1
         base_name = f"{self.aof_prefix}.{base_seq}.base.rdb"
-        os.makedirs(self.aof_directory, exist_ok=True)
+        self._make_aof_directory()
         size = write_atomically(os.path.join(self.aof_directory, base_name),
                                 self._image(aof_base=True),
                                 temp_name=f"temp-rewriteaof-{os.getpid()}.aof")
@@ -888,7 +970,7 @@ class Persistence:
         fresh.incr = [(f"{self.aof_prefix}.{(manifest.incr[-1][1] if manifest.incr else 0) + 1}"
                        ".incr.aof", (manifest.incr[-1][1] if manifest.incr else 0) + 1)]
         if self.aof_file is not None:
-            self.flush_aof(fsync=True)
+            self.flush_aof(fsync=True, close_transaction=True)
             self.aof_file.close()
         self._open_incr(fresh.incr[0][0])
         self._persist_manifest(fresh)
@@ -934,7 +1016,7 @@ class Persistence:
             self._rewrite_now()
             self.aof_rewrites += 1
             return
-        self.flush_aof(fsync=True)
+        self.flush_aof(fsync=True, close_transaction=True)
         self.aof_file.close()
         self.aof_rewrite_incr_from = len(manifest.incr)
         self._open_incr(manifest.next_incr())
@@ -974,32 +1056,48 @@ class Persistence:
 
     def disable_aof(self) -> None:
         if self.aof_file is not None:
-            self.flush_aof(fsync=True)
+            self.flush_aof(fsync=True, close_transaction=True)
             self.aof_file.close()
             self.aof_file = None
             log.info("Append only file disabled")
 
-    def flush_aof(self, fsync: bool) -> None:
-        """Write what was logged since the last flush (closing an EXEC block that ended)."""
+    def flush_aof(self, fsync: bool, close_transaction: bool = False) -> None:
+        """Write what was logged since the last flush (one write(2)), with the transaction of an
+        EXEC or script that ended (all of it, with close_transaction: the file changes)."""
         file = self.aof_file
         if file is None:
             return
-        self._close_transaction()
+        if close_transaction:
+            self._close_transaction()
+        else:
+            self._close_finished_transaction()
+        if self.aof_expired and self.aof_transaction_client is None:
+            self._append_expired()
         if self.aof_buffer:
             data = b"".join(self.aof_buffer)
             self.aof_buffer.clear()
             view = memoryview(data)
-            while view:
-                written = file.write(view)
-                view = view[written:]
+            try:
+                while view:
+                    written = file.write(view)
+                    view = view[written:]
+            except OSError:
+                self.aof_buffer.append(bytes(view))  # kept for the next try
+                raise
         if fsync:
             os.fsync(file.fileno())
             self.last_fsync = time.monotonic()
 
-    def sync_before_reply(self) -> None:
-        """appendfsync always: a client hears back only about writes already on disk."""
-        if self.aof_buffer:
-            self.flush_aof(fsync=True)
+    def write_before_reply(self) -> None:
+        """Server.sync_before_reply, called before any reply is written to a socket: the writes
+        logged so far reach the file first (one write for the whole pass of the loop, as Redis's
+        beforeSleep writes the AOF buffer before the clients' replies), so a kill -9 never loses
+        a write a client was told of; with appendfsync always they reach the disk too."""
+        if self.aof_buffer or self.aof_transaction_client is not None or self.aof_expired:
+            try:
+                self.flush_aof(fsync=self.fsync_mode == "always")
+            except OSError as exc:
+                log.warning("Error writing to the AOF file: %s", exc)
 
     def aof_current_size(self) -> int:
         if self.aof_manifest is None:
@@ -1037,13 +1135,20 @@ class Persistence:
             try:
                 self.enable_aof(at_start)
             except OSError as exc:
-                log.warning("Can't open the append-only file: %s", exc)
+                reason = exc.strerror if exc.strerror.startswith("Can't") else (
+                    f"Can't open the append-only file: {exc.strerror}")
+                if at_start:  # Redis exits
+                    raise LoadError(reason) from None
+                log.warning("%s", reason)
+                # CONFIG SET appendonly yes answers the error and is undone (turn_on_aof)
+                self.config.set("appendonly", "no")
         elif not wants_aof and self.aof_file is not None:
             self.disable_aof()
         self.fsync_mode = self.config.get("appendfsync") or "everysec"
         logging_on = self.aof_file is not None
-        server.sync_before_reply = (self.sync_before_reply
-                                    if logging_on and self.fsync_mode == "always" else None)
+        server.sync_before_reply = self.write_before_reply if logging_on else None
+        for db in server.keyspace.dbs:
+            db.on_expired = self._expired if logging_on else None
         # Otherwise minired stays memory-only and commands/server.py says so.
         # SAVE/BGSAVE are served, and writes counted for INFO's rdb_changes_since_last_save,
         # once files were asked for: AOF, save points, or a --dir.
@@ -1054,6 +1159,12 @@ class Persistence:
             server.saver = None
         server.propagate = self.propagate if served else None
         server.blocking.on_finish = self._served if served else None
+
+    def turn_on_aof(self) -> bool:
+        """CONFIG SET appendonly yes, at once, as Redis's startAppendOnly: False (the setting
+        undone, the reason logged) when the files cannot be made."""
+        self.reconcile()
+        return self.aof_file is not None
 
     def tick(self) -> None:
         try:
@@ -1117,26 +1228,6 @@ def _detach_child_signals() -> None:
             signal.signal(sig, action)
         except (ValueError, OSError):
             pass
-
-
-def _xadd_with_id(argv: list, generated: bytes) -> list:
-    """XADD argv with its `*` (or `<ms>-*`) id replaced by the id it generated."""
-    i = 2
-    while i < len(argv):
-        option = argv[i].lower()
-        if option == b"nomkstream":
-            i += 1
-        elif option in (b"maxlen", b"minid"):
-            i += 2
-            if argv[i - 1] in (b"=", b"~"):
-                i += 1
-            if i < len(argv) and argv[i].lower() == b"limit":
-                i += 2
-        else:
-            break
-    if i < len(argv) and argv[i].endswith(b"*"):
-        return [*argv[:i], generated, *argv[i + 1:]]
-    return argv
 
 
 def attach(server: "Server") -> None:

@@ -134,6 +134,13 @@ WATCH_IN_MULTI = "ERR WATCH inside MULTI is not allowed"
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 EXECABORT_BECAUSE = "EXECABORT Transaction discarded because of: {}"
 NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
+# A write (or PING) after a failed background save, with stop-writes-on-bgsave-error yes and
+# save points set (shared.bgsaveerr).
+MISCONF_BGSAVE = ("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
+                  "persist to disk. Commands that may modify the data set are disabled, because "
+                  "this instance is configured to report errors during writes if RDB snapshotting "
+                  "fails (stop-writes-on-bgsave-error option). Please check the Redis logs for "
+                  "details about the RDB error.")
 COMMAND_NOT_ALLOWED_IN_MULTI = "ERR Command not allowed inside a transaction"
 
 SUBSCRIBE_CONTEXT = (
@@ -287,6 +294,12 @@ FUNCTION_FLUSH_MODE = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
 FUNCTION_RESTORE_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
 FUNCTION_RESTORE_POLICY = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
 FUNCTION_RESTORE_BAD_DATA = "ERR given type is not a function"
+FUNCTION_REGISTER_OUTSIDE_LOAD = "ERR redis.register_function can only be called on FUNCTION LOAD command"
+FUNCTION_UNKNOWN_FLAG = "ERR unknown flag given"
+FUNCTION_NO_CODE = "ERR Function code was not given"
+SCRIPT_DEBUG_USAGE = "ERR Use SCRIPT DEBUG YES/SYNC/NO"
+# A Python helper called from Lua failed (lua_safe): nothing of the failure may reach the script.
+SCRIPT_INTERNAL_ERROR = "ERR internal error"
 # End of scripting.
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
@@ -316,6 +329,7 @@ PROTOCOL_UNAUTHENTICATED_BULK = "ERR Protocol error: unauthenticated bulk length
 PROTOCOL_BIG_INLINE = "ERR Protocol error: too big inline request"
 PROTOCOL_UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
 
+CLOCK_BACKWARDS = "ERR the clock only moves forward"
 TIME_CONTROL_DISABLED = (
     "ERR clock control is disabled; start minired with --time-control to use MINIRED ADVANCE and MINIRED CLOCK"
 )
@@ -332,11 +346,21 @@ FAULT_STALL_TOO_LONG = (
     "ERR MINIRED FAULT ADD: STALL is at most {} ms (it stops the whole server); "
     "use DELAY or HANG to wait longer")
 FAULT_LOADING_MS = "ERR MINIRED FAULT LOADING needs ms >= 0"
+FAULT_NUMBER = "ERR MINIRED FAULT ADD: {} must be an integer from {} to {}, got '{}'"
+FAULT_NEEDS_ARGUMENTS = "ERR MINIRED FAULT ADD: {} needs {}"
+FAULT_OPTION_NOT_FOR = "ERR MINIRED FAULT ADD: {} does not apply to {}"
+FAULT_CONNECTION_MATCH = (
+    "ERR MINIRED FAULT ADD: {} acts on new connections, before any command: "
+    "only COUNT, AFTER, PROBABILITY, SEED and FOR apply"
+)
+FAULT_UNBOUNDED = "ERR MINIRED FAULT ADD: {} needs {} (it must end by itself)"
+FAULT_SEED_ALONE = "ERR MINIRED FAULT ADD: SEED goes with PROBABILITY or JITTER"
 FAULT_KILL_TYPE = "ERR MINIRED FAULT KILL-CLIENTS: TYPE is normal or pubsub"
 LOADING = "LOADING Redis is loading the dataset in memory"
 
 CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
 CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
+CONFIG_SET_AOF_FAILED = "Unable to turn on AOF. Check server logs."
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "
@@ -511,6 +535,33 @@ SCRIPT_ACL_KEY = ("ERR The user executing the script can't access at least one o
 SCRIPT_ACL_CHANNEL = ("ERR The user executing the script can't publish to the channel "
                       "mentioned in the command")
 CLIENT_KILL_NO_USER = "ERR No such user '{}'"
+CLIENT_NO_SUCH_CLIENT = "ERR No such client"
+CLIENT_INVALID_ID = "ERR Invalid client ID"
+CLIENT_KILL_ID_NOT_POSITIVE = "ERR client-id should be greater than 0"
+CLIENT_UNKNOWN_TYPE = "ERR Unknown client type '{}'"
+CLIENT_NAME_INVALID = "ERR Client names cannot contain spaces, newlines or special characters."
+CLIENT_SETINFO_UNKNOWN_OPTION = "ERR Unrecognized option '{}'"
+CLIENT_SETINFO_INVALID = "ERR {} cannot contain spaces, newlines or special characters."
+
+# HELLO.
+HELLO_PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
+HELLO_SYNTAX = "ERR Syntax error in HELLO option '{}'"
+HELLO_NOAUTH = ("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+                "the RESP protocol version at the same time")
+
+# COMMAND GETKEYS / GETKEYSANDFLAGS.
+GETKEYS_INVALID_COMMAND = "ERR Invalid command specified"
+GETKEYS_NO_KEYS = "ERR The command has no key arguments"
+GETKEYS_BAD_ARITY = "ERR Invalid number of arguments specified for command"
+GETKEYS_INVALID_ARGUMENTS = "ERR Invalid arguments specified for command"
+
+# SHUTDOWN, CONFIG REWRITE, SLOWLOG GET, ACL LOAD.
+SHUTDOWN_NOT_IN_PROGRESS = "ERR No shutdown in progress."
+SHUTDOWN_FAILED = "ERR Errors trying to SHUTDOWN. Check logs."
+CONFIG_REWRITE_NO_FILE = "ERR The server is running without a config file"
+SLOWLOG_COUNT_RANGE = "ERR count should be greater than or equal to -1"
+ACL_LOAD_FAILED = "ERR {}"  # the problems the ACL file has, as Redis lists them
 
 # LATENCY GRAPH, LATENCY HISTOGRAM, MEMORY STATS/DOCTOR/MALLOC-STATS.
 LATENCY_NO_SAMPLES = "ERR No samples available for event '{}'"

@@ -31,4 +31,5 @@ cdef Py_ssize_t _TABLED
                value=cython.ulonglong, below=cython.longlong, negative=cython.bint,
                data=cython.p_uchar)
 cpdef object string2ll(object raw)
+# string2ll's bounds, compared with its unsigned digits: C integers, so the checks build no object.
 cdef unsigned long long _POSITIVE_LIMIT, _NEGATIVE_LIMIT

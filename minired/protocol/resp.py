@@ -300,8 +300,7 @@ class RequestParser:
         return nl + 1
 
 
-# The largest magnitudes string2ll's digits may reach, positive and negative (C integers in the
-# compiled build: resp.pxd).
+# The largest magnitudes string2ll's digits may reach, positive and negative.
 _POSITIVE_LIMIT = 2**63 - 1
 _NEGATIVE_LIMIT = 2**63
 

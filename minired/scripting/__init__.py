@@ -4,34 +4,5 @@
     engine.py                  running a script: redis.call bridge, EVAL cache, errors, kill
     functions.py               FUNCTION LOAD/LIST/DUMP/RESTORE ... and FCALL
     busy.py                    serving other clients (BUSY, SCRIPT KILL) while a script runs long
+    feature.py                 attach / engine_of: a server's script engine, made at the first script
 """
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from minired.engine.server import Server
-    from minired.scripting.engine import ScriptEngine
-
-
-def attach(server: "Server") -> "ScriptEngine":
-    """Give a server its script engine (idempotent)."""
-    engine = server.scripting
-    if engine is None:
-        from minired.scripting.busy import BusyService
-        from minired.scripting.engine import ScriptEngine
-        from minired.scripting.functions import FunctionLibraries
-
-        engine = ScriptEngine(server)
-        engine.functions = FunctionLibraries(engine)
-        engine.busy = BusyService(server, engine)
-        server.scripting = engine
-        persistence = server.persistence
-        if persistence is not None:  # libraries are saved in snapshots from now on
-            persistence.use_functions(engine.functions)
-    return engine
-
-
-def engine_of(server: "Server") -> "ScriptEngine":
-    engine = server.scripting
-    return engine if engine is not None else attach(server)

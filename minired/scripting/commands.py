@@ -9,7 +9,7 @@ from minired.engine.table import command, container_command, help_reply, keys_af
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
-from minired.scripting import engine_of
+from minired.scripting.feature import engine_of
 
 try:
     import cython
@@ -25,7 +25,7 @@ _SCRIPT_RUN_MAY_REPLICATE = _SCRIPT_RUN_FLAGS + " may_replicate"
 
 def _engine(server):
     """The server's script engine, for every handler here: looked up inline because engine_of
-    (minired/scripting, loaded at the first script) runs as Python, a frame of the interpreter
+    (scripting/feature.py, loaded at the first script) runs as Python, a frame of the interpreter
     on every EVALSHA."""
     engine = server.scripting
     return engine if engine is not None else engine_of(server)
@@ -104,7 +104,7 @@ def script_debug(c, argv):
         return OK
     if mode in (b"yes", b"sync"):
         raise RedisError(errors.SCRIPT_DEBUG_UNSUPPORTED)
-    raise RedisError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+    raise RedisError(errors.SCRIPT_DEBUG_USAGE)
 
 
 @command("help", arity=2, flags="loading stale", parent="script", group=G)
@@ -159,7 +159,7 @@ def function_load(c, argv):
         replace = True
         index += 1
     if index != len(argv) - 1:
-        raise RedisError("ERR Function code was not given")
+        raise RedisError(errors.FUNCTION_NO_CODE)
     return _engine(c.server).functions.load(argv[index], replace)
 
 

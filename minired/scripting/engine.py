@@ -66,7 +66,7 @@ class Run:
     """The script (or function) currently running."""
 
     __slots__ = ("caller", "name", "eval_mode", "read_only", "allow_oom", "started", "dirty",
-                 "timed_out", "abort", "command", "sandbox")
+                 "timed_out", "abort", "command", "sandbox", "propagate")
 
     def __init__(self, caller: Client, name: bytes, eval_mode: bool, read_only: bool,
                  allow_oom: bool, command: list) -> None:
@@ -82,6 +82,9 @@ class Run:
         self.abort: bytes | None = None
         self.command = command  # the caller's argv (FUNCTION STATS shows it)
         self.sandbox: Sandbox | None = None
+        # Where its writes go from now on, as redis.set_repl sets it: REPL_AOF (1) | REPL_REPLICA
+        # (2); the AOF logs them only with REPL_AOF (persistence.py).
+        self.propagate = 3
 
 
 def lua_error_text(message: str) -> bytes:
@@ -244,8 +247,8 @@ class ScriptEngine:
         if "no-writes" not in flags:
             # (Redis refuses a script that may write for want of replicas before it runs,
             # as it refuses any write command, so before the *_RO check)
-            if self.server.config.writes_need_replicas:
-                raise RedisError(errors.NOREPLICAS)
+            if self.server.config.writes_refused:
+                raise RedisError(self.server.config.write_refusal())
             if read_only:
                 raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
 
@@ -356,8 +359,8 @@ class ScriptEngine:
                 if spec.write:
                     # Until the script has written, the server's state may still refuse it.
                     if not run.dirty:
-                        if self.server.config.writes_need_replicas:
-                            return self._refused(spec, errors.NOREPLICAS.encode())
+                        if self.server.config.writes_refused:
+                            return self._refused(spec, self.server.config.write_refusal().encode())
                         if (not run.allow_oom and spec.denyoom
                                 and self.server.over_maxmemory()):
                             return self._refused(spec, lua_error_text(errors.OOM))
@@ -402,7 +405,7 @@ class ScriptEngine:
             return _DEFERRED
         except BaseException:  # noqa: BLE001 - nothing may cross into Lua
             log.exception("internal error in redis.call")
-            return b"ERR internal error", _ERR
+            return errors.SCRIPT_INTERNAL_ERROR.encode(), _ERR
 
     def declared_flags(self, name: str, argv: list) -> frozenset | None:
         """The flags the script or function argv runs declares, for a WRITE pause (pause.py);
@@ -573,6 +576,10 @@ class ScriptEngine:
     def setresp(self, version: Any) -> None:
         self.client.protocol = int(version)
 
+    def set_repl(self, flags: Any) -> None:
+        if self.current is not None:
+            self.current.propagate = int(flags)
+
     def random(self) -> float:
         return self.prng.next_double()
 
@@ -581,7 +588,7 @@ class ScriptEngine:
 
     def register_function(self, *args: Any) -> Any:
         if self.functions is None:
-            return b"ERR redis.register_function can only be called on FUNCTION LOAD command"
+            return errors.FUNCTION_REGISTER_OUTSIDE_LOAD.encode()
         return self.functions.register(*args)
 
     # --- SCRIPT KILL / FUNCTION KILL -------------------------------------------------------------

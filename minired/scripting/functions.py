@@ -159,7 +159,7 @@ class FunctionLibraries:
         """redis.register_function, after the Lua side checked the arguments."""
         library = self._loading
         if library is None:
-            return b"ERR redis.register_function can only be called on FUNCTION LOAD command"
+            return errors.FUNCTION_REGISTER_OUTSIDE_LOAD.encode()
         if not _NAME.match(name):
             return errors.FUNCTION_BAD_NAME.encode()
         if name in library.functions:
@@ -168,7 +168,7 @@ class FunctionLibraries:
         for flag in flags:
             text = flag.decode("utf-8", "replace")
             if text not in SCRIPT_FLAGS:
-                return b"ERR unknown flag given"
+                return errors.FUNCTION_UNKNOWN_FLAG.encode()
             if text not in names:
                 names.append(text)
         names.sort(key=SCRIPT_FLAGS.index)

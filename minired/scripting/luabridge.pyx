@@ -43,6 +43,8 @@ import threading
 
 import lupa.lua51
 
+from minired.protocol.errors import SCRIPT_INTERNAL_ERROR
+
 from minired.scripting.luaapi cimport *
 
 cdef enum:
@@ -86,7 +88,7 @@ cdef struct Holder:
 
 log = logging.getLogger("minired")
 
-_INTERNAL_ERROR = (b"ERR internal error", b"err")
+_INTERNAL_ERROR = (SCRIPT_INTERNAL_ERROR.encode(), b"err")
 # Inside this range %.17g prints an integral value as %lld does.
 cdef double _BIG_INT = 1e17
 

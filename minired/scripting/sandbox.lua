@@ -13,8 +13,8 @@
 -- wiped, so no script can change what the next one sees.
 
 local mode, redis_version, redis_version_num, install_libraries, py_call, py_acl_check, py_check,
-      py_sha1hex, py_log, py_setresp, py_random, py_randomseed, py_register, py_pcall,
-      py_encode, py_gather, py_call_gathered = ...
+      py_sha1hex, py_log, py_setresp, py_set_repl, py_random, py_randomseed, py_register,
+      py_pcall, py_encode, py_gather, py_call_gathered = ...
 
 local type, error, select, tostring, tonumber, unpack = type, error, select, tostring, tonumber, unpack
 local rawget, rawset, next, pairs, ipairs = rawget, rawset, next, pairs, ipairs
@@ -850,6 +850,7 @@ local function set_repl(...)
   if flags < 0 or flags > 3 then
     raise('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
   end
+  py_set_repl(flags)
 end
 
 local function acl_check_cmd(...)

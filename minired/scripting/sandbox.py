@@ -15,7 +15,7 @@ from typing import Any, Callable
 import lupa.lua51 as lupa
 
 from minired import REDIS_VERSION
-from minired.protocol import resp
+from minired.protocol import errors, resp
 from minired.protocol.errors import RedisError
 from minired.scripting.memcap import CapGuard
 
@@ -97,7 +97,7 @@ def _gathered_call(cap_guard: CapGuard, call: Callable[..., Any]) -> tuple:
         return call(*arguments)
 
     return (_lua_callback(cap_guard, gather),
-            _lua_callback(cap_guard, call_gathered, (b"ERR internal error", b"err")))
+            _lua_callback(cap_guard, call_gathered, (errors.SCRIPT_INTERNAL_ERROR.encode(), b"err")))
 
 
 # A cap on what one Lua runtime may allocate. Redis has none, but a hostile or runaway script
@@ -142,14 +142,15 @@ class Sandbox:
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
             _lua_callback(cap_guard, install),
             py_call,  # guards itself (both kinds): it is the hot path
-            _lua_callback(cap_guard, bridge.acl_check, (b"ERR internal error", b"err")),
+            _lua_callback(cap_guard, bridge.acl_check, (errors.SCRIPT_INTERNAL_ERROR.encode(), b"err")),
             _lua_callback(cap_guard, bridge.check),
             _lua_callback(cap_guard, bridge.sha1hex, b""),
             _lua_callback(cap_guard, bridge.log),
             _lua_callback(cap_guard, bridge.setresp),
+            _lua_callback(cap_guard, bridge.set_repl),
             _lua_callback(cap_guard, bridge.random, 0.0),
             _lua_callback(cap_guard, bridge.randomseed),
-            _lua_callback(cap_guard, bridge.register_function, b"ERR internal error"),
+            _lua_callback(cap_guard, bridge.register_function, errors.SCRIPT_INTERNAL_ERROR.encode()),
             py_pcall,
             py_encode,
             *_gathered_call(cap_guard, bridge.call),

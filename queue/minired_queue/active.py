@@ -11,6 +11,7 @@ handlers, awaitable calls) differ only in that. Both carry:
 * ``lock_lost``: True once a heartbeat found the lock gone or taken;
 * ``apply_once(effect, *RedisOp)``, ``run_once(effect, fn)``: the effect guard;
 * ``update_progress(value)``: any JSON value, readable as ``Job.progress``;
+* ``log(line)``: a line for the job's log, shown on its dashboard page;
 * ``children_results()``, ``children_failures()``: a flow parent's children's outcomes.
 """
 from __future__ import annotations
@@ -18,12 +19,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from .admin import LOG_LINES_KEPT
 from .effects import AsyncEffectGuard, EffectGuard
 from .flows import children_failures_steps, children_results_steps
 from .job import Job
 from .keys import QueueKeys
 from .steps import drive, drive_async
-from .transitions import DEFAULT_EVENTS_CAP, RedisOp, update_progress
+from .transitions import DEFAULT_EVENTS_CAP, RedisOp, add_log, update_progress
 
 
 class HeldJob:
@@ -86,6 +88,11 @@ class ActiveJob(HeldJob):
         """Record progress; False when this delivery no longer owns the job."""
         return update_progress(self.keys, self.id, self.token, progress).run(self.redis)
 
+    def log(self, line: str) -> int:
+        """Add a line to the job's log (its newest 1000 lines are kept, shown on the job's
+        dashboard page, deleted with the job); returns the lines kept."""
+        return add_log(self.keys, self.id, str(line), LOG_LINES_KEPT).run(self.redis)
+
     def children_results(self) -> dict[str, Any]:
         """A flow parent's completed children: {child job key: return value}."""
         return drive(children_results_steps(self.keys, self.id), self.redis)
@@ -110,6 +117,9 @@ class AsyncActiveJob(HeldJob):
 
     async def update_progress(self, progress: Any) -> bool:
         return await update_progress(self.keys, self.id, self.token, progress).run_async(self.redis)
+
+    async def log(self, line: str) -> int:
+        return await add_log(self.keys, self.id, str(line), LOG_LINES_KEPT).run_async(self.redis)
 
     async def children_results(self) -> dict[str, Any]:
         return await drive_async(children_results_steps(self.keys, self.id), self.redis)

@@ -146,8 +146,11 @@ class AsyncWorker:
         while not self._stopping.is_set():
             try:
                 await drive_async(self.core.setup(), self.client)
-            except UNREACHABLE as exc:
-                self.core.unreachable_at_start(exc)
+            except (*UNREACHABLE, RedisError) as exc:
+                if isinstance(exc, UNREACHABLE):
+                    self.core.unreachable_at_start(exc)
+                else:
+                    self.core.refused_at_start(exc)
                 try:
                     await asyncio.wait_for(self._stopping.wait(), reconnect.failed())
                 except asyncio.TimeoutError:

@@ -42,6 +42,7 @@ from .transitions import (
     move_to_active,
     release,
     retry_or_fail,
+    worker_heartbeat,
 )
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,14 @@ class WorkerCore:
         yield Command("ping")
         if self.options.max_stalled is not None:
             yield Command("hset", self.keys.meta, "maxStalled", self.options.max_stalled)
+        yield from self.announce(0)
+
+    def announce(self, running: int) -> Steps[None]:
+        """List this worker in the queue's registry (``keys.workers``) for one lock TTL more:
+        what dashboards show as the queue's live workers. Sent with every heartbeat."""
+        yield worker_heartbeat(self.keys, self.id, self.options.lock_ttl_ms,
+                               {"concurrency": self.options.concurrency, "running": running,
+                                "lock_ttl_ms": self.options.lock_ttl_ms})
 
     def unreachable_at_start(self, exc: BaseException) -> None:
         """The server did not answer the setup: under ``fail_fast`` that is the caller's
@@ -83,6 +92,15 @@ class WorkerCore:
         if self.options.fail_fast:
             raise exc
         self.outage.lost(exc)
+
+    def refused_at_start(self, exc: BaseException) -> None:
+        """The server answered the setup with an error (OOM, READONLY, or a cluster client
+        out of redirects mid-resharding: ClusterError). The setup writes (the stall limit,
+        the worker registry's entry), so it can be refused as a fetch can: under
+        ``fail_fast`` the caller's error; otherwise tried again, as the fetch loop does."""
+        if self.options.fail_fast:
+            raise exc
+        log.warning("worker %s: the server refused the setup (%s); retrying", self.id, exc)
 
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, stopping: Any) -> Steps[tuple[Job, str] | None]:
@@ -180,7 +198,9 @@ class WorkerCore:
 
     # --- maintenance ----------------------------------------------------------------------
     def renew_locks(self, held: Iterable[HeldJob]) -> Steps[None]:
-        for active in list(held):
+        held = list(held)
+        yield from self.announce(len(held))
+        for active in held:
             if active.lock_lost or active.recording:
                 continue
             if not (yield extend_lock(self.keys, active.id, active.token, self.options.lock_ttl_ms)):
@@ -207,12 +227,15 @@ class WorkerCore:
 
     # --- shutdown -------------------------------------------------------------------------
     def release(self, unfinished: Iterable[HeldJob]) -> Steps[None]:
-        """Hand jobs still running after the grace period back to the front of their line."""
+        """Hand jobs still running after the grace period back to the front of their line,
+        then leave the worker registry (the last step of every stop)."""
         for active in list(unfinished):
             # The handler may still finish later; its outcome will then be refused.
             active.mark_lost()
             if (yield release(self.keys, active.id, active.token)):
                 self.stats.bump("released")
+        yield Command("zrem", self.keys.workers, self.id)
+        yield Command("delete", self.keys.worker(self.id))
 
 
 def attempt_timeout_s(active: HeldJob) -> float | None:

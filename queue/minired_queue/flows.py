@@ -104,13 +104,6 @@ def resolve_child(parent: QueueKeys, parent_id: str, child_key: str, outcome: st
                 [parent_id, child_key, outcome, value, events_cap], text)
 
 
-def remove_waiting_parent(keys: QueueKeys, parent_id: str, events_cap: int = DEFAULT_EVENTS_CAP) -> Call[bool]:
-    return Call(script("removeWaitingParent"),
-                [keys.waiting_children, keys.job(parent_id), keys.dependencies(parent_id),
-                 keys.children_results(parent_id), keys.children_failures(parent_id), keys.metrics, keys.events],
-                [parent_id, events_cap], lambda reply: reply == 1)
-
-
 def add_flow_steps(keys: QueueKeys, parent: JobSpec, children: Sequence[JobSpec], on_child_failure: str,
                    events_cap: int = DEFAULT_EVENTS_CAP) -> Steps[AddResult]:
     """Add the children, then the parent. Re-sending the same specs (same ids) after an

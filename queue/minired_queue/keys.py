@@ -115,6 +115,16 @@ class QueueKeys:
         """Throttle key (SET NX PX) so many workers do not all sweep at once."""
         return self._key("stalled-check")
 
+    @property
+    def workers(self) -> str:
+        """Sorted set of workers: worker id -> last heartbeat (server ms). A worker is alive
+        while its ``worker`` hash exists (it expires a lock TTL after the last beat)."""
+        return self._key("workers")
+
+    def worker(self, worker_id: str) -> str:
+        """Hash a live worker keeps (with a PX) saying what it is: concurrency, running, ..."""
+        return self._key(f"worker:{worker_id}")
+
     def wake(self, worker_id: str) -> str:
         """A worker's private wake-up key, blocked on together with the marker."""
         return self._key(f"wake:{worker_id}")
@@ -162,6 +172,10 @@ class QueueKeys:
         """String holding the owning worker's token, with a PX expiry. Its own namespace
         (not ``job:<id>:lock``), so no job id can make a job hash collide with a lock."""
         return self._key(f"lock:{job_id}")
+
+    def logs(self, job_id: str) -> str:
+        """List of the lines a handler logged for a job (``job.log``), capped; deleted with it."""
+        return self._key(f"logs:{job_id}")
 
     def dedup(self, dedup_id: str) -> str:
         """Dedup marker (SET NX PX); its value is the job id that holds it."""

@@ -11,6 +11,7 @@ import functools
 import re
 from typing import Any, Callable, Iterable, Sequence
 
+from . import admin
 from .checks import integer, optional_integer, stored_integer
 from .connection import connect, connect_async, is_asyncio_client
 from .events import wait_steps
@@ -18,7 +19,6 @@ from .flows import (
     add_flow_steps,
     children_failures_steps,
     children_results_steps,
-    remove_waiting_parent,
     waiting_children_steps,
 )
 from .groups import GroupedIds, group_line, group_member
@@ -34,6 +34,7 @@ from .transitions import (
     SweepResult,
     add_debounced_job,
     add_job,
+    promote_job,
     record_depth,
     remove_jobs,
     remove_repeatable,
@@ -340,9 +341,7 @@ class QueueSteps:
     def remove(self, job_id: str) -> Steps[bool]:
         """Delete a job that is not active (a flow parent waiting for children included: its
         children run on). Returns False for an active or unknown job."""
-        if (yield from self._remove([job_id])):
-            return True
-        return (yield remove_waiting_parent(self.keys, job_id, self.events_cap))
+        return bool((yield from self._remove([job_id])))
 
     def _remove_all(self, read_batch: Command) -> Steps[int]:
         removed = 0
@@ -392,6 +391,52 @@ class QueueSteps:
     def apply_retention(self) -> Steps[int]:
         """Delete finished jobs beyond the retention settings now (workers do it each sweep)."""
         return (yield from retention_steps(self.keys))
+
+    # --- what operators' tools need (admin.py) --------------------------------------
+    def jobs(self, state: str, start: int = 0, count: int = 50, *, name: str | None = None,
+             newest_first: bool = True) -> Steps[admin.JobPage]:
+        """A page of one state's jobs (``paused``: the ready jobs of a paused queue), with the
+        state's total; ``name`` filters by a part of the job name."""
+        return (yield from admin.list_jobs(self, state, start, count, name=name, newest_first=newest_first))
+
+    def job_errors(self, job_id: str) -> Steps[list[dict[str, Any]]]:
+        """Every attempt that failed or stalled (the newest 20): {'attempt', 'reason', 'at'}."""
+        return (yield from admin.job_errors(self, job_id))
+
+    def job_logs(self, job_id: str, start: int = 0, count: int = 100) -> Steps[tuple[list[str], int]]:
+        """A job's log lines (``job.log(line)`` in a handler) and how many there are."""
+        return (yield from admin.job_logs(self, job_id, start, count))
+
+    def workers(self, active: list[dict[str, Any]] | None = None) -> Steps[list[dict[str, Any]]]:
+        """The live workers (heartbeat within a lock TTL) and the jobs each holds;
+        ``active``: what ``active_jobs()`` has just returned, if the caller read it."""
+        return (yield from admin.workers(self, active))
+
+    def promote(self, job_id: str) -> Steps[bool]:
+        """Run a delayed job now. False when it is not delayed."""
+        return (yield promote_job(self.keys, job_id))
+
+    def retry_completed(self, job_ids: Sequence[str]) -> Steps[int]:
+        """Run completed jobs again (their result is forgotten); returns how many moved."""
+        moved = 0
+        for i in range(0, len(job_ids), ADMIN_BATCH):
+            moved += len((yield retry_jobs(self.keys, job_ids[i:i + ADMIN_BATCH], "completed")))
+        return moved
+
+    def remove_many(self, job_ids: Sequence[str]) -> Steps[list[str]]:
+        """Delete the given jobs that are not active; returns the ids deleted."""
+        removed: list[str] = []
+        for i in range(0, len(job_ids), ADMIN_BATCH):
+            removed += yield from self._remove(job_ids[i:i + ADMIN_BATCH])
+        return removed
+
+    def clean_older_than(self, state: str, age_ms: int) -> Steps[int]:
+        """Delete completed (or failed) jobs finished at least ``age_ms`` ago."""
+        return (yield from admin.clean_older_than(self, state, age_ms))
+
+    def obliterate(self) -> Steps[int]:
+        """Delete the whole queue (refused while jobs are active); returns the jobs deleted."""
+        return (yield from admin.obliterate(self))
 
     # --- repeatable jobs ------------------------------------------------------------
     def add_repeatable(self, repeat_key: str, data: Any = None, *, every_ms: int | None = None,
@@ -512,6 +557,15 @@ class Queue(_QueueHandle):
     repeatables = _driven(QueueSteps.repeatables)
     remove_repeatable = _driven(QueueSteps.remove_repeatable)
     run_scheduler = _driven(QueueSteps.run_scheduler)
+    jobs = _driven(QueueSteps.jobs)
+    job_errors = _driven(QueueSteps.job_errors)
+    job_logs = _driven(QueueSteps.job_logs)
+    workers = _driven(QueueSteps.workers)
+    promote = _driven(QueueSteps.promote)
+    retry_completed = _driven(QueueSteps.retry_completed)
+    remove_many = _driven(QueueSteps.remove_many)
+    clean_older_than = _driven(QueueSteps.clean_older_than)
+    obliterate = _driven(QueueSteps.obliterate)
 
 
 class AsyncQueue(_QueueHandle):
@@ -564,6 +618,15 @@ class AsyncQueue(_QueueHandle):
     repeatables = _awaited(QueueSteps.repeatables)
     remove_repeatable = _awaited(QueueSteps.remove_repeatable)
     run_scheduler = _awaited(QueueSteps.run_scheduler)
+    jobs = _awaited(QueueSteps.jobs)
+    job_errors = _awaited(QueueSteps.job_errors)
+    job_logs = _awaited(QueueSteps.job_logs)
+    workers = _awaited(QueueSteps.workers)
+    promote = _awaited(QueueSteps.promote)
+    retry_completed = _awaited(QueueSteps.retry_completed)
+    remove_many = _awaited(QueueSteps.remove_many)
+    clean_older_than = _awaited(QueueSteps.clean_older_than)
+    obliterate = _awaited(QueueSteps.obliterate)
 
 
 def known_queues(client: Any, prefix: str = DEFAULT_PREFIX) -> list[str]:

@@ -157,7 +157,7 @@ def add_debounced_job(keys: QueueKeys, spec: JobSpec, holder: str,
     return Call(
         script("addDebouncedJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
-         keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events, keys.job(holder)],
+         keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events, keys.job(holder), keys.logs(holder)],
         [*add_job_args(spec, spec.debounce_ms, 0, events_cap), holder],
         parse,
     )
@@ -210,7 +210,7 @@ def complete(keys: QueueKeys, job: Job, token: str, return_value: Any, remove: b
     return Call(
         script("complete"),
         [keys.active, keys.completed, keys.lock(job.id), keys.job(job.id), keys.dedup(job.dedup_id or ""),
-         keys.metrics, keys.events, keys.meta, keys.marker, keys.history],
+         keys.metrics, keys.events, keys.meta, keys.marker, keys.history, keys.logs(job.id)],
         [job.id, token, to_json("the handler's return value", return_value),
          "1" if remove else "0", events_cap, job.dedup_id or "", _stamp(job.processed_on)],
         lambda reply: text(reply) == "completed",
@@ -283,20 +283,22 @@ def remove_jobs(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]],
                 events_cap: int = DEFAULT_EVENTS_CAP) -> Call[list[str]]:
     job_keys: list[str] = []
     for job_id, dedup_id in candidates:
-        job_keys += [keys.job(job_id), keys.dedup(dedup_id or "")]
+        job_keys += [keys.job(job_id), keys.dedup(dedup_id or ""), keys.logs(job_id), keys.dependencies(job_id),
+                     keys.children_results(job_id), keys.children_failures(job_id)]
     return Call(
         script("removeJobs"),
         [keys.wait, keys.prioritized, keys.delayed, keys.completed, keys.failed, keys.metrics, keys.events,
-         keys.group_wait, keys.groups, *job_keys],
+         keys.group_wait, keys.groups, keys.waiting_children, *job_keys],
         [events_cap, *(job_id for job_id, _ in candidates)],
         lambda reply: [text(i) for i in reply],
     )
 
 
-def retry_jobs(keys: QueueKeys, job_ids: Sequence[str]) -> Call[list[str]]:
+def retry_jobs(keys: QueueKeys, job_ids: Sequence[str], source: str = "failed") -> Call[list[str]]:
+    """``source``: failed (the dead letter set) or completed (run a finished job again)."""
     return Call(
         script("retryJobs"),
-        [keys.failed, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.group_wait, keys.groups,
+        [getattr(keys, source), keys.wait, keys.prioritized, keys.meta, keys.marker, keys.group_wait, keys.groups,
          *(keys.job(i) for i in job_ids)],
         list(job_ids),
         lambda reply: [text(i) for i in reply],
@@ -314,7 +316,7 @@ def clean_jobs(keys: QueueKeys, state: str, candidates: Sequence[str], keep: int
     """``candidates``: the oldest ids of ``state`` (completed or failed), oldest first."""
     return Call(
         script("cleanJobs"),
-        [getattr(keys, state), keys.metrics, *(keys.job(i) for i in candidates)],
+        [getattr(keys, state), keys.metrics, *(k for i in candidates for k in (keys.job(i), keys.logs(i)))],
         [-1 if keep is None else keep, -1 if max_age_ms is None else max_age_ms, *candidates],
         lambda reply: [text(i) for i in reply],
     )
@@ -397,3 +399,23 @@ def apply_effect_once(marker_key: str, index_key: str, ops: Sequence[RedisOp], t
         encoded += [len(op.args), op.command, 3 + effect_keys.index(op.key), *op.args]
     return Call(script("applyEffectOnce"), [marker_key, index_key, *effect_keys], [ttl_ms, token, *encoded],
                 lambda reply: reply == 1)
+
+
+def promote_job(keys: QueueKeys, job_id: str) -> Call[bool]:
+    """Make one delayed job ready now, before its due time."""
+    return Call(script("promoteJob"),
+                [keys.delayed, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.job(job_id),
+                 keys.group_wait, keys.groups],
+                [job_id], lambda reply: reply == 1)
+
+
+def add_log(keys: QueueKeys, job_id: str, line: str, kept: int) -> Call[int]:
+    """Append a line to a job's log (its newest ``kept`` lines are kept); 0: no such job."""
+    return Call(script("addLog"), [keys.job(job_id), keys.logs(job_id)], [line, kept], int)
+
+
+def worker_heartbeat(keys: QueueKeys, worker_id: str, ttl_ms: int, fields: dict[str, Any]) -> Call[int]:
+    """List a worker in the queue's registry for ``ttl_ms`` more, with what it says of itself."""
+    pairs = [item for name, value in fields.items() for item in (name, value)]
+    return Call(script("workerHeartbeat"), [keys.workers, keys.worker(worker_id)],
+                [worker_id, ttl_ms, *pairs], int)

@@ -95,6 +95,9 @@ class Worker:
             except UNREACHABLE as exc:
                 self.core.unreachable_at_start(exc)
                 self._stopping.wait(reconnect.failed())
+            except RedisError as exc:
+                self.core.refused_at_start(exc)
+                self._stopping.wait(reconnect.failed())
             else:
                 self.core.outage.ended()
                 return True

@@ -30,10 +30,11 @@ def test_wheel_contains_runtime_data_files(tmp_path):
                     str(source)], check=True, capture_output=True, env=env)
     [wheel] = out.glob("minired-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"minired/scripting/sandbox.lua"} | {
+    expected = {  # sandbox.lua, the Lua libraries' chunks and the .pxd files
+        str(p.relative_to(ROOT)) for p in (ROOT / "minired").rglob("*.lua")} | {
         str(p.relative_to(ROOT)) for p in (ROOT / "minired").rglob("*.pxd")} | {
         f"minired_queue/lua/{p.name}" for p in (ROOT / "queue" / "minired_queue" / "lua").glob("*.lua")}
-    assert len(expected) > 10
+    assert len(expected) > 10 and "minired/scripting/lualibs/cjson.lua" in expected
     assert expected <= names, sorted(expected - names)
     assert "queue/__init__.py" not in names and not any(n.startswith("queue/") for n in names)
 
@@ -156,6 +157,54 @@ def test_no_function_a_pxd_makes_cpdef_is_decorated():
     assert checked >= 15
 
 
+# A cpdef/cdef function a .pxd declares (at the top or in a cdef class): its indentation, name
+# and argument list, possibly over several lines.
+_PXD_FUNCTION = re.compile(r"^( *)c?p?def\s+(?!class\b)(?:[\w.]+\s+)*?(\w+)\s*\(([^)]*)\)", re.M)
+
+
+def _pxd_functions(pxd_text: str) -> dict[str, list[str]]:
+    """Each function a .pxd declares ("Class.method" inside a cdef class) -> its argument names."""
+    declared = {}
+    for match in _PXD_FUNCTION.finditer(pxd_text):
+        indent, name, arguments = match.groups()
+        if indent:  # a method: the cdef class it belongs to is the last one above it
+            owner = re.findall(r"^cdef class (\w+)", pxd_text[:match.start()], re.M)[-1]
+            name = f"{owner}.{name}"
+        names = [re.findall(r"\w+", argument.split("=")[0])[-1]
+                 for argument in arguments.split(",") if argument.strip()]
+        declared[name] = names
+    return declared
+
+
+def _py_functions(source: pathlib.Path) -> dict[str, list[str]]:
+    """Each top-level function and class method of a module -> its argument names."""
+    found = {}
+    for node in ast.parse(source.read_text()).body:
+        members = [(node.name, node)] if isinstance(node, ast.FunctionDef) else [
+            (f"{node.name}.{item.name}", item) for item in node.body
+            if isinstance(item, ast.FunctionDef)] if isinstance(node, ast.ClassDef) else []
+        for name, function in members:
+            found[name] = [a.arg for a in function.args.posonlyargs + function.args.args]
+    return found
+
+
+def test_every_function_a_pxd_declares_matches_its_source():
+    """A .pxd's cpdef/cdef declaration must name a function of the .py beside it with the same
+    arguments: Cython refuses to compile a mismatch, which the uncompiled build (the one tests
+    run on where there is no compiler) would never show."""
+    checked = 0
+    for pxd in sorted((ROOT / "minired").rglob("*.pxd")):
+        source = pxd.with_suffix(".py")
+        if not source.exists():  # declarations only (luaapi.pxd: Lua's C API)
+            continue
+        defined = _py_functions(source)
+        for name, arguments in _pxd_functions(pxd.read_text()).items():
+            assert name in defined, f"{pxd.name} declares {name}, which {source.name} does not define"
+            assert arguments == defined[name], (pxd.name, name, arguments, defined[name])
+            checked += 1
+    assert checked >= 40
+
+
 def test_an_edited_pxd_makes_every_compiled_module_load_from_source(tmp_path):
     """The compiled modules are built against each other's .pxd types, so one edited .pxd
     sends them all to their sources until the next build, and the server still answers."""
@@ -171,7 +220,7 @@ def test_redis_call_takes_the_native_bridge_where_it_is_compiled():
     names = _compiled_build_in_use()
     assert "minired.scripting.luabridge" in names
     from minired.embed import EmbeddedServer
-    from minired.scripting import engine_of
+    from minired.scripting.feature import engine_of
 
     with EmbeddedServer() as server:
         assert server.call(lambda: engine_of(server.server).eval_sandbox.native)
@@ -182,7 +231,7 @@ def test_an_edited_cython_module_is_left_out_until_the_next_build(tmp_path):
     imported at all, and scripts run on lupa's bridge."""
     probe = ("import socket\n"
              "from minired.embed import EmbeddedServer\n"
-             "from minired.scripting import engine_of\n"
+             "from minired.scripting.feature import engine_of\n"
              "try:\n"
              "    import minired.scripting.luabridge\n"
              "    imported = True\n"

@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from minired.embed import EmbeddedServer, SubprocessServer
+from minired.protocol import errors
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 from tests.support.waiting import wait_blocked, wait_until
@@ -62,28 +63,6 @@ def test_aof_always_survives_kill9(tmp_path):
         assert client.get("k199") == b"199" and client.get("counter") == b"2"
         assert client.lrange("list", 0, -1) == [str(i).encode() for i in range(10)]
         assert 590_000 < client.pttl("ttl") <= 600_000
-
-
-def test_aof_everysec_loses_at_most_about_a_second(tmp_path):
-    args = ("--dir", str(tmp_path), "--appendonly", "yes")  # everysec is the default
-    server = SubprocessServer(*args).start()
-    try:
-        client = redis.Redis(port=server.port)
-        acknowledged = 0
-        started = time.monotonic()
-        while time.monotonic() - started < 1.5:
-            client.set(f"k{acknowledged}", acknowledged)
-            acknowledged += 1
-        acknowledged_at = time.monotonic()
-        _kill9(server)
-    finally:
-        server.stop()
-    with SubprocessServer(*args) as again:
-        client = redis.Redis(port=again.port)
-        kept = client.dbsize()
-        assert all(client.get(f"k{i}") == str(i).encode() for i in range(kept))  # a prefix
-        rate = acknowledged / (acknowledged_at - started)
-        assert acknowledged - kept <= rate * 1.0 + 50, (acknowledged, kept)
 
 
 def test_aof_replays_non_deterministic_writes_exactly(tmp_path):
@@ -259,6 +238,96 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes") as srv:
         client = redis.Redis(port=srv.port)
         assert client.mget("before", "after", "not-logged") == [b"1", b"2", None]
+
+
+def test_an_aof_directory_that_cannot_be_made(tmp_path):
+    """A file where the AOF directory should be: start-up exits 1 with Redis's log line, and
+    CONFIG SET appendonly yes answers Redis's error and leaves appendonly off (differential)."""
+    message = "Can't open or create append-only dir appendonlydir: Not a directory"
+    for name in ("redis", "minired"):
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "appendonlydir").write_text("a file, not a directory")
+        if name == "minired":
+            started = _start_minired(directory, "--appendonly", "yes")
+        else:
+            started = subprocess.run([redis_server_binary(), "--port", str(free_port()),
+                                      "--dir", str(directory), "--save", "",
+                                      "--appendonly", "yes"],
+                                     capture_output=True, timeout=15, stdin=subprocess.DEVNULL)
+        assert started.returncode == 1, name
+        assert message in (started.stdout + started.stderr).decode(), name
+    replies = {}
+    with EmbeddedServer(dir=str(tmp_path / "minired")) as srv:
+        client = RawClient(srv.port)
+        replies["minired"] = (client.call("CONFIG", "SET", "appendonly", "yes"),
+                              client.call("CONFIG", "GET", "appendonly"))
+        client.close()
+    port = free_port()
+    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
+                             "--dir", str(tmp_path / "redis")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = RawClient(port)
+        replies["redis"] = (client.call("CONFIG", "SET", "appendonly", "yes"),
+                            client.call("CONFIG", "GET", "appendonly"))
+        client.close()
+    finally:
+        terminate(proc)
+    assert replies["minired"] == replies["redis"]
+    assert replies["minired"][0] == Err("ERR CONFIG SET failed (possibly related to argument "
+                                        "'appendonly') - Unable to turn on AOF. Check server logs.")
+
+
+def _misconf_session(port: int, directory) -> list:
+    """A failed BGSAVE (dump.rdb made a directory) with save points set, then what is refused
+    and what lifts the refusal."""
+    client = RawClient(port)
+    out = [client.call("SET", "a", "1")]
+    (directory / "dump.rdb" / "x").mkdir(parents=True)
+    out.append(client.call("BGSAVE"))
+    deadline = time.monotonic() + 20
+    while b"rdb_bgsave_in_progress:0" not in client.call("INFO", "persistence") or \
+            b"rdb_last_bgsave_status:ok" in client.call("INFO", "persistence"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    for command in [("SET", "b", "1"), ("PING",), ("GET", "a"),
+                    ("EVAL", "return redis.call('set','x','1')", "0"),
+                    ("EVAL", "#!lua\nreturn redis.call('set','x','1')", "0"),
+                    ("EVAL", "return redis.call('get','x')", "0"),
+                    ("MULTI",), ("SET", "a", "2"), ("EXEC",),
+                    ("CONFIG", "SET", "stop-writes-on-bgsave-error", "no"), ("SET", "c", "1"),
+                    ("CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"), ("SET", "c", "1"),
+                    ("CONFIG", "SET", "save", ""), ("SET", "c", "2"),
+                    ("CONFIG", "SET", "save", "3600 1"), ("SAVE",), ("SET", "d", "1")]:
+        out.append(client.call(*command))
+    (directory / "dump.rdb" / "x").rmdir()
+    (directory / "dump.rdb").rmdir()
+    out += [client.call("SAVE"), client.call("SET", "e", "1"), client.call("PING")]
+    client.close()
+    return out
+
+
+def test_stop_writes_on_bgsave_error(tmp_path):
+    """After a failed BGSAVE, with save points set and stop-writes-on-bgsave-error yes, writes
+    and PING answer Redis's MISCONF error until a save succeeds (differential)."""
+    replies = {}
+    port = free_port()
+    (tmp_path / "redis").mkdir()
+    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "3600 1",
+                             "--dir", str(tmp_path / "redis")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        replies["redis"] = _misconf_session(port, tmp_path / "redis")
+    finally:
+        terminate(proc)
+    (tmp_path / "minired").mkdir()
+    with SubprocessServer("--dir", str(tmp_path / "minired"), "--save", "3600 1") as server:
+        replies["minired"] = _misconf_session(server.port, tmp_path / "minired")
+    assert replies["minired"] == replies["redis"]
+    assert Err(errors.MISCONF_BGSAVE) in replies["minired"]
 
 
 # --- files that cannot be loaded in full: refused, left alone --------------------------------------

@@ -76,3 +76,36 @@ def test_async_queue_adds_inspects_and_operates(backend, queue, clock):
     failed, retried, drained, recovered, counts = asyncio.run(operate())
     assert (failed, retried, drained, recovered) == ([fetch.job.id], 1, 604, [])
     assert sum(counts.values()) == 0
+
+
+def test_async_queue_has_the_operators_calls(backend, queue, clock):
+    """The admin calls (admin.py) are steps too: AsyncQueue runs each, awaited."""
+    from minired_queue.transitions import add_log, complete
+
+    queue.add(job_id="done")
+    fetch = take(queue, token="w:1")
+    add_log(queue.keys, "done", "a line", 10).run(queue.client)
+    complete(queue.keys, fetch.job, "w:1", {"ok": 1}).run(queue.client)
+    queue.add_job(JobSpec({}, job_id="later", delay_ms=clock.span(60_000)))
+    queue.add(job_id="ready")
+
+    async def operate() -> dict:
+        client = backend.async_client()
+        aqueue = AsyncQueue(queue.name, client)
+        try:
+            seen = {"page": [job.id for job in (await aqueue.jobs("delayed")).jobs],
+                    "logs": await aqueue.job_logs("done"), "errors": await aqueue.job_errors("done"),
+                    "workers": await aqueue.workers(), "promoted": await aqueue.promote("later"),
+                    "retried": await aqueue.retry_completed(["done"]),
+                    "removed": sorted(await aqueue.remove_many(["ready", "later"])),
+                    "cleaned": await aqueue.clean_older_than("failed", 0)}
+            seen["obliterated"] = await aqueue.obliterate()
+            seen["exists"] = await aqueue.exists()
+            return seen
+        finally:
+            await client.aclose()
+
+    seen = asyncio.run(operate())
+    assert seen == {"page": ["later"], "logs": (["a line"], 1), "errors": [], "workers": [], "promoted": True,
+                    "retried": 1, "removed": ["later", "ready"], "cleaned": 0, "obliterated": 1,
+                    "exists": False}

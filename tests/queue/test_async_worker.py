@@ -262,3 +262,23 @@ def test_a_burst_async_worker_drains_the_queue_and_stops(backend, queue):
     assert asyncio.run(main()) == 6
     assert [queue.get_job(i).return_value for i in ids] == list(range(6))
     assert queue.get_job(ids[0]).progress == "half"
+
+
+def test_async_worker_logs_and_lists_itself_in_the_registry(backend, queue):
+    queue.add(job_id="logged")
+    release = asyncio.Event()
+
+    async def handler(job):
+        assert await job.log("step one") == 1
+        await release.wait()
+
+    async def scenario(worker):
+        await _until(lambda: [w["jobs"] for w in queue.workers()] == [["logged"]])
+        assert queue.workers()[0]["id"] == worker.id
+        release.set()
+        await _until(lambda: queue.counts()["completed"] == 1)
+        return worker.id
+
+    worker_id = _run(backend, queue, handler, scenario)
+    assert queue.job_logs("logged") == (["step one"], 1)
+    assert queue.workers() == [] and not queue.client.exists(queue.keys.worker(worker_id))

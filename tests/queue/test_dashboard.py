@@ -366,6 +366,8 @@ def _busy_queue(queue):
     guard.apply_once(running, "count", [RedisOp("HINCRBY", f"{queue.keys.base}:sent", "n", 1)], "w:2")
     guard.run_once(running, "mail", lambda: "sent", "w:2")
     _fail(queue, token="w:3")
+    queue.add(job_id="grouped", group="tenant")
+    queue.add(job_id="parent", children=[JobSpec({}, job_id="child")])
     return running
 
 
@@ -374,6 +376,10 @@ def _every_view(web, queue, job_id):
     for path, params in (("/api/overview", {}), ("/api/server", {}),
                          ("/api/queue", {"name": queue.name}), ("/api/history", {"name": queue.name}),
                          ("/api/job", {"queue": queue.name, "id": job_id}),
+                         *(("/api/jobs", {"queue": queue.name, "state": state, "name": "x" if state == "wait" else ""})
+                           for state in ("wait", "grouped", "prioritized", "delayed", "waiting-children", "active",
+                                         "completed", "failed", "paused")),
+                         ("/api/jobs", {"queue": "nosuchqueue", "state": "wait"}),
                          ("/api/queue", {"name": "nosuchqueue"}), ("/api/history", {"name": "nosuchqueue"}),
                          ("/api/job", {"queue": "nosuchqueue", "id": "x"})):
         assert web.get(path, params=params).status_code in (200, 404), (path, params)
@@ -490,3 +496,88 @@ def test_every_view_works_against_a_read_only_replica():
                 assert web.get("/api/queue", params={"name": queue.name}).json()["counts"]["failed"] == 1
             primary.close()
             replica.close()
+
+
+# --- browsing states, queue actions, workers, a job's history -----------------------------
+def test_a_page_of_each_state_with_total_order_and_filter(web, queue):
+    for n in range(12):
+        queue.add({"n": n}, job_id=f"w{n:02}", name="email" if n % 3 == 0 else "sms")
+    queue.add_job(JobSpec({}, job_id="later", delay_ms=3_600_000))
+    params = {"queue": queue.name, "state": "wait", "size": 10}
+    first = web.get("/api/jobs", params=params).json()
+    assert first["total"] == 12 and first["pages"] == 2 and [j["id"] for j in first["jobs"]][:2] == ["w11", "w10"]
+    second = web.get("/api/jobs", params={**params, "page": 2}).json()
+    assert [j["id"] for j in second["jobs"]] == ["w01", "w00"]
+    oldest = web.get("/api/jobs", params={**params, "order": "oldest"}).json()
+    assert oldest["jobs"][0]["id"] == "w00"
+    emails = web.get("/api/jobs", params={**params, "name": "email"}).json()
+    assert emails["matched"] == 4 and {j["name"] for j in emails["jobs"]} == {"email"} and not emails["cut"]
+    [delayed] = web.get("/api/jobs", params={**params, "state": "delayed"}).json()["jobs"]
+    assert delayed["id"] == "later" and delayed["due"].endswith("Z")
+    job = web.get("/api/job", params={"queue": queue.name, "id": "later"}).json()
+    assert job["due"] == delayed["due"]
+    assert web.get("/api/jobs", params={**params, "size": 7}).status_code == 400
+    assert web.get("/api/jobs", params={**params, "state": "nowhere"}).status_code == 400
+
+
+def test_promote_clean_drain_and_bulk_through_the_checks(web, queue):
+    queue.add_job(JobSpec({}, job_id="later", delay_ms=3_600_000))
+    for n in range(3):
+        queue.add(job_id=f"c{n}")
+        fetch = take(queue, token="w:1")
+        complete(queue.keys, fetch.job, "w:1", None).run(queue.client)
+    on = {"queue": queue.name}
+    assert web.post("/api/promote", params={**on, "id": "later"}).status_code == 403  # no CSRF token
+    headers = {CSRF_HEADER: _csrf(web), "origin": LOCAL}
+    assert web.post("/api/promote", params={**on, "id": "later"}, headers=headers).json() == {"promoted": True}
+    assert queue.get_state("later") == "wait"
+    reply = web.post("/api/retry", params=on, json={"ids": ["c0"], "state": "completed"}, headers=headers)
+    assert reply.json() == {"retried": 1} and queue.get_state("c0") == "wait"
+    reply = web.post("/api/remove", params=on, json={"ids": ["c1", "later"]}, headers=headers)
+    assert sorted(reply.json()["removed"]) == ["c1", "later"]
+    assert web.post("/api/clean", params=on, json={"state": "completed", "age_ms": 0}, headers=headers).json() == {"removed": 1}
+    assert web.post("/api/drain", params=on, json={"delayed": True}, headers=headers).json() == {"removed": 1}
+    assert queue.counts() == {state: 0 for state in queue.counts()}
+
+
+def test_obliterate_needs_the_queue_name_typed(web, queue, client):
+    queue.add(job_id="x")
+    on = {"queue": queue.name}
+    headers = {CSRF_HEADER: _csrf(web), "origin": LOCAL}
+    refused = web.post("/api/obliterate", params=on, json={"confirm": "wrong"}, headers=headers)
+    assert refused.status_code == 400 and queue.get_job("x") is not None
+    cross = web.post("/api/obliterate", params=on, json={"confirm": queue.name},
+                     headers={**headers, "origin": "http://evil.example"})
+    assert cross.status_code == 403 and queue.get_job("x") is not None
+    assert web.post("/api/obliterate", params=on, json={"confirm": queue.name}, headers=headers).json() == {"removed": 1}
+    assert queue.name not in [q["name"] for q in web.get("/api/overview").json()["queues"]]
+    assert not client.exists(queue.keys.meta, queue.keys.metrics, queue.keys.events)
+
+
+def test_queue_page_lists_workers_repeatables_and_settings(web, queue):
+    from minired_queue.transitions import worker_heartbeat
+
+    queue.configure(concurrency=4)
+    queue.add_repeatable("digest", {"kind": "digest"}, every_ms=60_000)
+    queue.add(job_id="j1")
+    take(queue, token="host:42:abc:1")
+    worker_heartbeat(queue.keys, "host:42:abc", 30_000, {"concurrency": 2, "running": 1}).run(queue.client)
+    detail = web.get("/api/queue", params={"name": queue.name}).json()
+    [worker] = detail["workers"]
+    assert worker["id"] == "host:42:abc" and worker["pid"] == "42" and worker["jobs"] == ["j1"]
+    [repeat] = detail["repeatables"]
+    assert repeat["key"] == "digest" and repeat["every_ms"] == 60_000 and repeat["next_run"].endswith("Z")
+    assert detail["settings"]["concurrency"] == 4
+
+
+def test_job_page_shows_every_attempts_error_and_its_logs(web, queue):
+    from minired_queue.transitions import add_log
+
+    queue.add_job(JobSpec({}, job_id="j", attempts=2))
+    for attempt in range(2):
+        fetch = take(queue, token=f"w:{attempt}")
+        add_log(queue.keys, "j", f"try {attempt}", 100).run(queue.client)
+        retry_or_fail(queue.keys, fetch.job, f"w:{attempt}", f"error {attempt}").run(queue.client)
+    job = web.get("/api/job", params={"queue": queue.name, "id": "j"}).json()
+    assert [e["reason"] for e in job["errors"]] == ["error 0", "error 1"]
+    assert job["logs"] == {"lines": ["try 0", "try 1"], "total": 2}

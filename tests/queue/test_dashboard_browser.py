@@ -151,6 +151,7 @@ def test_failed_list_retry_and_remove_buttons(browser, dashboard, queue_name):
     _click(browser, "#confirm-yes")
     WebDriverWait(browser, 15).until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#failed-bad-1"))
     assert queue.get_job("bad-1") is None
+    _wait_text(browser, "#toast", "job bad-1 removed")  # a message after a single action
 
     _click(browser, "#retry-all")
     _click(browser, "#confirm-yes")
@@ -253,3 +254,228 @@ def test_chart_labels_fit_and_escape_closes_the_dialog(browser, dashboard, queue
     browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
     _hidden(browser, "#confirm")
     assert queue.get_job("keep") is not None
+
+
+# --- browsing states, queue actions, workers, history; dark mode, phones ---------------------
+def _confirm(driver) -> None:
+    _visible(driver, "#confirm")
+    _click(driver, "#confirm-yes")
+    _hidden(driver, "#confirm")
+
+
+def test_browse_every_state_with_pages_filter_order_and_find(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    for n in range(30):
+        queue.add({"n": n}, job_id=f"w{n:02}", name="email" if n % 5 == 0 else "sms")
+    queue.add_job(JobSpec({}, job_id="later", delay_ms=3_600_000))
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _click(browser, "#tab-wait")
+    _wait_text(browser, "#page-info", "1–25 of 30 wait job(s) · page 1 of 2")
+    assert browser.find_element(By.CSS_SELECTOR, "#jobs tbody tr td.job-id").text == "w29"  # newest first
+    _click(browser, "#page-next")
+    _wait_text(browser, "#page-info", "26–30 of 30 wait job(s) · page 2 of 2")
+    _wait_text(browser, "#wait-w00 td.job-id", "w00")
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element(By.ID, "order")).select_by_value("oldest")
+    _wait_text(browser, "#page-info", "1–25 of 30 wait job(s) · page 1 of 2")
+    WebDriverWait(browser, 15).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, "#jobs tbody tr td.job-id").text == "w00")
+    Select(browser.find_element(By.ID, "page-size")).select_by_value("10")
+    _wait_text(browser, "#page-info", "1–10 of 30 wait job(s) · page 1 of 3")
+    browser.find_element(By.ID, "filter-name").send_keys("email")
+    _wait_text(browser, "#page-info", "6 of the 30 oldest wait jobs match · page 1 of 1")
+    assert {e.text for e in browser.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(3)")} == {"email"}
+
+    # Delayed jobs say when they run; one is promoted by its button, with a message after.
+    _click(browser, "#tab-delayed")
+    WebDriverWait(browser, 15).until(lambda d: "UTC" in d.find_element(By.CSS_SELECTOR, "#delayed-later td.when").text)
+    _click(browser, "#delayed-later a")
+    WebDriverWait(browser, 15).until(lambda d: d.find_element(By.ID, "job-due").text.endswith("UTC"))
+    browser.back()
+    _click(browser, "#promote-later")
+    _confirm(browser)
+    _wait_text(browser, "#toast", "job later is ready to run")
+    assert queue.get_state("later") == "wait"
+
+    # Find a job by its id.
+    browser.find_element(By.ID, "find-id").send_keys("w07")
+    _click(browser, "#find-button")
+    _wait_text(browser, "h1", "Job w07 wait")
+
+
+def test_every_state_has_its_tab(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="runs")
+    take(queue, token="w:1")
+    queue.add(job_id="done")
+    complete(queue.keys, take(queue, token="w:1").job, "w:1", None).run(client)
+    queue.add(job_id="broke")
+    retry_or_fail(queue.keys, take(queue, token="w:1").job, "w:1", "boom").run(client)
+    queue.add_job(JobSpec({}, job_id="urgent", priority=1))
+    queue.add_job(JobSpec({}, job_id="soon", delay_ms=60_000))
+    queue.add(job_id="tenant-job", group="tenant")
+    queue.add({}, job_id="parent", children=[JobSpec({}, job_id="child", queue=f"{queue_name}-children")])
+    queue.add(job_id="waits")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    expected = {"wait": "waits", "grouped": "tenant-job", "prioritized": "urgent", "delayed": "soon",
+                "waiting-children": "parent", "active": "runs", "completed": "done", "failed": "broke"}
+    for state, job_id in expected.items():
+        _click(browser, f"#tab-{state}")
+        _wait_text(browser, "#jobs tbody td.job-id", job_id)
+        assert "on" in browser.find_element(By.ID, f"tab-{state}").get_attribute("class")
+    _wait_text(browser, "#tab-wait", "wait 1")  # what the tab lists: the grouped job is under grouped
+    _click(browser, "#tab-wait")
+    _wait_text(browser, "#grouped-note",
+               "1 grouped job(s) are ready too: they wait in their groups' lines, listed under grouped.")
+    _click(browser, "#tab-paused")
+    _visible(browser, "#jobs-empty")  # the queue runs: no job is held by a pause
+    queue.pause()
+    _wait_text(browser, "#jobs tbody td.job-id", "waits")
+    _wait_text(browser, "#tab-paused", "paused 1")
+
+
+def test_bulk_retry_and_remove_clean_drain_and_obliterate(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    for n in range(3):
+        queue.add_job(JobSpec({}, job_id=f"bad-{n}"))
+        fetch = take(queue, token="w:1")
+        retry_or_fail(queue.keys, fetch.job, "w:1", f"error {n}").run(client)
+    queue.add(job_id="done")
+    complete(queue.keys, take(queue, token="w:1").job, "w:1", {"ok": 1}).run(client)
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _wait_text(browser, "#failed-bad-0 td.reason", "error 0")
+    for n in (0, 1):
+        _click(browser, f"#failed-bad-{n} input.pick")
+    _wait_text(browser, "#selected-count", "2 selected")
+    _click(browser, "#bulk-retry")
+    _confirm(browser)
+    _wait_text(browser, "#toast", "2 job(s) back in wait")
+    assert sorted(j.id for j in queue.jobs("wait").jobs) == ["bad-0", "bad-1"]
+    WebDriverWait(browser, 15).until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#failed-bad-0"))
+    _click(browser, "#pick-all")
+    _wait_text(browser, "#selected-count", "1 selected")
+    _click(browser, "#bulk-remove")
+    _confirm(browser)
+    _wait_text(browser, "#toast", "1 job(s) removed")
+    assert queue.get_job("bad-2") is None
+
+    # A completed job retried from its page, then cleaned by age (0 min: all), then drained.
+    browser.get(server.url + f"#/queue/{queue_name}/job/done")
+    _click(browser, "#job-retry")
+    _confirm(browser)
+    _wait_text(browser, "#toast", "job done is back in wait")
+    _wait_text(browser, "#job-state", "wait")
+    complete(queue.keys, take(queue, token="w:2").job, "w:2", None).run(client)  # ("done" was oldest)
+    browser.get(server.url + f"#/queue/{queue_name}")
+    age = WebDriverWait(browser, 15).until(lambda d: d.find_element(By.ID, "clean-age"))
+    age.clear()
+    age.send_keys("0")
+    _click(browser, "#clean-button")
+    _confirm(browser)
+    _wait_text(browser, "#toast", "1 completed job(s) deleted")
+    _click(browser, "#drain-button")
+    _confirm(browser)
+    _wait_text(browser, "#toast", "2 job(s) drained")
+    assert sum(queue.counts().values()) == 0
+
+    # Obliterate waits for the queue's name to be typed.
+    _click(browser, "#obliterate-button")
+    _visible(browser, "#confirm-input")
+    assert not browser.find_element(By.ID, "confirm-yes").is_enabled()
+    browser.find_element(By.ID, "confirm-input").send_keys(queue_name[:-1])
+    assert not browser.find_element(By.ID, "confirm-yes").is_enabled()
+    browser.find_element(By.ID, "confirm-input").send_keys(queue_name[-1])
+    _click(browser, "#confirm-yes")
+    WebDriverWait(browser, 15).until(lambda d: d.execute_script("return location.hash") == "#/")
+    assert queue_name not in {n.decode() for n in client.smembers("emq:queues")}
+
+
+def test_workers_repeatables_settings_and_a_jobs_history(browser, dashboard, queue_name):
+    import threading
+
+    from minired_queue.options import WorkerOptions
+    from minired_queue.worker import Worker
+
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.configure(concurrency=3)
+    queue.add_repeatable("digest", every_ms=60_000)
+    queue.add_job(JobSpec({}, job_id="flaky", attempts=3))
+    for attempt in range(2):
+        fetch = take(queue, token=f"w:{attempt}")
+        from minired_queue.transitions import add_log
+        add_log(queue.keys, "flaky", f"attempt {attempt} connecting", 100).run(client)
+        retry_or_fail(queue.keys, fetch.job, f"w:{attempt}", f"timeout {attempt}").run(client)
+    running, release = threading.Event(), threading.Event()
+
+    def handler(job):
+        job.log("third attempt")
+        running.set()
+        release.wait(20)
+
+    worker = Worker(queue_name, client, handler, WorkerOptions(concurrency=2, sweep_interval_s=None)).start()
+    try:
+        assert running.wait(10)
+        browser.get(server.url + f"#/queue/{queue_name}")
+        _wait_text(browser, f"[id='worker-{worker.id}'] td.running", "flaky")
+        assert browser.find_element(By.CSS_SELECTOR, f"[id='worker-{worker.id}'] td.num").text == "1/2"
+        assert _text(browser, "#repeat-digest td.next-run").endswith("Z")
+        assert "concurrency" in _text(browser, "#settings")
+        browser.get(server.url + f"#/queue/{queue_name}/job/flaky")
+        _wait_text(browser, "#job-logs", "attempt 0 connecting\nattempt 1 connecting\nthird attempt")
+        reasons = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#job-errors td.reason")]
+        assert reasons == ["timeout 0", "timeout 1"]
+    finally:
+        release.set()
+        worker.stop(wait=True, timeout=20)
+
+
+def test_dark_mode_phone_width_favicon_and_advance_confirmed(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add_job(JobSpec({"long": "x" * 300}, job_id="a-rather-long-job-id-" + "y" * 40, name="email"))
+    fetch = take(queue, token="w:1")
+    retry_or_fail(queue.keys, fetch.job, "w:1", "E" * 200, stacktrace="Traceback\n" + "z" * 400).run(client)
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                            {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        browser.get(server.url)
+        WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, f"queue-{queue_name}"))
+        background = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+        red, green, blue = (int(v) for v in background[background.index("(") + 1:-1].split(",")[:3])
+        assert red + green + blue < 150, background
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    favicon = browser.execute_script("""const link = document.querySelector('link[rel=icon]');
+        return fetch(link.href).then((r) => [r.status, r.headers.get('content-type')]);""")
+    assert favicon[0] == 200 and favicon[1].startswith("image/svg")
+
+    # Advance the server's clock: asked first; cancelled, the clock stays.
+    _visible(browser, "#advance-button")
+    before = int(client.execute_command("MINIRED", "CLOCK"))
+    _click(browser, "#advance-button")
+    _visible(browser, "#confirm")
+    assert "Advance" in _text(browser, "#confirm-text")
+    _click(browser, "#confirm-no")
+    assert int(client.execute_command("MINIRED", "CLOCK")) - before < 120_000
+    browser.find_element(By.ID, "advance-ms").clear()
+    browser.find_element(By.ID, "advance-ms").send_keys("120000")
+    _click(browser, "#advance-button")
+    _confirm(browser)
+    WebDriverWait(browser, 15).until(lambda d: d.find_element(By.ID, "toast").text.startswith("clock now"))
+    assert int(client.execute_command("MINIRED", "CLOCK")) - before >= 120_000
+
+    browser.set_window_size(390, 844)
+    try:
+        for page in (f"#/queue/{queue_name}", f"#/queue/{queue_name}/job/{fetch.job.id}", "#/"):
+            browser.get(server.url + page)
+            _visible(browser, "#view h1")
+            WebDriverWait(browser, 15).until(lambda d: "loading" not in d.find_element(By.ID, "view").text)
+            width = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1], (page, width)
+    finally:
+        browser.set_window_size(1280, 1000)

@@ -231,3 +231,46 @@ def test_the_fault_demo_shows_every_scenario_recovering(capsys):
     for scenario in ("lost acknowledgements", "failed fetches", "lost heartbeats", "a restart"):
         assert f"{scenario:24} OK" in out
     assert "never lost:    NO" not in out and "effects once:  NO" not in out
+
+
+@pytest.mark.parametrize("action", [("RESET",), ("CUT", "3"), ("TIMEOUT", "100")])
+def test_resets_cuts_and_timeouts_of_fetches_and_acks_lose_nothing(server, faults, queue,
+                                                                   action):
+    """A fetch or an acknowledgement met by a TCP reset (not run), a reply cut after 3 bytes
+    (run, its reply lost) or a connection that answers nothing and closes (not run): every
+    job completes, and its guarded effect happens once."""
+    job_ids = [queue.add({"n": n}) for n in range(8)]
+    with faults.add(*action, script=SCRIPTS["moveToActive"].sha, count=2) as fetches, \
+            faults.add(*action, script=SCRIPTS["complete"].sha, count=2) as acks:
+        with Run(server, queue, workers=2, retry=False) as run:
+            run.wait_all_completed(job_ids)
+            assert fetches.fired == 2 and acks.fired == 2
+    run.assert_effects_once(job_ids)
+
+
+def test_crash_test_with_resets_cuts_and_timeouts_in_the_mix(server, faults, queue, capsys):
+    """The crash test (test_crash.py: worker processes SIGKILLed while jobs drain), with
+    seeded network faults on the workers' fetches, acknowledgements and heartbeats as well:
+    TCP resets, replies cut mid-way, connections that go silent and close. Nothing is lost,
+    and every guarded effect happens exactly once."""
+    from minired_queue.chaos import ChaosConfig, run_chaos
+
+    rules = [faults.add("RESET", script=SCRIPTS["moveToActive"].sha, probability=0.03, seed=1),
+             faults.add("CUT", 3, script=SCRIPTS["complete"].sha, probability=0.03, seed=2),
+             faults.add("TIMEOUT", 150, script=SCRIPTS["moveToActive"].sha, probability=0.02,
+                        seed=4)]
+    # Jobs are short: few heartbeats are sent, so this one may not fire in a run.
+    faults.add("TIMEOUT", 150, script=SCRIPTS["extendLock"].sha, probability=0.3, seed=3)
+    report = run_chaos(ChaosConfig(url=server.url, queue=f"{queue.name}-crash", jobs=300,
+                                   workers=3, concurrency=2, kills=3, time_limit_s=90, seed=5,
+                                   priorities=True, repeat_every_ms=50))
+    with capsys.disabled():  # what was injected is part of the result: always show it
+        print(f"\ncrash test with network faults:\n{report.summary()}\n"
+              + "\n".join(f"{entry[b'spec'].decode()[:60]}: fired {entry[b'fired']}"
+                          for entry in faults.list()))
+    assert all(rule.fired for rule in rules), [(rule.matched, rule.fired) for rule in rules]
+    assert report.kills >= 1
+    assert report.missing == [] and report.failed == 0 and report.completed == 300
+    assert report.repeat_unfinished == [] and report.lost_nothing
+    assert len(report.guarded_counts) == 300 + len(report.repeat_instances)
+    assert set(report.guarded_counts.values()) == {1} and report.effects_once

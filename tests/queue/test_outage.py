@@ -169,3 +169,58 @@ def test_worker_command_with_fail_fast_exits_non_zero_when_the_server_is_unreach
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"cannot reach the server at {url}: ") and "Traceback" not in proc.stderr
     assert " ready " not in proc.stdout
+
+
+def test_a_setup_the_server_refuses_is_tried_again_by_both_workers(caplog):
+    """The setup writes (the worker registry's entry), so the server can refuse it as it
+    refuses a fetch (OOM, or ClusterError from a cluster client mid-resharding): the worker
+    logs it, tries again and becomes ready; under ``fail_fast`` the error is raised."""
+    from redis.exceptions import ClusterError
+
+    caplog.set_level(logging.WARNING, logger="minired_queue")
+    with EmbeddedServer() as server:
+        def refuse_first(client, count):
+            real, refused = client.evalsha, []
+
+            def evalsha(*args):
+                if len(refused) < count:
+                    refused.append(args[0])
+                    raise ClusterError("out of redirects")
+                return real(*args)
+            client.evalsha = evalsha
+            return refused
+
+        client = connect(server.url)
+        refused = refuse_first(client, 2)
+        ready = threading.Event()
+        worker = Worker("refused", client, lambda job: None, WorkerOptions(sweep_interval_s=None),
+                        Hooks(on_ready=ready.set)).start()
+        try:
+            assert ready.wait(30) and len(refused) == 2
+        finally:
+            worker.stop(wait=True, timeout=10)
+        assert len(_outage_lines(caplog, "refused the setup")) == 2
+        refuse_first(client, 1)
+        with pytest.raises(ClusterError):
+            Worker("refused", client, lambda job: None, WorkerOptions(fail_fast=True)).run(install_signal_handlers=False)
+        client.close()
+
+        async def handler(job):
+            return None
+
+        async def run_async() -> list:
+            aclient = connect_async(server.url)
+            refused = refuse_first(aclient, 2)  # (the real evalsha's coroutine is awaited by the caller)
+            aready = asyncio.Event()
+            aworker = AsyncWorker("refused", aclient, handler, WorkerOptions(sweep_interval_s=None),
+                                  Hooks(on_ready=aready.set))
+            task = asyncio.ensure_future(aworker.run())
+            try:
+                await asyncio.wait_for(aready.wait(), 30)
+            finally:
+                aworker.stop()
+                await asyncio.wait_for(task, 30)
+                await aclient.aclose()
+            return refused
+
+        assert len(asyncio.run(run_async())) == 2

@@ -8,33 +8,37 @@ import pytest
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
-from minired_queue.flows import add_child, add_parent_job, remove_waiting_parent, resolve_child
+from minired_queue.flows import add_child, add_parent_job, resolve_child
 from minired_queue.job import Job, JobSpec
 from minired_queue.keys import QueueKeys, job_key_parts
 from minired_queue.scripts import SCRIPTS
 from minired_queue.transitions import (
     add_debounced_job,
     add_job,
+    add_log,
     add_repeated_job,
     clean_jobs,
     complete,
     move_stalled_to_wait,
     move_to_active,
     promote_delayed,
+    promote_job,
     release,
     remove_jobs,
     remove_repeatable,
+    retry_jobs,
     retry_or_fail,
     update_progress,
     upsert_repeatable,
+    worker_heartbeat,
 )
 
 EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "retryOrFail",
                         "moveStalledJobsToWait", "promoteDelayed", "releaseJob", "setPaused",
                         "removeJobs", "retryJobs", "applyEffectOnce", "releaseEffect", "updateProgress",
                         "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable", "recordDepth",
-                        "addDebouncedJob"}
-EXPECTED_TRANSITIONS |= {"addParentJob", "resolveChild", "removeWaitingParent"}  # flows.py
+                        "promoteJob", "addLog", "workerHeartbeat", "addDebouncedJob"}
+EXPECTED_TRANSITIONS |= {"addParentJob", "resolveChild"}  # flows.py
 EXPECTED_TRANSITIONS |= {"pruneGroups"}  # groups.py
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +81,7 @@ def test_included_snippets_are_assembled_once_per_script():
         for function in re.findall(r"local function (\w+)", script.source):
             assert script.source.count(f"local function {function}(") == 1, (script.name, function)
     # The shared snippets are shared, not copied: one definition in lua/includes/ each.
-    assert "local function takeOwned" not in (ROOT / "queue/minired_queue/lua/complete-10.lua").read_text()
+    assert "local function takeOwned" not in (ROOT / "queue/minired_queue/lua/complete-11.lua").read_text()
     assert "local function takeOwned" in SCRIPTS["complete"].source and "takeOwned(" in SCRIPTS["releaseJob"].source
 
 
@@ -99,7 +103,9 @@ def test_every_key_of_a_queue_is_in_one_cluster_slot():
              add_repeated_job(keys, "r:1", 1000, 2000), upsert_repeatable(keys, "r:1", 1000, "every:1000", {}),
              remove_repeatable(keys, "r:1", "repeat:r:1:1000"), release(keys, "j1", "t"),
              move_to_active(keys, ["j1"], "t", 10, dedup_ids={"j1": "d1"}),
-             add_debounced_job(keys, JobSpec(1, job_id="j2", dedup_id="d1", debounce_ms=5), "j1")]
+             add_debounced_job(keys, JobSpec(1, job_id="j2", dedup_id="d1", debounce_ms=5), "j1"),
+             promote_job(keys, "j1"), add_log(keys, "j1", "line", 10), worker_heartbeat(keys, "w", 10, {}),
+             retry_jobs(keys, ["j1"], "completed")]
     slots = {key_slot(k.encode()) for call in calls for k in call.keys}
     slots |= {key_slot(k.encode()) for k in (keys.events, keys.progress, keys.wake("w"), keys.effect("j1", "e"), keys.limiter,
                                              keys.history, keys.repeat, keys.repeat_spec("r:1"))}
@@ -112,7 +118,7 @@ def test_every_flow_script_stays_in_the_parent_queues_slot():
     keys, other = QueueKeys("orders"), QueueKeys("photos")
     child_key = other.job("c1")
     calls = [add_parent_job(keys, JobSpec(1, job_id="p1"), [child_key, keys.job("c2")], "fail"),
-             resolve_child(keys, "p1", child_key, "completed", "1"), remove_waiting_parent(keys, "p1")]
+             resolve_child(keys, "p1", child_key, "completed", "1"), remove_jobs(keys, [("p1", None)])]
     assert {key_slot(k.encode()) for call in calls for k in call.keys} == {key_slot(b"{orders}")}
     assert [key_slot(k.encode()) for k in add_child(other, JobSpec(1, job_id="c1"), "orders", "p1").keys] == [
         key_slot(b"{photos}")] * 11

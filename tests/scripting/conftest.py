@@ -9,7 +9,7 @@ def bridge(request, mini):
     """Give the shared minired an EVAL sandbox on the requested bridge (restored after): the
     native one (luabridge.pyx: redis.call, the script entry and the result encoder in C, in
     the compiled build) or lupa's with sandbox.lua's own encoder (the fallback)."""
-    from minired.scripting import engine_of
+    from minired.scripting.feature import engine_of
     from minired.scripting.sandbox import Sandbox
 
     def install(server, native):

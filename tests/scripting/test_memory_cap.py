@@ -11,7 +11,7 @@ import pytest
 
 import minired.scripting.sandbox as sandbox
 from minired.embed import EmbeddedServer
-from minired.scripting import engine_of
+from minired.scripting.feature import engine_of
 from minired.scripting.sandbox import Sandbox
 from tests.support.respclient import Err, RawClient
 

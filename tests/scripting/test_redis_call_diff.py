@@ -73,7 +73,7 @@ def test_many_arguments_and_long_replies(diff, bridge):
 def test_a_script_the_native_entry_does_not_know_runs_through_lupa(diff, mini):
     """The native entry finds EVAL scripts by sha in the sandbox's own cache; one missing there
     (it cannot happen through the commands) still runs, through lupa's call."""
-    from minired.scripting import engine_of
+    from minired.scripting.feature import engine_of
 
     script = "return {redis.call('incr', KEYS[1]), ARGV[1], {map={a=1}}}"
     sha = diff.check("SCRIPT", "LOAD", script)

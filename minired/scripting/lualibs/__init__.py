@@ -1,7 +1,8 @@
 """The Lua libraries Redis 7.0 gives scripts: cjson, cmsgpack, bit and struct.
 
-Each library is a Lua chunk (one module per library) that builds a plain Lua
-table of plain Lua functions.  Where Lua 5.1 cannot do the work itself
+Each library is a Lua chunk (bit.lua, cjson.lua, cmsgpack.lua, struct.lua, with
+the helpers they share in support.lua), loaded by its Python module (lua_bit.py
+...), that builds a plain Lua table of plain Lua functions.  Where Lua 5.1 cannot do the work itself
 (IEEE-754 bit patterns, 32-bit integer operations) the chunk receives small
 Python functions as arguments and keeps them as upvalues of its closures, so a
 script can call the library but can never reach a Python object: no Python

@@ -3,11 +3,13 @@
     minired-queue --url redis://localhost:6380 dashboard            # http://127.0.0.1:8080/
     from minired_queue.dashboard import create_app                  # mount in your own ASGI app
 
-Counts per state refresh live; a queue's page shows its running jobs with their lock counting
-down, the jobs the sweep recovered, the events, a last-hour chart of throughput, processing time
-and queue depth (kept in Redis by the workers' scripts, so every dashboard shows the same), and
-its failed jobs with retry and remove; a job's page shows its data, attempts, error and
-traceback, progress, result and markers.
+Counts per state refresh live; a queue's page lists its jobs in any state in pages (filter by
+name, find by id, newest or oldest first) with promote, retry, remove and bulk actions, its
+running jobs with their lock counting down, its live workers and what each runs, repeatables
+with their next run, settings, the jobs the sweep recovered, the events, a last-hour chart of
+throughput, processing time and queue depth (kept in Redis by the workers' scripts, so every
+dashboard shows the same), and clean, drain and obliterate; a job's page shows its data,
+every failed attempt, error and traceback, log, progress, result and markers.
 
 Security: bound to 127.0.0.1 unless told otherwise, it answers only requests whose ``Host``
 names a loopback host or the bound address (``allowed_hosts`` adds names), so a web page whose

@@ -141,6 +141,10 @@ def _param(request: Request, name: str) -> str:
     return value
 
 
+def _id_list(ids: Any) -> bool:
+    return isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+
+
 class Dashboard:
     """One dashboard over one redis-py client (sync; calls run in Starlette's thread pool)."""
 
@@ -237,6 +241,20 @@ class Dashboard:
             return JSONResponse({"error": f"no job {job_id!r} in {name!r}"}, status_code=404)
         return JSONResponse(found)
 
+    async def jobs(self, request: Request) -> Response:
+        """A page of one state's jobs: ?queue=&state=&page=&size=&name=&order=newest|oldest."""
+        params = request.query_params
+        try:
+            page, size = int(params.get("page", "1")), int(params.get("size", "25"))
+        except ValueError:
+            raise ValueError("page and size must be integers") from None
+        order = params.get("order", "newest")
+        if order not in ("newest", "oldest"):
+            raise ValueError("order must be newest or oldest")
+        return JSONResponse(await self._read(data.job_list, self.prefix, _param(request, "queue"),
+                                             _param(request, "state"), page, size,
+                                             params.get("name", ""), order == "newest"))
+
     async def history(self, request: Request) -> Response:
         return JSONResponse(await self._read(data.history, self.prefix, _param(request, "name")))
 
@@ -269,16 +287,56 @@ class Dashboard:
         return body
 
     async def retry(self, request: Request) -> Response:
+        """Failed jobs (``ids``, or null: all of them), or completed ones (``state``:
+        ``completed``, with ``ids``) back to wait."""
         body = await self._body(request)
         ids = body.get("ids")
-        if ids is not None and not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
+        if ids is not None and not _id_list(ids):
             raise ValueError("ids must be a list of job ids, or null for every failed job")
-        moved = await self._call(data.retry, self.prefix, _param(request, "queue"), ids)
-        return JSONResponse({"retried": moved})
+        name = _param(request, "queue")
+        if body.get("state", "failed") == "completed":
+            if ids is None:
+                raise ValueError("name the completed jobs to retry")
+            return JSONResponse({"retried": await self._call(data.retry_completed, self.prefix, name, ids)})
+        if body.get("state", "failed") != "failed":
+            raise ValueError("retry takes failed or completed jobs")
+        return JSONResponse({"retried": await self._call(data.retry, self.prefix, name, ids)})
 
     async def remove(self, request: Request) -> Response:
-        removed = await self._call(data.remove, self.prefix, _param(request, "queue"), _param(request, "id"))
-        return JSONResponse({"removed": removed})
+        """One job (``?id=``) or the body's ``ids``: jobs not active are deleted."""
+        name, job_id = _param(request, "queue"), request.query_params.get("id")
+        if job_id:
+            return JSONResponse({"removed": await self._call(data.remove, self.prefix, name, job_id)})
+        ids = (await self._body(request)).get("ids")
+        if not _id_list(ids):
+            raise ValueError("give ?id= or a list of ids")
+        return JSONResponse({"removed": await self._call(data.remove_many, self.prefix, name, ids)})
+
+    async def promote(self, request: Request) -> Response:
+        moved = await self._call(data.promote, self.prefix, _param(request, "queue"), _param(request, "id"))
+        return JSONResponse({"promoted": moved})
+
+    async def clean(self, request: Request) -> Response:
+        body = await self._body(request)
+        state, age_ms = body.get("state"), body.get("age_ms")
+        if not isinstance(age_ms, int) or isinstance(age_ms, bool):
+            raise ValueError("age_ms must be an integer")
+        return JSONResponse({"removed": await self._call(data.clean, self.prefix, _param(request, "queue"),
+                                                         state, age_ms)})
+
+    async def drain(self, request: Request) -> Response:
+        delayed = (await self._body(request)).get("delayed", True)
+        if not isinstance(delayed, bool):
+            raise ValueError("delayed must be true or false")
+        return JSONResponse({"removed": await self._call(data.drain, self.prefix, _param(request, "queue"),
+                                                         delayed)})
+
+    async def obliterate(self, request: Request) -> Response:
+        """Deletes the whole queue: the body must name it again (``confirm``)."""
+        name = _param(request, "queue")
+        if (await self._body(request)).get("confirm") != name:
+            raise ValueError("type the queue's name to confirm")
+        return JSONResponse({"removed": await self._call(data.obliterate, self.prefix, name)})
 
     async def pause(self, request: Request) -> Response:
         body = await self._body(request)
@@ -307,9 +365,14 @@ class Dashboard:
             Route("/api/queue", g(self.queue)),
             Route("/api/history", g(self.history)),
             Route("/api/job", g(self.job)),
+            Route("/api/jobs", g(self.jobs)),
             Route("/api/retry", g(self.retry, write=True), methods=["POST"]),
             Route("/api/pause", g(self.pause, write=True), methods=["POST"]),
             Route("/api/remove", g(self.remove, write=True), methods=["POST"]),
+            Route("/api/promote", g(self.promote, write=True), methods=["POST"]),
+            Route("/api/clean", g(self.clean, write=True), methods=["POST"]),
+            Route("/api/drain", g(self.drain, write=True), methods=["POST"]),
+            Route("/api/obliterate", g(self.obliterate, write=True), methods=["POST"]),
             Route("/api/server/advance", g(self.advance, write=True), methods=["POST"]),
             Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
         ]

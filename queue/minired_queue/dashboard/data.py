@@ -4,7 +4,8 @@ Every read goes through the queue's own API or plain reads of its keys, and only
 dashboard works against a read-only replica, and looking at a queue (even one that does not
 exist) creates no key. The history it charts is written by the workers' scripts and sweeps.
 Nothing here SCANs: a job's effect markers are listed in the job's own index set. Every write goes
-through the queue's Lua transitions (``Queue.retry_failed``, ``Queue.remove``, ``pause``), so a
+through the queue's Lua transitions (``Queue.retry_failed``, ``Queue.remove``, ``pause``,
+``promote``, ``clean_older_than``, ``drain``, ``obliterate`` ...), so a
 click on the page can never lose or duplicate a job. The same functions serve minired, Redis
 and Redis Cluster: each queue's keys share one hash tag, and the server panel asks only what
 every node answers.
@@ -12,6 +13,7 @@ every node answers.
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from typing import Any
 
 from ..chaos import guarded_key, unguarded_key
@@ -20,9 +22,10 @@ from ..metrics import DURATION_BOUNDS_MS
 from ..queue import Queue, known_queues
 
 ACTIVE_SHOWN = 100
-FAILED_SHOWN = 50
 EVENTS_SHOWN = 50
 MARKERS_SHOWN = 50
+LOG_LINES_SHOWN = 500
+PAGE_SIZES = (10, 25, 50, 100)
 HISTORY_MINUTES = 60
 
 
@@ -33,7 +36,22 @@ def queue_names(client: Any, prefix: str) -> list[str]:
 def _job_summary(job: Job) -> dict[str, Any]:
     return {"id": job.id, "name": job.name, "state": job.state, "attempts_made": job.attempts_made,
             "max_attempts": job.max_attempts, "failed_reason": job.failed_reason,
+            "timestamp": job.timestamp, "processed_on": job.processed_on,
             "finished_on": job.finished_on, "priority": job.priority}
+
+
+def iso(ms: int | None) -> str | None:
+    """A server time (ms) as ISO 8601 UTC, as the page shows due times and next runs."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _repeatable(entry: Any) -> dict[str, Any]:
+    schedule = entry.schedule
+    return {"key": entry.key, "name": entry.name, "every_ms": schedule.every_ms, "cron": schedule.cron,
+            "tz": schedule.tz, "next_run": iso(entry.next_tick_ms), "last_run": iso(entry.last_tick_ms),
+            "count": entry.count, "limit": entry.limit, "priority": entry.priority}
 
 
 def overview(client: Any, prefix: str) -> dict[str, Any]:
@@ -46,13 +64,13 @@ def overview(client: Any, prefix: str) -> dict[str, Any]:
     return {"queues": queues, "states": list(STATES), "time_ms": int(time.time() * 1000)}
 
 
-def active_jobs(queue: Queue, limit: int = ACTIVE_SHOWN) -> list[dict[str, Any]]:
-    """Jobs in active with the worker that holds each and its lock's time left. A job whose
-    lock is gone (ttl -2) is stalled: the next sweep moves it back to wait."""
+def active_jobs(entries: list[dict[str, Any]], limit: int = ACTIVE_SHOWN) -> list[dict[str, Any]]:
+    """Jobs in active (``Queue.active_jobs()``) with the worker that holds each and its lock's
+    time left. A job whose lock is gone (ttl -2) is stalled: the next sweep moves it back to wait."""
     return [{"job": _job_summary(entry["job"]), "worker": entry["worker"], "token": entry["token"],
              "attempt": entry["attempt"], "lock_ttl_ms": entry["lock_ttl_ms"],
              "progress": entry["progress"]}
-            for entry in queue.active_jobs()[:limit]]
+            for entry in entries[:limit]]
 
 
 def demo_effects(queue: Queue) -> dict[str, int] | None:
@@ -67,13 +85,39 @@ def demo_effects(queue: Queue) -> dict[str, int] | None:
 
 
 def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
+    """A queue's page but its job list (``job_list``): counts, totals, the running jobs, the
+    live workers and what each runs, recoveries and events, repeatables and settings."""
     queue = Queue(name, client, prefix=prefix)
     events = queue.events(EVENTS_SHOWN)
-    return {"name": name, "counts": queue.counts(), "paused": queue.is_paused(),
-            "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(queue),
-            "failed": [_job_summary(j) for j in queue.failed_jobs(0, FAILED_SHOWN)],
+    running = queue.active_jobs()
+    return {"name": name, "counts": {**queue.counts(), **listed_apart(queue)}, "paused": queue.is_paused(),
+            "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(running),
             "recovered": [e for e in events if e.get("event") == "stalled"],
-            "events": events}
+            "events": events, "workers": queue.workers(running),
+            "repeatables": [_repeatable(r) for r in queue.repeatables()],
+            "settings": queue.settings()}
+
+
+def listed_apart(queue: Queue) -> dict[str, int]:
+    """The job browser's tabs beyond the state counts: grouped ready jobs (counted in wait
+    too) and flow parents waiting for their children."""
+    return {"grouped": sum(queue.group_counts().values()), "waiting-children": len(queue.waiting_children())}
+
+
+def job_list(client: Any, prefix: str, name: str, state: str, page: int, size: int,
+             job_name: str | None, newest_first: bool) -> dict[str, Any]:
+    """One page of a state's jobs (page numbers from 1), the state's total and whether a name
+    filter looked at only part of it."""
+    if size not in PAGE_SIZES:
+        raise ValueError(f"the page size must be one of {PAGE_SIZES}")
+    if page < 1:
+        raise ValueError("pages are numbered from 1")
+    found = Queue(name, client, prefix=prefix).jobs(state, (page - 1) * size, size, name=job_name or None,
+                                                     newest_first=newest_first)
+    return {"state": state, "page": page, "size": size, "total": found.total, "matched": found.matched,
+            "looked_at": found.looked_at, "cut": found.cut,
+            "pages": max(1, -(-found.matched // size)),
+            "jobs": [{**_job_summary(j), "due": iso(found.due.get(j.id))} for j in found.jobs]}
 
 
 def _percentile(row: dict[str, int], fraction: float) -> float | None:
@@ -145,7 +189,21 @@ def job_detail(client: Any, prefix: str, name: str, job_id: str) -> dict[str, An
             "progress": job.progress, "result": job.return_value, "locked_by": job.locked_by,
             "lock": lock if lock["value"] is not None else None,
             "dedup": _marker(client, keys.dedup(job.dedup_id)) if job.dedup_id else None,
-            "effects": effects}
+            "effects": effects, "errors": queue.job_errors(job_id), "logs": _logs(queue, job_id),
+            "due": iso(_due_ms(queue, job_id)) if job.state == "delayed" else None}
+
+
+def _due_ms(queue: Queue, job_id: str) -> int | None:
+    score = queue.client.zscore(queue.keys.delayed, job_id)
+    return None if score is None else int(score)
+
+
+def _logs(queue: Queue, job_id: str) -> dict[str, Any]:
+    """The newest lines of a job's log, oldest first, and how many it holds."""
+    lines, total = queue.job_logs(job_id, 0, LOG_LINES_SHOWN)
+    if total > LOG_LINES_SHOWN:
+        lines, total = queue.job_logs(job_id, total - LOG_LINES_SHOWN, LOG_LINES_SHOWN)
+    return {"lines": lines, "total": total}
 
 
 # --- writes: each one a Lua transition of the queue library ---------------------------------
@@ -155,6 +213,30 @@ def retry(client: Any, prefix: str, name: str, job_ids: list[str] | None) -> int
 
 def remove(client: Any, prefix: str, name: str, job_id: str) -> bool:
     return Queue(name, client, prefix=prefix).remove(job_id)
+
+
+def retry_completed(client: Any, prefix: str, name: str, job_ids: list[str]) -> int:
+    return Queue(name, client, prefix=prefix).retry_completed(job_ids)
+
+
+def remove_many(client: Any, prefix: str, name: str, job_ids: list[str]) -> list[str]:
+    return Queue(name, client, prefix=prefix).remove_many(job_ids)
+
+
+def promote(client: Any, prefix: str, name: str, job_id: str) -> bool:
+    return Queue(name, client, prefix=prefix).promote(job_id)
+
+
+def clean(client: Any, prefix: str, name: str, state: str, age_ms: int) -> int:
+    return Queue(name, client, prefix=prefix).clean_older_than(state, age_ms)
+
+
+def drain(client: Any, prefix: str, name: str, include_delayed: bool) -> int:
+    return Queue(name, client, prefix=prefix).drain(include_delayed)
+
+
+def obliterate(client: Any, prefix: str, name: str) -> int:
+    return Queue(name, client, prefix=prefix).obliterate()
 
 
 def set_paused(client: Any, prefix: str, name: str, paused: bool) -> bool:

@@ -5,7 +5,8 @@
   (ZRANGE set 0 n-1), with their hashes; the script stops at the first one it keeps.
   Dedup markers are left alone: a marker with a TTL lives exactly that long.
 
-  KEYS[1] completed or failed   KEYS[2] metrics   KEYS[2 + i] candidate i's job hash
+  KEYS[1] completed or failed   KEYS[2] metrics
+  then for candidate i: KEYS[1 + 2i] its job hash, KEYS[2 + 2i] its logs
   ARGV[1] keep (-1: no count limit)   ARGV[2] max age ms (-1: none)   ARGV[2 + i] ids
 
   Returns the ids removed.
@@ -25,7 +26,7 @@ for i = 3, #ARGV do
       break
     end
     redis.call('ZREM', KEYS[1], jobId)
-    redis.call('DEL', KEYS[i])
+    redis.call('DEL', KEYS[2 * i - 3], KEYS[2 * i - 2])
     left = left - 1
     removed[#removed + 1] = jobId
   end

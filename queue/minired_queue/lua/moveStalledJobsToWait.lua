@@ -28,6 +28,7 @@
 --- @include "recordFinish"
 --- @include "emitEvent"
 --- @include "storedInteger"
+--- @include "recordError"
 local DEFAULT_MAX_STALLED = 1
 local maxStalled = storedInteger(redis.call('HGET', KEYS[5], 'maxStalled')) or DEFAULT_MAX_STALLED
 local candidates = (#KEYS - 11) / 3
@@ -48,12 +49,14 @@ for i = 1, candidates do
       local reason = 'job stalled more than the allowed limit (' .. maxStalled .. ')'
       local made = (storedInteger(redis.call('HGET', jobKey, 'attemptsMade')) or 0) + 1
       redis.call('HSET', jobKey, 'attemptsMade', made, 'failedReason', reason, 'finishedOn', now)
+      recordError(jobKey, reason, now)
       freeDedup(dedupKey, jobId)
       redis.call('ZADD', KEYS[4], now, jobId)
       recordFinish(KEYS[7], KEYS[8], now, 'failed', nil)
       emitEvent(KEYS[9], ARGV[1], 'failed', jobId, 'failedReason', reason)
       failed[#failed + 1] = jobId
     else
+      recordError(jobKey, 'stalled: its worker stopped renewing the lock; recovered by the sweep', now)
       -- The front of its line: a recovered job does not queue behind newer work.
       placeReady(ready, jobKey, jobId, true)
       recordFinish(KEYS[7], KEYS[8], now, 'stalled', nil)

@@ -1,12 +1,13 @@
---[[ retryJobs: move dead-lettered jobs back to wait (or prioritized) with a fresh
-  attempt budget.
+--[[ retryJobs: move dead-lettered (or completed) jobs back to wait (or prioritized) with a
+  fresh attempt budget.
 
-  KEYS[1] failed   KEYS[2] wait   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
-  KEYS[6] group-wait   KEYS[7] groups
+  KEYS[1] failed (or completed: the job runs again, its result forgotten)
+  KEYS[2] wait   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
+  KEYS[6] group-wait   KEYS[7] groups (a grouped job goes back to its group's line)
   then KEYS[7+i] candidate i's job hash
   ARGV[i] candidate i's id
 
-  Only ids still in failed move (a concurrent retry or remove wins once). A job retried
+  Only ids still in that set move (a concurrent retry or remove wins once). A job retried
   after it expired (its TTL passed before it started) loses its `expireAt`: retrying it
   is asking for it to run.
   Returns the ids moved.
@@ -19,7 +20,7 @@ for i = 1, #ARGV do
   if redis.call('ZREM', KEYS[1], jobId) > 0 then
     local jobKey = KEYS[7 + i]
     redis.call('HSET', jobKey, 'attemptsMade', 0, 'stalledCounter', 0)
-    redis.call('HDEL', jobKey, 'failedReason', 'stacktrace', 'finishedOn', 'expireAt')
+    redis.call('HDEL', jobKey, 'failedReason', 'stacktrace', 'finishedOn', 'returnvalue', 'expireAt')
     placeReady(ready, jobKey, jobId, false)
     moved[#moved + 1] = jobId
   end

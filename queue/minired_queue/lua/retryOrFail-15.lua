@@ -24,6 +24,7 @@
 --- @include "wakeIfCapped"
 --- @include "emitEvent"
 --- @include "storedInteger"
+--- @include "recordError"
 local jobId = ARGV[1]
 if not takeOwned(KEYS[1], KEYS[7], jobId, ARGV[2]) then
   return {'lost'}
@@ -36,6 +37,7 @@ local duration = attemptDuration(jobKey, now, ARGV[7])
 -- never leave active (the worker fails such an unreadable job through this script).
 local made = (storedInteger(redis.call('HGET', jobKey, 'attemptsMade')) or 0) + 1
 redis.call('HSET', jobKey, 'attemptsMade', made, 'failedReason', ARGV[3], 'stacktrace', ARGV[4])
+recordError(jobKey, ARGV[3], now)
 redis.call('HDEL', jobKey, 'lockedBy')
 local opts = redis.call('HMGET', jobKey, 'maxAttempts', 'backoffType', 'backoffDelay', 'priority')
 local maxAttempts = storedInteger(opts[1]) or 1

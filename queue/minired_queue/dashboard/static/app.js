@@ -8,6 +8,9 @@
 const CSRF = document.querySelector('meta[name="csrf-token"]').content;
 const STATES = ["wait", "prioritized", "active", "delayed", "completed", "failed"];
 const POLL_MS = 1000;
+const LISTED = ["wait", "grouped", "prioritized", "delayed", "waiting-children", "active", "completed", "failed", "paused"];
+const PAGE_SIZES = [10, 25, 50, 100];
+const HANDLERS = ["onclick", "onchange", "oninput", "onsubmit"];  // carried over by morph()
 
 const $ = (sel) => document.querySelector(sel);
 const view = $("#view");
@@ -49,7 +52,11 @@ function morph(current, next) {
   if (current.hasAttribute("data-keep") && current.id === next.id) return;
   for (const { name } of [...current.attributes]) if (!next.hasAttribute(name)) current.removeAttribute(name);
   for (const { name, value } of [...next.attributes]) if (current.getAttribute(name) !== value) current.setAttribute(name, value);
-  current.onclick = next.onclick;
+  for (const handler of HANDLERS) current[handler] = next[handler];
+  // An input whose value the page holds (data-sync): once typed in, the attribute no longer
+  // drives it, so set the property (not while it is being typed in). Other inputs keep theirs.
+  if (current.hasAttribute("data-sync") && current !== document.activeElement
+      && current.value !== next.getAttribute("value")) current.value = next.getAttribute("value");
   morphChildren(current, [...next.childNodes]);
 }
 
@@ -129,10 +136,17 @@ function toast(text, isError = false) {
 }
 
 // Every write asks first, in the page (no browser dialog, so it works the same everywhere).
-function confirmThen(text, action) {
+// With `typed`, the Confirm button waits until that text is typed (obliterate: the queue name).
+function confirmThen(text, action, typed = null) {
   const modal = $("#confirm");
   $("#confirm-text").textContent = text;
+  const input = $("#confirm-input");
+  input.value = "";
+  input.hidden = typed === null;
+  $("#confirm-yes").disabled = typed !== null;
+  input.oninput = () => { $("#confirm-yes").disabled = input.value !== typed; };
   modal.hidden = false;
+  if (typed !== null) input.focus();
   const close = () => { modal.hidden = true; yes.onclick = no.onclick = null; document.onkeydown = null; };
   document.onkeydown = (event) => { if (event.key === "Escape") close(); };
   const yes = $("#confirm-yes"), no = $("#confirm-no");
@@ -180,8 +194,8 @@ function renderServer(server) {
 $("#advance-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const ms = parseInt($("#advance-ms").value, 10);
-  post("api/server/advance", { ms }).then((r) => toast(`clock now ${new Date(r.clock_ms).toISOString()}`),
-    (e) => toast(e.message, true));
+  confirmThen(`Advance the server's clock by ${ms} ms? Locks, delays and TTLs move with it.`,
+    () => post("api/server/advance", { ms }).then((r) => toast(`clock now ${new Date(r.clock_ms).toISOString()}`)));
 });
 
 // --- pages ----------------------------------------------------------------------------------------
@@ -205,10 +219,10 @@ function renderOverview(overview) {
     countsRow(q.counts),
     el("td", { class: "paused", text: q.paused ? "paused" : "" })));
   show(el("h1", { text: "Queues" }),
-    overview.queues.length ? el("table", { id: "queues" },
+    overview.queues.length ? el("div", { class: "scroll" }, el("table", { id: "queues" },
       el("thead", {}, el("tr", {}, el("th", { text: "queue" }), STATES.map((s) => el("th", { class: "num", text: s })),
         el("th", { text: "" }))),
-      el("tbody", {}, rows)) : el("p", { text: "No queues yet." }));
+      el("tbody", {}, rows))) : el("p", { text: "No queues yet." }));
 }
 
 // A Y axis label short enough for the axis: 12,500 -> "12.5k", 3,000,000 -> "3M".
@@ -228,7 +242,8 @@ function chart(title, series, data, id) {
   }
   if (charts[id]) charts[id].destroy();
   const box = el("div", { class: "chart", id, "data-keep": "" });
-  const width = Math.min(560, Math.max(280, view.clientWidth / 2 - 30));
+  // Two side by side on a wide screen, one a row on a phone's.
+  const width = Math.min(560, view.clientWidth < 640 ? view.clientWidth - 12 : view.clientWidth / 2 - 30);
   // Points too: a minute with data between empty ones is a point, not a line.
   const shown = series.map((s) => ({ ...s, points: { show: true, size: 4 }, spanGaps: false }));
   charts[id] = new uPlot({ title, width, height: 180, series: [{}, ...shown],
@@ -280,9 +295,176 @@ function jobLink(queue, id) {
   return el("a", { href: `#/queue/${enc(queue)}/job/${enc(id)}`, text: id });
 }
 
+// What the queue page's job list shows: kept while the page is open, reset on another queue.
+const list = { queue: null, state: null, page: 1, size: 25, name: "", order: "newest", selected: new Set() };
+
+function listFor(name, counts) {
+  if (list.queue !== name) {
+    Object.assign(list, { queue: name, state: null, page: 1, name: "", order: "newest" });
+    list.selected.clear();
+  }
+  // Until one is picked, the list opens on the failed jobs if any, else on those waiting.
+  return list.state || (counts.failed ? "failed" : "wait");
+}
+
+function pickState(state) {
+  Object.assign(list, { state, page: 1, name: "" });  // a name filter is for one tab
+  list.selected.clear();
+  refresh();
+}
+
+// One write from the page: confirmed first, a message after (what it did).
+function act(question, path, body, done) {
+  confirmThen(question, () => post(path, body).then((reply) => { list.selected.clear(); toast(done(reply)); }));
+}
+
+const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, " UTC") : "–");
+
+function jobRow(name, state, j) {
+  const on = `?queue=${enc(name)}`;
+  const buttons = [];
+  if (state === "delayed") {
+    buttons.push(el("button", { class: "promote", id: `promote-${j.id}`,
+      onclick: () => act(`Run delayed job ${j.id} now?`, `api/promote${on}&id=${enc(j.id)}`, {},
+        (r) => (r.promoted ? `job ${j.id} is ready to run` : `job ${j.id} was no longer delayed`)) }, "Promote"));
+  }
+  if (state === "failed" || state === "completed") {
+    buttons.push(el("button", { class: "retry", id: `retry-${j.id}`,
+      onclick: () => act(`Retry job ${j.id}?`, `api/retry${on}`, { ids: [j.id], state },
+        (r) => (r.retried ? `job ${j.id} is back in wait` : `job ${j.id} was not ${state} any more`)) }, "Retry"));
+  }
+  if (state !== "active") {
+    buttons.push(el("button", { class: "remove danger", id: `remove-${j.id}`,
+      onclick: () => act(`Remove job ${j.id} for good?`, `api/remove${on}&id=${enc(j.id)}`, {},
+        (r) => (r.removed ? `job ${j.id} removed` : `job ${j.id} could not be removed (active?)`)) }, "Remove"));
+  }
+  const time = state === "delayed" ? when(j.due)
+    : fmtTime(state === "completed" || state === "failed" ? j.finished_on : state === "active" ? j.processed_on : j.timestamp);
+  return el("tr", { id: `${state}-${j.id}` },
+    el("td", {}, state === "active" ? "" : el("input", { type: "checkbox", class: "pick", "data-id": j.id,
+      "aria-label": `select ${j.id}`, checked: list.selected.has(j.id) ? "" : null,
+      onchange: (event) => { event.target.checked ? list.selected.add(j.id) : list.selected.delete(j.id); refresh(); } })),
+    el("td", { class: "job-id" }, jobLink(name, j.id)), el("td", { text: j.name }),
+    el("td", { class: "num", text: `${j.attempts_made}/${j.max_attempts}` }),
+    el("td", { class: "when", text: time }),
+    el("td", { class: "reason", text: j.failed_reason || "" }),
+    el("td", { class: "row-actions" }, buttons));
+}
+
+function jobBrowser(name, q, page) {
+  const state = page.state;
+  const on = `?queue=${enc(name)}`;
+  // A tab counts what it lists: wait's count includes the grouped jobs, listed apart.
+  const inWaitList = (q.counts.wait ?? 0) - (q.counts.grouped ?? 0);
+  const tabs = LISTED.map((s) => el("button", { id: `tab-${s}`, class: s === state ? "tab on" : "tab",
+    onclick: () => pickState(s) }, `${s} ${s === "paused" ? (q.paused ? inWaitList : 0) : s === "wait" ? inWaitList : (q.counts[s] ?? 0)}`));
+  const setList = (changes) => { Object.assign(list, changes); refresh(); };
+  const controls = el("div", { class: "controls" },
+    el("form", { id: "find-form", onsubmit: (event) => {
+      event.preventDefault();
+      const id = $("#find-id").value.trim();
+      if (id) location.hash = `#/queue/${enc(name)}/job/${enc(id)}`;
+    } }, el("input", { id: "find-id", type: "search", placeholder: "job id", "aria-label": "find a job by id" }),
+    el("button", { type: "submit", id: "find-button" }, "Find")),
+    el("input", { id: "filter-name", type: "search", placeholder: "filter by name", value: list.name, "data-sync": "",
+      "aria-label": "filter by job name", oninput: (event) => setList({ name: event.target.value, page: 1 }) }),
+    el("select", { id: "order", "aria-label": "order", disabled: state === "prioritized" || state === "grouped" ? "" : null,
+      title: state === "prioritized" || state === "grouped" ? `${state} jobs are listed in the order they will run` : null, onchange: (event) => setList({ order: event.target.value, page: 1 }) },
+      [["newest", "newest first"], ["oldest", "oldest first"]].map(([value, label]) =>
+        el("option", { value, selected: list.order === value ? "" : null }, label))),
+    el("select", { id: "page-size", "aria-label": "page size", onchange: (event) => setList({ size: +event.target.value, page: 1 }) },
+      PAGE_SIZES.map((n) => el("option", { value: n, selected: list.size === n ? "" : null }, `${n} per page`))));
+  const shown = page.jobs.length;
+  const first = (page.page - 1) * page.size;
+  const info = page.matched === page.total
+    ? `${shown ? `${first + 1}–${first + shown} of ` : ""}${page.total} ${state} job(s) · page ${page.page} of ${page.pages}`
+    : `${page.matched} of the ${page.looked_at} ${list.order} ${state} jobs match · page ${page.page} of ${page.pages}`;
+  const pager = el("div", { class: "pager" },
+    el("button", { id: "page-prev", disabled: page.page > 1 ? null : "", onclick: () => setList({ page: page.page - 1 }) }, "‹ Prev"),
+    el("span", { id: "page-info", text: info }),
+    el("button", { id: "page-next", disabled: page.page < page.pages ? null : "", onclick: () => setList({ page: page.page + 1 }) }, "Next ›"));
+  const selected = [...list.selected];
+  const bulk = el("div", { class: "bulk" },
+    el("span", { id: "selected-count", class: "muted", text: `${selected.length} selected` }),
+    state === "failed" || state === "completed" ? el("button", { id: "bulk-retry", disabled: selected.length ? null : "",
+      onclick: () => act(`Retry the ${selected.length} selected job(s)?`, `api/retry${on}`, { ids: selected, state },
+        (r) => `${r.retried} job(s) back in wait`) }, "Retry selected") : "",
+    state !== "active" ? el("button", { id: "bulk-remove", class: "danger", disabled: selected.length ? null : "",
+      onclick: () => act(`Remove the ${selected.length} selected job(s) for good?`, `api/remove${on}`, { ids: selected },
+        (r) => `${r.removed.length} job(s) removed`) }, "Remove selected") : "");
+  const pickAll = state === "active" ? "" : el("input", { type: "checkbox", id: "pick-all", "aria-label": "select the page",
+    checked: shown && page.jobs.every((j) => list.selected.has(j.id)) ? "" : null,
+    onchange: (event) => { page.jobs.forEach((j) => (event.target.checked ? list.selected.add(j.id) : list.selected.delete(j.id))); refresh(); } });
+  const timeHead = { delayed: "runs at", completed: "finished", failed: "failed at", active: "started" }[state] || "added";
+  return el("section", { id: "jobs-section" },
+    el("h2", { text: "Jobs" }), el("div", { class: "tabs", role: "tablist" }, tabs), controls,
+    state === "paused" && !q.paused ? el("p", { class: "muted", text: "The queue is not paused: its ready jobs are under wait." }) : "",
+    state === "wait" && q.counts.grouped ? el("p", { class: "muted", id: "grouped-note", text: `${q.counts.grouped} grouped job(s) are ready too: they wait in their groups' lines, listed under grouped.` }) : "",
+    page.cut ? el("p", { id: "cut-note", class: "note", text: `The name filter looked at the ${page.looked_at} ${list.order} of ${page.total} jobs only.` }) : "",
+    bulk,
+    shown ? el("div", { class: "scroll" }, el("table", { id: "jobs" }, el("thead", {}, el("tr", {},
+      el("th", {}, pickAll), ["job", "name", "attempts", timeHead, "reason", ""].map((h) => el("th", { text: h })))),
+    el("tbody", {}, page.jobs.map((j) => jobRow(name, state, j)))))
+      : el("p", { class: "muted", id: "jobs-empty", text: list.name ? "No job matches." : `No ${state} job.` }),
+    pager);
+}
+
+function workersTable(name, workers) {
+  if (!workers.length) return el("p", { class: "muted", id: "workers-none", text: "No live worker (none has sent a heartbeat within its lock TTL)." });
+  return el("div", { class: "scroll" }, el("table", { id: "workers" }, el("thead", {}, el("tr", {},
+    ["worker", "host", "pid", "started", "last heartbeat", "busy", "running"].map((h) => el("th", { text: h })))),
+  el("tbody", {}, workers.map((w) => el("tr", { id: `worker-${w.id}` },
+    el("td", { class: "mono", text: w.id }), el("td", { text: w.host }), el("td", { text: w.pid }),
+    el("td", { text: fmtTime(w.started) }), el("td", { class: "heartbeat", text: fmtTime(w.heartbeat) }),
+    el("td", { class: "num", text: `${w.jobs.length}/${w.concurrency}` }),
+    el("td", { class: "running" }, w.jobs.flatMap((id, i) => [i ? ", " : "", jobLink(name, id)])))))));
+}
+
+function repeatablesTable(repeatables) {
+  if (!repeatables.length) return el("p", { class: "muted", text: "No repeatable job." });
+  const schedule = (r) => (r.cron ? `cron ${r.cron} (${r.tz})` : `every ${r.every_ms / 1000} s`);
+  return el("div", { class: "scroll" }, el("table", { id: "repeatables" }, el("thead", {}, el("tr", {},
+    ["key", "name", "schedule", "next run", "last run", "made"].map((h) => el("th", { text: h })))),
+  el("tbody", {}, repeatables.map((r) => el("tr", { id: `repeat-${r.key}` },
+    el("td", { text: r.key }), el("td", { text: r.name }), el("td", { text: schedule(r) }),
+    el("td", { class: "next-run", text: r.next_run || "ended" }), el("td", { text: r.last_run || "–" }),
+    el("td", { class: "num", text: r.limit ? `${r.count}/${r.limit}` : r.count }))))));
+}
+
+function queueActions(name, q) {
+  const on = `?queue=${enc(name)}`;
+  return el("div", { class: "panel", id: "queue-actions" },
+    el("h2", { text: "Queue actions" }),
+    el("form", { id: "clean-form", class: "inline", onsubmit: (event) => {
+      event.preventDefault();
+      const state = $("#clean-state").value;
+      const age = Math.round(parseFloat($("#clean-age").value || "0") * 60000);
+      act(`Delete the ${state} jobs of ${name} finished more than ${$("#clean-age").value || 0} min ago?`,
+        `api/clean${on}`, { state, age_ms: age }, (r) => `${r.removed} ${state} job(s) deleted`);
+    } }, el("label", {}, "Clean ",
+      el("select", { id: "clean-state", "aria-label": "state to clean" },
+        el("option", { value: "completed" }, "completed"), el("option", { value: "failed" }, "failed"))),
+    el("label", {}, " older than ", el("input", { id: "clean-age", type: "number", min: "0", step: "any", value: "60" }), " min "),
+    el("button", { type: "submit", id: "clean-button" }, "Clean")),
+    el("p", { class: "actions" },
+      el("button", { id: "drain-button", class: "danger",
+        onclick: () => act(`Delete every waiting, prioritized and delayed job of ${name}? Active jobs finish.`,
+          `api/drain${on}`, { delayed: true }, (r) => `${r.removed} job(s) drained`) }, "Drain"),
+      el("button", { id: "obliterate-button", class: "danger",
+        onclick: () => confirmThen(`Delete queue ${name} entirely: its jobs, repeatables, settings, metrics and history. ` +
+          `Type the queue's name to confirm.`, () => post(`api/obliterate${on}`, { confirm: name })
+          .then((r) => { toast(`queue ${name} obliterated (${r.removed} jobs)`); location.hash = "#/"; }), name) }, "Obliterate")));
+}
+
 async function renderQueue(name) {
-  const [q, history] = await Promise.all([api(`api/queue?name=${enc(name)}`),
-    api(`api/history?name=${enc(name)}`)]);
+  const jobsPath = (state) => `api/jobs?queue=${enc(name)}&state=${state}&page=${list.page}&size=${list.size}` +
+    `&order=${list.order}&name=${enc(list.name)}`;
+  const guess = listFor(name, (lastOverview?.queues.find((x) => x.name === name) || { counts: {} }).counts);
+  let [q, history, page] = await Promise.all([api(`api/queue?name=${enc(name)}`),
+    api(`api/history?name=${enc(name)}`), api(jobsPath(guess))]);
+  const state = listFor(name, q.counts);
+  if (state !== guess) page = await api(jobsPath(state));  // the overview's counts were older
+  if (page.page > page.pages && list.page > 1) { list.page = page.pages; return renderQueue(name); }
   const fetchedAt = Date.now();
   const on = `?queue=${enc(name)}`;
   const pause = el("button", { id: "pause-button",
@@ -293,30 +475,21 @@ async function renderQueue(name) {
       () => post(`api/retry${on}`, { ids: null }).then((r) => toast(`${r.retried} job(s) back to wait`))) },
   "Retry all failed");
   const active = q.active.map((j) => el("tr", { id: `active-${j.job.id}`, class: j.lock_ttl_ms === -2 ? "stalled" : "" },
-    el("td", {}, jobLink(name, j.job.id)), el("td", { text: j.job.name }), el("td", { text: j.worker || "–" }),
+    el("td", {}, jobLink(name, j.job.id)), el("td", { text: j.job.name }), el("td", { class: "mono", text: j.worker || "–" }),
     el("td", { class: "num", text: `${j.attempt}/${j.job.max_attempts}` }), lockCell(j, fetchedAt),
     el("td", { text: j.progress === null ? "" : JSON.stringify(j.progress) })));
-  const failed = q.failed.map((j) => el("tr", { id: `failed-${j.id}` },
-    el("td", {}, jobLink(name, j.id)), el("td", { text: j.name }),
-    el("td", { class: "num", text: `${j.attempts_made}/${j.max_attempts}` }),
-    el("td", { class: "reason", text: j.failed_reason || "" }), el("td", { text: fmtTime(j.finished_on) }),
-    el("td", {},
-      el("button", { class: "retry", id: `retry-${j.id}`,
-        onclick: () => confirmThen(`Retry job ${j.id}?`, () => post(`api/retry${on}`, { ids: [j.id] })) }, "Retry"),
-      el("button", { class: "remove danger", id: `remove-${j.id}`,
-        onclick: () => confirmThen(`Remove job ${j.id} for good?`,
-          () => post(`api/remove${on}&id=${enc(j.id)}`)) }, "Remove"))));
   const events = q.events.slice(-20).reverse().map((e) => el("li", {},
     el("code", { text: e.event }), " ", e.jobId ? jobLink(name, e.jobId) : "",
     " ", el("span", { class: "muted", text: Object.entries(e)
       .filter(([k]) => !["id", "event", "jobId"].includes(k)).map(([k, v]) => `${k}=${v}`).join(" ") })));
   const recovered = q.recovered.slice(-20).reverse().map((e) => el("li", {}, jobLink(name, e.jobId),
     el("span", { class: "muted", text: ` recovered by the sweep (event ${e.id})` })));
+  const settings = Object.entries(q.settings);
   show(
     el("p", {}, el("a", { href: "#/", text: "← all queues" })),
     el("h1", {}, `Queue ${name} `, q.paused ? el("span", { class: "badge", text: "paused" }) : ""),
-    el("table", { id: "counts" }, el("thead", {}, el("tr", {}, STATES.map((s) => el("th", { class: "num", text: s })))),
-      el("tbody", {}, el("tr", {}, countsRow(q.counts)))),
+    el("div", { class: "scroll" }, el("table", { id: "counts" }, el("thead", {}, el("tr", {}, STATES.map((s) => el("th", { class: "num", text: s })))),
+      el("tbody", {}, el("tr", {}, countsRow(q.counts))))),
     el("p", { class: "actions" }, pause, retryAll),
     q.demo ? el("p", { id: "demo-effects", class: "panel" },
       `Crash demo: ${q.demo.jobs} jobs applied their effect; with the dedup marker `,
@@ -325,19 +498,27 @@ async function renderQueue(name) {
       ` (${q.demo.unguarded - q.demo.jobs} duplicates from redeliveries).`) : "",
     el("p", { class: "muted" }, `Totals: ${Object.entries(q.metrics).filter(([k]) => !k.startsWith("ms_"))
       .map(([k, v]) => `${k} ${v}`).join(", ") || "none yet"}`),
-    renderCharts(name, history),
+    jobBrowser(name, q, page),
     el("h2", { text: `Active (${q.counts.active})` }),
-    active.length ? el("table", { id: "active" }, el("thead", {}, el("tr", {},
+    q.counts.active > q.active.length ? el("p", { class: "note", id: "active-cut",
+      text: `Showing ${q.active.length} of ${q.counts.active}: the Jobs list below pages through them all.` }) : "",
+    active.length ? el("div", { class: "scroll" }, el("table", { id: "active" }, el("thead", {}, el("tr", {},
       ["job", "name", "worker", "attempt", "lock TTL", "progress"].map((h) => el("th", { text: h })))),
-    el("tbody", {}, active)) : el("p", { class: "muted", text: "No job is running." }),
-    el("h2", { text: `Failed (${q.counts.failed})` }),
-    failed.length ? el("table", { id: "failed" }, el("thead", {}, el("tr", {},
-      ["job", "name", "attempts", "reason", "failed at", ""].map((h) => el("th", { text: h })))),
-    el("tbody", {}, failed)) : el("p", { class: "muted", text: "No failed job." }),
+    el("tbody", {}, active))) : el("p", { class: "muted", text: "No job is running." }),
+    el("h2", { text: `Workers (${q.workers.length})` }), workersTable(name, q.workers),
+    renderCharts(name, history),
+    el("div", { class: "columns" },
+      el("div", {}, el("h2", { text: "Repeatable jobs" }), repeatablesTable(q.repeatables)),
+      el("div", {}, el("h2", { text: "Settings" }), settings.length
+        ? el("dl", { class: "facts", id: "settings" }, settings.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]))
+        : el("p", { class: "muted", text: "None." }))),
+    queueActions(name, q),
     el("div", { class: "columns" },
       el("div", {}, el("h2", { text: "Recovered by the sweep" }),
         recovered.length ? el("ul", { id: "recovered" }, recovered) : el("p", { class: "muted", text: "None lately." })),
       el("div", {}, el("h2", { text: "Events" }), el("ul", { id: "events" }, events))));
+  // A checkbox the user ticked keeps its own state: make every one say what the list holds.
+  document.querySelectorAll("input.pick").forEach((box) => { box.checked = list.selected.has(box.dataset.id); });
 }
 
 async function renderJob(name, id) {
@@ -346,20 +527,26 @@ async function renderJob(name, id) {
   const fact = (k, v, attrs = {}) => [el("dt", { text: k }), el("dd", attrs, v ?? "–")];
   const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${(m.ttl_ms / 1000).toFixed(1)} s)` : ""}` : "–");
   const actions = [];
-  if (job.state === "failed") {
+  if (job.state === "delayed") {
+    actions.push(el("button", { id: "job-promote", onclick: () => confirmThen(`Run delayed job ${id} now?`,
+      () => post(`api/promote${on}&id=${enc(id)}`).then(() => toast(`job ${id} is ready to run`))) }, "Promote"));
+  }
+  if (job.state === "failed" || job.state === "completed") {
     actions.push(el("button", { id: "job-retry", onclick: () => confirmThen(`Retry job ${id}?`,
-      () => post(`api/retry${on}`, { ids: [id] })) }, "Retry"));
+      () => post(`api/retry${on}`, { ids: [id], state: job.state }).then(() => toast(`job ${id} is back in wait`))) }, "Retry"));
   }
   if (job.state !== "active") {
     actions.push(el("button", { id: "job-remove", class: "danger", onclick: () => confirmThen(`Remove job ${id} for good?`,
-      () => post(`api/remove${on}&id=${enc(id)}`).then(() => { location.hash = `#/queue/${enc(name)}`; })) }, "Remove"));
+      () => post(`api/remove${on}&id=${enc(id)}`).then(() => { toast(`job ${id} removed`); location.hash = `#/queue/${enc(name)}`; })) }, "Remove"));
   }
+  const logs = job.logs;
   show(
     el("p", {}, el("a", { href: `#/queue/${enc(name)}`, text: `← queue ${name}` })),
     el("h1", {}, `Job ${id} `, el("span", { class: `badge state-${job.state}`, id: "job-state", text: job.state || "unknown" })),
     el("p", { class: "actions" }, actions),
     el("dl", { class: "facts" },
       fact("name", job.name || "–"), fact("added", fmtTime(job.timestamp)),
+      job.due ? fact("runs at", when(job.due), { id: "job-due" }) : [],
       fact("attempts", `${job.attempts_made} made, ${job.attempts_started} started, at most ${job.max_attempts}`),
       fact("stalls", job.stalled_counter), fact("priority", job.priority || "none"),
       fact("processed", fmtTime(job.processed_on)), fact("finished", fmtTime(job.finished_on)),
@@ -371,6 +558,15 @@ async function renderJob(name, id) {
     el("h2", { text: "Error" }),
     el("pre", { id: "job-error", class: job.failed_reason ? "error" : "", text: job.failed_reason || "–" }),
     job.stacktrace ? el("pre", { id: "job-stacktrace", class: "trace", text: job.stacktrace }) : "",
+    el("h2", { text: `Attempts that failed (${job.errors.length})` }),
+    job.errors.length ? el("div", { class: "scroll" }, el("table", { id: "job-errors" }, el("thead", {}, el("tr", {},
+      ["attempt", "at", "error"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, job.errors.map((e) => el("tr", {}, el("td", { class: "num", text: e.attempt }),
+      el("td", { text: fmtTime(e.at) }), el("td", { class: "reason", text: e.reason }))))))
+      : el("p", { class: "muted", text: "None." }),
+    el("h2", { text: `Log (${logs.total} line${logs.total === 1 ? "" : "s"}${logs.total > logs.lines.length ? `, the last ${logs.lines.length} shown` : ""})` }),
+    logs.lines.length ? el("pre", { id: "job-logs", text: logs.lines.join("\n") })
+      : el("p", { class: "muted", id: "job-logs-none", text: "Nothing logged (job.log(line) in the handler)." }),
     el("h2", { text: "Effect markers" }),
     job.effects.length ? el("ul", { id: "job-effects" }, job.effects.map((m) => el("li", { text: marker(m) })))
       : el("p", { class: "muted", text: "None: no guarded effect applied (or their markers expired)." }));
@@ -401,6 +597,12 @@ function onRoute() {
 }
 
 window.addEventListener("hashchange", onRoute);
+// Charts are drawn for a width: on a resize they are drawn again, at the next refresh.
+function redrawCharts() {
+  dropCharts();
+  document.querySelectorAll("#view .charts").forEach((box) => box.replaceChildren());
+}
+window.addEventListener("resize", () => { clearTimeout(redrawCharts.timer); redrawCharts.timer = setTimeout(redrawCharts, 200); });
 countdownTimer = setInterval(tickLocks, 100);
 connectStream();
 onRoute();

@@ -14,6 +14,7 @@
   KEYS[1] wait      KEYS[2] delayed   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
   KEYS[6] job hash  KEYS[7] dedup marker   KEYS[8] metrics   KEYS[9] events
   KEYS[10] the pending job's hash (emq:{q}:job: when the caller saw no marker)
+  KEYS[11] the pending job's logs (a job waiting for a retry may have logged; deleted with it)
   ARGV[1..13] as addJob's, with ARGV[7] the debounce (ms) and ARGV[9] unused (0)
   ARGV[14] the pending job's id as the caller read the marker ('' for none)
 
@@ -51,7 +52,7 @@ if holder ~= '' then
   pending = redis.call('ZREM', KEYS[2], holder) > 0 or pending
   pending = redis.call('ZREM', KEYS[3], holder) > 0 or pending
   if pending then
-    redis.call('DEL', KEYS[10])
+    redis.call('DEL', KEYS[10], KEYS[11])
     redis.call('HINCRBY', KEYS[8], 'removed', 1)
     emitEvent(KEYS[9], ARGV[10], 'removed', holder, 'replacedBy', jobId)
     replaced = holder

@@ -3,6 +3,7 @@
   KEYS[1] active   KEYS[2] completed   KEYS[3] lock   KEYS[4] job hash
   KEYS[5] the job's dedup marker (declared even when the job has no dedup id)
   KEYS[6] metrics  KEYS[7] events   KEYS[8] meta   KEYS[9] marker   KEYS[10] history
+  KEYS[11] the job's logs (deleted with the job)
   ARGV[1] job id   ARGV[2] lock token   ARGV[3] return value (JSON)
   ARGV[4] '1' to delete the job instead of keeping it in completed
   ARGV[5] events stream cap   ARGV[6] the job's dedup id ('' for none)
@@ -31,7 +32,7 @@ end
 recordFinish(KEYS[6], KEYS[10], now, 'completed', attemptDuration(KEYS[4], now, ARGV[7]))
 
 if ARGV[4] == '1' then
-  redis.call('DEL', KEYS[4])
+  redis.call('DEL', KEYS[4], KEYS[11])
 else
   redis.call('HSET', KEYS[4], 'finishedOn', now, 'returnvalue', ARGV[3])
   redis.call('HDEL', KEYS[4], 'lockedBy')
