@@ -1,99 +1,91 @@
-"""The command line: flags named like redis-server's, then serving until stopped. Entered
-through __main__.py (`minired`, `python -m minired`), which owns the start-up GC setting."""
+"""The command line, taken as redis-server takes it: `minired [config-file | -] [--name value ...]`
+(config_file.py reads both), `-v`/`--version`, `-h`/`--help`; then start-up in Redis's order and
+with Redis's log (server_log.py): configuration, daemonize, bind, pid file, logo, "Server
+initialized", loading, "Ready to accept connections"; and Redis's shutdown. Entered through
+__main__.py (`minired`, `python -m minired`), which owns the start-up GC setting.
+
+Port 0: Redis opens no TCP listener for it, which with `unixsocket` set is a server reached
+through the socket only, and without one a server that exits ("Configured to not listen
+anywhere"). minired keeps the first meaning and gives the second a use: with no unix socket,
+port 0 picks a free port, and only then is the line `minired ... ready on HOST:PORT pid=N`
+printed on stdout, naming it (SubprocessServer and other `--port 0` users read it)."""
 from __future__ import annotations
 
-import argparse
 import asyncio
+import errno
 import gc
 import logging
 import os
 import signal
+import socket
 import sys
 
 from minired import REDIS_VERSION, __version__
-from minired.engine.config import DEFAULTS, Config, ConfigError
 
 log = logging.getLogger("minired")
 
+# minired's own flags, not redis-server options: taken out of argv before Redis's parsing.
+_OWN_SWITCHES = ("--no-uvloop", "--cluster-control")
+_OWN_YES_NO = ("--time-control", "--fault-injection")  # settings that may be given bare
 
-def _unmeasured_formatter(prog: str) -> argparse.HelpFormatter:
-    return argparse.HelpFormatter(prog, width=80)
+USAGE = """\
+Usage: ./redis-server [/path/to/redis.conf] [options] [-]
+       ./redis-server - (read config from stdin)
+       ./redis-server -v or --version
+       ./redis-server -h or --help
+       ./redis-server --test-memory <megabytes>
+       ./redis-server --check-system
 
+Examples:
+       ./redis-server (run the server with default conf)
+       echo 'maxmemory 128mb' | ./redis-server -
+       ./redis-server /etc/redis/6379.conf
+       ./redis-server --port 7777
+       ./redis-server --port 7777 --replicaof 127.0.0.1 8888
+       ./redis-server /etc/myredis.conf --loglevel verbose -
+       ./redis-server /etc/myredis.conf --loglevel verbose
 
-def build_parser() -> argparse.ArgumentParser:
-    # argparse makes a help formatter for every add_argument (to check the metavar), and the
-    # default one imports shutil to measure the terminal (~2 ms of start-up). While building,
-    # a fixed-width one does that check; help and usage errors get the measuring default.
-    parser = argparse.ArgumentParser(
-        prog="minired", formatter_class=_unmeasured_formatter,
-        description="In-memory Redis-protocol server. Any redis-server option can be given as "
-                    "--name value; the ones below are the common ones.")
-    parser.add_argument("--port", type=int, default=6379, help="TCP port (0 picks a free one)")
-    parser.add_argument("--bind", default="127.0.0.1", help="addresses to listen on (space-separated)")
-    parser.add_argument("--unixsocket", default="", help="also listen on this Unix socket path")
-    parser.add_argument("--databases", type=int, default=16)
-    parser.add_argument("--requirepass", default="")
-    parser.add_argument("--maxclients", type=int, default=10000)
-    parser.add_argument("--protected-mode", default="yes", choices=["yes", "no"])
-    parser.add_argument("--time-control", nargs="?", const="yes", default="no", choices=["yes", "no"],
-                        help="enable MINIRED ADVANCE <ms> to move the server clock (tests only)")
-    parser.add_argument("--fault-injection", nargs="?", const="yes", default="no",
-                        choices=["yes", "no"],
-                        help="enable MINIRED FAULT to make chosen commands fail (tests only)")
-    parser.add_argument("--cluster", type=int, default=0, metavar="N",
-                        help="serve a Redis Cluster of N masters, on --port and the next N-1 "
-                             "ports (free ones with --port 0)")
-    parser.add_argument("--cluster-control", action="store_true",
-                        help="enable MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER (tests only)")
-    parser.add_argument("--loglevel", default="notice",
-                        choices=["debug", "verbose", "notice", "warning"])
-    parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
-    parser.add_argument("--version", "-v", action="version",
-                        version=f"minired {__version__} (Redis {REDIS_VERSION} compatible)")
-    parser.formatter_class = argparse.HelpFormatter
-    return parser
+Sentinel mode:
+       ./redis-server /etc/sentinel.conf --sentinel
+
+minired's own options: --cluster N (a cluster of N masters on consecutive ports),
+--cluster-control, --time-control, --fault-injection (tests only), --no-uvloop.
+"""
 
 
-def parse_config(argv: list[str]) -> tuple[Config, argparse.Namespace]:
-    parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
-    if args.cluster < 0:
-        parser.error("--cluster takes the number of masters (1 or more)")
-    overrides: dict[str, object] = {
-        "port": args.port, "bind": args.bind, "unixsocket": args.unixsocket,
-        "databases": args.databases, "requirepass": args.requirepass,
-        "maxclients": args.maxclients, "protected-mode": args.protected_mode,
-        "time-control": args.time_control, "fault-injection": args.fault_injection,
-        "loglevel": args.loglevel,
-    }
-    # Any other redis-server style option: --name value (a value may be empty, e.g. --save "").
+def version_line() -> str:
+    """redis-server -v's line (what tools parse: `v=` names the Redis release), minired's after."""
+    return (f"Redis server v={REDIS_VERSION} sha=00000000:0 malloc=libc bits=64 "
+            f"build=0000000000000000 minired={__version__}")
+
+
+class StartupExit(Exception):
+    """Start-up stops with this exit code (what to say was already said)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def split_own_flags(argv: list[str]) -> tuple[dict, list[str]]:
+    """minired's own flags out of argv; bare --time-control / --fault-injection mean yes."""
+    own = {"cluster": 0, "cluster_control": False, "no_uvloop": False}
+    rest: list[str] = []
     i = 0
-    while i < len(rest):
-        token = rest[i]
-        if not token.startswith("--"):
-            parser.error(f"unexpected argument {token!r}")
-        name = token[2:]
-        if "=" in name:
-            name, value = name.split("=", 1)
+    while i < len(argv):
+        arg = argv[i]
+        following = argv[i + 1] if i + 1 < len(argv) else None
+        if arg in _OWN_SWITCHES:
+            own[arg[2:].replace("-", "_")] = True
+        elif arg == "--cluster" and following is not None:
+            own["cluster"] = int(following) if following.isdigit() else -1
             i += 1
-        elif i + 1 < len(rest) and not rest[i + 1].startswith("--"):
-            value = rest[i + 1]
-            i += 2
+        elif arg in _OWN_YES_NO and (following is None or following.startswith("--")):
+            rest += [arg, "yes"]
         else:
-            value = "yes"
-            i += 1
-        canonical = Config.canonical(name)
-        if canonical not in DEFAULTS:
-            parser.error(f"unknown option --{name}")
-        overrides[canonical] = value
-    try:
-        return Config(**overrides), args
-    except ConfigError as exc:
-        parser.error(f"bad configuration {exc}")
-
-
-_LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": logging.INFO,
-           "warning": logging.WARNING}
+            rest.append(arg)
+        i += 1
+    return own, rest
 
 
 def install_event_loop_policy(use_uvloop: bool = True) -> str:
@@ -107,42 +99,211 @@ def install_event_loop_policy(use_uvloop: bool = True) -> str:
     return "asyncio"
 
 
-async def serve(config: Config, ready_line: bool = True, cluster: int = 0,
-                cluster_control: bool = False) -> None:
-    from minired.engine.server import Server, banner
-    from minired.startup import prepare_server
+def daemonize() -> None:
+    """Redis's daemonize(): the parent exits, the child leaves the terminal's session and its
+    standard streams go to /dev/null."""
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
 
-    host = config.get("bind") or "127.0.0.1"
-    if cluster:
-        await serve_cluster(config, host, cluster, cluster_control, ready_line)
+
+class PidFile:
+    """createPidFile / the removal at shutdown (only if this process wrote it)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.written = False
+
+    def write(self) -> None:
+        try:
+            with open(self.path, "w") as handle:
+                handle.write(f"{os.getpid()}\n")
+            self.written = True
+        except OSError as exc:
+            log.warning("Failed to write PID file: %s", exc.strerror)
+
+    def remove(self) -> None:
+        if self.written:
+            log.info("Removing the pid file.")
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+def bind_tcp(bind: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address of `bind` (Redis's listenToPort), with Redis's
+    messages when one fails; StartupExit(1) then."""
+    from minired.engine.server import listening_socket
+
+    sockets = []
+    for address in bind.split():
+        optional = address.startswith("-")
+        host = {"*": "0.0.0.0", "::*": "::"}.get(address.lstrip("-"), address.lstrip("-"))
+        try:
+            sockets.append(listening_socket(host, port))
+            if port == 0:  # the first address picked a free port: the others take the same one
+                port = sockets[0].getsockname()[1]
+        except OSError as exc:
+            if optional and exc.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):  # skipped
+                continue
+            shown = "*" if host in ("0.0.0.0", "::") else host
+            log.warning("Warning: Could not create server TCP listening socket %s:%d: bind: %s",
+                        shown, port, os.strerror(exc.errno) if exc.errno else exc)
+            log.warning("Failed listening on port %d (TCP), aborting.", port)
+            for sock in sockets:
+                sock.close()
+            raise StartupExit(1) from None
+    return sockets
+
+
+async def serve(loaded, own: dict, handler) -> None:
+    from minired.engine.server import Server, banner
+    from minired.server_log import show_art
+    from minired.startup import AclStartupError, load_users_at_start, prepare_server
+
+    config = loaded.config
+    if own["cluster"]:
+        await serve_cluster(config, config.get("bind").split()[0], own["cluster"],
+                            own["cluster_control"], True)
         return
+    unixsocket = config.get("unixsocket") or ""
+    port = int(config.get("port"))
+    # (port 0 with a unix socket: no TCP listener, as in Redis; without one: a free port)
+    sockets = bind_tcp(config.get("bind") or "127.0.0.1", port) if port or not unixsocket else []
+    pidfile = PidFile(config.get("pidfile") or "/var/run/redis.pid")
+    if config.get("pidfile") or config.get("daemonize") == "yes":
+        pidfile.write()
+    bound_port = sockets[0].getsockname()[1] if sockets else port
+    show_art(handler, "standalone", bound_port)
+    log.warning("Server initialized")
+    _memory_warnings()
     server = Server(config)
     prepare_server(server)
-    await server.start(host, int(config.get("port")), config.get("unixsocket") or None)
-    _stop_on_signals(server.request_shutdown)
+    if loaded.config_file:
+        server.hooks.config_file = loaded.config_file
+        server.hooks.rewrite_config = _rewriter(server, loaded.config_file)
+    try:
+        load_users_at_start(server, loaded.users)
+    except AclStartupError as exc:
+        for line in exc.args:
+            log.warning("%s", line)
+        raise StartupExit(1) from None
+    await server.start(sockets[0].getsockname()[0] if sockets else "", -1,
+                       unixsocket or None, sockets=sockets)
+    _stop_on_signals(server)
     # Start-up is over (__main__ turned the cyclic collector off while it ran). What it built
     # lives as long as the process, so it is frozen out of the collector's sight first: else
-    # the first pass would re-scan all of it, right when the first clients arrive. The price
-    # is the little garbage start-up leaves (~300 objects, ~80 KB: the argparse parser).
+    # the first pass would re-scan all of it, right when the first clients arrive.
     gc.freeze()
     gc.enable()
-    if ready_line:
+    if sockets:
+        log.info("Ready to accept connections")
+    if unixsocket:
+        log.info("The server is now ready to accept connections at %s", unixsocket)
+    if sockets and port == 0:
         # The ready line is the contract for `--port 0` users: it names the chosen port.
         print(banner(server), flush=True)
-    log.info("%s", banner(server))
-    await server.serve_until_stopped()
+    try:
+        await server.serve_until_stopped()
+    finally:
+        pidfile.remove()
+        if unixsocket:
+            log.info("Removing the unix socket file.")
+            try:
+                os.unlink(unixsocket)
+            except OSError as exc:
+                log.warning("Error removing the unix socket file: %s", exc.strerror)
+        log.warning("Redis is now ready to exit, bye bye...")
 
 
-def _stop_on_signals(stop) -> None:
+def _memory_warnings() -> None:
+    """linuxMemoryWarnings: Redis warns at start when memory overcommit is off (its fork for
+    a background save may fail; minired forks for BGSAVE as well)."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as handle:
+            setting = handle.read().strip()
+    except OSError:
+        return
+    if setting != "1":
+        log.warning(
+            "WARNING Memory overcommit must be enabled! Without it, a background save or "
+            "replication may fail under low memory condition. Being disabled, it can can also "
+            "cause failures without low memory condition, see "
+            "https://github.com/jemalloc/jemalloc/issues/1328. To fix this issue add "
+            "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+            "'sysctl vm.overcommit_memory=1' for this to take effect.")
+
+
+def _rewriter(server, path: str):
+    """CONFIG REWRITE's writer for the file the server was started from."""
+    from minired import config_file
+
+    def rewrite() -> None:
+        users = server.access
+        described = None if users is None else [
+            f"user {name.decode(errors='surrogateescape')} "
+            f"{user.describe().decode(errors='surrogateescape')}"
+            for name, user in sorted(users.by_name.items())]
+        config_file.rewrite(path, server.config, described)
+    return rewrite
+
+
+def _stop_on_signals(server) -> None:
+    """SIGTERM / SIGINT: Redis's signal-handler line, then its shutdown."""
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+
+    def stop(name: str) -> None:
+        from minired.server_log import signal_line
+
+        handler = _redis_handler()
+        if handler is not None:
+            handler.write(signal_line(f"Received {name} scheduling shutdown..."))
+        log.warning("User requested shutdown...")
+        server.request_shutdown()
+
+    for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
         try:
-            loop.add_signal_handler(sig, stop)
+            loop.add_signal_handler(sig, stop, name)
         except (NotImplementedError, RuntimeError):
+            pass
+    from minired.server_log import CRASH_SIGNALS
+
+    for name in CRASH_SIGNALS:
+        try:
+            signal.signal(getattr(signal, name), _crash)
+        except (OSError, RuntimeError, ValueError):
             pass
 
 
-async def serve_cluster(config: Config, host: str, masters: int, control: bool,
+def _crash(signum: int, frame) -> None:
+    """Redis's crash report, then death by the same signal (its default action)."""
+    import traceback
+
+    from minired.server_log import crash_report
+
+    handler = _redis_handler()
+    if handler is not None:
+        crash_report(handler, signum, "".join(traceback.format_stack(frame)))
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _redis_handler():
+    from minired.server_log import RedisLogHandler
+
+    for handler in log.handlers:
+        if isinstance(handler, RedisLogHandler):
+            return handler
+    return None
+
+
+async def serve_cluster(config, host: str, masters: int, control: bool,
                         ready_line: bool) -> None:
     """`--cluster N`: N masters in this process (minired/features/cluster.py). The process serves them
     all until a signal or any node's SHUTDOWN stops every one."""
@@ -155,7 +316,12 @@ async def serve_cluster(config: Config, host: str, masters: int, control: bool,
         for server in servers:
             server.request_shutdown()
 
-    _stop_on_signals(stop_all)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop_all)
+        except (NotImplementedError, RuntimeError):
+            pass
     gc.freeze()
     gc.enable()
     # The first address is where banner() puts a single server's: readers of that line find
@@ -166,33 +332,92 @@ async def serve_cluster(config: Config, host: str, masters: int, control: bool,
         f"(cluster of {masters} masters) ")
     if ready_line:
         print(line, flush=True)
-    log.info("%s", line)
+    log.info("Ready to accept connections")
     waits = [asyncio.ensure_future(server.serve_until_stopped()) for server in servers]
     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     stop_all()
     await asyncio.gather(*waits, return_exceptions=True)
 
 
-def run(argv: list[str]) -> int:
-    config, args = parse_config(argv)
-    logging.basicConfig(
-        level=_LEVELS[args.loglevel], stream=sys.stderr,
-        format=f"{os.getpid()}:M %(asctime)s.%(msecs)03d %(levelname)s %(message)s",
-        datefmt="%d %b %Y %H:%M:%S")
-    loop_name = install_event_loop_policy(not args.no_uvloop)
-    log.info("minired %s starting (event loop: %s, pid %d)", __version__, loop_name, os.getpid())
-    from minired.features.persistence import LoadError
+def load_configuration(argv: list[str], handler):
+    """The configuration argv describes, or StartupExit as redis-server would stop."""
+    from minired import config_file
+    from minired.engine.table import COMMANDS
 
     try:
-        asyncio.run(serve(config, cluster=args.cluster, cluster_control=args.cluster_control))
-    except LoadError as exc:
-        # Data on disk that cannot be loaded in full: stop, as Redis does, and leave it alone.
-        log.error("%s", exc)
+        loaded = config_file.load(argv, (name.decode() for name in COMMANDS), chdir=True)
+    except config_file.FatalConfigError as exc:
+        sys.stderr.write(exc.report())
+        sys.stderr.flush()
+        raise StartupExit(1) from None
+    except config_file.UnreadableConfigFile as exc:
+        log.warning("%s", exc)
+        raise StartupExit(1) from None
+    handler.config = loaded.config
+    return loaded
+
+
+def run(argv: list[str]) -> int:
+    if argv and argv[0] in ("-v", "--version"):
+        print(version_line())
+        return 0
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stderr.write(USAGE)
         return 1
-    except OSError as exc:
-        log.error("could not start: %s", exc)
+    from minired import server_log
+    from minired.engine.config import Config
+
+    handler = server_log.install(Config())
+    try:
+        return _start(argv, handler)
+    finally:
+        server_log.uninstall(handler)
+
+
+def _start(argv: list[str], handler) -> int:
+    own, argv = split_own_flags(argv)
+    if own["cluster"] < 0:
+        sys.stderr.write("--cluster takes the number of masters (1 or more)\n")
         return 1
-    except KeyboardInterrupt:
-        pass
-    log.info("minired stopped")
+    try:
+        import minired.startup  # noqa: F401  (fills the command table rename-command checks)
+
+        loaded = load_configuration(argv, handler)
+        from minired.startup import apply_renames
+
+        apply_renames(loaded.renames)
+        config = loaded.config
+        if config.get("daemonize") == "yes" and config.get("supervised") in ("no", ""):
+            daemonize()
+            handler.main_pid = os.getpid()
+        log.warning("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo")
+        log.warning("Redis version=%s, bits=64, commit=00000000, modified=0, pid=%d, just started",
+                    REDIS_VERSION, os.getpid())
+        if loaded.config_file is None and not argv:
+            log.warning("Warning: no config file specified, using the default config. In order "
+                        "to specify a config file use %s /path/to/redis.conf", sys.argv[0])
+        else:
+            log.warning("Configuration loaded")
+        handler.role = "M"
+        for path in loaded.modules:
+            log.warning("Module %s failed to load: minired has no module support", path)
+            log.warning("Can't load module from %s: server aborting", path)
+            return 1
+        log.info("monotonic clock: POSIX clock_gettime")
+        install_event_loop_policy(not own["no_uvloop"])
+        from minired.features.persistence import LoadError
+
+        try:
+            asyncio.run(serve(loaded, own, handler))
+        except LoadError as exc:
+            # Data on disk that cannot be loaded in full: stop, as Redis does, and leave it alone.
+            log.warning("%s", exc)
+            return 1
+        except OSError as exc:
+            log.warning("could not start: %s", exc)
+            return 1
+        except KeyboardInterrupt:
+            pass
+    except StartupExit as stop:
+        return stop.code
     return 0

@@ -345,7 +345,10 @@ class SubprocessServer:
         return f"redis://{self.host}:{self.port}"
 
     def start(self, timeout: float = 15.0) -> "SubprocessServer":
-        cmd = [sys.executable, "-m", "minired", "--port", "0", "--bind", self.host, *self.args]
+        # The log would go to stdout, which is read only up to the ready line: to /dev/null
+        # instead, unless the arguments name a log file.
+        cmd = [sys.executable, "-m", "minired", "--port", "0", "--bind", self.host,
+               "--logfile", os.devnull, *self.args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout

@@ -98,3 +98,60 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False)
             engine.cluster = server.cluster
     dispatch.use_extras()  # from now on dispatch asks each node about every command
     return servers
+
+
+def apply_renames(renames: list[tuple[str, str]]) -> None:
+    """rename-command lines, in order: the command answers to its new name only ("" removes
+    it). The table is the process's: only a server process started from a config does this."""
+    for old, new in renames:
+        spec = COMMANDS.pop(old.encode())
+        if new:
+            COMMANDS[new.encode()] = spec
+
+
+class AclStartupError(Exception):
+    """ACL rules in the configuration that Redis refuses at start-up: it logs each of the
+    exception's arguments as a warning line and exits 1."""
+
+
+_ACL_CRITICAL = "Critical error while loading ACLs. Exiting."
+
+
+def load_users_at_start(server: Server, user_lines: list[list[str]]) -> None:
+    """ACLLoadUsersAtStartup: the config's `user` lines, or the aclfile's users (not both)."""
+    from minired.features import acl
+    from minired.features.security import load_acl_file, users_of
+
+    aclfile = server.config.get("aclfile") or ""
+    if user_lines and aclfile:
+        raise AclStartupError(
+            "Configuring Redis with users defined in redis.conf and at the same setting an ACL "
+            "file path is invalid. This setup is very likely to lead to configuration errors and "
+            "security holes, please define either an ACL file or declare users directly in your "
+            "redis.conf, but not both.")
+    users = users_of(server)
+    pubsub_all = users.pubsub_default_all()
+    for words in user_lines:
+        name = words[0].encode("utf-8", "surrogateescape")
+        if name == b"default":
+            user = users.default
+            user.apply(b"reset", pubsub_all)
+        elif name in users.by_name:
+            raise AclStartupError(f"Error loading ACLs, user '{words[0]}' specified multiple "
+                                  "times", _ACL_CRITICAL)
+        else:
+            user = users.by_name[name] = acl.User(name, pubsub_all)
+        rules, _ = acl.merge_selector_arguments(
+            [word.encode("utf-8", "surrogateescape") for word in words[1:]])
+        for rule in rules:
+            try:
+                user.apply(rule, pubsub_all)
+            except acl.RuleError as exc:
+                raise AclStartupError(
+                    f"Error loading ACL rule '{rule.decode(errors='replace')}' for the user "
+                    f"named '{words[0]}': {exc}", _ACL_CRITICAL) from None
+        users.refresh(user)
+    if aclfile:
+        problems = load_acl_file(users, None, aclfile)
+        if problems:
+            raise AclStartupError(f"Aborting Redis startup because of ACL errors: {problems}")

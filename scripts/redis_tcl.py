@@ -13,6 +13,14 @@ exit status is 1.
     python3 scripts/redis_tcl.py                       # every unit, compiled minired
     python3 scripts/redis_tcl.py unit/scripting unit/multi
     MINIRED_PURE_PYTHON=1 python3 scripts/redis_tcl.py  # the uncompiled build
+
+Normal mode (--normal): the suite's own harness starts the server per test group, as
+`src/redis-server <generated config file>`, so it tests start-up, config files, persistence,
+DEBUG, shutdown and logging too. src/redis-server runs minired given redis-server's arguments
+unchanged; a unit with failures runs again with Debian's redis-server as src/redis-server.
+
+    python3 scripts/redis_tcl.py --normal unit/printver unit/info   # chosen units
+    python3 scripts/redis_tcl.py --normal                            # the 67 normal-mode units
 """
 from __future__ import annotations
 
@@ -157,6 +165,133 @@ def run_units(units: list[str], server_cmd: str, logs: Path, jobs: int) -> dict[
     return {r.unit: r for r in results}
 
 
+# --- normal mode ----------------------------------------------------------------------------------
+
+# The units that need no replication, cluster, sentinel or modules (as the suite's RUNNING.md).
+NORMAL_UNITS = (
+    "unit/printver unit/dump unit/auth unit/protocol unit/keyspace unit/scan unit/info "
+    "unit/info-command unit/type/string unit/type/incr unit/type/list unit/type/list-2 "
+    "unit/type/list-3 unit/type/set unit/type/zset unit/type/hash unit/type/stream "
+    "unit/type/stream-cgroups unit/sort unit/expire unit/other unit/multi unit/quit unit/aofrw "
+    "unit/acl unit/acl-v2 unit/latency-monitor integration/shutdown integration/aof "
+    "integration/aof-multi-part integration/rdb integration/corrupt-dump "
+    "integration/corrupt-dump-fuzzer integration/convert-zipmap-hash-on-load "
+    "integration/convert-ziplist-hash-on-load integration/convert-ziplist-zset-on-load "
+    "integration/logging integration/redis-cli integration/redis-benchmark "
+    "integration/dismiss-mem unit/pubsub unit/pubsubshard unit/slowlog unit/scripting "
+    "unit/functions unit/maxmemory unit/introspection unit/introspection-2 unit/limits "
+    "unit/obuf-limits unit/bitops unit/bitfield unit/geo unit/memefficiency unit/hyperloglog "
+    "unit/lazyfree unit/pause unit/querybuf unit/pendingquerybuf unit/tls unit/tracking "
+    "unit/oom-score-adj unit/shutdown unit/networking unit/client-eviction unit/violations "
+    "unit/replybufsize").split()
+MINIRED_EXECUTABLE = f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m minired "$@"\n'
+REDIS_EXECUTABLE = '#!/bin/sh\nexec redis-server "$@"\n'
+_RESULT_LINE = re.compile(r"^\[(ok|err|exception|TIMEOUT)\]: (.*?)(?: in tests/\S+)?(?: \(\d+ ms\))?$",
+                          re.M)
+
+
+def normal_suite_copy(executable: str) -> Path:
+    """A copy of the suite whose src/redis-server is `executable` (a script's text), with
+    Debian's redis-tools beside it, and the runtest script the harness expects."""
+    copy = Path(tempfile.mkdtemp(prefix="redis-tcl-normal-")) / "suite"
+    shutil.copytree(SUITE / "tests", copy / "tests", ignore=shutil.ignore_patterns("tmp"))
+    (copy / "tests" / "tmp").mkdir()
+    (copy / "src").mkdir()
+    for name, text in (("runtest", '#!/bin/sh\nexec tclsh tests/test_helper.tcl "$@"\n'),
+                       ("src/redis-server", executable)):
+        (copy / name).write_text(text)
+        (copy / name).chmod(0o755)
+    for tool in ("redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb"):
+        found = shutil.which(tool)
+        if found:
+            (copy / "src" / tool).symlink_to(found)
+    return copy
+
+
+def run_normal_unit(unit: str, copy: Path, lane: int, logs: Path) -> UnitResult:
+    name = unit.replace("/", "_")
+    base = LANE_PORTS + LANE_PORT_SPAN * lane
+    started = time.monotonic()
+    try:
+        out = subprocess.run(["./runtest", "--clients", "2", "--baseport", str(base),
+                              "--portcount", "400", "--timeout", "120", "--single", unit],
+                             cwd=copy, capture_output=True, text=True, timeout=900,
+                             stdin=subprocess.DEVNULL).stdout
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"").decode(errors="replace") + "\n[TIMEOUT]: the unit\n"
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    (logs / f"{name}.log").write_text(out)
+    result = UnitResult(unit, seconds=time.monotonic() - started)
+    for kind, test in _RESULT_LINE.findall(out):
+        if kind == "ok":
+            result.passed += 1
+        else:
+            result.failed.append(test)
+    if "All tests passed without errors" not in out and not result.failed:
+        result.errors = "the unit stopped early"
+    elif any(kind in ("exception", "TIMEOUT") for kind, _ in _RESULT_LINE.findall(out)):
+        result.errors = "exception"
+    return result
+
+
+def run_normal_units(units: list[str], executable: str, logs: Path,
+                     jobs: int) -> dict[str, UnitResult]:
+    logs.mkdir(parents=True, exist_ok=True)
+    lanes: queue.Queue[tuple[Path, int]] = queue.Queue()
+    for lane in range(jobs):
+        lanes.put((normal_suite_copy(executable), lane))
+
+    def work(unit: str) -> UnitResult:
+        copy, lane = lanes.get()
+        try:
+            result = run_normal_unit(unit, copy, lane, logs)
+        finally:
+            lanes.put((copy, lane))
+        print(describe(result), flush=True)
+        return result
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(work, units))
+    finally:
+        while not lanes.empty():
+            shutil.rmtree(lanes.get()[0].parent, ignore_errors=True)
+    return {r.unit: r for r in results}
+
+
+def main_normal(units: list[str], jobs: int, logs: Path) -> int:
+    """Normal mode: minired as src/redis-server; units with failures again on redis-server."""
+    units = units or NORMAL_UNITS
+    print(f"Redis's Tcl suite in normal mode: {len(units)} units, minired as src/redis-server "
+          f"(logs: {logs})", flush=True)
+    results = run_normal_units(units, MINIRED_EXECUTABLE, logs / "minired", jobs)
+    suspicious = [u for u, r in results.items() if r.failed or not r.clean]
+    control = {}
+    if suspicious:
+        print(f"control: {len(suspicious)} unit(s) again with redis-server", flush=True)
+        control = run_normal_units(suspicious, REDIS_EXECUTABLE, logs / "redis", jobs)
+    unexpected, also_on_redis = [], []
+    for unit in units:
+        r = results[unit]
+        redis_failed = set(control[unit].failed) if unit in control else set()
+        for name in r.failed:
+            (also_on_redis if name in redis_failed else unexpected).append(f"{unit}: {name}")
+        if not r.clean:
+            redis_passed = control[unit].passed if unit in control else 0
+            unexpected.append(f"{unit}: stopped early ({r.errors}) after {r.passed} tests; "
+                              f"redis-server passed {redis_passed}")
+    for title, lines in (("fail on redis-server too here (not counted)", also_on_redis),
+                         ("FAILED on minired, passed on redis-server", unexpected)):
+        if lines:
+            print(f"\n{title}:")
+            for line in lines:
+                print(f"  {line}")
+    passed = sum(r.passed for r in results.values())
+    print(f"\nredis-tcl normal mode: {passed} passed, {len(unexpected)} failed "
+          f"({len(also_on_redis)} failing on Redis too)", flush=True)
+    return 1 if unexpected else 0
+
+
 def describe(r: UnitResult) -> str:
     state = "" if r.clean else f" errors={r.errors}" + ("" if r.alive else " SERVER DEAD")
     return f"{r.unit}: passed={r.passed} failed={len(r.failed)} ({r.seconds:.0f}s){state}"
@@ -181,10 +316,15 @@ def main() -> int:
     parser.add_argument("--control", default=REDIS, help="the control server's command")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--logs", default=None, help="folder for the unit and server logs")
+    parser.add_argument("--normal", action="store_true", help="normal mode: the harness starts "
+                        "minired itself as src/redis-server (control: redis-server)")
     args = parser.parse_args()
     if shutil.which("tclsh") is None:
         print("redis-tcl: tclsh is missing (Debian: apt-get install tcl)", file=sys.stderr)
         return 2
+    if args.normal:
+        logs = Path(args.logs or tempfile.mkdtemp(prefix="redis-tcl-normal-logs-"))
+        return main_normal(args.units, args.jobs, logs)
     units = args.units or all_units()
     logs = Path(args.logs or tempfile.mkdtemp(prefix="redis-tcl-logs-"))
     print(f"Redis's Tcl suite: {len(units)} units against `{args.server}` (logs: {logs})",

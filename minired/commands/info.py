@@ -118,7 +118,7 @@ def _server_section(server) -> list[str]:
         # LRU_CLOCK: seconds, in 24 bits (LRU_CLOCK_RESOLUTION 1000 ms).
         ("lru_clock", server.clock.ms() // 1000 & ((1 << 24) - 1)),
         ("executable", sys.executable),
-        ("config_file", ""),
+        ("config_file", server.hooks.config_file),
         ("io_threads_active", 0),
     ))
 

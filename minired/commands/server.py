@@ -271,8 +271,16 @@ def config_resetstat(c, argv):
 @command("rewrite", arity=2, flags="admin noscript loading stale", parent="config", group=G)
 def config_rewrite(c, argv):
     """Rewrite the configuration file with the in memory configuration"""
-    # minired is configured by flags and CONFIG SET only; there is no file to rewrite.
-    raise RedisError(errors.CONFIG_REWRITE_NO_FILE)
+    rewrite = c.server.hooks.rewrite_config
+    if rewrite is None:
+        raise RedisError(errors.NO_CONFIG_FILE)
+    try:
+        rewrite()
+    except OSError as exc:
+        log.warning("CONFIG REWRITE failed: %s", exc.strerror)
+        raise RedisError(errors.REWRITE_FAILED.format(exc.strerror)) from None
+    log.warning("CONFIG REWRITE executed with success.")
+    return OK
 
 
 @command("help", arity=2, flags="loading stale", parent="config", group=G)

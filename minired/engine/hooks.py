@@ -80,7 +80,8 @@ class FaultInjector(Protocol):
 class Hooks:
     """One server's hook lists, each called in the order its features registered."""
 
-    __slots__ = ("start", "shutdown", "connect", "disconnect", "before_call", "after_call")
+    __slots__ = ("start", "shutdown", "connect", "disconnect", "before_call", "after_call",
+                 "rewrite_config", "config_file")
 
     def __init__(self) -> None:
         # The server's loop is running (timers of persistence and metrics).
@@ -96,6 +97,11 @@ class Hooks:
         # (MONITOR): before the handler, and after it with the reply counted.
         self.before_call: list[CommandHook] = []
         self.after_call: list[CommandHook] = []
+        # CONFIG REWRITE: writes the config file the server was started from (set by the
+        # command line front end when there is one; OSError when it cannot be written).
+        self.rewrite_config: Callable[[], None] | None = None
+        # That file's absolute path, "" without one (INFO's config_file).
+        self.config_file = ""
 
     @staticmethod
     def add(hooks: list, hook: Callable) -> None:

@@ -153,13 +153,21 @@ class Server:
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 6379,
-                    unixsocket: str | None = None) -> None:
+                    unixsocket: str | None = None, sockets: list | None = None) -> None:
+        """Listen on host:port (0: a free port; -1: no TCP), or on `sockets` already bound to
+        host (the command line binds before loading, as Redis does), and on unixsocket."""
         self.loop = asyncio.get_running_loop()
         self.blocking.loop = self.loop
         self.stopped = asyncio.Event()
         for hook in self.hooks.start:
             hook()  # timers of the subsystems (persistence), on the loop the server runs on
-        if port != -1 and host:
+        if sockets:
+            for sock in sockets:
+                self.listeners.append(await self.loop.create_server(
+                    lambda: ClientProtocol(self), sock=sock, backlog=511))
+            self.host, self.port = host, sockets[0].getsockname()[1]
+            self.config.set("port", self.port)
+        elif port != -1 and host:
             hosts = host.split()
             for h in hosts:
                 sock = bind_ip_literal(h, port)
@@ -229,7 +237,6 @@ class Server:
         if self.shutdown_requested:
             return
         self.shutdown_requested = True
-        log.info("minired is shutting down")
         for hook in self.hooks.shutdown:
             try:
                 hook()
@@ -821,6 +828,17 @@ def bind_ip_literal(host: str, port: int) -> socket.socket | None:
     return None
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port (OSError if it cannot be bound); connections queue
+    until the loop serves it."""
+    sock = bind_ip_literal(host, port)
+    if sock is None:  # a host name
+        sock = socket.create_server((host, port), reuse_port=False)
+        sock.setblocking(False)
+    sock.listen(511)
+    return sock
+
+
 def _listening_sockets(bind: str, port: int) -> list | None:
     """Sockets listening on every address of a `bind` value (`*` any IPv4 address, `::*` any
     IPv6 one, a leading `-` for an address that may be missing), or None if one fails."""
@@ -829,11 +847,7 @@ def _listening_sockets(bind: str, port: int) -> list | None:
         optional = address.startswith("-")
         host = {"*": "0.0.0.0", "::*": "::"}.get(address.lstrip("-"), address.lstrip("-"))
         try:
-            sock = bind_ip_literal(host, port)
-            if sock is None:  # a host name
-                sock = socket.create_server((host, port), reuse_port=False)
-                sock.setblocking(False)
-            sock.listen(511)  # connections queue until the loop serves the socket
+            sock = listening_socket(host, port)
         except OSError:
             if optional:
                 continue

@@ -484,9 +484,9 @@ class Persistence:
                             "failure.") from None
         self.keys_loaded = loaded.keys
         self.keys_expired_at_load = loaded.expired
-        if loaded.expired:
-            log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,
-                     loaded.expired)
+        _log_aux_fields(loaded.aux)
+        log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,
+                 loaded.expired)
         if loaded.functions:
             self._restore_functions(loaded.functions)
         return loaded.end
@@ -1228,6 +1228,17 @@ def _detach_child_signals() -> None:
             signal.signal(sig, action)
         except (ValueError, OSError):
             pass
+
+
+def _log_aux_fields(aux: dict[bytes, bytes]) -> None:
+    """What Redis's rdbLoad logs of a file's auxiliary fields, in the file's order."""
+    for name, value in aux.items():
+        if name == b"redis-ver":
+            log.info("Loading RDB produced by version %s", value.decode(errors="replace"))
+        elif name == b"ctime" and value.lstrip(b"-").isdigit():
+            log.info("RDB age %d seconds", max(0, int(time.time()) - int(value)))
+        elif name == b"used-mem" and value.isdigit():
+            log.info("RDB memory usage when created %.2f Mb", int(value) / (1024 * 1024))
 
 
 def attach(server: "Server") -> None:

@@ -559,7 +559,6 @@ GETKEYS_INVALID_ARGUMENTS = "ERR Invalid arguments specified for command"
 # SHUTDOWN, CONFIG REWRITE, SLOWLOG GET, ACL LOAD.
 SHUTDOWN_NOT_IN_PROGRESS = "ERR No shutdown in progress."
 SHUTDOWN_FAILED = "ERR Errors trying to SHUTDOWN. Check logs."
-CONFIG_REWRITE_NO_FILE = "ERR The server is running without a config file"
 SLOWLOG_COUNT_RANGE = "ERR count should be greater than or equal to -1"
 ACL_LOAD_FAILED = "ERR {}"  # the problems the ACL file has, as Redis lists them
 
@@ -602,3 +601,7 @@ MODULE_NOT_ALLOWED = (
 MODULE_LOAD_FAILED = "ERR Error loading the extension. Please check the server logs."
 MODULE_LOADEX_ARGUMENTS = "ERR Error parsing load arguments"
 MODULE_NOT_LOADED = "ERR Error unloading module: no such module with that name"
+
+# CONFIG REWRITE
+NO_CONFIG_FILE = "ERR The server is running without a config file"
+REWRITE_FAILED = "ERR Rewriting config file: {}"
