@@ -11,7 +11,8 @@ handlers, awaitable calls) differ only in that. Both carry:
 * ``lock_lost``: True once a heartbeat found the lock gone or taken;
 * ``apply_once(effect, *RedisOp)``, ``run_once(effect, fn)``: the effect guard;
 * ``update_progress(value)``: any JSON value, readable as ``Job.progress``;
-* ``log(line)``: a line for the job's log, shown on its dashboard page.
+* ``log(line)``: a line for the job's log, shown on its dashboard page;
+* ``children_results()``, ``children_failures()``: a flow parent's children's outcomes.
 """
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from typing import Any, Callable
 
 from .admin import LOG_LINES_KEPT
 from .effects import AsyncEffectGuard, EffectGuard
+from .flows import children_failures_steps, children_results_steps
 from .job import Job
 from .keys import QueueKeys
+from .steps import drive, drive_async
 from .transitions import DEFAULT_EVENTS_CAP, RedisOp, add_log, update_progress
 
 
@@ -90,6 +93,14 @@ class ActiveJob(HeldJob):
         dashboard page, deleted with the job); returns the lines kept."""
         return add_log(self.keys, self.id, str(line), LOG_LINES_KEPT).run(self.redis)
 
+    def children_results(self) -> dict[str, Any]:
+        """A flow parent's completed children: {child job key: return value}."""
+        return drive(children_results_steps(self.keys, self.id), self.redis)
+
+    def children_failures(self) -> dict[str, str]:
+        """A flow parent's children that failed for good or were removed: {child job key: reason}."""
+        return drive(children_failures_steps(self.keys, self.id), self.redis)
+
 
 class AsyncActiveJob(HeldJob):
     """A held job with awaitable calls: what an ``async def`` handler receives."""
@@ -109,3 +120,9 @@ class AsyncActiveJob(HeldJob):
 
     async def log(self, line: str) -> int:
         return await add_log(self.keys, self.id, str(line), LOG_LINES_KEPT).run_async(self.redis)
+
+    async def children_results(self) -> dict[str, Any]:
+        return await drive_async(children_results_steps(self.keys, self.id), self.redis)
+
+    async def children_failures(self) -> dict[str, str]:
+        return await drive_async(children_failures_steps(self.keys, self.id), self.redis)

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .groups import member_job_id
 from .job import Job, text
 from .keys import registry_key
 from .steps import Command, Pipeline, Steps
@@ -20,7 +21,12 @@ if TYPE_CHECKING:
     from .queue import QueueSteps
 
 # What a state's page reads: the ids of the job list (wait, active) or sorted set (others).
-LISTED_STATES = ("wait", "prioritized", "active", "delayed", "completed", "failed", "paused")
+# ``grouped``: the ready jobs in their groups' lines (counted under wait, listed apart: a
+# group's line is not the wait list); ``waiting-children``: flow parents not yet ready.
+LISTED_STATES = ("wait", "grouped", "prioritized", "active", "delayed", "waiting-children", "completed", "failed",
+                 "paused")
+_CONTAINERS = {"grouped": "group_wait", "waiting-children": "waiting_children", "paused": "wait"}
+_JOB_STATES = {"grouped": "wait"}  # what get_state says of a job listed there
 NAME_FILTER_WINDOW = 1000  # a name filter looks at this many jobs of the state, not more
 LOG_LINES_KEPT = 1000
 CLEAN_BATCH = 200
@@ -46,7 +52,7 @@ def _ids(queue: "QueueSteps", state: str, start: int, stop: int, newest_first: b
     """Ids ``start`` .. ``stop`` (inclusive) of one container in the given order. Lists are
     pushed at the head (LPUSH), so the head is the newest; sorted sets (time or run order)
     have their oldest or first-to-run at rank 0."""
-    key = getattr(queue.keys, state)
+    key = getattr(queue.keys, _CONTAINERS.get(state, state))
     if state in ("wait", "active"):
         if newest_first:
             found = yield Command("lrange", key, start, stop)
@@ -54,28 +60,29 @@ def _ids(queue: "QueueSteps", state: str, start: int, stop: int, newest_first: b
             found = list(reversed((yield Command("lrange", key, -stop - 1, -start - 1))))
     else:
         found = yield Command("zrevrange" if newest_first else "zrange", key, start, stop)
+    if state == "grouped":
+        return [member_job_id(member) for member in found]
     return [text(i) for i in found]
 
 
 def _container_size(queue: "QueueSteps", state: str) -> Steps[int]:
-    key = getattr(queue.keys, state)
+    key = getattr(queue.keys, _CONTAINERS.get(state, state))
     return int((yield Command("llen" if state in ("wait", "active") else "zcard", key)))
 
 
 def list_jobs(queue: "QueueSteps", state: str, start: int = 0, count: int = 50, *, name: str | None = None,
               newest_first: bool = True) -> Steps[JobPage]:
     """A page of ``state``'s jobs. ``paused``: the ready jobs (wait) of a paused queue,
-    empty while it runs. Prioritized jobs are in run order whatever ``newest_first``."""
+    empty while it runs. Prioritized jobs are in run order whatever ``newest_first``, grouped
+    ones by group, each group's line in its order."""
     if state not in LISTED_STATES:
         raise ValueError(f"state must be one of {', '.join(LISTED_STATES)}")
     if start < 0 or not 1 <= count <= 1000:
         raise ValueError("start must be >= 0 and count from 1 to 1000")
-    container = state
-    if state == "paused":
-        container = "wait"
-        if not (yield from queue.is_paused()):
-            return JobPage(state, [], 0, start, 0, 0, False, {})
-    newest = newest_first and state != "prioritized"
+    container = "wait" if state == "paused" else state
+    if state == "paused" and not (yield from queue.is_paused()):
+        return JobPage(state, [], 0, start, 0, 0, False, {})
+    newest = newest_first and state not in ("prioritized", "grouped")
     total = yield from _container_size(queue, container)
     if name:
         looked = yield from _ids(queue, container, 0, NAME_FILTER_WINDOW - 1, newest)
@@ -86,7 +93,7 @@ def list_jobs(queue: "QueueSteps", state: str, start: int = 0, count: int = 50, 
     else:
         ids = yield from _ids(queue, container, start, start + count - 1, newest)
         looked, matched, cut = [], total, False
-    jobs = (yield from queue._jobs(ids, state)) if ids else []
+    jobs = (yield from queue._jobs(ids, _JOB_STATES.get(state, state))) if ids else []
     due: dict[str, int] = {}
     if state == "delayed" and jobs:
         scores = yield Pipeline(tuple(Command("zscore", queue.keys.delayed, job.id) for job in jobs))
@@ -167,8 +174,9 @@ def clean_older_than(queue: "QueueSteps", state: str, age_ms: int) -> Steps[int]
 
 
 def obliterate(queue: "QueueSteps") -> Steps[int]:
-    """Delete the queue: every job (with its log and dedup marker), its repeatables,
-    settings, metrics, history, events and registry entries. Refused while jobs are active
+    """Delete the queue: every job (with its log and dedup marker; a flow parent with its
+    children's outcomes), its repeatables, settings, metrics, history, events, group
+    rotation and limits, and registry entries. Refused while jobs are active
     (their workers hold them: stop the workers, or wait). Effect markers are left to expire
     (they have a TTL). Returns the jobs deleted."""
     def refuse_if_active() -> Steps[None]:
@@ -186,16 +194,19 @@ def obliterate(queue: "QueueSteps") -> Steps[int]:
         raise
     for repeatable in (yield from queue.repeatables()):
         yield from queue.remove_repeatable(repeatable.key)
+    keys = queue.keys
     removed = yield from queue.drain()
+    removed += yield from queue._remove_all(Command("zrange", keys.waiting_children, 0, CLEAN_BATCH - 1))
     removed += yield from queue.clean("completed")
     removed += yield from queue.clean("failed")
-    keys = queue.keys
     left = {}
-    for state in ("wait", "prioritized", "delayed", "completed", "failed", "active"):
+    for state in ("wait", "prioritized", "delayed", "completed", "failed", "active", "group_wait",
+                  "waiting_children"):
         left[state] = yield from _container_size(queue, state)
     if any(left.values()):
         raise ValueError(f"jobs arrived meanwhile ({left}): stop the producers and try again")
     yield Command("delete", keys.meta, keys.metrics, keys.history, keys.events, keys.progress, keys.marker,
-                  keys.limiter, keys.stalled_check, keys.repeat, keys.workers)
+                  keys.limiter, keys.stalled_check, keys.repeat, keys.workers, keys.groups, keys.group_active,
+                  keys.group_rate)
     yield Command("srem", registry_key(keys.prefix), keys.name)
     return removed

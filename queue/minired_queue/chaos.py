@@ -3,8 +3,11 @@
 Shared by the demo (``minired-queue demo``), the crash test and ``bench/queue_crash.py``.
 Worker processes rotate between the threaded worker, the asyncio worker with an async
 handler, and the asyncio worker with a plain handler (run in a thread with synchronous
-calls). Optionally the queue also has priorities, a rate limit and a repeatable job in
-the mix. Every job's handler applies two effects half-way through its work:
+calls). Optionally the queue also has priorities, a rate limit, a repeatable job and
+flows in the mix (parents on the queue, children on it and on a side queue with workers
+of its own, killed too: a parent that runs before all its children completed fails), and
+groups under a per-group concurrency limit (each grouped handler notes how many of its
+group's handlers run at once; the peak must stay within the limit). Every job's handler applies two effects half-way through its work:
 
 * a guarded one (``apply_once``: dedup marker and write in one script), counted per job
   in ``<queue>:chaos:guarded``;
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .connection import connect
+from .errors import UnrecoverableError
 from .job import STATES, JobSpec, text
 from .keys import QueueKeys
 from .queue import Queue
@@ -40,23 +44,79 @@ def unguarded_key(keys: QueueKeys) -> str:
     return f"{keys.base}:chaos:unguarded"
 
 
+def side_queue(name: str) -> str:
+    """The queue holding some of the flows' children, so flows cross queues (and slots)."""
+    return f"{name}-kids"
+
+
+# A grouped handler's entry in its group's running set, scored by when it is stale: a
+# quarter of the lock TTL after it started, so a SIGKILLed handler's entry is gone before
+# its lock can lapse and its job (or another of its group) be handed out again. (A live
+# handler slower than that drops out early: the measure can undercount, never overcount.)
+# Returns how many of the group's handlers are running, and keeps the peak per group.
+_ENTER_GROUP = """
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local running = redis.call('ZCARD', KEYS[1])
+if running > (tonumber(redis.call('HGET', KEYS[2], ARGV[3])) or 0) then
+  redis.call('HSET', KEYS[2], ARGV[3], running)
+end
+return running
+"""
+GROUP_STALE_MS = 250  # a quarter of the crash harness's lock TTL
+
+
+def group_running_key(job) -> str:
+    return f"{job.keys.base}:chaos:running:{job.job.group}"
+
+
+def group_peak_key(keys: QueueKeys) -> str:
+    return f"{keys.base}:chaos:group-peak"
+
+
+def _enter_group_args(job) -> tuple:
+    return (_ENTER_GROUP, 2, group_running_key(job), group_peak_key(job.keys), job.token, GROUP_STALE_MS,
+            job.job.group)
+
+
+def _check_children(job, results: dict) -> None:
+    """A flow parent must run only once every child completed (none may fail here)."""
+    expected = job.data.get("children")
+    if expected is not None and len(results) != expected:
+        raise UnrecoverableError(f"parent ran with {len(results)} of its {expected} children done")
+
+
 def effect_handler(job) -> dict:
     """Sleep, apply both effects, sleep: a kill can land before, between or after them."""
     work_s = job.data.get("work_ms", 5) / 2000
+    if job.data.get("children") is not None:
+        _check_children(job, job.children_results())
+    if job.job.group:
+        job.redis.eval(*_enter_group_args(job))
     time.sleep(work_s)
     job.redis.hincrby(unguarded_key(job.keys), job.id, 1)
     job.apply_once("count", RedisOp("HINCRBY", guarded_key(job.keys), job.id, 1))
     time.sleep(work_s)
+    if job.job.group:
+        job.redis.zrem(group_running_key(job), job.token)
     return {"done": job.id}
 
 
 async def async_effect_handler(job) -> dict:
     """The same for the asyncio worker."""
     work_s = job.data.get("work_ms", 5) / 2000
+    if job.data.get("children") is not None:
+        _check_children(job, await job.children_results())
+    if job.job.group:
+        await job.redis.eval(*_enter_group_args(job))
     await asyncio.sleep(work_s)
     await job.redis.hincrby(unguarded_key(job.keys), job.id, 1)
     await job.apply_once("count", RedisOp("HINCRBY", guarded_key(job.keys), job.id, 1))
     await asyncio.sleep(work_s)
+    if job.job.group:
+        await job.redis.zrem(group_running_key(job), job.token)
     return {"done": job.id}
 
 
@@ -83,6 +143,11 @@ class ChaosConfig:
     priorities: bool = False  # jobs get random priorities 0..3
     rate_limit: tuple[int, int] | None = None  # (jobs, per window ms) for the whole queue
     repeat_every_ms: int | None = None  # a repeatable job ticking while the kills go on
+    flows: int = 0  # flow parents, each with flow_children children (every third on the side queue)
+    flow_children: int = 3
+    side_workers: int = 1  # worker processes of the side queue (when there are flows)
+    groups: int = 0  # every other job goes to one of this many groups ...
+    group_concurrency: int = 2  # ... each limited to this many jobs at once
 
 
 @dataclass
@@ -98,6 +163,7 @@ class ChaosReport:
     stalled_recovered: int
     elapsed_s: float
     events: list[str] = field(default_factory=list)
+    group_peaks: dict[str, int] = field(default_factory=dict)  # most handlers of a group seen at once
     repeat_instances: list[str] = field(default_factory=list)  # completed
     repeat_unfinished: list[str] = field(default_factory=list)  # made but not completed
 
@@ -146,6 +212,8 @@ class ChaosReport:
             f"{self.guarded_duplicates} duplicates",
             f"effect without dedup marker   {self.unguarded_total} applications, "
             f"{self.unguarded_duplicates} duplicates",
+            *([f"groups: most running at once  {max(self.group_peaks.values())} "
+               f"(over {len(self.group_peaks)} groups)"] if self.group_peaks else []),
             f"elapsed                       {self.elapsed_s:.1f} s",
         ])
 
@@ -156,13 +224,15 @@ class WorkerProcesses:
     def __init__(self, config: ChaosConfig) -> None:
         self.config = config
         self.procs: list[subprocess.Popen] = []
+        self.queue_of: dict[int, str] = {}
 
-    def spawn(self) -> subprocess.Popen:
+    def spawn(self, queue: str | None = None) -> subprocess.Popen:
         c = self.config
+        queue = queue or c.queue
         flavour = c.flavours[len(self.procs) % len(c.flavours)]
         handler = f"{__name__}:{'async_effect_handler' if flavour == 'asyncio' else 'effect_handler'}"
         args = [sys.executable, "-m", "minired_queue.cli", "--url", c.url, *(["--cluster"] if c.cluster else []),
-                "worker", c.queue, handler, *(["--asyncio"] if flavour.startswith("asyncio") else []),
+                "worker", queue, handler, *(["--asyncio"] if flavour.startswith("asyncio") else []),
                 "--concurrency", str(c.concurrency),
                 "--lock-ttl-ms", str(c.lock_ttl_ms), "--sweep-interval", str(c.sweep_interval_s),
                 "--max-stalled", str(c.max_stalled),
@@ -170,6 +240,7 @@ class WorkerProcesses:
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.procs.append(proc)
+        self.queue_of[proc.pid] = queue
         return proc
 
     def alive(self) -> list[subprocess.Popen]:
@@ -212,40 +283,60 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
         queue.add_repeatable("chaos-tick", {"work_ms": config.work_ms[0]}, every_ms=config.repeat_every_ms,
                              priority=1 if config.priorities else 0)
         say(f"repeatable job every {config.repeat_every_ms} ms")
-    queue.add_many(JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"job-{n}",
-                           priority=rng.randint(0, 3) if config.priorities else 0)
-                   for n in range(config.jobs))
+    if config.groups:
+        queue.configure(group_concurrency=config.group_concurrency)
+        say(f"every other job in one of {config.groups} groups, at most {config.group_concurrency} at once each")
+
+    def spec(n: int) -> JobSpec:
+        group = f"g{n // 2 % config.groups}" if config.groups and n % 2 == 0 else None
+        return JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"job-{n}", group=group,
+                       priority=rng.randint(0, 3) if config.priorities and group is None else 0)
+
+    queue.add_many(spec(n) for n in range(config.jobs))
     say(f"added {config.jobs} jobs to {config.queue!r}{' with priorities 0-3' if config.priorities else ''}")
     ids = [f"job-{n}" for n in range(config.jobs)]
+    side = Queue(side_queue(config.queue), client)
+    side_ids: list[str] = []
+    for n in range(config.flows):
+        children = [JobSpec({"work_ms": rng.randint(*config.work_ms)}, job_id=f"flow-{n}-c{c}",
+                            queue=side.name if c % 3 == 2 else None) for c in range(config.flow_children)]
+        queue.add_flow(JobSpec({"work_ms": config.work_ms[0], "children": config.flow_children},
+                               job_id=f"flow-{n}"), children)
+        ids += [f"flow-{n}"] + [child.id for child in children if not child.queue]
+        side_ids += [child.id for child in children if child.queue]
+    if config.flows:
+        say(f"added {config.flows} flows of {config.flow_children} children, some on {side.name!r}")
 
     def all_finished() -> bool:
         pipe = client.pipeline(transaction=False)
-        for job_id in ids:
-            pipe.zscore(queue.keys.completed, job_id)
-            pipe.zscore(queue.keys.failed, job_id)
+        for q, job_id in [(queue, i) for i in ids] + [(side, i) for i in side_ids]:
+            pipe.zscore(q.keys.completed, job_id)
+            pipe.zscore(q.keys.failed, job_id)
         replies = pipe.execute()
         return all(a is not None or b is not None for a, b in zip(replies[0::2], replies[1::2]))
 
     workers = WorkerProcesses(config)
     for _ in range(config.workers):
         workers.spawn()
+    for _ in range(config.side_workers if config.flows else 0):
+        workers.spawn(side.name)
     say(f"started {config.workers} worker processes x {config.concurrency} slots")
     kills, events = 0, []
     deadline = started + config.time_limit_s
     try:
         while time.monotonic() < deadline:
             counts = queue.counts()
-            if counts["completed"] + counts["failed"] >= config.jobs and all_finished():
+            if counts["completed"] + counts["failed"] >= len(ids) and all_finished():
                 break
             time.sleep(rng.uniform(*config.kill_interval_s))
             if kills < config.kills:
-                busy = [p for p in workers.alive() if p.pid in _busy_pids(queue)]
+                busy = [p for p in workers.alive() if p.pid in _busy_pids(queue) | _busy_pids(side)]
                 if busy:
                     victim = rng.choice(busy)
                     victim.send_signal(signal.SIGKILL)
                     victim.wait()
                     kills += 1
-                    workers.spawn()
+                    workers.spawn(workers.queue_of[victim.pid])
                     events.append(f"SIGKILL worker pid {victim.pid} mid-job; replacement started")
                     say(events[-1])
         if config.repeat_every_ms:
@@ -264,24 +355,30 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], Any] = lambda _: None) -
     repeat_open = [i for state, found in placed.items() if state != "completed" for i in found
                    if i.startswith("repeat:")]
     pipe = client.pipeline(transaction=False)
-    for job_id in ids:
-        pipe.zscore(queue.keys.completed, job_id)
-        pipe.hget(queue.keys.job(job_id), "attemptsStarted")
+    every = [(queue, i) for i in ids] + [(side, i) for i in side_ids]
+    for q, job_id in every:
+        pipe.zscore(q.keys.completed, job_id)
+        pipe.hget(q.keys.job(job_id), "attemptsStarted")
     replies = pipe.execute()
-    completed = [job_id for job_id, score in zip(ids, replies[0::2]) if score is not None]
-    counts = queue.counts()
+    completed = [job_id for (_, job_id), score in zip(every, replies[0::2]) if score is not None]
+    counts, side_counts = queue.counts(), side.counts()
+    guarded, unguarded = {}, {}
+    for q in (queue, side):
+        guarded.update({text(k): int(v) for k, v in client.hgetall(guarded_key(q.keys)).items()})
+        unguarded.update({text(k): int(v) for k, v in client.hgetall(unguarded_key(q.keys)).items()})
     report = ChaosReport(
-        jobs=config.jobs,
+        jobs=len(every),
         completed=len(completed),
-        failed=counts["failed"],
-        missing=sorted(set(ids) - set(completed)),
+        failed=counts["failed"] + side_counts["failed"],
+        missing=sorted({job_id for _, job_id in every} - set(completed)),
         deliveries=sum(int(n or 0) for n in replies[1::2]),
-        guarded_counts={text(k): int(v) for k, v in client.hgetall(guarded_key(queue.keys)).items()},
-        unguarded_counts={text(k): int(v) for k, v in client.hgetall(unguarded_key(queue.keys)).items()},
+        guarded_counts=guarded,
+        unguarded_counts=unguarded,
         kills=kills,
-        stalled_recovered=queue.metrics().get("stalled", 0),
+        stalled_recovered=queue.metrics().get("stalled", 0) + side.metrics().get("stalled", 0),
         elapsed_s=elapsed,
         events=events,
+        group_peaks={text(k): int(v) for k, v in client.hgetall(group_peak_key(queue.keys)).items()},
         repeat_instances=repeat_done,
         repeat_unfinished=repeat_open,
     )

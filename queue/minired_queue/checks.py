@@ -66,3 +66,19 @@ def stored_integer(raw: str) -> int:
     if not _DECIMAL.fullmatch(raw):
         raise ValueError(f"not an integer: {raw!r}")
     return int(raw)
+
+
+def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of the ``allowed`` strings; a ValueError naming ``name`` otherwise."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+def group_name(value: Any) -> str:
+    """A job group's name: any non-empty text without NUL ('\\0' separates a group's name
+    from the rest of its members in the group keys); braces and colons are fine, since a
+    group never becomes part of a key name."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError(f"group must be a non-empty string without NUL, got {value!r}")
+    return value

@@ -124,7 +124,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                                               dedup_ttl_ms=args.dedup_ttl_ms, delay_ms=args.delay_ms,
                                               attempts=args.attempts, priority=args.priority,
                                               ttl_ms=args.ttl_ms, timeout_ms=args.timeout_ms,
-                                              debounce_ms=args.debounce_ms, throttle_ms=args.throttle_ms)
+                                              debounce_ms=args.debounce_ms, throttle_ms=args.throttle_ms,
+                                              group=args.group)
     except ValueError as exc:
         return _usage_error(str(exc))
     print(job_id)
@@ -320,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("configure", help="show or set queue settings: max_stalled, concurrency, rate_max, "
                                          "rate_duration_ms, keep_completed, keep_completed_age_ms, keep_failed, "
-                                         "keep_failed_age_ms")
+                                         "keep_failed_age_ms, group_concurrency, group_rate_max, "
+                                         "group_rate_duration_ms")
     p.add_argument("queue")
     p.add_argument("settings", nargs="*", help="name=value ('none' clears)")
     p.add_argument("--create", action="store_true",
@@ -349,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout-ms", type=int, default=0, help="how long one attempt may run")
     p.add_argument("--debounce-ms", type=int, default=0, help="with --dedup-id: replace the pending job")
     p.add_argument("--throttle-ms", type=int, default=0, help="with --dedup-id: the first job wins that long")
+    p.add_argument("--group", help="its group: fair turns and per-group limits (configure group_concurrency=N)")
     p.set_defaults(fn=cmd_add)
 
     p = sub.add_parser("wait", help="wait for a job's outcome; print its return value")

@@ -15,8 +15,9 @@ from typing import Any, Iterable
 from redis.exceptions import ConnectionError, TimeoutError
 
 from .active import HeldJob
-from .checks import integer
+from .checks import integer, to_json
 from .errors import JobTimeoutError, UnreadableJobError, UnrecoverableError
+from .flows import report_to_parent_steps
 from .job import Job
 from .keys import QueueKeys
 from .options import (
@@ -163,13 +164,16 @@ class WorkerCore:
     def record_success(self, active: HeldJob, result: Any) -> Steps[None]:
         active.recording = True
         try:
-            call = complete(self.keys, active.job, active.token, result, self.options.remove_on_complete,
-                            self.events_cap)
+            # A flow child is kept: the parent's sweep reads its outcome if the report below is lost.
+            call = complete(self.keys, active.job, active.token, result,
+                            self.options.remove_on_complete and not active.job.parent_id, self.events_cap)
         except ValueError as exc:  # a result that is not JSON fails the attempt, never stored as its str()
             yield from self.record_failure(active, exc)
             return
         if (yield call):
             self.stats.bump("completed")
+            yield from report_to_parent_steps(self.keys, active.job, "completed",
+                                              to_json("the handler's return value", result), self.events_cap)
             yield Hook(self.hooks.on_completed, (active.job, result))
         else:
             yield from self._refused(active)
@@ -183,6 +187,8 @@ class WorkerCore:
             yield from self._refused(active)
             return
         self.stats.bump("retried" if outcome.status == "retry" else "failed")
+        if outcome.status == "failed":
+            yield from report_to_parent_steps(self.keys, active.job, "failed", reason, self.events_cap)
         yield Hook(self.hooks.on_failed, (active.job, exc, outcome.status))
 
     def _refused(self, active: HeldJob) -> Steps[None]:

@@ -50,12 +50,17 @@ class QueueEvent:
 
 
 class Added(QueueEvent):
-    """A job was created: ready (``delayed`` False) or delayed."""
+    """A job was created: ready (``delayed`` False) or delayed, or a flow parent waiting
+    for its children (``waiting_children``)."""
     kind = "added"
 
     @property
     def delayed(self) -> bool:
         return self.name == "delayed"
+
+    @property
+    def waiting_children(self) -> bool:
+        return self.name == "waiting-children"
 
 
 class Active(QueueEvent):
@@ -128,7 +133,7 @@ class Removed(QueueEvent):
 
 
 _KINDS: dict[str, type[QueueEvent]] = {
-    "waiting": Added, "delayed": Added, "active": Active, "progress": Progress, "completed": Completed,
+    "waiting": Added, "delayed": Added, "waiting-children": Added, "active": Active, "progress": Progress, "completed": Completed,
     "failed": Failed, "retrying": Retried, "stalled": Stalled, "removed": Removed,
 }
 

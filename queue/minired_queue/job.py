@@ -5,7 +5,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping
 
-from .checks import duration_ms, from_json, integer, stored_integer, to_json
+from .checks import duration_ms, from_json, group_name, integer, stored_integer, to_json
 
 STATES = ("wait", "prioritized", "active", "delayed", "completed", "failed")
 
@@ -136,6 +136,8 @@ class JobSpec:
     timeout_ms: int = 0
     debounce_ms: int = 0
     throttle_ms: int = 0
+    queue: str | None = None  # a flow child's queue (None: its parent's); see Queue.add(children=)
+    group: str | None = None  # its group: per-group limits and a fair turn (see Queue.configure)
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -156,6 +158,13 @@ class JobSpec:
         integer("delay_ms", self.delay_ms)
         integer("dedup_ttl_ms", self.dedup_ttl_ms)
         check_backoff(self.backoff)
+        if self.group is not None:
+            group_name(self.group)
+            if self.priority or self.debounce_ms:
+                raise ValueError("a grouped job takes no priority or debounce_ms: it waits in its group's line")
+        if self.queue is not None and (not isinstance(self.queue, str) or not self.queue
+                                       or any(c in self.queue for c in "{}")):
+            raise ValueError(f"queue must be a non-empty name free of braces: {self.queue!r}")
         if self.job_id is not None and (not self.job_id or any(c in self.job_id for c in "{}")):
             raise ValueError(f"job id must be non-empty and free of braces: {self.job_id!r}")
         object.__setattr__(self, "id", self.job_id or uuid.uuid4().hex)
@@ -196,6 +205,10 @@ class Job:
     repeat_key: str | None = None
     expire_at: int | None = None  # server ms after which, never started, it expires (ttl_ms)
     timeout_ms: int | None = None  # how long one attempt may take
+    parent_queue: str | None = None  # a flow child's parent: its queue and id
+    parent_id: str | None = None
+    on_child_failure: str | None = None  # a flow parent's policy: 'fail' or 'ignore'
+    group: str | None = None
     state: str | None = None
     unreadable: str | None = None
 
@@ -226,6 +239,10 @@ class Job:
             repeat_key=fields.text("repeatKey"),
             expire_at=fields.integer("expireAt", None),
             timeout_ms=fields.integer("timeout", None),
+            parent_queue=fields.text("parentQueue"),
+            parent_id=fields.text("parentId"),
+            on_child_failure=fields.text("onChildFailure"),
+            group=fields.text("group"),
             state=state,
         )
         if fields.problem is None and not 0 <= job.priority <= MAX_PRIORITY:

@@ -129,6 +129,34 @@ class QueueKeys:
         """A worker's private wake-up key, blocked on together with the marker."""
         return self._key(f"wake:{worker_id}")
 
+    @property
+    def waiting_children(self) -> str:
+        """Sorted set of flow parents waiting for their children; score = when added (server ms)."""
+        return self._key("waiting-children")
+
+    # --- groups (lua/includes/pushReady.lua) --------------------------------------------
+    @property
+    def group_wait(self) -> str:
+        """Sorted set of grouped ready jobs, all scores 0, members ``<group>\\0<seq>\\0<id>``
+        (seq zero-padded to 16 digits): each group's line is one lexicographic range."""
+        return self._key("group-wait")
+
+    @property
+    def groups(self) -> str:
+        """Sorted set of the groups with ready jobs, score = their turn in the rotation."""
+        return self._key("groups")
+
+    @property
+    def group_active(self) -> str:
+        """Sorted set (scores 0) of ``<group>\\0<id>`` for grouped jobs handed out under a
+        per-group concurrency limit; members whose job left active are pruned lazily."""
+        return self._key("group-active")
+
+    @property
+    def group_rate(self) -> str:
+        """Hash of per-group rate windows: ``c\\0<group>`` jobs started, ``e\\0<group>`` end (server ms)."""
+        return self._key("group-rate")
+
     # --- per job ------------------------------------------------------------------------
     def own_keys(self) -> tuple[str, ...]:
         """Keys only a queue in use has: its state containers, settings, counters and
@@ -161,6 +189,31 @@ class QueueKeys:
         """Set of the names of the effect markers the guard took for a job (so the dashboard
         finds them without a SCAN); it expires with the longest-lived of them."""
         return self._key(f"effects:{job_id}")
+
+
+    # --- per flow parent (all in the parent's queue, so in its slot) ----------------------
+    def dependencies(self, parent_id: str) -> str:
+        """Set of a flow parent's children not yet finished, each named by its job key."""
+        return self._key(f"deps:{parent_id}")
+
+    def children_results(self, parent_id: str) -> str:
+        """Hash: child job key -> its return value (JSON), for each completed child."""
+        return self._key(f"results:{parent_id}")
+
+    def children_failures(self, parent_id: str) -> str:
+        """Hash: child job key -> its failure reason, for each child that failed for good
+        (or was removed)."""
+        return self._key(f"failures:{parent_id}")
+
+
+def job_key_parts(job_key: str) -> tuple[str, str, str]:
+    """(prefix, queue name, job id) of a job key ``<prefix>:{<queue>}:job:<id>``: names are
+    free of braces, so the braces delimit the queue name whatever else it holds."""
+    prefix, _, rest = job_key.partition(":{")
+    name, _, tail = rest.partition("}:job:")
+    if not prefix or not name or not tail:
+        raise ValueError(f"not a job key: {job_key!r}")
+    return prefix, name, tail
 
 
 def registry_key(prefix: str = DEFAULT_PREFIX) -> str:

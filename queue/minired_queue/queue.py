@@ -15,6 +15,13 @@ from . import admin
 from .checks import integer, optional_integer, stored_integer
 from .connection import connect, connect_async, is_asyncio_client
 from .events import wait_steps
+from .flows import (
+    add_flow_steps,
+    children_failures_steps,
+    children_results_steps,
+    waiting_children_steps,
+)
+from .groups import GroupedIds, group_line, group_member
 from .job import STATES, Backoff, Job, JobSpec, text
 from .keys import DEFAULT_PREFIX, QueueKeys, registry_key
 from .repeat import Repeatable, Schedule, describe, fire_steps, pending_instance, spec_fields, upsert_steps
@@ -39,7 +46,10 @@ from .transitions import (
 SETTINGS = {"max_stalled": "maxStalled", "concurrency": "concurrency", "rate_max": "rateMax",
             "rate_duration_ms": "rateDuration", "keep_completed": "keepCompleted",
             "keep_completed_age_ms": "keepCompletedAgeMs", "keep_failed": "keepFailed",
-            "keep_failed_age_ms": "keepFailedAgeMs"}
+            "keep_failed_age_ms": "keepFailedAgeMs",
+            # groups: every group's limits (lua/moveToActive.lua)
+            "group_concurrency": "groupConcurrency", "group_rate_max": "groupRateMax",
+            "group_rate_duration_ms": "groupRateDuration"}
 DEFAULT_MAX_STALLED = 1  # as moveStalledJobsToWait.lua reads it when unset
 DEFAULT_RATE_DURATION_MS = 1000  # as moveToActive.lua reads it when unset
 _HISTORY_FIELD = re.compile(r"^(?P<minute>\d+):(?P<name>\w+)$")
@@ -75,14 +85,53 @@ class QueueSteps:
     def add(self, data: Any = None, *, job_id: str | None = None, name: str = "",
             dedup_id: str | None = None, dedup_ttl_ms: int = 0, delay_ms: int = 0,
             attempts: int = 1, backoff: Backoff | None = None, priority: int = 0, ttl_ms: int = 0,
-            timeout_ms: int = 0, debounce_ms: int = 0, throttle_ms: int = 0) -> Steps[str]:
+            timeout_ms: int = 0, debounce_ms: int = 0, throttle_ms: int = 0,
+            children: Sequence[JobSpec] | None = None, on_child_failure: str = "fail",
+            group: str | None = None) -> Steps[str]:
         """Add one job; returns its id (the existing job's id when deduplicated or
         throttled). See ``JobSpec`` for ``ttl_ms``, ``timeout_ms``, ``debounce_ms`` and
-        ``throttle_ms``."""
+        ``throttle_ms``. With ``children`` the job is a flow's parent (``add_flow``). With
+        ``group`` it waits in its group's line: groups take turns, each within the queue's
+        ``group_concurrency`` and ``group_rate_max`` settings."""
         spec = JobSpec(data, job_id=job_id, name=name, dedup_id=dedup_id, dedup_ttl_ms=dedup_ttl_ms,
                        delay_ms=delay_ms, attempts=attempts, backoff=backoff, priority=priority, ttl_ms=ttl_ms,
-                       timeout_ms=timeout_ms, debounce_ms=debounce_ms, throttle_ms=throttle_ms)
+                       timeout_ms=timeout_ms, debounce_ms=debounce_ms, throttle_ms=throttle_ms, group=group)
+        if children is not None:
+            return (yield from self.add_flow(spec, children, on_child_failure)).job_id
+        if on_child_failure != "fail":
+            raise ValueError("on_child_failure is a flow's: it needs children")
         return (yield from self.add_job(spec)).job_id
+
+    # --- flows (flows.py) -----------------------------------------------------------
+    def add_flow(self, parent: JobSpec, children: Sequence[JobSpec],
+                 on_child_failure: str = "fail") -> Steps[AddResult]:
+        """Add ``children`` (each on its ``JobSpec.queue``, default this one), then ``parent``,
+        which waits in ``waiting-children`` until every child finished. A child that fails
+        for good (or is removed) fails the parent under ``"fail"`` (its reason names the
+        child) or is skipped under ``"ignore"``."""
+        result = yield from add_flow_steps(self.keys, parent, list(children), on_child_failure, self.events_cap)
+        yield from self._register()
+        return result
+
+    def children_results(self, parent_id: str) -> Steps[dict[str, Any]]:
+        """{child job key: return value} of a parent's completed children (BullMQ's
+        ``getChildrenValues``); the handler's ``job.children_results()`` reads the same."""
+        return (yield from children_results_steps(self.keys, parent_id))
+
+    def children_failures(self, parent_id: str) -> Steps[dict[str, str]]:
+        """{child job key: reason} of a parent's children that failed for good or were removed."""
+        return (yield from children_failures_steps(self.keys, parent_id))
+
+    # --- groups (groups.py) ----------------------------------------------------------
+    def group_counts(self) -> Steps[dict[str, int]]:
+        """{group: ready jobs} for each group with ready jobs, in the order of their next turn."""
+        groups = [text(g) for g in (yield Command("zrange", self.keys.groups, 0, -1))]
+        sizes = yield Pipeline(tuple(Command("zlexcount", self.keys.group_wait, *group_line(g)) for g in groups))
+        return dict(zip(groups, (int(n) for n in sizes)))
+
+    def waiting_children(self) -> Steps[list[str]]:
+        """Ids of the flow parents still waiting for children, oldest first."""
+        return (yield from waiting_children_steps(self.keys))
 
     def add_job(self, spec: JobSpec) -> Steps[AddResult]:
         if spec.debounce_ms:
@@ -128,11 +177,14 @@ class QueueSteps:
 
     # --- inspection -----------------------------------------------------------------
     def counts(self) -> Steps[dict[str, int]]:
-        """Jobs per state: wait, prioritized, active, delayed, completed, failed."""
-        replies = yield Pipeline(tuple(
+        """Jobs per state: wait (grouped ready jobs included), prioritized, active, delayed,
+        completed, failed."""
+        replies = yield Pipeline((*(
             Command("llen" if state in ("wait", "active") else "zcard", getattr(self.keys, state))
-            for state in STATES))
-        return dict(zip(STATES, (int(n) for n in replies)))
+            for state in STATES), Command("zcard", self.keys.group_wait)))
+        found = dict(zip(STATES, (int(n) for n in replies)))
+        found["wait"] += int(replies[-1])
+        return found
 
     def get_state(self, job_id: str) -> Steps[str | None]:
         replies = yield Pipeline(tuple(
@@ -141,6 +193,12 @@ class QueueSteps:
         for state, found in zip(STATES, replies):
             if found is not None:
                 return state
+        if (yield Command("zscore", self.keys.waiting_children, job_id)) is not None:
+            return "waiting-children"
+        group, seq = yield Command("hmget", self.keys.job(job_id), "group", "groupSeq")
+        if group is not None and seq is not None and (yield Command(
+                "zscore", self.keys.group_wait, group_member(text(group), text(seq), job_id))) is not None:
+            return "wait"  # in its group's line
         return None
 
     def get_job(self, job_id: str) -> Steps[Job | None]:
@@ -213,11 +271,13 @@ class QueueSteps:
         if unknown:
             raise ValueError(f"unknown queue settings: {sorted(unknown)}")
         for name, value in settings.items():
-            optional_integer(name, value, 1 if name in ("concurrency", "rate_max", "rate_duration_ms") else 0)
+            optional_integer(name, value, 1 if name in ("concurrency", "rate_max", "rate_duration_ms", "group_concurrency",
+                                                        "group_rate_max", "group_rate_duration_ms") else 0)
         commands = [Command("hdel", self.keys.meta, SETTINGS[name]) if value is None
                     else Command("hset", self.keys.meta, SETTINGS[name], value) for name, value in settings.items()]
-        if settings.get("rate_max") is not None and "rate_duration_ms" not in settings:
-            commands.append(Command("hsetnx", self.keys.meta, SETTINGS["rate_duration_ms"], DEFAULT_RATE_DURATION_MS))
+        for rate, duration in (("rate_max", "rate_duration_ms"), ("group_rate_max", "group_rate_duration_ms")):
+            if settings.get(rate) is not None and duration not in settings:
+                commands.append(Command("hsetnx", self.keys.meta, SETTINGS[duration], DEFAULT_RATE_DURATION_MS))
         yield Pipeline(tuple(commands))
         yield from self._register()
         return (yield from self.settings())
@@ -279,7 +339,8 @@ class QueueSteps:
         return (yield remove_jobs(self.keys, candidates, self.events_cap))
 
     def remove(self, job_id: str) -> Steps[bool]:
-        """Delete a job that is not active. Returns False for an active or unknown job."""
+        """Delete a job that is not active (a flow parent waiting for children included: its
+        children run on). Returns False for an active or unknown job."""
         return bool((yield from self._remove([job_id])))
 
     def _remove_all(self, read_batch: Command) -> Steps[int]:
@@ -295,6 +356,7 @@ class QueueSteps:
         """Delete every ready (wait and prioritized) and, by default, delayed job. Active jobs
         are untouched."""
         removed = yield from self._remove_all(Command("lrange", self.keys.wait, -ADMIN_BATCH, -1))
+        removed += yield from self._remove_all(GroupedIds(self.keys, ADMIN_BATCH))
         removed += yield from self._remove_all(Command("zrange", self.keys.prioritized, 0, ADMIN_BATCH - 1))
         if include_delayed:
             removed += yield from self._remove_all(Command("zrange", self.keys.delayed, 0, ADMIN_BATCH - 1))
@@ -463,6 +525,11 @@ class Queue(_QueueHandle):
     add = _driven(QueueSteps.add)
     add_job = _driven(QueueSteps.add_job)
     add_many = _driven(QueueSteps.add_many)
+    add_flow = _driven(QueueSteps.add_flow)
+    children_results = _driven(QueueSteps.children_results)
+    children_failures = _driven(QueueSteps.children_failures)
+    waiting_children = _driven(QueueSteps.waiting_children)
+    group_counts = _driven(QueueSteps.group_counts)
     counts = _driven(QueueSteps.counts)
     get_state = _driven(QueueSteps.get_state)
     get_job = _driven(QueueSteps.get_job)
@@ -519,6 +586,11 @@ class AsyncQueue(_QueueHandle):
     add = _awaited(QueueSteps.add)
     add_job = _awaited(QueueSteps.add_job)
     add_many = _awaited(QueueSteps.add_many)
+    add_flow = _awaited(QueueSteps.add_flow)
+    children_results = _awaited(QueueSteps.children_results)
+    children_failures = _awaited(QueueSteps.children_failures)
+    waiting_children = _awaited(QueueSteps.waiting_children)
+    group_counts = _awaited(QueueSteps.group_counts)
     counts = _awaited(QueueSteps.counts)
     get_state = _awaited(QueueSteps.get_state)
     get_job = _awaited(QueueSteps.get_job)

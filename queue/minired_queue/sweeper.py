@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .flows import resolve_waiting_parents_steps
+from .groups import prune_groups_steps
 from .job import text
 from .keys import QueueKeys
 from .steps import Command, Pipeline, Steps, drive, drive_async
@@ -50,13 +52,16 @@ def _candidates(active_ids: Sequence[str], replies: Sequence[Any]) -> list[tuple
 
 def sweep_steps(keys: QueueKeys, throttle_ms: int = 0,
                 events_cap: int = DEFAULT_EVENTS_CAP) -> Steps[SweepResult | None]:
-    """Recover stalled jobs, and sample the ready line's depth into the history (the
+    """Recover stalled jobs, report finished flow children to their waiting parents
+    (``flows.py``), prune the bookkeeping of idle groups (``groups.py``), and sample the ready line's depth into the history (the
     dashboard's chart: kept by the fleet whether or not anyone looks). With ``throttle_ms``
     > 0, do nothing (and return None) if any sweeper of this queue ran within that many
     (server clock) milliseconds."""
     if throttle_ms > 0 and not (yield Command("set", keys.stalled_check, "1", nx=True, px=throttle_ms)):
         return None
     yield record_depth(keys)
+    yield from resolve_waiting_parents_steps(keys, events_cap)  # flow children finished unreported
+    yield from prune_groups_steps(keys)  # bookkeeping of groups that may never come back
     active_ids = [text(i) for i in (yield Command("lrange", keys.active, 0, -1))]
     result = SweepResult([], [])
     if not active_ids:

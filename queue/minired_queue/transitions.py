@@ -130,13 +130,15 @@ def add_job(keys: QueueKeys, spec: JobSpec, events_cap: int = DEFAULT_EVENTS_CAP
     return Call(
         script("addJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
-         keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events],
-        _add_args(spec, spec.delay_ms, spec.throttle_ms or spec.dedup_ttl_ms, events_cap),
+         keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events, keys.group_wait, keys.groups],
+        [*add_job_args(spec, spec.delay_ms, spec.throttle_ms or spec.dedup_ttl_ms, events_cap), "", "",
+         spec.group or ""],
         lambda reply: AddResult(text(reply[0]), bool(reply[1])),
     )
 
 
-def _add_args(spec: JobSpec, delay_ms: int, dedup_ttl_ms: int, events_cap: int) -> list[Any]:
+def add_job_args(spec: JobSpec, delay_ms: int, dedup_ttl_ms: int, events_cap: int) -> list[Any]:
+    """addJob's ARGV 1-13 for ``spec`` (flows.add_child appends the parent and the group)."""
     backoff = spec.backoff
     return [spec.id, spec.payload(), spec.name, spec.attempts,
             backoff.kind if backoff else "", backoff.delay_ms if backoff else 0,
@@ -156,7 +158,7 @@ def add_debounced_job(keys: QueueKeys, spec: JobSpec, holder: str,
         script("addDebouncedJob"),
         [keys.wait, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.job(spec.id),
          keys.dedup(spec.dedup_id or ""), keys.metrics, keys.events, keys.job(holder), keys.logs(holder)],
-        [*_add_args(spec, spec.debounce_ms, 0, events_cap), holder],
+        [*add_job_args(spec, spec.debounce_ms, 0, events_cap), holder],
         parse,
     )
 
@@ -192,7 +194,8 @@ def move_to_active(keys: QueueKeys, candidates: Sequence[str], token: str, lock_
     return Call(
         script("moveToActive"),
         [keys.wait, keys.active, keys.delayed, keys.prioritized, keys.meta, keys.marker, keys.limiter,
-         keys.failed, keys.metrics, keys.history, keys.events, *job_keys],
+         keys.failed, keys.metrics, keys.history, keys.events, keys.group_wait, keys.groups, keys.group_active,
+         keys.group_rate, *job_keys],
         [token, lock_ttl_ms, width, events_cap, *candidates],
         _parse_fetch,
     )
@@ -228,7 +231,8 @@ def retry_or_fail(keys: QueueKeys, job: Job, token: str, reason: str, stacktrace
     return Call(
         script("retryOrFail"),
         [keys.active, keys.wait, keys.delayed, keys.prioritized, keys.failed, keys.marker, keys.lock(job.id),
-         keys.job(job.id), keys.dedup(job.dedup_id or ""), keys.meta, keys.metrics, keys.history, keys.events],
+         keys.job(job.id), keys.dedup(job.dedup_id or ""), keys.meta, keys.metrics, keys.history, keys.events,
+         keys.group_wait, keys.groups],
         [job.id, token, reason, stacktrace, "1" if unrecoverable else "0", events_cap, _stamp(job.processed_on)],
         _parse_fail,
     )
@@ -237,7 +241,8 @@ def retry_or_fail(keys: QueueKeys, job: Job, token: str, reason: str, stacktrace
 def release(keys: QueueKeys, job_id: str, token: str) -> Call[bool]:
     return Call(
         script("releaseJob"),
-        [keys.active, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.lock(job_id), keys.job(job_id)],
+        [keys.active, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.lock(job_id), keys.job(job_id),
+         keys.group_wait, keys.groups],
         [job_id, token],
         lambda reply: text(reply) == "released",
     )
@@ -247,7 +252,8 @@ def promote_delayed(keys: QueueKeys, candidates: Sequence[str]) -> Call[Promotio
     """``candidates``: the first ids of delayed (``ZRANGE delayed 0 n-1``)."""
     return Call(
         script("promoteDelayed"),
-        [keys.delayed, keys.wait, keys.prioritized, keys.meta, keys.marker, *(keys.job(i) for i in candidates)],
+        [keys.delayed, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.group_wait, keys.groups,
+         *(keys.job(i) for i in candidates)],
         list(candidates),
         lambda reply: Promotion(int(reply[0]), int(reply[1]), int(reply[2])),
     )
@@ -267,7 +273,7 @@ def move_stalled_to_wait(keys: QueueKeys, candidates: Sequence[tuple[str, str | 
     return Call(
         script("moveStalledJobsToWait"),
         [keys.active, keys.wait, keys.prioritized, keys.failed, keys.meta, keys.marker, keys.metrics,
-         keys.history, keys.events, *job_keys],
+         keys.history, keys.events, keys.group_wait, keys.groups, *job_keys],
         [events_cap, *(job_id for job_id, _ in candidates)],
         lambda reply: SweepResult([text(i) for i in reply[0]], [text(i) for i in reply[1]]),
     )
@@ -277,11 +283,12 @@ def remove_jobs(keys: QueueKeys, candidates: Sequence[tuple[str, str | None]],
                 events_cap: int = DEFAULT_EVENTS_CAP) -> Call[list[str]]:
     job_keys: list[str] = []
     for job_id, dedup_id in candidates:
-        job_keys += [keys.job(job_id), keys.dedup(dedup_id or ""), keys.logs(job_id)]
+        job_keys += [keys.job(job_id), keys.dedup(dedup_id or ""), keys.logs(job_id), keys.dependencies(job_id),
+                     keys.children_results(job_id), keys.children_failures(job_id)]
     return Call(
         script("removeJobs"),
         [keys.wait, keys.prioritized, keys.delayed, keys.completed, keys.failed, keys.metrics, keys.events,
-         *job_keys],
+         keys.group_wait, keys.groups, keys.waiting_children, *job_keys],
         [events_cap, *(job_id for job_id, _ in candidates)],
         lambda reply: [text(i) for i in reply],
     )
@@ -291,7 +298,8 @@ def retry_jobs(keys: QueueKeys, job_ids: Sequence[str], source: str = "failed") 
     """``source``: failed (the dead letter set) or completed (run a finished job again)."""
     return Call(
         script("retryJobs"),
-        [getattr(keys, source), keys.wait, keys.prioritized, keys.meta, keys.marker, *(keys.job(i) for i in job_ids)],
+        [getattr(keys, source), keys.wait, keys.prioritized, keys.meta, keys.marker, keys.group_wait, keys.groups,
+         *(keys.job(i) for i in job_ids)],
         list(job_ids),
         lambda reply: [text(i) for i in reply],
     )
@@ -396,7 +404,8 @@ def apply_effect_once(marker_key: str, index_key: str, ops: Sequence[RedisOp], t
 def promote_job(keys: QueueKeys, job_id: str) -> Call[bool]:
     """Make one delayed job ready now, before its due time."""
     return Call(script("promoteJob"),
-                [keys.delayed, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.job(job_id)],
+                [keys.delayed, keys.wait, keys.prioritized, keys.meta, keys.marker, keys.job(job_id),
+                 keys.group_wait, keys.groups],
                 [job_id], lambda reply: reply == 1)
 
 

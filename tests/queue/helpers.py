@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from minired_queue.groups import member_job_id
 from minired_queue.job import text
 from minired_queue.queue import Queue
 from minired_queue.transitions import Fetch, move_to_active
@@ -31,7 +32,9 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: fl
 
 
 def placement(queue: Queue) -> dict[str, list[str]]:
-    """Every job id by the state container holding it (lists may hold an id twice)."""
+    """Every job id by the state container holding it (lists may hold an id twice); a
+    grouped ready job is under ``grouped``, a flow parent waiting for its children under
+    ``waiting-children``."""
     client, keys = queue.client, queue.keys
     return {
         "wait": [text(i) for i in client.lrange(keys.wait, 0, -1)],
@@ -40,6 +43,8 @@ def placement(queue: Queue) -> dict[str, list[str]]:
         "delayed": [text(i) for i in client.zrange(keys.delayed, 0, -1)],
         "completed": [text(i) for i in client.zrange(keys.completed, 0, -1)],
         "failed": [text(i) for i in client.zrange(keys.failed, 0, -1)],
+        "grouped": [member_job_id(m) for m in client.zrange(keys.group_wait, 0, -1)],  # ready, in a group's line
+        "waiting-children": [text(i) for i in client.zrange(keys.waiting_children, 0, -1)],
     }
 
 

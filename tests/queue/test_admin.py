@@ -225,3 +225,59 @@ def test_an_unreadable_errors_field_does_not_keep_a_job_in_active(queue, client)
     assert [(e["attempt"], e["reason"]) for e in queue.job_errors("j")] == [(1, "boom")]
     client.hset(queue.keys.job("j"), "errors", "{")
     assert queue.job_errors("j") == []  # read as none, as the scripts read it
+
+
+# --- the operator's calls meet groups and flows --------------------------------------------
+def test_promote_and_retry_completed_put_a_grouped_job_back_in_its_group(queue):
+    queue.add_job(JobSpec({}, job_id="later", delay_ms=3_600_000, group="tenant"))
+    queue.add(job_id="first", group="tenant")
+    assert queue.promote("later") is True
+    assert queue.group_counts() == {"tenant": 2} and queue.client.llen(queue.keys.wait) == 0
+    assert _finish(queue) == "first"  # the head of the group's line
+    assert queue.retry_completed(["first"]) == 1
+    assert queue.group_counts() == {"tenant": 2} and queue.get_state("first") == "wait"
+    page = queue.jobs("grouped")  # listed in the line's order, as wait counts them
+    assert [j.id for j in page.jobs] == ["first", "later"] and page.total == 2 == queue.counts()["wait"]
+    assert all(j.state == "wait" for j in page.jobs) and queue.jobs("wait").total == 0
+    assert_each_job_in_exactly_one_state(queue, ["first", "later"])
+    assert [take(queue, token=t).job.id for t in ("t1", "t2")] == ["first", "later"]
+
+
+def test_remove_many_takes_a_waiting_parent_with_its_childrens_outcomes(queue, client):
+    parent = queue.add({"p": 1}, job_id="parent", children=[JobSpec({}, job_id="kid"), JobSpec({}, job_id="kid2")])
+    assert _finish(queue, result=7) == "kid"
+    queue.sweep()  # reports kid's result to the parent, which still waits for kid2
+    page = queue.jobs("waiting-children")
+    assert [j.id for j in page.jobs] == [parent] and page.jobs[0].state == "waiting-children"
+    assert queue.children_results(parent) == {queue.keys.job("kid"): 7}
+    assert queue.remove_many([parent, "kid"]) == [parent, "kid"]
+    assert queue.waiting_children() == [] and queue.get_job(parent) is None
+    assert not client.exists(queue.keys.job(parent), queue.keys.dependencies(parent),
+                             queue.keys.children_results(parent), queue.keys.children_failures(parent))
+    last = queue.events(10)[-1]  # (a finished job's removal has no event)
+    assert (last["event"], last["jobId"]) == ("removed", parent)
+    assert queue.get_state("kid2") == "wait"  # a child runs on without its parent
+
+
+def test_removing_a_finished_parent_deletes_its_childrens_outcomes(queue, client):
+    parent = queue.add({"p": 1}, job_id="parent", children=[JobSpec({}, job_id="kid")])
+    assert _finish(queue, result=1) == "kid"
+    queue.sweep()
+    assert _finish(queue, token="w:2") == parent
+    assert client.exists(queue.keys.children_results(parent))
+    assert queue.remove(parent)
+    assert not client.exists(queue.keys.job(parent), queue.keys.children_results(parent))
+
+
+def test_obliterate_deletes_groups_and_flows_too(queue, client):
+    queue.configure(group_concurrency=1, group_rate_max=5, group_rate_duration_ms=60_000)
+    queue.add(job_id="g1", group="tenant")
+    queue.add(job_id="g2", group="tenant")
+    queue.add({"p": 1}, job_id="parent", children=[JobSpec({}, job_id="kid")])
+    assert _finish(queue) == "kid"
+    queue.sweep()  # the parent is ready now, and runs before the groups' jobs
+    assert _finish(queue, token="w:2") == "parent" and queue.children_results("parent")
+    assert _finish(queue, token="w:3") == "g1"  # group-active and group-rate are written
+    queue.add({"p": 2}, job_id="waiting", children=[JobSpec({}, job_id="kid3")])
+    assert queue.obliterate() == 6  # g2, parent, kid, g1, waiting, kid3
+    assert client.keys(f"*{{{queue.name}}}*") == []

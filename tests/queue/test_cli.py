@@ -97,6 +97,16 @@ def test_add_with_limits_and_wait_for_the_outcome(backend, queue, capsys):
     assert main(_cli(backend, "wait", queue.name, "slow", "--timeout", "-1")) == 2
 
 
+def test_add_to_a_group_and_configure_its_limits(backend, queue, capsys):
+    main(_cli(backend, "add", queue.name, "1", "--id", "g1", "--group", "tenant:{a}"))
+    assert capsys.readouterr().out.strip() == "g1" and queue.group_counts() == {"tenant:{a}": 1}
+    assert main(_cli(backend, "add", queue.name, "1", "--group", "")) == 2
+    assert "group must be" in capsys.readouterr().err
+    main(_cli(backend, "configure", queue.name, "group_concurrency=3", "group_rate_max=10"))
+    capsys.readouterr()
+    assert queue.settings()["group_concurrency"] == 3 and queue.settings()["group_rate_duration_ms"] == 1000
+
+
 def test_add_with_a_payload_that_is_not_json_is_a_one_line_error(backend, queue, capsys):
     assert main(_cli(backend, "add", queue.name, "{not json")) == 2
     err = capsys.readouterr().err

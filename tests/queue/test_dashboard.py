@@ -366,6 +366,8 @@ def _busy_queue(queue):
     guard.apply_once(running, "count", [RedisOp("HINCRBY", f"{queue.keys.base}:sent", "n", 1)], "w:2")
     guard.run_once(running, "mail", lambda: "sent", "w:2")
     _fail(queue, token="w:3")
+    queue.add(job_id="grouped", group="tenant")
+    queue.add(job_id="parent", children=[JobSpec({}, job_id="child")])
     return running
 
 
@@ -375,7 +377,8 @@ def _every_view(web, queue, job_id):
                          ("/api/queue", {"name": queue.name}), ("/api/history", {"name": queue.name}),
                          ("/api/job", {"queue": queue.name, "id": job_id}),
                          *(("/api/jobs", {"queue": queue.name, "state": state, "name": "x" if state == "wait" else ""})
-                           for state in ("wait", "prioritized", "delayed", "active", "completed", "failed", "paused")),
+                           for state in ("wait", "grouped", "prioritized", "delayed", "waiting-children", "active",
+                                         "completed", "failed", "paused")),
                          ("/api/jobs", {"queue": "nosuchqueue", "state": "wait"}),
                          ("/api/queue", {"name": "nosuchqueue"}), ("/api/history", {"name": "nosuchqueue"}),
                          ("/api/job", {"queue": "nosuchqueue", "id": "x"})):

@@ -316,14 +316,20 @@ def test_every_state_has_its_tab(browser, dashboard, queue_name):
     retry_or_fail(queue.keys, take(queue, token="w:1").job, "w:1", "boom").run(client)
     queue.add_job(JobSpec({}, job_id="urgent", priority=1))
     queue.add_job(JobSpec({}, job_id="soon", delay_ms=60_000))
+    queue.add(job_id="tenant-job", group="tenant")
+    queue.add({}, job_id="parent", children=[JobSpec({}, job_id="child", queue=f"{queue_name}-children")])
     queue.add(job_id="waits")
     browser.get(server.url + f"#/queue/{queue_name}")
-    expected = {"wait": "waits", "prioritized": "urgent", "delayed": "soon", "active": "runs",
-                "completed": "done", "failed": "broke"}
+    expected = {"wait": "waits", "grouped": "tenant-job", "prioritized": "urgent", "delayed": "soon",
+                "waiting-children": "parent", "active": "runs", "completed": "done", "failed": "broke"}
     for state, job_id in expected.items():
         _click(browser, f"#tab-{state}")
         _wait_text(browser, "#jobs tbody td.job-id", job_id)
         assert "on" in browser.find_element(By.ID, f"tab-{state}").get_attribute("class")
+    _wait_text(browser, "#tab-wait", "wait 1")  # what the tab lists: the grouped job is under grouped
+    _click(browser, "#tab-wait")
+    _wait_text(browser, "#grouped-note",
+               "1 grouped job(s) are ready too: they wait in their groups' lines, listed under grouped.")
     _click(browser, "#tab-paused")
     _visible(browser, "#jobs-empty")  # the queue runs: no job is held by a pause
     queue.pause()

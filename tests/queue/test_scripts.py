@@ -8,8 +8,9 @@ import pytest
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
+from minired_queue.flows import add_child, add_parent_job, resolve_child
 from minired_queue.job import Job, JobSpec
-from minired_queue.keys import QueueKeys
+from minired_queue.keys import QueueKeys, job_key_parts
 from minired_queue.scripts import SCRIPTS
 from minired_queue.transitions import (
     add_debounced_job,
@@ -37,6 +38,8 @@ EXPECTED_TRANSITIONS = {"addJob", "moveToActive", "extendLock", "complete", "ret
                         "removeJobs", "retryJobs", "applyEffectOnce", "releaseEffect", "updateProgress",
                         "cleanJobs", "addRepeatedJob", "upsertRepeatable", "removeRepeatable", "recordDepth",
                         "promoteJob", "addLog", "workerHeartbeat", "addDebouncedJob"}
+EXPECTED_TRANSITIONS |= {"addParentJob", "resolveChild"}  # flows.py
+EXPECTED_TRANSITIONS |= {"pruneGroups"}  # groups.py
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,6 +110,20 @@ def test_every_key_of_a_queue_is_in_one_cluster_slot():
     slots |= {key_slot(k.encode()) for k in (keys.events, keys.progress, keys.wake("w"), keys.effect("j1", "e"), keys.limiter,
                                              keys.history, keys.repeat, keys.repeat_spec("r:1"))}
     assert slots == {key_slot(b"{orders}")}
+
+
+def test_every_flow_script_stays_in_the_parent_queues_slot():
+    """A flow's parent keys share its queue's slot; a child on another queue is named only
+    as a value (a hash field, a set member), never as a key of the parent's scripts."""
+    keys, other = QueueKeys("orders"), QueueKeys("photos")
+    child_key = other.job("c1")
+    calls = [add_parent_job(keys, JobSpec(1, job_id="p1"), [child_key, keys.job("c2")], "fail"),
+             resolve_child(keys, "p1", child_key, "completed", "1"), remove_jobs(keys, [("p1", None)])]
+    assert {key_slot(k.encode()) for call in calls for k in call.keys} == {key_slot(b"{orders}")}
+    assert [key_slot(k.encode()) for k in add_child(other, JobSpec(1, job_id="c1"), "orders", "p1").keys] == [
+        key_slot(b"{photos}")] * 11
+    assert job_key_parts(child_key) == ("emq", "photos", "c1")
+    assert job_key_parts(QueueKeys("a:job:b}x".replace("}", "")).job("c:job:d")) == ("emq", "a:job:bx", "c:job:d")
 
 
 def test_key_names_follow_the_documented_layout():

@@ -90,12 +90,18 @@ def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
     queue = Queue(name, client, prefix=prefix)
     events = queue.events(EVENTS_SHOWN)
     running = queue.active_jobs()
-    return {"name": name, "counts": queue.counts(), "paused": queue.is_paused(),
+    return {"name": name, "counts": {**queue.counts(), **listed_apart(queue)}, "paused": queue.is_paused(),
             "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(running),
             "recovered": [e for e in events if e.get("event") == "stalled"],
             "events": events, "workers": queue.workers(running),
             "repeatables": [_repeatable(r) for r in queue.repeatables()],
             "settings": queue.settings()}
+
+
+def listed_apart(queue: Queue) -> dict[str, int]:
+    """The job browser's tabs beyond the state counts: grouped ready jobs (counted in wait
+    too) and flow parents waiting for their children."""
+    return {"grouped": sum(queue.group_counts().values()), "waiting-children": len(queue.waiting_children())}
 
 
 def job_list(client: Any, prefix: str, name: str, state: str, page: int, size: int,

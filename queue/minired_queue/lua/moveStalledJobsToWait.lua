@@ -15,8 +15,9 @@
 
   KEYS[1] active   KEYS[2] wait   KEYS[3] prioritized   KEYS[4] failed   KEYS[5] meta
   KEYS[6] marker   KEYS[7] metrics   KEYS[8] history   KEYS[9] events
-  then for candidate i (i = 1..n): KEYS[7+3i] lock, KEYS[8+3i] job hash,
-  KEYS[9+3i] the job's dedup marker
+  KEYS[10] group-wait   KEYS[11] groups (a grouped job is recovered into its group's line)
+  then for candidate i (i = 1..n): KEYS[9+3i] lock, KEYS[10+3i] job hash,
+  KEYS[11+3i] the job's dedup marker
   ARGV[1] events stream cap   ARGV[1+i] candidate i's id
 
   Returns {recovered ids, failed ids}.
@@ -30,13 +31,14 @@
 --- @include "recordError"
 local DEFAULT_MAX_STALLED = 1
 local maxStalled = storedInteger(redis.call('HGET', KEYS[5], 'maxStalled')) or DEFAULT_MAX_STALLED
-local candidates = (#KEYS - 9) / 3
+local candidates = (#KEYS - 11) / 3
 local now = serverNow()
+local ready = {wait = KEYS[2], prioritized = KEYS[3], meta = KEYS[5], groupWait = KEYS[10], groups = KEYS[11]}
 
 local recovered, failed = {}, {}
 for i = 1, candidates do
   local jobId = ARGV[1 + i]
-  local lockKey, jobKey, dedupKey = KEYS[7 + 3 * i], KEYS[8 + 3 * i], KEYS[9 + 3 * i]
+  local lockKey, jobKey, dedupKey = KEYS[9 + 3 * i], KEYS[10 + 3 * i], KEYS[11 + 3 * i]
   if redis.call('EXISTS', lockKey) == 0 and redis.call('LREM', KEYS[1], 1, jobId) > 0 then
     -- Counts read leniently, not HINCRBY: one job whose counter is not a number must not
     -- stop the sweep of every job in the batch.
@@ -56,7 +58,7 @@ for i = 1, candidates do
     else
       recordError(jobKey, 'stalled: its worker stopped renewing the lock; recovered by the sweep', now)
       -- The front of its line: a recovered job does not queue behind newer work.
-      pushReady(KEYS[2], KEYS[3], KEYS[5], jobId, redis.call('HGET', jobKey, 'priority'), true)
+      placeReady(ready, jobKey, jobId, true)
       recordFinish(KEYS[7], KEYS[8], now, 'stalled', nil)
       emitEvent(KEYS[9], ARGV[1], 'stalled', jobId)
       recovered[#recovered + 1] = jobId

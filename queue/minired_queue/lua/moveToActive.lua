@@ -17,6 +17,16 @@
   most that many jobs handed out per window, across all workers: 'limited', with the ms
   left in the window; the window is the limiter key's PX).
 
+  Groups: a job with a `group` waits in its group's line (group-wait, see pushReady). When
+  wait is empty, the groups in the rotation (groups zset, lowest turn first; the first
+  GROUP_SCAN of them) each offer their oldest job, skipping a group at its limits: meta
+  `groupConcurrency` (its jobs in active, tracked in group-active as `<group>\0<id>`
+  members, each re-checked with LPOS active and dropped once gone) and `groupRateMax` per
+  `groupRateDuration` ms (group-rate fields `c\0<group>` count and `e\0<group>` window
+  end, server ms). A skipped group goes to the back of the rotation; a served one too.
+  Then the prioritized zset. Nothing ready but groups skipped: 'capped' (a group at its
+  concurrency; a job leaving active wakes a worker) or 'limited' (ms to the first window end).
+
   Expiry: a job with an `expireAt` (server ms, set by addJob from its ttl) that was never
   delivered (`attemptsStarted` 0) and whose time has passed by the server clock is not
   handed out: it goes to failed with the reason 'expired' (an `expired` flag on its
@@ -27,9 +37,10 @@
 
   KEYS[1] wait   KEYS[2] active   KEYS[3] delayed   KEYS[4] prioritized   KEYS[5] meta
   KEYS[6] marker   KEYS[7] limiter   KEYS[8] failed   KEYS[9] metrics   KEYS[10] history
-  KEYS[11] events
-  KEYS[9 + 3i] candidate i's job hash   KEYS[10 + 3i] candidate i's lock
-  KEYS[11 + 3i] candidate i's dedup marker (emq:{q}:de:<dedup id>, or emq:{q}:de: when unknown)
+  KEYS[11] events   KEYS[12] group-wait   KEYS[13] groups   KEYS[14] group-active
+  KEYS[15] group-rate
+  KEYS[13 + 3i] candidate i's job hash   KEYS[14 + 3i] candidate i's lock
+  KEYS[15 + 3i] candidate i's dedup marker (emq:{q}:de:<dedup id>, or emq:{q}:de: when unknown)
   (i = 1 .. n)
   ARGV[1] lock token   ARGV[2] lock TTL (ms)   ARGV[3] how many candidates to hand back
   ARGV[4] events stream cap   ARGV[4 + i] candidate i's job id
@@ -49,7 +60,9 @@
 --- @include "freeDedup"
 --- @include "recordFinish"
 --- @include "emitEvent"
+--- @include "pushReady"
 local FIRST_CANDIDATE = 5
+local GROUP_SCAN = 64
 local now = serverNow()
 
 local nextDue = -1
@@ -58,7 +71,8 @@ if head[2] then
   nextDue = tonumber(head[2])
 end
 
-local settings = redis.call('HMGET', KEYS[5], 'paused', 'concurrency', 'rateMax')
+local settings = redis.call('HMGET', KEYS[5], 'paused', 'concurrency', 'rateMax', 'groupConcurrency',
+  'groupRateMax')
 if settings[1] then
   return {'paused', now, nextDue}
 end
@@ -79,11 +93,73 @@ local want = math.max(1, tonumber(ARGV[3]) or 1)
 -- The next want + 1 jobs in the order they will be taken: the one to take, then the
 -- next candidates. From wait's tail backwards, then the prioritized zset's head.
 local order = {}
+local fromGroup = {}  -- order index -> {group, member} for a grouped job
 local fromWait = redis.call('LRANGE', KEYS[1], -(want + 1), -1)
 for i = #fromWait, 1, -1 do
   order[#order + 1] = fromWait[i]
 end
 local waiting = #order
+
+local groupCap, groupRateMax = storedInteger(settings[4]), storedInteger(settings[5])
+local groupCapped, groupWindowLeft = false, nil
+-- Whether a group may start a job now; records why not (for the reply when nothing runs).
+local function groupOpen(group)
+  if groupCap then
+    local running = 0
+    for _, member in ipairs(redis.call('ZRANGEBYLEX', KEYS[14], '[' .. group .. GROUP_SEP, '(' .. group .. '\1')) do
+      if redis.call('LPOS', KEYS[2], string.sub(member, #group + 2)) then
+        running = running + 1
+      else
+        redis.call('ZREM', KEYS[14], member)  -- it left active (finished, retried, recovered)
+      end
+    end
+    if running >= groupCap then
+      groupCapped = true
+      return false
+    end
+  end
+  if groupRateMax then
+    local window = redis.call('HMGET', KEYS[15], 'c' .. GROUP_SEP .. group, 'e' .. GROUP_SEP .. group)
+    local ends = storedInteger(window[2])
+    if ends and ends > now and (storedInteger(window[1]) or 0) >= groupRateMax then
+      groupWindowLeft = math.min(groupWindowLeft or (ends - now), ends - now)
+      return false
+    end
+  end
+  return true
+end
+
+if #order < want + 1 then
+  local open = {}
+  for _, group in ipairs(redis.call('ZRANGE', KEYS[13], 0, GROUP_SCAN - 1)) do
+    if #order >= want + 1 then
+      break
+    end
+    local member = groupHead(KEYS[12], group)
+    if not member then
+      redis.call('ZREM', KEYS[13], group)  -- its line emptied without it leaving: repair
+    elseif groupOpen(group) then
+      order[#order + 1] = string.sub(member, #group + 2 + 16 + 1)
+      fromGroup[#order] = {group, member}
+      open[#open + 1] = group
+    else
+      redis.call('ZADD', KEYS[13], redis.call('HINCRBY', KEYS[5], 'gt', 1), group)  -- cannot run now
+    end
+  end
+  -- Candidates only (never taken by this call): the open groups' next jobs, round by
+  -- round, so workers racing on few groups name the jobs behind the heads too.
+  local round = 1
+  while #order < want + 1 and #open > 0 and round <= want do
+    for _, group in ipairs(open) do
+      local member = redis.call('ZRANGEBYLEX', KEYS[12], '[' .. group .. GROUP_SEP, '(' .. group .. '\1',
+        'LIMIT', round, 1)[1]
+      if member and #order < want + 1 then
+        order[#order + 1] = string.sub(member, #group + 2 + 16 + 1)
+      end
+    end
+    round = round + 1
+  end
+end
 if #order < want + 1 then
   for _, jobId in ipairs(redis.call('ZRANGE', KEYS[4], 0, want - #order)) do
     order[#order + 1] = jobId
@@ -91,6 +167,11 @@ if #order < want + 1 then
 end
 local nextId = order[1]
 if not nextId then
+  if groupCapped then
+    return {'capped', now, nextDue}
+  elseif groupWindowLeft then
+    return {'limited', now, nextDue, groupWindowLeft}
+  end
   return {'empty', now, nextDue}
 end
 
@@ -112,11 +193,13 @@ end
 if not slot then
   return {'miss', now, nextDue, candidates(0)}
 end
-local jobKey, lockKey, dedupKey = KEYS[9 + 3 * slot], KEYS[10 + 3 * slot], KEYS[11 + 3 * slot]
+local jobKey, lockKey, dedupKey = KEYS[13 + 3 * slot], KEYS[14 + 3 * slot], KEYS[15 + 3 * slot]
 
 local function dropNext()
   if waiting > 0 then
     redis.call('RPOP', KEYS[1])
+  elseif fromGroup[1] then
+    takeFromGroup(KEYS[12], KEYS[13], KEYS[5], fromGroup[1][1], fromGroup[1][2])
   else
     redis.call('ZREM', KEYS[4], nextId)
   end
@@ -156,8 +239,24 @@ end
 if waiting > 0 then
   redis.call('RPOPLPUSH', KEYS[1], KEYS[2])
 else
-  redis.call('ZREM', KEYS[4], nextId)
+  dropNext()
   redis.call('LPUSH', KEYS[2], nextId)
+end
+if fromGroup[1] then
+  local group = fromGroup[1][1]
+  if groupCap then
+    redis.call('ZADD', KEYS[14], 0, group .. GROUP_SEP .. nextId)
+  end
+  if groupRateMax then
+    local countField, endField = 'c' .. GROUP_SEP .. group, 'e' .. GROUP_SEP .. group
+    local ends = storedInteger(redis.call('HGET', KEYS[15], endField))
+    if ends and ends > now then
+      redis.call('HINCRBY', KEYS[15], countField, 1)
+    else
+      local duration = storedInteger(redis.call('HGET', KEYS[5], 'groupRateDuration')) or 1000
+      redis.call('HSET', KEYS[15], countField, 1, endField, now + duration)
+    end
+  end
 end
 redis.call('SET', lockKey, ARGV[1], 'PX', ARGV[2])
 if rateMax and redis.call('INCR', KEYS[7]) == 1 then

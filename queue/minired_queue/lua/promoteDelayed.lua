@@ -6,7 +6,8 @@
   only if it is still in delayed and due, so a stale snapshot only skips ids.
 
   KEYS[1] delayed   KEYS[2] wait   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
-  KEYS[5 + i] candidate i's job hash
+  KEYS[6] group-wait   KEYS[7] groups
+  KEYS[7 + i] candidate i's job hash
   ARGV[i] candidate i's id
 
   Returns {jobs moved, next due time ms or -1 (what is left), server now ms}.
@@ -14,13 +15,14 @@
 --- @include "serverNow"
 --- @include "pushReady"
 local now = serverNow()
+local ready = {wait = KEYS[2], prioritized = KEYS[3], meta = KEYS[4], groupWait = KEYS[6], groups = KEYS[7]}
 local moved = 0
 for i = 1, #ARGV do
   local jobId = ARGV[i]
   local due = tonumber(redis.call('ZSCORE', KEYS[1], jobId))
   if due and due <= now then
     redis.call('ZREM', KEYS[1], jobId)
-    pushReady(KEYS[2], KEYS[3], KEYS[4], jobId, redis.call('HGET', KEYS[5 + i], 'priority'), false)
+    placeReady(ready, KEYS[7 + i], jobId, false)
     moved = moved + 1
   end
 end

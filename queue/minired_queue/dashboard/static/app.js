@@ -8,7 +8,7 @@
 const CSRF = document.querySelector('meta[name="csrf-token"]').content;
 const STATES = ["wait", "prioritized", "active", "delayed", "completed", "failed"];
 const POLL_MS = 1000;
-const LISTED = ["wait", "prioritized", "delayed", "active", "completed", "failed", "paused"];
+const LISTED = ["wait", "grouped", "prioritized", "delayed", "waiting-children", "active", "completed", "failed", "paused"];
 const PAGE_SIZES = [10, 25, 50, 100];
 const HANDLERS = ["onclick", "onchange", "oninput", "onsubmit"];  // carried over by morph()
 
@@ -354,8 +354,10 @@ function jobRow(name, state, j) {
 function jobBrowser(name, q, page) {
   const state = page.state;
   const on = `?queue=${enc(name)}`;
+  // A tab counts what it lists: wait's count includes the grouped jobs, listed apart.
+  const inWaitList = (q.counts.wait ?? 0) - (q.counts.grouped ?? 0);
   const tabs = LISTED.map((s) => el("button", { id: `tab-${s}`, class: s === state ? "tab on" : "tab",
-    onclick: () => pickState(s) }, `${s} ${s === "paused" ? (q.paused ? (q.counts.wait ?? 0) : 0) : (q.counts[s] ?? 0)}`));
+    onclick: () => pickState(s) }, `${s} ${s === "paused" ? (q.paused ? inWaitList : 0) : s === "wait" ? inWaitList : (q.counts[s] ?? 0)}`));
   const setList = (changes) => { Object.assign(list, changes); refresh(); };
   const controls = el("div", { class: "controls" },
     el("form", { id: "find-form", onsubmit: (event) => {
@@ -366,8 +368,8 @@ function jobBrowser(name, q, page) {
     el("button", { type: "submit", id: "find-button" }, "Find")),
     el("input", { id: "filter-name", type: "search", placeholder: "filter by name", value: list.name, "data-sync": "",
       "aria-label": "filter by job name", oninput: (event) => setList({ name: event.target.value, page: 1 }) }),
-    el("select", { id: "order", "aria-label": "order", disabled: state === "prioritized" ? "" : null,
-      title: state === "prioritized" ? "prioritized jobs are listed in the order they will run" : null, onchange: (event) => setList({ order: event.target.value, page: 1 }) },
+    el("select", { id: "order", "aria-label": "order", disabled: state === "prioritized" || state === "grouped" ? "" : null,
+      title: state === "prioritized" || state === "grouped" ? `${state} jobs are listed in the order they will run` : null, onchange: (event) => setList({ order: event.target.value, page: 1 }) },
       [["newest", "newest first"], ["oldest", "oldest first"]].map(([value, label]) =>
         el("option", { value, selected: list.order === value ? "" : null }, label))),
     el("select", { id: "page-size", "aria-label": "page size", onchange: (event) => setList({ size: +event.target.value, page: 1 }) },
@@ -397,6 +399,7 @@ function jobBrowser(name, q, page) {
   return el("section", { id: "jobs-section" },
     el("h2", { text: "Jobs" }), el("div", { class: "tabs", role: "tablist" }, tabs), controls,
     state === "paused" && !q.paused ? el("p", { class: "muted", text: "The queue is not paused: its ready jobs are under wait." }) : "",
+    state === "wait" && q.counts.grouped ? el("p", { class: "muted", id: "grouped-note", text: `${q.counts.grouped} grouped job(s) are ready too: they wait in their groups' lines, listed under grouped.` }) : "",
     page.cut ? el("p", { id: "cut-note", class: "note", text: `The name filter looked at the ${page.looked_at} ${list.order} of ${page.total} jobs only.` }) : "",
     bulk,
     shown ? el("div", { class: "scroll" }, el("table", { id: "jobs" }, el("thead", {}, el("tr", {},

@@ -3,6 +3,7 @@
   KEYS[1] active   KEYS[2] wait   KEYS[3] delayed   KEYS[4] prioritized   KEYS[5] failed
   KEYS[6] marker   KEYS[7] lock   KEYS[8] job hash   KEYS[9] the job's dedup marker
   KEYS[10] meta    KEYS[11] metrics   KEYS[12] history   KEYS[13] events
+  KEYS[14] group-wait   KEYS[15] groups (a grouped job is retried into its group's line)
   ARGV[1] job id   ARGV[2] lock token   ARGV[3] error message   ARGV[4] stack trace
   ARGV[5] '1' when the error is unrecoverable (no retry whatever the attempts left)
   ARGV[6] events stream cap
@@ -54,7 +55,8 @@ if ARGV[5] ~= '1' and made < maxAttempts then
   if delay > 0 then
     redis.call('ZADD', KEYS[3], now + delay, jobId)
   else
-    pushReady(KEYS[2], KEYS[4], KEYS[10], jobId, opts[4], false)
+    placeReady({wait = KEYS[2], prioritized = KEYS[4], meta = KEYS[10], groupWait = KEYS[14], groups = KEYS[15]},
+      jobKey, jobId, false)
   end
   redis.call('ZADD', KEYS[6], 0, '0')
   recordFinish(KEYS[11], KEYS[12], now, 'retried', duration)

@@ -5,7 +5,7 @@
   release.
 
   KEYS[1] active   KEYS[2] wait   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
-  KEYS[6] lock     KEYS[7] job hash
+  KEYS[6] lock     KEYS[7] job hash   KEYS[8] group-wait   KEYS[9] groups
   ARGV[1] job id   ARGV[2] lock token
 
   Returns 'released' or 'lost'.
@@ -17,6 +17,7 @@ if not takeOwned(KEYS[1], KEYS[6], jobId, ARGV[2]) then
   return 'lost'
 end
 redis.call('HDEL', KEYS[7], 'lockedBy')
-pushReady(KEYS[2], KEYS[3], KEYS[4], jobId, redis.call('HGET', KEYS[7], 'priority'), true)
+placeReady({wait = KEYS[2], prioritized = KEYS[3], meta = KEYS[4], groupWait = KEYS[8], groups = KEYS[9]},
+  KEYS[7], jobId, true)
 redis.call('ZADD', KEYS[5], 0, '0')
 return 'released'

@@ -4,7 +4,7 @@
   KEYS[1] wait      KEYS[2] delayed   KEYS[3] prioritized   KEYS[4] meta   KEYS[5] marker
   KEYS[6] job hash
   KEYS[7] dedup marker (emq:{q}:de:<dedup id>; declared even when ARGV[8] is empty)
-  KEYS[8] metrics   KEYS[9] events
+  KEYS[8] metrics   KEYS[9] events   KEYS[10] group-wait   KEYS[11] groups
 
   ARGV[1] job id        ARGV[2] payload (JSON)   ARGV[3] job name
   ARGV[4] max attempts  ARGV[5] backoff type ('' | 'fixed' | 'exponential')
@@ -14,6 +14,9 @@
   ARGV[12] TTL in ms (0: none): past now + TTL (server clock) a job never delivered is
            failed as 'expired' by moveToActive instead of running (stored as `expireAt`)
   ARGV[13] timeout of one attempt in ms (0: none; stored as `timeout`, enforced by workers)
+  ARGV[14], ARGV[15] (optional) a flow child's parent: its queue name and job id (stored as
+           `parentQueue`, `parentId`; the parent is added after its children)
+  ARGV[16] (optional) the job's group ('': none): it is then ready in its group's line
 
   The numbers (ARGV 4, 6, 7, 9, 10, 11, 12, 13) must be decimal integers in range: anything else
   is an error reply and nothing is written (a job hash holding '0.5' could not be read).
@@ -38,6 +41,7 @@ integerArg(ARGV[13], 'timeout', 0)
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return {jobId, 0}
 end
+local parentQueue, parentId, group = ARGV[14] or '', ARGV[15] or '', ARGV[16] or ''
 
 local dedupId = ARGV[8]
 if dedupId ~= '' then
@@ -53,9 +57,11 @@ if dedupId ~= '' then
 end
 
 createJob({wait = KEYS[1], delayed = KEYS[2], prioritized = KEYS[3], meta = KEYS[4], marker = KEYS[5],
-           job = KEYS[6], metrics = KEYS[8], events = KEYS[9], eventsCap = ARGV[10]},
+           job = KEYS[6], metrics = KEYS[8], events = KEYS[9], eventsCap = ARGV[10],
+           groupWait = KEYS[10], groups = KEYS[11]},
   jobId, {data = ARGV[2], name = ARGV[3], maxAttempts = ARGV[4], backoffType = ARGV[5],
           backoffDelay = ARGV[6], delay = ARGV[7], dedupId = dedupId, priority = ARGV[11],
-          ttl = ARGV[12], timeout = ARGV[13]},
+          ttl = ARGV[12], timeout = ARGV[13],
+          parentQueue = parentQueue, parentId = parentId, group = group},
   serverNow())
 return {jobId, 1}
