@@ -8,8 +8,10 @@ cluster-enabled does: `ERR This instance has cluster support disabled`.
 from __future__ import annotations
 
 from minired.engine.args import parse_int
+from minired.engine.client import Client
 from minired.engine.table import command, container_command
 from minired.features.cluster import SLOTS, ClusterNode, key_hash_slot, node_line, slot_ranges
+from minired.features.security import auth_required, users_of
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Status, Verbatim
@@ -183,15 +185,49 @@ def cluster_help(c, argv):
     return [Status(line.encode()) for line in _HELP]
 
 
-def _fixed_layout(c, argv):
-    """The layout is set at start-up (MINIRED CLUSTER changes it): refused as unsupported."""
+def _slot(raw: bytes) -> int:
+    """getSlotOrReply."""
+    try:
+        slot = parse_int(raw)
+    except RedisError:
+        slot = -1
+    if not 0 <= slot < SLOTS:
+        raise RedisError(errors.CLUSTER_SLOT_OUT_OF_RANGE)
+    return slot
+
+
+def _layout_control(c, argv) -> ClusterNode:
+    """A subcommand that changes the layout: allowed with --cluster-control, as the tools that
+    reshard a cluster (redis-cli --cluster) send it."""
+    me = _node(c)
+    if not me.cluster.control:
+        raise RedisError(errors.CLUSTER_LAYOUT_CONTROL.format(argv[1].decode(errors="replace").upper()))
+    return me
+
+
+@command("setslot", arity=-4, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_setslot(c, argv):
+    """Bind a hash slot to a specific node."""
+    me = _layout_control(c, argv)
+    slot = _slot(argv[2])
+    action = argv[3].lower()
+    if action in (b"migrating", b"importing", b"node") and len(argv) == 5:
+        me.cluster.set_slot(me, slot, action, argv[4])
+    elif action == b"stable" and len(argv) == 4:
+        me.cluster.set_slot(me, slot, action, None)
+    else:
+        raise RedisError(errors.SETSLOT_SYNTAX)
+    return OK
+
+
+def _unsupported(c, argv):
+    """A subcommand of a real cluster's bus and replication that minired does not model."""
     _node(c)
-    raise RedisError(f"ERR CLUSTER {argv[1].decode(errors='replace').upper()} is not supported "
-                     "by minired: the cluster's layout is fixed at start-up (see MINIRED CLUSTER)")
+    raise RedisError(errors.CLUSTER_UNSUPPORTED.format(argv[1].decode(errors="replace").upper()))
 
 
-# Subcommands that change the layout or the replication of a real cluster. Declared, so that
-# COMMAND and ACL know them as Redis does (ACL SETUSER ... +cluster|setslot), but refused.
+# Declared, so that COMMAND and ACL know them as Redis does (ACL SETUSER ... +cluster|forget),
+# but refused.
 for _name, _arity, _flags in (
         ("addslots", -3, "admin stale no_async_loading"),
         ("addslotsrange", -4, "admin stale no_async_loading"),
@@ -208,10 +244,101 @@ for _name, _arity, _flags in (
         ("slaves", 3, "admin stale"),
         ("reset", -2, "admin noscript stale"),
         ("saveconfig", 2, "admin stale no_async_loading"),
-        ("set-config-epoch", 3, "admin stale no_async_loading"),
-        ("setslot", -4, "admin stale no_async_loading")):
+        ("set-config-epoch", 3, "admin stale no_async_loading")):
     command(_name, arity=_arity, flags=_flags, parent="cluster", group=G,
-            summary=f"CLUSTER {_name.upper()}")(_fixed_layout)
+            summary=f"CLUSTER {_name.upper()}")(_unsupported)
+
+
+# --- MIGRATE between the process's nodes --------------------------------------------------------
+
+def _migrate_keys(argv: list) -> list[int]:
+    """migrateGetKeys: the key argument, or every argument after KEYS."""
+    for index in range(6, len(argv)):
+        if argv[index].lower() == b"keys":
+            return list(range(index + 1, len(argv)))
+    return [3]
+
+
+@command("migrate", arity=-6, flags="write", keys=(3, 3, 1), key_finder=_migrate_keys,
+         group="generic")
+def migrate(c, argv):
+    """Atomically transfer a key from a Redis instance to another one."""
+    copy = replace = False
+    password = username = None
+    keys = [argv[3]]
+    j = 6
+    while j < len(argv):
+        option = argv[j].lower()
+        if option == b"copy":
+            copy = True
+        elif option == b"replace":
+            replace = True
+        elif option == b"auth" and j + 1 < len(argv):
+            password = argv[j + 1]
+            j += 1
+        elif option == b"auth2" and j + 2 < len(argv):
+            username, password = argv[j + 1], argv[j + 2]
+            j += 2
+        elif option == b"keys":
+            if argv[3]:
+                raise RedisError(errors.MIGRATE_KEYS_NEED_EMPTY_KEY)
+            keys = argv[j + 1:]
+            break
+        else:
+            raise RedisError(errors.SYNTAX)
+        j += 1
+    dbid = parse_int(argv[4])
+    parse_int(argv[5])  # the timeout: nothing here waits on a network
+    present = [key for key in keys if c.db.get(key) is not None]
+    if not present:
+        return Status(b"NOKEY")
+    me = c.server.cluster
+    target = None if me is None else me.cluster.node_at(parse_int(argv[2]))
+    if target is None or target.server is None:
+        raise RedisError(errors.MIGRATE_CONNECT)
+    auth_error, authenticated = _target_auth(target.server, username, password)
+    # In cluster mode the target refuses SELECT but for 0, and its RESTOREs still run, in db 0.
+    select_error = errors.SELECT_IN_CLUSTER if dbid != 0 else None
+    first_error = None
+    moved = False
+    for key in present:
+        # Each key as the target's RESTORE-ASKING answers it. A key restored leaves the source
+        # unless AUTH or SELECT failed; the reply is the first error (migrateCommand).
+        restore_error = (_restore_refusal(target, key, replace) if authenticated
+                         else errors.NOAUTH)
+        if restore_error is None:
+            me.cluster.move_key(me, target, key, copy or bool(auth_error or select_error))
+            moved = True
+        error = auth_error or select_error or restore_error
+        if first_error is None:
+            first_error = error
+    if moved:
+        target.redirect_blocked()
+    if first_error is not None:
+        raise RedisError(errors.MIGRATE_TARGET_ERROR.format(first_error))
+    return OK
+
+
+def _target_auth(server, username, password) -> tuple[str | None, bool]:
+    """What the target answers MIGRATE's AUTH with (None without AUTH or when it succeeds), and
+    whether the connection may then run commands."""
+    if password is not None:
+        if users_of(server).authenticate(Client(server), username or b"default", password,
+                                         b"auth"):
+            return None, True
+        return errors.WRONGPASS, not auth_required(server)
+    return None, not auth_required(server)
+
+
+def _restore_refusal(target: ClusterNode, key: bytes, replace: bool) -> str | None:
+    """What the target answers `RESTORE-ASKING key ...` with: its redirection (the slot is
+    neither its own nor being imported) or BUSYKEY."""
+    refusal = target.route_key(key)
+    if refusal is not None:
+        return refusal
+    if not replace and target.db.get(key) is not None:
+        return errors.BUSYKEY
+    return None
 
 
 # --- per-connection cluster flags ---------------------------------------------------------------

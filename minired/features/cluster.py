@@ -34,7 +34,7 @@ from minired.engine.table import COMMANDS
 from minired.features import pubsub
 from minired.features.notifications import GENERIC, notify
 from minired.features.persistence import LoadError
-from minired.features.rdb import COMPRESS_AS_REDIS, Compact, encode_value, seal
+from minired.features.rdb import COMPRESS_AS_REDIS, Compact, Reader, decode_value, encode_value, seal
 from minired.protocol import errors
 from minired.protocol.resp import OK
 
@@ -192,9 +192,10 @@ class ClusterNode:
         else:
             commands = ((spec, argv),)
         return self._route(commands, asking or "asking" in spec.flags,
-                           spec.name in _SHARD_COMMANDS)
+                           spec.name in _SHARD_COMMANDS, spec.name == "migrate")
 
-    def _route(self, commands: Any, asking: bool, shard: bool) -> str | None:
+    def _route(self, commands: Any, asking: bool, shard: bool,
+               migrate: bool = False) -> str | None:
         cluster = self.cluster
         owner: ClusterNode | None = None
         first: bytes | None = None
@@ -229,6 +230,8 @@ class ClusterNode:
             return None  # no key at all: served anywhere
         if cluster.down and not shard:  # (cluster-allow-pubsubshard-when-down yes)
             return errors.CLUSTER_DOWN
+        if open_slot and migrate:
+            return None  # MIGRATE moves keys of an open slot freely, whichever are here
         if migrating and missing:
             # Some keys here and some gone: neither node can serve them all yet. All gone: the
             # target has them (or will create them), so ASK there.
@@ -242,6 +245,10 @@ class ClusterNode:
         if owner is not self:
             return f"MOVED {slot} {owner.address}"
         return None
+
+    def route_key(self, key: bytes) -> str | None:
+        """The redirection or refusal of a RESTORE-ASKING of `key` (what MIGRATE sends)."""
+        return self._route(((COMMANDS[b"restore"], [b"RESTORE", key]),), True, False)
 
     def redirect_blocked(self) -> None:
         """End the waits of clients blocked on keys this node no longer serves, with MOVED
@@ -341,31 +348,99 @@ class Cluster:
         """Move up to `count` keys of `slot` (all if None) from source to target with their
         TTLs, as MIGRATE does; the number moved."""
         moved = 0
-        src, dst = source.db, target.db
-        for key in [k for k in src.keys() if key_hash_slot(k) == slot]:
+        for key in self.keys_in_slot(source, slot):
             if count is not None and moved >= count:
                 break
-            deadline = src.expiry(key)
-            value = src.pop(key)
-            if value is None:
-                continue
-            dst.delete(key)
-            dst.set(key, value)
-            if deadline is not None:
-                dst.set_expiry(key, deadline)
-            # The events of MIGRATE: the target's RESTORE, then the source's deletion.
-            if dst.notifier is not None:
-                notify(dst, GENERIC, b"restore", key)
-            if src.notifier is not None:
-                notify(src, GENERIC, b"del", key)
-            if target.server is not None and target.server.propagate is not None:
-                payload = seal(encode_value(value, COMPRESS_AS_REDIS,
-                                            Compact.from_config(target.server.config.get)))
-                target.log_change([b"RESTORE", key, b"%d" % (deadline or 0), payload,
-                                   b"REPLACE", b"ABSTTL"])
-            source.log_change([b"DEL", key])
-            moved += 1
+            if self.move_key(source, target, key):
+                moved += 1
         return moved
+
+    def move_key(self, source: ClusterNode, target: ClusterNode, key: bytes,
+                 copy: bool = False) -> bool:
+        """Move one key with its TTL (a copy of it with COPY), replacing the target's, as
+        MIGRATE's RESTORE-ASKING ... REPLACE and the source's DEL do; False if the source has
+        no such key. The events and the files' records are MIGRATE's: `restore` on the target,
+        `del` on the source (none with COPY)."""
+        src, dst = source.db, target.db
+        value = src.get(key)
+        if value is None:
+            return False
+        deadline = src.expiry(key)
+        payload = None
+        if copy or (target.server is not None and target.server.propagate is not None):
+            compact = (Compact.from_config(target.server.config.get)
+                       if target.server is not None else None)
+            payload = seal(encode_value(value, COMPRESS_AS_REDIS, compact))
+        if copy:
+            value = decode_value(Reader(payload))
+        else:
+            src.pop(key)
+        dst.delete(key)
+        dst.set(key, value)
+        if deadline is not None:
+            dst.set_expiry(key, deadline)
+        if dst.notifier is not None:
+            notify(dst, GENERIC, b"restore", key)
+        if not copy and src.notifier is not None:
+            notify(src, GENERIC, b"del", key)
+        if payload is not None:
+            target.log_change([b"RESTORE", key, b"%d" % (deadline or 0), payload,
+                               b"REPLACE", b"ABSTTL"])
+        if not copy:
+            source.log_change([b"DEL", key])
+        return True
+
+    def node_by_id(self, node_id: bytes) -> ClusterNode | None:
+        for node in self.nodes:
+            if node.id.encode() == node_id:
+                return node
+        return None
+
+    def set_slot(self, me: ClusterNode, slot: int, action: bytes,
+                 node_id: bytes | None) -> None:
+        """CLUSTER SETSLOT <slot> MIGRATING|IMPORTING|NODE <id> | STABLE sent to `me`, with
+        Redis 7.0's checks and texts (clusterCommand). The slot map is shared by the nodes, so
+        NODE takes effect for all of them at once, as if the bus had spread it."""
+        if action == b"migrating":
+            if self.slots[slot] is not me:
+                raise errors.RedisError(errors.SETSLOT_NOT_OWNER.format(slot))
+            other = self._known(node_id, errors.CLUSTER_UNKNOWN_NODE)
+            me.migrating[slot] = other
+        elif action == b"importing":
+            if self.slots[slot] is me:
+                raise errors.RedisError(errors.SETSLOT_ALREADY_OWNER.format(slot))
+            other = self._known(node_id, errors.CLUSTER_UNKNOWN_NODE)
+            me.importing[slot] = other
+        elif action == b"stable":
+            me.migrating.pop(slot, None)
+            me.importing.pop(slot, None)
+        else:
+            other = self._known(node_id, errors.SETSLOT_UNKNOWN_NODE)
+            holds_keys = bool(self.keys_in_slot(me, slot))
+            if self.slots[slot] is me and other is not me and holds_keys:
+                raise errors.RedisError(errors.SETSLOT_STILL_HOLDS_KEYS.format(slot))
+            if not holds_keys:
+                me.migrating.pop(slot, None)
+            self.slots[slot] = other
+            if other is me and me.importing.pop(slot, None) is not None:
+                self.bump_epoch(me)  # (a manual move takes a new epoch, without consensus)
+            for node in self.nodes:
+                node.redirect_blocked()
+        self.save_layout()
+
+    def _known(self, node_id: bytes | None, unknown: str) -> ClusterNode:
+        node = self.node_by_id(node_id or b"")
+        if node is None:
+            raise errors.RedisError(unknown.format((node_id or b"").decode(errors="replace")))
+        return node
+
+    def bump_epoch(self, node: ClusterNode) -> None:
+        """clusterBumpConfigEpochWithoutConsensus: a new epoch for `node`, unless its epoch is
+        already the greatest the cluster knows."""
+        greatest = max([self.current_epoch] + [other.config_epoch for other in self.nodes])
+        if node.config_epoch == 0 or node.config_epoch != greatest:
+            self.current_epoch += 1
+            node.config_epoch = self.current_epoch
 
     def finish_migration(self, slot: int, target: ClusterNode) -> int:
         """Give the slot to `target` with every key of it any other node holds, and close any
