@@ -37,12 +37,14 @@ def _node_entry(node: ClusterNode) -> list:
 
 @command("slots", arity=2, flags="stale", parent="cluster", group=G)
 def cluster_slots(c, argv):
-    """Slot ranges and the node serving each."""
+    """Slot ranges and the node serving each, then its replicas not flagged FAIL."""
     me = _node(c)
+    cluster = me.cluster
     reply = []
-    for node in me.cluster.nodes:
+    for node in cluster.masters():
+        replicas = [_node_entry(r) for r in cluster.replicas_of(node) if not r.failed]
         for first, last in slot_ranges(node.slots()):
-            reply.append([first, last, _node_entry(node)])
+            reply.append([first, last, _node_entry(node), *replicas])
     reply.sort(key=lambda entry: entry[0])
     return reply
 
@@ -51,16 +53,20 @@ def cluster_slots(c, argv):
 def cluster_shards(c, argv):
     """Each shard's slots and nodes."""
     me = _node(c)
+    cluster = me.cluster
     shards = []
-    for node in me.cluster.nodes:
+    for master in cluster.masters():
         slots = []
-        for first, last in slot_ranges(node.slots()):
+        for first, last in slot_ranges(master.slots()):
             slots += [first, last]
-        host = node.host.encode()
-        shards.append({b"slots": slots, b"nodes": [{
-            b"id": node.id.encode(), b"port": node.port, b"ip": host, b"endpoint": host,
-            b"role": b"master", b"replication-offset": 0,
-            b"health": b"fail" if node.failed else b"online"}]})
+        nodes = []
+        for node in [master, *cluster.replicas_of(master)]:
+            host = node.host.encode()
+            nodes.append({
+                b"id": node.id.encode(), b"port": node.port, b"ip": host, b"endpoint": host,
+                b"role": b"replica" if node.master is not None else b"master",
+                b"replication-offset": 0, b"health": b"fail" if node.failed else b"online"})
+        shards.append({b"slots": slots, b"nodes": nodes})
     return shards
 
 
@@ -81,7 +87,7 @@ def cluster_info(c, argv):
     failed = sum(1 for owner in cluster.slots if owner is not None and owner.failed)
     assigned = sum(1 for owner in cluster.slots if owner is not None)
     fields = [
-        ("cluster_state", "fail" if cluster.down else "ok"),
+        ("cluster_state", "fail" if me.down else "ok"),
         ("cluster_slots_assigned", assigned),
         ("cluster_slots_ok", assigned - failed),
         ("cluster_slots_pfail", 0),
@@ -209,6 +215,8 @@ def _layout_control(c, argv) -> ClusterNode:
 def cluster_setslot(c, argv):
     """Bind a hash slot to a specific node."""
     me = _layout_control(c, argv)
+    if me.master is not None:
+        raise RedisError(errors.SETSLOT_ON_REPLICA)
     slot = _slot(argv[2])
     action = argv[3].lower()
     if action in (b"migrating", b"importing", b"node") and len(argv) == 5:
@@ -240,13 +248,28 @@ for _name, _arity, _flags in (
         ("forget", 3, "admin stale no_async_loading"),
         ("meet", -4, "admin stale no_async_loading"),
         ("replicate", 3, "admin stale no_async_loading"),
-        ("replicas", 3, "admin stale"),
-        ("slaves", 3, "admin stale"),
         ("reset", -2, "admin noscript stale"),
         ("saveconfig", 2, "admin stale no_async_loading"),
         ("set-config-epoch", 3, "admin stale no_async_loading")):
     command(_name, arity=_arity, flags=_flags, parent="cluster", group=G,
             summary=f"CLUSTER {_name.upper()}")(_unsupported)
+
+
+def _replicas(c, argv):
+    me = _node(c)
+    master = me.cluster.node_by_id(argv[2])
+    if master is None:
+        raise RedisError(errors.SETSLOT_UNKNOWN_NODE.format(argv[2].decode(errors="replace")))
+    if master.master is not None:
+        raise RedisError(errors.CLUSTER_NOT_A_MASTER)
+    now = c.server.clock.ms()
+    return [node_line(me, node, now).encode() for node in me.cluster.replicas_of(master)]
+
+
+command("replicas", arity=3, flags="admin stale", parent="cluster", group=G,
+        summary="List replica nodes of the specified master node")(_replicas)
+command("slaves", arity=3, flags="admin stale", parent="cluster", group=G,
+        summary="List replica nodes of the specified master node")(_replicas)
 
 
 # --- MIGRATE between the process's nodes --------------------------------------------------------
@@ -415,8 +438,9 @@ def minired_cluster(c, argv):
         return cluster.move_keys(slot, source, target, count)
     if action in (b"failover", b"recover") and len(argv) == 4:
         node = _node_at(me, argv[3])
-        node.failed = action == b"failover"
-        for each in cluster.nodes:
-            each.redirect_blocked()
+        if action == b"failover":
+            cluster.kill(node)
+        else:
+            cluster.recover(node)
         return OK
     raise RedisError(errors.SYNTAX)

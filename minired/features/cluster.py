@@ -48,6 +48,9 @@ log = logging.getLogger("minired")
 
 SLOTS = 16384
 BUS_PORT_OFFSET = 10000  # Redis's default cluster bus port is the client port + 10000
+# From a master's FAIL to its replica's promotion: the least of Redis's election delay
+# (500 ms + random 0-500 ms + 1000 ms per better-ranked replica).
+ELECTION_DELAY_MS = 500
 
 # Shard channels sit at key positions: their commands are routed by slot like keyed ones, but
 # a channel is not a key, so a migrating slot does not count it missing (Redis's
@@ -106,13 +109,18 @@ def slot_ranges(slots: list[int]) -> list[tuple[int, int]]:
 
 def node_line(me: "ClusterNode", node: "ClusterNode", now_ms: int) -> str:
     """`node` as `me` describes it in CLUSTER NODES and in its nodes.conf (clusterGenNodeDescription):
-    id, address, flags, master, ping sent, pong received, config epoch, link, slots; open
-    migrations on the node's own line only, as in Redis."""
-    flags = "myself,master" if node is me else ("master,fail" if node.failed else "master")
-    link = "disconnected" if node.failed and node is not me else "connected"
-    pong = 0 if node.failed else now_ms
-    parts = [node.id, f"{node.host}:{node.port}@{node.port + BUS_PORT_OFFSET}", flags, "-", "0",
-             str(pong), str(node.config_epoch), link]
+    id, address, flags, master, ping sent, pong received, config epoch (a replica shows its
+    master's, as nodeEpoch), link, slots; open migrations on the node's own line only, as in
+    Redis."""
+    master = node.master
+    flags = ("myself," if node is me else "") + ("slave" if master is not None else "master")
+    if node.failed and node is not me:
+        flags += ",fail"
+    down = node.killed_at is not None and node is not me
+    epoch = master.config_epoch if master is not None else node.config_epoch
+    parts = [node.id, f"{node.host}:{node.port}@{node.port + BUS_PORT_OFFSET}", flags,
+             master.id if master is not None else "-", "0", str(0 if down else now_ms),
+             str(epoch), "disconnected" if down else "connected"]
     for first, last in slot_ranges(node.slots()):
         parts.append(str(first) if first == last else f"{first}-{last}")
     if node is me:
@@ -124,11 +132,13 @@ def node_line(me: "ClusterNode", node: "ClusterNode", now_ms: int) -> str:
 
 
 class ClusterNode:
-    """One master: its identity, the database it serves, and its view of open migrations."""
+    """One node, a master or a replica: its identity, the database it serves, and its view of
+    open migrations. A replica serves its master's database itself (the same object: a replica
+    that never lags), to READONLY clients, and takes it over when it is promoted."""
 
     __slots__ = ("cluster", "id", "host", "port", "db", "pubsub", "blocking", "config_epoch",
                  "migrating", "importing", "asking", "readonly", "failed", "server",
-                 "_mover")
+                 "_mover", "master", "killed_at", "successor")
 
     def __init__(self, cluster: "Cluster", host: str, port: int, db: "Database",
                  pubsub: Any, blocking: Any, config_epoch: int) -> None:
@@ -147,7 +157,13 @@ class ClusterNode:
         # Clients that sent ASKING (good for their next command) and READONLY.
         self.asking: set = set()
         self.readonly: set = set()
-        self.failed = False  # MINIRED CLUSTER FAILOVER: down until MINIRED CLUSTER RECOVER
+        # MINIRED CLUSTER FAILOVER kills a node (killed_at, the clock's ms); the others flag it
+        # failed once cluster-node-timeout has passed (FAIL), until MINIRED CLUSTER RECOVER.
+        self.killed_at: int | None = None
+        self.failed = False
+        self.master: ClusterNode | None = None  # a replica's master
+        # The replica promoted in a failed master's place, which it follows when it comes back.
+        self.successor: ClusterNode | None = None
         self.server: "Server | None" = None  # set by form()
         self._mover: Client | None = None  # the internal client moves are logged as
 
@@ -191,11 +207,28 @@ class ClusterNode:
             commands = c.multi  # EXEC: every queued command's keys, as one request
         else:
             commands = ((spec, argv),)
-        return self._route(commands, asking or "asking" in spec.flags,
-                           spec.name in _SHARD_COMMANDS, spec.name == "migrate")
+        shard = spec.name in _SHARD_COMMANDS
+        # A replica serves its master's slots to reads of READONLY clients (and shard channels),
+        # as getNodeByQuery: not writes, nor a transaction that queued one.
+        replica_read = False
+        if self.master is not None and (shard or c in self.readonly):
+            replica_read = not (spec.write or (spec.name == "exec" and c.multi is not None
+                                               and any(s.write for s, _ in c.multi)))
+        return self._route(commands, asking or "asking" in spec.flags, shard,
+                           spec.name == "migrate", replica_read)
+
+    @property
+    def down(self) -> bool:
+        """This node's cluster state is fail: a master serving slots is flagged FAIL and
+        cluster-require-full-coverage is yes (Redis's default; each node reads its own)."""
+        for node in self.cluster.nodes:
+            if node.failed and node.master is None and node in self.cluster.slots:
+                server = self.server
+                return server is None or server.config.get("cluster-require-full-coverage") == "yes"
+        return False
 
     def _route(self, commands: Any, asking: bool, shard: bool,
-               migrate: bool = False) -> str | None:
+               migrate: bool = False, replica_read: bool = False) -> str | None:
         cluster = self.cluster
         owner: ClusterNode | None = None
         first: bytes | None = None
@@ -228,7 +261,7 @@ class ClusterNode:
                         existing += 1
         if owner is None:
             return None  # no key at all: served anywhere
-        if cluster.down and not shard:  # (cluster-allow-pubsubshard-when-down yes)
+        if not shard and self.down:  # (cluster-allow-pubsubshard-when-down yes)
             return errors.CLUSTER_DOWN
         if open_slot and migrate:
             return None  # MIGRATE moves keys of an open slot freely, whichever are here
@@ -242,7 +275,7 @@ class ClusterNode:
             if multiple and missing:
                 return errors.CLUSTER_TRYAGAIN
             return None
-        if owner is not self:
+        if owner is not self and not (replica_read and owner is self.master):
             return f"MOVED {slot} {owner.address}"
         return None
 
@@ -259,7 +292,7 @@ class ClusterNode:
             keys = waiter.block.keys
             if not keys:
                 continue  # (not waiting on a key)
-            if cluster.down:
+            if self.down:
                 self.blocking.finish(waiter, errors.RedisError(errors.CLUSTER_DOWN))
                 continue
             slot = key_hash_slot(keys[0])
@@ -288,7 +321,7 @@ class ClusterNode:
 class Cluster:
     """The slot map every node reads, and the epochs of the configuration."""
 
-    __slots__ = ("nodes", "slots", "current_epoch", "control", "layout_paths")
+    __slots__ = ("nodes", "slots", "current_epoch", "control", "layout_paths", "_timer")
 
     def __init__(self, control: bool = False) -> None:
         self.nodes: list[ClusterNode] = []
@@ -298,15 +331,7 @@ class Cluster:
         self.control = control
         # Each node's nodes.conf, in node order, when the nodes keep files; else empty.
         self.layout_paths: list[str] = []
-
-    @property
-    def down(self) -> bool:
-        """Whether the cluster state is fail: a master is down and its slots have no other
-        server (cluster-require-full-coverage yes, Redis's default)."""
-        for node in self.nodes:
-            if node.failed:
-                return True
-        return False
+        self._timer: Any = None  # tick's next run while a failure is pending
 
     def add_node(self, host: str, port: int, db: "Database", pubsub: Any,
                  blocking: Any) -> ClusterNode:
@@ -316,9 +341,115 @@ class Cluster:
         return node
 
     def assign_evenly(self) -> None:
-        for node, (first, last) in zip(self.nodes, split_slots(len(self.nodes))):
+        masters = self.masters()
+        for node, (first, last) in zip(masters, split_slots(len(masters))):
             for slot in range(first, last + 1):
                 self.slots[slot] = node
+
+    def masters(self) -> list[ClusterNode]:
+        return [node for node in self.nodes if node.master is None]
+
+    def replicas_of(self, master: ClusterNode) -> list[ClusterNode]:
+        return [node for node in self.nodes if node.master is master]
+
+    def follow(self, replica: ClusterNode, master: ClusterNode) -> None:
+        """Make `replica` a replica of `master`: it serves the master's database from now on,
+        whatever it held (as a full resync replaces a replica's data)."""
+        replica.master = master
+        replica.db = master.db
+        if replica.server is not None:
+            replica.server.keyspace.dbs[0] = master.db
+
+    # --- failure and failover (clusterCron, clusterHandleSlaveFailover) ------------------------
+
+    def kill(self, node: ClusterNode) -> None:
+        """MINIRED CLUSTER FAILOVER: the node's process dies. Its port refuses connections at
+        once; the other nodes flag it FAIL after cluster-node-timeout, and a replica of a master
+        takes its slots ELECTION_DELAY_MS later (tick)."""
+        if node.killed_at is not None:
+            return
+        assert node.server is not None
+        node.killed_at = node.server.clock.ms()
+        node.server.crash()
+        self.tick()
+
+    def node_timeout(self, node: ClusterNode) -> int:
+        """cluster-node-timeout as the failed node's replica (else the node itself) has it."""
+        judge = next(iter(self.replicas_of(node)), node)
+        assert judge.server is not None
+        return int(judge.server.config.get("cluster-node-timeout"))
+
+    def tick(self) -> None:
+        """Flag killed nodes FAIL and promote replicas when their time has come; called as the
+        clock moves (MINIRED ADVANCE) and, while something is pending, every 100 ms."""
+        pending = changed = False
+        for node in self.nodes:
+            if node.killed_at is None:
+                continue
+            assert node.server is not None
+            now = node.server.clock.ms()
+            timeout = self.node_timeout(node)
+            if not node.failed:
+                if now < node.killed_at + timeout:
+                    pending = True
+                    continue
+                node.failed = changed = True
+            replicas = [r for r in self.replicas_of(node) if r.killed_at is None]
+            if node.master is None and replicas and node in self.slots:
+                if now < node.killed_at + timeout + ELECTION_DELAY_MS:
+                    pending = True
+                else:
+                    self.promote(replicas[0])
+                    changed = True
+        if changed:
+            for each in self.nodes:
+                each.redirect_blocked()
+            self.save_layout()
+        if pending and self._timer is None:
+            loop = next((n.server.loop for n in self.nodes
+                         if n.server is not None and n.server.loop is not None), None)
+            if loop is not None:
+                self._timer = loop.call_later(0.1, self._timed_tick)
+
+    def _timed_tick(self) -> None:
+        self._timer = None
+        self.tick()
+
+    def promote(self, replica: ClusterNode) -> None:
+        """The replica takes its master's slots with a new config epoch (a won election); the
+        other replicas follow it, and so will the old master when it comes back (until then it
+        shows as a failed master without slots, as in Redis)."""
+        old = replica.master
+        assert old is not None and replica.server is not None
+        self.slots = [replica if owner is old else owner for owner in self.slots]
+        replica.master = None
+        self.current_epoch += 1
+        replica.config_epoch = self.current_epoch
+        for other in self.replicas_of(old):
+            other.master = replica
+        old.successor = replica
+        # The database's change hooks are now the new master's (events, tracking, waiters).
+        server, db = replica.server, replica.db
+        own = server.keyspace.dbs[1 if len(server.keyspace) > 1 else 0]
+        db.notifier = own.notifier
+        db.tracking = server.tracking
+        db.ready_keys = server.keyspace.ready_keys
+
+    def recover(self, node: ClusterNode) -> None:
+        """MINIRED CLUSTER RECOVER: the node's process is back, with the data it had; a master
+        whose replica took over comes back as that replica's replica (its data replaced)."""
+        if node.killed_at is None:
+            return
+        assert node.server is not None
+        node.killed_at = None
+        node.failed = False
+        if node.successor is not None:
+            self.follow(node, node.successor)
+            node.successor = None
+        node.server.restart()
+        for each in self.nodes:
+            each.redirect_blocked()
+        self.save_layout()
 
     def node_at(self, port: int) -> ClusterNode | None:
         for node in self.nodes:
@@ -432,6 +563,8 @@ class Cluster:
         node = self.node_by_id(node_id or b"")
         if node is None:
             raise errors.RedisError(unknown.format((node_id or b"").decode(errors="replace")))
+        if node.master is not None:
+            raise errors.RedisError(errors.CLUSTER_TARGET_NOT_MASTER)
         return node
 
     def bump_epoch(self, node: ClusterNode) -> None:
@@ -497,18 +630,19 @@ class Cluster:
                             f"the other nodes' files exist (start with as many nodes as before)")
         views = [_read_layout(path) for path in self.layout_paths]
         for path, view in zip(self.layout_paths, views):
-            if view[-1] != len(self.nodes):
+            if view[6] != len(self.nodes):
                 raise LoadError(f"Cluster layout of another cluster: {path} describes "
-                                f"{view[-1]} nodes, this cluster has {len(self.nodes)}")
+                                f"{view[6]} nodes, this cluster has {len(self.nodes)}")
         ids = [view[0] for view in views]
         if len(set(ids)) != len(ids):
             raise LoadError("Cluster layout invalid: two nodes' files name the same node")
         by_id = dict(zip(ids, self.nodes))
         self.slots = [None] * SLOTS
-        for node, path, (node_id, epoch, slots, migrating, importing, current, _) in zip(
+        for node, path, (node_id, epoch, slots, migrating, importing, current, _, master) in zip(
                 self.nodes, self.layout_paths, views):
             node.id = node_id
             node.config_epoch = epoch
+            node.master = by_id.get(master)
             for slot in slots:
                 if self.slots[slot] is not None:
                     raise LoadError(f"Cluster layout invalid: slot {slot} has two owners ({path})")
@@ -525,7 +659,8 @@ class Cluster:
 
 def _read_layout(path: str) -> tuple:
     """A nodes.conf's own line and epoch: (id, config epoch, slots, migrating {slot: node id},
-    importing {slot: node id}, current epoch, how many nodes it lists)."""
+    importing {slot: node id}, current epoch, how many nodes it lists, its master's id or
+    "-")."""
     with open(path, encoding="ascii", errors="replace") as source:
         lines = source.read().splitlines()
     current = nodes = 0
@@ -561,7 +696,7 @@ def _read_layout(path: str) -> tuple:
         raise LoadError(f"Cluster layout invalid: unreadable line in {path}") from None
     if any(not 0 <= slot < SLOTS for slot in slots):
         raise LoadError(f"Cluster layout invalid: a slot out of range in {path}")
-    return own[0], epoch, slots, migrating, importing, current, nodes
+    return own[0], epoch, slots, migrating, importing, current, nodes, own[3]
 
 
 def _layout_path(server: "Server") -> str | None:
@@ -573,9 +708,10 @@ def _layout_path(server: "Server") -> str | None:
     return os.path.join(persistence.directory, server.config.get("cluster-config-file"))
 
 
-def form(servers: "list[Server]", control: bool = False) -> Cluster:
-    """Join started servers into one cluster, each a master serving its share of the slots,
-    as `redis-cli --cluster create` leaves them (config epochs 1..N)."""
+def form(servers: "list[Server]", control: bool = False, replicas: int = 0) -> Cluster:
+    """Join started servers into one cluster as `redis-cli --cluster create` leaves them:
+    the first len(servers) / (1 + replicas) are masters serving their share of the slots, the
+    rest their replicas (server masters + i replicates master i % masters); config epochs 1..N."""
     cluster = Cluster(control)
     for server in servers:
         node = cluster.add_node(server.host, server.port, server.keyspace[0],
@@ -584,6 +720,9 @@ def form(servers: "list[Server]", control: bool = False) -> Cluster:
         server.cluster = node
         server.config.set("cluster-enabled", "yes")
         server.hooks.disconnect.append(node.forget_client)
+    masters = len(servers) // (1 + replicas)
+    for index, node in enumerate(cluster.nodes[masters:]):
+        node.master = cluster.nodes[index % masters]
     for node in cluster.nodes:
         node.pubsub.peers = [other.pubsub for other in cluster.nodes if other is not node]
     paths = [_layout_path(server) for server in servers]
@@ -591,5 +730,10 @@ def form(servers: "list[Server]", control: bool = False) -> Cluster:
         cluster.layout_paths = paths
     if not cluster.load_layout():
         cluster.assign_evenly()
+    for node in cluster.nodes:
+        if node.master is not None:
+            cluster.follow(node, node.master)
     cluster.save_layout()
+    clock = servers[0].clock
+    clock.listeners.append(cluster.tick)
     return cluster

@@ -554,6 +554,7 @@ SETSLOT_STILL_HOLDS_KEYS = ("ERR Can't assign hashslot {} to a different node wh
 SETSLOT_SYNTAX = "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"
 SETSLOT_ON_REPLICA = "ERR Please use SETSLOT only with masters."
 CLUSTER_TARGET_NOT_MASTER = "ERR Target node is not a master"
+CLUSTER_NOT_A_MASTER = "ERR The specified node is not a master"
 MIGRATE_KEYS_NEED_EMPTY_KEY = (
     "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
 MIGRATE_TARGET_ERROR = "ERR Target instance replied with error: {}"
