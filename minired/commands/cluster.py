@@ -95,7 +95,7 @@ def cluster_info(c, argv):
         ("cluster_known_nodes", len(cluster.nodes)),
         ("cluster_size", sum(1 for node in cluster.nodes if node.slots())),
         ("cluster_current_epoch", cluster.current_epoch),
-        ("cluster_my_epoch", me.config_epoch),
+        ("cluster_my_epoch", (me.master or me).config_epoch),  # (nodeEpoch: a replica's master's)
         # No bus: no messages (Redis lists only the message types it has counted).
         ("cluster_stats_messages_sent", 0),
         ("cluster_stats_messages_received", 0),

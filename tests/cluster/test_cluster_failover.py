@@ -82,6 +82,95 @@ def real_with_replicas():
         yield servers
 
 
+class Side:
+    """One cluster of 3 masters and 3 replicas, its replies with node ids and addresses named
+    by node index (node i + 3 replicates node i on both)."""
+
+    def __init__(self, ports: list[int]) -> None:
+        masters = ports[:3]  # (redis-cli --cluster create pairs the replicas as it likes)
+        self.ports = masters + [_replica_of(masters[0], port) for port in masters]
+        self.ids = [_call(port, "CLUSTER", "MYID").decode() for port in self.ports]
+
+    def call(self, node: int, *args):
+        return self.normalize(_call(self.ports[node], *args))
+
+    def normalize(self, value):
+        if isinstance(value, list):
+            return [self.normalize(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.normalize(item) for key, item in value.items()}
+        if isinstance(value, int) and value in self.ports:
+            return f"<port{self.ports.index(value)}>"
+        if isinstance(value, bytes | str):
+            text = value.decode() if isinstance(value, bytes) else value
+            for i, (port, node_id) in enumerate(zip(self.ports, self.ids)):
+                text = text.replace(f"127.0.0.1:{port}@{port + 10000}", f"<node{i}>")
+                text = text.replace(f"127.0.0.1:{port}", f"<node{i}>")
+                text = text.replace(node_id, f"<id{i}>")
+            return text
+        if hasattr(value, "message"):
+            return ("error", self.normalize(value.message))
+        return value
+
+    def nodes(self, node: int, *args) -> list:
+        """CLUSTER NODES (or REPLICAS) lines without the ping and pong times."""
+        reply = self.call(node, "CLUSTER", *args)
+        lines = reply if isinstance(reply, list) else reply.splitlines()
+        return sorted(line.split()[:4] + line.split()[6:] for line in lines)
+
+
+def _layout(side: Side) -> dict:
+    shards = side.call(0, "CLUSTER", "SHARDS")
+    return {
+        "nodes": [side.nodes(node, "NODES") for node in (0, 3)],
+        "slots": sorted(side.call(node, "CLUSTER", "SLOTS") for node in (0, 3)),
+        "info": [line for line in side.call(3, "CLUSTER", "INFO").splitlines()
+                 if "messages" not in line],
+        "shards": sorted(str(_shard_fields(shard)) for shard in shards),
+        "replicas": side.nodes(1, "REPLICAS", side.ids[0]),
+        "slaves": side.nodes(1, "SLAVES", side.ids[1]),
+    }
+
+
+def _shard_fields(shard) -> list:
+    """A CLUSTER SHARDS entry (a RESP2 flat list) with the replication offsets left out."""
+    fields = dict(zip(shard[::2], shard[1::2]))
+    nodes = []
+    for node in fields["nodes"]:
+        node = dict(zip(node[::2], node[1::2]))
+        node.pop("replication-offset")
+        nodes.append(sorted(node.items()))
+    return [fields["slots"], sorted(nodes)]
+
+
+SEQUENCE = [  # (node, command): a replica's answers, with and without READONLY
+    (3, ("GET", "b")), (3, ("SET", "b", "replica")), (3, ("READONLY",)), (3, ("GET", "b")),
+    (3, ("MGET", "b", "{b}2")), (3, ("SET", "b", "replica")), (3, ("GET", "foo")),
+    (3, ("MULTI",)), (3, ("GET", "b")), (3, ("EXEC",)),
+    (3, ("MULTI",)), (3, ("GET", "b")), (3, ("SET", "b", "x")), (3, ("EXEC",)),
+    (3, ("READWRITE",)), (3, ("GET", "b")), (3, ("CLUSTER", "COUNTKEYSINSLOT", 3300)),
+    (3, ("CLUSTER", "SETSLOT", 3300, "STABLE")), (1, ("CLUSTER", "REPLICAS", "nosuch")),
+]
+
+
+def test_replicas_in_the_layout_and_their_answers_as_on_redis(real_with_replicas):
+    from minired.embed import EmbeddedServer
+
+    real = Side([node.port for node in real_with_replicas.nodes])
+    _call(real.ports[0], "SET", "b", "1")
+    assert _call(real.ports[0], "WAIT", 1, 5000) == 1
+    with EmbeddedServer(cluster=3, cluster_replicas=1, cluster_control=True) as mini_server:
+        mini = Side([port for _, port in mini_server.nodes])
+        _call(mini.ports[0], "SET", "b", "1")
+        assert _layout(mini) == _layout(real)
+        for node, command in SEQUENCE:
+            assert mini.call(node, *command) == real.call(node, *command), command
+        errors = (mini.call(1, "CLUSTER", "REPLICAS", mini.ids[3]),
+                  real.call(1, "CLUSTER", "REPLICAS", real.ids[3]))
+        assert errors[0] == errors[1]
+    _call(real.ports[0], "DEL", "b")
+
+
 def test_redis_py_rides_out_a_failover_as_on_a_real_cluster(real_with_replicas):
     from minired.embed import EmbeddedServer
 

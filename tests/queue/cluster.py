@@ -77,7 +77,11 @@ class RedisClusterServers:
                     nodes = r.execute_command("CLUSTER", "NODES")
                     nodes = nodes.decode() if isinstance(nodes, bytes) else str(nodes)
                     replicas = sum(1 for line in nodes.splitlines() if "slave" in line.split()[2])
-                    states.append("cluster_state:ok" in info
+                    # CLUSTER SLOTS lists a replica once its sync has begun (a replication
+                    # offset above 0).
+                    slots = r.execute_command("CLUSTER", "SLOTS")
+                    synced = all(len(entry) == 3 + self.replicas for entry in slots)
+                    states.append("cluster_state:ok" in info and synced
                                   and replicas == len(self.nodes) - len(self.nodes) // (1 + self.replicas))
             if all(states):
                 return
