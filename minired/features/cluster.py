@@ -201,21 +201,25 @@ class ClusterNode:
             name = spec.name
             if name != "asking" and name != "multi" and (c.multi is None or name == "exec"):
                 self.asking.discard(c)
+        replica = self.master is not None
         if spec.first_key == 0 and spec.key_finder is None:
             if spec.name != "exec" or c.multi is None:
-                return None
+                # A replica refuses writes after the redirections (processCommand's check).
+                return errors.READONLY_REPLICA if replica and spec.write else None
             commands = c.multi  # EXEC: every queued command's keys, as one request
         else:
             commands = ((spec, argv),)
         shard = spec.name in _SHARD_COMMANDS
+        writes = spec.write or (spec.name == "exec" and c.multi is not None
+                                and any(s.write for s, _ in c.multi))
         # A replica serves its master's slots to reads of READONLY clients (and shard channels),
         # as getNodeByQuery: not writes, nor a transaction that queued one.
-        replica_read = False
-        if self.master is not None and (shard or c in self.readonly):
-            replica_read = not (spec.write or (spec.name == "exec" and c.multi is not None
-                                               and any(s.write for s, _ in c.multi)))
-        return self._route(commands, asking or "asking" in spec.flags, shard,
-                           spec.name == "migrate", replica_read)
+        replica_read = replica and (shard or c in self.readonly) and not writes
+        refusal = self._route(commands, asking or "asking" in spec.flags, shard,
+                              spec.name == "migrate", replica_read)
+        if refusal is None and replica and writes:
+            return errors.READONLY_REPLICA
+        return refusal
 
     @property
     def down(self) -> bool:

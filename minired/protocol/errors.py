@@ -555,6 +555,7 @@ SETSLOT_SYNTAX = "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try
 SETSLOT_ON_REPLICA = "ERR Please use SETSLOT only with masters."
 CLUSTER_TARGET_NOT_MASTER = "ERR Target node is not a master"
 CLUSTER_NOT_A_MASTER = "ERR The specified node is not a master"
+READONLY_REPLICA = "READONLY You can't write against a read only replica."
 MIGRATE_KEYS_NEED_EMPTY_KEY = (
     "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
 MIGRATE_TARGET_ERROR = "ERR Target instance replied with error: {}"

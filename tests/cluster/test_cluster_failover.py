@@ -150,6 +150,8 @@ SEQUENCE = [  # (node, command): a replica's answers, with and without READONLY
     (3, ("MULTI",)), (3, ("GET", "b")), (3, ("SET", "b", "x")), (3, ("EXEC",)),
     (3, ("READWRITE",)), (3, ("GET", "b")), (3, ("CLUSTER", "COUNTKEYSINSLOT", 3300)),
     (3, ("CLUSTER", "SETSLOT", 3300, "STABLE")), (1, ("CLUSTER", "REPLICAS", "nosuch")),
+    (3, ("FLUSHALL",)), (3, ("FLUSHDB",)), (3, ("MULTI",)), (3, ("FLUSHALL",)), (3, ("EXEC",)),
+    (3, ("READONLY",)), (3, ("GET", "b")),  # (still there)
 ]
 
 
