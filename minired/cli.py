@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cluster-replicas", type=int, default=0, metavar="R",
                         help="give each --cluster master R replicas, on the ports after the "
                              "masters'")
+    parser.add_argument("--cluster-spares", type=int, default=0, metavar="S",
+                        help="S more cluster nodes, in no cluster yet (for redis-cli --cluster "
+                             "add-node), on the ports after the others")
     parser.add_argument("--loglevel", default="notice",
                         choices=["debug", "verbose", "notice", "warning"])
     parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
@@ -64,6 +67,8 @@ def parse_config(argv: list[str]) -> tuple[Config, argparse.Namespace]:
         parser.error("--cluster takes the number of masters (1 or more)")
     if args.cluster_replicas < 0 or (args.cluster_replicas and not args.cluster):
         parser.error("--cluster-replicas takes the number of replicas per --cluster master")
+    if args.cluster_spares < 0 or (args.cluster_spares and not args.cluster):
+        parser.error("--cluster-spares takes a number of nodes to add to --cluster")
     overrides: dict[str, object] = {
         "port": args.port, "bind": args.bind, "unixsocket": args.unixsocket,
         "databases": args.databases, "requirepass": args.requirepass,
@@ -113,13 +118,15 @@ def install_event_loop_policy(use_uvloop: bool = True) -> str:
 
 
 async def serve(config: Config, ready_line: bool = True, cluster: int = 0,
-                cluster_control: bool = False, cluster_replicas: int = 0) -> None:
+                cluster_control: bool = False, cluster_replicas: int = 0,
+                cluster_spares: int = 0) -> None:
     from minired.engine.server import Server, banner
     from minired.startup import prepare_server
 
     host = config.get("bind") or "127.0.0.1"
     if cluster:
-        await serve_cluster(config, host, cluster, cluster_control, ready_line, cluster_replicas)
+        await serve_cluster(config, host, cluster, cluster_control, ready_line, cluster_replicas,
+                            cluster_spares)
         return
     server = Server(config)
     prepare_server(server)
@@ -148,14 +155,14 @@ def _stop_on_signals(stop) -> None:
 
 
 async def serve_cluster(config: Config, host: str, masters: int, control: bool,
-                        ready_line: bool, replicas: int = 0) -> None:
+                        ready_line: bool, replicas: int = 0, spares: int = 0) -> None:
     """`--cluster N`: N masters in this process (minired/features/cluster.py). The process serves them
     all until a signal or any node's SHUTDOWN stops every one."""
     from minired.engine.server import banner
     from minired.startup import node_configs, start_cluster
 
-    servers = await start_cluster(node_configs(config, masters * (1 + replicas)), host, control,
-                                  replicas)
+    servers = await start_cluster(node_configs(config, masters * (1 + replicas) + spares), host,
+                                  control, replicas, spares)
 
     def stop_all() -> None:
         for server in servers:
@@ -169,7 +176,8 @@ async def serve_cluster(config: Config, host: str, masters: int, control: bool,
     line = banner(servers[0]).replace(
         f" ready on {servers[0].host}:{servers[0].port} ",
         f" ready on {' '.join(f'{s.host}:{s.port}' for s in servers)} "
-        f"(cluster of {masters} masters" + (f", {masters * replicas} replicas) " if replicas else ") "))
+        f"(cluster of {masters} masters" + (f", {masters * replicas} replicas" if replicas else "")
+        + (f", {spares} spare nodes" if spares else "") + ") ")
     if ready_line:
         print(line, flush=True)
     log.info("%s", line)
@@ -191,7 +199,8 @@ def run(argv: list[str]) -> int:
 
     try:
         asyncio.run(serve(config, cluster=args.cluster, cluster_control=args.cluster_control,
-                          cluster_replicas=args.cluster_replicas))
+                          cluster_replicas=args.cluster_replicas,
+                          cluster_spares=args.cluster_spares))
     except LoadError as exc:
         # Data on disk that cannot be loaded in full: stop, as Redis does, and leave it alone.
         log.error("%s", exc)

@@ -26,7 +26,7 @@ class EmbeddedServer:
     def __init__(self, port: int = 0, host: str = "127.0.0.1", time_control: bool = False,
                  use_uvloop: bool = True, fault_injection: bool = False, cluster: int = 0,
                  cluster_control: bool = False, cluster_replicas: int = 0,
-                 **config: Any) -> None:
+                 cluster_spares: int = 0, **config: Any) -> None:
         self.host = host
         self.port = port
         self.use_uvloop = use_uvloop
@@ -38,6 +38,7 @@ class EmbeddedServer:
         self.cluster = cluster
         self.cluster_control = cluster_control
         self.cluster_replicas = cluster_replicas  # replicas per master (--cluster-replicas)
+        self.cluster_spares = cluster_spares  # nodes in no cluster yet (--cluster-spares)
         self.servers: list = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -88,8 +89,9 @@ class EmbeddedServer:
                 from minired.startup import node_configs, start_cluster
 
                 self.servers = loop.run_until_complete(start_cluster(
-                    node_configs(self.config, self.cluster * (1 + self.cluster_replicas)),
-                    self.host, self.cluster_control, self.cluster_replicas))
+                    node_configs(self.config,
+                                 self.cluster * (1 + self.cluster_replicas) + self.cluster_spares),
+                    self.host, self.cluster_control, self.cluster_replicas, self.cluster_spares))
                 self.server = self.servers[0]
             else:
                 self.server = prepare_server(Server(self.config))

@@ -228,6 +228,78 @@ def cluster_setslot(c, argv):
     return OK
 
 
+@command("meet", arity=-4, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_meet(c, argv):
+    """Force a node cluster to handshake with another node."""
+    me = _layout_control(c, argv)
+    try:
+        port = parse_int(argv[3])
+        if len(argv) > 4:
+            parse_int(argv[4])
+    except RedisError:
+        raise RedisError(errors.CLUSTER_INVALID_PORT.format(argv[3].decode(errors="replace"))) from None
+    me.cluster.meet(me, port)
+    return OK
+
+
+def _add_slots(c, argv, slots: list[int]) -> str:
+    me = _layout_control(c, argv)
+    cluster = me.cluster
+    seen = set()
+    for slot in slots:
+        if cluster.slots[slot] is not None:
+            raise RedisError(errors.CLUSTER_SLOT_BUSY.format(slot))
+        if slot in seen:
+            raise RedisError(errors.CLUSTER_SLOT_REPEATED.format(slot))
+        seen.add(slot)
+    for slot in slots:
+        cluster.slots[slot] = me
+        me.importing.pop(slot, None)
+    cluster.update_coverage()
+    cluster.save_layout()
+    return OK
+
+
+@command("addslots", arity=-3, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_addslots(c, argv):
+    """Assign new hash slots to receiving node."""
+    return _add_slots(c, argv, [_slot(raw) for raw in argv[2:]])
+
+
+@command("addslotsrange", arity=-4, flags="admin stale no_async_loading", parent="cluster",
+         group=G)
+def cluster_addslotsrange(c, argv):
+    """Assign new hash slots to receiving node."""
+    if len(argv) % 2:
+        raise errors.wrong_arity("cluster|addslotsrange")
+    slots: list[int] = []
+    for first_raw, last_raw in zip(argv[2::2], argv[3::2]):
+        first, last = _slot(first_raw), _slot(last_raw)
+        if first > last:
+            raise RedisError(errors.CLUSTER_SLOT_RANGE_ORDER.format(first, last))
+        slots.extend(range(first, last + 1))
+    return _add_slots(c, argv, slots)
+
+
+@command("replicate", arity=3, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_replicate(c, argv):
+    """Configure a node as replica of a master node."""
+    me = _layout_control(c, argv)
+    cluster = me.cluster
+    master = cluster.node_by_id(argv[2])
+    if master is None:
+        raise RedisError(errors.SETSLOT_UNKNOWN_NODE.format(argv[2].decode(errors="replace")))
+    if master is me:
+        raise RedisError(errors.CLUSTER_REPLICATE_MYSELF)
+    if master.master is not None:
+        raise RedisError(errors.CLUSTER_REPLICATE_REPLICA)
+    if me.master is None and (me.slots() or len(me.db)):
+        raise RedisError(errors.CLUSTER_REPLICATE_NOT_EMPTY)
+    cluster.follow(me, master)
+    cluster.save_layout()
+    return OK
+
+
 def _unsupported(c, argv):
     """A subcommand of a real cluster's bus and replication that minired does not model."""
     _node(c)
@@ -237,8 +309,6 @@ def _unsupported(c, argv):
 # Declared, so that COMMAND and ACL know them as Redis does (ACL SETUSER ... +cluster|forget),
 # but refused.
 for _name, _arity, _flags in (
-        ("addslots", -3, "admin stale no_async_loading"),
-        ("addslotsrange", -4, "admin stale no_async_loading"),
         ("bumpepoch", 2, "admin stale no_async_loading"),
         ("count-failure-reports", 3, "admin stale"),
         ("delslots", -3, "admin stale no_async_loading"),
@@ -246,8 +316,6 @@ for _name, _arity, _flags in (
         ("failover", -2, "admin stale no_async_loading"),
         ("flushslots", 2, "admin stale no_async_loading"),
         ("forget", 3, "admin stale no_async_loading"),
-        ("meet", -4, "admin stale no_async_loading"),
-        ("replicate", 3, "admin stale no_async_loading"),
         ("reset", -2, "admin noscript stale"),
         ("saveconfig", 2, "admin stale no_async_loading"),
         ("set-config-epoch", 3, "admin stale no_async_loading")):

@@ -223,12 +223,14 @@ class ClusterNode:
 
     @property
     def down(self) -> bool:
-        """This node's cluster state is fail: a master serving slots is flagged FAIL and
-        cluster-require-full-coverage is yes (Redis's default; each node reads its own)."""
-        for node in self.cluster.nodes:
-            if node.failed and node.master is None and node in self.cluster.slots:
-                server = self.server
-                return server is None or server.config.get("cluster-require-full-coverage") == "yes"
+        """This node's cluster state is fail (clusterUpdateState): a slot has no owner, or a
+        master serving slots is flagged FAIL, and cluster-require-full-coverage is yes (Redis's
+        default; each node reads its own)."""
+        cluster = self.cluster
+        if not cluster.covered or any(node.failed and node.master is None and node in cluster.slots
+                                      for node in cluster.nodes):
+            server = self.server
+            return server is None or server.config.get("cluster-require-full-coverage") == "yes"
         return False
 
     def _route(self, commands: Any, asking: bool, shard: bool,
@@ -325,7 +327,8 @@ class ClusterNode:
 class Cluster:
     """The slot map every node reads, and the epochs of the configuration."""
 
-    __slots__ = ("nodes", "slots", "current_epoch", "control", "layout_paths", "_timer")
+    __slots__ = ("nodes", "slots", "current_epoch", "control", "layout_paths", "_timer",
+                 "process", "covered")
 
     def __init__(self, control: bool = False) -> None:
         self.nodes: list[ClusterNode] = []
@@ -336,6 +339,9 @@ class Cluster:
         # Each node's nodes.conf, in node order, when the nodes keep files; else empty.
         self.layout_paths: list[str] = []
         self._timer: Any = None  # tick's next run while a failure is pending
+        # Every node of the process, in this cluster or not: those CLUSTER MEET can reach.
+        self.process: list[ClusterNode] = []
+        self.covered = False  # every slot has an owner (update_coverage keeps it)
 
     def add_node(self, host: str, port: int, db: "Database", pubsub: Any,
                  blocking: Any) -> ClusterNode:
@@ -349,6 +355,36 @@ class Cluster:
         for node, (first, last) in zip(masters, split_slots(len(masters))):
             for slot in range(first, last + 1):
                 self.slots[slot] = node
+        self.update_coverage()
+
+    def update_coverage(self) -> None:
+        """After slots were given owners or taken from them."""
+        self.covered = None not in self.slots
+
+    def link_pubsub(self) -> None:
+        """PUBLISH reaches the subscribers of every node of the cluster."""
+        for node in self.nodes:
+            node.pubsub.peers = [other.pubsub for other in self.nodes if other is not node]
+
+    def meet(self, me: ClusterNode, port: int) -> None:
+        """CLUSTER MEET sent to `me`: the node of this process on `port` and `me` end up in
+        one cluster, the one of them that holds slots (a node without slots joins it, as the
+        handshake and gossip would have it)."""
+        other = next((node for node in self.process if node.port == port), None)
+        if other is None:
+            raise errors.RedisError(errors.CLUSTER_MEET_OUTSIDE)
+        if other.cluster is self:
+            return
+        joining, host = (self, other.cluster) if not any(self.slots) else (other.cluster, self)
+        if any(joining.slots):
+            raise errors.RedisError(errors.CLUSTER_MEET_TWO_LAYOUTS)
+        for node in joining.nodes:
+            node.cluster = host
+            host.nodes.append(node)
+        host.current_epoch = max(host.current_epoch, joining.current_epoch)
+        joining.nodes = []
+        host.link_pubsub()
+        host.save_layout()
 
     def masters(self) -> list[ClusterNode]:
         return [node for node in self.nodes if node.master is None]
@@ -658,6 +694,7 @@ class Cluster:
                 raise LoadError(f"Cluster layout invalid: {path} names unknown node "
                                 f"{exc.args[0]}") from None
             self.current_epoch = max(self.current_epoch, current)
+        self.update_coverage()
         return True
 
 
@@ -712,25 +749,34 @@ def _layout_path(server: "Server") -> str | None:
     return os.path.join(persistence.directory, server.config.get("cluster-config-file"))
 
 
-def form(servers: "list[Server]", control: bool = False, replicas: int = 0) -> Cluster:
+def _enroll(cluster: Cluster, server: "Server") -> ClusterNode:
+    node = cluster.add_node(server.host, server.port, server.keyspace[0],
+                            pubsub.registry(server), server.blocking)
+    node.server = server
+    server.cluster = node
+    server.config.set("cluster-enabled", "yes")
+    server.hooks.disconnect.append(node.forget_client)
+    return node
+
+
+def form(servers: "list[Server]", control: bool = False, replicas: int = 0,
+         spares: int = 0) -> Cluster:
     """Join started servers into one cluster as `redis-cli --cluster create` leaves them:
-    the first len(servers) / (1 + replicas) are masters serving their share of the slots, the
-    rest their replicas (server masters + i replicates master i % masters); config epochs 1..N."""
+    of the first len(servers) - spares, the first 1 / (1 + replicas) are masters serving their
+    share of the slots, the rest their replicas (server masters + i replicates master i %
+    masters); config epochs 1..N. The last `spares` are nodes of no cluster yet, as a new
+    redis-server started with cluster-enabled (`redis-cli --cluster add-node` joins them)."""
     cluster = Cluster(control)
-    for server in servers:
-        node = cluster.add_node(server.host, server.port, server.keyspace[0],
-                                pubsub.registry(server), server.blocking)
-        node.server = server
-        server.cluster = node
-        server.config.set("cluster-enabled", "yes")
-        server.hooks.disconnect.append(node.forget_client)
-    masters = len(servers) // (1 + replicas)
+    members = servers[:len(servers) - spares]
+    everyone: list[ClusterNode] = []
+    for server in members:
+        everyone.append(_enroll(cluster, server))
+    masters = len(members) // (1 + replicas)
     for index, node in enumerate(cluster.nodes[masters:]):
         node.master = cluster.nodes[index % masters]
-    for node in cluster.nodes:
-        node.pubsub.peers = [other.pubsub for other in cluster.nodes if other is not node]
-    paths = [_layout_path(server) for server in servers]
-    if all(paths):
+    cluster.link_pubsub()
+    paths = [_layout_path(server) for server in members]
+    if all(paths) and not spares:  # (a layout that nodes may join is not kept)
         cluster.layout_paths = paths
     if not cluster.load_layout():
         cluster.assign_evenly()
@@ -740,4 +786,11 @@ def form(servers: "list[Server]", control: bool = False, replicas: int = 0) -> C
     cluster.save_layout()
     clock = servers[0].clock
     clock.listeners.append(cluster.tick)
+    for server in servers[len(members):]:
+        alone = Cluster(control)
+        node = _enroll(alone, server)
+        alone.current_epoch = node.config_epoch = 0  # (a node never in a cluster)
+        everyone.append(node)
+    for node in everyone:
+        node.cluster.process = everyone
     return cluster

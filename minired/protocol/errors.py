@@ -555,6 +555,15 @@ SETSLOT_SYNTAX = "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try
 SETSLOT_ON_REPLICA = "ERR Please use SETSLOT only with masters."
 CLUSTER_TARGET_NOT_MASTER = "ERR Target node is not a master"
 CLUSTER_NOT_A_MASTER = "ERR The specified node is not a master"
+CLUSTER_MEET_OUTSIDE = "ERR CLUSTER MEET reaches only the cluster nodes of this minired process"
+CLUSTER_MEET_TWO_LAYOUTS = "ERR CLUSTER MEET of two clusters that both serve slots is not supported by minired"
+CLUSTER_INVALID_PORT = "ERR Invalid TCP base port specified: {}"
+CLUSTER_SLOT_RANGE_ORDER = "ERR start slot number {} is greater than end slot number {}"
+CLUSTER_SLOT_BUSY = "ERR Slot {} is already busy"
+CLUSTER_SLOT_REPEATED = "ERR Slot {} specified multiple times"
+CLUSTER_REPLICATE_NOT_EMPTY = "ERR To set a master the node must be empty and without assigned slots."
+CLUSTER_REPLICATE_REPLICA = "ERR I can only replicate a master, not a replica."
+CLUSTER_REPLICATE_MYSELF = "ERR Can't replicate myself"
 READONLY_REPLICA = "READONLY You can't write against a read only replica."
 MIGRATE_KEYS_NEED_EMPTY_KEY = (
     "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")

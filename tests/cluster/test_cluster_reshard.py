@@ -202,3 +202,73 @@ def test_redis_cli_reshard_rebalance_and_fix_lose_nothing_under_load(fresh_mini)
         value.encode() for value in load.written.values()]
     assert [check.get(f"seed:{i}") for i in range(300)] == [b"%d" % i for i in range(300)]
     assert sum(_call(port, "DBSIZE") for port in ports) == 300 + len(load.written)
+
+
+def test_redis_cli_add_node_joins_spare_nodes_that_take_slots_under_load():
+    from minired.embed import EmbeddedServer
+
+    with EmbeddedServer(cluster=3, cluster_spares=2, cluster_control=True) as mini:
+        ports = [port for _, port in mini.nodes]
+        seed = RedisCluster.from_url(mini.url)
+        for i in range(200):
+            seed.set(f"seed:{i}", i)
+        load = Workload(mini.url)
+        load.start()
+        try:
+            _cli("add-node", f"127.0.0.1:{ports[3]}", f"127.0.0.1:{ports[0]}")
+            new_id = _call(ports[3], "CLUSTER", "MYID").decode()
+            _cli("add-node", f"127.0.0.1:{ports[4]}", f"127.0.0.1:{ports[0]}", "--cluster-slave",
+                 "--cluster-master-id", new_id)
+            out = _cli("rebalance", f"127.0.0.1:{ports[0]}", "--cluster-use-empty-masters",
+                       "--cluster-yes")
+            assert f"to 127.0.0.1:{ports[3]}" in out
+        finally:
+            load.stop.set()
+            load.join()
+        assert not load.errors, load.errors
+        out = _cli("check", f"127.0.0.1:{ports[0]}")
+        assert "[OK] All 16384 slots covered." in out and "[WARNING]" not in out
+        assert f"replicates {new_id}" in out
+        check = RedisCluster.from_url(mini.url)
+        assert [check.get(key) for key in load.written] == [
+            value.encode() for value in load.written.values()]
+        assert [check.get(f"seed:{i}") for i in range(200)] == [b"%d" % i for i in range(200)]
+        assert _call(ports[3], "DBSIZE") > 0  # the new master holds keys now, its replica too
+        replica = RawClient(ports[4])
+        try:
+            assert replica.call("READONLY") == b"OK"
+            assert replica.call("DBSIZE") == _call(ports[3], "DBSIZE")
+        finally:
+            replica.close()
+
+
+SPARE_SEQUENCE = [
+    ("CLUSTER", "ADDSLOTS", 16384), ("CLUSTER", "ADDSLOTS", 1, 1),
+    ("CLUSTER", "ADDSLOTSRANGE", 5, 1), ("CLUSTER", "ADDSLOTSRANGE", 1, 2, 3),
+    ("CLUSTER", "REPLICATE", "nosuch"), ("CLUSTER", "MEET", "127.0.0.1", "x"),
+    ("SET", "a", "1"), ("CLUSTER", "ADDSLOTS", 1, 2), ("CLUSTER", "ADDSLOTS", 2),
+    ("CLUSTER", "ADDSLOTSRANGE", 10, 20, 30, 40), ("CLUSTER", "COUNTKEYSINSLOT", 15495),
+    ("CLUSTER", "ADDSLOTS", 15495), ("SET", "a", "1"), ("GET", "a"),
+]
+
+
+def test_a_node_in_no_cluster_answers_as_a_new_redis_node():
+    from minired.embed import EmbeddedServer
+    from tests.support.servers import RedisServer
+
+    with RedisServer("--cluster-enabled", "yes") as real, \
+            EmbeddedServer(cluster=1, cluster_spares=1, cluster_control=True) as mini:
+        spare = mini.nodes[1][1]
+        for command in SPARE_SEQUENCE:
+            assert _call(spare, *command) == _call(real.port, *command), command
+        for port in (spare, real.port):
+            own = _call(port, "CLUSTER", "MYID")
+            assert _call(port, "CLUSTER", "REPLICATE", own).message == "ERR Can't replicate myself"
+        info = [_call(port, "CLUSTER", "INFO").decode().split("\r\n")[:7]
+                for port in (spare, real.port)]
+        assert info[0] == info[1]
+        # minired's own limits: MEET reaches the process's nodes, and merges no two layouts.
+        assert _call(spare, "CLUSTER", "MEET", "127.0.0.1", real.port).message == (
+            "ERR CLUSTER MEET reaches only the cluster nodes of this minired process")
+        assert _call(spare, "CLUSTER", "MEET", "127.0.0.1", mini.port).message == (
+            "ERR CLUSTER MEET of two clusters that both serve slots is not supported by minired")
