@@ -329,7 +329,8 @@ class SubprocessServer:
 
     def __init__(self, *args: str, time_control: bool = False, host: str = "127.0.0.1",
                  fault_injection: bool = False, cluster: int = 0,
-                 cluster_control: bool = False, cluster_replicas: int = 0) -> None:
+                 cluster_control: bool = False, cluster_replicas: int = 0,
+                 cluster_spares: int = 0) -> None:
         self.host = host
         self.port = 0
         self.args = list(args)
@@ -343,6 +344,8 @@ class SubprocessServer:
             self.args.append("--cluster-control")
         if cluster_replicas:
             self.args += ["--cluster-replicas", str(cluster_replicas)]
+        if cluster_spares:
+            self.args += ["--cluster-spares", str(cluster_spares)]
         self.fault_injection = fault_injection
         self.addresses: list[tuple[str, int]] = []
         self.proc: subprocess.Popen | None = None

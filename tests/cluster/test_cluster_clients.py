@@ -14,7 +14,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
 from minired.features.cluster import key_hash_slot
-from tests.support.respclient import RawClient
+from tests.support.respclient import Err, RawClient
 
 NODE_DIR = pathlib.Path(__file__).parents[1] / "integration" / "node"
 
@@ -311,6 +311,21 @@ def test_the_command_line_serves_a_cluster_and_names_every_node():
                 "ERR cluster control is disabled")
         finally:
             raw.close()
+
+
+def test_the_command_line_serves_replicas_and_spare_nodes():
+    from minired.embed import SubprocessServer
+
+    with SubprocessServer(cluster=2, cluster_replicas=1, cluster_spares=1) as srv:
+        ports = [port for _, port in srv.addresses]
+        assert len(ports) == 5
+        roles = [_on(port, "CLUSTER", "NODES").decode() for port in ports]
+        assert [next(line.split()[2] for line in text.splitlines() if "myself" in line)
+                for text in roles] == ["myself,master"] * 2 + ["myself,slave"] * 2 + [
+                    "myself,master"]
+        assert roles[4].count("\n") == 1  # the spare knows only itself
+        assert _on(ports[0], "SET", "b", "1") == b"OK"
+        assert _on(ports[2], "GET", "b") == Err(f"MOVED 3300 127.0.0.1:{ports[0]}")
 
 
 def test_each_node_saves_and_reloads_its_own_file(tmp_path):
