@@ -484,6 +484,8 @@ def minired_cluster(c, argv):
         if not 0 <= slot < SLOTS:
             raise RedisError(errors.CLUSTER_INVALID_SLOT)
         target = _node_at(me, argv[4])
+        if target.master is not None:
+            raise RedisError(errors.CLUSTER_TARGET_NOT_MASTER)
         option = argv[5].lower() if len(argv) > 5 else None
         if option == b"finish" and len(argv) == 6:
             moved = cluster.finish_migration(slot, target)

@@ -399,6 +399,8 @@ class Cluster:
         replica.db = master.db
         if replica.server is not None:
             replica.server.keyspace.dbs[0] = master.db
+            # A replica expires no key itself: its master's deletions reach it (as DELs).
+            replica.server.active_expire_enabled = False
 
     # --- failure and failover (clusterCron, clusterHandleSlaveFailover) ------------------------
 
@@ -463,6 +465,7 @@ class Cluster:
         assert old is not None and replica.server is not None
         self.slots = [replica if owner is old else owner for owner in self.slots]
         replica.master = None
+        replica.server.active_expire_enabled = True
         self.current_epoch += 1
         replica.config_epoch = self.current_epoch
         for other in self.replicas_of(old):

@@ -170,6 +170,8 @@ def test_replicas_in_the_layout_and_their_answers_as_on_redis(real_with_replicas
         errors = (mini.call(1, "CLUSTER", "REPLICAS", mini.ids[3]),
                   real.call(1, "CLUSTER", "REPLICAS", real.ids[3]))
         assert errors[0] == errors[1]
+        assert _call(mini.ports[0], "MINIRED", "CLUSTER", "MIGRATE", 1, mini.ports[3]).message == (
+            "ERR Target node is not a master")
     _call(real.ports[0], "DEL", "b")
 
 
