@@ -649,6 +649,8 @@ class Cluster:
         CLUSTER NODES gives it (the node's own marked myself, with its open migrations), then
         the epochs. Written to a temporary file and renamed, so a crash leaves the old one."""
         for me, path in zip(self.nodes, self.layout_paths):
+            if me.killed_at is not None:
+                continue  # (a dead process writes nothing: it keeps the layout it died with)
             text = "".join(node_line(me, node, 0) + "\n" for node in self.nodes)
             text += f"vars currentEpoch {self.current_epoch} lastVoteEpoch 0\n"
             temporary = f"{path}.tmp-{os.getpid()}"
@@ -686,10 +688,21 @@ class Cluster:
             node.id = node_id
             node.config_epoch = epoch
             node.master = by_id.get(master)
-            for slot in slots:
-                if self.slots[slot] is not None:
-                    raise LoadError(f"Cluster layout invalid: slot {slot} has two owners ({path})")
+        claims = sorted(zip(self.nodes, views), key=lambda pair: pair[1][1])
+        for node, view in claims:  # (by config epoch: the greater wins a slot two nodes claim)
+            for slot in view[2]:
+                owner = self.slots[slot]
+                if owner is not None and owner.config_epoch == node.config_epoch:
+                    raise LoadError(f"Cluster layout invalid: slot {slot} has two owners "
+                                    f"of one epoch")
                 self.slots[slot] = node
+        for node, view in claims:
+            # A master whose slots all went to a newer owner while it was down (a failover)
+            # becomes that owner's replica (clusterUpdateSlotsConfigWith).
+            if node.master is None and view[2] and node not in self.slots:
+                node.master = self.slots[view[2][0]]
+        for node, path, (_, _, _, migrating, importing, current, _, _) in zip(
+                self.nodes, self.layout_paths, views):
             try:
                 node.migrating = {slot: by_id[other] for slot, other in migrating.items()}
                 node.importing = {slot: by_id[other] for slot, other in importing.items()}
