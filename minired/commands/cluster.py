@@ -1,6 +1,7 @@
-"""CLUSTER, ASKING, READONLY, READWRITE as a Redis 7.0 cluster node answers them, and MINIRED
-CLUSTER MIGRATE/FAILOVER/RECOVER, which reshard the one-process cluster and take its nodes
-down and up for client tests (cluster model: minired/features/cluster.py).
+"""CLUSTER, ASKING, READONLY, READWRITE and MIGRATE as a Redis 7.0 cluster node answers them
+(the layout-changing subcommands with --cluster-control), and MINIRED CLUSTER
+MIGRATE/FAILOVER/RECOVER, which reshard the one-process cluster and kill and revive its nodes
+for client tests (cluster model: minired/features/cluster.py).
 
 A server not in cluster mode answers every one of them as a Redis 7.0 server started without
 cluster-enabled does: `ERR This instance has cluster support disabled`.

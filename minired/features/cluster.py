@@ -1,13 +1,16 @@
-"""Cluster mode: N masters served from one process, the 16384 hash slots split between them,
-and the redirections a Redis 7.0 cluster node gives (MOVED, ASK, TRYAGAIN, CROSSSLOT,
-CLUSTERDOWN), as Redis's getNodeByQuery decides them.
+"""Cluster mode: N masters (and their replicas, and spare nodes in no cluster yet) served from
+one process, the 16384 hash slots split between the masters, and the redirections a Redis 7.0
+cluster node gives (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN, READONLY), as Redis's
+getNodeByQuery decides them.
 
 Each node is a whole minired server (its own keyspace, clients, scripts and statistics) on its
 own port; the nodes share the process's event loop and one clock. What a cluster bus would
-carry between real nodes is direct here: the slot map is one object every node reads, and a
-PUBLISH reaches the subscribers of every node. Resharding and node failure are driven by the
-MINIRED CLUSTER commands (commands/cluster.py), which exist so that clients' handling of
-redirections and of a down cluster can be tested.
+carry between real nodes is direct here: the slot map is one object every node reads, a
+PUBLISH reaches the subscribers of every node, and a replica serves its master's database
+object itself (a replica that never lags). The layout changes through the commands the tools
+of a real cluster send (CLUSTER SETSLOT, MIGRATE, MEET, ADDSLOTS, REPLICATE) and through the
+MINIRED CLUSTER commands (commands/cluster.py): FAILOVER kills a node, whose replica is
+promoted once cluster-node-timeout and the election delay have passed on the clock (tick).
 
 Moving keys sends the keyspace events MIGRATE does (`restore` on the target, `del` on the
 source), and the nodes' persistence logs it as Redis's AOFs do (RESTORE on the target, DEL on
