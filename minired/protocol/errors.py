@@ -564,6 +564,7 @@ CLUSTER_SLOT_REPEATED = "ERR Slot {} specified multiple times"
 CLUSTER_REPLICATE_NOT_EMPTY = "ERR To set a master the node must be empty and without assigned slots."
 CLUSTER_REPLICATE_REPLICA = "ERR I can only replicate a master, not a replica."
 CLUSTER_REPLICATE_MYSELF = "ERR Can't replicate myself"
+TRACKING_ON_REPLICA = "ERR CLIENT TRACKING on a cluster replica node is not supported by minired"
 READONLY_REPLICA = "READONLY You can't write against a read only replica."
 MIGRATE_KEYS_NEED_EMPTY_KEY = (
     "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")

@@ -172,6 +172,8 @@ def test_replicas_in_the_layout_and_their_answers_as_on_redis(real_with_replicas
         assert errors[0] == errors[1]
         assert _call(mini.ports[0], "MINIRED", "CLUSTER", "MIGRATE", 1, mini.ports[3]).message == (
             "ERR Target node is not a master")
+        assert _call(mini.ports[3], "CLIENT", "TRACKING", "ON").message == (
+            "ERR CLIENT TRACKING on a cluster replica node is not supported by minired")
     _call(real.ports[0], "DEL", "b")
 
 
