@@ -172,6 +172,16 @@ def test_replicas_in_the_layout_and_their_answers_as_on_redis(real_with_replicas
         assert errors[0] == errors[1]
         assert _call(mini.ports[0], "MINIRED", "CLUSTER", "MIGRATE", 1, mini.ports[3]).message == (
             "ERR Target node is not a master")
+        # A replica's notify-keyspace-events leaves its master's events where they were.
+        watcher = RawClient(mini.ports[0])
+        try:
+            assert _call(mini.ports[0], "CONFIG", "SET", "notify-keyspace-events", "KA") == b"OK"
+            watcher.call("SUBSCRIBE", "__keyspace@0__:b")
+            assert _call(mini.ports[3], "CONFIG", "SET", "notify-keyspace-events", "") == b"OK"
+            assert _call(mini.ports[0], "SET", "b", "2") == b"OK"
+            assert watcher.read() == [b"message", b"__keyspace@0__:b", b"set"]
+        finally:
+            watcher.close()
         assert _call(mini.ports[3], "CLIENT", "TRACKING", "ON").message == (
             "ERR CLIENT TRACKING on a cluster replica node is not supported by minired")
     _call(real.ports[0], "DEL", "b")
