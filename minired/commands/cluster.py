@@ -415,8 +415,11 @@ def _target_auth(server, username, password) -> tuple[str | None, bool]:
     """What the target answers MIGRATE's AUTH with (None without AUTH or when it succeeds), and
     whether the connection may then run commands."""
     if password is not None:
-        if users_of(server).authenticate(Client(server), username or b"default", password,
-                                         b"auth"):
+        users = users_of(server)
+        if username is None and users.default.nopass:
+            # AUTH <password> (not AUTH2) to a default user without one: authCommand's refusal.
+            return errors.AUTH_NOT_CONFIGURED, True
+        if users.authenticate(Client(server), username or b"default", password, b"auth"):
             return None, True
         return errors.WRONGPASS, not auth_required(server)
     return None, not auth_required(server)

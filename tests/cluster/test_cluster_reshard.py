@@ -81,7 +81,11 @@ def test_setslot_and_migrate_move_a_slot_as_on_redis(cdiff):
             lambda ids, ports: ("MIGRATE", "127.0.0.1", ports[0], "", "x", 5000, "KEYS", keys[1]),
             lambda ids, ports: ("MIGRATE", "127.0.0.1", ports[0], "", 0, 5000, "KEYS", "{foo}0"),
             lambda ids, ports: ("MIGRATE", "127.0.0.1", ports[1], "", 0, 5000, "KEYS", keys[1]),
-            lambda ids, ports: ("MIGRATE", "127.0.0.1", ports[0], "", 1, 5000, "KEYS", keys[1])):
+            lambda ids, ports: ("MIGRATE", "127.0.0.1", ports[0], "", 1, 5000, "KEYS", keys[1]),
+            lambda ids, ports: ("MIGRATE", "127.0.0.1", ports[0], "", 0, 5000, "AUTH", "pw",
+                                "KEYS", keys[1]),
+            lambda ids, ports: ("MIGRATE", "127.0.0.1", ports[0], "", 0, 5000, "AUTH2", "u",
+                                "pw", "KEYS", keys[1])):
         check(cdiff, 2, make)
     # A key already on the target: BUSYKEY without REPLACE, replaced with it.
     cdiff.check(0, "ASKING")
