@@ -49,6 +49,7 @@ Sentinel mode:
        ./redis-server /etc/sentinel.conf --sentinel
 
 minired's own options: --cluster N (a cluster of N masters on consecutive ports),
+--cluster-replicas R (R replicas per master), --cluster-spares S (S nodes in no cluster yet),
 --cluster-control, --time-control, --fault-injection (tests only), --no-uvloop.
 """
 
@@ -69,7 +70,8 @@ class StartupExit(Exception):
 
 def split_own_flags(argv: list[str]) -> tuple[dict, list[str]]:
     """minired's own flags out of argv; bare --time-control / --fault-injection mean yes."""
-    own = {"cluster": 0, "cluster_control": False, "no_uvloop": False}
+    own = {"cluster": 0, "cluster_control": False, "no_uvloop": False, "cluster_replicas": 0,
+           "cluster_spares": 0}
     rest: list[str] = []
     i = 0
     while i < len(argv):
@@ -77,8 +79,8 @@ def split_own_flags(argv: list[str]) -> tuple[dict, list[str]]:
         following = argv[i + 1] if i + 1 < len(argv) else None
         if arg in _OWN_SWITCHES:
             own[arg[2:].replace("-", "_")] = True
-        elif arg == "--cluster" and following is not None:
-            own["cluster"] = int(following) if following.isdigit() else -1
+        elif arg in ("--cluster", "--cluster-replicas", "--cluster-spares") and following is not None:
+            own[arg[2:].replace("-", "_")] = int(following) if following.isdigit() else -1
             i += 1
         elif arg in _OWN_YES_NO and (following is None or following.startswith("--")):
             rest += [arg, "yes"]
@@ -170,7 +172,8 @@ async def serve(loaded, own: dict, handler) -> None:
     config = loaded.config
     if own["cluster"]:
         await serve_cluster(config, config.get("bind").split()[0], own["cluster"],
-                            own["cluster_control"], True)
+                            own["cluster_control"], True, own["cluster_replicas"],
+                            own["cluster_spares"])
         return
     unixsocket = config.get("unixsocket") or ""
     port = int(config.get("port"))
@@ -304,13 +307,14 @@ def _redis_handler():
 
 
 async def serve_cluster(config, host: str, masters: int, control: bool,
-                        ready_line: bool) -> None:
+                        ready_line: bool, replicas: int = 0, spares: int = 0) -> None:
     """`--cluster N`: N masters in this process (minired/features/cluster.py). The process serves them
     all until a signal or any node's SHUTDOWN stops every one."""
     from minired.engine.server import banner
     from minired.startup import node_configs, start_cluster
 
-    servers = await start_cluster(node_configs(config, masters), host, control)
+    servers = await start_cluster(node_configs(config, masters * (1 + replicas) + spares), host,
+                                  control, replicas, spares)
 
     def stop_all() -> None:
         for server in servers:
@@ -329,7 +333,8 @@ async def serve_cluster(config, host: str, masters: int, control: bool,
     line = banner(servers[0]).replace(
         f" ready on {servers[0].host}:{servers[0].port} ",
         f" ready on {' '.join(f'{s.host}:{s.port}' for s in servers)} "
-        f"(cluster of {masters} masters) ")
+        f"(cluster of {masters} masters" + (f", {masters * replicas} replicas" if replicas else "")
+        + (f", {spares} spare nodes" if spares else "") + ") ")
     if ready_line:
         print(line, flush=True)
     log.info("Ready to accept connections")
@@ -378,6 +383,12 @@ def _start(argv: list[str], handler) -> int:
     own, argv = split_own_flags(argv)
     if own["cluster"] < 0:
         sys.stderr.write("--cluster takes the number of masters (1 or more)\n")
+        return 1
+    if own["cluster_replicas"] < 0 or (own["cluster_replicas"] and not own["cluster"]):
+        sys.stderr.write("--cluster-replicas takes the number of replicas per --cluster master\n")
+        return 1
+    if own["cluster_spares"] < 0 or (own["cluster_spares"] and not own["cluster"]):
+        sys.stderr.write("--cluster-spares takes a number of nodes to add to --cluster\n")
         return 1
     try:
         import minired.startup  # noqa: F401  (fills the command table rename-command checks)

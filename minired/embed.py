@@ -25,7 +25,8 @@ class EmbeddedServer:
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", time_control: bool = False,
                  use_uvloop: bool = True, fault_injection: bool = False, cluster: int = 0,
-                 cluster_control: bool = False, **config: Any) -> None:
+                 cluster_control: bool = False, cluster_replicas: int = 0,
+                 cluster_spares: int = 0, **config: Any) -> None:
         self.host = host
         self.port = port
         self.use_uvloop = use_uvloop
@@ -36,6 +37,8 @@ class EmbeddedServer:
         # cluster_control allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER.
         self.cluster = cluster
         self.cluster_control = cluster_control
+        self.cluster_replicas = cluster_replicas  # replicas per master (--cluster-replicas)
+        self.cluster_spares = cluster_spares  # nodes in no cluster yet (--cluster-spares)
         self.servers: list = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -49,7 +52,8 @@ class EmbeddedServer:
 
     @property
     def nodes(self) -> list[tuple[str, int]]:
-        """(host, port) of every node: the one server, or each master of a cluster."""
+        """(host, port) of every node: the one server, or each node of a cluster (the masters,
+        then their replicas)."""
         return [(server.host, server.port) for server in self.servers]
 
     @property
@@ -85,7 +89,9 @@ class EmbeddedServer:
                 from minired.startup import node_configs, start_cluster
 
                 self.servers = loop.run_until_complete(start_cluster(
-                    node_configs(self.config, self.cluster), self.host, self.cluster_control))
+                    node_configs(self.config,
+                                 self.cluster * (1 + self.cluster_replicas) + self.cluster_spares),
+                    self.host, self.cluster_control, self.cluster_replicas, self.cluster_spares))
                 self.server = self.servers[0]
             else:
                 self.server = prepare_server(Server(self.config))
@@ -323,7 +329,8 @@ class SubprocessServer:
 
     def __init__(self, *args: str, time_control: bool = False, host: str = "127.0.0.1",
                  fault_injection: bool = False, cluster: int = 0,
-                 cluster_control: bool = False) -> None:
+                 cluster_control: bool = False, cluster_replicas: int = 0,
+                 cluster_spares: int = 0) -> None:
         self.host = host
         self.port = 0
         self.args = list(args)
@@ -335,6 +342,10 @@ class SubprocessServer:
             self.args += ["--cluster", str(cluster)]
         if cluster_control:
             self.args.append("--cluster-control")
+        if cluster_replicas:
+            self.args += ["--cluster-replicas", str(cluster_replicas)]
+        if cluster_spares:
+            self.args += ["--cluster-spares", str(cluster_spares)]
         self.fault_injection = fault_injection
         self.addresses: list[tuple[str, int]] = []
         self.proc: subprocess.Popen | None = None

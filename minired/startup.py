@@ -76,10 +76,12 @@ def node_configs(config: Config, masters: int) -> list[Config]:
     return configs
 
 
-async def start_cluster(configs: list[Config], host: str, control: bool = False) -> list[Server]:
+async def start_cluster(configs: list[Config], host: str, control: bool = False,
+                        replicas: int = 0, spares: int = 0) -> list[Server]:
     """Cluster mode: one master per config, each on its own port (its config's, 0 for a free
     one), all on the running loop and one clock, joined into one cluster (minired/features/cluster.py).
-    `control` allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER."""
+    `control` allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER; with `replicas` per master, the
+    configs after the masters' are their replicas', the last `spares` nodes of no cluster yet."""
     from minired.features.cluster import form
 
     clock = Clock()
@@ -87,7 +89,7 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False)
     try:
         for server, config in zip(servers, configs):
             await server.start(host, int(config.get("port")))
-        form(servers, control)  # (may refuse a layout on disk that does not fit)
+        form(servers, control, replicas, spares)  # (may refuse a layout on disk that does not fit)
     except BaseException:
         for server in servers:
             server.request_shutdown()

@@ -45,6 +45,10 @@ def client_tracking(c, argv):
     if mode != b"on":
         raise RedisError(errors.SYNTAX)
     _check_options(c, options, prefixes)
+    node = c.server.cluster
+    if node is not None and node.master is not None:
+        # The node serves its master's database, whose invalidations go to one node's clients.
+        raise RedisError(errors.TRACKING_ON_REPLICA)
     Tracking.of(c.server).enable(c, redirect, b"bcast" in options, b"optin" in options,
                                  b"optout" in options, b"noloop" in options, prefixes)
     return OK

@@ -62,7 +62,8 @@ _HELP = (
     "    Move a slot's keys to another node of this process's cluster (--cluster-control);",
     "    FINISH to the node it is moving away from undoes the move.",
     "CLUSTER FAILOVER|RECOVER <port>",
-    "    Take a node of the cluster down, or bring it back.",)
+    "    Kill a node of the cluster (its replica takes over after cluster-node-timeout),",
+    "    or bring it back.",)
 
 
 @command("help", arity=2, flags="loading stale", parent="minired", group="server")

@@ -1,6 +1,7 @@
-"""CLUSTER, ASKING, READONLY, READWRITE as a Redis 7.0 cluster node answers them, and MINIRED
-CLUSTER MIGRATE/FAILOVER/RECOVER, which reshard the one-process cluster and take its nodes
-down and up for client tests (cluster model: minired/features/cluster.py).
+"""CLUSTER, ASKING, READONLY, READWRITE and MIGRATE as a Redis 7.0 cluster node answers them
+(the layout-changing subcommands with --cluster-control), and MINIRED CLUSTER
+MIGRATE/FAILOVER/RECOVER, which reshard the one-process cluster and kill and revive its nodes
+for client tests (cluster model: minired/features/cluster.py).
 
 A server not in cluster mode answers every one of them as a Redis 7.0 server started without
 cluster-enabled does: `ERR This instance has cluster support disabled`.
@@ -8,8 +9,10 @@ cluster-enabled does: `ERR This instance has cluster support disabled`.
 from __future__ import annotations
 
 from minired.engine.args import parse_int
+from minired.engine.client import Client
 from minired.engine.table import command, container_command
 from minired.features.cluster import SLOTS, ClusterNode, key_hash_slot, node_line, slot_ranges
+from minired.features.security import auth_required, users_of
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Status, Verbatim
@@ -35,12 +38,14 @@ def _node_entry(node: ClusterNode) -> list:
 
 @command("slots", arity=2, flags="stale", parent="cluster", group=G)
 def cluster_slots(c, argv):
-    """Slot ranges and the node serving each."""
+    """Slot ranges and the node serving each, then its replicas not flagged FAIL."""
     me = _node(c)
+    cluster = me.cluster
     reply = []
-    for node in me.cluster.nodes:
+    for node in cluster.masters():
+        replicas = [_node_entry(r) for r in cluster.replicas_of(node) if not r.failed]
         for first, last in slot_ranges(node.slots()):
-            reply.append([first, last, _node_entry(node)])
+            reply.append([first, last, _node_entry(node), *replicas])
     reply.sort(key=lambda entry: entry[0])
     return reply
 
@@ -49,16 +54,20 @@ def cluster_slots(c, argv):
 def cluster_shards(c, argv):
     """Each shard's slots and nodes."""
     me = _node(c)
+    cluster = me.cluster
     shards = []
-    for node in me.cluster.nodes:
+    for master in cluster.masters():
         slots = []
-        for first, last in slot_ranges(node.slots()):
+        for first, last in slot_ranges(master.slots()):
             slots += [first, last]
-        host = node.host.encode()
-        shards.append({b"slots": slots, b"nodes": [{
-            b"id": node.id.encode(), b"port": node.port, b"ip": host, b"endpoint": host,
-            b"role": b"master", b"replication-offset": 0,
-            b"health": b"fail" if node.failed else b"online"}]})
+        nodes = []
+        for node in [master, *cluster.replicas_of(master)]:
+            host = node.host.encode()
+            nodes.append({
+                b"id": node.id.encode(), b"port": node.port, b"ip": host, b"endpoint": host,
+                b"role": b"replica" if node.master is not None else b"master",
+                b"replication-offset": 0, b"health": b"fail" if node.failed else b"online"})
+        shards.append({b"slots": slots, b"nodes": nodes})
     return shards
 
 
@@ -79,7 +88,7 @@ def cluster_info(c, argv):
     failed = sum(1 for owner in cluster.slots if owner is not None and owner.failed)
     assigned = sum(1 for owner in cluster.slots if owner is not None)
     fields = [
-        ("cluster_state", "fail" if cluster.down else "ok"),
+        ("cluster_state", "fail" if me.down else "ok"),
         ("cluster_slots_assigned", assigned),
         ("cluster_slots_ok", assigned - failed),
         ("cluster_slots_pfail", 0),
@@ -87,7 +96,7 @@ def cluster_info(c, argv):
         ("cluster_known_nodes", len(cluster.nodes)),
         ("cluster_size", sum(1 for node in cluster.nodes if node.slots())),
         ("cluster_current_epoch", cluster.current_epoch),
-        ("cluster_my_epoch", me.config_epoch),
+        ("cluster_my_epoch", (me.master or me).config_epoch),  # (nodeEpoch: a replica's master's)
         # No bus: no messages (Redis lists only the message types it has counted).
         ("cluster_stats_messages_sent", 0),
         ("cluster_stats_messages_received", 0),
@@ -183,18 +192,124 @@ def cluster_help(c, argv):
     return [Status(line.encode()) for line in _HELP]
 
 
-def _fixed_layout(c, argv):
-    """The layout is set at start-up (MINIRED CLUSTER changes it): refused as unsupported."""
+def _slot(raw: bytes) -> int:
+    """getSlotOrReply."""
+    try:
+        slot = parse_int(raw)
+    except RedisError:
+        slot = -1
+    if not 0 <= slot < SLOTS:
+        raise RedisError(errors.CLUSTER_SLOT_OUT_OF_RANGE)
+    return slot
+
+
+def _layout_control(c, argv) -> ClusterNode:
+    """A subcommand that changes the layout: allowed with --cluster-control, as the tools that
+    reshard a cluster (redis-cli --cluster) send it."""
+    me = _node(c)
+    if not me.cluster.control:
+        raise RedisError(errors.CLUSTER_LAYOUT_CONTROL.format(argv[1].decode(errors="replace").upper()))
+    return me
+
+
+@command("setslot", arity=-4, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_setslot(c, argv):
+    """Bind a hash slot to a specific node."""
+    me = _layout_control(c, argv)
+    if me.master is not None:
+        raise RedisError(errors.SETSLOT_ON_REPLICA)
+    slot = _slot(argv[2])
+    action = argv[3].lower()
+    if action in (b"migrating", b"importing", b"node") and len(argv) == 5:
+        me.cluster.set_slot(me, slot, action, argv[4])
+    elif action == b"stable" and len(argv) == 4:
+        me.cluster.set_slot(me, slot, action, None)
+    else:
+        raise RedisError(errors.SETSLOT_SYNTAX)
+    return OK
+
+
+@command("meet", arity=-4, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_meet(c, argv):
+    """Force a node cluster to handshake with another node."""
+    me = _layout_control(c, argv)
+    try:
+        port = parse_int(argv[3])
+        if len(argv) > 4:
+            parse_int(argv[4])
+    except RedisError:
+        raise RedisError(errors.CLUSTER_INVALID_PORT.format(argv[3].decode(errors="replace"))) from None
+    me.cluster.meet(me, port)
+    return OK
+
+
+def _add_slots(c, argv, slots: list[int]) -> str:
+    me = _layout_control(c, argv)
+    cluster = me.cluster
+    seen = set()
+    for slot in slots:
+        if cluster.slots[slot] is not None:
+            raise RedisError(errors.CLUSTER_SLOT_BUSY.format(slot))
+        if slot in seen:
+            raise RedisError(errors.CLUSTER_SLOT_REPEATED.format(slot))
+        seen.add(slot)
+    for slot in slots:
+        cluster.slots[slot] = me
+        me.importing.pop(slot, None)
+    cluster.update_coverage()
+    cluster.save_layout()
+    return OK
+
+
+@command("addslots", arity=-3, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_addslots(c, argv):
+    """Assign new hash slots to receiving node."""
+    return _add_slots(c, argv, [_slot(raw) for raw in argv[2:]])
+
+
+@command("addslotsrange", arity=-4, flags="admin stale no_async_loading", parent="cluster",
+         group=G)
+def cluster_addslotsrange(c, argv):
+    """Assign new hash slots to receiving node."""
+    if len(argv) % 2:
+        raise errors.wrong_arity("cluster|addslotsrange")
+    slots: list[int] = []
+    for first_raw, last_raw in zip(argv[2::2], argv[3::2]):
+        first, last = _slot(first_raw), _slot(last_raw)
+        if first > last:
+            raise RedisError(errors.CLUSTER_SLOT_RANGE_ORDER.format(first, last))
+        slots.extend(range(first, last + 1))
+    return _add_slots(c, argv, slots)
+
+
+@command("replicate", arity=3, flags="admin stale no_async_loading", parent="cluster", group=G)
+def cluster_replicate(c, argv):
+    """Configure a node as replica of a master node."""
+    me = _layout_control(c, argv)
+    cluster = me.cluster
+    master = cluster.node_by_id(argv[2])
+    if master is None:
+        raise RedisError(errors.SETSLOT_UNKNOWN_NODE.format(argv[2].decode(errors="replace")))
+    if master is me:
+        raise RedisError(errors.CLUSTER_REPLICATE_MYSELF)
+    if master.master is not None:
+        raise RedisError(errors.CLUSTER_REPLICATE_REPLICA)
+    if me.master is None and (me.slots() or len(me.db)):
+        raise RedisError(errors.CLUSTER_REPLICATE_NOT_EMPTY)
+    cluster.follow(me, master)
+    cluster.save_layout()
+    return OK
+
+
+def _unsupported(c, argv):
+    """A subcommand of a real cluster's bus and replication that minired does not model."""
     _node(c)
-    raise RedisError(f"ERR CLUSTER {argv[1].decode(errors='replace').upper()} is not supported "
-                     "by minired: the cluster's layout is fixed at start-up (see MINIRED CLUSTER)")
+    raise RedisError(errors.CLUSTER_UNSUPPORTED.format(argv[1].decode(errors="replace").upper()))
 
 
-# Subcommands that change the layout or the replication of a real cluster. Declared, so that
-# COMMAND and ACL know them as Redis does (ACL SETUSER ... +cluster|setslot), but refused.
+# Declared, so that COMMAND and ACL know them as Redis does (ACL SETUSER ... +cluster|forget),
+# but refused.
 for _name, _arity, _flags in (
-        ("addslots", -3, "admin stale no_async_loading"),
-        ("addslotsrange", -4, "admin stale no_async_loading"),
         ("bumpepoch", 2, "admin stale no_async_loading"),
         ("count-failure-reports", 3, "admin stale"),
         ("delslots", -3, "admin stale no_async_loading"),
@@ -202,16 +317,123 @@ for _name, _arity, _flags in (
         ("failover", -2, "admin stale no_async_loading"),
         ("flushslots", 2, "admin stale no_async_loading"),
         ("forget", 3, "admin stale no_async_loading"),
-        ("meet", -4, "admin stale no_async_loading"),
-        ("replicate", 3, "admin stale no_async_loading"),
-        ("replicas", 3, "admin stale"),
-        ("slaves", 3, "admin stale"),
         ("reset", -2, "admin noscript stale"),
         ("saveconfig", 2, "admin stale no_async_loading"),
-        ("set-config-epoch", 3, "admin stale no_async_loading"),
-        ("setslot", -4, "admin stale no_async_loading")):
+        ("set-config-epoch", 3, "admin stale no_async_loading")):
     command(_name, arity=_arity, flags=_flags, parent="cluster", group=G,
-            summary=f"CLUSTER {_name.upper()}")(_fixed_layout)
+            summary=f"CLUSTER {_name.upper()}")(_unsupported)
+
+
+def _replicas(c, argv):
+    me = _node(c)
+    master = me.cluster.node_by_id(argv[2])
+    if master is None:
+        raise RedisError(errors.SETSLOT_UNKNOWN_NODE.format(argv[2].decode(errors="replace")))
+    if master.master is not None:
+        raise RedisError(errors.CLUSTER_NOT_A_MASTER)
+    now = c.server.clock.ms()
+    return [node_line(me, node, now).encode() for node in me.cluster.replicas_of(master)]
+
+
+command("replicas", arity=3, flags="admin stale", parent="cluster", group=G,
+        summary="List replica nodes of the specified master node")(_replicas)
+command("slaves", arity=3, flags="admin stale", parent="cluster", group=G,
+        summary="List replica nodes of the specified master node")(_replicas)
+
+
+# --- MIGRATE between the process's nodes --------------------------------------------------------
+
+def _migrate_keys(argv: list) -> list[int]:
+    """migrateGetKeys: the key argument, or every argument after KEYS."""
+    for index in range(6, len(argv)):
+        if argv[index].lower() == b"keys":
+            return list(range(index + 1, len(argv)))
+    return [3]
+
+
+@command("migrate", arity=-6, flags="write", keys=(3, 3, 1), key_finder=_migrate_keys,
+         group="generic")
+def migrate(c, argv):
+    """Atomically transfer a key from a Redis instance to another one."""
+    copy = replace = False
+    password = username = None
+    keys = [argv[3]]
+    j = 6
+    while j < len(argv):
+        option = argv[j].lower()
+        if option == b"copy":
+            copy = True
+        elif option == b"replace":
+            replace = True
+        elif option == b"auth" and j + 1 < len(argv):
+            password = argv[j + 1]
+            j += 1
+        elif option == b"auth2" and j + 2 < len(argv):
+            username, password = argv[j + 1], argv[j + 2]
+            j += 2
+        elif option == b"keys":
+            if argv[3]:
+                raise RedisError(errors.MIGRATE_KEYS_NEED_EMPTY_KEY)
+            keys = argv[j + 1:]
+            break
+        else:
+            raise RedisError(errors.SYNTAX)
+        j += 1
+    dbid = parse_int(argv[4])
+    parse_int(argv[5])  # the timeout: nothing here waits on a network
+    present = [key for key in keys if c.db.get(key) is not None]
+    if not present:
+        return Status(b"NOKEY")
+    me = c.server.cluster
+    target = None if me is None else me.cluster.node_at(parse_int(argv[2]))
+    if target is None or target.server is None:
+        raise RedisError(errors.MIGRATE_CONNECT)
+    auth_error, authenticated = _target_auth(target.server, username, password)
+    # In cluster mode the target refuses SELECT but for 0, and its RESTOREs still run, in db 0.
+    select_error = errors.SELECT_IN_CLUSTER if dbid != 0 else None
+    first_error = None
+    moved = False
+    for key in present:
+        # Each key as the target's RESTORE-ASKING answers it. A key restored leaves the source
+        # unless AUTH or SELECT failed; the reply is the first error (migrateCommand).
+        restore_error = (_restore_refusal(target, key, replace) if authenticated
+                         else errors.NOAUTH)
+        if restore_error is None:
+            me.cluster.move_key(me, target, key, copy or bool(auth_error or select_error))
+            moved = True
+        error = auth_error or select_error or restore_error
+        if first_error is None:
+            first_error = error
+    if moved:
+        target.redirect_blocked()
+    if first_error is not None:
+        raise RedisError(errors.MIGRATE_TARGET_ERROR.format(first_error))
+    return OK
+
+
+def _target_auth(server, username, password) -> tuple[str | None, bool]:
+    """What the target answers MIGRATE's AUTH with (None without AUTH or when it succeeds), and
+    whether the connection may then run commands."""
+    if password is not None:
+        users = users_of(server)
+        if username is None and users.default.nopass:
+            # AUTH <password> (not AUTH2) to a default user without one: authCommand's refusal.
+            return errors.AUTH_NOT_CONFIGURED, True
+        if users.authenticate(Client(server), username or b"default", password, b"auth"):
+            return None, True
+        return errors.WRONGPASS, not auth_required(server)
+    return None, not auth_required(server)
+
+
+def _restore_refusal(target: ClusterNode, key: bytes, replace: bool) -> str | None:
+    """What the target answers `RESTORE-ASKING key ...` with: its redirection (the slot is
+    neither its own nor being imported) or BUSYKEY."""
+    refusal = target.route_key(key)
+    if refusal is not None:
+        return refusal
+    if not replace and target.db.get(key) is not None:
+        return errors.BUSYKEY
+    return None
 
 
 # --- per-connection cluster flags ---------------------------------------------------------------
@@ -266,6 +488,8 @@ def minired_cluster(c, argv):
         if not 0 <= slot < SLOTS:
             raise RedisError(errors.CLUSTER_INVALID_SLOT)
         target = _node_at(me, argv[4])
+        if target.master is not None:
+            raise RedisError(errors.CLUSTER_TARGET_NOT_MASTER)
         option = argv[5].lower() if len(argv) > 5 else None
         if option == b"finish" and len(argv) == 6:
             moved = cluster.finish_migration(slot, target)
@@ -288,8 +512,9 @@ def minired_cluster(c, argv):
         return cluster.move_keys(slot, source, target, count)
     if action in (b"failover", b"recover") and len(argv) == 4:
         node = _node_at(me, argv[3])
-        node.failed = action == b"failover"
-        for each in cluster.nodes:
-            each.redirect_blocked()
+        if action == b"failover":
+            cluster.kill(node)
+        else:
+            cluster.recover(node)
         return OK
     raise RedisError(errors.SYNTAX)

@@ -22,7 +22,7 @@ GROUP_CATEGORY = {
 # Categories Redis's command table declares by hand for these commands, beyond those the
 # group and flags imply (acl_categories derives those).
 _DECLARED_CATEGORIES = {
-    "restore": ("dangerous",), "keys": ("keyspace", "dangerous"), "randomkey": ("keyspace",),
+    "restore": ("dangerous",), "migrate": ("keyspace", "dangerous"), "keys": ("keyspace", "dangerous"), "randomkey": ("keyspace",),
     "scan": ("keyspace",), "swapdb": ("keyspace", "dangerous"), "wait": ("connection",),
     "flushall": ("keyspace", "dangerous"), "flushdb": ("keyspace", "dangerous"),
     "dbsize": ("keyspace",), "lastsave": ("admin", "dangerous"), "role": ("admin", "dangerous"),

@@ -232,6 +232,25 @@ class Server:
             if self.keyspace.ready_keys:
                 self.blocking.serve_ready_keys()
 
+    def crash(self) -> None:
+        """What a killed process leaves to its clients (DEBUG SEGFAULT, SHUTDOWN NOSAVE): no
+        listener, every connection dropped, the crons stopped. No shutdown hook runs, so nothing
+        is saved: a cluster node's failure (features/cluster.py)."""
+        for srv in self.listeners:
+            srv.close()
+        self.listeners.clear()
+        for client in list(self.clients.values()):
+            client.close()
+        if self._expire_task is not None:
+            self._expire_task.cancel()
+            self._expire_task = None
+
+    def restart(self) -> None:
+        """After crash(): listen on the same address again and restart the crons (the data is
+        as the crash left it)."""
+        self._serve(_listening_sockets(self.host, self.port) or [])
+        self._expire_task = self.loop.create_task(self._active_expire_loop())
+
     def request_shutdown(self) -> None:
         """Stop accepting, close every client, and let `serve_until_stopped` return."""
         if self.shutdown_requested:

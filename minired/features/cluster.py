@@ -1,13 +1,16 @@
-"""Cluster mode: N masters served from one process, the 16384 hash slots split between them,
-and the redirections a Redis 7.0 cluster node gives (MOVED, ASK, TRYAGAIN, CROSSSLOT,
-CLUSTERDOWN), as Redis's getNodeByQuery decides them.
+"""Cluster mode: N masters (and their replicas, and spare nodes in no cluster yet) served from
+one process, the 16384 hash slots split between the masters, and the redirections a Redis 7.0
+cluster node gives (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN, READONLY), as Redis's
+getNodeByQuery decides them.
 
 Each node is a whole minired server (its own keyspace, clients, scripts and statistics) on its
 own port; the nodes share the process's event loop and one clock. What a cluster bus would
-carry between real nodes is direct here: the slot map is one object every node reads, and a
-PUBLISH reaches the subscribers of every node. Resharding and node failure are driven by the
-MINIRED CLUSTER commands (commands/cluster.py), which exist so that clients' handling of
-redirections and of a down cluster can be tested.
+carry between real nodes is direct here: the slot map is one object every node reads, a
+PUBLISH reaches the subscribers of every node, and a replica serves its master's database
+object itself (a replica that never lags). The layout changes through the commands the tools
+of a real cluster send (CLUSTER SETSLOT, MIGRATE, MEET, ADDSLOTS, REPLICATE) and through the
+MINIRED CLUSTER commands (commands/cluster.py): FAILOVER kills a node, whose replica is
+promoted once cluster-node-timeout and the election delay have passed on the clock (tick).
 
 Moving keys sends the keyspace events MIGRATE does (`restore` on the target, `del` on the
 source), and the nodes' persistence logs it as Redis's AOFs do (RESTORE on the target, DEL on
@@ -34,7 +37,7 @@ from minired.engine.table import COMMANDS
 from minired.features import pubsub
 from minired.features.notifications import GENERIC, notify
 from minired.features.persistence import LoadError
-from minired.features.rdb import COMPRESS_AS_REDIS, Compact, encode_value, seal
+from minired.features.rdb import COMPRESS_AS_REDIS, Compact, Reader, decode_value, encode_value, seal
 from minired.protocol import errors
 from minired.protocol.resp import OK
 
@@ -48,6 +51,9 @@ log = logging.getLogger("minired")
 
 SLOTS = 16384
 BUS_PORT_OFFSET = 10000  # Redis's default cluster bus port is the client port + 10000
+# From a master's FAIL to its replica's promotion: the least of Redis's election delay
+# (500 ms + random 0-500 ms + 1000 ms per better-ranked replica).
+ELECTION_DELAY_MS = 500
 
 # Shard channels sit at key positions: their commands are routed by slot like keyed ones, but
 # a channel is not a key, so a migrating slot does not count it missing (Redis's
@@ -106,13 +112,18 @@ def slot_ranges(slots: list[int]) -> list[tuple[int, int]]:
 
 def node_line(me: "ClusterNode", node: "ClusterNode", now_ms: int) -> str:
     """`node` as `me` describes it in CLUSTER NODES and in its nodes.conf (clusterGenNodeDescription):
-    id, address, flags, master, ping sent, pong received, config epoch, link, slots; open
-    migrations on the node's own line only, as in Redis."""
-    flags = "myself,master" if node is me else ("master,fail" if node.failed else "master")
-    link = "disconnected" if node.failed and node is not me else "connected"
-    pong = 0 if node.failed else now_ms
-    parts = [node.id, f"{node.host}:{node.port}@{node.port + BUS_PORT_OFFSET}", flags, "-", "0",
-             str(pong), str(node.config_epoch), link]
+    id, address, flags, master, ping sent, pong received, config epoch (a replica shows its
+    master's, as nodeEpoch), link, slots; open migrations on the node's own line only, as in
+    Redis."""
+    master = node.master
+    flags = ("myself," if node is me else "") + ("slave" if master is not None else "master")
+    if node.failed and node is not me:
+        flags += ",fail"
+    down = node.killed_at is not None and node is not me
+    epoch = master.config_epoch if master is not None else node.config_epoch
+    parts = [node.id, f"{node.host}:{node.port}@{node.port + BUS_PORT_OFFSET}", flags,
+             master.id if master is not None else "-", "0", str(0 if down else now_ms),
+             str(epoch), "disconnected" if down else "connected"]
     for first, last in slot_ranges(node.slots()):
         parts.append(str(first) if first == last else f"{first}-{last}")
     if node is me:
@@ -124,11 +135,13 @@ def node_line(me: "ClusterNode", node: "ClusterNode", now_ms: int) -> str:
 
 
 class ClusterNode:
-    """One master: its identity, the database it serves, and its view of open migrations."""
+    """One node, a master or a replica: its identity, the database it serves, and its view of
+    open migrations. A replica serves its master's database itself (the same object: a replica
+    that never lags), to READONLY clients, and takes it over when it is promoted."""
 
     __slots__ = ("cluster", "id", "host", "port", "db", "pubsub", "blocking", "config_epoch",
                  "migrating", "importing", "asking", "readonly", "failed", "server",
-                 "_mover")
+                 "_mover", "master", "killed_at", "successor")
 
     def __init__(self, cluster: "Cluster", host: str, port: int, db: "Database",
                  pubsub: Any, blocking: Any, config_epoch: int) -> None:
@@ -147,7 +160,13 @@ class ClusterNode:
         # Clients that sent ASKING (good for their next command) and READONLY.
         self.asking: set = set()
         self.readonly: set = set()
-        self.failed = False  # MINIRED CLUSTER FAILOVER: down until MINIRED CLUSTER RECOVER
+        # MINIRED CLUSTER FAILOVER kills a node (killed_at, the clock's ms); the others flag it
+        # failed once cluster-node-timeout has passed (FAIL), until MINIRED CLUSTER RECOVER.
+        self.killed_at: int | None = None
+        self.failed = False
+        self.master: ClusterNode | None = None  # a replica's master
+        # The replica promoted in a failed master's place, which it follows when it comes back.
+        self.successor: ClusterNode | None = None
         self.server: "Server | None" = None  # set by form()
         self._mover: Client | None = None  # the internal client moves are logged as
 
@@ -185,16 +204,40 @@ class ClusterNode:
             name = spec.name
             if name != "asking" and name != "multi" and (c.multi is None or name == "exec"):
                 self.asking.discard(c)
+        replica = self.master is not None
         if spec.first_key == 0 and spec.key_finder is None:
             if spec.name != "exec" or c.multi is None:
-                return None
+                # A replica refuses writes after the redirections (processCommand's check).
+                return errors.READONLY_REPLICA if replica and spec.write else None
             commands = c.multi  # EXEC: every queued command's keys, as one request
         else:
             commands = ((spec, argv),)
-        return self._route(commands, asking or "asking" in spec.flags,
-                           spec.name in _SHARD_COMMANDS)
+        shard = spec.name in _SHARD_COMMANDS
+        writes = spec.write or (spec.name == "exec" and c.multi is not None
+                                and any(s.write for s, _ in c.multi))
+        # A replica serves its master's slots to reads of READONLY clients (and shard channels),
+        # as getNodeByQuery: not writes, nor a transaction that queued one.
+        replica_read = replica and (shard or c in self.readonly) and not writes
+        refusal = self._route(commands, asking or "asking" in spec.flags, shard,
+                              spec.name == "migrate", replica_read)
+        if refusal is None and replica and writes:
+            return errors.READONLY_REPLICA
+        return refusal
 
-    def _route(self, commands: Any, asking: bool, shard: bool) -> str | None:
+    @property
+    def down(self) -> bool:
+        """This node's cluster state is fail (clusterUpdateState): a slot has no owner, or a
+        master serving slots is flagged FAIL, and cluster-require-full-coverage is yes (Redis's
+        default; each node reads its own)."""
+        cluster = self.cluster
+        if not cluster.covered or any(node.failed and node.master is None and node in cluster.slots
+                                      for node in cluster.nodes):
+            server = self.server
+            return server is None or server.config.get("cluster-require-full-coverage") == "yes"
+        return False
+
+    def _route(self, commands: Any, asking: bool, shard: bool,
+               migrate: bool = False, replica_read: bool = False) -> str | None:
         cluster = self.cluster
         owner: ClusterNode | None = None
         first: bytes | None = None
@@ -227,8 +270,10 @@ class ClusterNode:
                         existing += 1
         if owner is None:
             return None  # no key at all: served anywhere
-        if cluster.down and not shard:  # (cluster-allow-pubsubshard-when-down yes)
+        if not shard and self.down:  # (cluster-allow-pubsubshard-when-down yes)
             return errors.CLUSTER_DOWN
+        if open_slot and migrate:
+            return None  # MIGRATE moves keys of an open slot freely, whichever are here
         if migrating and missing:
             # Some keys here and some gone: neither node can serve them all yet. All gone: the
             # target has them (or will create them), so ASK there.
@@ -239,9 +284,13 @@ class ClusterNode:
             if multiple and missing:
                 return errors.CLUSTER_TRYAGAIN
             return None
-        if owner is not self:
+        if owner is not self and not (replica_read and owner is self.master):
             return f"MOVED {slot} {owner.address}"
         return None
+
+    def route_key(self, key: bytes) -> str | None:
+        """The redirection or refusal of a RESTORE-ASKING of `key` (what MIGRATE sends)."""
+        return self._route(((COMMANDS[b"restore"], [b"RESTORE", key]),), True, False)
 
     def redirect_blocked(self) -> None:
         """End the waits of clients blocked on keys this node no longer serves, with MOVED
@@ -252,7 +301,7 @@ class ClusterNode:
             keys = waiter.block.keys
             if not keys:
                 continue  # (not waiting on a key)
-            if cluster.down:
+            if self.down:
                 self.blocking.finish(waiter, errors.RedisError(errors.CLUSTER_DOWN))
                 continue
             slot = key_hash_slot(keys[0])
@@ -281,7 +330,8 @@ class ClusterNode:
 class Cluster:
     """The slot map every node reads, and the epochs of the configuration."""
 
-    __slots__ = ("nodes", "slots", "current_epoch", "control", "layout_paths")
+    __slots__ = ("nodes", "slots", "current_epoch", "control", "layout_paths", "_timer",
+                 "process", "covered")
 
     def __init__(self, control: bool = False) -> None:
         self.nodes: list[ClusterNode] = []
@@ -291,15 +341,10 @@ class Cluster:
         self.control = control
         # Each node's nodes.conf, in node order, when the nodes keep files; else empty.
         self.layout_paths: list[str] = []
-
-    @property
-    def down(self) -> bool:
-        """Whether the cluster state is fail: a master is down and its slots have no other
-        server (cluster-require-full-coverage yes, Redis's default)."""
-        for node in self.nodes:
-            if node.failed:
-                return True
-        return False
+        self._timer: Any = None  # tick's next run while a failure is pending
+        # Every node of the process, in this cluster or not: those CLUSTER MEET can reach.
+        self.process: list[ClusterNode] = []
+        self.covered = False  # every slot has an owner (update_coverage keeps it)
 
     def add_node(self, host: str, port: int, db: "Database", pubsub: Any,
                  blocking: Any) -> ClusterNode:
@@ -309,9 +354,148 @@ class Cluster:
         return node
 
     def assign_evenly(self) -> None:
-        for node, (first, last) in zip(self.nodes, split_slots(len(self.nodes))):
+        masters = self.masters()
+        for node, (first, last) in zip(masters, split_slots(len(masters))):
             for slot in range(first, last + 1):
                 self.slots[slot] = node
+        self.update_coverage()
+
+    def update_coverage(self) -> None:
+        """After slots were given owners or taken from them."""
+        self.covered = None not in self.slots
+
+    def link_pubsub(self) -> None:
+        """PUBLISH reaches the subscribers of every node of the cluster."""
+        for node in self.nodes:
+            node.pubsub.peers = [other.pubsub for other in self.nodes if other is not node]
+
+    def meet(self, me: ClusterNode, port: int) -> None:
+        """CLUSTER MEET sent to `me`: the node of this process on `port` and `me` end up in
+        one cluster, the one of them that holds slots (a node without slots joins it, as the
+        handshake and gossip would have it)."""
+        other = next((node for node in self.process if node.port == port), None)
+        if other is None:
+            raise errors.RedisError(errors.CLUSTER_MEET_OUTSIDE)
+        if other.cluster is self:
+            return
+        joining, host = (self, other.cluster) if not any(self.slots) else (other.cluster, self)
+        if any(joining.slots):
+            raise errors.RedisError(errors.CLUSTER_MEET_TWO_LAYOUTS)
+        for node in joining.nodes:
+            node.cluster = host
+            host.nodes.append(node)
+        host.current_epoch = max(host.current_epoch, joining.current_epoch)
+        joining.nodes = []
+        host.link_pubsub()
+        host.save_layout()
+
+    def masters(self) -> list[ClusterNode]:
+        return [node for node in self.nodes if node.master is None]
+
+    def replicas_of(self, master: ClusterNode) -> list[ClusterNode]:
+        return [node for node in self.nodes if node.master is master]
+
+    def follow(self, replica: ClusterNode, master: ClusterNode) -> None:
+        """Make `replica` a replica of `master`: it serves the master's database from now on,
+        whatever it held (as a full resync replaces a replica's data)."""
+        replica.master = master
+        replica.db = master.db
+        if replica.server is not None:
+            replica.server.keyspace.dbs[0] = master.db
+            # A replica expires no key itself: its master's deletions reach it (as DELs).
+            replica.server.active_expire_enabled = False
+
+    # --- failure and failover (clusterCron, clusterHandleSlaveFailover) ------------------------
+
+    def kill(self, node: ClusterNode) -> None:
+        """MINIRED CLUSTER FAILOVER: the node's process dies. Its port refuses connections at
+        once; the other nodes flag it FAIL after cluster-node-timeout, and a replica of a master
+        takes its slots ELECTION_DELAY_MS later (tick)."""
+        if node.killed_at is not None:
+            return
+        assert node.server is not None
+        node.killed_at = node.server.clock.ms()
+        node.server.crash()
+        self.tick()
+
+    def node_timeout(self, node: ClusterNode) -> int:
+        """cluster-node-timeout as the failed node's replica (else the node itself) has it."""
+        judge = next(iter(self.replicas_of(node)), node)
+        assert judge.server is not None
+        return int(judge.server.config.get("cluster-node-timeout"))
+
+    def tick(self) -> None:
+        """Flag killed nodes FAIL and promote replicas when their time has come; called as the
+        clock moves (MINIRED ADVANCE) and, while something is pending, every 100 ms."""
+        pending = changed = False
+        for node in self.nodes:
+            if node.killed_at is None:
+                continue
+            assert node.server is not None
+            now = node.server.clock.ms()
+            timeout = self.node_timeout(node)
+            if not node.failed:
+                if now < node.killed_at + timeout:
+                    pending = True
+                    continue
+                node.failed = changed = True
+            replicas = [r for r in self.replicas_of(node) if r.killed_at is None]
+            if node.master is None and replicas and node in self.slots:
+                if now < node.killed_at + timeout + ELECTION_DELAY_MS:
+                    pending = True
+                else:
+                    self.promote(replicas[0])
+                    changed = True
+        if changed:
+            for each in self.nodes:
+                each.redirect_blocked()
+            self.save_layout()
+        if pending and self._timer is None:
+            loop = next((n.server.loop for n in self.nodes
+                         if n.server is not None and n.server.loop is not None), None)
+            if loop is not None:
+                self._timer = loop.call_later(0.1, self._timed_tick)
+
+    def _timed_tick(self) -> None:
+        self._timer = None
+        self.tick()
+
+    def promote(self, replica: ClusterNode) -> None:
+        """The replica takes its master's slots with a new config epoch (a won election); the
+        other replicas follow it, and so will the old master when it comes back (until then it
+        shows as a failed master without slots, as in Redis)."""
+        old = replica.master
+        assert old is not None and replica.server is not None
+        self.slots = [replica if owner is old else owner for owner in self.slots]
+        replica.master = None
+        replica.server.active_expire_enabled = True
+        self.current_epoch += 1
+        replica.config_epoch = self.current_epoch
+        for other in self.replicas_of(old):
+            other.master = replica
+        old.successor = replica
+        # The database's change hooks are now the new master's (events, tracking, waiters).
+        server, db = replica.server, replica.db
+        own = server.keyspace.dbs[1 if len(server.keyspace) > 1 else 0]
+        db.notifier = own.notifier
+        db.tracking = server.tracking
+        db.ready_keys = server.keyspace.ready_keys
+
+    def recover(self, node: ClusterNode) -> None:
+        """MINIRED CLUSTER RECOVER: the node's process is back, with the data it had; a master
+        whose replica took over comes back as that replica's replica (its data replaced)."""
+        if node.killed_at is None:
+            return
+        assert node.server is not None
+        node.killed_at = None
+        node.failed = False
+        if node.successor is not None:
+            self.follow(node, node.successor)
+            node.successor = None
+        node.server.restart()
+        for each in self.nodes:
+            each.redirect_blocked()
+        self.save_layout()
 
     def node_at(self, port: int) -> ClusterNode | None:
         for node in self.nodes:
@@ -341,31 +525,101 @@ class Cluster:
         """Move up to `count` keys of `slot` (all if None) from source to target with their
         TTLs, as MIGRATE does; the number moved."""
         moved = 0
-        src, dst = source.db, target.db
-        for key in [k for k in src.keys() if key_hash_slot(k) == slot]:
+        for key in self.keys_in_slot(source, slot):
             if count is not None and moved >= count:
                 break
-            deadline = src.expiry(key)
-            value = src.pop(key)
-            if value is None:
-                continue
-            dst.delete(key)
-            dst.set(key, value)
-            if deadline is not None:
-                dst.set_expiry(key, deadline)
-            # The events of MIGRATE: the target's RESTORE, then the source's deletion.
-            if dst.notifier is not None:
-                notify(dst, GENERIC, b"restore", key)
-            if src.notifier is not None:
-                notify(src, GENERIC, b"del", key)
-            if target.server is not None and target.server.propagate is not None:
-                payload = seal(encode_value(value, COMPRESS_AS_REDIS,
-                                            Compact.from_config(target.server.config.get)))
-                target.log_change([b"RESTORE", key, b"%d" % (deadline or 0), payload,
-                                   b"REPLACE", b"ABSTTL"])
-            source.log_change([b"DEL", key])
-            moved += 1
+            if self.move_key(source, target, key):
+                moved += 1
         return moved
+
+    def move_key(self, source: ClusterNode, target: ClusterNode, key: bytes,
+                 copy: bool = False) -> bool:
+        """Move one key with its TTL (a copy of it with COPY), replacing the target's, as
+        MIGRATE's RESTORE-ASKING ... REPLACE and the source's DEL do; False if the source has
+        no such key. The events and the files' records are MIGRATE's: `restore` on the target,
+        `del` on the source (none with COPY)."""
+        src, dst = source.db, target.db
+        value = src.get(key)
+        if value is None:
+            return False
+        deadline = src.expiry(key)
+        payload = None
+        if copy or (target.server is not None and target.server.propagate is not None):
+            compact = (Compact.from_config(target.server.config.get)
+                       if target.server is not None else None)
+            payload = seal(encode_value(value, COMPRESS_AS_REDIS, compact))
+        if copy:
+            value = decode_value(Reader(payload))
+        else:
+            src.pop(key)
+        dst.delete(key)
+        dst.set(key, value)
+        if deadline is not None:
+            dst.set_expiry(key, deadline)
+        if dst.notifier is not None:
+            notify(dst, GENERIC, b"restore", key)
+        if not copy and src.notifier is not None:
+            notify(src, GENERIC, b"del", key)
+        if payload is not None:
+            target.log_change([b"RESTORE", key, b"%d" % (deadline or 0), payload,
+                               b"REPLACE", b"ABSTTL"])
+        if not copy:
+            source.log_change([b"DEL", key])
+        return True
+
+    def node_by_id(self, node_id: bytes) -> ClusterNode | None:
+        for node in self.nodes:
+            if node.id.encode() == node_id:
+                return node
+        return None
+
+    def set_slot(self, me: ClusterNode, slot: int, action: bytes,
+                 node_id: bytes | None) -> None:
+        """CLUSTER SETSLOT <slot> MIGRATING|IMPORTING|NODE <id> | STABLE sent to `me`, with
+        Redis 7.0's checks and texts (clusterCommand). The slot map is shared by the nodes, so
+        NODE takes effect for all of them at once, as if the bus had spread it."""
+        if action == b"migrating":
+            if self.slots[slot] is not me:
+                raise errors.RedisError(errors.SETSLOT_NOT_OWNER.format(slot))
+            other = self._known(node_id, errors.CLUSTER_UNKNOWN_NODE)
+            me.migrating[slot] = other
+        elif action == b"importing":
+            if self.slots[slot] is me:
+                raise errors.RedisError(errors.SETSLOT_ALREADY_OWNER.format(slot))
+            other = self._known(node_id, errors.CLUSTER_UNKNOWN_NODE)
+            me.importing[slot] = other
+        elif action == b"stable":
+            me.migrating.pop(slot, None)
+            me.importing.pop(slot, None)
+        else:
+            other = self._known(node_id, errors.SETSLOT_UNKNOWN_NODE)
+            holds_keys = bool(self.keys_in_slot(me, slot))
+            if self.slots[slot] is me and other is not me and holds_keys:
+                raise errors.RedisError(errors.SETSLOT_STILL_HOLDS_KEYS.format(slot))
+            if not holds_keys:
+                me.migrating.pop(slot, None)
+            self.slots[slot] = other
+            if other is me and me.importing.pop(slot, None) is not None:
+                self.bump_epoch(me)  # (a manual move takes a new epoch, without consensus)
+            for node in self.nodes:
+                node.redirect_blocked()
+        self.save_layout()
+
+    def _known(self, node_id: bytes | None, unknown: str) -> ClusterNode:
+        node = self.node_by_id(node_id or b"")
+        if node is None:
+            raise errors.RedisError(unknown.format((node_id or b"").decode(errors="replace")))
+        if node.master is not None:
+            raise errors.RedisError(errors.CLUSTER_TARGET_NOT_MASTER)
+        return node
+
+    def bump_epoch(self, node: ClusterNode) -> None:
+        """clusterBumpConfigEpochWithoutConsensus: a new epoch for `node`, unless its epoch is
+        already the greatest the cluster knows."""
+        greatest = max([self.current_epoch] + [other.config_epoch for other in self.nodes])
+        if node.config_epoch == 0 or node.config_epoch != greatest:
+            self.current_epoch += 1
+            node.config_epoch = self.current_epoch
 
     def finish_migration(self, slot: int, target: ClusterNode) -> int:
         """Give the slot to `target` with every key of it any other node holds, and close any
@@ -398,6 +652,8 @@ class Cluster:
         CLUSTER NODES gives it (the node's own marked myself, with its open migrations), then
         the epochs. Written to a temporary file and renamed, so a crash leaves the old one."""
         for me, path in zip(self.nodes, self.layout_paths):
+            if me.killed_at is not None:
+                continue  # (a dead process writes nothing: it keeps the layout it died with)
             text = "".join(node_line(me, node, 0) + "\n" for node in self.nodes)
             text += f"vars currentEpoch {self.current_epoch} lastVoteEpoch 0\n"
             temporary = f"{path}.tmp-{os.getpid()}"
@@ -422,22 +678,34 @@ class Cluster:
                             f"the other nodes' files exist (start with as many nodes as before)")
         views = [_read_layout(path) for path in self.layout_paths]
         for path, view in zip(self.layout_paths, views):
-            if view[-1] != len(self.nodes):
+            if view[6] != len(self.nodes):
                 raise LoadError(f"Cluster layout of another cluster: {path} describes "
-                                f"{view[-1]} nodes, this cluster has {len(self.nodes)}")
+                                f"{view[6]} nodes, this cluster has {len(self.nodes)}")
         ids = [view[0] for view in views]
         if len(set(ids)) != len(ids):
             raise LoadError("Cluster layout invalid: two nodes' files name the same node")
         by_id = dict(zip(ids, self.nodes))
         self.slots = [None] * SLOTS
-        for node, path, (node_id, epoch, slots, migrating, importing, current, _) in zip(
+        for node, path, (node_id, epoch, slots, migrating, importing, current, _, master) in zip(
                 self.nodes, self.layout_paths, views):
             node.id = node_id
             node.config_epoch = epoch
-            for slot in slots:
-                if self.slots[slot] is not None:
-                    raise LoadError(f"Cluster layout invalid: slot {slot} has two owners ({path})")
+            node.master = by_id.get(master)
+        claims = sorted(zip(self.nodes, views), key=lambda pair: pair[1][1])
+        for node, view in claims:  # (by config epoch: the greater wins a slot two nodes claim)
+            for slot in view[2]:
+                owner = self.slots[slot]
+                if owner is not None and owner.config_epoch == node.config_epoch:
+                    raise LoadError(f"Cluster layout invalid: slot {slot} has two owners "
+                                    f"of one epoch")
                 self.slots[slot] = node
+        for node, view in claims:
+            # A master whose slots all went to a newer owner while it was down (a failover)
+            # becomes that owner's replica (clusterUpdateSlotsConfigWith).
+            if node.master is None and view[2] and node not in self.slots:
+                node.master = self.slots[view[2][0]]
+        for node, path, (_, _, _, migrating, importing, current, _, _) in zip(
+                self.nodes, self.layout_paths, views):
             try:
                 node.migrating = {slot: by_id[other] for slot, other in migrating.items()}
                 node.importing = {slot: by_id[other] for slot, other in importing.items()}
@@ -445,12 +713,14 @@ class Cluster:
                 raise LoadError(f"Cluster layout invalid: {path} names unknown node "
                                 f"{exc.args[0]}") from None
             self.current_epoch = max(self.current_epoch, current)
+        self.update_coverage()
         return True
 
 
 def _read_layout(path: str) -> tuple:
     """A nodes.conf's own line and epoch: (id, config epoch, slots, migrating {slot: node id},
-    importing {slot: node id}, current epoch, how many nodes it lists)."""
+    importing {slot: node id}, current epoch, how many nodes it lists, its master's id or
+    "-")."""
     with open(path, encoding="ascii", errors="replace") as source:
         lines = source.read().splitlines()
     current = nodes = 0
@@ -486,7 +756,7 @@ def _read_layout(path: str) -> tuple:
         raise LoadError(f"Cluster layout invalid: unreadable line in {path}") from None
     if any(not 0 <= slot < SLOTS for slot in slots):
         raise LoadError(f"Cluster layout invalid: a slot out of range in {path}")
-    return own[0], epoch, slots, migrating, importing, current, nodes
+    return own[0], epoch, slots, migrating, importing, current, nodes, own[3]
 
 
 def _layout_path(server: "Server") -> str | None:
@@ -498,23 +768,48 @@ def _layout_path(server: "Server") -> str | None:
     return os.path.join(persistence.directory, server.config.get("cluster-config-file"))
 
 
-def form(servers: "list[Server]", control: bool = False) -> Cluster:
-    """Join started servers into one cluster, each a master serving its share of the slots,
-    as `redis-cli --cluster create` leaves them (config epochs 1..N)."""
+def _enroll(cluster: Cluster, server: "Server") -> ClusterNode:
+    node = cluster.add_node(server.host, server.port, server.keyspace[0],
+                            pubsub.registry(server), server.blocking)
+    node.server = server
+    server.cluster = node
+    server.config.set("cluster-enabled", "yes")
+    server.hooks.disconnect.append(node.forget_client)
+    return node
+
+
+def form(servers: "list[Server]", control: bool = False, replicas: int = 0,
+         spares: int = 0) -> Cluster:
+    """Join started servers into one cluster as `redis-cli --cluster create` leaves them:
+    of the first len(servers) - spares, the first 1 / (1 + replicas) are masters serving their
+    share of the slots, the rest their replicas (server masters + i replicates master i %
+    masters); config epochs 1..N. The last `spares` are nodes of no cluster yet, as a new
+    redis-server started with cluster-enabled (`redis-cli --cluster add-node` joins them)."""
     cluster = Cluster(control)
-    for server in servers:
-        node = cluster.add_node(server.host, server.port, server.keyspace[0],
-                                pubsub.registry(server), server.blocking)
-        node.server = server
-        server.cluster = node
-        server.config.set("cluster-enabled", "yes")
-        server.hooks.disconnect.append(node.forget_client)
-    for node in cluster.nodes:
-        node.pubsub.peers = [other.pubsub for other in cluster.nodes if other is not node]
-    paths = [_layout_path(server) for server in servers]
-    if all(paths):
+    members = servers[:len(servers) - spares]
+    everyone: list[ClusterNode] = []
+    for server in members:
+        everyone.append(_enroll(cluster, server))
+    masters = len(members) // (1 + replicas)
+    for index, node in enumerate(cluster.nodes[masters:]):
+        node.master = cluster.nodes[index % masters]
+    cluster.link_pubsub()
+    paths = [_layout_path(server) for server in members]
+    if all(paths) and not spares:  # (a layout that nodes may join is not kept)
         cluster.layout_paths = paths
     if not cluster.load_layout():
         cluster.assign_evenly()
+    for node in cluster.nodes:
+        if node.master is not None:
+            cluster.follow(node, node.master)
     cluster.save_layout()
+    clock = servers[0].clock
+    clock.listeners.append(cluster.tick)
+    for server in servers[len(members):]:
+        alone = Cluster(control)
+        node = _enroll(alone, server)
+        alone.current_epoch = node.config_epoch = 0  # (a node never in a cluster)
+        everyone.append(node)
+    for node in everyone:
+        node.cluster.process = everyone
     return cluster

@@ -160,11 +160,14 @@ def configure(server: "Server", text: str | None = None) -> None:
         text = server.config.get("notify-keyspace-events") or ""
     flags = parse_flags(text)
     enabled = flags & (KEYSPACE | KEYEVENT) and flags & ~(KEYSPACE | KEYEVENT)
+    # The server's own databases: those whose changes wake its blocked clients. (A cluster
+    # replica serves its master's database 0, whose events are the master's to configure.)
+    owned = [db for db in server.keyspace.dbs if db.ready_keys is server.keyspace.ready_keys]
     notifier = None
     if enabled:
-        notifier = server.keyspace.dbs[0].notifier  # (all databases share one)
+        notifier = owned[0].notifier if owned else None  # (all databases share one)
         if notifier is None:
             notifier = Notifier(server, flags)
         notifier.flags = flags
-    for db in server.keyspace.dbs:
+    for db in owned:
         db.notifier = notifier

@@ -84,6 +84,9 @@ def attach(server: "Server") -> None:
 
 _LOG_GROUPING_MS = 60000
 _LOG_MATCH_SCAN = 10
+# Subcommands minired accepts that Redis 7.0.15 lacks (redis-py sends CLIENT SETINFO on every
+# connect): to a user not allowed them, minired answers as 7.0.15 answers anyone.
+_NEWER_THAN_7_0 = frozenset({"client|setinfo", "client|no-touch"})
 _REASONS = {acl.DENIED_COMMAND: "command", acl.DENIED_KEY: "key",
             acl.DENIED_CHANNEL: "channel"}
 
@@ -140,6 +143,10 @@ class Users:
         result, position = self.user_of(c).check(spec, argv)
         if result == acl.ALLOWED:
             return None
+        if spec.full_name in _NEWER_THAN_7_0:
+            # Redis 7.0.15 does not know the subcommand: it refuses it before any ACL check,
+            # so the refusal is its unknown-subcommand error and the ACL log stays as it was.
+            return errors.unknown_subcommand(spec.parent.name, argv[1])
         context = "multi" if c.multi is not None else "toplevel"
         self.add_log(c, _REASONS[result], context, _denial_object(spec, argv, result, position))
         if result == acl.DENIED_COMMAND:

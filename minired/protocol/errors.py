@@ -585,6 +585,37 @@ MOVE_IN_CLUSTER = "ERR MOVE is not allowed in cluster mode"
 COPY_DB_IN_CLUSTER = "ERR Copying to another database is not allowed in cluster mode"
 SORT_BY_IN_CLUSTER = "ERR BY option of SORT denied in Cluster mode."
 SORT_GET_IN_CLUSTER = "ERR GET option of SORT denied in Cluster mode."
+CLUSTER_SLOT_OUT_OF_RANGE = "ERR Invalid or out of range slot"
+CLUSTER_UNKNOWN_NODE = "ERR I don't know about node {}"
+SETSLOT_UNKNOWN_NODE = "ERR Unknown node {}"
+SETSLOT_NOT_OWNER = "ERR I'm not the owner of hash slot {}"
+SETSLOT_ALREADY_OWNER = "ERR I'm already the owner of hash slot {}"
+SETSLOT_STILL_HOLDS_KEYS = ("ERR Can't assign hashslot {} to a different node while I still hold "
+                            "keys for this hash slot.")
+SETSLOT_SYNTAX = "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"
+SETSLOT_ON_REPLICA = "ERR Please use SETSLOT only with masters."
+CLUSTER_TARGET_NOT_MASTER = "ERR Target node is not a master"
+CLUSTER_NOT_A_MASTER = "ERR The specified node is not a master"
+CLUSTER_MEET_OUTSIDE = "ERR CLUSTER MEET reaches only the cluster nodes of this minired process"
+CLUSTER_MEET_TWO_LAYOUTS = "ERR CLUSTER MEET of two clusters that both serve slots is not supported by minired"
+CLUSTER_INVALID_PORT = "ERR Invalid TCP base port specified: {}"
+CLUSTER_SLOT_RANGE_ORDER = "ERR start slot number {} is greater than end slot number {}"
+CLUSTER_SLOT_BUSY = "ERR Slot {} is already busy"
+CLUSTER_SLOT_REPEATED = "ERR Slot {} specified multiple times"
+CLUSTER_REPLICATE_NOT_EMPTY = "ERR To set a master the node must be empty and without assigned slots."
+CLUSTER_REPLICATE_REPLICA = "ERR I can only replicate a master, not a replica."
+CLUSTER_REPLICATE_MYSELF = "ERR Can't replicate myself"
+TRACKING_ON_REPLICA = "ERR CLIENT TRACKING on a cluster replica node is not supported by minired"
+READONLY_REPLICA = "READONLY You can't write against a read only replica."
+MIGRATE_KEYS_NEED_EMPTY_KEY = (
+    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+MIGRATE_TARGET_ERROR = "ERR Target instance replied with error: {}"
+# Redis's text when the target cannot be reached: minired's MIGRATE reaches only the cluster
+# nodes of its own process.
+MIGRATE_CONNECT = "IOERR error or timeout connecting to the client"
+CLUSTER_LAYOUT_CONTROL = (
+    "ERR cluster control is disabled; start minired with --cluster-control to use CLUSTER {}")
+CLUSTER_UNSUPPORTED = "ERR CLUSTER {} is not supported by minired"
 CLUSTER_CONTROL_DISABLED = (
     "ERR cluster control is disabled; start minired with --cluster-control to use MINIRED CLUSTER")
 CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"

@@ -44,8 +44,9 @@ def fresh_mini(mini_cluster):
     """The minired cluster with every node flushed and its slots as at start-up."""
     def restore(servers) -> None:
         cluster = servers[0].cluster.cluster
+        for node in cluster.nodes:
+            cluster.recover(node)  # (listening again if a test killed it)
         for epoch, node in enumerate(cluster.nodes, 1):
-            node.failed = False
             node.migrating.clear()
             node.importing.clear()
             node.config_epoch = epoch

@@ -14,7 +14,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
 from minired.features.cluster import key_hash_slot
-from tests.support.respclient import RawClient
+from tests.support.respclient import Err, RawClient
 
 NODE_DIR = pathlib.Path(__file__).parents[1] / "integration" / "node"
 
@@ -140,11 +140,25 @@ def test_redis_py_asyncio_cluster(fresh_mini):
     asyncio.run(run())
 
 
-def test_a_failed_node_refuses_until_it_recovers(fresh_mini):
-    raw = [RawClient(port) for _, port in fresh_mini.nodes]
+def test_a_killed_master_fails_the_cluster_after_the_node_timeout(fresh_mini):
+    """Without replicas: the killed node's port refuses at once, the others keep redirecting
+    to it until cluster-node-timeout has passed, then flag it FAIL and answer CLUSTERDOWN
+    (cluster-require-full-coverage yes) until it comes back."""
+    ports = [port for _, port in fresh_mini.nodes]
+    raw = [RawClient(port) for port in ports[:2]]
+    victim = RawClient(ports[2])
     try:
-        raw[2].call("SET", "foo", "1")  # slot 12182: node 2's
-        assert _control(fresh_mini, "FAILOVER", fresh_mini.nodes[2][1]) == b"OK"
+        victim.call("SET", "foo", "1")  # slot 12182: node 2's
+        assert _control(fresh_mini, "FAILOVER", ports[2]) == b"OK"
+        with pytest.raises(ConnectionError):
+            victim.call("PING")  # its connections are dropped
+        with pytest.raises(ConnectionRefusedError):
+            RawClient(ports[2])
+        for client in raw:  # the others have not noticed yet
+            assert client.call("GET", "foo").message == f"MOVED 12182 127.0.0.1:{ports[2]}"
+            assert "cluster_state:ok" in client.call("CLUSTER", "INFO").decode()
+        assert " master - 0 0 3 disconnected " in raw[0].call("CLUSTER", "NODES").decode()
+        assert raw[0].call("MINIRED", "ADVANCE", 15000) > 0  # cluster-node-timeout's default
         for client in raw:
             assert client.call("GET", "foo").message == "CLUSTERDOWN The cluster is down"
             assert client.call("GET", "b").message == "CLUSTERDOWN The cluster is down"
@@ -153,14 +167,33 @@ def test_a_failed_node_refuses_until_it_recovers(fresh_mini):
             assert "cluster_state:fail" in info and "cluster_slots_fail:5461" in info
         nodes = raw[0].call("CLUSTER", "NODES").decode()
         assert " master,fail - " in nodes and " disconnected " in nodes
-        assert raw[2].call("EVAL", "return redis.call('get', 'foo')", 0).message.startswith(
+        assert raw[0].call("EVAL", "return redis.call('get', 'b')", 0).message.startswith(
             "ERR Script attempted to execute a command while the cluster is down")
-        assert _control(fresh_mini, "RECOVER", fresh_mini.nodes[2][1]) == b"OK"
-        assert raw[2].call("GET", "foo") == b"1"
+        assert _control(fresh_mini, "RECOVER", ports[2]) == b"OK"
+        assert _on(ports[2], "GET", "foo") == b"1"  # back with its data
         assert "cluster_state:ok" in raw[0].call("CLUSTER", "INFO").decode()
     finally:
         for client in raw:
             client.close()
+        victim.close()
+
+
+def test_without_full_coverage_the_other_slots_stay_served(fresh_mini):
+    ports = [port for _, port in fresh_mini.nodes]
+    raw = RawClient(ports[0])
+    try:
+        for port in ports:
+            assert _on(port, "CONFIG", "SET", "cluster-require-full-coverage", "no") == b"OK"
+        assert _control(fresh_mini, "FAILOVER", ports[2]) == b"OK"
+        raw.call("MINIRED", "ADVANCE", 15000)
+        assert "cluster_state:ok" in raw.call("CLUSTER", "INFO").decode()
+        assert raw.call("SET", "b", "1") == b"OK"  # slot 3300: node 0's
+        assert raw.call("GET", "foo").message == f"MOVED 12182 127.0.0.1:{ports[2]}"
+    finally:
+        raw.close()
+        _control(fresh_mini, "RECOVER", ports[2])
+        for port in ports:
+            _on(port, "CONFIG", "SET", "cluster-require-full-coverage", "yes")
 
 
 def test_cluster_control_needs_its_flag_and_checks_its_arguments(fresh_mini, mini):
@@ -278,6 +311,21 @@ def test_the_command_line_serves_a_cluster_and_names_every_node():
                 "ERR cluster control is disabled")
         finally:
             raw.close()
+
+
+def test_the_command_line_serves_replicas_and_spare_nodes():
+    from minired.embed import SubprocessServer
+
+    with SubprocessServer(cluster=2, cluster_replicas=1, cluster_spares=1) as srv:
+        ports = [port for _, port in srv.addresses]
+        assert len(ports) == 5
+        roles = [_on(port, "CLUSTER", "NODES").decode() for port in ports]
+        assert [next(line.split()[2] for line in text.splitlines() if "myself" in line)
+                for text in roles] == ["myself,master"] * 2 + ["myself,slave"] * 2 + [
+                    "myself,master"]
+        assert roles[4].count("\n") == 1  # the spare knows only itself
+        assert _on(ports[0], "SET", "b", "1") == b"OK"
+        assert _on(ports[2], "GET", "b") == Err(f"MOVED 3300 127.0.0.1:{ports[0]}")
 
 
 def test_each_node_saves_and_reloads_its_own_file(tmp_path):

@@ -128,3 +128,45 @@ def test_an_aof_replays_keys_where_they_were_moved(tmp_path):
         target.close()
     finally:
         server.stop()
+
+
+def _call(port: int, *args):
+    client = RawClient(port)
+    try:
+        return client.call(*args)
+    finally:
+        client.close()
+
+
+def test_a_master_replaced_while_down_comes_back_as_a_replica(tmp_path):
+    """The killed master's file keeps the layout it died with (its slots, epoch 1); at the next
+    start the promoted replica's newer epoch wins the slots and the old master follows it, as
+    Redis's clusterUpdateSlotsConfigWith makes a master that lost all its slots a replica."""
+    def start() -> SubprocessServer:
+        return SubprocessServer("--dir", str(tmp_path), cluster=2, cluster_replicas=1,
+                                cluster_control=True, time_control=True).start()
+
+    server = start()
+    try:
+        ports = [port for _, port in server.addresses]
+        assert _call(ports[0], "SET", "b", "1") == b"OK"  # slot 3300: node 0's
+        assert _call(ports[1], "MINIRED", "CLUSTER", "FAILOVER", ports[0]) == b"OK"
+        _call(ports[1], "MINIRED", "ADVANCE", 15500)  # the node timeout, then the election
+        assert _call(ports[2], "SAVE") == b"OK"
+        promoted_id = _call(ports[2], "CLUSTER", "MYID").decode()
+    finally:
+        server.stop()
+    server = start()
+    try:
+        ports = [port for _, port in server.addresses]
+        old, promoted = RawClient(ports[0]), RawClient(ports[2])
+        own = [line.split() for line in old.call("CLUSTER", "NODES").decode().splitlines()
+               if "myself" in line][0]
+        assert promoted.call("CLUSTER", "MYID").decode() == promoted_id
+        assert own[2:4] == ["myself,slave", promoted_id]
+        assert promoted.call("GET", "b") == b"1"
+        assert old.call("GET", "b") == Err(f"MOVED 3300 127.0.0.1:{ports[2]}")
+        old.close()
+        promoted.close()
+    finally:
+        server.stop()

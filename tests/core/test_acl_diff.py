@@ -464,3 +464,31 @@ def test_acl_log(acl, connect):
     acl.check("ACL", "LOG", "0")
     acl.check("ACL", "LOG", "RESET")
     acl.check("ACL", "LOG")
+
+
+def test_acl_log_after_redis_py_handshake(acl, connect, real_redis, mini):
+    """redis-py sends CLIENT SETINFO on connect. Redis 7.0.15 has no such subcommand, so it
+    refuses it before any ACL check, and a restricted user's connection logs nothing: the
+    ACL log holds only the user's own denials, as on Redis."""
+    import redis
+
+    acl.check("ACL", "SETUSER", "handshake", "on", ">pw", "-@all", "+get", "~k*")
+    for port in (real_redis.port, mini.port):
+        client = redis.Redis(port=port, username="handshake", password="pw")
+        try:
+            assert client.get("k1") is None
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                client.set("k1", "v")
+        finally:
+            client.close()
+    _compare_log(acl)
+    theirs, ours = acl.both("ACL", "LOG")
+    assert len(ours) == len(theirs) == 1
+    other = connect()
+    other.check("AUTH", "handshake", "pw")
+    other.check("CLIENT", "SETINFO", "LIB-NAME", "x")
+    other.check("CLIENT", "setinfo", "a", "b")
+    other.check("MULTI")
+    other.check("CLIENT", "SETINFO", "LIB-VER", "1")
+    other.check("EXEC")
+    _compare_log(acl)

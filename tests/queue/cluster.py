@@ -33,12 +33,16 @@ def _free_cluster_port(taken: set[int]) -> int:
 class RedisClusterServers:
     """``redis-server --cluster-enabled yes`` x N joined by ``redis-cli --cluster create``."""
 
-    def __init__(self, masters: int = 3) -> None:
+    def __init__(self, masters: int = 3, replicas: int = 0, node_timeout: int = 5000) -> None:
         ports: set[int] = set()
-        for _ in range(masters):
+        for _ in range(masters * (1 + replicas)):
             ports.add(_free_cluster_port(ports))
+        # The first `masters` ports become the masters, the rest their replicas (node
+        # masters + i replicates master i, as redis-cli --cluster create pairs them on one host).
+        self.replicas = replicas
         self.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                  "--cluster-node-timeout", "5000", port=port) for port in sorted(ports)]
+                                  "--cluster-node-timeout", str(node_timeout), port=port)
+                      for port in sorted(ports)]
         self.host = "127.0.0.1"
 
     @property
@@ -56,7 +60,7 @@ class RedisClusterServers:
         if not cli:
             raise RuntimeError("redis-cli is needed to create the test cluster")
         subprocess.run([cli, "--cluster", "create", *(f"{self.host}:{n.port}" for n in self.nodes),
-                        "--cluster-replicas", "0", "--cluster-yes"],
+                        "--cluster-replicas", str(self.replicas), "--cluster-yes"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
         self._wait_until_ok()
         return self
@@ -69,7 +73,16 @@ class RedisClusterServers:
                 with redis.Redis(host=self.host, port=node.port) as r:
                     info = r.execute_command("CLUSTER", "INFO")
                     info = info.decode() if isinstance(info, bytes) else str(info)
-                    states.append("cluster_state:ok" in info)
+                    # ... and, with replicas, knows every replica as one (gossip takes a while).
+                    nodes = r.execute_command("CLUSTER", "NODES")
+                    nodes = nodes.decode() if isinstance(nodes, bytes) else str(nodes)
+                    replicas = sum(1 for line in nodes.splitlines() if "slave" in line.split()[2])
+                    # CLUSTER SLOTS lists a replica once its sync has begun (a replication
+                    # offset above 0).
+                    slots = r.execute_command("CLUSTER", "SLOTS")
+                    synced = all(len(entry) == 3 + self.replicas for entry in slots)
+                    states.append("cluster_state:ok" in info and synced
+                                  and replicas == len(self.nodes) - len(self.nodes) // (1 + self.replicas))
             if all(states):
                 return
             time.sleep(0.1)
