@@ -47,7 +47,7 @@ _NULL_RESP3 = b"_\r\n"
 _BIG_INT = 10**17  # format_number_argument prints integers inside this range with %d
 # Arrays up to this long reach Lua as return values (Lua's stack takes them at once).
 _UNPACKED_MAX = 256
-_GC_PERIOD = 50  # runs between two steps of the Lua collector (Redis's LUA_GC_CYCLE_PERIOD)
+_GC_PERIOD = 50  # runs between two looks at the Lua heap (Redis's LUA_GC_CYCLE_PERIOD)
 
 
 class Script:
@@ -259,10 +259,10 @@ class ScriptEngine:
         script's `sha` lets the sandbox run it through the native entry."""
         self.gc_countdown -= 1
         if self.gc_countdown <= 0:
-            # As Redis does every 50 runs: a few collection steps, so that garbage never piles
-            # up to a full (slow) cycle of Lua's own, and the heap stays near its live size.
+            # Where Redis steps its collector, every 50 runs: garbage never piles up to a
+            # full (slow) cycle of Lua's own, and the heap stays near its live size.
             self.gc_countdown = _GC_PERIOD
-            sandbox.lua.globals()[b"collectgarbage"](b"step", _GC_PERIOD)
+            sandbox.settle_garbage()
         script_client = self.client
         if script_client.db is not run.caller.db:  # a database number always has the same object
             script_client.select(run.caller.db_index)

@@ -90,7 +90,7 @@ def _start_fails(directory, masters: int) -> str:
         [sys.executable, "-m", "minired", "--port", "0", "--dir", str(directory),
          "--cluster", str(masters)], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
-    return result.stderr
+    return result.stdout + result.stderr  # (the log goes to stdout, as redis-server's does)
 
 
 def test_files_of_a_different_cluster_stop_the_start(tmp_path):
