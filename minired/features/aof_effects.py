@@ -27,8 +27,8 @@ from minired.data.stream import Stream, format_id
 Effects = list  # of argv lists, in the order they apply
 
 _DEL = b"DEL"
-_TTL_OPTIONS = frozenset({b"ex", b"px", b"exat"})  # (PXAT is logged as sent, as Redis does)
-_GETEX_TTL_OPTIONS = frozenset({b"ex", b"px", b"exat", b"pxat"})
+# (SET ... PXAT too is logged as `SET key value PXAT ms`, its options dropped, as Redis does)
+_TTL_OPTIONS = frozenset({b"ex", b"px", b"exat", b"pxat"})
 
 
 def effects(db: Any, argv: list, reply: Any, config: Any = None) -> Effects:
@@ -99,7 +99,7 @@ def _getex(db: Any, argv: list, reply: Any) -> Effects:
     options = {arg.lower() for arg in argv[2:]}
     if b"persist" in options:
         return [[b"PERSIST", argv[1]]]
-    if options & _GETEX_TTL_OPTIONS:
+    if options & _TTL_OPTIONS:
         return _pexpireat(db, argv[1])
     return []
 
