@@ -558,6 +558,7 @@ CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"
 
 # Replication and modules, which minired does not have (commands/replication.py, modules.py).
 INVALID_MASTER_PORT = "ERR Invalid master port"
+REPLCONF_UNRECOGNIZED = "ERR Unrecognized REPLCONF option: {}"
 REPLICAOF_IN_CLUSTER = "ERR REPLICAOF not allowed in cluster mode."
 REPLICATION_UNSUPPORTED = (
     "ERR minired does not replicate: only REPLICAOF NO ONE (it is always a master) is supported")
