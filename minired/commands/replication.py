@@ -1,14 +1,14 @@
-"""Replication commands. REPLICAOF and SLAVEOF: minired is a master, so the one form it accepts
-is REPLICAOF NO ONE, which on a master Redis answers OK without doing anything. SYNC, PSYNC and
+"""Replication commands. REPLICAOF and SLAVEOF: replicate a master (minired/features/
+replica_link.py), or stop (NO ONE, which a master answers OK doing nothing). SYNC, PSYNC and
 REPLCONF: replicas attaching to this master (minired/features/replication.py)."""
 from __future__ import annotations
 
 from minired.engine.args import parse_int
 from minired.engine.table import command
-from minired.features import replication
+from minired.features import replica_link, replication
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
-from minired.protocol.resp import OK, Encoded
+from minired.protocol.resp import OK, Encoded, Status
 
 G = "server"
 
@@ -17,6 +17,7 @@ def _replicaof(c, argv):
     if c.server.cluster is not None:
         raise RedisError(errors.REPLICAOF_IN_CLUSTER)
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
+        replica_link.promote(c.server)
         return OK
     try:
         port = parse_int(argv[2])
@@ -24,7 +25,9 @@ def _replicaof(c, argv):
         raise RedisError(errors.INVALID_MASTER_PORT) from None
     if not 0 <= port <= 65535:
         raise RedisError(errors.INVALID_MASTER_PORT)
-    raise RedisError(errors.REPLICATION_UNSUPPORTED)
+    if not replica_link.replicate(c.server, argv[1].decode(errors="replace"), port):
+        return Status(errors.REPLICAOF_ALREADY.encode())
+    return OK
 
 
 @command("replicaof", arity=3, flags="admin noscript stale no_async_loading", group=G)

@@ -134,7 +134,8 @@ def _execute(c: "Client", argv: list) -> Any:
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
-    if (spec.write or c.multi is not None) and c.config.writes_refused:
+    if (spec.write or c.multi is not None) and c.config.writes_refused and c.flags != "M":
+        # (M: the master's link on a replica, whose writes are always applied)
         if spec.write or (_is_exec(spec) and _queued_a_write(c)):
             return _reject(c, spec, c.config.write_refusal())
     if _busy and "allow_busy" not in spec.flags:

@@ -74,6 +74,9 @@ class Master:
         self._pending: list[bytes] = []
         self._flush_scheduled = False
         self._ping_timer: Any = None
+        # The link to this server's own master while it is a replica (replica_link.Link): its
+        # writes are then its master's, and nothing is fed to replicas of its own.
+        self.link: Any = None
 
     # --- attaching ---------------------------------------------------------------------------------
 
@@ -113,6 +116,10 @@ class Master:
             persistence.replica_feed = None
             persistence.reconcile()
 
+    def disconnect_replicas(self) -> None:
+        for replica in list(self.replicas):
+            replica.client.close()
+
     def replica_of(self, c: "Client") -> Replica | None:
         for replica in self.replicas:
             if replica.client is c:
@@ -123,6 +130,8 @@ class Master:
 
     def feed(self, db_index: int | None, argv: list) -> None:
         """Persistence._append: one record of the stream, sent once this pass of the loop ends."""
+        if self.link is not None:
+            return  # (a replica's writes come from its master: see the module's docstring)
         if db_index is not None and db_index != self._db:
             self._write(encode_command([b"SELECT", b"%d" % db_index]))
             self._db = db_index
@@ -191,15 +200,28 @@ class Master:
     # --- INFO and ROLE -----------------------------------------------------------------------------
 
     def info_fields(self) -> list[tuple[str, Any]]:
+        """INFO replication's fields after `role`: the master link's, then the replicas'."""
         now = time.monotonic()
-        fields: list[tuple[str, Any]] = [("connected_slaves", len(self.replicas))]
+        fields: list[tuple[str, Any]] = [] if self.link is None else self.link.info_fields()
+        fields.append(("connected_slaves", len(self.replicas)))
         for i, replica in enumerate(self.replicas):
             fields.append((f"slave{i}", f"ip={replica.ip},port={replica.listening_port},"
                            f"state=online,offset={replica.ack_offset},"
                            f"lag={int(now - replica.ack_time)}"))
         return fields
 
+    @property
+    def replid_now(self) -> str:
+        """The replication ID of the stream this server holds: its master's, while a replica."""
+        return self.replid if self.link is None else self.link.master_replid
+
+    @property
+    def offset_now(self) -> int:
+        return self.offset if self.link is None else max(self.link.offset, 0)
+
     def role(self) -> list:
+        if self.link is not None:
+            return self.link.role()
         return [b"master", self.offset,
                 [[r.ip.encode(), b"%d" % r.listening_port, b"%d" % r.ack_offset]
                  for r in self.replicas]]
