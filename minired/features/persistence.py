@@ -91,6 +91,10 @@ def encode_command(argv: list) -> bytes:
     return b"".join(out)
 
 
+class ReplicaOnly(list):
+    """A record for the replicas and not the AOF (PUBLISH, as Redis's PROPAGATE_REPL)."""
+
+
 class Truncated(Exception):
     """The data ends inside a record: `offset` is where the last complete record ended."""
 
@@ -833,6 +837,11 @@ class Persistence:
         if self.aof_file is not None or self.replica_feed is not None:
             self._log(c, c.db_index, argv, reply)
 
+    def propagate_to_replicas(self, c: Client, argv: list) -> None:
+        """A command that changed no data but reaches the replicas (PUBLISH), in its place
+        among the writes (inside the transaction of an EXEC or script)."""
+        self._log(c, c.db_index, ReplicaOnly(argv), None)
+
     def _served(self, waiter: Any, reply: Any) -> None:
         """BlockingManager.on_finish: a blocked command that gets its data is logged by what
         it did, as its non-blocking form (aof_effects)."""
@@ -916,7 +925,7 @@ class Persistence:
     def _append(self, db_index: int | None, argv: list) -> None:
         """One record, to the AOF and to the replicas alike (one source of truth for what is
         propagated), each preceded by a SELECT where its database changes."""
-        if self.aof_file is not None:
+        if self.aof_file is not None and type(argv) is not ReplicaOnly:
             buffer = self.aof_buffer
             if db_index is not None and db_index != self.aof_db:
                 buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
