@@ -99,6 +99,8 @@ class Link:
     def _link_down(self) -> None:
         if self.state == "connected":
             self.link_down_since = time.monotonic()
+            if not self.stopped:
+                self.server.config.note_replicating(True, link_up=False)
         self.state = "connect"
         if self._writer is not None:
             self._writer.close()
@@ -143,6 +145,7 @@ class Link:
         self.master_replid = replid.decode()
         self.offset = int(offset)
         self.state = "connected"
+        self.server.config.note_replicating(True, link_up=True)
         self.last_io = time.monotonic()
         log.info("MASTER <-> REPLICA sync: Finished with success")
         self._send_ack()
@@ -239,6 +242,7 @@ def replicate(server: "Server", host: str, port: int) -> bool:
         link.stop()
     state.link = link = Link(server, host, port)
     server.config.note_replicating(True)
+    dispatch.use_extras()  # (MASTERDOWN: see Config.stale_refused)
     link.start()
     log.info("Connecting to MASTER %s:%d", host, port)
     return True

@@ -560,6 +560,7 @@ CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"
 INVALID_MASTER_PORT = "ERR Invalid master port"
 REPLCONF_UNRECOGNIZED = "ERR Unrecognized REPLCONF option: {}"
 READONLY_REPLICA = "READONLY You can't write against a read only replica."
+MASTERDOWN = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
 REPLICAOF_ALREADY = "OK Already connected to specified master"
 REPLICAOF_IN_CLUSTER = "ERR REPLICAOF not allowed in cluster mode."
 MODULE_NOT_ALLOWED = (

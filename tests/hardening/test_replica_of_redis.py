@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from minired.embed import SubprocessServer
+from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import RedisServer
 from tests.support.waiting import info_field, wait_until
@@ -150,3 +151,41 @@ def test_replicaof_no_one_keeps_the_data():
         finally:
             client.close()
             replica.stop()
+
+
+@pytest.fixture
+def diff():
+    """A Differential over servers of its own: being a replica leaves traces (replication ID,
+    offsets) that the session's shared servers must not carry."""
+    with RedisServer() as real:
+        mini = SubprocessServer().start()
+        pair = Differential(real.port, mini.port)
+        try:
+            yield pair
+        finally:
+            pair.close()
+            mini.stop()
+
+
+def test_a_replica_whose_link_is_down_answers_as_redis(diff):
+    """READONLY, and MASTERDOWN with replica-serve-stale-data no, on both servers made replicas
+    of a port where nothing listens (the link never comes up)."""
+    diff.check("SET", "k", "v")
+    diff.check("CONFIG", "SET", "replica-serve-stale-data", "no")
+    try:
+        diff.check("REPLICAOF", "127.0.0.1", "1")
+        diff.check("GET", "k")
+        diff.check("PING")
+        diff.check("INFO", "nosuchsection")
+        diff.check("MULTI")
+        diff.check("ECHO", "x")
+        diff.check("EXEC")
+        diff.check("CONFIG", "SET", "replica-serve-stale-data", "yes")
+        diff.check("GET", "k")
+        diff.check("SET", "k", "w")
+        diff.check("MULTI")
+        diff.check("SET", "k", "w")
+        diff.check("EXEC")
+    finally:
+        diff.both("REPLICAOF", "NO", "ONE")
+    diff.check("SET", "k", "w")
