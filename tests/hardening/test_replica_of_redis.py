@@ -189,3 +189,23 @@ def test_a_replica_whose_link_is_down_answers_as_redis(diff):
     finally:
         diff.both("REPLICAOF", "NO", "ONE")
     diff.check("SET", "k", "w")
+
+
+def test_masterauth_authenticates_the_link():
+    with RedisServer("--requirepass", "secret") as master:
+        replica = SubprocessServer().start()
+        client = RawClient(replica.port)
+        try:
+            master_client = RawClient(master.port)
+            master_client.call("AUTH", "secret")
+            master_client.call("SET", "guarded", "v")
+            client.call("CONFIG", "SET", "masterauth", "secret")
+            client.call("REPLICAOF", "127.0.0.1", str(master.port))
+            _link_up(client)
+            master_client.call("SET", "after", "w")
+            assert master_client.call("WAIT", "1", "0") == 1
+            assert client.call("MGET", "guarded", "after") == [b"v", b"w"]
+            master_client.close()
+        finally:
+            client.close()
+            replica.stop()

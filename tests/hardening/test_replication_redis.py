@@ -234,3 +234,22 @@ def test_wait_counts_the_replicas_that_acknowledged(master_and_replica):
         assert not isinstance(client.call("PING"), Err)
     finally:
         client.close()
+
+
+def test_replicas_get_a_ping_every_repl_ping_replica_period(fresh):
+    _, mini = fresh
+    RawClient(mini.port).call("CONFIG", "SET", "repl-ping-replica-period", "1")
+    sock = socket.create_connection(("127.0.0.1", mini.port), timeout=30)
+    try:
+        sock.sendall(b"SYNC\r\n")
+        received = b""
+        while b"*1\r\n$4\r\nPING\r\n" not in received:  # (the socket's timeout bounds the wait)
+            chunk = sock.recv(65536)
+            assert chunk, "the stream ended"
+            received += chunk
+        client = RawClient(mini.port)
+        stream_bytes = len(received.partition(b"\r\n")[2]) - int(received[1:received.index(b"\r\n")])
+        assert int(info_field(client, "replication", "master_repl_offset")) >= stream_bytes > 0
+        client.close()
+    finally:
+        sock.close()
