@@ -24,6 +24,7 @@ from minired.engine import dispatch
 from minired.engine.client import Client
 from minired.features import rdb_file, replication
 from minired.features.persistence import encode_command
+from minired.protocol.errors import RedisError
 from minired.protocol.resp import RequestParser
 
 if TYPE_CHECKING:
@@ -174,6 +175,13 @@ class Link:
         persistence = server.persistence
         if loaded.functions and persistence is not None and persistence.functions is not None:
             persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")
+        if persistence is not None and persistence.aof_file is not None:
+            # The AOF logged the data this load replaced: rewritten from the new data, as
+            # Redis restarts its AOF after a full sync (restartAOFAfterSYNC).
+            try:
+                persistence.rewrite_aof()
+            except RedisError as exc:  # a rewrite already running: the next one is scheduled
+                log.warning("AOF rewrite after the sync: %s", exc.message)
 
     # --- the stream --------------------------------------------------------------------------------
 

@@ -209,3 +209,34 @@ def test_masterauth_authenticates_the_link():
         finally:
             client.close()
             replica.stop()
+
+
+def test_a_replica_s_aof_holds_its_master_s_data(tmp_path):
+    """After the full sync the AOF is rewritten from the master's data: restarted on its files,
+    minired holds what it replicated, not what it had before."""
+    with RedisServer() as master:
+        master_client = RawClient(master.port)
+        master_client.call("SET", "from-master", "v")
+        args = ("--dir", str(tmp_path), "--appendonly", "yes")
+        replica = SubprocessServer(*args).start()
+        client = RawClient(replica.port)
+        try:
+            client.call("SET", "replaced", "old")
+            client.call("REPLICAOF", "127.0.0.1", str(master.port))
+            _link_up(client)
+            master_client.call("RPUSH", "after-sync", "x")
+            assert master_client.call("WAIT", "1", "0") == 1
+            wait_until(lambda: info_field(client, "persistence", "aof_rewrite_in_progress") == "0"
+                       and info_field(client, "persistence", "aof_rewrites") == "1",
+                       "the AOF rewritten after the sync")
+        finally:
+            client.close()
+            replica.stop()
+        restarted = SubprocessServer(*args).start()
+        client = RawClient(restarted.port)
+        try:
+            assert sorted(client.call("KEYS", "*")) == [b"after-sync", b"from-master"]
+        finally:
+            client.close()
+            restarted.stop()
+        master_client.close()
