@@ -402,13 +402,16 @@ def _stats_section(server) -> list[str]:
 # --- Replication, CPU, per-command and per-database sections ------------------------------------
 
 def _replication_section(server) -> list[str]:
+    state = server.replication  # (minired/features/replication.py, from the first replica)
+    replicas = state.info_fields() if state is not None else [("connected_slaves", 0)]
+    replicating = state is not None and state.link is not None
     return _fields((
-        ("role", "master"),
-        ("connected_slaves", 0),
+        ("role", "slave" if replicating else "master"),
+        *replicas,
         ("master_failover_state", "no-failover"),
-        ("master_replid", server.run_id),
+        ("master_replid", state.replid_now if state is not None else server.run_id),
         ("master_replid2", "0" * 40),
-        ("master_repl_offset", 0),
+        ("master_repl_offset", state.offset_now if state is not None else 0),
         ("second_repl_offset", -1),
         ("repl_backlog_active", 0),
         ("repl_backlog_size", 1048576),

@@ -39,6 +39,7 @@ def del_(c, argv):
             deleted += 1
             if db.notifier is not None:
                 notify(db, GENERIC, b"del", key)
+    c.changes = deleted  # Redis's server.dirty += numdel: a DEL of nothing is not propagated
     return deleted
 
 
@@ -453,11 +454,15 @@ def swapdb(c, argv):
 
 @command("wait", arity=3, flags="noscript", group=G)
 def wait(c, argv):
-    """minired has no replicas: WAIT for none answers 0 at once, WAIT for some times out."""
+    """The replicas that acknowledged every write so far (minired/features/replication.py),
+    once `numreplicas` did or the timeout passed; with none attached, 0 (at once for none)."""
     wanted = parse_int(argv[1])
     timeout_ms = parse_int(argv[2], errors.TIMEOUT_NOT_INTEGER)
     if timeout_ms < 0:
         raise RedisError(errors.TIMEOUT_NEGATIVE)
+    state = c.server.replication
+    if state is not None:
+        return state.wait(c, wanted, timeout_ms)
     if wanted <= 0 or not c.can_block:
         return 0
-    return Block([], timeout_ms, lambda client: None, 0)
+    return Block([], timeout_ms, lambda client, key: None, 0)

@@ -1,12 +1,14 @@
-"""REPLICAOF and SLAVEOF: minired is always a master and has no replication, so the one form
-it accepts is REPLICAOF NO ONE, which on a master Redis answers OK without doing anything."""
+"""Replication commands. REPLICAOF and SLAVEOF: replicate a master (minired/features/
+replica_link.py), or stop (NO ONE, which a master answers OK doing nothing). SYNC, PSYNC and
+REPLCONF: replicas attaching to this master (minired/features/replication.py)."""
 from __future__ import annotations
 
 from minired.engine.args import parse_int
 from minired.engine.table import command
+from minired.features import replica_link, replication
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
-from minired.protocol.resp import OK
+from minired.protocol.resp import OK, Encoded, Status
 
 G = "server"
 
@@ -15,6 +17,7 @@ def _replicaof(c, argv):
     if c.server.cluster is not None:
         raise RedisError(errors.REPLICAOF_IN_CLUSTER)
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
+        replica_link.promote(c.server)
         return OK
     try:
         port = parse_int(argv[2])
@@ -22,7 +25,9 @@ def _replicaof(c, argv):
         raise RedisError(errors.INVALID_MASTER_PORT) from None
     if not 0 <= port <= 65535:
         raise RedisError(errors.INVALID_MASTER_PORT)
-    raise RedisError(errors.REPLICATION_UNSUPPORTED)
+    if not replica_link.replicate(c.server, argv[1].decode(errors="replace"), port):
+        return Status(errors.REPLICAOF_ALREADY.encode())
+    return OK
 
 
 @command("replicaof", arity=3, flags="admin noscript stale no_async_loading", group=G)
@@ -35,3 +40,41 @@ def replicaof(c, argv):
 def slaveof(c, argv):
     """Make the server a replica of another instance, or promote it as master."""
     return _replicaof(c, argv)
+
+
+# --- the master side: replicas attaching (minired/features/replication.py) ----------------------
+
+@command("sync", arity=1, flags="admin noscript no_async_loading no_multi", group=G)
+def sync(c, argv):
+    """Internal command used in replication"""
+    if c.flags != "S":  # (a second SYNC on a replica's link is ignored, as in Redis)
+        replication.master(c.server).sync(c, psync=False)
+    return Encoded(b"")
+
+
+@command("psync", arity=-3, flags="admin noscript no_async_loading no_multi", group=G)
+def psync(c, argv):
+    """An internal command used in replication"""
+    if c.flags != "S":  # minired keeps no backlog: every PSYNC is a full resynchronization
+        replication.master(c.server).sync(c, psync=True)
+    return Encoded(b"")
+
+
+@command("replconf", arity=-1, flags="admin noscript loading stale allow_busy", group=G)
+def replconf(c, argv):
+    """An internal command for configuring the replication stream"""
+    if len(argv) % 2 == 0:
+        raise RedisError(errors.SYNTAX)
+    state = replication.master(c.server)
+    for i in range(1, len(argv), 2):
+        option, value = argv[i].lower(), argv[i + 1]
+        if option == b"listening-port":
+            state.listening_ports[c.id] = parse_int(value)
+        elif option == b"ack":
+            state.acknowledged(c, parse_int(value))
+            return Encoded(b"")  # a replica's ACK gets no reply
+        elif option == b"getack":
+            return Encoded(b"")  # (a master's question to its replicas: no reply here)
+        elif option not in (b"capa", b"ip-address", b"rdb-only", b"rdb-filter-only"):
+            raise RedisError(errors.REPLCONF_UNRECOGNIZED.format(argv[i].decode(errors="replace")))
+    return OK

@@ -336,7 +336,8 @@ def monitor_(c, argv):
 @command("role", arity=1, flags="noscript loading stale fast", group=G)
 def role(c, argv):
     """Return the role of the instance in the context of replication"""
-    return [b"master", 0, []]  # minired never replicates: always a master with no replicas
+    state = c.server.replication
+    return [b"master", 0, []] if state is None else state.role()
 
 
 @command("lolwut", arity=-1, flags="readonly fast", group=G)

@@ -8,3 +8,4 @@ cdef class Config:
     # Compared with every command's duration (dispatch.call): a C value (capped in Config).
     cdef public long long slowlog_threshold_ns
     cdef public bint writes_need_replicas, bgsave_failed, writes_refused_on_disk, writes_refused
+    cdef public bint replicating, writes_refused_on_replica, master_link_up, stale_refused

@@ -238,7 +238,8 @@ class Config:
                  "client_query_buffer_limit", "maxclients", "maxmemory",
                  "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns",
                  "writes_need_replicas", "bgsave_failed", "writes_refused_on_disk",
-                 "writes_refused")
+                 "writes_refused", "replicating", "writes_refused_on_replica", "master_link_up",
+                 "stale_refused")
 
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
@@ -246,6 +247,8 @@ class Config:
         self.values: dict[str, str] = dict(DEFAULTS)
         self._numbers: dict[str, int] = {}
         self.bgsave_failed = False  # the last background save failed (note_bgsave)
+        self.replicating = False  # a replica of another server (minired/features/replica_link.py)
+        self.master_link_up = False
         for name, value in overrides.items():
             canonical = self.canonical(name.replace("_", "-"))
             param = PARAMS.get(canonical)
@@ -328,7 +331,22 @@ class Config:
         # dispatch tests the latter on every write, write_refusal() says why.
         self.writes_refused_on_disk = (self.bgsave_failed and bool(self.values["save"])
                                        and self.values["stop-writes-on-bgsave-error"] == "yes")
-        self.writes_refused = self.writes_need_replicas or self.writes_refused_on_disk
+        # A read-only replica refuses its clients' writes (only its master's are applied).
+        self.writes_refused_on_replica = (self.replicating
+                                          and self.values["replica-read-only"] == "yes")
+        self.writes_refused = (self.writes_need_replicas or self.writes_refused_on_disk
+                               or self.writes_refused_on_replica)
+        # A replica whose link is down, with replica-serve-stale-data no, answers MASTERDOWN to
+        # the commands not flagged stale (dispatch checks it once a replica: use_extras).
+        self.stale_refused = (self.replicating and not self.master_link_up
+                              and self.values["replica-serve-stale-data"] == "no")
+
+    def note_replicating(self, replicating: bool, link_up: bool = False) -> None:
+        """REPLICAOF host port / NO ONE, and the master link going up or down: writes are
+        refused while a read-only replica, most commands while its link is down (as set)."""
+        self.replicating = replicating
+        self.master_link_up = link_up
+        self._derive()
 
     def note_bgsave(self, ok: bool) -> None:
         """A background save ended (or a SAVE succeeded): writes are refused from a failure on
@@ -338,7 +356,9 @@ class Config:
 
     def write_refusal(self) -> str:
         """The error a write gets while writes_refused (MISCONF first, as processCommand)."""
-        return errors.MISCONF_BGSAVE if self.writes_refused_on_disk else errors.NOREPLICAS
+        if self.writes_refused_on_disk:
+            return errors.MISCONF_BGSAVE
+        return errors.READONLY_REPLICA if self.writes_refused_on_replica else errors.NOREPLICAS
 
 
 def _to_text(value: object) -> str:

@@ -131,10 +131,13 @@ def _execute(c: "Client", argv: list) -> Any:
         redirected = _routed(c, spec, argv)
         if redirected is not None:
             return redirected
+        if c.config.stale_refused and _denied_stale(c, spec):
+            return _reject(c, spec, errors.MASTERDOWN)
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
-    if (spec.write or c.multi is not None) and c.config.writes_refused:
+    if (spec.write or c.multi is not None) and c.config.writes_refused and c.flags != "M":
+        # (M: the master's link on a replica, whose writes are always applied)
         if spec.write or (_is_exec(spec) and _queued_a_write(c)):
             return _reject(c, spec, c.config.write_refusal())
     if _busy and "allow_busy" not in spec.flags:
@@ -188,6 +191,15 @@ def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
             c.multi_failed = True
     c.server.stats.count_error(message)
     return RedisError(message)
+
+
+def _denied_stale(c: "Client", spec: CommandSpec) -> bool:
+    """A command a replica with a broken link and replica-serve-stale-data no refuses: one not
+    flagged stale, or an EXEC of such a command (processCommand's is_denystale_command)."""
+    if "stale" not in spec.flags:
+        return True
+    return _is_exec(spec) and c.multi is not None and any(
+        "stale" not in queued.flags for queued, _ in c.multi)
 
 
 def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:

@@ -86,7 +86,8 @@ class Server:
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
                  "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
                  "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
-                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug")
+                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug",
+                 "replication")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -145,6 +146,9 @@ class Server:
         self.shutdown_by_command = False  # SHUTDOWN settled saving: persistence must not redo it
         self.pubsub: PubSub | None = None  # channel registry (minired/features/pubsub.py)
         self.metrics: Metrics | None = None  # minired/features/metrics.py
+        # Replication state (minired/features/replication.py), from the first SYNC, PSYNC or
+        # REPLCONF: its replicas, offsets and WAITs. Read by INFO, ROLE and WAIT only.
+        self.replication: Any = None
         # SCAN and HSCAN/SSCAN/ZSCAN cursors' snapshots (commands/keys.py, collection_scan.py).
         self.scan_snapshots: dict = {}
         self.collection_scan_snapshots: dict = {}

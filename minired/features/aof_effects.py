@@ -6,7 +6,7 @@ data.
 A command whose effect depends on the clock or on chance is logged as what it did: relative
 TTLs become absolute ones (`SET ... PXAT`, `PEXPIREAT`, `RESTORE ... ABSTTL`) and a TTL already
 past becomes `DEL`; SPOP becomes SREM (or DEL once the set is gone), INCRBYFLOAT and
-HINCRBYFLOAT the SET/HSET of their result; a blocking command is logged as its non-blocking
+HINCRBYFLOAT the SET/HSET of their result, GETDEL a DEL; a blocking command is logged as its non-blocking
 form (BLPOP as LPOP of the key it popped, BLMOVE as LMOVE, BZMPOP as ZPOPMIN/ZPOPMAX with the
 count it popped ...); XADD `*` with the ID it generated and an approximate trim (`~`) as the
 exact trim it came to; XREADGROUP, XCLAIM and XAUTOCLAIM as one `XCLAIM ... TIME RETRYCOUNT
@@ -27,8 +27,8 @@ from minired.data.stream import Stream, format_id
 Effects = list  # of argv lists, in the order they apply
 
 _DEL = b"DEL"
-_TTL_OPTIONS = frozenset({b"ex", b"px", b"exat"})  # (PXAT is logged as sent, as Redis does)
-_GETEX_TTL_OPTIONS = frozenset({b"ex", b"px", b"exat", b"pxat"})
+# (SET ... PXAT too is logged as `SET key value PXAT ms`, its options dropped, as Redis does)
+_TTL_OPTIONS = frozenset({b"ex", b"px", b"exat", b"pxat"})
 
 
 def effects(db: Any, argv: list, reply: Any, config: Any = None) -> Effects:
@@ -99,7 +99,7 @@ def _getex(db: Any, argv: list, reply: Any) -> Effects:
     options = {arg.lower() for arg in argv[2:]}
     if b"persist" in options:
         return [[b"PERSIST", argv[1]]]
-    if options & _GETEX_TTL_OPTIONS:
+    if options & _TTL_OPTIONS:
         return _pexpireat(db, argv[1])
     return []
 
@@ -129,7 +129,7 @@ def _spop(db: Any, argv: list, reply: Any) -> Effects:
 
 
 def _getdel(db: Any, argv: list, reply: Any) -> Effects:
-    return [] if reply is None else [argv]
+    return [] if reply is None else [[_DEL, argv[1]]]  # (UNLINK with lazyfree-lazy-user-del)
 
 
 def _incrbyfloat(db: Any, argv: list, reply: Any) -> Effects:
@@ -342,9 +342,11 @@ def _xautoclaim(db: Any, argv: list, reply: Any) -> Effects:
 
 
 # The setting that makes a command's DEL an UNLINK: a TTL already past (expireGenericCommand,
-# GETEX). (A set popped whole is a DEL whatever lazyfree-lazy-server-del says, in 7.0.15.)
-_LAZYFREE_SETTING = dict.fromkeys((b"expire", b"pexpire", b"expireat", b"pexpireat", b"getex"),
-                                  "lazyfree-lazy-expire")
+# GETEX), GETDEL (getdelCommand). (A set popped whole is a DEL whatever
+# lazyfree-lazy-server-del says, in 7.0.15.)
+_LAZYFREE_SETTING = {**dict.fromkeys((b"expire", b"pexpire", b"expireat", b"pexpireat", b"getex"),
+                                     "lazyfree-lazy-expire"),
+                     b"getdel": "lazyfree-lazy-user-del"}
 
 _REWRITES: dict[bytes, Callable[[Any, list, Any], Effects]] = {
     b"set": _set, b"setex": _setex, b"psetex": _setex, b"getex": _getex,

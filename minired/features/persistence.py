@@ -91,6 +91,10 @@ def encode_command(argv: list) -> bytes:
     return b"".join(out)
 
 
+class ReplicaOnly(list):
+    """A record for the replicas and not the AOF (PUBLISH, as Redis's PROPAGATE_REPL)."""
+
+
 class Truncated(Exception):
     """The data ends inside a record: `offset` is where the last complete record ended."""
 
@@ -406,6 +410,9 @@ class Persistence:
         self.aof_transaction_client: Client | None = None
         self.aof_transaction_key: Any = None  # see _transaction_key
         self.aof_expired: list[tuple[int, list]] = []  # DELs of expired keys, see _expired
+        # The replication stream (features/replication.py), fed the same records as the AOF
+        # once a replica is attached: feed(db, argv), db None for a record that needs no SELECT.
+        self.replica_feed: Callable[[int | None, list], None] | None = None
         self.aof_rewrite_scheduled = False
         self.aof_rewrite_incr_from = 0  # index in manifest.incr of the rewrite's first incr file
         self.aof_rewrites = 0
@@ -827,8 +834,13 @@ class Persistence:
             self._blocked[c.id] = (c.db_index, argv)  # logged once served, see _served
             return
         self.dirty += 1
-        if self.aof_file is not None:
+        if self.aof_file is not None or self.replica_feed is not None:
             self._log(c, c.db_index, argv, reply)
+
+    def propagate_to_replicas(self, c: Client, argv: list) -> None:
+        """A command that changed no data but reaches the replicas (PUBLISH), in its place
+        among the writes (inside the transaction of an EXEC or script)."""
+        self._log(c, c.db_index, ReplicaOnly(argv), None)
 
     def _served(self, waiter: Any, reply: Any) -> None:
         """BlockingManager.on_finish: a blocked command that gets its data is logged by what
@@ -837,7 +849,7 @@ class Persistence:
         if (entry is not None and reply is not waiter.block.timeout_reply
                 and type(reply) is not RedisError):
             self.dirty += 1
-            if self.aof_file is not None:
+            if self.aof_file is not None or self.replica_feed is not None:
                 db_index, argv = entry
                 self._log(waiter.client, db_index, argv, reply)
 
@@ -877,7 +889,7 @@ class Persistence:
         """Database.on_expired: a key deleted for its TTL is logged as DEL (propagateExpire),
         with the writes of the command that found it expired, in one MULTI/EXEC when there are
         some (alsoPropagate), else on its own."""
-        if self.aof_file is not None:
+        if self.aof_file is not None or self.replica_feed is not None:
             self.aof_expired.append((db.index, [aof_effects.deletion_of_expired(self.config), key]))
 
     def _append_expired(self) -> None:
@@ -908,14 +920,19 @@ class Persistence:
         self._append(records[0][0], [b"MULTI"])
         for db_index, argv in records:
             self._append(db_index, argv)
-        self.aof_buffer.append(b"*1\r\n$4\r\nEXEC\r\n")
+        self._append(None, [b"EXEC"])
 
-    def _append(self, db_index: int, argv: list) -> None:
-        buffer = self.aof_buffer
-        if db_index != self.aof_db:
-            buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
-            self.aof_db = db_index
-        buffer.append(encode_command(argv))
+    def _append(self, db_index: int | None, argv: list) -> None:
+        """One record, to the AOF and to the replicas alike (one source of truth for what is
+        propagated), each preceded by a SELECT where its database changes."""
+        if self.aof_file is not None and type(argv) is not ReplicaOnly:
+            buffer = self.aof_buffer
+            if db_index is not None and db_index != self.aof_db:
+                buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
+                self.aof_db = db_index
+            buffer.append(encode_command(argv))
+        if self.replica_feed is not None:
+            self.replica_feed(db_index, argv)
 
     def _close_transaction(self) -> None:
         if self.aof_transaction_client is not None:
@@ -1065,7 +1082,7 @@ class Persistence:
         """Write what was logged since the last flush (one write(2)), with the transaction of an
         EXEC or script that ended (all of it, with close_transaction: the file changes)."""
         file = self.aof_file
-        if file is None:
+        if file is None and self.replica_feed is None:
             return
         if close_transaction:
             self._close_transaction()
@@ -1073,6 +1090,8 @@ class Persistence:
             self._close_finished_transaction()
         if self.aof_expired and self.aof_transaction_client is None:
             self._append_expired()
+        if file is None:
+            return  # (the replicas were fed as the records were made)
         if self.aof_buffer:
             data = b"".join(self.aof_buffer)
             self.aof_buffer.clear()
@@ -1145,20 +1164,19 @@ class Persistence:
         elif not wants_aof and self.aof_file is not None:
             self.disable_aof()
         self.fsync_mode = self.config.get("appendfsync") or "everysec"
-        logging_on = self.aof_file is not None
+        logging_on = self.aof_file is not None or self.replica_feed is not None
         server.sync_before_reply = self.write_before_reply if logging_on else None
         for db in server.keyspace.dbs:
             db.on_expired = self._expired if logging_on else None
         # Otherwise minired stays memory-only and commands/server.py says so.
         # SAVE/BGSAVE are served, and writes counted for INFO's rdb_changes_since_last_save,
         # once files were asked for: AOF, save points, or a --dir.
-        served = logging_on or bool(self.config.get("save")) or self.directory != "."
-        if served:
-            server.saver = self
-        else:
-            server.saver = None
-        server.propagate = self.propagate if served else None
-        server.blocking.on_finish = self._served if served else None
+        served = (self.aof_file is not None or bool(self.config.get("save"))
+                  or self.directory != ".")
+        server.saver = self if served else None
+        counted = served or logging_on
+        server.propagate = self.propagate if counted else None
+        server.blocking.on_finish = self._served if counted else None
 
     def turn_on_aof(self) -> bool:
         """CONFIG SET appendonly yes, at once, as Redis's startAppendOnly: False (the setting
@@ -1174,6 +1192,8 @@ class Persistence:
                 fsync = (self.fsync_mode == "everysec"
                          and time.monotonic() - self.last_fsync >= 1.0)
                 self.flush_aof(fsync=fsync)
+            elif self.replica_feed is not None:
+                self.flush_aof(fsync=False)  # (the transactions and expiries that are over)
                 self._maybe_rewrite_aof()
             self._check_save_points()
         except Exception:

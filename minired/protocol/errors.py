@@ -620,11 +620,13 @@ CLUSTER_CONTROL_DISABLED = (
     "ERR cluster control is disabled; start minired with --cluster-control to use MINIRED CLUSTER")
 CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"
 
-# Replication and modules, which minired does not have (commands/replication.py, modules.py).
+# Replication (commands/replication.py) and modules, which minired does not have (modules.py).
 INVALID_MASTER_PORT = "ERR Invalid master port"
+REPLCONF_UNRECOGNIZED = "ERR Unrecognized REPLCONF option: {}"
+READONLY_REPLICA = "READONLY You can't write against a read only replica."
+MASTERDOWN = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+REPLICAOF_ALREADY = "OK Already connected to specified master"
 REPLICAOF_IN_CLUSTER = "ERR REPLICAOF not allowed in cluster mode."
-REPLICATION_UNSUPPORTED = (
-    "ERR minired does not replicate: only REPLICAOF NO ONE (it is always a master) is supported")
 MODULE_NOT_ALLOWED = (
     "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "

@@ -1,0 +1,267 @@
+"""The replica side of replication: REPLICAOF host port makes minired a read-only copy of a
+running Redis (or minired), as Redis's replication.c does it, so a developer can mirror a
+server into a local minired.
+
+The link connects, sends PING, AUTH (with masterauth, and masteruser if set), REPLCONF
+listening-port and capa psync2 (not capa eof: the master then sends the `$<len>` form of the
+RDB), and PSYNC ? -1; on +FULLRESYNC it empties the data, loads the RDB (keys already expired
+kept, as a replica keeps them until its master deletes them) and applies the stream that
+follows, each command run by a client flagged M that the read-only check lets through. It
+answers REPLCONF GETACK and sends REPLCONF ACK <offset> every second. If the link drops, it
+connects again after a second. REPLICAOF NO ONE ends the link and keeps the data.
+
+While a replica, minired's own writes are refused (READONLY, with replica-read-only yes) and
+nothing is sent to replicas of its own (it would have to proxy its master's stream).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from minired.engine import dispatch
+from minired.engine.client import Client
+from minired.features import rdb_file, replication
+from minired.features.persistence import encode_command
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import RequestParser
+
+if TYPE_CHECKING:
+    from minired.engine.server import Server
+
+log = logging.getLogger("minired.replication")
+
+RETRY_SECONDS = 1.0
+ACK_SECONDS = 1.0
+
+
+class HandshakeError(Exception):
+    pass
+
+
+def _encoded_size(argv: list) -> int:
+    """The bytes argv took in the stream (the master sends canonical multibulk): the offset."""
+    size = 3 + len(str(len(argv)))
+    for arg in argv:
+        size += 5 + len(str(len(arg))) + len(arg)
+    return size
+
+
+class Link:
+    """The link to the master while minired replicates one (Master.link)."""
+
+    def __init__(self, server: "Server", host: str, port: int) -> None:
+        self.server = server
+        self.host = host
+        self.port = port
+        self.state = "connect"  # connect, connecting, sync, connected (ROLE's words)
+        self.offset = -1  # slave_repl_offset: the stream bytes applied
+        self.master_replid = server.run_id  # (its own until the first sync)
+        self.last_io = time.monotonic()
+        self.sync_started = 0.0
+        self.link_down_since = time.monotonic()
+        self.master_client = Client(server, addr=f"{host}:{port}")
+        self.master_client.flags = "M"
+        self.master_client.authenticated = True
+        self._writer: asyncio.StreamWriter | None = None
+        self._task: asyncio.Task | None = None
+        self._ack_timer: Any = None
+        self.stopped = False
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = self.server.loop.create_task(self._run())
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+        if self._writer is not None:
+            self._writer.close()
+
+    async def _run(self) -> None:
+        while not self.stopped:
+            try:
+                await self._replicate()
+            except asyncio.CancelledError:
+                raise
+            except (OSError, HandshakeError, asyncio.IncompleteReadError, ValueError) as exc:
+                log.warning("Replication link with %s:%d: %s", self.host, self.port, exc)
+            except Exception:
+                log.exception("Replication link with %s:%d failed", self.host, self.port)
+            self._link_down()
+            if not self.stopped:
+                await asyncio.sleep(RETRY_SECONDS)
+
+    def _link_down(self) -> None:
+        if self.state == "connected":
+            self.link_down_since = time.monotonic()
+            if not self.stopped:
+                self.server.config.note_replicating(True, link_up=False)
+        self.state = "connect"
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+
+    # --- the handshake -----------------------------------------------------------------------------
+
+    async def _replicate(self) -> None:
+        self.state = "connecting"
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        self._writer = writer
+        config = self.server.config
+
+        async def ask(*argv: bytes) -> bytes:
+            writer.write(encode_command(list(argv)))
+            await writer.drain()
+            return await self._line(reader)
+
+        pong = await ask(b"PING")
+        if pong.startswith(b"-") and not pong.startswith((b"-NOAUTH", b"-NOPERM", b"-ERR operation not permitted")):
+            raise HandshakeError(f"Error reply to PING from master: '{pong.decode(errors='replace')}'")
+        password = config.get("masterauth") or ""
+        if password:
+            user = config.get("masteruser") or ""
+            argv = [b"AUTH", user.encode(), password.encode()] if user else [b"AUTH", password.encode()]
+            reply = await ask(*argv)
+            if reply.startswith(b"-"):
+                raise HandshakeError(f"Unable to AUTH to MASTER: {reply.decode(errors='replace')}")
+        await ask(b"REPLCONF", b"listening-port", b"%d" % self.server.port)
+        await ask(b"REPLCONF", b"capa", b"psync2")
+        self.state = "sync"
+        self.sync_started = time.monotonic()
+        reply = await ask(b"PSYNC", b"?", b"-1")
+        if not reply.startswith(b"+FULLRESYNC"):
+            raise HandshakeError(f"Unexpected reply to PSYNC from master: {reply!r}")
+        _, replid, offset = reply.split()
+        payload = await self._rdb(reader)
+        self._load(payload)
+        self.master_replid = replid.decode()
+        self.offset = int(offset)
+        self.state = "connected"
+        self.server.config.note_replicating(True, link_up=True)
+        self.last_io = time.monotonic()
+        log.info("MASTER <-> REPLICA sync: Finished with success")
+        self._send_ack()
+        await self._stream(reader)
+
+    async def _line(self, reader: asyncio.StreamReader) -> bytes:
+        """A reply line; the newlines a master sends as keep-alives before the RDB are skipped."""
+        while True:
+            line = await reader.readuntil(b"\n")
+            self.last_io = time.monotonic()
+            if line.strip():
+                return line.rstrip(b"\r\n")
+
+    async def _rdb(self, reader: asyncio.StreamReader) -> bytes:
+        header = await self._line(reader)
+        if not header.startswith(b"$") or header.startswith(b"$EOF:"):
+            raise HandshakeError(f"Bad protocol from MASTER, the first byte is not '$': {header!r}")
+        return await reader.readexactly(int(header[1:]))
+
+    def _load(self, payload: bytes) -> None:
+        """Replace the data by the master's (keys already expired kept: the master deletes them)."""
+        server = self.server
+        replication.master(server).disconnect_replicas()  # (Redis makes them resync too)
+        server.keyspace.flushall()
+        loaded = rdb_file.load(payload, server.keyspace, server.clock.ms(), keep_expired=True)
+        persistence = server.persistence
+        if loaded.functions and persistence is not None and persistence.functions is not None:
+            persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")
+        if persistence is not None and persistence.aof_file is not None:
+            # The AOF logged the data this load replaced: rewritten from the new data, as
+            # Redis restarts its AOF after a full sync (restartAOFAfterSYNC).
+            try:
+                persistence.rewrite_aof()
+            except RedisError as exc:  # a rewrite already running: the next one is scheduled
+                log.warning("AOF rewrite after the sync: %s", exc.message)
+
+    # --- the stream --------------------------------------------------------------------------------
+
+    async def _stream(self, reader: asyncio.StreamReader) -> None:
+        parser = RequestParser(max_bulk_len=1 << 62)
+        client = self.master_client
+        while True:
+            data = await reader.read(1 << 16)
+            if not data:
+                raise HandshakeError("connection lost")
+            self.last_io = time.monotonic()
+            parser.feed(data)
+            for argv in parser.parse():
+                if argv[0].lower() == b"replconf" and len(argv) > 1 and argv[1].lower() == b"getack":
+                    self._send_ack()  # the offset before the GETACK, as Redis answers it
+                    self.offset += _encoded_size(argv)
+                    continue
+                self.offset += _encoded_size(argv)
+                dispatch.execute(client, argv)
+            if parser.error is not None:
+                raise HandshakeError(f"protocol error from master: {parser.error}")
+
+    def _send_ack(self) -> None:
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+        writer = self._writer
+        if writer is not None and self.state == "connected":
+            writer.write(encode_command([b"REPLCONF", b"ACK", b"%d" % self.offset]))
+        self._ack_timer = self.server.loop.call_later(ACK_SECONDS, self._send_ack)
+
+    # --- INFO and ROLE -----------------------------------------------------------------------------
+
+    def info_fields(self) -> list[tuple[str, Any]]:
+        now = time.monotonic()
+        up = self.state == "connected"
+        fields: list[tuple[str, Any]] = [
+            ("master_host", self.host), ("master_port", self.port),
+            ("master_link_status", "up" if up else "down"),
+            ("master_last_io_seconds_ago", int(now - self.last_io) if up else -1),
+            ("master_sync_in_progress", int(self.state == "sync"))]
+        if self.state == "sync":
+            fields += [("master_sync_total_bytes", -1), ("master_sync_read_bytes", 0),
+                       ("master_sync_left_bytes", -1), ("master_sync_perc", "0.00"),
+                       ("master_sync_last_io_seconds_ago", int(now - self.last_io))]
+        if not up:
+            fields.append(("master_link_down_since_seconds", int(now - self.link_down_since)))
+        fields += [("slave_read_repl_offset", max(self.offset, 0)),
+                   ("slave_repl_offset", max(self.offset, 0)),
+                   ("slave_priority", self.server.config.get("replica-priority")),
+                   ("slave_read_only",
+                    int(self.server.config.get("replica-read-only") == "yes")),
+                   ("replica_announced", 1)]
+        return fields
+
+    def role(self) -> list:
+        return [b"slave", self.host.encode(), self.port, self.state.encode(), self.offset]
+
+
+def replicate(server: "Server", host: str, port: int) -> bool:
+    """REPLICAOF host port: False when already replicating that master."""
+    state = replication.master(server)
+    link = state.link
+    if link is not None:
+        if link.host == host and link.port == port:
+            return False
+        link.stop()
+    state.link = link = Link(server, host, port)
+    server.config.note_replicating(True)
+    dispatch.use_extras()  # (MASTERDOWN: see Config.stale_refused)
+    link.start()
+    log.info("Connecting to MASTER %s:%d", host, port)
+    return True
+
+
+def promote(server: "Server") -> None:
+    """REPLICAOF NO ONE: stop replicating, keep the data, accept writes again."""
+    state = server.replication
+    if state is None or state.link is None:
+        return
+    state.link.stop()
+    state.link = None
+    server.config.note_replicating(False)
+    log.info("MASTER MODE enabled")
