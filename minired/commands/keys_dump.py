@@ -93,7 +93,7 @@ def restore(c, argv):
     now = c.server.clock.ms()
     if ttl and not absolute_ttl:
         ttl += now
-    if ttl and ttl <= now:
+    if ttl and c.server.clock.already_passed(ttl):
         if deleted and db.notifier is not None:
             notify(db, GENERIC, b"del", key)
         return OK  # already expired: the key is (still) gone

@@ -1,6 +1,7 @@
 # C types for the compiled build of dispatch.py (setup.py): with the client typed, the checks
 # every command passes through read the client's and the spec's fields directly (client.pxd,
 # commands/table.pxd).
+from minired.data.keyspace cimport Clock
 from minired.engine.client cimport Client
 from minired.engine.table cimport CommandSpec
 cimport cython
@@ -10,7 +11,7 @@ cpdef object execute(Client c, list argv)
 cpdef object _execute(Client c, list argv)
 @cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong,
                histogram=list, extras=cython.bint, changes=cython.longlong,
-               threshold=cython.longlong)
+               threshold=cython.longlong, clock=Clock)
 cpdef object call(Client c, CommandSpec spec, list argv)
 @cython.locals(bits=cython.int)
 cdef int _bit_length(long long nanoseconds)

@@ -263,6 +263,10 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         for hook in c.server.hooks.before_call:  # (MONITOR: minired/features/monitor.py)
             hook(c, spec, argv)
     start = _clock_ns()
+    # The outermost command fixes the instant expiry sees until it returns, nested commands
+    # (EXEC's, a script's) included: Redis's call() with server.fixed_time_expire.
+    clock = c.db.clock
+    clock.enter(start)
     try:
         reply = spec.handler(c, argv)
     except RedisError as exc:
@@ -270,6 +274,8 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     except Exception as exc:  # a bug must cost one reply, never the server
         log.exception("internal error running %r", argv[:1])
         reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
+    finally:
+        clock.leave()
     finish = _clock_ns()
     elapsed = finish - start
     spec.nanoseconds += elapsed

@@ -172,6 +172,10 @@ class Loader:
         Raises LoadError at bytes that are no command, or an unknown command, as Redis does."""
         clock = self.server.clock
         saved_offset = clock.offset_ms
+        # Nothing expires while a file is replayed (server.loading): a key whose deadline passed
+        # meanwhile is kept, so later commands in the file find it as the original server did,
+        # and expires once loading is over.
+        clock.loading = True
         transaction: list | None = None
         good = pos
         truncated = False
@@ -207,6 +211,7 @@ class Loader:
                 truncated = True
         finally:
             clock.offset_ms = saved_offset
+            clock.loading = False
         return good, truncated
 
     def _annotation(self, record: bytes) -> None:
