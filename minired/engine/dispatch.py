@@ -131,6 +131,8 @@ def _execute(c: "Client", argv: list) -> Any:
         redirected = _routed(c, spec, argv)
         if redirected is not None:
             return redirected
+    if (spec.denyoom or c.multi is not None) and _refused_for_memory(c, spec):
+        return _reject(c, spec, errors.OOM)
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
@@ -159,13 +161,31 @@ def _execute(c: "Client", argv: list) -> Any:
     if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
             and spec.root_name not in _SUBSCRIBED_ALLOWED):
         return _reject(c, spec, errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
-    if spec.denyoom and c.server.over_maxmemory():
-        return _reject(c, spec, errors.OOM)
     if _extras_in_use:
         held = _held(c, spec, argv)
         if held is not None:
             return held
     return call(c, spec, argv)
+
+
+# What a transaction may still send when memory is over maxmemory (processCommand).
+_MULTI_WITHOUT_MEMORY = frozenset({"exec", "discard", "quit", "reset"})
+
+
+def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
+    """processCommand's maxmemory check, made before a command is queued: over maxmemory, a
+    command flagged denyoom is refused, and so is an EXEC that queued one; inside MULTI every
+    command is, but EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a
+    script is busy: the server only serves allow-busy commands then."""
+    if _busy and c.server in _busy:
+        return False
+    if c.multi is not None and spec.root_name not in _MULTI_WITHOUT_MEMORY:
+        refused = True
+    elif _is_exec(spec):
+        refused = any(queued.denyoom for queued, _ in c.multi or ())
+    else:
+        refused = spec.denyoom
+    return refused and c.server.over_maxmemory()
 
 
 def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:

@@ -325,6 +325,36 @@ def test_flushdb_and_a_watched_expired_key(d):
 
 # --- memory and script timeouts inside MULTI (multi.tcl) -------------------------------------------
 
+def test_commands_queued_over_maxmemory_are_refused(d, servers):
+    other = Differential(*(server.port for server in servers))  # (multi.tcl's r2)
+    try:
+        d.check("SET", "x", "value")
+        other.check("CONFIG", "SET", "maxmemory", "1")
+        d.check("MULTI")
+        d.check_error("SET", "x", "1")     # OOM: queuing takes memory too
+        d.check_error("GET", "x")
+        d.check("DISCARD")
+        d.check("PING")
+        other.check("CONFIG", "SET", "maxmemory", "0")
+        d.check("MULTI")
+        d.check("GET", "x")
+        d.check("PING")
+        other.check("CONFIG", "SET", "maxmemory", "1")
+        d.check("EXEC")                    # only reads queued: it runs
+        other.check("CONFIG", "SET", "maxmemory", "0")
+        d.check("MULTI")
+        d.check("SET", "x", "1")
+        d.check("GET", "x")
+        other.check("CONFIG", "SET", "maxmemory", "1")
+        d.check_error("EXEC")              # EXECABORT ... OOM
+        other.check("CONFIG", "SET", "maxmemory", "0")
+        d.check("PING")
+        d.check("GET", "x")
+    finally:
+        other.both("CONFIG", "SET", "maxmemory", "0")
+        other.close()
+
+
 def _until(client: RawClient, done, what: str) -> None:
     deadline = time.monotonic() + 30
     while not done(client.call("PING")):
