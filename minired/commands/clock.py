@@ -24,13 +24,9 @@ def minired_advance(c, argv):
     ms = parse_int(argv[2])
     if ms < 0:
         raise RedisError("ERR the clock only moves forward")
-    now = c.server.clock.advance(ms)
-    server = c.server
-    # The expiry cycle runs between commands: inside a transaction the time moved as DEBUG
+    # The expiry cycle runs between commands: inside a transaction the time moves as DEBUG
     # SLEEP moves it, and the rest of the transaction still sees the instant EXEC began at.
-    if not c.in_exec:
-        server.stats.expired_keys += server.keyspace.active_expire()
-    return now
+    return c.server.advance_clock(ms, expire=not c.in_exec)
 
 
 @command("clock", arity=2, flags="fast", parent="minired", group="server")
