@@ -13,6 +13,9 @@ cpdef object _execute(Client c, list argv)
                histogram=list, extras=cython.bint, changes=cython.longlong,
                threshold=cython.longlong, clock=Clock)
 cpdef object call(Client c, CommandSpec spec, list argv)
+# Run for every denyoom command and every command inside MULTI: a C call.
+@cython.locals(refused=cython.bint, queued=CommandSpec)
+cdef bint _refused_for_memory(Client c, CommandSpec spec) except -1
 @cython.locals(bits=cython.int)
 cdef int _bit_length(long long nanoseconds)
 

@@ -179,12 +179,15 @@ def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
     script is busy: the server only serves allow-busy commands then."""
     if _busy and c.server in _busy:
         return False
-    if c.multi is not None and spec.root_name not in _MULTI_WITHOUT_MEMORY:
-        refused = True
-    elif _is_exec(spec):
-        refused = any(queued.denyoom for queued, _ in c.multi or ())
-    else:
-        refused = spec.denyoom
+    refused = bool(spec.denyoom)
+    if not refused and c.multi is not None:
+        if spec.root_name not in _MULTI_WITHOUT_MEMORY:
+            refused = True
+        elif _is_exec(spec):
+            for queued, _ in c.multi:
+                if queued.denyoom:
+                    refused = True
+                    break
     return refused and c.server.over_maxmemory()
 
 
