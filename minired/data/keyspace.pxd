@@ -4,16 +4,23 @@
 #
 # The lookups and changes every command makes are cpdef: modules that declare a variable as
 # Database (the command helpers' .pxd files) call them as C functions, not by attribute name.
+cimport cython
+
 cdef class Clock:
-    cdef public object offset_ms, listeners
-    # Read and written on every command (dispatch.call) and expiry check: C values.
+    cdef public object listeners
+    # Read and written on every command (dispatch.call) and expiry check: C values, and the
+    # clock's arithmetic on them C's.
+    cdef public long long offset_ms
     cdef public long depth
     cdef public long long command_start_ns, command_ms, script_ms
     cdef public bint loading
-    cpdef object ms(self)
-    cpdef object us(self)
+    @cython.locals(now_ns=cython.longlong)
+    cpdef long long ms(self)
+    @cython.locals(now_ns=cython.longlong)
+    cpdef long long us(self)
     cpdef object enter(self, long long start_ns)
     cpdef object leave(self)
+    @cython.locals(now_ns=cython.longlong, elapsed_ns=cython.longlong)
     cpdef long long command_instant(self)
     cpdef long long expiry_now(self)
     cpdef bint passed(self, long long deadline_ms)

@@ -67,10 +67,12 @@ class Clock:
         self.loading = False
 
     def ms(self) -> int:
-        return _now_ns() // 1_000_000 + self.offset_ms
+        now_ns = _now_ns()  # (a C integer in the compiled build: the arithmetic is C's)
+        return now_ns // 1_000_000 + self.offset_ms
 
     def us(self) -> int:
-        return _now_ns() // 1000 + self.offset_ms * 1000
+        now_ns = _now_ns()
+        return now_ns // 1000 + self.offset_ms * 1000
 
     def advance(self, ms: int) -> int:
         if ms < 0:
@@ -99,7 +101,8 @@ class Clock:
         """The instant the outermost running command started, in ms on this clock."""
         if self.command_ms < 0:
             elapsed_ns = _perf_ns() - self.command_start_ns
-            self.command_ms = (_now_ns() - elapsed_ns) // 1_000_000 + self.offset_ms
+            now_ns = _now_ns()
+            self.command_ms = (now_ns - elapsed_ns) // 1_000_000 + self.offset_ms
         return self.command_ms
 
     def expiry_now(self) -> int:
