@@ -25,10 +25,9 @@ def minired_advance(c, argv):
     ms = parse_int(argv[2])
     if ms < 0:
         raise RedisError(CLOCK_BACKWARDS)
-    now = c.server.clock.advance(ms)
-    server = c.server
-    server.stats.expired_keys += server.keyspace.active_expire()
-    return now
+    # The expiry cycle runs between commands: inside a transaction the time moves as DEBUG
+    # SLEEP moves it, and the rest of the transaction still sees the instant EXEC began at.
+    return c.server.advance_clock(ms, expire=not c.in_exec)
 
 
 @command("clock", arity=2, flags="fast", parent="minired", group="server")

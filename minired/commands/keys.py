@@ -113,15 +113,14 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
             return 0
         if flags & _EXPIRE_LT and current is not None and when >= current:
             return 0
-    # (Whether the deadline passed is the database's clock's to say: it stands still while an
-    # AOF loads, as Redis's checkAlreadyExpired says no while loading.)
-    set_deadline(db, key, when, when <= db.clock.ms())
+    set_deadline(db, key, when, db.clock.already_passed(when))
     return 1
 
 
 def set_deadline(db, key: bytes, when: int, passed: bool) -> None:
     """Give key the deadline `when` (ms), or delete it when that deadline has already `passed`
-    (Redis's checkAlreadyExpired), with the event Redis sends for each (EXPIRE family, GETEX)."""
+    (Redis's checkAlreadyExpired: Clock.already_passed), with the event Redis sends for each
+    (EXPIRE family, GETEX)."""
     if passed:
         db.delete(key)
         event = b"del"

@@ -92,7 +92,7 @@ def restore(c, argv):
     deleted = replace and db.delete(key)
     if ttl and not absolute_ttl:
         ttl += c.server.clock.ms()
-    if ttl and ttl <= db.clock.ms():  # (db.clock stands still while an AOF loads)
+    if ttl and db.clock.already_passed(ttl):  # (db.clock stands still while an AOF loads)
         if deleted and db.notifier is not None:
             notify(db, GENERIC, b"del", key)
         return OK  # already expired: the key is (still) gone

@@ -183,7 +183,8 @@ def getex(c, argv):
     if expire is not None:
         deadline = _deadline(c, expire, flags, "getex")
         # Only an absolute deadline can be in the past: EX and PX count from now.
-        set_deadline(db, key, deadline, bool(flags & (_EXAT | _PXAT)) and deadline <= db.clock.ms())
+        set_deadline(db, key, deadline,
+                     bool(flags & (_EXAT | _PXAT)) and db.clock.already_passed(deadline))
     elif flags & _PERSIST and db.persist(key):
         db.signal_modified(key)
         if db.notifier is not None:

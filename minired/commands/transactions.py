@@ -7,7 +7,8 @@ middle of a transaction, and keys it writes are served to blocked clients only a
 
 WATCH registers a `WatchRecord` per key in `db.watchers`; `Database.signal_modified` marks
 records dirty (writes, deletes, expiry, FLUSHALL, SWAPDB). EXEC also aborts, as Redis 7 does,
-when a watched key is logically expired at EXEC time although it was not at WATCH time.
+when a watched key is logically expired at EXEC time although it was not at WATCH time; a key
+already expired at WATCH time changes nothing by being deleted.
 """
 from __future__ import annotations
 
@@ -35,17 +36,12 @@ def multi(c, argv):
 
 def _watched_key_changed(c) -> bool:
     """True if a WATCHed key was touched, or expired since WATCH, so EXEC must not run."""
-    now = None
     for record in c.watched:
         if record.dirty:
             return True
-        if not record.expired_at_watch:
-            deadline = record.db.expires.get(record.key)
-            if deadline is not None:
-                if now is None:
-                    now = c.server.clock.ms()
-                if deadline <= now:
-                    return True
+        # (isWatchedKeyExpired: keyIsExpired, at the instant EXEC started)
+        if not record.expired_at_watch and record.db.is_expired(record.key):
+            return True
     return False
 
 
@@ -100,11 +96,10 @@ def watch(c, argv):
         if key in already:
             continue
         already.add(key)
-        # A key already expired is deleted now, before the record exists: its deletion is no
-        # change to the watcher (Redis skips it the same way), and the key is then simply
-        # absent, so the record need not remember it was expired.
-        db.get(key)
-        record = WatchRecord(db, key, expired_at_watch=False)
+        # A key whose time has passed is left in place (keyIsExpired deletes nothing), and the
+        # record remembers it: its deletion later is no change to the watcher
+        # (Database.signal_modified), nor is it a reason for EXEC to fail.
+        record = WatchRecord(db, key, expired_at_watch=db.is_expired(key))
         db.watchers.setdefault(key, set()).add(record)
         c.watched.append(record)
     return OK

@@ -4,10 +4,29 @@
 #
 # The lookups and changes every command makes are cpdef: modules that declare a variable as
 # Database (the command helpers' .pxd files) call them as C functions, not by attribute name.
+cimport cython
+
 cdef class Clock:
-    cdef public object offset_ms, listeners
-    cpdef object ms(self)
-    cpdef object us(self)
+    cdef public object listeners
+    # Read and written on every command (dispatch.call) and expiry check: C values, and the
+    # clock's arithmetic on them C's.
+    cdef public long long offset_ms
+    cdef public long depth
+    cdef public long long command_start_ns, command_ms, script_ms
+    cdef public bint loading
+    @cython.locals(now_ns=cython.longlong)
+    cpdef long long ms(self)
+    @cython.locals(now_ns=cython.longlong)
+    cpdef long long us(self)
+    cpdef object enter(self, long long start_ns)
+    cpdef object leave(self)
+    @cython.locals(now_ns=cython.longlong, elapsed_ns=cython.longlong)
+    cpdef long long command_instant(self)
+    cpdef long long expiry_now(self)
+    cpdef bint passed(self, long long deadline_ms)
+    cpdef bint already_passed(self, long long deadline_ms)
+    cpdef object start_script(self)
+    cpdef object end_script(self)
 
 cdef class Database:
     cdef public object index, avg_ttl_hint, tracking, notifier, on_expired
@@ -19,6 +38,7 @@ cdef class Database:
 
     cpdef object get(self, object key)
     cpdef object get_typed(self, object key, object cls)
+    cpdef bint is_expired(self, object key)
     cpdef bint exists(self, object key)
     cpdef object read(self, object key, bint notify=*)
     cpdef object read_typed(self, object key, object cls)
@@ -30,3 +50,4 @@ cdef class Database:
     cpdef object set_expiry(self, object key, object deadline_ms)
     cpdef object expiry(self, object key)
     cpdef object _expire(self, object key)
+    cpdef object _expire_lazily(self, object key)

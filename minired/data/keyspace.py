@@ -16,7 +16,10 @@ from typing import Any, Callable, Iterator
 
 from minired.protocol.errors import WRONGTYPE, RedisError
 
-_now = time.time  # read on every lookup of a key with a TTL: one global, not a module attribute
+# Module globals, not attribute lookups: read by the clock for every expiry check that needs
+# the wall clock (at most once per command, see Clock.command_instant).
+_now_ns = time.time_ns
+_perf_ns = time.perf_counter_ns
 
 TYPE_NAMES: dict[type, str] = {bytes: "string", deque: "list", dict: "hash", set: "set"}
 
@@ -30,31 +33,106 @@ def type_name(value: Any) -> str:
 
 
 class Clock:
-    """Unix time in milliseconds, plus an offset that tests may push forward (MINIRED ADVANCE).
+    """Unix time in milliseconds, plus an offset that tests may push forward (MINIRED ADVANCE),
+    and the instant expiry compares deadlines with, as Redis keeps it.
 
     Expiry, lock TTLs, TIME, and blocking timeouts all read this one clock, so moving it moves
     everything time-based together.
+
+    `ms()` is always the fresh time (Redis's mstime()): what new deadlines count from (SET PX,
+    EXPIRE, TTL's remainder). Whether a key has expired is judged against `expiry_now()`
+    instead, Redis's keyIsExpired: while loading nothing expires; inside a script, the instant
+    the script started (scriptTimeSnapshot); inside a command, the instant the outermost one
+    started (server.mstime, cached by call() while server.fixed_time_expire counts nested
+    calls), so a whole EXEC or a multi-key command sees one instant; otherwise the fresh time.
     """
 
-    __slots__ = ("offset_ms", "listeners")
+    __slots__ = ("offset_ms", "listeners", "depth", "command_start_ns", "command_ms",
+                 "script_ms", "loading")
 
     def __init__(self) -> None:
         self.offset_ms = 0
         self.listeners: list[Callable[[], None]] = []
+        # Commands running, nested (EXEC, scripts, a blocked client being served): Redis's
+        # server.fixed_time_expire. See enter().
+        self.depth = 0
+        # perf_counter_ns() when the outermost of them started, and that instant on this clock
+        # in ms, worked out from it the first time an expiry check needs it (-1 until then):
+        # commands that meet no key with a TTL never read the wall clock for it.
+        self.command_start_ns = 0
+        self.command_ms = -1
+        # The instant the running script started (scriptTimeSnapshot), -1 outside scripts.
+        self.script_ms = -1
+        # True while persistence replays a file into the keyspace (Redis's server.loading).
+        self.loading = False
 
     def ms(self) -> int:
-        return int(_now() * 1000) + self.offset_ms
+        now_ns = _now_ns()  # (a C integer in the compiled build: the arithmetic is C's)
+        return now_ns // 1_000_000 + self.offset_ms
 
     def us(self) -> int:
-        return int(_now() * 1_000_000) + self.offset_ms * 1000
+        now_ns = _now_ns()
+        return now_ns // 1000 + self.offset_ms * 1000
 
     def advance(self, ms: int) -> int:
         if ms < 0:
             raise ValueError("the clock only moves forward")
+        if self.depth:
+            self.command_instant()  # a command already running keeps the instant it began at
         self.offset_ms += ms
         for listener in list(self.listeners):
             listener()
         return self.ms()
+
+    # --- the instant of the running command -----------------------------------------------
+
+    def enter(self, start_ns: int) -> None:
+        """A command starts (dispatch.call; `start_ns` its perf_counter_ns): the outermost one
+        fixes the instant expiry sees until it returns (call()'s updateCachedTime)."""
+        if self.depth == 0:
+            self.command_start_ns = start_ns
+            self.command_ms = -1
+        self.depth += 1
+
+    def leave(self) -> None:
+        self.depth -= 1
+
+    def command_instant(self) -> int:
+        """The instant the outermost running command started, in ms on this clock."""
+        if self.command_ms < 0:
+            elapsed_ns = _perf_ns() - self.command_start_ns
+            now_ns = _now_ns()
+            self.command_ms = (now_ns - elapsed_ns) // 1_000_000 + self.offset_ms
+        return self.command_ms
+
+    def expiry_now(self) -> int:
+        """The time a deadline is compared with (keyIsExpired's `now`)."""
+        if self.script_ms >= 0:
+            return self.script_ms
+        if self.depth:
+            return self.command_instant()
+        return self.ms()
+
+    def passed(self, deadline_ms: int) -> bool:
+        """Whether a key with this deadline has expired: Redis's keyIsExpired, `now > when`,
+        so a key still lives during the millisecond of its deadline; never while loading."""
+        if self.loading:
+            return False
+        return self.expiry_now() > deadline_ms
+
+    def already_passed(self, deadline_ms: int) -> bool:
+        """Whether a deadline just given to a key (EXPIRE, GETEX, RESTORE) means deleting it at
+        once: Redis's checkAlreadyExpired, `when <= mstime()` on the fresh time; never while
+        loading, when the key is kept and expires once the load is over."""
+        return deadline_ms <= self.ms() and not self.loading
+
+    def start_script(self) -> None:
+        """A script or function starts: it runs at one instant, taken now (scriptPrepareForRun's
+        snapshot_time = mstime()), for every key it and anyone served meanwhile look up."""
+        self.script_ms = self.ms()
+
+    def end_script(self) -> None:
+        self.script_ms = -1
 
 
 class Database:
@@ -99,16 +177,22 @@ class Database:
     # --- lookups -----------------------------------------------------------------------------
 
     def get(self, key: bytes) -> Any:
-        """The live value at key, or None; an expired key is deleted on the way (lazy expiry)."""
+        """The live value at key, or None; an expired key is deleted on the way (lazy expiry:
+        Redis's lookupKey with expireIfNeeded)."""
         expires = self.expires
         if expires:
             deadline = expires.get(key)
-            if deadline is not None and deadline <= self.clock.ms():
-                if not self.keep_expired:
-                    self._expire(key)
-                    self.expired_lazily += 1
+            if deadline is not None and self.clock.passed(deadline):
+                self._expire_lazily(key)
                 return None
         return self.data.get(key)
+
+    def _expire_lazily(self, key: bytes) -> None:
+        """A lookup found key expired: delete it, unless a CLIENT PAUSE keeps the dataset
+        still (it then only reads as missing)."""
+        if not self.keep_expired:
+            self._expire(key)
+            self.expired_lazily += 1
 
     def get_typed(self, key: bytes, cls: type) -> Any:
         """The value at key if it is of type `cls`, None if missing; WRONGTYPE otherwise."""
@@ -116,6 +200,11 @@ class Database:
         if value is not None and type(value) is not cls:
             raise RedisError(WRONGTYPE)
         return value
+
+    def is_expired(self, key: bytes) -> bool:
+        """Whether key is there but its time has passed (keyIsExpired: nothing is deleted)."""
+        deadline = self.expires.get(key) if self.expires else None
+        return deadline is not None and self.clock.passed(deadline)
 
     def exists(self, key: bytes) -> bool:
         return self.get(key) is not None
@@ -147,26 +236,30 @@ class Database:
         return len(self.data)
 
     def keys(self) -> Iterator[bytes]:
-        """Live keys (expired ones are skipped, and deleted)."""
+        """Live keys. Expired ones are skipped but left in place, as KEYS does (it asks
+        keyIsExpired, which deletes nothing): DBSIZE still counts them until a lookup or the
+        expiry cycle removes them."""
         if not self.expires:
             yield from list(self.data)
             return
-        now = self.clock.ms()
+        expires = self.expires
+        passed = self.clock.passed
         for key in list(self.data):
-            deadline = self.expires.get(key)
-            if deadline is not None and deadline <= now:
-                if not self.keep_expired:
-                    self._expire(key)
-                    self.expired_lazily += 1
-                continue
-            yield key
+            deadline = expires.get(key)
+            if deadline is None or not passed(deadline):
+                yield key
 
     # --- changes -----------------------------------------------------------------------------
 
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
-        """Store value at key; any previous TTL is cleared unless keep_ttl."""
-        if self.notifier is not None and self.get(key) is None:
-            self.notifier.key_created(self, key)  # after "expired" if it had expired, as dbAdd
+        """Store value at key; any previous TTL is cleared unless keep_ttl.
+
+        Every write looks the key up first, as Redis's lookupKeyWrite does: one whose time has
+        passed is deleted then (with its "expired" event), so what is written is a new key and
+        inherits nothing from the dead one (KEEPTTL, INCR, APPEND ... keep only a live TTL)."""
+        if self.expires or self.notifier is not None:
+            if self.get(key) is None and self.notifier is not None:
+                self.notifier.key_created(self, key)  # after "expired" if it had expired, as dbAdd
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
@@ -205,6 +298,12 @@ class Database:
         watchers = self.watchers.get(key)
         if watchers:
             for record in watchers:
+                if record.expired_at_watch:
+                    # Watched when already expired (touchWatchedKey): its deletion is no change,
+                    # and from then on the key is simply absent.
+                    if key not in self.data:
+                        record.expired_at_watch = False
+                    continue
                 record.dirty = True
         if key in self.blocking_keys:
             self.ready_keys.append((self, key))
@@ -212,10 +311,14 @@ class Database:
             self.tracking.key_modified(key)
 
     def flush(self) -> None:
+        touch_watched_keys(self, None)
         # Blocked readers hear of it too: XREADGROUP ends with an error when its stream goes.
         for key in [*self.watchers, *self.blocking_keys]:
             if key in self.data:
-                self.signal_modified(key)
+                if key in self.blocking_keys:
+                    self.ready_keys.append((self, key))
+                if self.tracking is not None:
+                    self.tracking.key_modified(key)
         self.data = {}
         self.expires = {}
         self._expiry_heap = []
@@ -248,18 +351,44 @@ class Database:
     def active_expire(self, now_ms: int | None = None, limit: int = 10_000) -> int:
         """Delete up to `limit` keys whose deadline passed, so memory is freed for keys no
         client reads again. Returns how many were deleted."""
-        if self.keep_expired:
+        if self.keep_expired or self.clock.loading:
             return 0
         now = self.clock.ms() if now_ms is None else now_ms
         heap = self._expiry_heap
         expires = self.expires
         removed = 0
-        while heap and heap[0][0] <= now and removed < limit:
+        # Redis's activeExpireCycleTryExpire: expired once `now > when`, as a lookup judges.
+        while heap and heap[0][0] < now and removed < limit:
             deadline, key = heappop(heap)
             if expires.get(key) == deadline:
                 self._expire(key)
                 removed += 1
         return removed
+
+
+def touch_watched_keys(emptied: Database, replaced_with: Database | None) -> None:
+    """FLUSHDB/FLUSHALL (replaced_with None) or SWAPDB empties `emptied` of what its watchers
+    saw: Redis's touchAllWatchedKeysInDb. A watched key present on either side changes, except
+    that an expired key is no key: one watched when already expired that is now gone, or
+    replaced by another expired one, is no change, and a missing key replaced by an expired
+    one is remembered as watched expired."""
+    for key, records in emptied.watchers.items():
+        exists_in_emptied = key in emptied.data
+        replacement = replaced_with is not None and key in replaced_with.data
+        if not (exists_in_emptied or replacement):
+            continue
+        replacement_expired = replacement and replaced_with.is_expired(key)
+        for record in records:
+            if record.expired_at_watch:
+                if not replacement:
+                    record.expired_at_watch = False
+                    continue
+                if replacement_expired:
+                    continue
+            elif not exists_in_emptied and replacement_expired:
+                record.expired_at_watch = True
+                continue
+            record.dirty = True
 
 
 class Keyspace:
@@ -286,13 +415,12 @@ class Keyspace:
     def swap(self, a: int, b: int) -> None:
         """SWAPDB: exchange contents; watchers and waiters stay with the database number."""
         da, dbb = self.dbs[a], self.dbs[b]
+        touch_watched_keys(da, dbb)
+        touch_watched_keys(dbb, da)
         da.data, dbb.data = dbb.data, da.data
         da.expires, dbb.expires = dbb.expires, da.expires
         da._expiry_heap, dbb._expiry_heap = dbb._expiry_heap, da._expiry_heap
         for db in (da, dbb):
-            for key in list(db.watchers):
-                for record in db.watchers[key]:
-                    record.dirty = True
             # Keys that vanished count too: XREADGROUP readers then end with an error.
             for key in db.blocking_keys:
                 self.ready_keys.append((db, key))

@@ -9,12 +9,15 @@ retries the waiters of each key in the order they blocked, as Redis does.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from minired.data.strtold import NotAFloat, overflows, round_to_grid, strtold
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
+
+_perf_ns = time.perf_counter_ns
 
 if TYPE_CHECKING:
     from minired.data.keyspace import Database, Keyspace
@@ -207,21 +210,29 @@ class BlockingManager:
         destination) may make more keys ready, which are served in the same pass.
         """
         ready = self.keyspace.ready_keys
+        clock = self.keyspace.clock
         while ready:
             db, key = ready.pop(0)
             queue = db.blocking_keys.get(key)
             if not queue:
                 continue
-            for waiter in list(queue):
-                if waiter.client.blocked is not waiter or waiter.client.closing:
-                    continue  # served through another of its keys, or going away: an
-                    # element popped for a closing connection would be lost
-                if db.get(key) is None and not waiter.block.retry_when_deleted:
-                    continue
-                if self.serve_as is None:
-                    self._serve(waiter, key)
-                else:
-                    self.serve_as(waiter.client, self._serve, waiter, key)
+            # The waiters of one key are served at one instant, as if one command served
+            # them all (handleClientsBlockedOnKeys raises server.fixed_time_expire): a key
+            # BLMOVE looks up twice cannot expire in between.
+            clock.enter(_perf_ns())
+            try:
+                for waiter in list(queue):
+                    if waiter.client.blocked is not waiter or waiter.client.closing:
+                        continue  # served through another of its keys, or going away: an
+                        # element popped for a closing connection would be lost
+                    if db.get(key) is None and not waiter.block.retry_when_deleted:
+                        continue
+                    if self.serve_as is None:
+                        self._serve(waiter, key)
+                    else:
+                        self.serve_as(waiter.client, self._serve, waiter, key)
+            finally:
+                clock.leave()
 
     def _serve(self, waiter: Waiter, key: bytes) -> None:
         try:
@@ -236,8 +247,10 @@ class BlockingManager:
         if waiter.client.blocked is not waiter:
             return
         remaining = waiter.deadline_ms - self.keyspace.clock.ms()
-        if remaining > 0:
-            self._arm_timer(waiter, remaining)
+        if remaining >= 0:
+            # A wait times out once the clock is past its deadline (checkBlockedClientTimeout:
+            # `timeout < now`), so at the earliest one millisecond after it.
+            self._arm_timer(waiter, remaining + 1)
             return
         self.finish(waiter, waiter.block.timeout_reply)
 
@@ -245,5 +258,5 @@ class BlockingManager:
         """MINIRED ADVANCE moved the clock: time out every wait whose deadline it passed."""
         now = self.keyspace.clock.ms()
         for waiter in list(self.waiters.values()):
-            if waiter.deadline_ms is not None and waiter.deadline_ms <= now:
+            if waiter.deadline_ms is not None and waiter.deadline_ms < now:
                 self.finish(waiter, waiter.block.timeout_reply)

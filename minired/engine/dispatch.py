@@ -133,6 +133,8 @@ def _execute(c: "Client", argv: list) -> Any:
             return redirected
         if c.config.stale_refused and _denied_stale(c, spec):
             return _reject(c, spec, errors.MASTERDOWN)
+    if (spec.denyoom or c.multi is not None) and _refused_for_memory(c, spec):
+        return _reject(c, spec, errors.OOM)
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
@@ -162,13 +164,34 @@ def _execute(c: "Client", argv: list) -> Any:
     if ((c.channels or c.patterns or c.shard_channels) and c.protocol == 2
             and spec.root_name not in _SUBSCRIBED_ALLOWED):
         return _reject(c, spec, errors.SUBSCRIBE_CONTEXT.format(spec.full_name))
-    if spec.denyoom and c.server.over_maxmemory():
-        return _reject(c, spec, errors.OOM)
     if _extras_in_use:
         held = _held(c, spec, argv)
         if held is not None:
             return held
     return call(c, spec, argv)
+
+
+# What a transaction may still send when memory is over maxmemory (processCommand).
+_MULTI_WITHOUT_MEMORY = frozenset({"exec", "discard", "quit", "reset"})
+
+
+def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
+    """processCommand's maxmemory check, made before a command is queued: over maxmemory, a
+    command flagged denyoom is refused, and so is an EXEC that queued one; inside MULTI every
+    command is, but EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a
+    script is busy: the server only serves allow-busy commands then."""
+    if _busy and c.server in _busy:
+        return False
+    refused = bool(spec.denyoom)
+    if not refused and c.multi is not None:
+        if spec.root_name not in _MULTI_WITHOUT_MEMORY:
+            refused = True
+        elif _is_exec(spec):
+            for queued, _ in c.multi:
+                if queued.denyoom:
+                    refused = True
+                    break
+    return refused and c.server.over_maxmemory()
 
 
 def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
@@ -275,6 +298,10 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         for hook in c.server.hooks.before_call:  # (MONITOR: minired/features/monitor.py)
             hook(c, spec, argv)
     start = _clock_ns()
+    # The outermost command fixes the instant expiry sees until it returns, nested commands
+    # (EXEC's, a script's) included: Redis's call() with server.fixed_time_expire.
+    clock = c.db.clock
+    clock.enter(start)
     try:
         reply = spec.handler(c, argv)
     except RedisError as exc:
@@ -282,6 +309,8 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     except Exception as exc:  # a bug must cost one reply, never the server
         log.exception("internal error running %r", argv[:1])
         reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
+    finally:
+        clock.leave()
     finish = _clock_ns()
     elapsed = finish - start
     spec.nanoseconds += elapsed

@@ -229,12 +229,26 @@ class Server:
     async def _active_expire_loop(self) -> None:
         while True:
             await asyncio.sleep(ACTIVE_EXPIRE_INTERVAL)
-            # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run),
-            # nor while DEBUG PAUSE-CRON 1 stops Redis's serverCron, which runs the sweep.
-            if self.active_expire_enabled and self.pause is None and not self.debug.pause_cron:
-                self.stats.expired_keys += self.keyspace.active_expire()
+            self.expire_cycle()
             if self.keyspace.ready_keys:
                 self.blocking.serve_ready_keys()
+
+    def expire_cycle(self) -> None:
+        """One pass of the active expiry cycle: off with DEBUG SET-ACTIVE-EXPIRE 0, while
+        clients are paused, as in Redis (a WRITE pause lets reads run), and while DEBUG
+        PAUSE-CRON 1 stops Redis's serverCron, which runs it."""
+        if self.active_expire_enabled and self.pause is None and not self.debug.pause_cron:
+            self.stats.expired_keys += self.keyspace.active_expire()
+
+    def advance_clock(self, ms: int, expire: bool = True) -> int:
+        """MINIRED ADVANCE, EmbeddedServer.advance_clock: move the clock forward `ms`, then run
+        the expiry cycle, as if that much time had passed between commands (not with `expire`
+        false: inside a transaction, where the time moves as DEBUG SLEEP moves it); the new
+        time in ms."""
+        now = self.clock.advance(ms)
+        if expire:
+            self.expire_cycle()
+        return now
 
     def crash(self) -> None:
         """What a killed process leaves to its clients (DEBUG SEGFAULT, SHUTDOWN NOSAVE): no

@@ -192,6 +192,8 @@ class Loader:
         saved_offset = self.server.clock.offset_ms
         for db in dbs:
             db.clock = self.clock
+        # (and the server's clock says it is loading: Redis's server.loading)
+        self.server.clock.loading = True
         transaction: list | None = None
         good = pos
         truncated = False
@@ -229,6 +231,7 @@ class Loader:
             for db, clock in zip(dbs, clocks):
                 db.clock = clock
             self.server.clock.offset_ms = saved_offset
+            self.server.clock.loading = False
         return good, truncated
 
     def _annotation(self, record: bytes) -> None:

@@ -3,6 +3,7 @@
 # struct members and calls dispatch.call as a C function. Keep each field list equal to the
 # class's __slots__.
 from minired.engine cimport dispatch
+from minired.data.keyspace cimport Clock
 from minired.engine.client cimport Client
 from minired.engine.args cimport parse_int
 from minired.scripting.sandbox cimport Sandbox
@@ -23,6 +24,7 @@ cdef class ScriptEngine:
     cdef public dict scripts, _specs
     cdef public Run current
     cdef public Client client
+    cdef public Clock clock
 
     @cython.locals(script=Script)
     cpdef object eval(self, Client c, list argv, bint by_sha, bint read_only)
@@ -30,6 +32,7 @@ cdef class ScriptEngine:
     @cython.locals(run=Run, spec=CommandSpec, arity=cython.Py_ssize_t, write=cython.bint,
                    argv=list)
     cpdef object call_native(self, object args)
+    @cython.locals(clock=Clock)
     cpdef object execute(self, Run run, Sandbox sandbox, object runner, object function,
                          object numkeys, object arguments, object sha=*)
 

@@ -144,7 +144,7 @@ class ScriptEngine:
 
     __slots__ = ("server", "scripts", "current", "client", "prng", "_eval_sandbox",
                  "_specs", "functions", "busy", "deferred", "eval_base_memory", "gc_countdown",
-                 "cluster")
+                 "cluster", "clock")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -167,6 +167,7 @@ class ScriptEngine:
         # struct, bit written in Lua), which Redis has in C, outside the heap it reports.
         self.eval_base_memory = 0
         self.gc_countdown = _GC_PERIOD
+        self.clock = server.clock
 
     @property
     def eval_sandbox(self) -> Sandbox:
@@ -270,6 +271,8 @@ class ScriptEngine:
         run.sandbox = sandbox
         null = _NULL_RESP3 if run.caller.protocol == 3 else _NULL_RESP2
         self.current = run
+        clock = self.clock
+        clock.start_script()  # the script runs at one instant (scriptTimeSnapshot)
         try:
             outcome = None if sha is None else sandbox.run_cached(sha, null, numkeys, arguments)
             if outcome is None:
@@ -282,6 +285,7 @@ class ScriptEngine:
             outcome = _OUT_OF_MEMORY
         finally:
             self.current = None
+            clock.end_script()
             if run.timed_out:
                 self.busy.end(run)
         if outcome[0]:
