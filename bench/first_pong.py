@@ -19,6 +19,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,6 +27,7 @@ from tests.support.servers import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
+EMPTY_DIR = tempfile.mkdtemp(prefix="first_pong.")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -41,8 +43,10 @@ def cpu_seconds(pid: int) -> float:
 def time_to_pong(command: list[str], port: int, env: dict | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds from spawning `command` to its first PONG."""
     began = time.perf_counter()
+    # (run from an empty directory: `-m` puts the working directory first on the path, and
+    # the server would load a dump.rdb found there)
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+                               stderr=subprocess.DEVNULL, cwd=EMPTY_DIR)
     try:
         while True:
             try:
@@ -94,7 +98,7 @@ def import_time_ms(checkout: str, pure: bool) -> float:
             "import minired.cli, minired.startup, minired.engine.server\n")
     result = subprocess.run([PYTHON, "-X", "importtime", "-c", code],
                             env=checkout_env(checkout, pure), capture_output=True, text=True,
-                            check=True, cwd="/")
+                            check=True, cwd=EMPTY_DIR)
     total = 0
     for line in result.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -107,7 +111,7 @@ def import_time_ms(checkout: str, pure: bool) -> float:
 
 def interpreter_ms(flags: list[str]) -> tuple[float, float]:
     began = time.perf_counter()
-    process = subprocess.Popen([PYTHON, *flags, "-c", "import os; os._exit(0)"], cwd="/")
+    process = subprocess.Popen([PYTHON, *flags, "-c", "import os; os._exit(0)"], cwd=EMPTY_DIR)
     _, _, usage = os.wait4(process.pid, 0)
     process.returncode = 0
     return time.perf_counter() - began, usage.ru_utime + usage.ru_stime
