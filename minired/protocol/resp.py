@@ -36,15 +36,16 @@ UNAUTHENTICATED_MAX_MULTIBULK = 10
 UNAUTHENTICATED_MAX_BULK = 16384
 
 
-try:  # hiredis is optional: the pure-Python parser gives the same results, more slowly
-    from hiredis import Reader as _HiredisReader
-except ImportError:  # pragma: no cover - depends on the environment
-    _HiredisReader = None
-
 # Compiled (see setup.py), parse_canonical beats hiredis plus the checks its answers need, so
-# hiredis serves the uncompiled build only.
+# hiredis serves the uncompiled build only (and the compiled one does not load it: start-up).
 COMPILED = not __file__.endswith(".py")
-_USE_HIREDIS = _HiredisReader is not None and not COMPILED
+_HiredisReader = None
+if not COMPILED:
+    try:  # hiredis is optional: the pure-Python parser gives the same results, more slowly
+        from hiredis import Reader as _HiredisReader
+    except ImportError:  # pragma: no cover - depends on the environment
+        pass
+_USE_HIREDIS = _HiredisReader is not None
 
 
 class _NotForHiredis(Exception):

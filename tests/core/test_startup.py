@@ -26,6 +26,7 @@ LAZY_MODULES = {
     "pathlib", "tempfile", "zipfile", "pickle", "platform", "ipaddress", "fractions", "decimal",
     "hmac", "hashlib", "shutil", "resource",
     "minired.commands.docs_data",  # COMMAND DOCS's ~200 kB of Redis's documentation
+    "anycrc",  # CRC64 of DUMP payloads and RDB files
 }
 
 # Runs the CLI; once the server has answered a PING, prints the loaded modules and whether
