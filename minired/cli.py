@@ -164,6 +164,7 @@ def bind_tcp(bind: str, port: int) -> list[socket.socket]:
 
 async def serve(loaded, own: dict, handler) -> None:
     from minired.engine.server import Server, banner
+    from minired.features.oom_score import apply_oom_score
     from minired.server_log import show_art
     from minired.startup import AclStartupError, load_users_at_start, prepare_server
 
@@ -185,6 +186,7 @@ async def serve(loaded, own: dict, handler) -> None:
     _memory_warnings()
     server = Server(config)
     prepare_server(server)
+    apply_oom_score(config)  # (Redis's setOOMScoreAdj(-1) in main, once the config is read)
     if loaded.config_file:
         server.hooks.config_file = loaded.config_file
         server.hooks.rewrite_config = _rewriter(server, loaded.config_file)

@@ -21,6 +21,7 @@ from minired.engine.client import Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import all_specs, command, container_command, help_reply
 from minired.features import notifications
+from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Encoded, Status, Verbatim
@@ -242,6 +243,16 @@ def config_set(c, argv):
             config.set(name, value)
         raise RedisError(errors.CONFIG_SET_FAILED.format("appendonly",
                                                          errors.CONFIG_SET_AOF_FAILED))
+    oom = [name for name, _ in changes
+           if Config.canonical(name) in ("oom-score-adj", "oom-score-adj-values")]
+    if oom and not apply_oom_score(config):
+        for name, value in before.items():  # undone, as Redis restores a failed apply
+            config.set(name, value)
+        apply_oom_score(config)
+        failed = Config.canonical(oom[0])
+        raise RedisError(errors.CONFIG_SET_FAILED.format(failed, errors.CONFIG_SET_OOM_FAILED
+                                                         if failed == "oom-score-adj" else
+                                                         errors.CONFIG_SET_OOM_VALUES_FAILED))
     for i in range(2, len(argv), 2):
         name = Config.canonical(argv[i].decode(errors="replace"))
         if name == "notify-keyspace-events":

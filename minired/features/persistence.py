@@ -50,6 +50,7 @@ from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import COMMANDS
 from minired.features import aof_effects, rdb_file
+from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
 from minired.features.rdb_file import RdbError
 from minired.protocol import errors
@@ -619,6 +620,17 @@ class Persistence:
             checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
             compact=Compact.from_config(self.config.get))
 
+    def _delayed(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The child's image slowed by rdb-key-save-delay (microseconds per key, Redis's
+        debugDelay in rdbSaveKeyValuePair), which the tests use to keep a child at work: the
+        whole delay is spent once the temporary file exists, after its first chunk."""
+        delay = self.config.number("rdb-key-save-delay")
+        keys = sum(len(db) for db in self.server.keyspace.dbs) if delay > 0 else 0
+        for i, chunk in enumerate(chunks):
+            yield chunk
+            if i == 0 and keys:
+                time.sleep(delay * keys / 1e6)
+
     def save(self, shutting_down: bool = False) -> None:
         """SAVE: write the snapshot now, on the loop. SHUTDOWN first stops a child at work."""
         if shutting_down:
@@ -710,7 +722,7 @@ class Persistence:
         self.background_started = time.time()
         self.dirty_at_fork = self.dirty
         path = self.snapshot_path
-        pid = self._fork(lambda: write_atomically(path, self._image(),
+        pid = self._fork(lambda: write_atomically(path, self._delayed(self._image()),
                                                   temp_name=f"temp-{os.getpid()}.rdb"))
         if pid is None:  # no fork here: right after replying, on the loop
             self.background_save_pending = True
@@ -755,6 +767,7 @@ class Persistence:
             code = 1
             try:
                 _detach_child_signals()
+                apply_oom_score(self.server.config, BACKGROUND_CHILD)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 job()
                 code = 0
