@@ -953,20 +953,28 @@ class Persistence:
         self.aof_db = -1  # a new file starts with a SELECT
 
     def enable_aof(self, at_start: bool = False) -> None:
-        """Start logging. At start-up, after loading: append to the last incremental file (a
-        first start writes a base of the data and an empty one). Turned on later (CONFIG SET):
-        a rewrite, so the files hold what is in memory now."""
+        """Start logging. At start-up, after loading (aofOpenIfNeededOnServerStart): append to
+        the last incremental file, a new one when there is none; a base of the data first when
+        the manifest names no file at all. Turned on later (CONFIG SET): a rewrite, so the files
+        hold what is in memory now."""
         self._make_aof_directory()
         manifest = self.aof_manifest
-        if at_start and manifest is not None and manifest.base is not None:
-            if not manifest.incr:
+        if at_start and manifest is not None and (manifest.base is not None or manifest.incr):
+            opened = bool(manifest.incr)
+            if not opened:
                 manifest.next_incr()
-                self._persist_manifest(manifest)
+            self._persist_manifest(manifest)
             self._open_incr(manifest.incr[-1][0])
             self.aof_rewrite_base_size = self.aof_base_size
+            log.info("%s AOF incr file %s on server start", "Opening" if opened else "Creating",
+                     manifest.incr[-1][0])
         else:
             self._rewrite_now()
-        log.info("Append only file enabled: %s", self.aof_file.name)
+            if at_start:
+                log.info("Creating AOF base file %s on server start", self.aof_manifest.base)
+                log.info("Creating AOF incr file %s on server start", self.aof_manifest.incr[-1][0])
+            else:
+                log.info("Append only file enabled: %s", self.aof_file.name)
 
     def _rewrite_now(self) -> None:
         """A rewrite on the loop: a new base of the data now, a new empty incremental file."""

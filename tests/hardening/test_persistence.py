@@ -405,6 +405,47 @@ def test_a_truncated_aof_stops_start_up_unless_aof_load_truncated(tmp_path):
     assert result.returncode != 0 and b"Bad file format" in result.stdout
 
 
+def _aof_start_on(directory, command: list) -> tuple:
+    """Start a server on `directory` (appendonly yes, aof-load-truncated yes), write once, stop
+    it: (GET foo, the AOF directory's files, the manifest)."""
+    port = free_port()
+    proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory), "--save", "",
+                             "--appendonly", "yes", "--aof-load-truncated", "yes"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = redis.Redis(port=port)
+        value = client.get("foo")
+        client.incr("foo")
+        client.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    finally:
+        terminate(proc)
+    aof_dir = directory / "appendonlydir"
+    return (value, sorted(os.listdir(aof_dir)),
+            (aof_dir / "appendonly.aof.manifest").read_text(),
+            (aof_dir / "appendonly.aof.1.incr.aof").read_bytes())
+
+
+def test_aof_start_appends_to_the_incr_file_the_manifest_names(tmp_path):
+    """A manifest with an incr file and no base (the suite's hand-made AOFs): Redis opens that
+    file at start (cut to its last whole command) and writes no base."""
+    aof = (b"*2\r\n$4\r\nincr\r\n$3\r\nfoo\r\n" * 5 + b"*1\r\n$5\r\nmulti\r\n"
+           + b"*2\r\n$4\r\nincr\r\n$3\r\nfoo\r\n")
+    results = []
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        aof_dir = tmp_path / name / "appendonlydir"
+        aof_dir.mkdir(parents=True)
+        (aof_dir / "appendonly.aof.1.incr.aof").write_bytes(aof)
+        (aof_dir / "appendonly.aof.manifest").write_text(
+            "file appendonly.aof.1.incr.aof seq 1 type i\n")
+        results.append(_aof_start_on(tmp_path / name, command))
+    assert results[1] == results[0]
+    assert results[0][0] == b"5"
+
+
 # --- kill -9 at any moment of a save --------------------------------------------------------------
 
 def _fill(client: redis.Redis, generation: int) -> None:
