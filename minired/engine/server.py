@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minired import REDIS_VERSION, __version__
 from minired.data.keyspace import Keyspace
-from minired.engine import client_reply, dispatch, querybuf
+from minired.engine import client_reply, dispatch, latency, querybuf
 from minired.engine.blocking import Block, BlockingManager
 from minired.engine.client import Client
 from minired.engine.config import Config
@@ -86,7 +86,8 @@ class Server:
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
                  "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
                  "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
-                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug")
+                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug",
+                 "latency_events")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -149,6 +150,8 @@ class Server:
         self.scan_snapshots: dict = {}
         self.collection_scan_snapshots: dict = {}
         self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
+        # The latency monitor's event series (latency.add_sample), by event name.
+        self.latency_events: dict = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -228,7 +231,11 @@ class Server:
             # No key expires while clients are paused, as in Redis (a WRITE pause lets reads run),
             # nor while DEBUG PAUSE-CRON 1 stops Redis's serverCron, which runs the sweep.
             if self.active_expire_enabled and self.pause is None and not self.debug.pause_cron:
+                started = time.perf_counter_ns()
                 self.stats.expired_keys += self.keyspace.active_expire()
+                monitored = self.config.latency_threshold_ns
+                if monitored and time.perf_counter_ns() - started >= monitored:
+                    latency.add_sample(self, "expire-cycle", time.perf_counter_ns() - started)
             if self.keyspace.ready_keys:
                 self.blocking.serve_ready_keys()
 
