@@ -160,9 +160,11 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
         f"include {tmp_path / 'extra.conf'}\n"
         "client-output-buffer-limit replica 4mb 5mb 6\n"
         "requirepass \"p\\x41 w\"\nlogfile ''\nloglevel warning\n"
-        "rename-command GET FETCH\n")
+        "rename-command GET FETCH\n"
+        # (several words, as CONFIG REWRITE writes them: Redis's MULTI_ARG_CONFIG)
+        "shutdown-on-sigterm nosave now\n")
     names = ("save", "maxmemory-policy", "client-output-buffer-limit", "requirepass", "hz",
-             "dir", "logfile")
+             "dir", "logfile", "shutdown-on-sigterm")
     (tmp_path / "data").mkdir()
     answers = []
     for command in ([redis_server_binary()], MINIRED):
@@ -177,6 +179,7 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
             client.call("AUTH", "pA w")
             answers.append([client.call("CONFIG", "GET", name) for name in names]
                            + [client.call("FETCH", "k"), client.call("GET", "k")])
+            client.call("CONFIG", "SET", "shutdown-on-sigterm", "default")  # (terminate's)
             client.close()
         finally:
             terminate(proc)
