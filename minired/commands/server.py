@@ -199,10 +199,11 @@ def config_set(c, argv):
     # First every name (unknown, not settable, repeated), then every value, as Redis checks
     # them: the first failure is the one reported.
     seen: set[str] = set()
+    protected_allowed = protected_action_allowed(c, "enable-protected-configs")
     for raw_name in names:
         if not Config.known(raw_name):
             raise RedisError(errors.CONFIG_SET_UNKNOWN.format(raw_name))
-        refusal = config.settable(raw_name)
+        refusal = config.settable(raw_name, protected_allowed)
         if refusal:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, refusal))
         # Duplicates are spotted by the name as written: an alias and its target may both appear.
@@ -214,7 +215,8 @@ def config_set(c, argv):
     for raw_name, i in zip(names, range(3, len(argv), 2)):
         # Redis names each parameter by its own entry (aliases have theirs): in lowercase.
         try:
-            changes.append((raw_name, config.validated(raw_name, argv[i].decode(errors="replace"))))
+            changes.append((raw_name, config.validated(raw_name, argv[i].decode(errors="replace"),
+                                                       protected_allowed)))
         except ConfigApplyError as exc:
             refused_on_apply = refused_on_apply or RedisError(
                 errors.CONFIG_SET_FAILED.format(raw_name.lower(), exc))

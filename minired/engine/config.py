@@ -274,15 +274,17 @@ class Config:
         self.values[self.canonical(name)] = _to_text(value)
         self._derive()
 
-    def settable(self, name: str) -> str:
-        """Why CONFIG SET may not change this parameter at all ('' if it may)."""
+    def settable(self, name: str, protected_allowed: bool = False) -> str:
+        """Why CONFIG SET may not change this parameter at all ('' if it may); protected ones
+        only when enable-protected-configs allows the client (`protected_allowed`)."""
         mode = PARAMS[self.canonical(name)].mode
-        return f"can't set {mode} config" if mode in ("immutable", "protected") else ""
+        refused = mode == "immutable" or mode == "protected" and not protected_allowed
+        return f"can't set {mode} config" if refused else ""
 
-    def validated(self, name: str, value: str) -> str:
+    def validated(self, name: str, value: str, protected_allowed: bool = False) -> str:
         """The text `value` would be stored as by CONFIG SET name value; ConfigError if refused."""
         param = PARAMS[self.canonical(name)]
-        refusal = self.settable(name)
+        refusal = self.settable(name, protected_allowed)
         if refusal:
             raise ConfigError(refusal)
         if param.name == "client-output-buffer-limit":
