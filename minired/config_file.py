@@ -233,7 +233,8 @@ class ConfigLoader:
         value = " ".join(args)
         if name == "save":
             value = PARAMS[name].normalize("" if args == [""] else value)
-            if self.reading_file and self.save_loaded:
+            # (`save ""` empties the list whenever it comes: resetServerSaveParams)
+            if self.reading_file and self.save_loaded and args != [""]:
                 value = " ".join(filter(None, (config.get("save"), value)))
             self.save_loaded = self.save_loaded or self.reading_file
         elif name == "client-output-buffer-limit":

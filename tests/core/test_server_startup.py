@@ -90,6 +90,14 @@ def test_save_lines_add_up_while_the_file_is_read(tmp_path):
                               _names())
     assert loaded.config.get("save") == "900 1 300 10 60 5 70 6"
     assert config_file.load(["--save", "--port", "7000"], _names()).config.get("save") == ""
+    # An empty save (a bare --save too) empties the list even after the file's lines, as
+    # redis-server's CONFIG GET save answers for each of these (the suite's "save with empty
+    # input" test).
+    for args in (["--save", "--loglevel", "verbose"], ["--loglevel", "verbose", "--save"],
+                 ["--save", "", "--loglevel", "verbose"], ["--proc-title-template", "--save",
+                                                           "--save", ""]):
+        loaded = config_file.load([str(tmp_path / "s.conf"), *args], _names())
+        assert loaded.config.get("save") == "", args
 
 
 def test_stdin_config(tmp_path):
