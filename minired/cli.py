@@ -266,6 +266,18 @@ def _stop_on_signals(server) -> None:
         handler = _redis_handler()
         if handler is not None:
             handler.write(signal_line(f"Received {name} scheduling shutdown..."))
+        server.shutdown_asap = True
+        shut_down_from_cron()
+
+    def shut_down_from_cron() -> None:
+        # As Redis's serverCron acts on shutdown_asap: not while DEBUG PAUSE-CRON holds it,
+        # and not at all once SHUTDOWN ABORT has cleared it.
+        if not server.shutdown_asap:
+            return
+        if server.debug.pause_cron:
+            loop.call_later(0.1, shut_down_from_cron)
+            return
+        server.shutdown_asap = False
         log.warning("User requested shutdown...")
         server.request_shutdown()
 

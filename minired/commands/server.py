@@ -134,8 +134,13 @@ def shutdown(c, argv):
     if {b"nosave", b"save"} <= options or (b"abort" in options and len(options) > 1):
         raise RedisError(errors.SYNTAX)
     if b"abort" in options:
-        # minired's shutdown never waits (no replicas to catch up), so none can be pending.
-        raise RedisError(errors.SHUTDOWN_NOT_IN_PROGRESS)
+        # minired's shutdown never waits (no replicas to catch up): only one a signal asked
+        # for, not started yet (DEBUG PAUSE-CRON), can be pending.
+        if not c.server.shutdown_asap:
+            raise RedisError(errors.SHUTDOWN_NOT_IN_PROGRESS)
+        c.server.shutdown_asap = False
+        log.info("Shutdown manually aborted.")
+        return OK
     busy = dispatch.busy_error(c.server)
     if busy is not None and b"nosave" not in options:
         raise RedisError(busy)  # under a busy script, only SHUTDOWN NOSAVE may stop the server

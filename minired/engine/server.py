@@ -87,7 +87,7 @@ class Server:
                  "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
                  "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
                  "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug",
-                 "latency_events")
+                 "latency_events", "shutdown_asap")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -152,6 +152,8 @@ class Server:
         self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
         # The latency monitor's event series (latency.add_sample), by event name.
         self.latency_events: dict = {}
+        # A signal asked for a shutdown that the next cron tick starts (SHUTDOWN ABORT clears it).
+        self.shutdown_asap = False
 
     # --- lifecycle -----------------------------------------------------------------------------
 
