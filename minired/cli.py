@@ -449,7 +449,8 @@ def _start(argv: list[str], handler) -> int:
             asyncio.run(serve(loaded, own, handler))
         except LoadError as exc:
             # Data on disk that cannot be loaded in full: stop, as Redis does, and leave it alone.
-            log.warning("%s", exc)
+            for line in exc.args:
+                log.warning("%s", line)
             return 1
         except OSError as exc:
             log.warning("could not start: %s", exc)

@@ -39,6 +39,7 @@ import asyncio
 import errno
 import logging
 import os
+import re
 import shlex
 import signal
 import time
@@ -323,28 +324,52 @@ class Manifest:
 
     @classmethod
     def parse(cls, prefix: str, text: str, path: str) -> "Manifest":
+        """aofLoadManifestFromFile: LoadError with Redis's log lines for a manifest it refuses
+        (an empty file, a blank, long or short line, a missing field, a path for a name ...)."""
         manifest = cls(prefix)
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip() or line.startswith("#"):
+        if not text:
+            raise LoadError(*_manifest_error("Found an empty AOF manifest"))
+        for number, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+$", text), 1):
+            if raw.startswith("#"):
                 continue
+            # (fgets into MANIFEST_MAX_LINE + 1 bytes: a longer line has no newline in it)
+            if "\n" not in raw[:_MANIFEST_MAX_LINE]:
+                raise LoadError(*_manifest_error("The AOF manifest file contains too long line"))
+            line = raw.strip(" \t\r\n")
             try:
-                words = shlex.split(line)
-                fields = dict(zip(words[0::2], words[1::2]))
-                name, seq, kind = fields["file"], int(fields["seq"]), fields["type"]
-            except (ValueError, KeyError):
-                raise LoadError(f"Invalid AOF manifest file format: {path} line {number}") from None
+                words = shlex.split(line) if line else []
+            except ValueError:
+                words = []
+            if len(words) < 6 or len(words) % 2:
+                raise LoadError(*_manifest_error("Invalid AOF manifest file format", number, line))
+            name, seq, kind = "", 0, ""
+            for key, value in zip(words[0::2], words[1::2]):
+                key = key.lower()
+                if key == "file":
+                    name = value
+                    if "/" in name:
+                        raise LoadError(*_manifest_error(
+                            "File can't be a path, just a filename", number, line))
+                elif key == "seq":
+                    seq = _atoll(value)
+                elif key == "type":
+                    kind = value[:1]
+            if not name or not seq or not kind:
+                raise LoadError(*_manifest_error("Invalid AOF manifest file format", number, line))
             if kind == "b":
                 if manifest.base is not None:
-                    raise LoadError("Found duplicate base file information")
+                    raise LoadError(*_manifest_error("Found duplicate base file information",
+                                                     number, line))
                 manifest.base, manifest.base_seq = name, seq
             elif kind == "i":
                 if manifest.incr and seq <= manifest.incr[-1][1]:
-                    raise LoadError("Found a non-monotonic sequence number")
+                    raise LoadError(*_manifest_error("Found a non-monotonic sequence number",
+                                                     number, line))
                 manifest.incr.append((name, seq))
             elif kind == "h":
                 manifest.history.append(name)
             else:
-                raise LoadError(f"Unknown AOF file type: {kind}")
+                raise LoadError(*_manifest_error("Unknown AOF file type", number, line))
         return manifest
 
     def text(self) -> str:
@@ -365,6 +390,23 @@ class Manifest:
 
     def files(self) -> list[str]:
         return ([self.base] if self.base else []) + [name for name, _ in self.incr]
+
+
+_MANIFEST_MAX_LINE = 1024
+
+
+def _manifest_error(reason: str, number: int = 0, line: str | None = None) -> list[str]:
+    """The lines aofLoadManifestFromFile logs before it exits."""
+    lines = ["\n*** FATAL AOF MANIFEST FILE ERROR ***\n"]
+    if line is not None:
+        lines += [f"Reading the manifest file, at line {number}\n", f">>> '{line}'\n"]
+    return lines + [f"{reason}\n"]
+
+
+def _atoll(text: str) -> int:
+    """C's atoll: the leading decimal digits (with a sign), 0 if none."""
+    match = re.match(r"\s*([+-]?\d+)", text)
+    return int(match.group(1)) if match else 0
 
 
 def _quote(name: str) -> str:
@@ -677,7 +719,8 @@ class Persistence:
         try:
             self._load_aof()
         except LoadError as exc:
-            log.warning("DEBUG LOADAOF: %s", exc)
+            for line in exc.args:
+                log.warning("DEBUG LOADAOF: %s", line)
             raise RedisError(errors.DEBUG_LOADAOF_FAILED) from None
         finally:
             server.propagate = propagate

@@ -3,6 +3,7 @@ round-trip every type with its TTL, and everything stays off unless asked for.""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -444,6 +445,35 @@ def test_aof_start_appends_to_the_incr_file_the_manifest_names(tmp_path):
         results.append(_aof_start_on(tmp_path / name, command))
     assert results[1] == results[0]
     assert results[0][0] == b"5"
+
+
+_LOG_PREFIX = re.compile(r"^\d+:[CM] \d\d [A-Z][a-z]{2} \d{4} [\d:.]+ [.\-*#] ", re.M)
+
+
+@pytest.mark.parametrize("manifest", [
+    "", "file appendonly.aof.1.incr.aof seq 1 type i\n\n",
+    "file appendonly.aof.1.incr.aof seq 1\n", "file appendonly.aof.1.incr.aof seq 1 type i",
+    "file appendonly.aof.1.incr.aof seq 1 type i x\n", "file dir/x seq 1 type b\n",
+    "file appendonly.aof.1.incr.aof type i seq 1 type i " + "x" * 1100 + "\n",
+    "file appendonly.aof.1.incr.aof seq 1 type x\n",
+])
+def test_manifest_errors_are_redis_s(tmp_path, manifest):
+    """aofLoadManifestFromFile's refusals: the same exit and the same log lines as Redis."""
+    outputs = []
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        aof_dir = tmp_path / name / "appendonlydir"
+        aof_dir.mkdir(parents=True)
+        (aof_dir / "appendonly.aof.1.incr.aof").write_bytes(b"")
+        (aof_dir / "appendonly.aof.manifest").write_text(manifest)
+        result = subprocess.run([*command, "--port", str(free_port()), "--dir",
+                                 str(tmp_path / name), "--appendonly", "yes", "--save", ""],
+                                capture_output=True, text=True, timeout=30,
+                                stdin=subprocess.DEVNULL)
+        log = _LOG_PREFIX.sub("", result.stdout)
+        start = log.index("*** FATAL AOF MANIFEST FILE ERROR ***")
+        outputs.append((result.returncode, log[start:].strip()))
+    assert outputs[1] == outputs[0]
 
 
 # --- kill -9 at any moment of a save --------------------------------------------------------------
