@@ -564,14 +564,28 @@ class Persistence:
         return True
 
     def _load_aof(self) -> bool:
-        if not self._read_manifest_if_any():
-            legacy = os.path.join(self.directory, self.aof_prefix)
-            if not os.path.exists(legacy):
-                return False
+        has_manifest = self._read_manifest_if_any()
+        manifest = self.aof_manifest
+        legacy = os.path.join(self.directory, self.aof_prefix)
+        # loadAppendOnlyFiles upgrades an old-style AOF when there is no manifest, when the
+        # manifest names no file, or when it names only that file as its base and the move
+        # into the AOF directory was interrupted.
+        if os.path.isfile(legacy) and (
+                manifest is None or not manifest.files() or (
+                    manifest.base == self.aof_prefix and not manifest.incr and not
+                    os.path.exists(os.path.join(self.aof_directory, self.aof_prefix)))):
             self._upgrade_legacy_aof(legacy)
+        elif not has_manifest:
+            return False
         manifest = self.aof_manifest
         assert manifest is not None
         files = manifest.files()
+        for name in files:  # (their sizes are taken first: getBaseAndIncrAppendOnlyFilesSize)
+            try:
+                os.stat(os.path.join(self.aof_directory, name))
+            except OSError as exc:
+                raise LoadError(f"Unable to obtain the AOF file {name} length. stat: "
+                                f"{exc.strerror}") from None
         loader = Loader(self.server)
         total = 0
         for i, name in enumerate(files):
@@ -622,7 +636,8 @@ class Persistence:
         os.replace(legacy, target)
         fsync_directory(self.directory)
         self.aof_manifest = manifest
-        log.info("Successfully migrated an old-style AOF into the AOF directory")
+        log.info("Successfully migrated an old-style AOF file (%s) into the AOF directory (%s).",
+                 self.aof_prefix, self.config.get("appenddirname") or "appendonlydir")
 
     def _make_aof_directory(self) -> None:
         """The AOF directory, made if missing (dirCreateIfMissing: a file in its place is

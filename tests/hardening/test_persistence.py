@@ -476,6 +476,58 @@ def test_manifest_errors_are_redis_s(tmp_path, manifest):
     assert outputs[1] == outputs[0]
 
 
+def _start_on_aof_files(directory, command: list, files: dict) -> tuple:
+    """Start a server (appendonly yes) on `files` (paths relative to `directory`): whether it
+    started, GET k, the files it leaves, its last log line if it did not start."""
+    for path, data in files.items():
+        (directory / path).parent.mkdir(parents=True, exist_ok=True)
+        (directory / path).write_bytes(data)
+    port = free_port()
+    proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory), "--save", "",
+                             "--appendonly", "yes"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    client = redis.Redis(port=port)
+
+    def answers() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    wait_until(lambda: proc.poll() is not None or answers(), "the server's start or exit")
+    if proc.poll() is not None:
+        out = proc.communicate(timeout=10)[0]
+        return False, _LOG_PREFIX.sub("", out).strip().splitlines()[-1]
+    try:
+        value = client.get("k")
+        client.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    finally:
+        terminate(proc)
+    return True, value, sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+_SET_K = b"*3\r\n$3\r\nset\r\n$1\r\nk\r\n$1\r\nv\r\n"
+
+
+@pytest.mark.parametrize("case", ["a file the manifest names is missing",
+                                  "an interrupted upgrade of an old-style AOF"])
+def test_aof_files_at_start_as_redis(tmp_path, case):
+    if case.startswith("a file"):
+        files = {"appendonlydir/appendonly.aof.manifest":
+                 b"file appendonly.aof.1.base.aof seq 1 type b\n"
+                 b"file appendonly.aof.1.incr.aof seq 1 type i\n",
+                 "appendonlydir/appendonly.aof.1.base.aof": _SET_K}
+    else:  # the manifest was written, the file not yet moved into the directory
+        files = {"appendonlydir/appendonly.aof.manifest": b"file appendonly.aof seq 1 type b\n",
+                 "appendonly.aof": _SET_K}
+    outcomes = [_start_on_aof_files(tmp_path / name, command, files)
+                for name, command in (("redis", [redis_server_binary()]),
+                                      ("minired", [sys.executable, "-m", "minired"]))]
+    assert outcomes[1] == outcomes[0]
+
+
 # --- kill -9 at any moment of a save --------------------------------------------------------------
 
 def _fill(client: redis.Redis, generation: int) -> None:
