@@ -506,7 +506,7 @@ def _debug_reload(c, argv):
     save, flush = b"nosave" not in options, b"noflush" not in options
     persistence = c.server.saver
     if persistence is not None:
-        persistence.reload(save=save, flush=flush)
+        persistence.reload(save=save, flush=flush, merge=b"merge" in options)
     else:
         _reload_in_memory(c.server, save, flush)
     return OK

@@ -705,9 +705,10 @@ class Persistence:
         self._saved()
         log.info("DB saved on disk (%d bytes)", size)
 
-    def reload(self, save: bool, flush: bool) -> None:
-        """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace (unless NOFLUSH or MERGE), load
-        the file back: the round trip through dump.rdb, on the loop."""
+    def reload(self, save: bool, flush: bool, merge: bool = False) -> None:
+        """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace and the function libraries
+        (unless NOFLUSH), load the file back: the round trip through dump.rdb, on the loop. A
+        library already there fails the load, unless MERGE lets the file's replace it."""
         if save:
             self.save()
         server = self.server
@@ -717,8 +718,9 @@ class Persistence:
             with open(self.snapshot_path, "rb") as f:
                 data = f.read()
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms())
-            if loaded.functions and self.functions is not None:
-                self.functions.restore(rdb_file.functions_payload(loaded.functions), b"replace")
+            if self.functions is not None and (loaded.functions or flush):
+                policy = b"flush" if flush else b"replace" if merge else b"append"
+                self.functions.restore(rdb_file.functions_payload(loaded.functions), policy)
         except (OSError, RdbError, RedisError) as exc:
             log.warning("DEBUG RELOAD: %s", exc)
             raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
