@@ -188,7 +188,7 @@ NORMAL_UNITS = (
     "unit/oom-score-adj unit/shutdown unit/networking unit/client-eviction unit/violations "
     "unit/replybufsize").split()
 # The normal-mode units scripts/test.sh runs (--quick): those that pass whole on minired, the
-# documented differences skipped, longest first (about 95 s on two lanes). The others wait on
+# documented differences skipped, longest first (about a minute on two lanes). The others wait on
 # work not done yet (replication, MIGRATE-free sections, AOF timestamps, ...) or are slow: they
 # are the long run, `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
 NORMAL_QUICK_UNITS = (
