@@ -3,6 +3,9 @@
 __version__ = "0.1.0"
 # The Redis release whose replies, error texts and INFO fields minired matches.
 REDIS_VERSION = "7.0.15"
+# Redis's LL_VERBOSE as a logging level: between debug and notice (INFO). server_log shows it
+# as `-`; every layer may log at it.
+LOG_VERBOSE = 15
 
 
 def _prefer_edited_sources() -> None:

@@ -166,6 +166,7 @@ def bind_tcp(bind: str, port: int) -> list[socket.socket]:
 
 async def serve(loaded, own: dict, handler) -> None:
     from minired.engine.server import Server, banner
+    from minired.features.oom_score import apply_oom_score
     from minired.server_log import show_art
     from minired.startup import AclStartupError, load_users_at_start, prepare_server
 
@@ -188,6 +189,7 @@ async def serve(loaded, own: dict, handler) -> None:
     _memory_warnings()
     server = Server(config)
     prepare_server(server)
+    apply_oom_score(config)  # (Redis's setOOMScoreAdj(-1) in main, once the config is read)
     if loaded.config_file:
         server.hooks.config_file = loaded.config_file
         server.hooks.rewrite_config = _rewriter(server, loaded.config_file)
@@ -267,7 +269,23 @@ def _stop_on_signals(server) -> None:
         handler = _redis_handler()
         if handler is not None:
             handler.write(signal_line(f"Received {name} scheduling shutdown..."))
+        server.shutdown_asap = True
+        shut_down_from_cron(name)
+
+    def shut_down_from_cron(name: str) -> None:
+        # As Redis's serverCron acts on shutdown_asap: not while DEBUG PAUSE-CRON holds it,
+        # and not at all once SHUTDOWN ABORT has cleared it.
+        if not server.shutdown_asap:
+            return
+        if server.debug.pause_cron:
+            loop.call_later(0.1, shut_down_from_cron, name)
+            return
+        server.shutdown_asap = False
         log.warning("User requested shutdown...")
+        if not _save_before_exit(server, name):
+            log.warning("Errors trying to shut down the server. Check the logs for more "
+                        "information.")  # (finishShutdown; the server goes on)
+            return
         server.request_shutdown()
 
     for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
@@ -282,6 +300,26 @@ def _stop_on_signals(server) -> None:
             signal.signal(getattr(signal, name), _crash)
         except (OSError, RuntimeError, ValueError):
             pass
+
+
+def _save_before_exit(server, name: str) -> bool:
+    """prepareForShutdown's save for a signal, as shutdown-on-sigint/sigterm ask (by default:
+    when save points are set); False when it failed and `force` was not among them."""
+    from minired.protocol.errors import RedisError
+
+    flags = server.config.get(f"shutdown-on-{name.lower()}").split()
+    persistence = server.saver
+    wants_save = "save" in flags or ("nosave" not in flags and bool(server.config.get("save")))
+    if wants_save and persistence is not None:
+        log.info("Saving the final RDB snapshot before exiting.")
+        try:
+            persistence.save(shutting_down=True)
+        except RedisError:
+            if "force" not in flags:
+                log.warning("Error trying to save the DB, can't exit.")
+                return False
+    server.shutdown_by_command = True  # saving is settled: persistence must not redo it
+    return True
 
 
 def _crash(signum: int, frame) -> None:
@@ -422,7 +460,8 @@ def _start(argv: list[str], handler) -> int:
             asyncio.run(serve(loaded, own, handler))
         except LoadError as exc:
             # Data on disk that cannot be loaded in full: stop, as Redis does, and leave it alone.
-            log.warning("%s", exc)
+            for line in exc.args:
+                log.warning("%s", line)
             return 1
         except OSError as exc:
             log.warning("could not start: %s", exc)

@@ -21,7 +21,8 @@ log = logging.getLogger("minired")
 
 # Parameters taking several words (Redis's MULTI_ARG_CONFIG): `save 900 1 300 10`.
 MULTI_ARG = frozenset(("save", "bind", "client-output-buffer-limit", "oom-score-adj-values",
-                       "latency-tracking-info-percentiles"))
+                       "latency-tracking-info-percentiles", "shutdown-on-sigint",
+                       "shutdown-on-sigterm"))
 # Names Redis 7.0 still accepts in a file and ignores (deprecated_configs).
 DEPRECATED = frozenset(("list-max-ziplist-entries", "list-max-ziplist-value",
                         "lua-replicate-commands"))
@@ -232,7 +233,8 @@ class ConfigLoader:
         value = " ".join(args)
         if name == "save":
             value = PARAMS[name].normalize("" if args == [""] else value)
-            if self.reading_file and self.save_loaded:
+            # (`save ""` empties the list whenever it comes: resetServerSaveParams)
+            if self.reading_file and self.save_loaded and args != [""]:
                 value = " ".join(filter(None, (config.get("save"), value)))
             self.save_loaded = self.save_loaded or self.reading_file
         elif name == "client-output-buffer-limit":

@@ -11,9 +11,9 @@ import os
 import sys
 import time
 
-from minired import REDIS_VERSION
+from minired import LOG_VERBOSE, REDIS_VERSION
 
-VERBOSE = 15  # between debug and notice (INFO), as Redis's LL_VERBOSE
+VERBOSE = LOG_VERBOSE
 logging.addLevelName(VERBOSE, "VERBOSE")
 
 LOG_LEVELS = {"debug": logging.DEBUG, "verbose": VERBOSE, "notice": logging.INFO,

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, then run all of it.
 # Used as is by the README and by CI (.ci/run): one command, a fresh machine.
-#   1. Redis's own Tcl suite against the compiled minired, redis-server as the control
+#   1. Redis's own Tcl suite against the compiled minired, redis-server as the control: the
+#      units that run against an external server, then the normal-mode units that pass whole
+#      (minired started by the suite itself from a config file; the other normal-mode units
+#      are the long run, `python3 scripts/redis_tcl.py --normal`)
 #   2. the pytest suite on the compiled build
 #   3. the pytest suite on the uncompiled build (MINIRED_PURE_PYTHON=1)
 # Arguments go to both pytest runs (e.g. `./scripts/test.sh -k lists`); with arguments, the Tcl
@@ -43,6 +46,7 @@ fi
 status=0
 if [ $# -eq 0 ]; then
     python3 scripts/redis_tcl.py || status=1
+    python3 scripts/redis_tcl.py --normal --quick || status=1
 fi
 # -n 2: the machine has two cores; each xdist worker starts its own servers.
 python3 -m pytest -n 2 -q "$@" || status=1

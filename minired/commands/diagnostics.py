@@ -10,9 +10,10 @@ Redis's "empty" report. minired's allocator is not jemalloc: MEMORY MALLOC-STATS
 Redis built with libc malloc does.
 
 Latency: the per-command histograms are recorded by dispatch.call (see minired/engine/latency.py).
-minired records no latency events (Redis's latency monitor samples event durations above
-latency-monitor-threshold), so LATENCY LATEST and HISTORY are empty, GRAPH has no samples for
-any event and DOCTOR gives Redis's report for an instance without events.
+The latency monitor's events (durations past latency-monitor-threshold) are recorded for
+commands (command, fast-command) and the active expire cycle (expire-cycle), for LATENCY LATEST,
+HISTORY and RESET; GRAPH answers as for an event without samples and DOCTOR gives Redis's report
+for an instance without events (neither draws Redis's graphs or analysis yet).
 """
 from __future__ import annotations
 
@@ -281,19 +282,27 @@ _LATENCY_FLAGS = "admin noscript loading stale"
 @command("latest", arity=2, flags=_LATENCY_FLAGS, parent="latency", group=G)
 def latency_latest(c, argv):
     """Return the latest latency samples for all events."""
-    return []
+    return [[name.encode(), *series.samples[-1], series.max]
+            for name, series in c.server.latency_events.items()]
 
 
 @command("history", arity=3, flags=_LATENCY_FLAGS, parent="latency", group=G)
 def latency_history(c, argv):
     """Return timestamp-latency samples for the event."""
-    return []
+    series = c.server.latency_events.get(argv[2].decode(errors="replace"))
+    return [list(sample) for sample in series.samples] if series is not None else []
 
 
 @command("reset", arity=-2, flags=_LATENCY_FLAGS, parent="latency", group=G)
 def latency_reset(c, argv):
     """Reset latency data for one or more events."""
-    return 0  # the number of event series deleted: there are none
+    events = c.server.latency_events
+    if len(argv) == 2:
+        count = len(events)
+        events.clear()
+        return count
+    # (the number of event series deleted: a name given twice is deleted once)
+    return sum(events.pop(name.decode(errors="replace"), None) is not None for name in argv[2:])
 
 
 @command("graph", arity=3, flags=_LATENCY_FLAGS, parent="latency", group=G)
@@ -497,7 +506,7 @@ def _debug_reload(c, argv):
     save, flush = b"nosave" not in options, b"noflush" not in options
     persistence = c.server.saver
     if persistence is not None:
-        persistence.reload(save=save, flush=flush)
+        persistence.reload(save=save, flush=flush, merge=b"merge" in options)
     else:
         _reload_in_memory(c.server, save, flush)
     return OK

@@ -3,9 +3,11 @@ encoders the dump.rdb file uses), the 2-byte RDB version and a CRC64 of everythi
 """
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Any
 
+from minired import LOG_VERBOSE
 from minired.engine.args import parse_int
 from minired.engine.table import command
 from minired.features.notifications import GENERIC, notify
@@ -25,6 +27,7 @@ from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
 
 G = "generic"
+log = logging.getLogger("minired")
 
 
 def dump_payload(value: Any, compress_from: int = COMPRESS_AS_REDIS,
@@ -39,7 +42,12 @@ def load_payload(payload: bytes, check_crc: bool = True) -> Any:
     try:
         # Like Redis, read from the whole payload: the footer is not fenced off from the body.
         return decode_value(Reader(payload))
-    except (BadData, struct.error, IndexError, ValueError):
+    except (BadData, struct.error, IndexError, ValueError) as exc:
+        if isinstance(exc, BadData) and str(exc):
+            # rdbReportError in a RESTORE: the reason at verbose level, the error to the client.
+            # (Redis names its rdb.c line; minired has none to name.)
+            log.log(LOG_VERBOSE, "Internal error in RDB reading offset 0, function at rdb.c:0 "
+                    "-> %s", exc)
         raise RedisError(errors.BAD_DATA_FORMAT) from None
 
 

@@ -21,6 +21,7 @@ from minired.engine.client import Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import all_specs, command, container_command, help_reply
 from minired.features import notifications
+from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Encoded, Status, Verbatim
@@ -133,8 +134,13 @@ def shutdown(c, argv):
     if {b"nosave", b"save"} <= options or (b"abort" in options and len(options) > 1):
         raise RedisError(errors.SYNTAX)
     if b"abort" in options:
-        # minired's shutdown never waits (no replicas to catch up), so none can be pending.
-        raise RedisError(errors.SHUTDOWN_NOT_IN_PROGRESS)
+        # minired's shutdown never waits (no replicas to catch up): only one a signal asked
+        # for, not started yet (DEBUG PAUSE-CRON), can be pending.
+        if not c.server.shutdown_asap:
+            raise RedisError(errors.SHUTDOWN_NOT_IN_PROGRESS)
+        c.server.shutdown_asap = False
+        log.info("Shutdown manually aborted.")
+        return OK
     busy = dispatch.busy_error(c.server)
     if busy is not None and b"nosave" not in options:
         raise RedisError(busy)  # under a busy script, only SHUTDOWN NOSAVE may stop the server
@@ -198,10 +204,11 @@ def config_set(c, argv):
     # First every name (unknown, not settable, repeated), then every value, as Redis checks
     # them: the first failure is the one reported.
     seen: set[str] = set()
+    protected_allowed = protected_action_allowed(c, "enable-protected-configs")
     for raw_name in names:
         if not Config.known(raw_name):
             raise RedisError(errors.CONFIG_SET_UNKNOWN.format(raw_name))
-        refusal = config.settable(raw_name)
+        refusal = config.settable(raw_name, protected_allowed)
         if refusal:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, refusal))
         # Duplicates are spotted by the name as written: an alias and its target may both appear.
@@ -213,7 +220,8 @@ def config_set(c, argv):
     for raw_name, i in zip(names, range(3, len(argv), 2)):
         # Redis names each parameter by its own entry (aliases have theirs): in lowercase.
         try:
-            changes.append((raw_name, config.validated(raw_name, argv[i].decode(errors="replace"))))
+            changes.append((raw_name, config.validated(raw_name, argv[i].decode(errors="replace"),
+                                                       protected_allowed)))
         except ConfigApplyError as exc:
             refused_on_apply = refused_on_apply or RedisError(
                 errors.CONFIG_SET_FAILED.format(raw_name.lower(), exc))
@@ -242,6 +250,16 @@ def config_set(c, argv):
             config.set(name, value)
         raise RedisError(errors.CONFIG_SET_FAILED.format("appendonly",
                                                          errors.CONFIG_SET_AOF_FAILED))
+    oom = [name for name, _ in changes
+           if Config.canonical(name) in ("oom-score-adj", "oom-score-adj-values")]
+    if oom and not apply_oom_score(config):
+        for name, value in before.items():  # undone, as Redis restores a failed apply
+            config.set(name, value)
+        apply_oom_score(config)
+        failed = Config.canonical(oom[0])
+        raise RedisError(errors.CONFIG_SET_FAILED.format(failed, errors.CONFIG_SET_OOM_FAILED
+                                                         if failed == "oom-score-adj" else
+                                                         errors.CONFIG_SET_OOM_VALUES_FAILED))
     for i in range(2, len(argv), 2):
         name = Config.canonical(argv[i].decode(errors="replace"))
         if name == "notify-keyspace-events":

@@ -236,7 +236,7 @@ IMMUTABLE = frozenset(name for name, param in PARAMS.items() if param.mode == "i
 class Config:
     __slots__ = ("values", "_numbers", "databases", "requirepass", "proto_max_bulk_len",
                  "client_query_buffer_limit", "maxclients", "maxmemory",
-                 "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns",
+                 "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns", "latency_threshold_ns",
                  "writes_need_replicas", "bgsave_failed", "writes_refused_on_disk",
                  "writes_refused", "replicating", "writes_refused_on_replica", "master_link_up",
                  "stale_refused")
@@ -277,15 +277,17 @@ class Config:
         self.values[self.canonical(name)] = _to_text(value)
         self._derive()
 
-    def settable(self, name: str) -> str:
-        """Why CONFIG SET may not change this parameter at all ('' if it may)."""
+    def settable(self, name: str, protected_allowed: bool = False) -> str:
+        """Why CONFIG SET may not change this parameter at all ('' if it may); protected ones
+        only when enable-protected-configs allows the client (`protected_allowed`)."""
         mode = PARAMS[self.canonical(name)].mode
-        return f"can't set {mode} config" if mode in ("immutable", "protected") else ""
+        refused = mode == "immutable" or mode == "protected" and not protected_allowed
+        return f"can't set {mode} config" if refused else ""
 
-    def validated(self, name: str, value: str) -> str:
+    def validated(self, name: str, value: str, protected_allowed: bool = False) -> str:
         """The text `value` would be stored as by CONFIG SET name value; ConfigError if refused."""
         param = PARAMS[self.canonical(name)]
-        refusal = self.settable(name)
+        refusal = self.settable(name, protected_allowed)
         if refusal:
             raise ConfigError(refusal)
         if param.name == "client-output-buffer-limit":
@@ -322,6 +324,9 @@ class Config:
         # (a C long long in compiled dispatch: capped)
         self.slowlog_threshold_ns = (min(slower_than * 1000, (1 << 63) - 1)
                                      if slower_than >= 0 else -1)
+        # latency-monitor-threshold (ms), for the latency monitor's events; 0: off.
+        self.latency_threshold_ns = min(max(self.number("latency-monitor-threshold"), 0)
+                                        * 1_000_000, (1 << 63) - 1)
         # Whether writes are refused for want of good replicas (Redis's checkGoodReplicasStatus):
         # minired is a master with none, so whenever min-replicas-to-write asks for some.
         self.writes_need_replicas = (self.number("min-replicas-to-write") > 0

@@ -9,6 +9,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from minired.engine import latency
 from minired.engine.blocking import Block
 from minired.engine.table import COMMANDS, CommandSpec, lookup
 from minired.protocol import errors, resp
@@ -321,6 +322,10 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     threshold = c.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
     if threshold >= 0 and (threshold <= elapsed or type(reply) is Block):
         _slow(c, spec, argv, reply, elapsed)
+    monitored = c.config.latency_threshold_ns  # latency-monitor-threshold; 0: off
+    if monitored and elapsed >= monitored and type(reply) is not Block:
+        latency.add_sample(c.server, "fast-command" if "fast" in spec.flags else "command",
+                           elapsed)
     if type(reply) is RedisError:
         spec.failed_calls += 1
         c.changes = -1  # (a command that failed after counting its changes)

@@ -22,6 +22,34 @@ from __future__ import annotations
 
 from typing import Iterable
 
+# The latency monitor (Redis's latency.c): per event, the last 160 one-second samples of
+# durations past latency-monitor-threshold and the highest one seen.
+_SERIES_SAMPLES = 160
+
+
+class EventSeries:
+    __slots__ = ("samples", "max")
+
+    def __init__(self) -> None:
+        self.samples: list[list[int]] = []  # [unix seconds, milliseconds], oldest first
+        self.max = 0
+
+
+def add_sample(server, event: str, nanoseconds: int) -> None:
+    """latencyAddSample: one sample per second per event, the highest of that second."""
+    milliseconds = nanoseconds // 1_000_000
+    now = server.clock.ms() // 1000
+    series = server.latency_events.get(event)
+    if series is None:
+        series = server.latency_events[event] = EventSeries()
+    series.max = max(series.max, milliseconds)
+    if series.samples and series.samples[-1][0] == now:
+        series.samples[-1][1] = max(series.samples[-1][1], milliseconds)
+        return
+    series.samples.append([now, milliseconds])
+    if len(series.samples) > _SERIES_SAMPLES:
+        del series.samples[0]
+
 SLOTS = 64  # bit lengths of any duration perf_counter_ns can measure
 
 # Redis clamps durations to [1 ns, 1 s] (LATENCY_HISTOGRAM_MIN_VALUE/MAX_VALUE). These are the

@@ -27,7 +27,7 @@ cdef class Server:
     cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled, monitors
     cdef public object access, tracking, pause, cluster, faults, scripting, persistence, saver
     cdef public object pubsub, metrics, scan_snapshots, collection_scan_snapshots
-    cdef public object shutdown_by_command, debug, replication
+    cdef public object shutdown_by_command, debug, replication, latency_events, shutdown_asap
     cdef public Stats stats
     cdef public Config config
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minired import REDIS_VERSION, __version__
 from minired.data.keyspace import Keyspace
-from minired.engine import client_reply, dispatch, querybuf
+from minired.engine import client_reply, dispatch, latency, querybuf
 from minired.engine.blocking import Block, BlockingManager
 from minired.engine.client import Client
 from minired.engine.config import Config
@@ -87,7 +87,7 @@ class Server:
                  "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
                  "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
                  "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug",
-                 "replication")
+                 "replication", "latency_events", "shutdown_asap")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -153,6 +153,10 @@ class Server:
         self.scan_snapshots: dict = {}
         self.collection_scan_snapshots: dict = {}
         self.slowlog = SlowLog()  # fed by dispatch.call past slowlog-log-slower-than
+        # The latency monitor's event series (latency.add_sample), by event name.
+        self.latency_events: dict = {}
+        # A signal asked for a shutdown that the next cron tick starts (SHUTDOWN ABORT clears it).
+        self.shutdown_asap = False
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -238,7 +242,11 @@ class Server:
         clients are paused, as in Redis (a WRITE pause lets reads run), and while DEBUG
         PAUSE-CRON 1 stops Redis's serverCron, which runs it."""
         if self.active_expire_enabled and self.pause is None and not self.debug.pause_cron:
+            started = time.perf_counter_ns()
             self.stats.expired_keys += self.keyspace.active_expire()
+            monitored = self.config.latency_threshold_ns
+            if monitored and time.perf_counter_ns() - started >= monitored:
+                latency.add_sample(self, "expire-cycle", time.perf_counter_ns() - started)
 
     def advance_clock(self, ms: int, expire: bool = True) -> int:
         """MINIRED ADVANCE, EmbeddedServer.advance_clock: move the clock forward `ms`, then run

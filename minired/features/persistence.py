@@ -39,6 +39,7 @@ import asyncio
 import errno
 import logging
 import os
+import re
 import shlex
 import signal
 import time
@@ -50,6 +51,7 @@ from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import COMMANDS
 from minired.features import aof_effects, rdb_file
+from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
 from minired.features.rdb_file import RdbError
 from minired.protocol import errors
@@ -329,28 +331,52 @@ class Manifest:
 
     @classmethod
     def parse(cls, prefix: str, text: str, path: str) -> "Manifest":
+        """aofLoadManifestFromFile: LoadError with Redis's log lines for a manifest it refuses
+        (an empty file, a blank, long or short line, a missing field, a path for a name ...)."""
         manifest = cls(prefix)
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip() or line.startswith("#"):
+        if not text:
+            raise LoadError(*_manifest_error("Found an empty AOF manifest"))
+        for number, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+$", text), 1):
+            if raw.startswith("#"):
                 continue
+            # (fgets into MANIFEST_MAX_LINE + 1 bytes: a longer line has no newline in it)
+            if "\n" not in raw[:_MANIFEST_MAX_LINE]:
+                raise LoadError(*_manifest_error("The AOF manifest file contains too long line"))
+            line = raw.strip(" \t\r\n")
             try:
-                words = shlex.split(line)
-                fields = dict(zip(words[0::2], words[1::2]))
-                name, seq, kind = fields["file"], int(fields["seq"]), fields["type"]
-            except (ValueError, KeyError):
-                raise LoadError(f"Invalid AOF manifest file format: {path} line {number}") from None
+                words = shlex.split(line) if line else []
+            except ValueError:
+                words = []
+            if len(words) < 6 or len(words) % 2:
+                raise LoadError(*_manifest_error("Invalid AOF manifest file format", number, line))
+            name, seq, kind = "", 0, ""
+            for key, value in zip(words[0::2], words[1::2]):
+                key = key.lower()
+                if key == "file":
+                    name = value
+                    if "/" in name:
+                        raise LoadError(*_manifest_error(
+                            "File can't be a path, just a filename", number, line))
+                elif key == "seq":
+                    seq = _atoll(value)
+                elif key == "type":
+                    kind = value[:1]
+            if not name or not seq or not kind:
+                raise LoadError(*_manifest_error("Invalid AOF manifest file format", number, line))
             if kind == "b":
                 if manifest.base is not None:
-                    raise LoadError("Found duplicate base file information")
+                    raise LoadError(*_manifest_error("Found duplicate base file information",
+                                                     number, line))
                 manifest.base, manifest.base_seq = name, seq
             elif kind == "i":
                 if manifest.incr and seq <= manifest.incr[-1][1]:
-                    raise LoadError("Found a non-monotonic sequence number")
+                    raise LoadError(*_manifest_error("Found a non-monotonic sequence number",
+                                                     number, line))
                 manifest.incr.append((name, seq))
             elif kind == "h":
                 manifest.history.append(name)
             else:
-                raise LoadError(f"Unknown AOF file type: {kind}")
+                raise LoadError(*_manifest_error("Unknown AOF file type", number, line))
         return manifest
 
     def text(self) -> str:
@@ -371,6 +397,23 @@ class Manifest:
 
     def files(self) -> list[str]:
         return ([self.base] if self.base else []) + [name for name, _ in self.incr]
+
+
+_MANIFEST_MAX_LINE = 1024
+
+
+def _manifest_error(reason: str, number: int = 0, line: str | None = None) -> list[str]:
+    """The lines aofLoadManifestFromFile logs before it exits."""
+    lines = ["\n*** FATAL AOF MANIFEST FILE ERROR ***\n"]
+    if line is not None:
+        lines += [f"Reading the manifest file, at line {number}\n", f">>> '{line}'\n"]
+    return lines + [f"{reason}\n"]
+
+
+def _atoll(text: str) -> int:
+    """C's atoll: the leading decimal digits (with a sign), 0 if none."""
+    match = re.match(r"\s*([+-]?\d+)", text)
+    return int(match.group(1)) if match else 0
 
 
 def _quote(name: str) -> str:
@@ -531,14 +574,28 @@ class Persistence:
         return True
 
     def _load_aof(self) -> bool:
-        if not self._read_manifest_if_any():
-            legacy = os.path.join(self.directory, self.aof_prefix)
-            if not os.path.exists(legacy):
-                return False
+        has_manifest = self._read_manifest_if_any()
+        manifest = self.aof_manifest
+        legacy = os.path.join(self.directory, self.aof_prefix)
+        # loadAppendOnlyFiles upgrades an old-style AOF when there is no manifest, when the
+        # manifest names no file, or when it names only that file as its base and the move
+        # into the AOF directory was interrupted.
+        if os.path.isfile(legacy) and (
+                manifest is None or not manifest.files() or (
+                    manifest.base == self.aof_prefix and not manifest.incr and not
+                    os.path.exists(os.path.join(self.aof_directory, self.aof_prefix)))):
             self._upgrade_legacy_aof(legacy)
+        elif not has_manifest:
+            return False
         manifest = self.aof_manifest
         assert manifest is not None
         files = manifest.files()
+        for name in files:  # (their sizes are taken first: getBaseAndIncrAppendOnlyFilesSize)
+            try:
+                os.stat(os.path.join(self.aof_directory, name))
+            except OSError as exc:
+                raise LoadError(f"Unable to obtain the AOF file {name} length. stat: "
+                                f"{exc.strerror}") from None
         loader = Loader(self.server)
         total = 0
         for i, name in enumerate(files):
@@ -589,7 +646,8 @@ class Persistence:
         os.replace(legacy, target)
         fsync_directory(self.directory)
         self.aof_manifest = manifest
-        log.info("Successfully migrated an old-style AOF into the AOF directory")
+        log.info("Successfully migrated an old-style AOF file (%s) into the AOF directory (%s).",
+                 self.aof_prefix, self.config.get("appenddirname") or "appendonlydir")
 
     def _make_aof_directory(self) -> None:
         """The AOF directory, made if missing (dirCreateIfMissing: a file in its place is
@@ -629,6 +687,17 @@ class Persistence:
             checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
             compact=Compact.from_config(self.config.get))
 
+    def _delayed(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The child's image slowed by rdb-key-save-delay (microseconds per key, Redis's
+        debugDelay in rdbSaveKeyValuePair), which the tests use to keep a child at work: the
+        whole delay is spent once the temporary file exists, after its first chunk."""
+        delay = self.config.number("rdb-key-save-delay")
+        keys = sum(len(db) for db in self.server.keyspace.dbs) if delay > 0 else 0
+        for i, chunk in enumerate(chunks):
+            yield chunk
+            if i == 0 and keys:
+                time.sleep(delay * keys / 1e6)
+
     def save(self, shutting_down: bool = False) -> None:
         """SAVE: write the snapshot now, on the loop. SHUTDOWN first stops a child at work."""
         if shutting_down:
@@ -646,9 +715,10 @@ class Persistence:
         self._saved()
         log.info("DB saved on disk (%d bytes)", size)
 
-    def reload(self, save: bool, flush: bool) -> None:
-        """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace (unless NOFLUSH or MERGE), load
-        the file back: the round trip through dump.rdb, on the loop."""
+    def reload(self, save: bool, flush: bool, merge: bool = False) -> None:
+        """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace and the function libraries
+        (unless NOFLUSH), load the file back: the round trip through dump.rdb, on the loop. A
+        library already there fails the load, unless MERGE lets the file's replace it."""
         if save:
             self.save()
         server = self.server
@@ -658,8 +728,9 @@ class Persistence:
             with open(self.snapshot_path, "rb") as f:
                 data = f.read()
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms())
-            if loaded.functions and self.functions is not None:
-                self.functions.restore(rdb_file.functions_payload(loaded.functions), b"replace")
+            if self.functions is not None and (loaded.functions or flush):
+                policy = b"flush" if flush else b"replace" if merge else b"append"
+                self.functions.restore(rdb_file.functions_payload(loaded.functions), policy)
         except (OSError, RdbError, RedisError) as exc:
             log.warning("DEBUG RELOAD: %s", exc)
             raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
@@ -675,7 +746,8 @@ class Persistence:
         try:
             self._load_aof()
         except LoadError as exc:
-            log.warning("DEBUG LOADAOF: %s", exc)
+            for line in exc.args:
+                log.warning("DEBUG LOADAOF: %s", line)
             raise RedisError(errors.DEBUG_LOADAOF_FAILED) from None
         finally:
             server.propagate = propagate
@@ -720,7 +792,7 @@ class Persistence:
         self.background_started = time.time()
         self.dirty_at_fork = self.dirty
         path = self.snapshot_path
-        pid = self._fork(lambda: write_atomically(path, self._image(),
+        pid = self._fork(lambda: write_atomically(path, self._delayed(self._image()),
                                                   temp_name=f"temp-{os.getpid()}.rdb"))
         if pid is None:  # no fork here: right after replying, on the loop
             self.background_save_pending = True
@@ -765,6 +837,7 @@ class Persistence:
             code = 1
             try:
                 _detach_child_signals()
+                apply_oom_score(self.server.config, BACKGROUND_CHILD)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 job()
                 code = 0
@@ -960,20 +1033,28 @@ class Persistence:
         self.aof_db = -1  # a new file starts with a SELECT
 
     def enable_aof(self, at_start: bool = False) -> None:
-        """Start logging. At start-up, after loading: append to the last incremental file (a
-        first start writes a base of the data and an empty one). Turned on later (CONFIG SET):
-        a rewrite, so the files hold what is in memory now."""
+        """Start logging. At start-up, after loading (aofOpenIfNeededOnServerStart): append to
+        the last incremental file, a new one when there is none; a base of the data first when
+        the manifest names no file at all. Turned on later (CONFIG SET): a rewrite, so the files
+        hold what is in memory now."""
         self._make_aof_directory()
         manifest = self.aof_manifest
-        if at_start and manifest is not None and manifest.base is not None:
-            if not manifest.incr:
+        if at_start and manifest is not None and (manifest.base is not None or manifest.incr):
+            opened = bool(manifest.incr)
+            if not opened:
                 manifest.next_incr()
-                self._persist_manifest(manifest)
+            self._persist_manifest(manifest)
             self._open_incr(manifest.incr[-1][0])
             self.aof_rewrite_base_size = self.aof_base_size
+            log.info("%s AOF incr file %s on server start", "Opening" if opened else "Creating",
+                     manifest.incr[-1][0])
         else:
             self._rewrite_now()
-        log.info("Append only file enabled: %s", self.aof_file.name)
+            if at_start:
+                log.info("Creating AOF base file %s on server start", self.aof_manifest.base)
+                log.info("Creating AOF incr file %s on server start", self.aof_manifest.incr[-1][0])
+            else:
+                log.info("Append only file enabled: %s", self.aof_file.name)
 
     def _rewrite_now(self) -> None:
         """A rewrite on the loop: a new base of the data now, a new empty incremental file."""

@@ -212,8 +212,10 @@ class Users:
         if any(selector.allchannels for selector in new.selectors):
             return
         upcoming = [pattern for selector in new.selectors for pattern in selector.channels]
-        if all(pattern in upcoming for selector in original.selectors
-               for pattern in selector.channels):
+        # (the old rules held every channel if a selector had allchannels: no superset then)
+        if not any(selector.allchannels for selector in original.selectors) and all(
+                pattern in upcoming for selector in original.selectors
+                for pattern in selector.channels):
             return
         for client in list(self.server.clients.values()):
             if client.user is not original:

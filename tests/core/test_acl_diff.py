@@ -430,6 +430,16 @@ def test_setuser_revoking_channels_drops_subscribers(acl, connect):
             client.call("PING")
 
 
+def test_setuser_revoking_allchannels_drops_pattern_subscribers(acl, connect):
+    # The old rules held every channel (allchannels, no pattern listed): resetchannels revokes.
+    user = _restricted(acl, connect, "+@all", "~*", "allchannels")
+    user.check("PSUBSCRIBE", "foo")
+    acl.check("ACL", "SETUSER", "limited", "resetchannels")
+    for client in (user.redis, user.minired):
+        with pytest.raises((ConnectionError, OSError)):
+            client.call("PING")
+
+
 def _log_fields(reply) -> list:
     """ACL LOG entries without their times and client descriptions."""
     entries = []

@@ -90,6 +90,14 @@ def test_save_lines_add_up_while_the_file_is_read(tmp_path):
                               _names())
     assert loaded.config.get("save") == "900 1 300 10 60 5 70 6"
     assert config_file.load(["--save", "--port", "7000"], _names()).config.get("save") == ""
+    # An empty save (a bare --save too) empties the list even after the file's lines, as
+    # redis-server's CONFIG GET save answers for each of these (the suite's "save with empty
+    # input" test).
+    for args in (["--save", "--loglevel", "verbose"], ["--loglevel", "verbose", "--save"],
+                 ["--save", "", "--loglevel", "verbose"], ["--proc-title-template", "--save",
+                                                           "--save", ""]):
+        loaded = config_file.load([str(tmp_path / "s.conf"), *args], _names())
+        assert loaded.config.get("save") == "", args
 
 
 def test_stdin_config(tmp_path):
@@ -160,9 +168,11 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
         f"include {tmp_path / 'extra.conf'}\n"
         "client-output-buffer-limit replica 4mb 5mb 6\n"
         "requirepass \"p\\x41 w\"\nlogfile ''\nloglevel warning\n"
-        "rename-command GET FETCH\n")
+        "rename-command GET FETCH\n"
+        # (several words, as CONFIG REWRITE writes them: Redis's MULTI_ARG_CONFIG)
+        "shutdown-on-sigterm nosave now\n")
     names = ("save", "maxmemory-policy", "client-output-buffer-limit", "requirepass", "hz",
-             "dir", "logfile")
+             "dir", "logfile", "shutdown-on-sigterm")
     (tmp_path / "data").mkdir()
     answers = []
     for command in ([redis_server_binary()], MINIRED):
@@ -177,6 +187,7 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
             client.call("AUTH", "pA w")
             answers.append([client.call("CONFIG", "GET", name) for name in names]
                            + [client.call("FETCH", "k"), client.call("GET", "k")])
+            client.call("CONFIG", "SET", "shutdown-on-sigterm", "default")  # (terminate's)
             client.close()
         finally:
             terminate(proc)

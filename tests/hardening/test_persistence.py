@@ -3,6 +3,7 @@ round-trip every type with its TTL, and everything stays off unless asked for.""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -403,6 +404,128 @@ def test_a_truncated_aof_stops_start_up_unless_aof_load_truncated(tmp_path):
     path.write_bytes(data[:at] + b"garbage\r\n" + data[at:])
     result = _start_minired(tmp_path, "--appendonly", "yes")
     assert result.returncode != 0 and b"Bad file format" in result.stdout
+
+
+def _aof_start_on(directory, command: list) -> tuple:
+    """Start a server on `directory` (appendonly yes, aof-load-truncated yes), write once, stop
+    it: (GET foo, the AOF directory's files, the manifest)."""
+    port = free_port()
+    proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory), "--save", "",
+                             "--appendonly", "yes", "--aof-load-truncated", "yes"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = redis.Redis(port=port)
+        value = client.get("foo")
+        client.incr("foo")
+        client.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    finally:
+        terminate(proc)
+    aof_dir = directory / "appendonlydir"
+    return (value, sorted(os.listdir(aof_dir)),
+            (aof_dir / "appendonly.aof.manifest").read_text(),
+            (aof_dir / "appendonly.aof.1.incr.aof").read_bytes())
+
+
+def test_aof_start_appends_to_the_incr_file_the_manifest_names(tmp_path):
+    """A manifest with an incr file and no base (the suite's hand-made AOFs): Redis opens that
+    file at start (cut to its last whole command) and writes no base."""
+    aof = (b"*2\r\n$4\r\nincr\r\n$3\r\nfoo\r\n" * 5 + b"*1\r\n$5\r\nmulti\r\n"
+           + b"*2\r\n$4\r\nincr\r\n$3\r\nfoo\r\n")
+    results = []
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        aof_dir = tmp_path / name / "appendonlydir"
+        aof_dir.mkdir(parents=True)
+        (aof_dir / "appendonly.aof.1.incr.aof").write_bytes(aof)
+        (aof_dir / "appendonly.aof.manifest").write_text(
+            "file appendonly.aof.1.incr.aof seq 1 type i\n")
+        results.append(_aof_start_on(tmp_path / name, command))
+    assert results[1] == results[0]
+    assert results[0][0] == b"5"
+
+
+_LOG_PREFIX = re.compile(r"^\d+:[CM] \d\d [A-Z][a-z]{2} \d{4} [\d:.]+ [.\-*#] ", re.M)
+
+
+@pytest.mark.parametrize("manifest", [
+    "", "file appendonly.aof.1.incr.aof seq 1 type i\n\n",
+    "file appendonly.aof.1.incr.aof seq 1\n", "file appendonly.aof.1.incr.aof seq 1 type i",
+    "file appendonly.aof.1.incr.aof seq 1 type i x\n", "file dir/x seq 1 type b\n",
+    "file appendonly.aof.1.incr.aof type i seq 1 type i " + "x" * 1100 + "\n",
+    "file appendonly.aof.1.incr.aof seq 1 type x\n",
+])
+def test_manifest_errors_are_redis_s(tmp_path, manifest):
+    """aofLoadManifestFromFile's refusals: the same exit and the same log lines as Redis."""
+    outputs = []
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        aof_dir = tmp_path / name / "appendonlydir"
+        aof_dir.mkdir(parents=True)
+        (aof_dir / "appendonly.aof.1.incr.aof").write_bytes(b"")
+        (aof_dir / "appendonly.aof.manifest").write_text(manifest)
+        result = subprocess.run([*command, "--port", str(free_port()), "--dir",
+                                 str(tmp_path / name), "--appendonly", "yes", "--save", ""],
+                                capture_output=True, text=True, timeout=30,
+                                stdin=subprocess.DEVNULL)
+        log = _LOG_PREFIX.sub("", result.stdout)
+        start = log.index("*** FATAL AOF MANIFEST FILE ERROR ***")
+        outputs.append((result.returncode, log[start:].strip()))
+    assert outputs[1] == outputs[0]
+
+
+def _start_on_aof_files(directory, command: list, files: dict) -> tuple:
+    """Start a server (appendonly yes) on `files` (paths relative to `directory`): whether it
+    started, GET k, the files it leaves, its last log line if it did not start."""
+    for path, data in files.items():
+        (directory / path).parent.mkdir(parents=True, exist_ok=True)
+        (directory / path).write_bytes(data)
+    port = free_port()
+    proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory), "--save", "",
+                             "--appendonly", "yes"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    client = redis.Redis(port=port)
+
+    def answers() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    wait_until(lambda: proc.poll() is not None or answers(), "the server's start or exit")
+    if proc.poll() is not None:
+        out = proc.communicate(timeout=10)[0]
+        return False, _LOG_PREFIX.sub("", out).strip().splitlines()[-1]
+    try:
+        value = client.get("k")
+        client.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    finally:
+        terminate(proc)
+    return True, value, sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+_SET_K = b"*3\r\n$3\r\nset\r\n$1\r\nk\r\n$1\r\nv\r\n"
+
+
+@pytest.mark.parametrize("case", ["a file the manifest names is missing",
+                                  "an interrupted upgrade of an old-style AOF"])
+def test_aof_files_at_start_as_redis(tmp_path, case):
+    if case.startswith("a file"):
+        files = {"appendonlydir/appendonly.aof.manifest":
+                 b"file appendonly.aof.1.base.aof seq 1 type b\n"
+                 b"file appendonly.aof.1.incr.aof seq 1 type i\n",
+                 "appendonlydir/appendonly.aof.1.base.aof": _SET_K}
+    else:  # the manifest was written, the file not yet moved into the directory
+        files = {"appendonlydir/appendonly.aof.manifest": b"file appendonly.aof seq 1 type b\n",
+                 "appendonly.aof": _SET_K}
+    outcomes = [_start_on_aof_files(tmp_path / name, command, files)
+                for name, command in (("redis", [redis_server_binary()]),
+                                      ("minired", [sys.executable, "-m", "minired"]))]
+    assert outcomes[1] == outcomes[0]
 
 
 # --- kill -9 at any moment of a save --------------------------------------------------------------
