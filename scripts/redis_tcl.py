@@ -6,8 +6,8 @@ Every unit that can run against an external server runs against a fresh server o
 one failure cannot hide the next, in two lanes (the machine has two cores). A unit that fails
 on minired runs again on redis-server: a test that fails there too in this environment is
 reported, not counted. What is left must be empty, apart from the short list of documented
-differences (tests/redis_tcl/differences.txt, each with its reason, mirrored in the README's
-"Where minired differs"); otherwise, or when a unit stops early or leaves its server dead, the
+differences (tests/redis_tcl/differences.txt, each with its reason, mirrored in
+docs/differences.md); otherwise, or when a unit stops early or leaves its server dead, the
 exit status is 1.
 
     python3 scripts/redis_tcl.py                       # every unit, compiled minired
@@ -377,7 +377,7 @@ def main() -> int:
             unexpected.append(f"{unit}: stopped early or killed its server ({r.errors}; "
                               f"server {'alive' if r.alive else 'dead'})")
     for title, lines in (("fail on redis-server too here (not counted)", also_on_redis),
-                         ("documented differences (README)", differences),
+                         ("documented differences (docs/differences.md)", differences),
                          ("FAILED on minired, passed on redis-server", unexpected)):
         if lines:
             print(f"\n{title}:")

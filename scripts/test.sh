@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, then run all of it.
 # Used as is by the README and by CI (.ci/run): one command, a fresh machine.
+#   0. ruff, and the documentation site built with mkdocs --strict
 #   1. Redis's own Tcl suite against the compiled minired, redis-server as the control: the
 #      units that run against an external server, then the normal-mode units that pass whole
 #      (minired started by the suite itself from a config file; the other normal-mode units
@@ -37,6 +38,12 @@ python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 
 # The linter first ([tool.ruff] in pyproject.toml): a finding fails the command.
 python3 -m ruff check --quiet .
+
+# The documentation site (mkdocs.yml): strict, so a broken link, a missing anchor or a page left
+# out of the navigation fails the command. Built into a temporary directory, removed after.
+site=$(mktemp -d)
+python3 -m mkdocs build --strict --site-dir "$site" || { rm -rf "$site"; exit 1; }
+rm -rf "$site"
 
 # Node's Redis clients, for the test that checks minired against them.
 if command -v npm >/dev/null 2>&1; then

@@ -223,6 +223,6 @@ def test_command_info_key_specs_and_tips_are_redis_s(diff, protocol):
     for name in ("get", "set", "lmove", "sort", "georadius", "eval", "xread", "keys", "spublish",
                  "zunionstore", "migrate", "object|freq", "bitfield", "mset", "blmpop"):
         theirs, ours = diff.both("COMMAND", "INFO", name)
-        if name == "migrate":  # Redis has it, minired does not (see README)
+        if name == "migrate":  # Redis has it, minired does not (see docs/commands.md)
             continue
         assert ours == theirs, name

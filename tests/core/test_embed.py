@@ -47,7 +47,7 @@ def test_embedded_direct_access_and_clock():
 def test_embedded_time_control_is_off_by_default():
     with EmbeddedServer() as server:
         client = RawClient(server.port)
-        # MINIRED CLOCK too, as the README says (it answered without time control: issue 25).
+        # MINIRED CLOCK too, as docs/time-control.md says (it answered without time control: issue 25).
         for command in (("MINIRED", "ADVANCE", "10"), ("MINIRED", "CLOCK")):
             reply = client.call(*command)
             assert isinstance(reply, Err) and "time-control" in reply.message, command

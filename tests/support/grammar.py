@@ -39,7 +39,7 @@ EXCLUDED: dict[str, str] = {
     "latency": "timing samples", "slowlog": "timing samples",
     "memory": "allocator-specific sizes",
     "object|freq": "LFU clock", "object|idletime": "LRU clock",
-    # A documented difference (README): minired judges a string's encoding by what it holds,
+    # A documented difference (docs/differences.md): minired judges a string's encoding by what it holds,
     # Redis by how the value was made (raw after SETRANGE/APPEND, embstr from INCRBYFLOAT).
     "object|encoding": "encoding history", "object|refcount": "encoding history",
     "config|set": "changes the shared server", "config|resetstat": "server counters",
