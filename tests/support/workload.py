@@ -340,6 +340,18 @@ def dataset(client: redis.Redis) -> dict:
     return out
 
 
+def held_data(port: int) -> tuple:
+    """What the server at `port` holds, as the tests compare it: every key of databases 0 and 1
+    (see `dataset`) and the function libraries. Like any read, it deletes the expired keys."""
+    db0, db1 = redis.Redis(port=port), redis.Redis(port=port, db=1)
+    try:
+        return (dataset(db0), dataset(db1),
+                flat(db0.execute_command("FUNCTION", "LIST", "WITHCODE")))
+    finally:
+        db0.close()
+        db1.close()
+
+
 def calls(*commands) -> list:
     return [("call", command) for command in commands]
 
