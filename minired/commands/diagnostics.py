@@ -459,6 +459,15 @@ def _atoi(raw: bytes) -> int:
     return int(match.group()) if match else 0
 
 
+def _debug_switch(name: str, setting: str) -> None:
+    """DEBUG <name> <n>: turns the DebugSettings attribute `setting` on when n, read as C's atoi
+    reads it, is not 0 (a word reads as 0: off), as Redis's debugCommand does."""
+    def switch(c, argv):
+        setattr(c.server.debug, setting, _atoi(argv[2]) != 0)
+        return OK
+    _debug_sub(name, 3)(switch)
+
+
 @_debug_sub("help", 2)
 def _debug_help(c, argv):
     return help_reply("DEBUG", *debug_reports.HELP)
@@ -696,10 +705,7 @@ def _debug_quicklist_packed_threshold(c, argv):
     return OK
 
 
-@_debug_sub("set-skip-checksum-validation", 3)
-def _debug_set_skip_checksum_validation(c, argv):
-    c.server.debug.skip_checksum_validation = _atoi(argv[2]) != 0
-    return OK
+_debug_switch("set-skip-checksum-validation", "skip_checksum_validation")
 
 
 @_debug_sub("aof-flush-sleep", 3)
@@ -744,10 +750,7 @@ def _debug_stringmatch_test(c, argv):
     return Status(b"Apparently Redis did not crash: test passed")
 
 
-@_debug_sub("set-disable-deny-scripts", 3)
-def _debug_set_disable_deny_scripts(c, argv):
-    c.server.debug.disable_deny_scripts = _atoi(argv[2]) != 0
-    return OK
+_debug_switch("set-disable-deny-scripts", "disable_deny_scripts")
 
 
 @_debug_sub("config-rewrite-force-all", 2)
@@ -760,10 +763,7 @@ def _debug_client_eviction(c, argv):
     raise RedisError(errors.DEBUG_CLIENT_EVICTION_OFF)  # minired has no client eviction pools
 
 
-@_debug_sub("pause-cron", 3)
-def _debug_pause_cron(c, argv):
-    c.server.debug.pause_cron = _atoi(argv[2]) != 0
-    return OK
+_debug_switch("pause-cron", "pause_cron")
 
 
 @_debug_sub("replybuffer", 4)

@@ -486,6 +486,29 @@ def _awaited(operation: Callable[..., Steps[Any]]) -> Callable[..., Any]:
     return method
 
 
+# What both kinds of queue offer: each is the QueueSteps method of its name, driven on the
+# queue's client (awaited on an asyncio one). One list, so that Queue and AsyncQueue cannot drift.
+QUEUE_OPERATIONS = (
+    "exists", "add", "add_job", "add_many", "add_flow", "children_results", "children_failures",
+    "waiting_children", "group_counts", "counts", "get_state", "get_job", "failed_jobs",
+    "completed_jobs", "is_paused", "metrics", "record_depth", "history", "active_jobs",
+    "configure", "settings", "events", "wait", "pause", "resume", "retry_failed", "remove",
+    "drain", "clean", "promote_delayed", "sweep", "apply_retention", "add_repeatable",
+    "repeatables", "remove_repeatable", "run_scheduler", "jobs", "job_errors", "job_logs",
+    "workers", "promote", "retry_completed", "remove_many", "clean_older_than", "obliterate",
+)
+
+
+def _operations(wrap: Callable[[Callable[..., Steps[Any]]], Callable[..., Any]]):
+    """A class decorator giving the class each of QUEUE_OPERATIONS as a method, ``wrap``
+    (``_driven`` or ``_awaited``) of the QueueSteps method of that name."""
+    def decorate(cls: type) -> type:
+        for name in QUEUE_OPERATIONS:
+            setattr(cls, name, wrap(getattr(QueueSteps, name)))
+        return cls
+    return decorate
+
+
 class _QueueHandle:
     """What both kinds of queue hold: the client, the key names and the steps."""
 
@@ -506,6 +529,7 @@ class _QueueHandle:
         return self.steps.events_cap
 
 
+@_operations(_driven)
 class Queue(_QueueHandle):
     """One named queue on a synchronous redis-py client (Redis, minired, or RedisCluster).
     On a redis.asyncio client use ``AsyncQueue``: the same calls, awaited."""
@@ -521,53 +545,8 @@ class Queue(_QueueHandle):
     def from_url(cls, name: str, url: str, *, cluster: bool = False, **options: Any) -> "Queue":
         return cls(name, connect(url, cluster=cluster), **options)
 
-    exists = _driven(QueueSteps.exists)
-    add = _driven(QueueSteps.add)
-    add_job = _driven(QueueSteps.add_job)
-    add_many = _driven(QueueSteps.add_many)
-    add_flow = _driven(QueueSteps.add_flow)
-    children_results = _driven(QueueSteps.children_results)
-    children_failures = _driven(QueueSteps.children_failures)
-    waiting_children = _driven(QueueSteps.waiting_children)
-    group_counts = _driven(QueueSteps.group_counts)
-    counts = _driven(QueueSteps.counts)
-    get_state = _driven(QueueSteps.get_state)
-    get_job = _driven(QueueSteps.get_job)
-    failed_jobs = _driven(QueueSteps.failed_jobs)
-    completed_jobs = _driven(QueueSteps.completed_jobs)
-    is_paused = _driven(QueueSteps.is_paused)
-    metrics = _driven(QueueSteps.metrics)
-    record_depth = _driven(QueueSteps.record_depth)
-    history = _driven(QueueSteps.history)
-    active_jobs = _driven(QueueSteps.active_jobs)
-    configure = _driven(QueueSteps.configure)
-    settings = _driven(QueueSteps.settings)
-    events = _driven(QueueSteps.events)
-    wait = _driven(QueueSteps.wait)
-    pause = _driven(QueueSteps.pause)
-    resume = _driven(QueueSteps.resume)
-    retry_failed = _driven(QueueSteps.retry_failed)
-    remove = _driven(QueueSteps.remove)
-    drain = _driven(QueueSteps.drain)
-    clean = _driven(QueueSteps.clean)
-    promote_delayed = _driven(QueueSteps.promote_delayed)
-    sweep = _driven(QueueSteps.sweep)
-    apply_retention = _driven(QueueSteps.apply_retention)
-    add_repeatable = _driven(QueueSteps.add_repeatable)
-    repeatables = _driven(QueueSteps.repeatables)
-    remove_repeatable = _driven(QueueSteps.remove_repeatable)
-    run_scheduler = _driven(QueueSteps.run_scheduler)
-    jobs = _driven(QueueSteps.jobs)
-    job_errors = _driven(QueueSteps.job_errors)
-    job_logs = _driven(QueueSteps.job_logs)
-    workers = _driven(QueueSteps.workers)
-    promote = _driven(QueueSteps.promote)
-    retry_completed = _driven(QueueSteps.retry_completed)
-    remove_many = _driven(QueueSteps.remove_many)
-    clean_older_than = _driven(QueueSteps.clean_older_than)
-    obliterate = _driven(QueueSteps.obliterate)
 
-
+@_operations(_awaited)
 class AsyncQueue(_QueueHandle):
     """``Queue`` on a redis.asyncio client (``redis.asyncio.Redis`` or ``RedisCluster``):
     every call is awaited, and runs the same steps as ``Queue``'s."""
@@ -581,52 +560,6 @@ class AsyncQueue(_QueueHandle):
     @classmethod
     def from_url(cls, name: str, url: str, *, cluster: bool = False, **options: Any) -> "AsyncQueue":
         return cls(name, connect_async(url, cluster=cluster), **options)
-
-    exists = _awaited(QueueSteps.exists)
-    add = _awaited(QueueSteps.add)
-    add_job = _awaited(QueueSteps.add_job)
-    add_many = _awaited(QueueSteps.add_many)
-    add_flow = _awaited(QueueSteps.add_flow)
-    children_results = _awaited(QueueSteps.children_results)
-    children_failures = _awaited(QueueSteps.children_failures)
-    waiting_children = _awaited(QueueSteps.waiting_children)
-    group_counts = _awaited(QueueSteps.group_counts)
-    counts = _awaited(QueueSteps.counts)
-    get_state = _awaited(QueueSteps.get_state)
-    get_job = _awaited(QueueSteps.get_job)
-    failed_jobs = _awaited(QueueSteps.failed_jobs)
-    completed_jobs = _awaited(QueueSteps.completed_jobs)
-    is_paused = _awaited(QueueSteps.is_paused)
-    metrics = _awaited(QueueSteps.metrics)
-    record_depth = _awaited(QueueSteps.record_depth)
-    history = _awaited(QueueSteps.history)
-    active_jobs = _awaited(QueueSteps.active_jobs)
-    configure = _awaited(QueueSteps.configure)
-    settings = _awaited(QueueSteps.settings)
-    events = _awaited(QueueSteps.events)
-    wait = _awaited(QueueSteps.wait)
-    pause = _awaited(QueueSteps.pause)
-    resume = _awaited(QueueSteps.resume)
-    retry_failed = _awaited(QueueSteps.retry_failed)
-    remove = _awaited(QueueSteps.remove)
-    drain = _awaited(QueueSteps.drain)
-    clean = _awaited(QueueSteps.clean)
-    promote_delayed = _awaited(QueueSteps.promote_delayed)
-    sweep = _awaited(QueueSteps.sweep)
-    apply_retention = _awaited(QueueSteps.apply_retention)
-    add_repeatable = _awaited(QueueSteps.add_repeatable)
-    repeatables = _awaited(QueueSteps.repeatables)
-    remove_repeatable = _awaited(QueueSteps.remove_repeatable)
-    run_scheduler = _awaited(QueueSteps.run_scheduler)
-    jobs = _awaited(QueueSteps.jobs)
-    job_errors = _awaited(QueueSteps.job_errors)
-    job_logs = _awaited(QueueSteps.job_logs)
-    workers = _awaited(QueueSteps.workers)
-    promote = _awaited(QueueSteps.promote)
-    retry_completed = _awaited(QueueSteps.retry_completed)
-    remove_many = _awaited(QueueSteps.remove_many)
-    clean_older_than = _awaited(QueueSteps.clean_older_than)
-    obliterate = _awaited(QueueSteps.obliterate)
 
 
 def known_queues(client: Any, prefix: str = DEFAULT_PREFIX) -> list[str]:

@@ -14,7 +14,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
 from minired.features.cluster import key_hash_slot
-from tests.support.respclient import Err, RawClient
+from tests.support.respclient import Err, RawClient, call_once
 
 NODE_DIR = pathlib.Path(__file__).parents[1] / "integration" / "node"
 
@@ -23,14 +23,6 @@ def _control(cluster, *args):
     client = RawClient(cluster.port)
     try:
         return client.call("MINIRED", "CLUSTER", *args)
-    finally:
-        client.close()
-
-
-def _on(port: int, *args):
-    client = RawClient(port)
-    try:
-        return client.call(*args)
     finally:
         client.close()
 
@@ -47,7 +39,7 @@ def test_redis_py_cluster_spreads_10000_keys_over_every_node(fresh_mini):
         for i in range(10_000):
             pipe.get(f"key:{i}")
         assert pipe.execute() == [str(i).encode() for i in range(10_000)]
-        sizes = [_on(port, "DBSIZE") for _, port in fresh_mini.nodes]
+        sizes = [call_once(port, "DBSIZE") for _, port in fresh_mini.nodes]
         assert sum(sizes) == 10_000 and all(size > 3000 for size in sizes), sizes
         with pytest.raises(redis.exceptions.RedisClusterException, match="same key slot"):
             client.execute_command("MSET", "a", "1", "b", "2")  # (the client's own check)
@@ -170,7 +162,7 @@ def test_a_killed_master_fails_the_cluster_after_the_node_timeout(fresh_mini):
         assert raw[0].call("EVAL", "return redis.call('get', 'b')", 0).message.startswith(
             "ERR Script attempted to execute a command while the cluster is down")
         assert _control(fresh_mini, "RECOVER", ports[2]) == b"OK"
-        assert _on(ports[2], "GET", "foo") == b"1"  # back with its data
+        assert call_once(ports[2], "GET", "foo") == b"1"  # back with its data
         assert "cluster_state:ok" in raw[0].call("CLUSTER", "INFO").decode()
     finally:
         for client in raw:
@@ -183,7 +175,7 @@ def test_without_full_coverage_the_other_slots_stay_served(fresh_mini):
     raw = RawClient(ports[0])
     try:
         for port in ports:
-            assert _on(port, "CONFIG", "SET", "cluster-require-full-coverage", "no") == b"OK"
+            assert call_once(port, "CONFIG", "SET", "cluster-require-full-coverage", "no") == b"OK"
         assert _control(fresh_mini, "FAILOVER", ports[2]) == b"OK"
         raw.call("MINIRED", "ADVANCE", 15000)
         assert "cluster_state:ok" in raw.call("CLUSTER", "INFO").decode()
@@ -193,7 +185,7 @@ def test_without_full_coverage_the_other_slots_stay_served(fresh_mini):
         raw.close()
         _control(fresh_mini, "RECOVER", ports[2])
         for port in ports:
-            _on(port, "CONFIG", "SET", "cluster-require-full-coverage", "yes")
+            call_once(port, "CONFIG", "SET", "cluster-require-full-coverage", "yes")
 
 
 def test_cluster_control_needs_its_flag_and_checks_its_arguments(fresh_mini, mini):
@@ -319,13 +311,13 @@ def test_the_command_line_serves_replicas_and_spare_nodes():
     with SubprocessServer(cluster=2, cluster_replicas=1, cluster_spares=1) as srv:
         ports = [port for _, port in srv.addresses]
         assert len(ports) == 5
-        roles = [_on(port, "CLUSTER", "NODES").decode() for port in ports]
+        roles = [call_once(port, "CLUSTER", "NODES").decode() for port in ports]
         assert [next(line.split()[2] for line in text.splitlines() if "myself" in line)
                 for text in roles] == ["myself,master"] * 2 + ["myself,slave"] * 2 + [
                     "myself,master"]
         assert roles[4].count("\n") == 1  # the spare knows only itself
-        assert _on(ports[0], "SET", "b", "1") == b"OK"
-        assert _on(ports[2], "GET", "b") == Err(f"MOVED 3300 127.0.0.1:{ports[0]}")
+        assert call_once(ports[0], "SET", "b", "1") == b"OK"
+        assert call_once(ports[2], "GET", "b") == Err(f"MOVED 3300 127.0.0.1:{ports[0]}")
 
 
 def test_each_node_saves_and_reloads_its_own_file(tmp_path):
@@ -340,11 +332,11 @@ def test_each_node_saves_and_reloads_its_own_file(tmp_path):
         for i in range(60):
             client.set(f"saved:{i}", i)
         node0 = srv.nodes[0][1]
-        _on(node0, "FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', "
+        call_once(node0, "FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', "
             "function(k, a) return redis.call('get', a[1]) end)")
-        sizes = [_on(port, "DBSIZE") for _, port in srv.nodes]
+        sizes = [call_once(port, "DBSIZE") for _, port in srv.nodes]
         for _, port in srv.nodes:
-            assert _on(port, "SAVE") == b"OK"
+            assert call_once(port, "SAVE") == b"OK"
         client.close()
     finally:
         srv.stop()
@@ -352,10 +344,10 @@ def test_each_node_saves_and_reloads_its_own_file(tmp_path):
         "dump-0.rdb", "dump-1.rdb", "dump-2.rdb", "nodes-0.conf", "nodes-1.conf", "nodes-2.conf"]
     srv = start()
     try:
-        assert [_on(port, "DBSIZE") for _, port in srv.nodes] == sizes
+        assert [call_once(port, "DBSIZE") for _, port in srv.nodes] == sizes
         # The function came back with the file, before the cluster formed: its calls are
         # checked all the same ("foo" is node 2's).
-        assert _on(srv.nodes[0][1], "FCALL", "f", 0, "foo").message.startswith(
+        assert call_once(srv.nodes[0][1], "FCALL", "f", 0, "foo").message.startswith(
             "ERR Script attempted to access a non local key in a cluster node")
         client = RedisCluster(host=srv.host, port=srv.port)
         assert [client.get(f"saved:{i}") for i in range(60)] == [str(i).encode() for i in range(60)]

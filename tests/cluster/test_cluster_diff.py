@@ -3,6 +3,8 @@ node, replies compared after naming nodes by their index (the two clusters' port
 ids differ; their slot ranges are the same)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 
 from tests.cluster.conftest import flush_nodes, mini_ports, real_ports
@@ -79,14 +81,21 @@ class ClusterDiff:
             self.check(node, *args, unordered=unordered)
 
 
-@pytest.fixture
-def cdiff(real_cluster, fresh_mini):
+@contextmanager
+def cluster_diff(real_cluster, fresh_mini):
+    """A ClusterDiff over the real cluster, flushed, and the fresh minired cluster; closed after."""
     flush_nodes(real_ports(real_cluster))
     pair = ClusterDiff(real_cluster, fresh_mini)
     try:
         yield pair
     finally:
         pair.close()
+
+
+@pytest.fixture
+def cdiff(real_cluster, fresh_mini):
+    with cluster_diff(real_cluster, fresh_mini) as pair:
+        yield pair
 
 
 def test_layout_replies_through_every_node(cdiff):

@@ -14,18 +14,10 @@ from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from tests.queue.cluster import RedisClusterServers
-from tests.support.respclient import RawClient
+from tests.support.respclient import RawClient, call_once
 
 KEYS = [f"key:{i}" for i in range(200)]
 VICTIM_KEY = "b"  # slot 3300: the first master's
-
-
-def _call(port: int, *args):
-    client = RawClient(port)
-    try:
-        return client.call(*args)
-    finally:
-        client.close()
 
 
 def _client(port: int) -> RedisCluster:
@@ -45,14 +37,14 @@ def _outcome(call):
 
 def _replica_of(port: int, master_port: int) -> int:
     """The port of the replica of the master on `master_port`, from CLUSTER NODES."""
-    lines = [line.split() for line in _call(port, "CLUSTER", "NODES").decode().splitlines()]
+    lines = [line.split() for line in call_once(port, "CLUSTER", "NODES").decode().splitlines()]
     master_id = next(fields[0] for fields in lines if fields[1].startswith(f"127.0.0.1:{master_port}@"))
     replica = next(fields for fields in lines if fields[3] == master_id)
     return int(replica[1].split(":")[1].split("@")[0])
 
 
 def _owner_of_slot_0(port: int) -> int:
-    return next(entry[2][1] for entry in _call(port, "CLUSTER", "SLOTS") if entry[0] == 0)
+    return next(entry[2][1] for entry in call_once(port, "CLUSTER", "SLOTS") if entry[0] == 0)
 
 
 def _ride_out(entry_port: int, kill, wait_for_promotion) -> list:
@@ -89,10 +81,10 @@ class Side:
     def __init__(self, ports: list[int]) -> None:
         masters = ports[:3]  # (redis-cli --cluster create pairs the replicas as it likes)
         self.ports = masters + [_replica_of(masters[0], port) for port in masters]
-        self.ids = [_call(port, "CLUSTER", "MYID").decode() for port in self.ports]
+        self.ids = [call_once(port, "CLUSTER", "MYID").decode() for port in self.ports]
 
     def call(self, node: int, *args):
-        return self.normalize(_call(self.ports[node], *args))
+        return self.normalize(call_once(self.ports[node], *args))
 
     def normalize(self, value):
         if isinstance(value, list):
@@ -159,32 +151,32 @@ def test_replicas_in_the_layout_and_their_answers_as_on_redis(real_with_replicas
     from minired.embed import EmbeddedServer
 
     real = Side([node.port for node in real_with_replicas.nodes])
-    _call(real.ports[0], "SET", "b", "1")
-    assert _call(real.ports[0], "WAIT", 1, 5000) == 1
+    call_once(real.ports[0], "SET", "b", "1")
+    assert call_once(real.ports[0], "WAIT", 1, 5000) == 1
     with EmbeddedServer(cluster=3, cluster_replicas=1, cluster_control=True) as mini_server:
         mini = Side([port for _, port in mini_server.nodes])
-        _call(mini.ports[0], "SET", "b", "1")
+        call_once(mini.ports[0], "SET", "b", "1")
         assert _layout(mini) == _layout(real)
         for node, command in SEQUENCE:
             assert mini.call(node, *command) == real.call(node, *command), command
         errors = (mini.call(1, "CLUSTER", "REPLICAS", mini.ids[3]),
                   real.call(1, "CLUSTER", "REPLICAS", real.ids[3]))
         assert errors[0] == errors[1]
-        assert _call(mini.ports[0], "MINIRED", "CLUSTER", "MIGRATE", 1, mini.ports[3]).message == (
+        assert call_once(mini.ports[0], "MINIRED", "CLUSTER", "MIGRATE", 1, mini.ports[3]).message == (
             "ERR Target node is not a master")
         # A replica's notify-keyspace-events leaves its master's events where they were.
         watcher = RawClient(mini.ports[0])
         try:
-            assert _call(mini.ports[0], "CONFIG", "SET", "notify-keyspace-events", "KA") == b"OK"
+            assert call_once(mini.ports[0], "CONFIG", "SET", "notify-keyspace-events", "KA") == b"OK"
             watcher.call("SUBSCRIBE", "__keyspace@0__:b")
-            assert _call(mini.ports[3], "CONFIG", "SET", "notify-keyspace-events", "") == b"OK"
-            assert _call(mini.ports[0], "SET", "b", "2") == b"OK"
+            assert call_once(mini.ports[3], "CONFIG", "SET", "notify-keyspace-events", "") == b"OK"
+            assert call_once(mini.ports[0], "SET", "b", "2") == b"OK"
             assert watcher.read() == [b"message", b"__keyspace@0__:b", b"set"]
         finally:
             watcher.close()
-        assert _call(mini.ports[3], "CLIENT", "TRACKING", "ON").message == (
+        assert call_once(mini.ports[3], "CLIENT", "TRACKING", "ON").message == (
             "ERR CLIENT TRACKING on a cluster replica node is not supported by minired")
-    _call(real.ports[0], "DEL", "b")
+    call_once(real.ports[0], "DEL", "b")
 
 
 def test_redis_py_rides_out_a_failover_as_on_a_real_cluster(real_with_replicas):
@@ -196,9 +188,9 @@ def test_redis_py_rides_out_a_failover_as_on_a_real_cluster(real_with_replicas):
 
     def kill_real() -> None:
         for port in real_ports[:3]:  # every write has reached the replicas
-            assert _call(port, "WAIT", 1, 5000) == 1
+            assert call_once(port, "WAIT", 1, 5000) == 1
         with pytest.raises(ConnectionError):
-            _call(victim, "SHUTDOWN", "NOSAVE")
+            call_once(victim, "SHUTDOWN", "NOSAVE")
 
     def promoted_real() -> None:
         """Wait until every live node knows the replica as the master of the slots (the
@@ -218,28 +210,28 @@ def test_redis_py_rides_out_a_failover_as_on_a_real_cluster(real_with_replicas):
         states = []
 
         def kill_mini() -> None:
-            assert _call(ports[1], "MINIRED", "CLUSTER", "FAILOVER", ports[0]) == b"OK"
+            assert call_once(ports[1], "MINIRED", "CLUSTER", "FAILOVER", ports[0]) == b"OK"
 
         def promoted_mini() -> None:
-            _call(ports[1], "MINIRED", "ADVANCE", 60000)  # the node timeout: FAIL
-            states.append(_call(ports[1], "CLUSTER", "INFO").decode().split("\r\n")[0])
-            states.append(_call(ports[1], "GET", VICTIM_KEY).message)
-            _call(ports[1], "MINIRED", "ADVANCE", 500)  # the election: the replica is master
-            states.append(_call(ports[1], "CLUSTER", "INFO").decode().split("\r\n")[0])
+            call_once(ports[1], "MINIRED", "ADVANCE", 60000)  # the node timeout: FAIL
+            states.append(call_once(ports[1], "CLUSTER", "INFO").decode().split("\r\n")[0])
+            states.append(call_once(ports[1], "GET", VICTIM_KEY).message)
+            call_once(ports[1], "MINIRED", "ADVANCE", 500)  # the election: the replica is master
+            states.append(call_once(ports[1], "CLUSTER", "INFO").decode().split("\r\n")[0])
 
         actual = _ride_out(ports[1], kill_mini, promoted_mini)
         assert actual == expected, (actual, expected)
         # Between FAIL and the promotion (too short to catch on the real cluster), CLUSTERDOWN.
         assert states == ["cluster_state:fail", "CLUSTERDOWN The cluster is down",
                           "cluster_state:ok"]
-        nodes = _call(ports[1], "CLUSTER", "NODES").decode()
+        nodes = call_once(ports[1], "CLUSTER", "NODES").decode()
         assert f"127.0.0.1:{ports[3]}@{ports[3] + 10000} master - 0 " in nodes
         assert f"127.0.0.1:{ports[0]}@{ports[0] + 10000} master,fail - 0 0 1 disconnected\n" in nodes
         # The old master comes back as the promoted node's replica.
-        assert _call(ports[1], "MINIRED", "CLUSTER", "RECOVER", ports[0]) == b"OK"
-        own = [line for line in _call(ports[0], "CLUSTER", "NODES").decode().splitlines()
+        assert call_once(ports[1], "MINIRED", "CLUSTER", "RECOVER", ports[0]) == b"OK"
+        own = [line for line in call_once(ports[0], "CLUSTER", "NODES").decode().splitlines()
                if "myself" in line][0].split()
-        assert own[2:4] == ["myself,slave", _call(ports[3], "CLUSTER", "MYID").decode()]
+        assert own[2:4] == ["myself,slave", call_once(ports[3], "CLUSTER", "MYID").decode()]
         back = RawClient(ports[0])
         try:
             assert back.call("GET", VICTIM_KEY).message == f"MOVED 3300 127.0.0.1:{ports[3]}"

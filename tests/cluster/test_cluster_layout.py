@@ -5,15 +5,34 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from contextlib import contextmanager
 
 from minired.embed import SubprocessServer
-from tests.support.respclient import Err, RawClient
+from tests.support.respclient import Err, RawClient, call_once
 
 SLOT = 12182  # "foo"'s slot, node 2's at first
 
 
-def _cluster(directory) -> SubprocessServer:
-    return SubprocessServer("--dir", str(directory), cluster=3, cluster_control=True).start()
+def _cluster(directory, *args: str) -> SubprocessServer:
+    return SubprocessServer("--dir", str(directory), *args, cluster=3,
+                            cluster_control=True).start()
+
+
+@contextmanager
+def _source_and_target(directory, *args: str):
+    """A cluster started on `directory`: its ports, and clients of node 2 (SLOT's owner at
+    first, the source of the moves) and node 0 (their target); all stopped after."""
+    server = _cluster(directory, *args)
+    try:
+        ports = [port for _, port in server.addresses]
+        source, target = RawClient(ports[2]), RawClient(ports[0])
+        try:
+            yield ports, source, target
+        finally:
+            source.close()
+            target.close()
+    finally:
+        server.stop()
 
 
 def _layout(port: int) -> tuple:
@@ -28,10 +47,7 @@ def _layout(port: int) -> tuple:
 
 
 def test_a_restart_keeps_the_slots_where_the_keys_went(tmp_path):
-    server = _cluster(tmp_path)
-    try:
-        ports = [port for _, port in server.addresses]
-        source, target = RawClient(ports[2]), RawClient(ports[0])
+    with _source_and_target(tmp_path) as (ports, source, target):
         for key in ("{foo}1", "{foo}2"):
             assert source.call("SET", key, "v") == b"OK"
         assert target.call("MINIRED", "CLUSTER", "MIGRATE", SLOT, ports[0], "FINISH") == 2
@@ -39,49 +55,26 @@ def test_a_restart_keeps_the_slots_where_the_keys_went(tmp_path):
         for client in (source, target):
             assert client.call("SAVE") == b"OK"
         before = [_layout(port) for port in ports]
-        source.close()
-        target.close()
-    finally:
-        server.stop()
     assert sorted(path.name for path in tmp_path.glob("nodes-*.conf")) == [
         "nodes-0.conf", "nodes-1.conf", "nodes-2.conf"]
-    server = _cluster(tmp_path)
-    try:
-        ports = [port for _, port in server.addresses]
-        target, source = RawClient(ports[0]), RawClient(ports[2])
+    with _source_and_target(tmp_path) as (ports, source, target):
         assert target.call("MGET", "{foo}1", "{foo}2", "{foo}3") == [b"v", b"v", b"w"]
         assert source.call("GET", "{foo}1") == Err(f"MOVED {SLOT} 127.0.0.1:{ports[0]}")
         assert [_layout(port) for port in ports] == before  # ids, epochs and slots
-        target.close()
-        source.close()
-    finally:
-        server.stop()
 
 
 def test_an_open_move_is_kept_too(tmp_path):
-    server = _cluster(tmp_path)
-    try:
-        ports = [port for _, port in server.addresses]
-        source, target = RawClient(ports[2]), RawClient(ports[0])
+    with _source_and_target(tmp_path) as (ports, source, target):
         for key in ("{foo}1", "{foo}2"):
             source.call("SET", key, "v")
         source.call("MINIRED", "CLUSTER", "MIGRATE", SLOT, ports[0], "COUNT", 1)
         for client in (source, target):
             client.call("SAVE")
-            client.close()
         before = [_layout(port) for port in ports]
-    finally:
-        server.stop()
-    server = _cluster(tmp_path)
-    try:
-        ports = [port for _, port in server.addresses]
+    with _source_and_target(tmp_path) as (ports, source, _):
         assert [_layout(port) for port in ports] == before  # [slot->-id] and [slot-<-id]
-        source = RawClient(ports[2])
         assert source.call("MGET", "{foo}1", "{foo}2") == Err(
             "TRYAGAIN Multiple keys request during rehashing of slot")
-        source.close()
-    finally:
-        server.stop()
 
 
 def _start_fails(directory, masters: int) -> str:
@@ -103,39 +96,16 @@ def test_files_of_a_different_cluster_stop_the_start(tmp_path):
 def test_an_aof_replays_keys_where_they_were_moved(tmp_path):
     """The move is logged as Redis's AOFs log MIGRATE (RESTORE on the target, DEL on the
     source): replayed, each key is on the node the kept layout gives its slot to."""
-    server = SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes", "--appendfsync",
-                              "always", cluster=3, cluster_control=True).start()
-    try:
-        ports = [port for _, port in server.addresses]
-        source, target = RawClient(ports[2]), RawClient(ports[0])
+    with _source_and_target(tmp_path, "--appendonly", "yes", "--appendfsync", "always") as (
+            ports, source, target):
         assert source.call("SET", "{foo}1", "v") == b"OK"
         assert source.call("PEXPIREAT", "{foo}1", 4102444800000) == 1  # (year 2100)
         assert source.call("SET", "{foo}2", "w") == b"OK"
         assert target.call("MINIRED", "CLUSTER", "MIGRATE", SLOT, ports[0], "FINISH") == 2
-        source.close()
-        target.close()
-    finally:
-        server.stop()
-    server = SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes",
-                              cluster=3, cluster_control=True).start()
-    try:
-        ports = [port for _, port in server.addresses]
-        source, target = RawClient(ports[2]), RawClient(ports[0])
+    with _source_and_target(tmp_path, "--appendonly", "yes") as (ports, source, target):
         assert target.call("MGET", "{foo}1", "{foo}2") == [b"v", b"w"]
         assert target.call("PEXPIRETIME", "{foo}1") == 4102444800000
         assert source.call("CLUSTER", "COUNTKEYSINSLOT", SLOT) == 0
-        source.close()
-        target.close()
-    finally:
-        server.stop()
-
-
-def _call(port: int, *args):
-    client = RawClient(port)
-    try:
-        return client.call(*args)
-    finally:
-        client.close()
 
 
 def test_a_master_replaced_while_down_comes_back_as_a_replica(tmp_path):
@@ -149,11 +119,11 @@ def test_a_master_replaced_while_down_comes_back_as_a_replica(tmp_path):
     server = start()
     try:
         ports = [port for _, port in server.addresses]
-        assert _call(ports[0], "SET", "b", "1") == b"OK"  # slot 3300: node 0's
-        assert _call(ports[1], "MINIRED", "CLUSTER", "FAILOVER", ports[0]) == b"OK"
-        _call(ports[1], "MINIRED", "ADVANCE", 15500)  # the node timeout, then the election
-        assert _call(ports[2], "SAVE") == b"OK"
-        promoted_id = _call(ports[2], "CLUSTER", "MYID").decode()
+        assert call_once(ports[0], "SET", "b", "1") == b"OK"  # slot 3300: node 0's
+        assert call_once(ports[1], "MINIRED", "CLUSTER", "FAILOVER", ports[0]) == b"OK"
+        call_once(ports[1], "MINIRED", "ADVANCE", 15500)  # the node timeout, then the election
+        assert call_once(ports[2], "SAVE") == b"OK"
+        promoted_id = call_once(ports[2], "CLUSTER", "MYID").decode()
     finally:
         server.stop()
     server = start()

@@ -10,26 +10,23 @@ import threading
 import pytest
 from redis.cluster import RedisCluster
 
-from tests.cluster.conftest import flush_nodes, real_ports
-from tests.cluster.test_cluster_diff import ClusterDiff, _canonical
-from tests.support.respclient import RawClient
+from tests.cluster.test_cluster_diff import ClusterDiff, _canonical, cluster_diff
+from tests.support.respclient import RawClient, call_once
 
 SLOT = 12182  # "foo"'s slot, node 2's at first
 
 
 @pytest.fixture
 def cdiff(real_cluster, fresh_mini):
-    flush_nodes(real_ports(real_cluster))
-    pair = ClusterDiff(real_cluster, fresh_mini)
-    try:
-        yield pair
-    finally:
-        for client in pair.real:  # the real cluster as it was, for the next tests
-            client.call("FLUSHALL")
-            client.call("CLUSTER", "SETSLOT", SLOT, "STABLE")
-        for client in pair.real:
-            client.call("CLUSTER", "SETSLOT", SLOT, "NODE", pair.real_ids[2])
-        pair.close()
+    with cluster_diff(real_cluster, fresh_mini) as pair:
+        try:
+            yield pair
+        finally:
+            for client in pair.real:  # the real cluster as it was, for the next tests
+                client.call("FLUSHALL")
+                client.call("CLUSTER", "SETSLOT", SLOT, "STABLE")
+            for client in pair.real:
+                client.call("CLUSTER", "SETSLOT", SLOT, "NODE", pair.real_ids[2])
 
 
 def check(cdiff: ClusterDiff, node: int, make) -> None:
@@ -130,14 +127,6 @@ def test_setslot_needs_cluster_control():
             client.close()
 
 
-def _call(port: int, *args):
-    client = RawClient(port)
-    try:
-        return client.call(*args)
-    finally:
-        client.close()
-
-
 def _cli(*args: str) -> str:
     cli = shutil.which("redis-cli")
     assert cli, "redis-cli is needed"
@@ -175,7 +164,7 @@ def test_redis_cli_reshard_rebalance_and_fix_lose_nothing_under_load(fresh_mini)
     seed = RedisCluster.from_url(fresh_mini.url)
     for i in range(300):
         seed.set(f"seed:{i}", i)
-    ids = [_call(port, "CLUSTER", "MYID").decode() for port in ports]
+    ids = [call_once(port, "CLUSTER", "MYID").decode() for port in ports]
     entry = f"127.0.0.1:{ports[0]}"
     load = Workload(fresh_mini.url)
     load.start()
@@ -193,8 +182,8 @@ def test_redis_cli_reshard_rebalance_and_fix_lose_nothing_under_load(fresh_mini)
     slot = seed.keyslot("seed:1")
     owner = ports.index(seed.nodes_manager.get_node_from_slot(slot).port)
     other = (owner + 1) % 3
-    assert _call(ports[other], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner]) == b"OK"
-    assert _call(ports[owner], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[other]) == b"OK"
+    assert call_once(ports[other], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner]) == b"OK"
+    assert call_once(ports[owner], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[other]) == b"OK"
     out = _cli("fix", entry, "--cluster-yes")
     assert f"Fixing open slot {slot}" in out
     out = _cli("check", entry)
@@ -205,7 +194,7 @@ def test_redis_cli_reshard_rebalance_and_fix_lose_nothing_under_load(fresh_mini)
     assert [check.get(key) for key in load.written] == [
         value.encode() for value in load.written.values()]
     assert [check.get(f"seed:{i}") for i in range(300)] == [b"%d" % i for i in range(300)]
-    assert sum(_call(port, "DBSIZE") for port in ports) == 300 + len(load.written)
+    assert sum(call_once(port, "DBSIZE") for port in ports) == 300 + len(load.written)
 
 
 def test_redis_cli_add_node_joins_spare_nodes_that_take_slots_under_load():
@@ -220,7 +209,7 @@ def test_redis_cli_add_node_joins_spare_nodes_that_take_slots_under_load():
         load.start()
         try:
             _cli("add-node", f"127.0.0.1:{ports[3]}", f"127.0.0.1:{ports[0]}")
-            new_id = _call(ports[3], "CLUSTER", "MYID").decode()
+            new_id = call_once(ports[3], "CLUSTER", "MYID").decode()
             _cli("add-node", f"127.0.0.1:{ports[4]}", f"127.0.0.1:{ports[0]}", "--cluster-slave",
                  "--cluster-master-id", new_id)
             out = _cli("rebalance", f"127.0.0.1:{ports[0]}", "--cluster-use-empty-masters",
@@ -237,11 +226,11 @@ def test_redis_cli_add_node_joins_spare_nodes_that_take_slots_under_load():
         assert [check.get(key) for key in load.written] == [
             value.encode() for value in load.written.values()]
         assert [check.get(f"seed:{i}") for i in range(200)] == [b"%d" % i for i in range(200)]
-        assert _call(ports[3], "DBSIZE") > 0  # the new master holds keys now, its replica too
+        assert call_once(ports[3], "DBSIZE") > 0  # the new master holds keys now, its replica too
         replica = RawClient(ports[4])
         try:
             assert replica.call("READONLY") == b"OK"
-            assert replica.call("DBSIZE") == _call(ports[3], "DBSIZE")
+            assert replica.call("DBSIZE") == call_once(ports[3], "DBSIZE")
         finally:
             replica.close()
 
@@ -264,15 +253,15 @@ def test_a_node_in_no_cluster_answers_as_a_new_redis_node():
             EmbeddedServer(cluster=1, cluster_spares=1, cluster_control=True) as mini:
         spare = mini.nodes[1][1]
         for command in SPARE_SEQUENCE:
-            assert _call(spare, *command) == _call(real.port, *command), command
+            assert call_once(spare, *command) == call_once(real.port, *command), command
         for port in (spare, real.port):
-            own = _call(port, "CLUSTER", "MYID")
-            assert _call(port, "CLUSTER", "REPLICATE", own).message == "ERR Can't replicate myself"
-        info = [_call(port, "CLUSTER", "INFO").decode().split("\r\n")[:7]
+            own = call_once(port, "CLUSTER", "MYID")
+            assert call_once(port, "CLUSTER", "REPLICATE", own).message == "ERR Can't replicate myself"
+        info = [call_once(port, "CLUSTER", "INFO").decode().split("\r\n")[:7]
                 for port in (spare, real.port)]
         assert info[0] == info[1]
         # minired's own limits: MEET reaches the process's nodes, and merges no two layouts.
-        assert _call(spare, "CLUSTER", "MEET", "127.0.0.1", real.port).message == (
+        assert call_once(spare, "CLUSTER", "MEET", "127.0.0.1", real.port).message == (
             "ERR CLUSTER MEET reaches only the cluster nodes of this minired process")
-        assert _call(spare, "CLUSTER", "MEET", "127.0.0.1", mini.port).message == (
+        assert call_once(spare, "CLUSTER", "MEET", "127.0.0.1", mini.port).message == (
             "ERR CLUSTER MEET of two clusters that both serve slots is not supported by minired")

@@ -23,18 +23,13 @@ import pytest
 from minired.embed import EmbeddedServer
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import RedisServer, free_port, terminate, wait_for_ping
+from tests.support.servers import debug_server_pair, free_port, terminate, wait_for_ping
 
 
 @pytest.fixture(scope="module")
 def debug_servers():
-    real = RedisServer("--enable-debug-command", "yes").start()
-    mini = EmbeddedServer(port=0, enable_debug_command="yes").start()
-    try:
-        yield real, mini
-    finally:
-        mini.stop()
-        real.stop()
+    with debug_server_pair() as pair:
+        yield pair
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from redis.retry import Retry
 
 from minired.embed import EmbeddedServer, SubprocessServer
 from minired.protocol.errors import RedisError as MiniredError
+from tests.support.fault_server import fault_server_fixtures
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import RedisServer, free_port, redis_server_binary, terminate
 
@@ -25,21 +26,7 @@ pytest_plugins = ("pytester",)
 LOADING = "LOADING Redis is loading the dataset in memory"
 
 
-@pytest.fixture(scope="module")
-def srv():
-    server = EmbeddedServer(fault_injection=True).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _clean(srv):
-    srv.faults.reset()
-    srv.flushall()
-    yield
-    srv.faults.reset()
+srv, _clean = fault_server_fixtures()
 
 
 def _client(srv, protocol: int = 2, **options) -> redis.Redis:

@@ -14,26 +14,12 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from minired.embed import EmbeddedServer, SubprocessServer
+from minired.embed import SubprocessServer
 from minired.protocol.errors import RedisError as MiniredError
+from tests.support.fault_server import fault_server_fixtures
 from tests.support.respclient import Err, RawClient
 
-
-@pytest.fixture(scope="module")
-def srv():
-    server = EmbeddedServer(fault_injection=True).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _clean(srv):
-    srv.faults.reset()
-    srv.flushall()
-    yield
-    srv.faults.reset()
+srv, _clean = fault_server_fixtures()
 
 
 def _plain(srv, **options) -> redis.Redis:

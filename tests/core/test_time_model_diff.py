@@ -20,21 +20,13 @@ import pytest
 
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import MiniredProcess, RedisServer
+from tests.support.servers import MiniredProcess, RedisServer, debug_server_pair
 
 
 @pytest.fixture(scope="module")
 def servers():
-    """A real Redis and an in-process minired of this module's own, DEBUG allowed on both."""
-    from minired.embed import EmbeddedServer
-
-    redis = RedisServer("--enable-debug-command", "yes").start()
-    mini = EmbeddedServer(port=0, time_control=True, enable_debug_command="yes").start()
-    try:
-        yield redis, mini
-    finally:
-        mini.stop()
-        redis.stop()
+    with debug_server_pair(time_control=True) as pair:
+        yield pair
 
 
 @pytest.fixture

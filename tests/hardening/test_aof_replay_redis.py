@@ -16,21 +16,17 @@ import time
 
 import pytest
 import redis
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 
 from minired.embed import SubprocessServer
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 from tests.support.workload import (
-    ACTION,
-    LIBRARY,
     SCENARIOS,
-    SETUP,
-    act,
     dataset,
-    flat,
+    drawn_workloads,
+    held_data,
     normalized_stream,
-    unparsed,
+    run_workload,
+    workload_clients,
 )
 
 
@@ -45,7 +41,7 @@ def minired_aof(tmp_path_factory):
         server.stop()
 
 
-def _replayed_by_redis(directory, copy) -> tuple[dict, dict, list]:
+def _replayed_by_redis(directory, copy) -> tuple:
     """Start redis-server on a copy of minired's files: its databases 0 and 1, and functions."""
     if copy.exists():
         shutil.rmtree(copy)
@@ -66,43 +62,26 @@ def _replayed_by_redis(directory, copy) -> tuple[dict, dict, list]:
         while client.info("persistence")["loading"]:
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        db0 = dataset(client)
-        client.select(1)
-        db1 = dataset(client)
-        functions = client.execute_command("FUNCTION", "LIST", "WITHCODE")
         client.close()
+        return held_data(port)
     finally:
         terminate(proc)
-    return db0, db1, functions
 
 
 def _run_and_replay(server, directory, copy, actions) -> None:
     """Run the actions on minired (after the common setup), then assert that redis-server,
     loading a copy of minired's files, holds the same databases 0 and 1 and functions."""
-    clients = {"main": unparsed(server.port), "db1": unparsed(server.port, db=1),
-               "waiter": unparsed(server.port), "reader": redis.Redis(port=server.port),
-               "reader1": redis.Redis(port=server.port, db=1)}
-    main = clients["main"]
+    clients = workload_clients(server.port)
     try:
-        main.flushall()
-        main.execute_command("FUNCTION", "LOAD", "REPLACE", LIBRARY)
-        for command in SETUP:
-            main.execute_command(*command)
-        for action in actions:
-            act(clients, action, server.port)
+        run_workload(clients, actions, server.port)
         # Every short TTL has passed; looking the keys up deletes them (logged as DEL).
-        main.execute_command("DEBUG", "SLEEP", "0.02")
-        expected0 = dataset(clients["reader"])
-        expected1 = dataset(clients["reader1"])
-        functions = main.execute_command("FUNCTION", "LIST", "WITHCODE")
+        expected = held_data(server.port)
         # (each reply above came after what it logged was in the file)
-        db0, db1, replayed_functions = _replayed_by_redis(directory, copy)
+        replayed = _replayed_by_redis(directory, copy)
     finally:
         for client in clients.values():
             client.close()
-    assert db0 == expected0
-    assert db1 == expected1
-    assert flat(replayed_functions) == flat(functions)
+    assert replayed == expected
 
 
 @pytest.mark.skipif(not shutil.which("redis-check-aof"), reason="redis-tools not installed")
@@ -113,9 +92,7 @@ def test_each_rewrite_replays_in_redis(minired_aof, tmp_path, name):
 
 
 @pytest.mark.skipif(not shutil.which("redis-check-aof"), reason="redis-tools not installed")
-@settings(derandomize=True, max_examples=40, deadline=None, phases=[Phase.generate],
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(ACTION, min_size=20, max_size=40))
+@drawn_workloads(max_examples=40)
 def test_redis_replays_minired_aof_to_the_same_data(minired_aof, tmp_path, actions):
     server, directory = minired_aof
     _run_and_replay(server, directory, tmp_path / "copy", actions)

@@ -11,32 +11,20 @@ consumer group's entries-read). While a replica minired refuses its own clients'
 from __future__ import annotations
 
 import pytest
-import redis
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 
 from minired.embed import SubprocessServer
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import RedisServer
-from tests.support.waiting import info_field, wait_until
-from tests.support.workload import ACTION, LIBRARY, SCENARIOS, SETUP, act, dataset, flat, unparsed
-
-
-def _link_up(replica: RawClient) -> None:
-    wait_until(lambda: info_field(replica, "replication", "master_link_status") == "up",
-               "minired's link to its master up")
-
-
-def _caught_up(master_port: int, replica_port: int) -> None:
-    master, replica = RawClient(master_port), RawClient(replica_port)
-    try:
-        offset = int(info_field(master, "replication", "master_repl_offset"))
-        wait_until(lambda: int(info_field(replica, "replication", "slave_repl_offset")) >= offset,
-                   f"minired at offset {offset}")
-    finally:
-        master.close()
-        replica.close()
+from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
+from tests.support.workload import (
+    SCENARIOS,
+    dataset,
+    drawn_workloads,
+    held_data,
+    run_workload,
+    workload_clients,
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +36,8 @@ def servers():
     client, control_client = RawClient(replica.port), RawClient(control.port)
     try:
         assert client.call("REPLICAOF", "127.0.0.1", str(master.port)) == b"OK"
-        _link_up(client)
-        _link_up(control_client)
+        wait_link_up(replica.port)
+        wait_link_up(control.port)
         yield master, replica, control
     finally:
         client.close()
@@ -65,31 +53,16 @@ def master_and_replica(servers):
 
 
 def _run_and_compare(master, replica, control, actions) -> None:
-    clients = {"main": unparsed(master.port), "db1": unparsed(master.port, db=1),
-               "waiter": unparsed(master.port), "reader": redis.Redis(port=master.port),
-               "reader1": redis.Redis(port=master.port, db=1)}
-    main = clients["main"]
-    copy0, copy1 = redis.Redis(port=replica.port), redis.Redis(port=replica.port, db=1)
-    control0, control1 = redis.Redis(port=control.port), redis.Redis(port=control.port, db=1)
+    clients = workload_clients(master.port)
     try:
-        main.flushall()
-        main.execute_command("FUNCTION", "LOAD", "REPLACE", LIBRARY)
-        for command in SETUP:
-            main.execute_command(*command)
-        for action in actions:
-            act(clients, action, master.port)
-        main.execute_command("DEBUG", "SLEEP", "0.02")  # every short TTL has passed
+        run_workload(clients, actions, master.port)
         dataset(clients["reader"])  # (reads delete the expired keys, which the replicas follow)
         dataset(clients["reader1"])
-        _caught_up(master.port, replica.port)
-        _caught_up(master.port, control.port)
-        expected0, expected1 = dataset(control0), dataset(control1)
-        assert dataset(copy0) == expected0
-        assert dataset(copy1) == expected1
-        assert flat(copy0.execute_command("FUNCTION", "LIST", "WITHCODE")) == flat(
-            control0.execute_command("FUNCTION", "LIST", "WITHCODE"))
+        wait_caught_up(master.port, replica.port)
+        wait_caught_up(master.port, control.port)
+        assert held_data(replica.port) == held_data(control.port)
     finally:
-        for client in (*clients.values(), copy0, copy1, control0, control1):
+        for client in clients.values():
             client.close()
 
 
@@ -98,9 +71,7 @@ def test_each_scenario_reaches_minired(servers, name):
     _run_and_compare(*servers, SCENARIOS[name])
 
 
-@settings(derandomize=True, max_examples=25, deadline=None, phases=[Phase.generate],
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(ACTION, min_size=20, max_size=40))
+@drawn_workloads(max_examples=25)
 def test_minired_holds_the_redis_master_s_data(servers, actions):
     _run_and_compare(*servers, actions)
 
@@ -138,8 +109,8 @@ def test_replicaof_no_one_keeps_the_data():
         try:
             RawClient(master.port).call("SET", "kept", "v")
             client.call("REPLICAOF", "127.0.0.1", str(master.port))
-            _link_up(client)
-            _caught_up(master.port, replica.port)
+            wait_link_up(replica.port)
+            wait_caught_up(master.port, replica.port)
             client.call("CONFIG", "SET", "replica-read-only", "no")
             assert client.call("SET", "local", "1") == b"OK"  # a writable replica
             client.call("CONFIG", "SET", "replica-read-only", "yes")
@@ -201,7 +172,7 @@ def test_masterauth_authenticates_the_link():
             master_client.call("SET", "guarded", "v")
             client.call("CONFIG", "SET", "masterauth", "secret")
             client.call("REPLICAOF", "127.0.0.1", str(master.port))
-            _link_up(client)
+            wait_link_up(replica.port)
             master_client.call("SET", "after", "w")
             assert master_client.call("WAIT", "1", "0") == 1
             assert client.call("MGET", "guarded", "after") == [b"v", b"w"]
@@ -223,7 +194,7 @@ def test_a_replica_s_aof_holds_its_master_s_data(tmp_path):
         try:
             client.call("SET", "replaced", "old")
             client.call("REPLICAOF", "127.0.0.1", str(master.port))
-            _link_up(client)
+            wait_link_up(replica.port)
             master_client.call("RPUSH", "after-sync", "x")
             assert master_client.call("WAIT", "1", "0") == 1
             wait_until(lambda: info_field(client, "persistence", "aof_rewrite_in_progress") == "0"

@@ -13,24 +13,22 @@ import socket
 
 import pytest
 import redis
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 
 from minired.embed import SubprocessServer
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import RedisServer
-from tests.support.waiting import info_field, wait_until
-from tests.support.workload import ACTION, LIBRARY, SCENARIOS, SETUP, act, dataset, flat, unparsed
-
-
-def _link_up(replica_port: int) -> None:
-    client = RawClient(replica_port)
-    try:
-        wait_until(lambda: info_field(client, "replication", "master_link_status") == "up",
-                   "the replica's link to minired up")
-    finally:
-        client.close()
+from tests.support.waiting import info_field, wait_caught_up, wait_link_up
+from tests.support.workload import (
+    SCENARIOS,
+    SETUP,
+    dataset,
+    drawn_workloads,
+    held_data,
+    run_workload,
+    unparsed,
+    workload_clients,
+)
 
 
 @pytest.fixture(scope="module", params=["aof", "memory"])
@@ -43,48 +41,22 @@ def master_and_replica(request, tmp_path_factory):
     master = SubprocessServer(*args).start()
     replica = RedisServer("--replicaof", "127.0.0.1", str(master.port)).start()
     try:
-        _link_up(replica.port)
+        wait_link_up(replica.port)
         yield master, replica
     finally:
         replica.stop()
         master.stop()
 
 
-def _caught_up(master_port: int, replica_port: int) -> None:
-    """Wait until the replica has applied the whole stream minired sent so far."""
-    master, replica = RawClient(master_port), RawClient(replica_port)
-    try:
-        offset = int(info_field(master, "replication", "master_repl_offset"))
-        wait_until(lambda: int(info_field(replica, "replication", "slave_repl_offset")) >= offset,
-                   f"the replica at offset {offset}")
-    finally:
-        master.close()
-        replica.close()
-
-
 def _run_and_compare(master, replica, actions) -> None:
-    clients = {"main": unparsed(master.port), "db1": unparsed(master.port, db=1),
-               "waiter": unparsed(master.port), "reader": redis.Redis(port=master.port),
-               "reader1": redis.Redis(port=master.port, db=1)}
-    main = clients["main"]
-    copy0, copy1 = redis.Redis(port=replica.port), redis.Redis(port=replica.port, db=1)
+    clients = workload_clients(master.port)
     try:
-        main.flushall()
-        main.execute_command("FUNCTION", "LOAD", "REPLACE", LIBRARY)
-        for command in SETUP:
-            main.execute_command(*command)
-        for action in actions:
-            act(clients, action, master.port)
-        main.execute_command("DEBUG", "SLEEP", "0.02")  # every short TTL has passed
-        expected0 = dataset(clients["reader"])
-        expected1 = dataset(clients["reader1"])
-        functions = main.execute_command("FUNCTION", "LIST", "WITHCODE")
-        _caught_up(master.port, replica.port)
-        assert dataset(copy0) == expected0
-        assert dataset(copy1) == expected1
-        assert flat(copy0.execute_command("FUNCTION", "LIST", "WITHCODE")) == flat(functions)
+        run_workload(clients, actions, master.port)
+        expected = held_data(master.port)
+        wait_caught_up(master.port, replica.port)
+        assert held_data(replica.port) == expected
     finally:
-        for client in (*clients.values(), copy0, copy1):
+        for client in clients.values():
             client.close()
 
 
@@ -93,9 +65,7 @@ def test_each_rewrite_reaches_a_redis_replica(master_and_replica, name):
     _run_and_compare(*master_and_replica, SCENARIOS[name])
 
 
-@settings(derandomize=True, max_examples=25, deadline=None, phases=[Phase.generate],
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(ACTION, min_size=20, max_size=40))
+@drawn_workloads(max_examples=25)
 def test_a_redis_replica_holds_minired_s_data(master_and_replica, actions):
     _run_and_compare(*master_and_replica, actions)
 
@@ -116,9 +86,9 @@ def test_a_replica_attached_to_data_already_there(master_and_replica):
         main.execute_command("SADD", "set", "m", "n")
         main.execute_command("RPUSH", "l", "1", "2")
         with RedisServer("--replicaof", "127.0.0.1", str(master.port)) as late:
-            _link_up(late.port)
+            wait_link_up(late.port)
             main.execute_command("INCR", "counter")
-            _caught_up(master.port, late.port)
+            wait_caught_up(master.port, late.port)
             assert dataset(redis.Redis(port=late.port)) == dataset(redis.Redis(port=master.port))
     finally:
         main.close()

@@ -163,3 +163,12 @@ class RawClient:
         if kind == b"(":
             return int(rest)
         raise ValueError(f"unexpected reply line {line!r}")
+
+
+def call_once(port: int, *args):
+    """One command on a connection of its own, closed after the reply."""
+    client = RawClient(port)
+    try:
+        return client.call(*args)
+    finally:
+        client.close()

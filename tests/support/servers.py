@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 
 
 def free_port() -> int:
@@ -135,3 +136,20 @@ class MiniredProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+@contextmanager
+def debug_server_pair(**mini_options):
+    """A real redis-server and an in-process minired (with `mini_options`), DEBUG allowed on
+    both: a pair of a module's own, since DEBUG changes what the shared servers must not."""
+    from minired.embed import EmbeddedServer
+
+    real = RedisServer("--enable-debug-command", "yes").start()
+    try:
+        mini = EmbeddedServer(port=0, enable_debug_command="yes", **mini_options).start()
+        try:
+            yield real, mini
+        finally:
+            mini.stop()
+    finally:
+        real.stop()

@@ -54,3 +54,25 @@ def blocked_in_client_list(client: RawClient) -> int:
     flags = (field for line in text.decode().splitlines() for field in line.split()
              if field.startswith("flags="))
     return sum("b" in flag[len("flags="):] for flag in flags)
+
+
+def wait_link_up(replica_port: int) -> None:
+    """Until the replica at `replica_port` reports its link to its master up."""
+    client = RawClient(replica_port)
+    try:
+        wait_until(lambda: info_field(client, "replication", "master_link_status") == "up",
+                   f"the link of the replica on port {replica_port} up")
+    finally:
+        client.close()
+
+
+def wait_caught_up(master_port: int, replica_port: int) -> None:
+    """Until the replica has applied the whole stream its master sent so far."""
+    master, replica = RawClient(master_port), RawClient(replica_port)
+    try:
+        offset = int(info_field(master, "replication", "master_repl_offset"))
+        wait_until(lambda: int(info_field(replica, "replication", "slave_repl_offset")) >= offset,
+                   f"the replica on port {replica_port} at offset {offset}")
+    finally:
+        master.close()
+        replica.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 import redis
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 KEYS = st.sampled_from(["a", "b", "c", "{s}1", "{s}2"])
@@ -196,6 +197,38 @@ def unparsed(port: int, db: int = 0) -> redis.Redis:
     return client
 
 
+def workload_clients(port: int) -> dict:
+    """The connections `act` drives on the server at `port`: main and db1 to write, waiter for
+    blocking commands, reader and reader1 (parsed replies) to look at databases 0 and 1."""
+    return {"main": unparsed(port), "db1": unparsed(port, db=1), "waiter": unparsed(port),
+            "reader": redis.Redis(port=port), "reader1": redis.Redis(port=port, db=1)}
+
+
+def run_workload(clients: dict, actions, port: int) -> None:
+    """From the common start (no keys, LIBRARY loaded, SETUP run) run `actions`, then let every
+    short TTL pass, so that what the server holds no longer changes by itself."""
+    main = clients["main"]
+    main.flushall()
+    main.execute_command("FUNCTION", "LOAD", "REPLACE", LIBRARY)
+    for command in SETUP:
+        main.execute_command(*command)
+    for action in actions:
+        act(clients, action, port)
+    main.execute_command("DEBUG", "SLEEP", "0.02")
+
+
+def drawn_workloads(max_examples: int):
+    """Decorate a test taking `actions` (after its fixtures) with hypothesis drawing workloads:
+    derandomized, so that a run is repeatable, and without shrinking (a server per example)."""
+    def decorate(test):
+        drawn = given(st.lists(ACTION, min_size=20, max_size=40))(test)
+        return settings(derandomize=True, max_examples=max_examples, deadline=None,
+                        phases=[Phase.generate],
+                        suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                               HealthCheck.too_slow])(drawn)
+    return decorate
+
+
 def _run(client: redis.Redis, command: tuple) -> None:
     try:
         client.execute_command(*command)
@@ -305,6 +338,18 @@ def dataset(client: redis.Redis) -> dict:
             value = kind
         out[key] = (kind, value, client.execute_command("PEXPIRETIME", key))
     return out
+
+
+def held_data(port: int) -> tuple:
+    """What the server at `port` holds, as the tests compare it: every key of databases 0 and 1
+    (see `dataset`) and the function libraries. Like any read, it deletes the expired keys."""
+    db0, db1 = redis.Redis(port=port), redis.Redis(port=port, db=1)
+    try:
+        return (dataset(db0), dataset(db1),
+                flat(db0.execute_command("FUNCTION", "LIST", "WITHCODE")))
+    finally:
+        db0.close()
+        db1.close()
 
 
 def calls(*commands) -> list:

@@ -24,15 +24,12 @@
 --- @include "serverNow"
 --- @include "createJob"
 --- @include "storedInteger"
+--- @include "jobArgs"
 --- @include "emitEvent"
 local jobId = ARGV[1]
-integerArg(ARGV[4], 'max attempts', 1)
-integerArg(ARGV[6], 'backoff delay', 0)
+checkRetryArgs(ARGV[4], ARGV[6])
 integerArg(ARGV[7], 'debounce', 1)
-integerArg(ARGV[10], 'events stream cap', 1)
-integerArg(ARGV[11], 'priority', 0)
-integerArg(ARGV[12], 'TTL', 0)
-integerArg(ARGV[13], 'timeout', 0)
+checkLimitArgs(ARGV[10], ARGV[11], ARGV[12], ARGV[13])
 if ARGV[8] == '' then
   error({err = 'ERR a debounced job needs a dedup id'})
 end

@@ -21,14 +21,11 @@
 --- @include "serverNow"
 --- @include "createJob"
 --- @include "storedInteger"
+--- @include "jobArgs"
 --- @include "flowParent"
 local jobId = ARGV[1]
-integerArg(ARGV[4], 'max attempts', 1)
-integerArg(ARGV[6], 'backoff delay', 0)
-integerArg(ARGV[7], 'events stream cap', 1)
-integerArg(ARGV[8], 'priority', 0)
-integerArg(ARGV[9], 'TTL', 0)
-integerArg(ARGV[10], 'timeout', 0)
+checkRetryArgs(ARGV[4], ARGV[6])
+checkLimitArgs(ARGV[7], ARGV[8], ARGV[9], ARGV[10])
 local policy = ARGV[11]
 if policy ~= 'fail' and policy ~= 'ignore' then
   return redis.error_reply("ERR on child failure must be 'fail' or 'ignore'")
