@@ -312,14 +312,35 @@ def _save_before_exit(server, name: str) -> bool:
     wants_save = "save" in flags or ("nosave" not in flags and bool(server.config.get("save")))
     if wants_save and persistence is not None:
         log.info("Saving the final RDB snapshot before exiting.")
+        # The save runs on the loop, so the loop's own signal handling waits for it: a second
+        # SIGINT meanwhile is Redis's "You insist", handled as it arrives.
+        directory = os.path.dirname(os.path.abspath(persistence.snapshot_path))
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: _insist(directory))
         try:
             persistence.save(shutting_down=True)
         except RedisError:
             if "force" not in flags:
                 log.warning("Error trying to save the DB, can't exit.")
                 return False
+        finally:
+            signal.signal(signal.SIGINT, previous)
     server.shutdown_by_command = True  # saving is settled: persistence must not redo it
     return True
+
+
+def _insist(directory: str) -> None:
+    """sigShutdownHandler's SIGINT during a shutdown already under way: remove the snapshot's
+    temporary file and exit at once, with an error (not a clean shutdown)."""
+    from minired.server_log import signal_line
+
+    handler = _redis_handler()
+    if handler is not None:
+        handler.write(signal_line("You insist... exiting now."))
+    try:
+        os.unlink(os.path.join(directory, f"temp-{os.getpid()}.rdb"))  # (rdbRemoveTempFile)
+    except OSError:
+        pass
+    os._exit(1)
 
 
 def _crash(signum: int, frame) -> None:

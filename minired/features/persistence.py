@@ -688,9 +688,9 @@ class Persistence:
             compact=Compact.from_config(self.config.get))
 
     def _delayed(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
-        """The child's image slowed by rdb-key-save-delay (microseconds per key, Redis's
-        debugDelay in rdbSaveKeyValuePair), which the tests use to keep a child at work: the
-        whole delay is spent once the temporary file exists, after its first chunk."""
+        """The image slowed by rdb-key-save-delay (microseconds per key, Redis's debugDelay in
+        rdbSaveKeyValuePair), which the tests use to keep a save at work: the whole delay is
+        spent once the temporary file exists, after its first chunk."""
         delay = self.config.number("rdb-key-save-delay")
         keys = sum(len(db) for db in self.server.keyspace.dbs) if delay > 0 else 0
         for i, chunk in enumerate(chunks):
@@ -707,7 +707,9 @@ class Persistence:
         self.background_save_pending = False  # this snapshot is at least as fresh
         self.last_save_attempt = time.monotonic()
         try:
-            size = write_atomically(self.snapshot_path, self._image())
+            # (rdb-key-save-delay slows a save on the loop as it slows a child's: Redis's
+            # rdbSaveKeyValuePair delays whoever saves)
+            size = write_atomically(self.snapshot_path, self._delayed(self._image()))
         except OSError as exc:
             self.last_save_ok = False
             log.warning("Failed saving the DB: %s", exc)

@@ -357,6 +357,36 @@ def test_crash_signal_logs_redis_bug_report_and_dies_of_it(tmp_path):
     assert "=== REDIS BUG REPORT END. Make sure to include from START to END. ===" in log
 
 
+@pytest.mark.parametrize("command", [MINIRED, [redis_server_binary()]], ids=["minired", "redis"])
+def test_a_second_sigint_during_the_shutdown_save_removes_its_temp_file(tmp_path, command):
+    """Redis's unit/shutdown "Temp rdb will be deleted in signal handle": the shutdown save is
+    slowed by rdb-key-save-delay (a save on the loop too), and a second SIGINT while it runs
+    exits at once with the temporary file removed and no dump.rdb written."""
+    port = free_port()
+    proc = subprocess.Popen([*command, "--port", str(port), "--save", "900 1", "--dir",
+                             str(tmp_path), "--logfile", str(tmp_path / "log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    try:
+        wait_for_ping(port)
+        client = RawClient(port)
+        for i in range(20):
+            client.call("SET", i, i)
+        assert client.call("CONFIG", "SET", "rdb-key-save-delay", 100000) == b"OK"  # 2 s
+        temp = tmp_path / f"temp-{proc.pid}.rdb"
+        proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while not temp.exists():
+            assert time.monotonic() < deadline, "the shutdown save never started"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 1
+        client.close()
+    finally:
+        terminate(proc)
+    assert not temp.exists() and not (tmp_path / "dump.rdb").exists()
+    assert "You insist... exiting now." in (tmp_path / "log").read_text()
+
+
 # --- CONFIG REWRITE --------------------------------------------------------------------------------
 
 def _rewritten(command: list[str], folder, text: str, commands: list[list[str]]) -> tuple:
