@@ -289,7 +289,7 @@ def _persistence_section(server) -> list[str]:
          "ok" if persistence is None or persistence.aof_last_rewrite_ok else "err"),
         ("aof_rewrites", persistence.aof_rewrites if persistence else 0),
         ("aof_rewrites_consecutive_failures", 0),
-        ("aof_last_write_status", "ok"),
+        ("aof_last_write_status", "err" if server.config.aof_write_error else "ok"),
         ("aof_last_cow_size", 0),
         ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0),

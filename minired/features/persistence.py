@@ -67,6 +67,7 @@ LEGACY_HEADER = b"#minired-snapshot 1\n"
 LEGACY_OBJECT_COMMAND = b"minired-object"
 TICK_SECONDS = 0.1
 SAVE_RETRY_SECONDS = 5  # CONFIG_BGSAVE_RETRY_DELAY
+AOF_WRITE_LOG_ERROR_SECONDS = 30  # AOF_WRITE_LOG_ERROR_RATE: a failing write is logged this seldom
 
 
 
@@ -465,6 +466,7 @@ class Persistence:
         self.aof_last_rewrite_seconds = -1
         self.aof_last_rewrite_ok = True
         self.last_fsync = time.monotonic()
+        self.aof_error_logged_at = -AOF_WRITE_LOG_ERROR_SECONDS  # see _write_failed
         self.fsync_mode = ""
         self._blocked: dict[int, tuple[int, list]] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -1160,6 +1162,8 @@ class Persistence:
             self.flush_aof(fsync=True, close_transaction=True)
             self.aof_file.close()
             self.aof_file = None
+            self.aof_buffer.clear()  # what could not be written is dropped, as stopAppendOnly
+            self.config.note_aof_write("")
             log.info("Append only file disabled")
 
     def flush_aof(self, fsync: bool, close_transaction: bool = False) -> None:
@@ -1180,16 +1184,54 @@ class Persistence:
             data = b"".join(self.aof_buffer)
             self.aof_buffer.clear()
             view = memoryview(data)
+            written = 0
             try:
-                while view:
-                    written = file.write(view)
-                    view = view[written:]
-            except OSError:
-                self.aof_buffer.append(bytes(view))  # kept for the next try
-                raise
+                while written < len(data):
+                    written += file.write(view[written:])
+            except OSError as exc:
+                self._write_failed(file, data, written, exc)
+                return
+            if self.config.aof_write_error:
+                log.warning("AOF write error looks solved, Redis can write again.")
+                self.config.note_aof_write("")
         if fsync:
             os.fsync(file.fileno())
             self.last_fsync = time.monotonic()
+
+    def _write_failed(self, file: Any, data: bytes, written: int, exc: OSError) -> None:
+        """A write to the AOF failed after `written` bytes of `data`, as flushAppendOnlyFile
+        handles it: a partial record is cut off the file again; with appendfsync always the
+        server exits (the replies of this pass must not leave); otherwise the records are kept
+        for the next try (each pass of the loop, and each tick) and writes are refused with
+        MISCONF until one succeeds. The replies already made are sent: those writes happened."""
+        now = time.monotonic()
+        can_log = now - self.aof_error_logged_at > AOF_WRITE_LOG_ERROR_SECONDS
+        if can_log:
+            self.aof_error_logged_at = now
+        error = exc.errno or errno.EIO
+        if written:
+            if can_log:
+                log.warning("Short write while writing to the AOF file: (nwritten=%d, "
+                            "expected=%d)", written, len(data))
+            try:  # the file as it was before this write: it ends with a whole record
+                os.ftruncate(file.fileno(), os.fstat(file.fileno()).st_size - written)
+            except OSError as truncate_error:
+                if can_log:
+                    log.warning("Could not remove short write from the append-only file.  "
+                                "Redis may refuse to load the AOF the next time it starts.  "
+                                "ftruncate: %s", truncate_error.strerror)
+            else:
+                written = 0
+            error = errno.ENOSPC  # (as Redis reports a short write)
+        elif can_log:
+            log.warning("Error writing to the AOF file: %s", os.strerror(error))
+        if self.fsync_mode == "always":
+            log.warning("Can't recover from AOF write error when the AOF fsync policy is "
+                        "'always'. Exiting...")
+            logging.shutdown()
+            os._exit(1)
+        self.aof_buffer.insert(0, data[written:])  # tried again before anything newer
+        self.config.note_aof_write(os.strerror(error))
 
     def write_before_reply(self) -> None:
         """Server.sync_before_reply, called before any reply is written to a socket: the writes
@@ -1199,8 +1241,8 @@ class Persistence:
         if self.aof_buffer or self.aof_transaction_client is not None or self.aof_expired:
             try:
                 self.flush_aof(fsync=self.fsync_mode == "always")
-            except OSError as exc:
-                log.warning("Error writing to the AOF file: %s", exc)
+            except OSError as exc:  # (a failed write is handled by _write_failed)
+                log.warning("Error syncing the AOF file: %s", exc)
 
     def aof_current_size(self) -> int:
         if self.aof_manifest is None:
