@@ -10,6 +10,7 @@ ziplist hashes and sorted sets, zipmaps, the old string-scored sorted sets, vers
 """
 from __future__ import annotations
 
+import re
 import struct
 from collections import deque
 from typing import Any, Callable
@@ -243,6 +244,18 @@ class Reader:
         if special is not None:
             raise BadData("Unknown length encoding")
         return n
+
+    def unchecked_count(self) -> int:
+        """A count read as Redis's rdbLoadLen(rdb, NULL) where its caller checks no error (a
+        stream's IDs and counters): a special encoding's low 6 bits, RDB_LENERR (2**64 - 1)
+        for an unknown encoding. Only a read past the end fails."""
+        first = self.byte()
+        if first >> 6 == 3:
+            return first & 0x3F
+        if first >> 6 == 2 and first not in (0x80, 0x81):
+            return _U64
+        self.pos -= 1
+        return self.length()[0]
 
     def string(self) -> bytes:
         # The common cases inline: loading is mostly this call. A length under 64 in one byte,
@@ -637,11 +650,31 @@ def _pairs(items: list[bytes]) -> list[tuple[bytes, bytes]]:
     return list(zip(items[::2], items[1::2]))
 
 
+# The longest number strtod reads at the start of a string (after white space).
+_STRTOD_PREFIX = re.compile(
+    rb"[ \t\n\v\f\r]*([+-]?(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
+    rb"(?:[pP][+-]?[0-9]+)?|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    rb"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN]))")
+
+
 def _score(raw: bytes) -> float:
+    """A zset listpack's (or ziplist's) score as zzlStrtod reads it: strtod of its first 127
+    bytes, so a score that is no number reads as the number it starts with, or 0."""
     try:
+        if b"_" in raw:  # (Python's float takes 1_000; strtod reads 1)
+            raise ValueError
         score = float(raw)
     except ValueError:
-        raise BadData("Zset listpack score is not a number") from None
+        match = _STRTOD_PREFIX.match(raw[:127].split(b"\0", 1)[0])
+        if match is None:
+            return 0.0
+        number = match.group(1)
+        if b"x" in number.lower():
+            sign = -1.0 if number[:1] == b"-" else 1.0
+            text = number.lstrip(b"+-")[2:].decode()
+            score = sign * float.fromhex("0x" + (text if "p" in text.lower() else text + "p0"))
+        else:
+            score = float(number)
     if score != score:
         raise BadData("Zset with NAN score detected")
     return score
@@ -794,15 +827,15 @@ def _decode_stream(reader: Reader, version_2: bool) -> Stream:
                 raise BadData("Stream nodes out of order")
             if node.ids:
                 stream.nodes.append(node)
-    stream.length = reader.count()
-    stream.last_id = (reader.count(), reader.count())
+    stream.length = reader.unchecked_count()
+    stream.last_id = (reader.unchecked_count(), reader.unchecked_count())
     live = sum(len(node.ids) for node in stream.nodes)
     if live != stream.length:
         raise BadData("Stream length does not match its entries")
     if version_2:
-        stream.first_id = (reader.count(), reader.count())
-        stream.max_deleted_id = (reader.count(), reader.count())
-        stream.entries_added = reader.count()
+        stream.first_id = (reader.unchecked_count(), reader.unchecked_count())
+        stream.max_deleted_id = (reader.unchecked_count(), reader.unchecked_count())
+        stream.entries_added = reader.unchecked_count()
     else:
         first = stream.first_entry()
         stream.first_id = first[0] if first is not None else (0, 0)

@@ -15,7 +15,7 @@ import subprocess
 import redis
 
 from minired.embed import SubprocessServer
-from minired.features.rdb import crc64
+from minired.features.rdb import NO_COMPRESSION, crc64, encode_string
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 
 BUILDERS = [
@@ -114,6 +114,37 @@ def test_minired_refuses_every_payload_redis_refuses():
     assert refused_by_both > 100
 
 
+def _ziplist(entries: list[bytes]) -> bytes:
+    """A ziplist (RDB 9 and older) of short strings: prevlen, 6-bit length, the bytes."""
+    body, tail, previous = b"", 10, 0
+    for entry in entries:
+        tail = 10 + len(body)
+        encoded = bytes((previous, len(entry))) + entry
+        body += encoded
+        previous = len(encoded)
+    return struct.pack("<IIH", 11 + len(body), tail, len(entries)) + body + b"\xff"
+
+
+def _ziplist_payload(rdb_type: int, entries: list[bytes]) -> bytes:
+    """A DUMP payload of RDB version 9 (which RESTORE still takes) holding a ziplist."""
+    body = bytes((rdb_type,)) + encode_string(_ziplist(entries), NO_COMPRESSION) + b"\x09\x00"
+    return body + struct.pack("<Q", crc64(body))
+
+
+# More encodings for the sanitizing run: intsets of wider integers, quicklists of mixed
+# entries, streams with deleted entries and entries of other fields, and RDB 9 ziplists.
+SANITIZE_SOURCES = [lambda c, build=build: (build(c), c.dump("src"))[1] for build in BUILDERS] + [
+    lambda c: (c.sadd("src", *range(-70000, -69990)), c.dump("src"))[1],
+    lambda c: (c.sadd("src", *(2**40 + i for i in range(5))), c.dump("src"))[1],
+    lambda c: (c.rpush("src", "a", 1, -5000, 2**31, 2**60, "b" * 70), c.dump("src"))[1],
+    lambda c: (c.xadd("src", {"f": "v"}, id="1-1"), c.xadd("src", {"g": 1, "h": 2}, id="2-1"),
+               c.xadd("src", {"f": "w"}, id="3-1"), c.xdel("src", "2-1"), c.dump("src"))[-1],
+    lambda c: _ziplist_payload(10, [b"a", b"bb", b"ccc", b"dddd"]),
+    lambda c: _ziplist_payload(13, [b"f1", b"v1", b"f2", b"v2"]),
+    lambda c: _ziplist_payload(12, [b"m1", b"1", b"m2", b"2.5"]),
+]
+
+
 def test_sanitized_restore_answers_as_redis():
     """With sanitize-dump-payload yes on both, Redis checks payloads deeply (listpack, ziplist
     and intset integrity, entry counts, order, duplicates): minired answers every damaged
@@ -127,10 +158,9 @@ def test_sanitized_restore_answers_as_redis():
             mini = redis.Redis(port=server.port)
             for client in (real.client, mini):
                 client.config_set("sanitize-dump-payload", "yes")
-            for _ in range(600):
+            for _ in range(1500):
                 real.client.delete("src")
-                rng.choice(BUILDERS)(real.client)
-                payload = _damaged(rng, real.client.dump("src"))
+                payload = _damaged(rng, rng.choice(SANITIZE_SOURCES)(real.client))
                 try:
                     expected = _restore(real.client, payload)
                 except redis.ConnectionError:  # (none expected while sanitizing)
