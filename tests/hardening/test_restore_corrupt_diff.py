@@ -182,3 +182,35 @@ def test_sanitized_restore_answers_as_redis():
         terminate(real.proc)
     assert not mismatches, mismatches[:5]
     assert outcomes["refused"] > 100 and outcomes["taken"] > 10, outcomes
+
+
+def _answers_by_mode(port: int, payload: bytes) -> dict:
+    client = redis.Redis(port=port)
+    client.acl_setuser("trusted", enabled=True, nopass=True, commands=["+@all"], keys=["*"])
+    client.execute_command("ACL", "SETUSER", "trusted", "skip-sanitize-payload")
+    trusted = redis.Redis(port=port, username="trusted", password="any")
+    answers = {}
+    for mode in ("no", "clients", "yes"):
+        client.config_set("sanitize-dump-payload", mode)
+        answers[mode] = (_restore(client, payload), _restore(trusted, payload))
+    client.config_set("sanitize-dump-payload", "no")
+    return answers
+
+
+def test_sanitize_clients_spares_users_with_skip_sanitize_payload():
+    """An intset out of order passes the shallow check and fails the deep one: with clients,
+    the default user's RESTORE is checked deeply, a skip-sanitize-payload user's is not; with
+    yes, both are (differential)."""
+    intset = struct.pack("<II", 2, 2) + struct.pack("<hh", 5, 3)
+    body = b"\x0b" + encode_string(intset, NO_COMPRESSION) + b"\x0a\x00"
+    payload = body + struct.pack("<Q", crc64(body))
+    real = Redis()
+    try:
+        expected = _answers_by_mode(real.client.connection_pool.connection_kwargs["port"],
+                                    payload)
+        with SubprocessServer() as server:
+            assert _answers_by_mode(server.port, payload) == expected
+    finally:
+        terminate(real.proc)
+    assert expected == {"no": ("OK", "OK"), "clients": ("Bad data format", "OK"),
+                        "yes": ("Bad data format", "Bad data format")}
