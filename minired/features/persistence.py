@@ -533,7 +533,8 @@ class Persistence:
         if any(db.data for db in server.keyspace.dbs):
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
         try:
-            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired)
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
+                                   self.sanitizes_loads())
         except RdbError as exc:
             raise LoadError(f"{exc} ({name}). Terminating server after rdb file reading "
                             "failure.") from None
@@ -545,6 +546,11 @@ class Persistence:
         if loaded.functions:
             self._restore_functions(loaded.functions)
         return loaded.end
+
+    def sanitizes_loads(self) -> bool:
+        """Whether RDB data loaded from a file or a master is checked deeply: only with
+        sanitize-dump-payload yes (clients spares loading, as rdbLoadObject)."""
+        return self.config.get("sanitize-dump-payload") == "yes"
 
     def _restore_functions(self, codes: list[bytes]) -> None:
         if self.functions is None:
@@ -729,7 +735,8 @@ class Persistence:
         try:
             with open(self.snapshot_path, "rb") as f:
                 data = f.read()
-            loaded = rdb_file.load(data, server.keyspace, server.clock.ms())
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(),
+                                   deep=self.sanitizes_loads())
             if self.functions is not None and (loaded.functions or flush):
                 policy = b"flush" if flush else b"replace" if merge else b"append"
                 self.functions.restore(rdb_file.functions_payload(loaded.functions), policy)

@@ -71,13 +71,15 @@ def is_rdb(data: bytes) -> bool:
     return data[:5] == MAGIC
 
 
-def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False) -> Loaded:
+def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False,
+         deep: bool = False) -> Loaded:
     """Read a whole RDB image into the (empty) keyspace: all of it, or RdbError and the keyspace
-    left as it was."""
+    left as it was. With deep (sanitize-dump-payload yes), compact encodings are checked entry
+    by entry."""
     loaded = Loaded()
     staged: list[dict] = [{} for _ in keyspace.dbs]
     staged_expires: list[dict] = [{} for _ in keyspace.dbs]
-    reader = Reader(data)
+    reader = Reader(data, 0, deep)
     try:
         _read(reader, loaded, staged, staged_expires, now_ms, keep_expired, len(keyspace.dbs))
     except BadData as exc:
