@@ -467,6 +467,8 @@ class Persistence:
         self.aof_last_rewrite_ok = True
         self.last_fsync = time.monotonic()
         self.aof_error_logged_at = -AOF_WRITE_LOG_ERROR_SECONDS  # see _write_failed
+        self.aof_write_errno = 0  # the last write to the AOF failed with it (_write_failed)
+        self.aof_fsync_errno = 0  # the last fsync of the AOF failed with it (_fsync_aof)
         self.fsync_mode = ""
         self._blocked: dict[int, tuple[int, list]] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -1170,7 +1172,8 @@ class Persistence:
             self.aof_file.close()
             self.aof_file = None
             self.aof_buffer.clear()  # what could not be written is dropped, as stopAppendOnly
-            self.config.note_aof_write("")
+            self.aof_write_errno = self.aof_fsync_errno = 0
+            self._note_aof_errors()
             log.info("Append only file disabled")
 
     def flush_aof(self, fsync: bool, close_transaction: bool = False) -> None:
@@ -1198,12 +1201,41 @@ class Persistence:
             except OSError as exc:
                 self._write_failed(file, data, written, exc)
                 return
-            if self.config.aof_write_error:
+            if self.aof_write_errno:
                 log.warning("AOF write error looks solved, Redis can write again.")
-                self.config.note_aof_write("")
+                self.aof_write_errno = 0
+                self._note_aof_errors()
         if fsync:
+            self._fsync_aof(file)
+
+    def _fsync_aof(self, file: Any) -> None:
+        """fsync the AOF. A failure ends the server with appendfsync always (the replies of this
+        pass must not leave); otherwise writes are refused until an fsync succeeds, as Redis's
+        background fsync sets aof_bio_fsync_status (EBADF and EINVAL are not failures there)."""
+        try:
             os.fsync(file.fileno())
-            self.last_fsync = time.monotonic()
+        except OSError as exc:
+            if self.fsync_mode == "always":
+                log.warning("Can't persist AOF for fsync error when the AOF fsync policy is "
+                            "'always': %s. Exiting...", os.strerror(exc.errno or errno.EIO))
+                logging.shutdown()
+                os._exit(1)
+            if exc.errno in (errno.EBADF, errno.EINVAL):
+                return
+            log.warning("Fail to fsync the AOF file: %s", os.strerror(exc.errno or errno.EIO))
+            self.aof_fsync_errno = exc.errno or errno.EIO
+            self._note_aof_errors()
+            return
+        self.last_fsync = time.monotonic()
+        if self.aof_fsync_errno:
+            self.aof_fsync_errno = 0
+            self._note_aof_errors()
+
+    def _note_aof_errors(self) -> None:
+        """Writes are refused while the AOF's last write or fsync failed (the write's error
+        named first, as writeCommandsDeniedByDiskError checks it first)."""
+        failed = self.aof_write_errno or self.aof_fsync_errno
+        self.config.note_aof_write(os.strerror(failed) if failed else "")
 
     def _write_failed(self, file: Any, data: bytes, written: int, exc: OSError) -> None:
         """A write to the AOF failed after `written` bytes of `data`, as flushAppendOnlyFile
@@ -1238,7 +1270,8 @@ class Persistence:
             logging.shutdown()
             os._exit(1)
         self.aof_buffer.insert(0, data[written:])  # tried again before anything newer
-        self.config.note_aof_write(os.strerror(error))
+        self.aof_write_errno = error
+        self._note_aof_errors()
 
     def write_before_reply(self) -> None:
         """Server.sync_before_reply, called before any reply is written to a socket: the writes

@@ -103,6 +103,41 @@ def test_turning_the_aof_off_ends_the_refusal(tmp_path):
         client.close()
 
 
+class FailingFsync:
+    """The os module as minired's persistence sees it, with fsync failing while `fail` is set."""
+
+    def __init__(self) -> None:
+        self.fail = 0
+
+    def fsync(self, fd: int) -> None:
+        if self.fail:
+            raise OSError(self.fail, os.strerror(self.fail))
+        os.fsync(fd)
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+
+def test_failed_fsync_refuses_writes_until_one_succeeds(tmp_path, monkeypatch):
+    """appendfsync everysec: an fsync that fails (Redis's background fsync) refuses writes with
+    MISCONF naming its error until a later fsync succeeds."""
+    from minired.features import persistence
+
+    failing = FailingFsync()
+    monkeypatch.setattr(persistence, "os", failing)
+    with EmbeddedServer(dir=str(tmp_path), appendonly="yes", appendfsync="everysec") as srv:
+        client = RawClient(srv.port)
+        failing.fail = errno.EIO
+        assert client.call("SET", "k", "1") == b"OK"
+        refusal = Err("MISCONF Errors writing to the AOF file: Input/output error")
+        wait_until(lambda: client.call("SET", "k", "2") == refusal, "the fsync failed")
+        assert b"aof_last_write_status:err" in client.call("INFO", "persistence")
+        failing.fail = 0
+        wait_until(lambda: client.call("SET", "k", "3") == b"OK", "an fsync succeeded")
+        assert client.call("GET", "k") == b"3"
+        client.close()
+
+
 # --- a real process: write(2) fails with EFBIG past RLIMIT_FSIZE --------------------------------
 
 FILE_SIZE_LIMIT = 4096  # above the AOF base file both servers write at start, below the incr's end
