@@ -389,7 +389,7 @@ def _stats_section(server) -> list[str]:
         # replay stops at the first bad record.
         ("unexpected_error_replies", 0),
         ("total_error_replies", sum(stats.error_replies.values())),
-        ("dump_payload_sanitizations", 0),
+        ("dump_payload_sanitizations", stats.dump_payload_sanitizations),
         ("total_reads_processed", stats.reads_processed),
         ("total_writes_processed", stats.writes_processed),
         ("io_threaded_reads_processed", 0),

@@ -541,6 +541,7 @@ class Persistence:
             raise LoadError(f"{exc} ({name}). Terminating server after rdb file reading "
                             "failure.") from None
         self.keys_loaded = loaded.keys
+        server.stats.dump_payload_sanitizations += loaded.sanitized
         self.keys_expired_at_load = loaded.expired
         _log_aux_fields(loaded.aux)
         log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,

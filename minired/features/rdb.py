@@ -191,7 +191,7 @@ def _encode_id(stream_id: tuple) -> bytes:
 class Reader:
     """A cursor over RDB bytes; every read past the end raises BadData."""
 
-    __slots__ = ("data", "pos", "deep")
+    __slots__ = ("data", "pos", "deep", "sanitized")
 
     def __init__(self, data: bytes, pos: int = 0, deep: bool = False) -> None:
         self.data = data
@@ -199,6 +199,7 @@ class Reader:
         # Check compact encodings entry by entry as well (sanitize-dump-payload): see
         # check_listpack, check_ziplist, check_intset.
         self.deep = deep
+        self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
 
     def take(self, n: int) -> bytes:
         end = self.pos + n
@@ -536,10 +537,19 @@ def check_ziplist(blob: bytes) -> None:
 
 
 def _read_packed(reader: "Reader", check: Callable[[bytes], None]) -> bytes:
-    """A listpack, ziplist or intset string, checked deeply when the reader is deep."""
+    """A listpack or intset string, checked deeply (and counted) when the reader is deep."""
     blob = reader.string()
     if reader.deep:
+        reader.sanitized += 1
         check(blob)
+    return blob
+
+
+def _read_ziplist(reader: "Reader") -> bytes:
+    """A ziplist (RDB 9 and older): always checked deeply, as Redis converts it to a listpack
+    entry by entry (ziplistValidateIntegrity with deep, not counted as a sanitization)."""
+    blob = reader.string()
+    check_ziplist(blob)
     return blob
 
 
@@ -821,6 +831,8 @@ def _decode_stream(reader: Reader, version_2: bool) -> Stream:
         key = reader.string()
         if len(key) != 16:
             raise BadData("Stream node key entry is not the size of a stream ID")
+        if reader.deep:
+            reader.sanitized += 1
         node = _decode_node(struct.unpack(">QQ", key), reader.string(), reader.deep)
         if node.ids or node.deleted:
             if stream.nodes and node.master_id <= stream.nodes[-1].master_id:
@@ -1069,7 +1081,7 @@ def _read_quicklist(reader: Reader, version_2: bool) -> deque:
         if container == _QUICKLIST_PLAIN:
             items.append(reader.string())
         elif container == _QUICKLIST_PACKED:
-            blob = _read_packed(reader, check_listpack if version_2 else check_ziplist)
+            blob = _read_packed(reader, check_listpack) if version_2 else _read_ziplist(reader)
             # An empty node is skipped, as Redis does (an empty list is then an empty key).
             items.extend(listpack_entries(blob) if version_2 else ziplist_entries(blob))
         else:
@@ -1097,11 +1109,11 @@ _DECODERS: dict[int, Callable[[Reader], Any]] = {
     TYPE_HASH: _decode_hash,
     TYPE_ZSET_2: lambda r: _zset([(r.string(), r.double()) for _ in range(r.count())]),
     TYPE_HASH_ZIPMAP: lambda r: _hash(zipmap_pairs(r.string())),
-    TYPE_LIST_ZIPLIST: lambda r: deque(ziplist_entries(_read_packed(r, check_ziplist))),
+    TYPE_LIST_ZIPLIST: lambda r: deque(ziplist_entries(_read_ziplist(r))),
     TYPE_SET_INTSET: lambda r: _intset(_read_packed(r, check_intset)),
     TYPE_ZSET_ZIPLIST: lambda r: _zset([(m, _score(s)) for m, s in
-                                        _pairs(ziplist_entries(_read_packed(r, check_ziplist)))]),
-    TYPE_HASH_ZIPLIST: lambda r: _hash(_pairs(ziplist_entries(_read_packed(r, check_ziplist)))),
+                                        _pairs(ziplist_entries(_read_ziplist(r)))]),
+    TYPE_HASH_ZIPLIST: lambda r: _hash(_pairs(ziplist_entries(_read_ziplist(r)))),
     TYPE_LIST_QUICKLIST: lambda r: _read_quicklist(r, False),
     TYPE_STREAM_LISTPACKS: lambda r: _decode_stream(r, False),
     TYPE_HASH_LISTPACK: lambda r: _hash(_pairs(listpack_entries(_read_packed(r, check_listpack)))),

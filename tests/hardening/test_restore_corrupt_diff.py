@@ -214,3 +214,56 @@ def test_sanitize_clients_spares_users_with_skip_sanitize_payload():
         terminate(real.proc)
     assert expected == {"no": ("OK", "OK"), "clients": ("Bad data format", "OK"),
                         "yes": ("Bad data format", "Bad data format")}
+
+
+def _sanitizations(client: redis.Redis) -> int:
+    return client.info("stats")["dump_payload_sanitizations"]
+
+
+def test_dump_payload_sanitizations_counts_as_redis():
+    """INFO dump_payload_sanitizations counts each listpack, intset and stream node checked
+    deeply (each quicklist node; ziplists, always checked, are not counted): the same count
+    for every kind of payload, restored with sanitize-dump-payload yes."""
+    real = Redis()
+    counts = {}
+    try:
+        real.client.config_set("list-max-listpack-size", 4)
+        real.client.config_set("stream-node-max-entries", 2)
+        payloads = []
+        for source in SANITIZE_SOURCES:
+            real.client.delete("src")
+            payloads.append(source(real.client))
+        with SubprocessServer() as server:
+            mini = redis.Redis(port=server.port)
+            for name, client in (("redis", real.client), ("minired", mini)):
+                client.config_set("sanitize-dump-payload", "yes")
+                counts[name] = []
+                for payload in payloads:
+                    before = _sanitizations(client)
+                    assert _restore(client, payload) == "OK", name
+                    counts[name].append(_sanitizations(client) - before)
+    finally:
+        terminate(real.proc)
+    assert counts["minired"] == counts["redis"]
+    assert sum(counts["redis"]) >= 10 and max(counts["redis"]) >= 2  # (quicklist, stream nodes)
+
+
+def test_ziplists_are_checked_deeply_without_sanitizing():
+    """Redis converts an RDB 9 ziplist to a listpack entry by entry, checking it deeply whatever
+    sanitize-dump-payload says: damaged ziplists get the same answers from both servers."""
+    rng = random.Random(20262)
+    ziplists = SANITIZE_SOURCES[-3:]
+    real = Redis()
+    mismatches = []
+    try:
+        with SubprocessServer() as server:
+            mini = redis.Redis(port=server.port)
+            for _ in range(300):
+                payload = _damaged(rng, rng.choice(ziplists)(real.client))
+                expected = _restore(real.client, payload)
+                if _restore(mini, payload) != expected or (
+                        expected == "OK" and _value(real.client) != _value(mini)):
+                    mismatches.append(payload)
+    finally:
+        terminate(real.proc)
+    assert not mismatches, mismatches[:5]
