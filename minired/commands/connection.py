@@ -26,7 +26,7 @@ def ping(c, argv):
     if len(argv) > 2:
         raise errors.wrong_arity("ping")
     if c.config.writes_refused_on_disk:  # (Redis refuses PING too: a health check sees it)
-        raise RedisError(errors.MISCONF_BGSAVE)
+        raise RedisError(c.config.write_refusal())
     if c.protocol == 2 and (c.channels or c.patterns or c.shard_channels):
         return [b"pong", argv[1] if len(argv) == 2 else b""]
     return argv[1] if len(argv) == 2 else PONG

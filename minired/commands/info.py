@@ -289,7 +289,7 @@ def _persistence_section(server) -> list[str]:
          "ok" if persistence is None or persistence.aof_last_rewrite_ok else "err"),
         ("aof_rewrites", persistence.aof_rewrites if persistence else 0),
         ("aof_rewrites_consecutive_failures", 0),
-        ("aof_last_write_status", "ok"),
+        ("aof_last_write_status", "err" if server.config.aof_write_error else "ok"),
         ("aof_last_cow_size", 0),
         ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0),
@@ -389,7 +389,7 @@ def _stats_section(server) -> list[str]:
         # replay stops at the first bad record.
         ("unexpected_error_replies", 0),
         ("total_error_replies", sum(stats.error_replies.values())),
-        ("dump_payload_sanitizations", 0),
+        ("dump_payload_sanitizations", stats.dump_payload_sanitizations),
         ("total_reads_processed", stats.reads_processed),
         ("total_writes_processed", stats.writes_processed),
         ("io_threaded_reads_processed", 0),

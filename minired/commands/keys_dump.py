@@ -9,6 +9,7 @@ from typing import Any
 
 from minired import LOG_VERBOSE
 from minired.engine.args import parse_int
+from minired.engine.client import Client
 from minired.engine.table import command
 from minired.features.notifications import GENERIC, notify
 from minired.features.rdb import (
@@ -35,13 +36,16 @@ def dump_payload(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     return seal(encode_value(value, compress_from, compact))
 
 
-def load_payload(payload: bytes, check_crc: bool = True) -> Any:
-    """The value in a DUMP payload; RedisError with Redis's text if it is not one."""
+def load_payload(payload: bytes, check_crc: bool = True, deep: bool = False,
+                 stats: Any = None) -> Any:
+    """The value in a DUMP payload (its compact encodings checked entry by entry with deep, and
+    counted in stats); RedisError with Redis's text if it is not one."""
     if not footer_ok(payload, check_crc=check_crc):
         raise RedisError(errors.DUMP_PAYLOAD_INVALID)
+    # Like Redis, read from the whole payload: the footer is not fenced off from the body.
+    reader = Reader(payload, 0, deep)
     try:
-        # Like Redis, read from the whole payload: the footer is not fenced off from the body.
-        return decode_value(Reader(payload))
+        return decode_value(reader)
     except (BadData, struct.error, IndexError, ValueError) as exc:
         if isinstance(exc, BadData) and str(exc):
             # rdbReportError in a RESTORE: the reason at verbose level, the error to the client.
@@ -49,6 +53,9 @@ def load_payload(payload: bytes, check_crc: bool = True) -> Any:
             log.log(LOG_VERBOSE, "Internal error in RDB reading offset 0, function at rdb.c:0 "
                     "-> %s", exc)
         raise RedisError(errors.BAD_DATA_FORMAT) from None
+    finally:
+        if stats is not None:
+            stats.dump_payload_sanitizations += reader.sanitized
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -62,6 +69,16 @@ def dump(c, argv):
     compress = config.get("rdbcompression") == "yes"
     return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION,
                         Compact.from_config(config.get))
+
+
+def _sanitizes(c: Client) -> bool:
+    """Whether c's RESTORE checks its payload deeply (rdbLoadObject): sanitize-dump-payload yes,
+    or clients, for a client that is not the master and whose user is not skip-sanitize-payload."""
+    mode = c.server.config.get("sanitize-dump-payload")
+    if mode != "clients":
+        return mode == "yes"
+    return c.flags != "M" and not (c.user is not None
+                                   and "skip-sanitize-payload" in c.user.flags)
 
 
 @command("restore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group=G)
@@ -96,7 +113,8 @@ def restore(c, argv):
     ttl = parse_int(argv[2])
     if ttl < 0:
         raise RedisError(errors.RESTORE_INVALID_TTL)
-    value = load_payload(argv[3], not c.server.debug.skip_checksum_validation)
+    value = load_payload(argv[3], not c.server.debug.skip_checksum_validation, _sanitizes(c),
+                         c.server.stats)
     deleted = replace and db.delete(key)
     if ttl and not absolute_ttl:
         ttl += c.server.clock.ms()

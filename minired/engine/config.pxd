@@ -4,7 +4,7 @@
 cdef class Config:
     cdef public object values, _numbers, databases, requirepass, proto_max_bulk_len
     cdef public object client_query_buffer_limit, maxclients, maxmemory, busy_reply_threshold_ms
-    cdef public object time_control
+    cdef public object time_control, aof_write_error
     # Compared with every command's duration (dispatch.call): a C value (capped in Config).
     cdef public long long slowlog_threshold_ns, latency_threshold_ns
     cdef public bint writes_need_replicas, bgsave_failed, writes_refused_on_disk, writes_refused

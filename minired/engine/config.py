@@ -237,7 +237,7 @@ class Config:
     __slots__ = ("values", "_numbers", "databases", "requirepass", "proto_max_bulk_len",
                  "client_query_buffer_limit", "maxclients", "maxmemory",
                  "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns", "latency_threshold_ns",
-                 "writes_need_replicas", "bgsave_failed", "writes_refused_on_disk",
+                 "writes_need_replicas", "bgsave_failed", "aof_write_error", "writes_refused_on_disk",
                  "writes_refused", "replicating", "writes_refused_on_replica", "master_link_up",
                  "stale_refused")
 
@@ -247,6 +247,7 @@ class Config:
         self.values: dict[str, str] = dict(DEFAULTS)
         self._numbers: dict[str, int] = {}
         self.bgsave_failed = False  # the last background save failed (note_bgsave)
+        self.aof_write_error = ""  # strerror of the AOF's failing write while on (note_aof_write)
         self.replicating = False  # a replica of another server (minired/features/replica_link.py)
         self.master_link_up = False
         for name, value in overrides.items():
@@ -331,11 +332,10 @@ class Config:
         # minired is a master with none, so whenever min-replicas-to-write asks for some.
         self.writes_need_replicas = (self.number("min-replicas-to-write") > 0
                                      and self.number("min-replicas-max-lag") > 0)
-        # Whether writes and PING are refused for a failed background save (Redis's
+        # Whether writes and PING are refused for a failed background save or AOF write (Redis's
         # writeCommandsDeniedByDiskError), and whether writes are refused for either reason:
         # dispatch tests the latter on every write, write_refusal() says why.
-        self.writes_refused_on_disk = (self.bgsave_failed and bool(self.values["save"])
-                                       and self.values["stop-writes-on-bgsave-error"] == "yes")
+        self.writes_refused_on_disk = self._bgsave_refuses() or bool(self.aof_write_error)
         # A read-only replica refuses its clients' writes (only its master's are applied).
         self.writes_refused_on_replica = (self.replicating
                                           and self.values["replica-read-only"] == "yes")
@@ -359,10 +359,24 @@ class Config:
         self.bgsave_failed = not ok
         self._derive()
 
+    def _bgsave_refuses(self) -> bool:
+        """stop-writes-on-bgsave-error applies: a background save failed, save points are set."""
+        return (self.bgsave_failed and bool(self.values["save"])
+                and self.values["stop-writes-on-bgsave-error"] == "yes")
+
+    def note_aof_write(self, error: str) -> None:
+        """The AOF's last write failed (error: its strerror) or, with "", succeeded or the AOF
+        was turned off: writes are refused in between, as Redis's aof_last_write_status."""
+        self.aof_write_error = error
+        self._derive()
+
     def write_refusal(self) -> str:
-        """The error a write gets while writes_refused (MISCONF first, as processCommand)."""
+        """The error a write gets while writes_refused (MISCONF first, as processCommand; the
+        snapshot's before the AOF's, as writeCommandsDeniedByDiskError)."""
         if self.writes_refused_on_disk:
-            return errors.MISCONF_BGSAVE
+            if self._bgsave_refuses():
+                return errors.MISCONF_BGSAVE
+            return errors.MISCONF_AOF.format(self.aof_write_error)
         return errors.READONLY_REPLICA if self.writes_refused_on_replica else errors.NOREPLICAS
 
 

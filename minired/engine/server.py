@@ -48,7 +48,7 @@ class Stats:
     __slots__ = ("started", "started_monotonic", "connections_received",
                  "commands_processed", "rejected_connections", "expired_keys",
                  "net_input_bytes", "net_output_bytes", "error_replies",
-                 "reads_processed", "writes_processed")
+                 "reads_processed", "writes_processed", "dump_payload_sanitizations")
 
     def __init__(self) -> None:
         self.started = time.time()
@@ -66,6 +66,8 @@ class Stats:
         # INFO total_reads_processed/total_writes_processed: socket reads and reply writes.
         self.reads_processed = 0
         self.writes_processed = 0
+        # INFO dump_payload_sanitizations: listpacks, intsets and stream nodes checked deeply.
+        self.dump_payload_sanitizations = 0
         # INFO errorstats: error replies by their first word (ERR, WRONGTYPE, ...).
         self.error_replies: dict[str, int] = {}
 

@@ -67,6 +67,7 @@ LEGACY_HEADER = b"#minired-snapshot 1\n"
 LEGACY_OBJECT_COMMAND = b"minired-object"
 TICK_SECONDS = 0.1
 SAVE_RETRY_SECONDS = 5  # CONFIG_BGSAVE_RETRY_DELAY
+AOF_WRITE_LOG_ERROR_SECONDS = 30  # AOF_WRITE_LOG_ERROR_RATE: a failing write is logged this seldom
 
 
 
@@ -465,6 +466,9 @@ class Persistence:
         self.aof_last_rewrite_seconds = -1
         self.aof_last_rewrite_ok = True
         self.last_fsync = time.monotonic()
+        self.aof_error_logged_at = -AOF_WRITE_LOG_ERROR_SECONDS  # see _write_failed
+        self.aof_write_errno = 0  # the last write to the AOF failed with it (_write_failed)
+        self.aof_fsync_errno = 0  # the last fsync of the AOF failed with it (_fsync_aof)
         self.fsync_mode = ""
         self._blocked: dict[int, tuple[int, list]] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -531,11 +535,13 @@ class Persistence:
         if any(db.data for db in server.keyspace.dbs):
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
         try:
-            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired)
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
+                                   self.sanitizes_loads())
         except RdbError as exc:
             raise LoadError(f"{exc} ({name}). Terminating server after rdb file reading "
                             "failure.") from None
         self.keys_loaded = loaded.keys
+        server.stats.dump_payload_sanitizations += loaded.sanitized
         self.keys_expired_at_load = loaded.expired
         _log_aux_fields(loaded.aux)
         log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,
@@ -543,6 +549,11 @@ class Persistence:
         if loaded.functions:
             self._restore_functions(loaded.functions)
         return loaded.end
+
+    def sanitizes_loads(self) -> bool:
+        """Whether RDB data loaded from a file or a master is checked deeply: only with
+        sanitize-dump-payload yes (clients spares loading, as rdbLoadObject)."""
+        return self.config.get("sanitize-dump-payload") == "yes"
 
     def _restore_functions(self, codes: list[bytes]) -> None:
         if self.functions is None:
@@ -729,7 +740,8 @@ class Persistence:
         try:
             with open(self.snapshot_path, "rb") as f:
                 data = f.read()
-            loaded = rdb_file.load(data, server.keyspace, server.clock.ms())
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(),
+                                   deep=self.sanitizes_loads())
             if self.functions is not None and (loaded.functions or flush):
                 policy = b"flush" if flush else b"replace" if merge else b"append"
                 self.functions.restore(rdb_file.functions_payload(loaded.functions), policy)
@@ -1162,6 +1174,9 @@ class Persistence:
             self.flush_aof(fsync=True, close_transaction=True)
             self.aof_file.close()
             self.aof_file = None
+            self.aof_buffer.clear()  # what could not be written is dropped, as stopAppendOnly
+            self.aof_write_errno = self.aof_fsync_errno = 0
+            self._note_aof_errors()
             log.info("Append only file disabled")
 
     def flush_aof(self, fsync: bool, close_transaction: bool = False) -> None:
@@ -1182,16 +1197,84 @@ class Persistence:
             data = b"".join(self.aof_buffer)
             self.aof_buffer.clear()
             view = memoryview(data)
+            written = 0
             try:
-                while view:
-                    written = file.write(view)
-                    view = view[written:]
-            except OSError:
-                self.aof_buffer.append(bytes(view))  # kept for the next try
-                raise
+                while written < len(data):
+                    written += file.write(view[written:])
+            except OSError as exc:
+                self._write_failed(file, data, written, exc)
+                return
+            if self.aof_write_errno:
+                log.warning("AOF write error looks solved, Redis can write again.")
+                self.aof_write_errno = 0
+                self._note_aof_errors()
         if fsync:
+            self._fsync_aof(file)
+
+    def _fsync_aof(self, file: Any) -> None:
+        """fsync the AOF. A failure ends the server with appendfsync always (the replies of this
+        pass must not leave); otherwise writes are refused until an fsync succeeds, as Redis's
+        background fsync sets aof_bio_fsync_status (EBADF and EINVAL are not failures there)."""
+        try:
             os.fsync(file.fileno())
-            self.last_fsync = time.monotonic()
+        except OSError as exc:
+            if self.fsync_mode == "always":
+                log.warning("Can't persist AOF for fsync error when the AOF fsync policy is "
+                            "'always': %s. Exiting...", os.strerror(exc.errno or errno.EIO))
+                logging.shutdown()
+                os._exit(1)
+            if exc.errno in (errno.EBADF, errno.EINVAL):
+                return
+            log.warning("Fail to fsync the AOF file: %s", os.strerror(exc.errno or errno.EIO))
+            self.aof_fsync_errno = exc.errno or errno.EIO
+            self._note_aof_errors()
+            return
+        self.last_fsync = time.monotonic()
+        if self.aof_fsync_errno:
+            self.aof_fsync_errno = 0
+            self._note_aof_errors()
+
+    def _note_aof_errors(self) -> None:
+        """Writes are refused while the AOF's last write or fsync failed (the write's error
+        named first, as writeCommandsDeniedByDiskError checks it first)."""
+        failed = self.aof_write_errno or self.aof_fsync_errno
+        self.config.note_aof_write(os.strerror(failed) if failed else "")
+
+    def _write_failed(self, file: Any, data: bytes, written: int, exc: OSError) -> None:
+        """A write to the AOF failed after `written` bytes of `data`, as flushAppendOnlyFile
+        handles it: a partial record is cut off the file again; with appendfsync always the
+        server exits (the replies of this pass must not leave); otherwise the records are kept
+        for the next try (each pass of the loop, and each tick) and writes are refused with
+        MISCONF until one succeeds. The replies already made are sent: those writes happened."""
+        now = time.monotonic()
+        can_log = now - self.aof_error_logged_at > AOF_WRITE_LOG_ERROR_SECONDS
+        if can_log:
+            self.aof_error_logged_at = now
+        error = exc.errno or errno.EIO
+        if written:
+            if can_log:
+                log.warning("Short write while writing to the AOF file: (nwritten=%d, "
+                            "expected=%d)", written, len(data))
+            try:  # the file as it was before this write: it ends with a whole record
+                os.ftruncate(file.fileno(), os.fstat(file.fileno()).st_size - written)
+            except OSError as truncate_error:
+                if can_log:
+                    log.warning("Could not remove short write from the append-only file.  "
+                                "Redis may refuse to load the AOF the next time it starts.  "
+                                "ftruncate: %s", truncate_error.strerror)
+            else:
+                written = 0
+            error = errno.ENOSPC  # (as Redis reports a short write)
+        elif can_log:
+            log.warning("Error writing to the AOF file: %s", os.strerror(error))
+        if self.fsync_mode == "always":
+            log.warning("Can't recover from AOF write error when the AOF fsync policy is "
+                        "'always'. Exiting...")
+            logging.shutdown()
+            os._exit(1)
+        self.aof_buffer.insert(0, data[written:])  # tried again before anything newer
+        self.aof_write_errno = error
+        self._note_aof_errors()
 
     def write_before_reply(self) -> None:
         """Server.sync_before_reply, called before any reply is written to a socket: the writes
@@ -1201,8 +1284,8 @@ class Persistence:
         if self.aof_buffer or self.aof_transaction_client is not None or self.aof_expired:
             try:
                 self.flush_aof(fsync=self.fsync_mode == "always")
-            except OSError as exc:
-                log.warning("Error writing to the AOF file: %s", exc)
+            except OSError as exc:  # (a failed write is handled by _write_failed)
+                log.warning("Error syncing the AOF file: %s", exc)
 
     def aof_current_size(self) -> int:
         if self.aof_manifest is None:

@@ -7,6 +7,8 @@ import cython
 cdef class Reader:
     cdef public bytes data
     cdef public Py_ssize_t pos
+    cdef public bint deep
+    cdef public Py_ssize_t sanitized
     cpdef bytes take(self, n)
     @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t)
     cpdef int byte(self) except -1

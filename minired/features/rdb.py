@@ -10,6 +10,7 @@ ziplist hashes and sorted sets, zipmaps, the old string-scored sorted sets, vers
 """
 from __future__ import annotations
 
+import re
 import struct
 from collections import deque
 from typing import Any, Callable
@@ -190,11 +191,15 @@ def _encode_id(stream_id: tuple) -> bytes:
 class Reader:
     """A cursor over RDB bytes; every read past the end raises BadData."""
 
-    __slots__ = ("data", "pos")
+    __slots__ = ("data", "pos", "deep", "sanitized")
 
-    def __init__(self, data: bytes, pos: int = 0) -> None:
+    def __init__(self, data: bytes, pos: int = 0, deep: bool = False) -> None:
         self.data = data
         self.pos = pos
+        # Check compact encodings entry by entry as well (sanitize-dump-payload): see
+        # check_listpack, check_ziplist, check_intset.
+        self.deep = deep
+        self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
 
     def take(self, n: int) -> bytes:
         end = self.pos + n
@@ -240,6 +245,18 @@ class Reader:
         if special is not None:
             raise BadData("Unknown length encoding")
         return n
+
+    def unchecked_count(self) -> int:
+        """A count read as Redis's rdbLoadLen(rdb, NULL) where its caller checks no error (a
+        stream's IDs and counters): a special encoding's low 6 bits, RDB_LENERR (2**64 - 1)
+        for an unknown encoding. Only a read past the end fails."""
+        first = self.byte()
+        if first >> 6 == 3:
+            return first & 0x3F
+        if first >> 6 == 2 and first not in (0x80, 0x81):
+            return _U64
+        self.pos -= 1
+        return self.length()[0]
 
     def string(self) -> bytes:
         # The common cases inline: loading is mostly this call. A length under 64 in one byte,
@@ -415,6 +432,127 @@ def listpack_items(blob: bytes) -> list:
     return entries
 
 
+def _lp_entry_end(blob: bytes, pos: int) -> int:
+    """Where the listpack entry at pos ends, its backlen checked as lpValidateNext does; -1 if
+    it is not a valid entry inside the listpack."""
+    last = len(blob) - 1  # (the EOF byte)
+    first = blob[pos]
+    if first < 0xE0 or 0xF1 <= first <= 0xF4:
+        header = 1
+    elif first < 0xF0:
+        header = 2
+    elif first == 0xF0:
+        header = 5
+    else:
+        return -1
+    if pos + header > last:
+        return -1
+    if first < 0x80:
+        size = 1
+    elif first < 0xC0:
+        size = 1 + (first & 0x3F)
+    elif first < 0xE0:
+        size = 2
+    elif first < 0xF0:
+        size = 2 + (((first & 0x0F) << 8) | blob[pos + 1])
+    elif first == 0xF0:
+        size = 5 + struct.unpack("<I", blob[pos + 1:pos + 5])[0]
+    else:
+        size = 1 + _LP_INT_WIDTH[first]
+    backlen = _lp_backlen(size)
+    end = pos + size + len(backlen)
+    if end > last:
+        return -1
+    decoded, shift, at = 0, 0, end - 1  # lpDecodeBacklen: read from the last byte back
+    while True:
+        decoded |= (blob[at] & 127) << shift
+        if not blob[at] & 128:
+            break
+        shift += 7
+        at -= 1
+        if shift > 28:
+            return -1
+    return end if decoded == size else -1
+
+
+def check_listpack(blob: bytes, count_in_header: bool = True) -> None:
+    """lpValidateIntegrity with deep: every entry (and its backlen) inside the listpack, the last
+    one right before the EOF byte, and as many as the header says (unless it says 65535)."""
+    if len(blob) < 7 or struct.unpack("<I", blob[:4])[0] != len(blob) or blob[-1] != 0xFF:
+        raise BadData("Listpack integrity check failed")
+    pos, count, last = 6, 0, len(blob) - 1
+    while pos < last:
+        pos = _lp_entry_end(blob, pos)
+        if pos < 0:
+            raise BadData("Listpack integrity check failed")
+        count += 1
+    declared = struct.unpack("<H", blob[4:6])[0]
+    if count_in_header and declared != 65535 and declared != count:
+        raise BadData("Listpack integrity check failed")
+
+
+def check_intset(blob: bytes) -> None:
+    """intsetValidateIntegrity with deep: the integers strictly ascending (no duplicates)."""
+    width = struct.unpack("<I", blob[:4])[0]
+    values = [int.from_bytes(blob[i:i + width], "little", signed=True)
+              for i in range(8, len(blob), width)]
+    if any(a >= b for a, b in zip(values, values[1:])):
+        raise BadData("Intset integrity check failed")
+
+
+def check_ziplist(blob: bytes) -> None:
+    """ziplistValidateIntegrity with deep: each entry's prevlen is the size of the one before,
+    the tail offset points at the last entry, the count matches the header (unless 65535)."""
+    if len(blob) < 11 or struct.unpack("<I", blob[:4])[0] != len(blob) or blob[-1] != 0xFF:
+        raise BadData("Ziplist integrity check failed")
+    tail = struct.unpack("<I", blob[4:8])[0]
+    pos, previous_size, count, last_entry, end = 10, 0, 0, 10, len(blob) - 1
+    while pos < end:
+        start = pos
+        if blob[pos] == 0xFE:
+            prevlen = struct.unpack("<I", blob[pos + 1:pos + 5])[0]
+            pos += 5
+        else:
+            prevlen = blob[pos]
+            pos += 1
+        if prevlen != previous_size:
+            raise BadData("Ziplist integrity check failed")
+        first = blob[pos]
+        kind = first >> 6
+        if kind == 0:
+            pos += 1 + (first & 0x3F)
+        elif kind == 1:
+            pos += 2 + (((first & 0x3F) << 8) | blob[pos + 1])
+        elif kind == 2:
+            pos += 5 + struct.unpack(">I", blob[pos + 1:pos + 5])[0]
+        else:
+            pos += {0xC0: 3, 0xD0: 5, 0xE0: 9, 0xF0: 4, 0xFE: 2}.get(first, 1)
+        if pos > end:
+            raise BadData("Ziplist integrity check failed")
+        previous_size, last_entry = pos - start, start
+        count += 1
+    declared = struct.unpack("<H", blob[8:10])[0]
+    if tail != last_entry or (declared != 65535 and declared != count):
+        raise BadData("Ziplist integrity check failed")
+
+
+def _read_packed(reader: "Reader", check: Callable[[bytes], None]) -> bytes:
+    """A listpack or intset string, checked deeply (and counted) when the reader is deep."""
+    blob = reader.string()
+    if reader.deep:
+        reader.sanitized += 1
+        check(blob)
+    return blob
+
+
+def _read_ziplist(reader: "Reader") -> bytes:
+    """A ziplist (RDB 9 and older): always checked deeply, as Redis converts it to a listpack
+    entry by entry (ziplistValidateIntegrity with deep, not counted as a sanitization)."""
+    blob = reader.string()
+    check_ziplist(blob)
+    return blob
+
+
 def _as_bytes(item: "bytes | int") -> bytes:
     return item if type(item) is bytes else b"%d" % item
 
@@ -522,11 +660,31 @@ def _pairs(items: list[bytes]) -> list[tuple[bytes, bytes]]:
     return list(zip(items[::2], items[1::2]))
 
 
+# The longest number strtod reads at the start of a string (after white space).
+_STRTOD_PREFIX = re.compile(
+    rb"[ \t\n\v\f\r]*([+-]?(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
+    rb"(?:[pP][+-]?[0-9]+)?|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    rb"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN]))")
+
+
 def _score(raw: bytes) -> float:
+    """A zset listpack's (or ziplist's) score as zzlStrtod reads it: strtod of its first 127
+    bytes, so a score that is no number reads as the number it starts with, or 0."""
     try:
+        if b"_" in raw:  # (Python's float takes 1_000; strtod reads 1)
+            raise ValueError
         score = float(raw)
     except ValueError:
-        raise BadData("Zset listpack score is not a number") from None
+        match = _STRTOD_PREFIX.match(raw[:127].split(b"\0", 1)[0])
+        if match is None:
+            return 0.0
+        number = match.group(1)
+        if b"x" in number.lower():
+            sign = -1.0 if number[:1] == b"-" else 1.0
+            text = number.lstrip(b"+-")[2:].decode()
+            score = sign * float.fromhex("0x" + (text if "p" in text.lower() else text + "p0"))
+        else:
+            score = float(number)
     if score != score:
         raise BadData("Zset with NAN score detected")
     return score
@@ -595,10 +753,17 @@ def _encode_stream(stream: Stream, compress_from: int) -> bytes:
     return b"".join(out)
 
 
-def _decode_node(master_id: tuple, blob: bytes) -> StreamNode:
+def _decode_node(master_id: tuple, blob: bytes, deep: bool = False) -> StreamNode:
+    """A stream node's listpack; with deep, checked as streamValidateListpackIntegrity does: its
+    entries one by one (not their count in the header), then that the entries (live and
+    deleted) are as many as the master entry says, each with its lp-count right."""
+    if deep:
+        check_listpack(blob, count_in_header=False)
     items = listpack_items(blob)
     if not items:
         raise BadData("Empty listpack inside stream")
+    if deep:
+        _check_node_layout(items)
     try:
         it = iter(items)
         next(it)  # live count: the entries themselves say
@@ -634,27 +799,55 @@ def _decode_node(master_id: tuple, blob: bytes) -> StreamNode:
     return node
 
 
+def _check_node_layout(items: list) -> None:
+    try:
+        live, deleted, master_fields = items[0], items[1], items[2]
+        pos = 3 + master_fields
+        if items[pos] != 0:  # the master entry's terminator
+            raise BadData("Stream listpack integrity check failed")
+        pos += 1
+        for _ in range(live + deleted):
+            flags = items[pos]
+            fields, extra = master_fields, 3
+            int(items[pos + 1]) + int(items[pos + 2])  # the ID's two parts are integers
+            pos += 3
+            if not flags & _STREAM_SAMEFIELDS:
+                fields = items[pos]
+                pos += 1 + fields
+                extra += fields + 1
+            pos += fields
+            if items[pos] != fields + extra:  # lp-count
+                raise BadData("Stream listpack integrity check failed")
+            pos += 1
+    except (IndexError, TypeError, ValueError):
+        raise BadData("Stream listpack integrity check failed") from None
+    if pos != len(items):
+        raise BadData("Stream listpack integrity check failed")
+
+
 def _decode_stream(reader: Reader, version_2: bool) -> Stream:
     stream = Stream()
     for _ in range(reader.count()):
         key = reader.string()
         if len(key) != 16:
             raise BadData("Stream node key entry is not the size of a stream ID")
-        node = _decode_node(struct.unpack(">QQ", key), reader.string())
+        if reader.deep:
+            reader.sanitized += 1
+        node = _decode_node(struct.unpack(">QQ", key), reader.string(), reader.deep)
         if node.ids or node.deleted:
             if stream.nodes and node.master_id <= stream.nodes[-1].master_id:
                 raise BadData("Stream nodes out of order")
             if node.ids:
                 stream.nodes.append(node)
-    stream.length = reader.count()
-    stream.last_id = (reader.count(), reader.count())
+    stream.length = reader.unchecked_count()
+    stream.last_id = (reader.unchecked_count(), reader.unchecked_count())
     live = sum(len(node.ids) for node in stream.nodes)
     if live != stream.length:
         raise BadData("Stream length does not match its entries")
     if version_2:
-        stream.first_id = (reader.count(), reader.count())
-        stream.max_deleted_id = (reader.count(), reader.count())
-        stream.entries_added = reader.count()
+        stream.first_id = (reader.unchecked_count(), reader.unchecked_count())
+        stream.max_deleted_id = (reader.unchecked_count(), reader.unchecked_count())
+        stream.entries_added = reader.unchecked_count()
     else:
         first = stream.first_entry()
         stream.first_id = first[0] if first is not None else (0, 0)
@@ -888,7 +1081,7 @@ def _read_quicklist(reader: Reader, version_2: bool) -> deque:
         if container == _QUICKLIST_PLAIN:
             items.append(reader.string())
         elif container == _QUICKLIST_PACKED:
-            blob = reader.string()
+            blob = _read_packed(reader, check_listpack) if version_2 else _read_ziplist(reader)
             # An empty node is skipped, as Redis does (an empty list is then an empty key).
             items.extend(listpack_entries(blob) if version_2 else ziplist_entries(blob))
         else:
@@ -916,14 +1109,16 @@ _DECODERS: dict[int, Callable[[Reader], Any]] = {
     TYPE_HASH: _decode_hash,
     TYPE_ZSET_2: lambda r: _zset([(r.string(), r.double()) for _ in range(r.count())]),
     TYPE_HASH_ZIPMAP: lambda r: _hash(zipmap_pairs(r.string())),
-    TYPE_LIST_ZIPLIST: lambda r: deque(ziplist_entries(r.string())),
-    TYPE_SET_INTSET: lambda r: _intset(r.string()),
-    TYPE_ZSET_ZIPLIST: lambda r: _zset([(m, _score(s)) for m, s in _pairs(ziplist_entries(r.string()))]),
-    TYPE_HASH_ZIPLIST: lambda r: _hash(_pairs(ziplist_entries(r.string()))),
+    TYPE_LIST_ZIPLIST: lambda r: deque(ziplist_entries(_read_ziplist(r))),
+    TYPE_SET_INTSET: lambda r: _intset(_read_packed(r, check_intset)),
+    TYPE_ZSET_ZIPLIST: lambda r: _zset([(m, _score(s)) for m, s in
+                                        _pairs(ziplist_entries(_read_ziplist(r)))]),
+    TYPE_HASH_ZIPLIST: lambda r: _hash(_pairs(ziplist_entries(_read_ziplist(r)))),
     TYPE_LIST_QUICKLIST: lambda r: _read_quicklist(r, False),
     TYPE_STREAM_LISTPACKS: lambda r: _decode_stream(r, False),
-    TYPE_HASH_LISTPACK: lambda r: _hash(_pairs(listpack_entries(r.string()))),
-    TYPE_ZSET_LISTPACK: lambda r: _zset([(m, _score(s)) for m, s in _pairs(listpack_entries(r.string()))]),
+    TYPE_HASH_LISTPACK: lambda r: _hash(_pairs(listpack_entries(_read_packed(r, check_listpack)))),
+    TYPE_ZSET_LISTPACK: lambda r: _zset([(m, _score(s)) for m, s in
+                                         _pairs(listpack_entries(_read_packed(r, check_listpack)))]),
     TYPE_LIST_QUICKLIST_2: lambda r: _read_quicklist(r, True),
     TYPE_STREAM_LISTPACKS_2: lambda r: _decode_stream(r, True),
 }

@@ -56,7 +56,7 @@ class RdbError(Exception):
 class Loaded:
     """What a load found besides keys: function library sources and a few counts."""
 
-    __slots__ = ("functions", "keys", "expired", "end", "version", "aux")
+    __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized")
 
     def __init__(self) -> None:
         self.functions: list[bytes] = []
@@ -65,19 +65,22 @@ class Loaded:
         self.end = 0  # offset just past the checksum (an AOF preamble's commands follow)
         self.version = 0
         self.aux: dict[bytes, bytes] = {}
+        self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
 
 
 def is_rdb(data: bytes) -> bool:
     return data[:5] == MAGIC
 
 
-def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False) -> Loaded:
+def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False,
+         deep: bool = False) -> Loaded:
     """Read a whole RDB image into the (empty) keyspace: all of it, or RdbError and the keyspace
-    left as it was."""
+    left as it was. With deep (sanitize-dump-payload yes), compact encodings are checked entry
+    by entry."""
     loaded = Loaded()
     staged: list[dict] = [{} for _ in keyspace.dbs]
     staged_expires: list[dict] = [{} for _ in keyspace.dbs]
-    reader = Reader(data)
+    reader = Reader(data, 0, deep)
     try:
         _read(reader, loaded, staged, staged_expires, now_ms, keep_expired, len(keyspace.dbs))
     except BadData as exc:
@@ -86,6 +89,7 @@ def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = Fa
             if reason == EOF_MESSAGE else ""
         raise RdbError("%sInternal error in RDB reading offset %d, function at rdb.c:0 -> %s"
                        % (short, reader.pos, reason)) from None
+    loaded.sanitized = reader.sanitized
     for db, data_, expires in zip(keyspace.dbs, staged, staged_expires):
         db.data.update(data_)
         for key, deadline in expires.items():

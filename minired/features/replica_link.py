@@ -171,7 +171,8 @@ class Link:
         server = self.server
         replication.master(server).disconnect_replicas()  # (Redis makes them resync too)
         server.keyspace.flushall()
-        loaded = rdb_file.load(payload, server.keyspace, server.clock.ms(), keep_expired=True)
+        loaded = rdb_file.load(payload, server.keyspace, server.clock.ms(), keep_expired=True,
+                               deep=server.config.get("sanitize-dump-payload") == "yes")
         persistence = server.persistence
         if loaded.functions and persistence is not None and persistence.functions is not None:
             persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")

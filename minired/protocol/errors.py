@@ -141,6 +141,8 @@ MISCONF_BGSAVE = ("MISCONF Redis is configured to save RDB snapshots, but it's c
                   "this instance is configured to report errors during writes if RDB snapshotting "
                   "fails (stop-writes-on-bgsave-error option). Please check the Redis logs for "
                   "details about the RDB error.")
+# A write (or PING) while the AOF cannot be written (writeCommandsGetDiskErrorMessage): strerror.
+MISCONF_AOF = "MISCONF Errors writing to the AOF file: {}"
 COMMAND_NOT_ALLOWED_IN_MULTI = "ERR Command not allowed inside a transaction"
 
 SUBSCRIBE_CONTEXT = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import pytest
 import redis
 
 from minired.embed import EmbeddedServer, SubprocessServer
+from minired.features.rdb import crc64
 from minired.protocol import errors
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
@@ -387,6 +389,47 @@ def test_a_file_that_cannot_be_read_stops_start_up_and_is_left_alone(tmp_path, d
                 "other program": "Wrong signature trying to load DB from file",
                 "empty": "Short read or OOM loading DB"}[damage]
     assert expected in message, message
+
+
+def _start_up(argv: list) -> tuple[bool, str]:
+    """Whether the server started (answered PING; then stopped) or exited, and its log."""
+    port = free_port()
+    proc = subprocess.Popen([*argv, "--port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    try:
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "neither started nor exited"
+            try:
+                wait_for_ping(port, timeout=0.2)
+            except RuntimeError:
+                continue
+            return True, ""
+        return False, proc.communicate(timeout=15)[0].decode(errors="replace")
+    finally:
+        terminate(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.parametrize("sanitize", ["no", "clients", "yes"])
+def test_sanitize_dump_payload_yes_checks_the_file_deeply(tmp_path, sanitize):
+    """An intset out of order passes the shallow check, not the deep one: with
+    sanitize-dump-payload yes (only: clients spares loading) start-up stops, as Redis's does."""
+    data = _redis_dump(tmp_path, lambda client: client.sadd("ints", 1, 2, 3))
+    assert data.count(b"\x01\x00\x02\x00\x03\x00") == 1
+    body = data[:-8].replace(b"\x01\x00\x02\x00\x03\x00", b"\x03\x00\x02\x00\x01\x00")
+    results = {}
+    for name, program in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "dump.rdb").write_bytes(body + struct.pack("<Q", crc64(body)))
+        started, log = _start_up([*program, "--dir", str(directory), "--save", "",
+                                  "--sanitize-dump-payload", sanitize])
+        assert started or "Intset integrity check failed" in log, (name, log)
+        results[name] = started
+    assert results == {"redis": sanitize != "yes", "minired": sanitize != "yes"}
 
 
 def test_a_truncated_aof_stops_start_up_unless_aof_load_truncated(tmp_path):
