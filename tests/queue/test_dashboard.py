@@ -77,6 +77,25 @@ def test_stalled_job_shows_an_expired_lock(web, queue, client):
     assert [e["jobId"] for e in detail["recovered"]] == ["j1"]
 
 
+def test_a_recovery_stays_listed_behind_hundreds_of_newer_events(web, queue, client):
+    """The recoveries come from a bounded backwards read of the events stream, not from the
+    few events the page lists: 300 adds later the sweep's recovery is still there, and the
+    reply says how many events were looked at."""
+    from minired_queue.dashboard.data import EVENTS_SHOWN, RECOVERY_LOOKBACK
+
+    queue.add(job_id="j1")
+    take(queue, token="w:1")
+    client.delete(queue.keys.lock("j1"))
+    queue.sweep()
+    for i in range(300):
+        queue.add(job_id=f"later-{i}")
+    detail = web.get("/api/queue", params={"name": queue.name}).json()
+    assert [e["jobId"] for e in detail["recovered"]] == ["j1"]
+    assert detail["recovered_looked_at"] == min(RECOVERY_LOOKBACK, client.xlen(queue.keys.events))
+    assert len(detail["events"]) == EVENTS_SHOWN
+    assert detail["events"][-1]["jobId"] == "later-299"
+
+
 def test_job_page_has_data_error_traceback_and_markers(web, queue):
     queue.add_job(JobSpec({"to": "ada@example.com"}, job_id="mail-1", dedup_id="ada", attempts=1))
     fetch = take(queue, token="w:1")

@@ -479,3 +479,34 @@ def test_dark_mode_phone_width_favicon_and_advance_confirmed(browser, dashboard,
             assert width[0] <= width[1], (page, width)
     finally:
         browser.set_window_size(1280, 1000)
+
+
+# --- lists that keep what they claim, charts in durations, the dialog, a job's facts ---------
+def test_events_show_times_filter_and_more_and_recoveries_stay(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="lost")
+    take(queue, token="w:1")
+    client.delete(queue.keys.lock("lost"))
+    queue.sweep()
+    for i in range(60):  # more events than the page lists at once
+        queue.add(job_id=f"later-{i}")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _wait_text(browser, "#recovered li a", "lost")
+    assert _text(browser, "#recovered-scope").startswith("Stalled jobs in the last ")
+    items = browser.find_elements(By.CSS_SELECTOR, "#events li")
+    assert len(items) == 20
+    first_id = client.xrevrange(queue.keys.events, count=1)[0][0].decode()
+    assert first_id not in items[0].text  # a time, not the raw stream id
+    assert items[0].find_element(By.TAG_NAME, "time").text == browser.execute_script(
+        "return new Date(arguments[0]).toLocaleString()", int(first_id.split("-")[0]))
+
+    _click(browser, "#events-more")
+    WebDriverWait(browser, 15).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#events li")) == 40)
+
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element(By.CSS_SELECTOR, "#events-type")).select_by_value("stalled")
+    _wait_text(browser, "#events li code", "stalled")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#events-more")
+

@@ -22,7 +22,8 @@ from ..metrics import DURATION_BOUNDS_MS
 from ..queue import Queue, known_queues
 
 ACTIVE_SHOWN = 100
-EVENTS_SHOWN = 50
+EVENTS_SHOWN = 200
+RECOVERY_LOOKBACK = 2_000
 MARKERS_SHOWN = 50
 LOG_LINES_SHOWN = 500
 PAGE_SIZES = (10, 25, 50, 100)
@@ -88,14 +89,21 @@ def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
     """A queue's page but its job list (``job_list``): counts, totals, the running jobs, the
     live workers and what each runs, recoveries and events, repeatables and settings."""
     queue = Queue(name, client, prefix=prefix)
-    events = queue.events(EVENTS_SHOWN)
+    looked_at = queue.events(RECOVERY_LOOKBACK)
     running = queue.active_jobs()
     return {"name": name, "counts": {**queue.counts(), **listed_apart(queue)}, "paused": queue.is_paused(),
             "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(running),
-            "recovered": [e for e in events if e.get("event") == "stalled"],
-            "events": events, "workers": queue.workers(running),
+            **recoveries(looked_at), "events": looked_at[-EVENTS_SHOWN:], "workers": queue.workers(running),
             "repeatables": [_repeatable(r) for r in queue.repeatables()],
             "settings": queue.settings()}
+
+
+def recoveries(events: list[dict[str, str]]) -> dict[str, Any]:
+    """The sweep's recoveries (``stalled`` events) among the newest events read backwards with a
+    bound, and how many were looked at: the page says "in the last N events", so the list never
+    claims more than it read. Progress has its own stream, so only job events fill this one."""
+    return {"recovered": [e for e in events if e.get("event") == "stalled"],
+            "recovered_looked_at": len(events)}
 
 
 def listed_apart(queue: Queue) -> dict[str, int]:

@@ -456,6 +456,44 @@ function queueActions(name, q) {
           .then((r) => { toast(`queue ${name} obliterated (${r.removed} jobs)`); location.hash = "#/"; }), name) }, "Obliterate")));
 }
 
+// A stream entry's id starts with the server time (ms) it was added at.
+const streamTime = (id) => fmtTime(parseInt(id, 10));
+
+function recoveredList(name, q) {
+  const items = q.recovered.slice().reverse().map((e) => el("li", {}, jobLink(name, e.jobId),
+    el("span", { class: "muted", text: ` recovered by the sweep at ${streamTime(e.id)}` })));
+  return el("div", {}, el("h2", { text: "Recovered by the sweep" }),
+    el("p", { class: "muted", id: "recovered-scope", text: `Stalled jobs in the last ${q.recovered_looked_at} events.` }),
+    items.length ? el("ul", { id: "recovered" }, items) : el("p", { class: "muted", id: "recovered-none", text: "None." }));
+}
+
+// The events list: newest first, of one type or all, EVENTS_STEP at a time ("show more").
+const EVENTS_STEP = 20;
+const eventsShown = { queue: null, type: "", count: EVENTS_STEP };
+
+function eventsList(name, events) {
+  if (eventsShown.queue !== name) Object.assign(eventsShown, { queue: name, type: "", count: EVENTS_STEP });
+  const types = [...new Set(events.map((e) => e.event))].sort();
+  if (eventsShown.type && !types.includes(eventsShown.type)) types.push(eventsShown.type);
+  const matching = events.filter((e) => !eventsShown.type || e.event === eventsShown.type).reverse();
+  const shown = matching.slice(0, eventsShown.count);
+  const filter = el("select", { id: "events-type", "aria-label": "event type",
+    onchange: (event) => { Object.assign(eventsShown, { type: event.target.value, count: EVENTS_STEP }); refresh(); } },
+  el("option", { value: "", selected: eventsShown.type ? null : "" }, "every type"),
+  types.map((t) => el("option", { value: t, selected: t === eventsShown.type ? "" : null }, t)));
+  return el("div", {}, el("h2", { text: "Events" }),
+    el("p", { class: "muted" }, el("label", {}, "Show ", filter),
+      ` ${shown.length} of ${matching.length} (the last ${events.length} events)`),
+    shown.length ? el("ul", { id: "events" }, shown.map((e) => el("li", { "data-event": e.event },
+      el("time", { class: "muted", text: streamTime(e.id) }), " ", el("code", { text: e.event }), " ",
+      e.jobId ? jobLink(name, e.jobId) : "", " ",
+      el("span", { class: "muted", text: Object.entries(e).filter(([k]) => !["id", "event", "jobId"].includes(k))
+        .map(([k, v]) => `${k}=${v}`).join(" ") }))))
+      : el("p", { class: "muted", id: "events-none", text: "None." }),
+    matching.length > shown.length ? el("button", { id: "events-more",
+      onclick: () => { eventsShown.count += EVENTS_STEP; refresh(); } }, "Show more") : "");
+}
+
 async function renderQueue(name) {
   const jobsPath = (state) => `api/jobs?queue=${enc(name)}&state=${state}&page=${list.page}&size=${list.size}` +
     `&order=${list.order}&name=${enc(list.name)}`;
@@ -478,12 +516,6 @@ async function renderQueue(name) {
     el("td", {}, jobLink(name, j.job.id)), el("td", { text: j.job.name }), el("td", { class: "mono", text: j.worker || "–" }),
     el("td", { class: "num", text: `${j.attempt}/${j.job.max_attempts}` }), lockCell(j, fetchedAt),
     el("td", { text: j.progress === null ? "" : JSON.stringify(j.progress) })));
-  const events = q.events.slice(-20).reverse().map((e) => el("li", {},
-    el("code", { text: e.event }), " ", e.jobId ? jobLink(name, e.jobId) : "",
-    " ", el("span", { class: "muted", text: Object.entries(e)
-      .filter(([k]) => !["id", "event", "jobId"].includes(k)).map(([k, v]) => `${k}=${v}`).join(" ") })));
-  const recovered = q.recovered.slice(-20).reverse().map((e) => el("li", {}, jobLink(name, e.jobId),
-    el("span", { class: "muted", text: ` recovered by the sweep (event ${e.id})` })));
   const settings = Object.entries(q.settings);
   show(
     el("p", {}, el("a", { href: "#/", text: "← all queues" })),
@@ -513,10 +545,7 @@ async function renderQueue(name) {
         ? el("dl", { class: "facts", id: "settings" }, settings.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]))
         : el("p", { class: "muted", text: "None." }))),
     queueActions(name, q),
-    el("div", { class: "columns" },
-      el("div", {}, el("h2", { text: "Recovered by the sweep" }),
-        recovered.length ? el("ul", { id: "recovered" }, recovered) : el("p", { class: "muted", text: "None lately." })),
-      el("div", {}, el("h2", { text: "Events" }), el("ul", { id: "events" }, events))));
+    el("div", { class: "columns" }, recoveredList(name, q), eventsList(name, q.events)));
   // A checkbox the user ticked keeps its own state: make every one say what the list holds.
   document.querySelectorAll("input.pick").forEach((box) => { box.checked = list.selected.has(box.dataset.id); });
 }
