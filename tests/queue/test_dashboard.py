@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 from minired_queue.dashboard import create_app, needs_token
 from minired_queue.dashboard.app import CSRF_HEADER, TOKEN_COOKIE
 from minired_queue.job import JobSpec
+from minired_queue.metrics import DURATION_BOUNDS_MS
 from minired_queue.transitions import RedisOp, apply_effect_once, complete, retry_or_fail
 from tests.queue.helpers import take
 
@@ -159,6 +160,8 @@ def test_history_counts_finished_attempts_per_minute(web, queue):
     assert len(series["minute"]) == 60
     assert sum(series["completed"]) == 2 and sum(series["failed"]) == 0
     assert series["p50_ms"][-1] is not None
+    # The percentiles are bucket upper bounds; past the last one the page says "> 60 s".
+    assert series["p50_ms"][-1] in DURATION_BOUNDS_MS and reply["top_bound_ms"] == DURATION_BOUNDS_MS[-1]
     assert series["waiting"][-1] == 1
     assert queue.client.pttl(queue.keys.history) > 0  # an abandoned queue's history goes away
 

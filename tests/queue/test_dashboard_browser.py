@@ -510,3 +510,18 @@ def test_events_show_times_filter_and_more_and_recoveries_stay(browser, dashboar
     _wait_text(browser, "#events li code", "stalled")
     assert not browser.find_elements(By.CSS_SELECTOR, "#events-more")
 
+
+def test_latency_chart_labels_bucket_bounds_in_durations(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="one")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _visible(browser, "#chart-latency")
+    assert "bucket upper bounds" in _text(browser, "#chart-latency .u-title")
+    legend = [e.get_attribute("textContent")  # (uPlot's stylesheet capitalises what it shows)
+              for e in browser.find_elements(By.CSS_SELECTOR, "#chart-latency .u-series .u-label")]
+    assert legend[1:] == ["p50 ≤", "p95 ≤", "p99 ≤"]
+    shown = browser.execute_script(
+        "return [950, 1000, 14000, 30000, 90000, 5400000].map((v) => fmtDuration(v)).concat([fmtDuration(120000, 60000)])")
+    assert shown == ["950 ms", "1 s", "14 s", "30 s", "1.5 min", "1.5 h", "> 1 min"]
+

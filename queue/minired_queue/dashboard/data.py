@@ -129,7 +129,9 @@ def job_list(client: Any, prefix: str, name: str, state: str, page: int, size: i
 
 
 def _percentile(row: dict[str, int], fraction: float) -> float | None:
-    """The upper bound (ms) of the bucket holding the given fraction of a minute's attempts."""
+    """The upper bound (ms) of the bucket holding the given fraction of a minute's attempts: the
+    page labels it as such ("p95 ≤ 30 s"), since the histogram knows no finer. Past the last
+    bound it is twice that bound, which the page shows as "> 60 s"."""
     total = row.get("ms_count", 0)
     if not total:
         return None
@@ -164,7 +166,8 @@ def history(client: Any, prefix: str, name: str, minutes: int = HISTORY_MINUTES)
         series["p95_ms"].append(_percentile(row, 0.95))
         series["p99_ms"].append(_percentile(row, 0.99))
         series["waiting"].append(row.get("waiting"))
-    return {"name": name, "series": series, "waiting_now": int(waiting) + int(prioritized)}
+    return {"name": name, "series": series, "waiting_now": int(waiting) + int(prioritized),
+            "top_bound_ms": DURATION_BOUNDS_MS[-1]}
 
 
 def _marker(client: Any, key: str) -> dict[str, Any]:

@@ -234,8 +234,18 @@ function yLabel(value) {
   return `${+value.toFixed(2)}`;
 }
 
+// A duration for people: 950 ms, 14 s, 2.5 min, 3 h (and past the histogram's last bound, "> 60 s").
+function fmtDuration(ms, top = Infinity) {
+  if (ms === null || ms === undefined) return "–";
+  if (ms > top) return `> ${fmtDuration(top)}`;
+  for (const [scale, unit] of [[3600e3, "h"], [60e3, "min"], [1e3, "s"]]) {
+    if (Math.abs(ms) >= scale) return `${+(ms / scale).toFixed(ms >= 10 * scale ? 0 : 1)} ${unit}`;
+  }
+  return `${+ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+}
+
 // A chart is made once per queue page, then only given new data (no flicker, no rebuild).
-function chart(title, series, data, id) {
+function chart(title, series, data, id, yValues = yLabel) {
   if (charts[id] && charts[id].root.isConnected) {
     charts[id].setData(data);
     return el("div", { class: "chart", id, "data-keep": "" });
@@ -247,7 +257,7 @@ function chart(title, series, data, id) {
   // Points too: a minute with data between empty ones is a point, not a line.
   const shown = series.map((s) => ({ ...s, points: { show: true, size: 4 }, spanGaps: false }));
   charts[id] = new uPlot({ title, width, height: 180, series: [{}, ...shown],
-    axes: [{}, { size: 50, values: (u, splits) => splits.map(yLabel) }], scales: { x: { time: true } } }, data, box);
+    axes: [{}, { size: 60, values: (u, splits) => splits.map(yValues) }], scales: { x: { time: true } } }, data, box);
   return box;
 }
 
@@ -263,10 +273,19 @@ function renderCharts(name, history) {
   return el("div", { class: "charts" },
     chart("jobs per minute", [{ label: "completed", stroke: "#2a7" }, { label: "failed", stroke: "#d33" }],
       [s.minute, s.completed, s.failed], "chart-throughput"),
-    chart("processing time (ms)", [{ label: "p50", stroke: "#27c" }, { label: "p95", stroke: "#c72" },
-      { label: "p99", stroke: "#a2a" }], [s.minute, s.p50_ms, s.p95_ms, s.p99_ms], "chart-latency"),
+    latencyChart(history),
     chart("ready to run (wait + prioritized)", [{ label: "jobs", stroke: "#555" }],
       [s.minute, s.waiting], "chart-waiting"));
+}
+
+// The percentiles are histogram bucket upper bounds: "p95 ≤ 30 s" is what the buckets know
+// (95% of that minute's attempts took at most 30 s), so that is how the chart says it.
+function latencyChart(history) {
+  const s = history.series;
+  const top = history.top_bound_ms;
+  const bound = (label, stroke) => ({ label: `${label} ≤`, stroke, value: (u, v) => fmtDuration(v, top) });
+  return chart("processing time (bucket upper bounds)", [bound("p50", "#27c"), bound("p95", "#c72"), bound("p99", "#a2a")],
+    [s.minute, s.p50_ms, s.p95_ms, s.p99_ms], "chart-latency", (v) => fmtDuration(v, top));
 }
 
 function lockCell(job, fetchedAt) {
