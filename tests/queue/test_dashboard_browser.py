@@ -525,3 +525,26 @@ def test_latency_chart_labels_bucket_bounds_in_durations(browser, dashboard, que
         "return [950, 1000, 14000, 30000, 90000, 5400000].map((v) => fmtDuration(v)).concat([fmtDuration(120000, 60000)])")
     assert shown == ["950 ms", "1 s", "14 s", "30 s", "1.5 min", "1.5 h", "> 1 min"]
 
+
+def test_the_dialog_keeps_focus_and_gives_it_back(browser, dashboard, queue_name):
+    from selenium.webdriver.common.keys import Keys
+
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="keep")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _visible(browser, "#pause-button")
+    _click(browser, "#pause-button")
+    _visible(browser, "#confirm")
+    focused = lambda: browser.execute_script("return document.activeElement.id")  # noqa: E731
+    assert focused() == "confirm-no"
+    seen = []
+    for _ in range(4):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        seen.append(focused())
+    assert seen == ["confirm-yes", "confirm-no", "confirm-yes", "confirm-no"]
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    _hidden(browser, "#confirm")
+    assert focused() == "pause-button"
+    assert not queue.is_paused()
+

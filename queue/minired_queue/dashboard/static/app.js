@@ -137,24 +137,42 @@ function toast(text, isError = false) {
 
 // Every write asks first, in the page (no browser dialog, so it works the same everywhere).
 // With `typed`, the Confirm button waits until that text is typed (obliterate: the queue name).
+// While it is open, focus stays in the dialog (Tab and Shift+Tab cycle through its controls)
+// and goes back to what opened it when it closes.
 function confirmThen(text, action, typed = null) {
   const modal = $("#confirm");
+  const opener = document.activeElement;
   $("#confirm-text").textContent = text;
   const input = $("#confirm-input");
   input.value = "";
   input.hidden = typed === null;
-  $("#confirm-yes").disabled = typed !== null;
-  input.oninput = () => { $("#confirm-yes").disabled = input.value !== typed; };
-  modal.hidden = false;
-  if (typed !== null) input.focus();
-  const close = () => { modal.hidden = true; yes.onclick = no.onclick = null; document.onkeydown = null; };
-  document.onkeydown = (event) => { if (event.key === "Escape") close(); };
   const yes = $("#confirm-yes"), no = $("#confirm-no");
+  yes.disabled = typed !== null;
+  input.oninput = () => { yes.disabled = input.value !== typed; };
+  modal.hidden = false;
+  (typed !== null ? input : no).focus();
+  const close = () => {
+    modal.hidden = true; yes.onclick = no.onclick = null; document.onkeydown = null;
+    if (opener && opener.isConnected && opener !== document.body) opener.focus();
+  };
+  document.onkeydown = (event) => {
+    if (event.key === "Escape") close();
+    else if (event.key === "Tab") trapFocus(modal, event);
+  };
   yes.onclick = async () => {
     close();
     try { await action(); refresh(); } catch (error) { toast(error.message, true); }
   };
   no.onclick = close;
+}
+
+function trapFocus(box, event) {
+  const stops = [...box.querySelectorAll("button, input")].filter((e) => !e.hidden && !e.disabled);
+  if (!stops.length) return;
+  const at = stops.indexOf(document.activeElement);
+  const next = event.shiftKey ? (at <= 0 ? stops.length - 1 : at - 1) : (at === -1 || at === stops.length - 1 ? 0 : at + 1);
+  event.preventDefault();
+  stops[next].focus();
 }
 
 // --- live counts -------------------------------------------------------------------------------
