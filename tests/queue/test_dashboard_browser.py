@@ -548,3 +548,18 @@ def test_the_dialog_keeps_focus_and_gives_it_back(browser, dashboard, queue_name
     assert focused() == "pause-button"
     assert not queue.is_paused()
 
+
+def test_a_jobs_attempts_and_marker_expiry_read_as_people_say_them(browser, dashboard, queue_name):
+    from minired_queue.transitions import RedisOp, apply_effect_once
+
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add_job(JobSpec({}, job_id="done", attempts=3))
+    fetch = take(queue, token="w:1")
+    apply_effect_once(queue.keys.effect("done", "send"), queue.keys.effects("done"),
+                      [RedisOp("HINCRBY", f"{queue.keys.base}:sent", "x", 1)], 7_200_000, "w:1").run(client)
+    complete(queue.keys, fetch.job, "w:1", {"ok": True}).run(client)
+    browser.get(server.url + f"#/queue/{queue_name}/job/done")
+    _wait_text(browser, "#job-attempts", "run 1 time, 0 failed (at most 3 attempts)")
+    marker = _text(browser, "#job-effects li")
+    assert " h)" in marker and "expires in" in marker and "7200" not in marker

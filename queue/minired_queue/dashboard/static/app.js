@@ -587,11 +587,18 @@ async function renderQueue(name) {
   document.querySelectorAll("input.pick").forEach((box) => { box.checked = list.selected.has(box.dataset.id); });
 }
 
+// attemptsStarted counts deliveries, attemptsMade the attempts that ended in an error
+// (PROTOCOL.md): a job that completed first time was run once, none failed.
+function attemptsText(job) {
+  const runs = job.attempts_started;
+  return `run ${runs} time${runs === 1 ? "" : "s"}, ${job.attempts_made} failed (at most ${job.max_attempts} attempt${job.max_attempts === 1 ? "" : "s"})`;
+}
+
 async function renderJob(name, id) {
   const on = `?queue=${enc(name)}`;
   const job = await api(`api/job${on}&id=${enc(id)}`);
   const fact = (k, v, attrs = {}) => [el("dt", { text: k }), el("dd", attrs, v ?? "–")];
-  const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${(m.ttl_ms / 1000).toFixed(1)} s)` : ""}` : "–");
+  const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${fmtDuration(m.ttl_ms)})` : ""}` : "–");
   const actions = [];
   if (job.state === "delayed") {
     actions.push(el("button", { id: "job-promote", onclick: () => confirmThen(`Run delayed job ${id} now?`,
@@ -613,7 +620,7 @@ async function renderJob(name, id) {
     el("dl", { class: "facts" },
       fact("name", job.name || "–"), fact("added", fmtTime(job.timestamp)),
       job.due ? fact("runs at", when(job.due), { id: "job-due" }) : [],
-      fact("attempts", `${job.attempts_made} made, ${job.attempts_started} started, at most ${job.max_attempts}`),
+      fact("attempts", attemptsText(job), { id: "job-attempts" }),
       fact("stalls", job.stalled_counter), fact("priority", job.priority || "none"),
       fact("processed", fmtTime(job.processed_on)), fact("finished", fmtTime(job.finished_on)),
       fact("held by", job.locked_by), fact("lock", marker(job.lock)),
