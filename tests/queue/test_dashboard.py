@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 from minired_queue.dashboard import create_app, needs_token
 from minired_queue.dashboard.app import CSRF_HEADER, TOKEN_COOKIE
 from minired_queue.job import JobSpec
+from minired_queue.metrics import DURATION_BOUNDS_MS
 from minired_queue.transitions import RedisOp, apply_effect_once, complete, retry_or_fail
 from tests.queue.helpers import take
 
@@ -77,6 +78,25 @@ def test_stalled_job_shows_an_expired_lock(web, queue, client):
     assert [e["jobId"] for e in detail["recovered"]] == ["j1"]
 
 
+def test_a_recovery_stays_listed_behind_hundreds_of_newer_events(web, queue, client):
+    """The recoveries come from a bounded backwards read of the events stream, not from the
+    few events the page lists: 300 adds later the sweep's recovery is still there, and the
+    reply says how many events were looked at."""
+    from minired_queue.dashboard.data import EVENTS_SHOWN, RECOVERY_LOOKBACK
+
+    queue.add(job_id="j1")
+    take(queue, token="w:1")
+    client.delete(queue.keys.lock("j1"))
+    queue.sweep()
+    for i in range(300):
+        queue.add(job_id=f"later-{i}")
+    detail = web.get("/api/queue", params={"name": queue.name}).json()
+    assert [e["jobId"] for e in detail["recovered"]] == ["j1"]
+    assert detail["recovered_looked_at"] == min(RECOVERY_LOOKBACK, client.xlen(queue.keys.events))
+    assert len(detail["events"]) == EVENTS_SHOWN
+    assert detail["events"][-1]["jobId"] == "later-299"
+
+
 def test_job_page_has_data_error_traceback_and_markers(web, queue):
     queue.add_job(JobSpec({"to": "ada@example.com"}, job_id="mail-1", dedup_id="ada", attempts=1))
     fetch = take(queue, token="w:1")
@@ -140,6 +160,8 @@ def test_history_counts_finished_attempts_per_minute(web, queue):
     assert len(series["minute"]) == 60
     assert sum(series["completed"]) == 2 and sum(series["failed"]) == 0
     assert series["p50_ms"][-1] is not None
+    # The percentiles are bucket upper bounds; past the last one the page says "> 60 s".
+    assert series["p50_ms"][-1] in DURATION_BOUNDS_MS and reply["top_bound_ms"] == DURATION_BOUNDS_MS[-1]
     assert series["waiting"][-1] == 1
     assert queue.client.pttl(queue.keys.history) > 0  # an abandoned queue's history goes away
 

@@ -479,3 +479,87 @@ def test_dark_mode_phone_width_favicon_and_advance_confirmed(browser, dashboard,
             assert width[0] <= width[1], (page, width)
     finally:
         browser.set_window_size(1280, 1000)
+
+
+# --- lists that keep what they claim, charts in durations, the dialog, a job's facts ---------
+def test_events_show_times_filter_and_more_and_recoveries_stay(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="lost")
+    take(queue, token="w:1")
+    client.delete(queue.keys.lock("lost"))
+    queue.sweep()
+    for i in range(60):  # more events than the page lists at once
+        queue.add(job_id=f"later-{i}")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _wait_text(browser, "#recovered li a", "lost")
+    assert _text(browser, "#recovered-scope").startswith("Stalled jobs in the last ")
+    items = browser.find_elements(By.CSS_SELECTOR, "#events li")
+    assert len(items) == 20
+    first_id = client.xrevrange(queue.keys.events, count=1)[0][0].decode()
+    assert first_id not in items[0].text  # a time, not the raw stream id
+    assert items[0].find_element(By.TAG_NAME, "time").text == browser.execute_script(
+        "return new Date(arguments[0]).toLocaleString()", int(first_id.split("-")[0]))
+
+    _click(browser, "#events-more")
+    WebDriverWait(browser, 15).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#events li")) == 40)
+
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element(By.CSS_SELECTOR, "#events-type")).select_by_value("stalled")
+    _wait_text(browser, "#events li code", "stalled")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#events-more")
+
+
+def test_latency_chart_labels_bucket_bounds_in_durations(browser, dashboard, queue_name):
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="one")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _visible(browser, "#chart-latency")
+    assert "bucket upper bounds" in _text(browser, "#chart-latency .u-title")
+    legend = [e.get_attribute("textContent")  # (uPlot's stylesheet capitalises what it shows)
+              for e in browser.find_elements(By.CSS_SELECTOR, "#chart-latency .u-series .u-label")]
+    assert legend[1:] == ["p50 ≤", "p95 ≤", "p99 ≤"]
+    shown = browser.execute_script(
+        "return [950, 1000, 14000, 30000, 90000, 5400000].map((v) => fmtDuration(v)).concat([fmtDuration(120000, 60000)])")
+    assert shown == ["950 ms", "1 s", "14 s", "30 s", "1.5 min", "1.5 h", "> 1 min"]
+
+
+def test_the_dialog_keeps_focus_and_gives_it_back(browser, dashboard, queue_name):
+    from selenium.webdriver.common.keys import Keys
+
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add(job_id="keep")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _visible(browser, "#pause-button")
+    _click(browser, "#pause-button")
+    _visible(browser, "#confirm")
+    focused = lambda: browser.execute_script("return document.activeElement.id")  # noqa: E731
+    assert focused() == "confirm-no"
+    seen = []
+    for _ in range(4):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        seen.append(focused())
+    assert seen == ["confirm-yes", "confirm-no", "confirm-yes", "confirm-no"]
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    _hidden(browser, "#confirm")
+    assert focused() == "pause-button"
+    assert not queue.is_paused()
+
+
+def test_a_jobs_attempts_and_marker_expiry_read_as_people_say_them(browser, dashboard, queue_name):
+    from minired_queue.transitions import RedisOp, apply_effect_once
+
+    server, client = dashboard
+    queue = Queue(queue_name, client)
+    queue.add_job(JobSpec({}, job_id="done", attempts=3))
+    fetch = take(queue, token="w:1")
+    apply_effect_once(queue.keys.effect("done", "send"), queue.keys.effects("done"),
+                      [RedisOp("HINCRBY", f"{queue.keys.base}:sent", "x", 1)], 7_200_000, "w:1").run(client)
+    complete(queue.keys, fetch.job, "w:1", {"ok": True}).run(client)
+    browser.get(server.url + f"#/queue/{queue_name}/job/done")
+    _wait_text(browser, "#job-attempts", "run 1 time, 0 failed (at most 3 attempts)")
+    marker = _text(browser, "#job-effects li")
+    assert " h)" in marker and "expires in" in marker and "7200" not in marker

@@ -22,7 +22,8 @@ from ..metrics import DURATION_BOUNDS_MS
 from ..queue import Queue, known_queues
 
 ACTIVE_SHOWN = 100
-EVENTS_SHOWN = 50
+EVENTS_SHOWN = 200
+RECOVERY_LOOKBACK = 2_000
 MARKERS_SHOWN = 50
 LOG_LINES_SHOWN = 500
 PAGE_SIZES = (10, 25, 50, 100)
@@ -88,14 +89,21 @@ def queue_detail(client: Any, prefix: str, name: str) -> dict[str, Any]:
     """A queue's page but its job list (``job_list``): counts, totals, the running jobs, the
     live workers and what each runs, recoveries and events, repeatables and settings."""
     queue = Queue(name, client, prefix=prefix)
-    events = queue.events(EVENTS_SHOWN)
+    looked_at = queue.events(RECOVERY_LOOKBACK)
     running = queue.active_jobs()
     return {"name": name, "counts": {**queue.counts(), **listed_apart(queue)}, "paused": queue.is_paused(),
             "metrics": queue.metrics(), "demo": demo_effects(queue), "active": active_jobs(running),
-            "recovered": [e for e in events if e.get("event") == "stalled"],
-            "events": events, "workers": queue.workers(running),
+            **recoveries(looked_at), "events": looked_at[-EVENTS_SHOWN:], "workers": queue.workers(running),
             "repeatables": [_repeatable(r) for r in queue.repeatables()],
             "settings": queue.settings()}
+
+
+def recoveries(events: list[dict[str, str]]) -> dict[str, Any]:
+    """The sweep's recoveries (``stalled`` events) among the newest events read backwards with a
+    bound, and how many were looked at: the page says "in the last N events", so the list never
+    claims more than it read. Progress has its own stream, so only job events fill this one."""
+    return {"recovered": [e for e in events if e.get("event") == "stalled"],
+            "recovered_looked_at": len(events)}
 
 
 def listed_apart(queue: Queue) -> dict[str, int]:
@@ -121,7 +129,9 @@ def job_list(client: Any, prefix: str, name: str, state: str, page: int, size: i
 
 
 def _percentile(row: dict[str, int], fraction: float) -> float | None:
-    """The upper bound (ms) of the bucket holding the given fraction of a minute's attempts."""
+    """The upper bound (ms) of the bucket holding the given fraction of a minute's attempts: the
+    page labels it as such ("p95 ≤ 30 s"), since the histogram knows no finer. Past the last
+    bound it is twice that bound, which the page shows as "> 60 s"."""
     total = row.get("ms_count", 0)
     if not total:
         return None
@@ -156,7 +166,8 @@ def history(client: Any, prefix: str, name: str, minutes: int = HISTORY_MINUTES)
         series["p95_ms"].append(_percentile(row, 0.95))
         series["p99_ms"].append(_percentile(row, 0.99))
         series["waiting"].append(row.get("waiting"))
-    return {"name": name, "series": series, "waiting_now": int(waiting) + int(prioritized)}
+    return {"name": name, "series": series, "waiting_now": int(waiting) + int(prioritized),
+            "top_bound_ms": DURATION_BOUNDS_MS[-1]}
 
 
 def _marker(client: Any, key: str) -> dict[str, Any]:

@@ -137,24 +137,42 @@ function toast(text, isError = false) {
 
 // Every write asks first, in the page (no browser dialog, so it works the same everywhere).
 // With `typed`, the Confirm button waits until that text is typed (obliterate: the queue name).
+// While it is open, focus stays in the dialog (Tab and Shift+Tab cycle through its controls)
+// and goes back to what opened it when it closes.
 function confirmThen(text, action, typed = null) {
   const modal = $("#confirm");
+  const opener = document.activeElement;
   $("#confirm-text").textContent = text;
   const input = $("#confirm-input");
   input.value = "";
   input.hidden = typed === null;
-  $("#confirm-yes").disabled = typed !== null;
-  input.oninput = () => { $("#confirm-yes").disabled = input.value !== typed; };
-  modal.hidden = false;
-  if (typed !== null) input.focus();
-  const close = () => { modal.hidden = true; yes.onclick = no.onclick = null; document.onkeydown = null; };
-  document.onkeydown = (event) => { if (event.key === "Escape") close(); };
   const yes = $("#confirm-yes"), no = $("#confirm-no");
+  yes.disabled = typed !== null;
+  input.oninput = () => { yes.disabled = input.value !== typed; };
+  modal.hidden = false;
+  (typed !== null ? input : no).focus();
+  const close = () => {
+    modal.hidden = true; yes.onclick = no.onclick = null; document.onkeydown = null;
+    if (opener && opener.isConnected && opener !== document.body) opener.focus();
+  };
+  document.onkeydown = (event) => {
+    if (event.key === "Escape") close();
+    else if (event.key === "Tab") trapFocus(modal, event);
+  };
   yes.onclick = async () => {
     close();
     try { await action(); refresh(); } catch (error) { toast(error.message, true); }
   };
   no.onclick = close;
+}
+
+function trapFocus(box, event) {
+  const stops = [...box.querySelectorAll("button, input")].filter((e) => !e.hidden && !e.disabled);
+  if (!stops.length) return;
+  const at = stops.indexOf(document.activeElement);
+  const next = event.shiftKey ? (at <= 0 ? stops.length - 1 : at - 1) : (at === -1 || at === stops.length - 1 ? 0 : at + 1);
+  event.preventDefault();
+  stops[next].focus();
 }
 
 // --- live counts -------------------------------------------------------------------------------
@@ -234,8 +252,18 @@ function yLabel(value) {
   return `${+value.toFixed(2)}`;
 }
 
+// A duration for people: 950 ms, 14 s, 2.5 min, 3 h (and past the histogram's last bound, "> 60 s").
+function fmtDuration(ms, top = Infinity) {
+  if (ms === null || ms === undefined) return "–";
+  if (ms > top) return `> ${fmtDuration(top)}`;
+  for (const [scale, unit] of [[3600e3, "h"], [60e3, "min"], [1e3, "s"]]) {
+    if (Math.abs(ms) >= scale) return `${+(ms / scale).toFixed(ms >= 10 * scale ? 0 : 1)} ${unit}`;
+  }
+  return `${+ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+}
+
 // A chart is made once per queue page, then only given new data (no flicker, no rebuild).
-function chart(title, series, data, id) {
+function chart(title, series, data, id, yValues = yLabel) {
   if (charts[id] && charts[id].root.isConnected) {
     charts[id].setData(data);
     return el("div", { class: "chart", id, "data-keep": "" });
@@ -247,7 +275,7 @@ function chart(title, series, data, id) {
   // Points too: a minute with data between empty ones is a point, not a line.
   const shown = series.map((s) => ({ ...s, points: { show: true, size: 4 }, spanGaps: false }));
   charts[id] = new uPlot({ title, width, height: 180, series: [{}, ...shown],
-    axes: [{}, { size: 50, values: (u, splits) => splits.map(yLabel) }], scales: { x: { time: true } } }, data, box);
+    axes: [{}, { size: 60, values: (u, splits) => splits.map(yValues) }], scales: { x: { time: true } } }, data, box);
   return box;
 }
 
@@ -263,10 +291,19 @@ function renderCharts(name, history) {
   return el("div", { class: "charts" },
     chart("jobs per minute", [{ label: "completed", stroke: "#2a7" }, { label: "failed", stroke: "#d33" }],
       [s.minute, s.completed, s.failed], "chart-throughput"),
-    chart("processing time (ms)", [{ label: "p50", stroke: "#27c" }, { label: "p95", stroke: "#c72" },
-      { label: "p99", stroke: "#a2a" }], [s.minute, s.p50_ms, s.p95_ms, s.p99_ms], "chart-latency"),
+    latencyChart(history),
     chart("ready to run (wait + prioritized)", [{ label: "jobs", stroke: "#555" }],
       [s.minute, s.waiting], "chart-waiting"));
+}
+
+// The percentiles are histogram bucket upper bounds: "p95 ≤ 30 s" is what the buckets know
+// (95% of that minute's attempts took at most 30 s), so that is how the chart says it.
+function latencyChart(history) {
+  const s = history.series;
+  const top = history.top_bound_ms;
+  const bound = (label, stroke) => ({ label: `${label} ≤`, stroke, value: (u, v) => fmtDuration(v, top) });
+  return chart("processing time (bucket upper bounds)", [bound("p50", "#27c"), bound("p95", "#c72"), bound("p99", "#a2a")],
+    [s.minute, s.p50_ms, s.p95_ms, s.p99_ms], "chart-latency", (v) => fmtDuration(v, top));
 }
 
 function lockCell(job, fetchedAt) {
@@ -456,6 +493,44 @@ function queueActions(name, q) {
           .then((r) => { toast(`queue ${name} obliterated (${r.removed} jobs)`); location.hash = "#/"; }), name) }, "Obliterate")));
 }
 
+// A stream entry's id starts with the server time (ms) it was added at.
+const streamTime = (id) => fmtTime(parseInt(id, 10));
+
+function recoveredList(name, q) {
+  const items = q.recovered.slice().reverse().map((e) => el("li", {}, jobLink(name, e.jobId),
+    el("span", { class: "muted", text: ` recovered by the sweep at ${streamTime(e.id)}` })));
+  return el("div", {}, el("h2", { text: "Recovered by the sweep" }),
+    el("p", { class: "muted", id: "recovered-scope", text: `Stalled jobs in the last ${q.recovered_looked_at} events.` }),
+    items.length ? el("ul", { id: "recovered" }, items) : el("p", { class: "muted", id: "recovered-none", text: "None." }));
+}
+
+// The events list: newest first, of one type or all, EVENTS_STEP at a time ("show more").
+const EVENTS_STEP = 20;
+const eventsShown = { queue: null, type: "", count: EVENTS_STEP };
+
+function eventsList(name, events) {
+  if (eventsShown.queue !== name) Object.assign(eventsShown, { queue: name, type: "", count: EVENTS_STEP });
+  const types = [...new Set(events.map((e) => e.event))].sort();
+  if (eventsShown.type && !types.includes(eventsShown.type)) types.push(eventsShown.type);
+  const matching = events.filter((e) => !eventsShown.type || e.event === eventsShown.type).reverse();
+  const shown = matching.slice(0, eventsShown.count);
+  const filter = el("select", { id: "events-type", "aria-label": "event type",
+    onchange: (event) => { Object.assign(eventsShown, { type: event.target.value, count: EVENTS_STEP }); refresh(); } },
+  el("option", { value: "", selected: eventsShown.type ? null : "" }, "every type"),
+  types.map((t) => el("option", { value: t, selected: t === eventsShown.type ? "" : null }, t)));
+  return el("div", {}, el("h2", { text: "Events" }),
+    el("p", { class: "muted" }, el("label", {}, "Show ", filter),
+      ` ${shown.length} of ${matching.length} (the last ${events.length} events)`),
+    shown.length ? el("ul", { id: "events" }, shown.map((e) => el("li", { "data-event": e.event },
+      el("time", { class: "muted", text: streamTime(e.id) }), " ", el("code", { text: e.event }), " ",
+      e.jobId ? jobLink(name, e.jobId) : "", " ",
+      el("span", { class: "muted", text: Object.entries(e).filter(([k]) => !["id", "event", "jobId"].includes(k))
+        .map(([k, v]) => `${k}=${v}`).join(" ") }))))
+      : el("p", { class: "muted", id: "events-none", text: "None." }),
+    matching.length > shown.length ? el("button", { id: "events-more",
+      onclick: () => { eventsShown.count += EVENTS_STEP; refresh(); } }, "Show more") : "");
+}
+
 async function renderQueue(name) {
   const jobsPath = (state) => `api/jobs?queue=${enc(name)}&state=${state}&page=${list.page}&size=${list.size}` +
     `&order=${list.order}&name=${enc(list.name)}`;
@@ -478,12 +553,6 @@ async function renderQueue(name) {
     el("td", {}, jobLink(name, j.job.id)), el("td", { text: j.job.name }), el("td", { class: "mono", text: j.worker || "–" }),
     el("td", { class: "num", text: `${j.attempt}/${j.job.max_attempts}` }), lockCell(j, fetchedAt),
     el("td", { text: j.progress === null ? "" : JSON.stringify(j.progress) })));
-  const events = q.events.slice(-20).reverse().map((e) => el("li", {},
-    el("code", { text: e.event }), " ", e.jobId ? jobLink(name, e.jobId) : "",
-    " ", el("span", { class: "muted", text: Object.entries(e)
-      .filter(([k]) => !["id", "event", "jobId"].includes(k)).map(([k, v]) => `${k}=${v}`).join(" ") })));
-  const recovered = q.recovered.slice(-20).reverse().map((e) => el("li", {}, jobLink(name, e.jobId),
-    el("span", { class: "muted", text: ` recovered by the sweep (event ${e.id})` })));
   const settings = Object.entries(q.settings);
   show(
     el("p", {}, el("a", { href: "#/", text: "← all queues" })),
@@ -513,19 +582,23 @@ async function renderQueue(name) {
         ? el("dl", { class: "facts", id: "settings" }, settings.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]))
         : el("p", { class: "muted", text: "None." }))),
     queueActions(name, q),
-    el("div", { class: "columns" },
-      el("div", {}, el("h2", { text: "Recovered by the sweep" }),
-        recovered.length ? el("ul", { id: "recovered" }, recovered) : el("p", { class: "muted", text: "None lately." })),
-      el("div", {}, el("h2", { text: "Events" }), el("ul", { id: "events" }, events))));
+    el("div", { class: "columns" }, recoveredList(name, q), eventsList(name, q.events)));
   // A checkbox the user ticked keeps its own state: make every one say what the list holds.
   document.querySelectorAll("input.pick").forEach((box) => { box.checked = list.selected.has(box.dataset.id); });
+}
+
+// attemptsStarted counts deliveries, attemptsMade the attempts that ended in an error
+// (PROTOCOL.md): a job that completed first time was run once, none failed.
+function attemptsText(job) {
+  const runs = job.attempts_started;
+  return `run ${runs} time${runs === 1 ? "" : "s"}, ${job.attempts_made} failed (at most ${job.max_attempts} attempt${job.max_attempts === 1 ? "" : "s"})`;
 }
 
 async function renderJob(name, id) {
   const on = `?queue=${enc(name)}`;
   const job = await api(`api/job${on}&id=${enc(id)}`);
   const fact = (k, v, attrs = {}) => [el("dt", { text: k }), el("dd", attrs, v ?? "–")];
-  const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${(m.ttl_ms / 1000).toFixed(1)} s)` : ""}` : "–");
+  const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${fmtDuration(m.ttl_ms)})` : ""}` : "–");
   const actions = [];
   if (job.state === "delayed") {
     actions.push(el("button", { id: "job-promote", onclick: () => confirmThen(`Run delayed job ${id} now?`,
@@ -547,7 +620,7 @@ async function renderJob(name, id) {
     el("dl", { class: "facts" },
       fact("name", job.name || "–"), fact("added", fmtTime(job.timestamp)),
       job.due ? fact("runs at", when(job.due), { id: "job-due" }) : [],
-      fact("attempts", `${job.attempts_made} made, ${job.attempts_started} started, at most ${job.max_attempts}`),
+      fact("attempts", attemptsText(job), { id: "job-attempts" }),
       fact("stalls", job.stalled_counter), fact("priority", job.priority || "none"),
       fact("processed", fmtTime(job.processed_on)), fact("finished", fmtTime(job.finished_on)),
       fact("held by", job.locked_by), fact("lock", marker(job.lock)),
