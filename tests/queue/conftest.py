@@ -21,6 +21,8 @@ if os.environ.get("MINIRED_PURE_PYTHON"):
     # The uncompiled build's run (scripts/test.sh runs the suite once per build): the real
     # Redis and Redis Cluster backends run no minired code, and the compiled run tested them.
     BACKENDS = ["minired", "minired_cluster"]
+# The backends of one server, for tests that drive one server (the dashboard's browser tests).
+SINGLE_SERVER_BACKENDS = [kind for kind in BACKENDS if kind in ("minired", "redis")]
 
 
 @pytest.fixture(scope="session")
@@ -103,6 +105,17 @@ class Clock:
 def backend(request) -> Backend:
     server = request.getfixturevalue(f"{request.param}_server")
     return Backend(request.param, server.url)
+
+
+@pytest.fixture(params=SINGLE_SERVER_BACKENDS)
+def server_backend(request) -> Backend:
+    """One server per run of the test: minired, then (in the compiled run) the real Redis. The
+    database starts empty, so the servers, shared by the session, carry nothing between tests."""
+    server = request.getfixturevalue(f"{request.param}_server")
+    backend = Backend(request.param, server.url)
+    with backend.client() as redis_client:
+        redis_client.flushdb()
+    return backend
 
 
 @pytest.fixture
