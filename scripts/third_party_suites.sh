@@ -59,13 +59,15 @@ else
 fi
 export PATH="$WORK/bin:$WORK/venv/bin:$PATH"
 
+# -p no:minired: an installed minired's own pytest plugin has no business in these suites
 status=0
 echo "== pytest-redis 4.0.0 with $SERVER"
-(cd pytest_redis-4.0.0 && python -m pytest tests -q -p no:cacheprovider -o addopts="" \
-    --redis-exec "$WORK/bin/redis-server") | tail -5 || status=1
+(cd pytest_redis-4.0.0 && python -m pytest tests -q -p no:cacheprovider -p no:minired \
+    -o addopts="" --redis-exec "$WORK/bin/redis-server") | tail -5 || status=1
 echo "== python-redis-lock 4.0.1 with $SERVER"
 (cd python_redis_lock-4.0.1 && PYTHONPATH=tests DJANGO_SETTINGS_MODULE=test_project.settings \
-    PYTHONUNBUFFERED=yes python -m pytest tests -q -p no:cacheprovider --ignore=src) \
+    PYTHONUNBUFFERED=yes python -m pytest tests -q -p no:cacheprovider -p no:minired \
+    --ignore=src) \
     | tail -5 || status=1
 echo "work folder: $WORK"
 exit $status
