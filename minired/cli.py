@@ -438,6 +438,31 @@ def run(argv: list[str]) -> int:
         server_log.uninstall(handler)
 
 
+def module_load_failure(path: str) -> str:
+    """Why a `loadmodule` path is refused, worded as Redis's moduleLoad() logs it.
+
+    Redis dlopen()s the file first, so a missing or broken library is reported with the
+    dynamic loader's own message; only a real module reaches minired's missing module API.
+    """
+    import ctypes
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        pass  # Redis's check is best effort: dlopen() reports the missing file
+    else:
+        if not mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH):
+            return f"Module {path} failed to load: It does not have execute permissions."
+    try:
+        library = ctypes.CDLL(path)
+    except OSError as exc:
+        return f"Module {path} failed to load: {exc}"
+    if not hasattr(library, "RedisModule_OnLoad"):
+        return f"Module {path} does not export RedisModule_OnLoad() symbol. Module not loaded."
+    return f"Module {path} failed to load: minired has no module support"
+
+
 def _start(argv: list[str], handler) -> int:
     own, argv = split_own_flags(argv)
     if own["cluster"] < 0:
@@ -470,7 +495,7 @@ def _start(argv: list[str], handler) -> int:
             log.warning("Configuration loaded")
         handler.role = "M"
         for path in loaded.modules:
-            log.warning("Module %s failed to load: minired has no module support", path)
+            log.warning("%s", module_load_failure(path))
             log.warning("Can't load module from %s: server aborting", path)
             return 1
         log.info("monotonic clock: POSIX clock_gettime")

@@ -517,3 +517,34 @@ def test_loading_messages_match_redis(tmp_path):
         "* Loading RDB produced by version 7.0.15", "* RDB age N", "* RDB memory usage when "
         "created N", "* Done loading RDB, keys loaded: 1, keys expired: 0.",
         "* DB loaded from disk: N"]
+
+
+def _mapped_libc() -> str:
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "/libc.so" in line or "/libc-" in line}
+    return sorted(paths)[0]
+
+
+def _module_file(folder, kind: str) -> str:
+    """A `loadmodule` path that fails for one of the reasons Redis's moduleLoad() tells apart."""
+    if kind == "missing":
+        return "nonexistent.so"
+    target = folder / f"{kind}.so"
+    if kind == "library_without_onload":
+        # any real shared object without RedisModule_OnLoad: the C library this process runs on
+        target.write_bytes(open(_mapped_libc(), "rb").read())
+    else:
+        target.write_text("not a shared object\n")
+    target.chmod(0o644 if kind == "not_executable" else 0o755)
+    return str(target)
+
+
+@pytest.mark.parametrize("kind", ["missing", "not_executable", "not_elf", "library_without_onload"])
+def test_module_load_failures_are_logged_as_redis_does(tmp_path, kind):
+    # pytest-redis's own suite looks for dlopen()'s message in the log of a failed start
+    path = _module_file(tmp_path, kind)
+    real, mini = _both(["--port", str(free_port()), "--save", "", "--loadmodule", path,
+                        "--loadmodule", "second.so"], tmp_path)
+    assert real.returncode == mini.returncode == 1
+    assert _log_messages(mini.stdout)[-2:] == _log_messages(real.stdout)[-2:]
+    assert path in _log_messages(mini.stdout)[-1]
