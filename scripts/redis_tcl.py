@@ -135,29 +135,23 @@ def run_unit(unit: str, server_cmd: str, suite_copy: Path, lane: int, logs: Path
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def run_units(units: list[str], server_cmd: str, logs: Path, jobs: int) -> dict[str, UnitResult]:
-    logs.mkdir(parents=True, exist_ok=True)
-    # The documented differences are skipped, not run and excused: a test that fails half-way
-    # leaves the server as it was mid-test (the eviction test leaves maxmemory set), and the
-    # tests after it would fail for that. The control runs them too, skipped alike.
-    write_skipfile()
-    # Each lane works on a copy of the suite of its own: the suite writes under tests/tmp.
+def in_lanes(units: list[str], jobs: int, make_copy, run) -> dict[str, UnitResult]:
+    """Run `run(unit, copy, lane)` for every unit on `jobs` lanes, each with a copy of the suite
+    of its own (`make_copy(lane)`; the suite writes under tests/tmp), the slowest units first so
+    that the lanes finish together; each result printed as it comes."""
     lanes: queue.Queue[tuple[Path, int]] = queue.Queue()
     for lane in range(FIRST_LANE[0], FIRST_LANE[0] + jobs):
-        copy = Path(tempfile.mkdtemp(prefix=f"redis-tcl-lane{lane}-")) / "suite"
-        shutil.copytree(SUITE, copy)
-        lanes.put((copy, lane))
+        lanes.put((make_copy(lane), lane))
 
     def work(unit: str) -> UnitResult:
         copy, lane = lanes.get()
         try:
-            result = run_unit(unit, server_cmd, copy, lane, logs)
+            result = run(unit, copy, lane)
         finally:
             lanes.put((copy, lane))
         print(describe(result), flush=True)
         return result
 
-    # The slowest units first, so that the lanes finish together.
     ordered = sorted(units, key=lambda u: u not in SLOW_UNITS)
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -166,6 +160,22 @@ def run_units(units: list[str], server_cmd: str, logs: Path, jobs: int) -> dict[
         while not lanes.empty():
             shutil.rmtree(lanes.get()[0].parent, ignore_errors=True)
     return {r.unit: r for r in results}
+
+
+def _suite_copy(lane: int) -> Path:
+    copy = Path(tempfile.mkdtemp(prefix=f"redis-tcl-lane{lane}-")) / "suite"
+    shutil.copytree(SUITE, copy)
+    return copy
+
+
+def run_units(units: list[str], server_cmd: str, logs: Path, jobs: int) -> dict[str, UnitResult]:
+    logs.mkdir(parents=True, exist_ok=True)
+    # The documented differences are skipped, not run and excused: a test that fails half-way
+    # leaves the server as it was mid-test (the eviction test leaves maxmemory set), and the
+    # tests after it would fail for that. The control runs them too, skipped alike.
+    write_skipfile()
+    return in_lanes(units, jobs, _suite_copy,
+                    lambda unit, copy, lane: run_unit(unit, server_cmd, copy, lane, logs))
 
 
 # --- normal mode ----------------------------------------------------------------------------------
@@ -253,26 +263,8 @@ def run_normal_units(units: list[str], executable: str, logs: Path,
                      jobs: int) -> dict[str, UnitResult]:
     logs.mkdir(parents=True, exist_ok=True)
     write_skipfile()
-    lanes: queue.Queue[tuple[Path, int]] = queue.Queue()
-    for lane in range(FIRST_LANE[0], FIRST_LANE[0] + jobs):
-        lanes.put((normal_suite_copy(executable), lane))
-
-    def work(unit: str) -> UnitResult:
-        copy, lane = lanes.get()
-        try:
-            result = run_normal_unit(unit, copy, lane, logs)
-        finally:
-            lanes.put((copy, lane))
-        print(describe(result), flush=True)
-        return result
-
-    try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(work, units))
-    finally:
-        while not lanes.empty():
-            shutil.rmtree(lanes.get()[0].parent, ignore_errors=True)
-    return {r.unit: r for r in results}
+    return in_lanes(units, jobs, lambda lane: normal_suite_copy(executable),
+                    lambda unit, copy, lane: run_normal_unit(unit, copy, lane, logs))
 
 
 def main_normal(units: list[str], jobs: int, logs: Path) -> int:
