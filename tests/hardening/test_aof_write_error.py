@@ -182,7 +182,11 @@ def _write_until_refused(port: int) -> list:
     return replies
 
 
-@pytest.mark.parametrize("fsync", ["everysec", "always"])
+# (Not everysec against the real Redis: there a write is postponed while its background fsync
+# is slow, up to 2 s, so on a loaded machine the limit may not be reached before the test
+# stops writing. everysec's write errors are tested in process above; `no` writes as everysec
+# does, without the postponement.)
+@pytest.mark.parametrize("fsync", ["no", "always"])
 def test_file_size_limit_like_redis(tmp_path, fsync):
     """The same writes to Redis and minired under the same RLIMIT_FSIZE: the same replies (the
     record crossing the limit is a short write, cut off, and MISCONF says ENOSPC), the same
@@ -211,7 +215,7 @@ def test_file_size_limit_like_redis(tmp_path, fsync):
         last_in_file = replies.count(b"OK") - (1 if fsync == "always" else 2)
         assert aof.endswith(b"\r\nkey:%d\r\n$100\r\n%s\r\n" % (last_in_file, b"x" * 100)), name
     assert outcome["minired"] == outcome["redis"]
-    if fsync == "everysec":
+    if fsync == "no":
         assert outcome["redis"][-4:] == [
             Err("MISCONF Errors writing to the AOF file: No space left on device"),
             Err("MISCONF Errors writing to the AOF file: No space left on device"),
