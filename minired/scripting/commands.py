@@ -99,12 +99,18 @@ def script_kill(c, argv):
 @command("debug", arity=3, flags="noscript", parent="script", group=G)
 def script_debug(c, argv):
     """Set the debug mode for executed scripts"""
+    if c.in_exec:  # (Redis: while replies wait in the client's buffer)
+        raise RedisError(errors.SCRIPT_DEBUG_IN_PIPELINE)
     mode = argv[2].lower()
-    if mode == b"no":
-        return OK
-    if mode in (b"yes", b"sync"):
-        raise RedisError(errors.SCRIPT_DEBUG_UNSUPPORTED)
-    raise RedisError(errors.SCRIPT_DEBUG_USAGE)
+    if mode not in (b"no", b"yes", b"sync"):
+        raise RedisError(errors.SCRIPT_DEBUG_USAGE)
+    engine = _engine(c.server)
+    if engine.debugger is None:
+        from minired.scripting.debugger import LuaDebugger
+
+        engine.debugger = LuaDebugger(engine)
+    engine.debugger.set_mode(c, mode)
+    return OK
 
 
 @command("help", arity=2, flags="loading stale", parent="script", group=G)

@@ -144,7 +144,7 @@ class ScriptEngine:
 
     __slots__ = ("server", "scripts", "current", "client", "prng", "_eval_sandbox",
                  "_specs", "functions", "busy", "deferred", "eval_base_memory", "gc_countdown",
-                 "cluster", "clock")
+                 "cluster", "clock", "debugging", "debugger", "debug_session")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -168,6 +168,12 @@ class ScriptEngine:
         self.eval_base_memory = 0
         self.gc_countdown = _GC_PERIOD
         self.clock = server.clock
+        # SCRIPT DEBUG: the clients whose next EVAL runs in the debugger (client id -> YES or
+        # SYNC), the debugger (debugger.py, made at the first SCRIPT DEBUG), and the session
+        # running, which notes redis.call's refusals for its log.
+        self.debugging: dict[int, bytes] = {}
+        self.debugger: Any = None
+        self.debug_session: Any = None
 
     @property
     def eval_sandbox(self) -> Sandbox:
@@ -205,6 +211,8 @@ class ScriptEngine:
         return script
 
     def eval(self, c: Client, argv: list, by_sha: bool, read_only: bool) -> Any:
+        if self.debugging and c.id in self.debugging:
+            return self.debugger.eval(c, argv, by_sha, read_only)
         if by_sha:
             script = self.scripts.get(argv[1])  # the usual lowercase sha, as SCRIPT LOAD gave it
             if script is None and len(argv[1]) != 40:
@@ -243,8 +251,6 @@ class ScriptEngine:
     def _check_flags(self, flags: frozenset, read_only: bool) -> None:
         if "no-cluster" in flags and self.server.cluster is not None:
             raise RedisError(errors.SCRIPT_NO_CLUSTER)
-        if "allow-oom" not in flags and self.server.over_maxmemory():
-            raise RedisError(errors.SCRIPT_OOM)
         if "no-writes" not in flags:
             # (Redis refuses a script that may write for want of replicas before it runs,
             # as it refuses any write command, so before the *_RO check)
@@ -252,6 +258,9 @@ class ScriptEngine:
                 raise RedisError(self.server.config.write_refusal())
             if read_only:
                 raise RedisError(errors.SCRIPT_RO_WITH_WRITE_FLAG)
+            # (no-writes implies allow-oom: scriptPrepareForRun checks memory after the above)
+            if "allow-oom" not in flags and self.server.over_maxmemory():
+                raise RedisError(errors.SCRIPT_OOM)
 
     def execute(self, run: Run, sandbox: Sandbox, runner: Any, function: Any, numkeys: int,
                 arguments: list, sha: bytes | None = None) -> Any:
@@ -435,6 +444,8 @@ class ScriptEngine:
         if spec is not None:
             spec.rejected_calls += 1
         self.server.stats.count_error(text.decode("utf-8", "replace"))
+        if self.debug_session is not None:
+            self.debug_session.refusal = text
         return text
 
     def unbox(self) -> Any:

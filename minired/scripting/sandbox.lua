@@ -16,6 +16,9 @@ local mode, redis_version, redis_version_num, install_libraries, py_call, py_acl
       py_sha1hex, py_log, py_setresp, py_set_repl, py_random, py_randomseed, py_register,
       py_pcall, py_encode, py_gather, py_call_gathered = ...
 
+-- The unrestricted globals, for the debugger's own code (api.load_debugger).
+local raw_env = _G
+
 local type, error, select, tostring, tonumber, unpack = type, error, select, tostring, tonumber, unpack
 local rawget, rawset, next, pairs, ipairs = rawget, rawset, next, pairs, ipairs
 local setmetatable, getmetatable, xpcall, pcall = setmetatable, getmetatable, xpcall, pcall
@@ -1082,6 +1085,17 @@ function api.cache(sha, fn) cached[sha] = fn end
 function api.clear_cache() for sha in next, cached do cached[sha] = nil end end
 
 api.run_load = run_load
+
+-- SCRIPT DEBUG: debugger.lua (compiled from Python at a session's start) runs with the
+-- unrestricted globals and the internals it swaps for the session; see its header.
+if mode == 'eval' then
+  function api.load_debugger(code, ...)
+    local chunk, problem = loadstring(code, '=minired.debugger')
+    if not chunk then error(problem) end
+    setfenv(chunk, raw_env)
+    return chunk({redis = redis, globals = globals, arm_hook = arm_hook}, ...)
+  end
+end
 -- For Python only (compile time): see sandbox.py's _without_tail_calls.
 api.dump = dump
 api.load_binary = function(code, chunkname) return loadstring(code, chunkname) end

@@ -207,6 +207,10 @@ class Sandbox:
             return runner(fn, null, -1, table(arguments[:numkeys]), table(arguments[numkeys:]))
         return runner(fn, null, numkeys, *arguments)
 
+    def guard_callback(self, fn: Callable[..., Any], fallback: Any = None) -> Any:
+        """fn as Lua may call it (see _lua_callback): for the debugger's I/O."""
+        return _lua_callback(self.cap_guard, fn, fallback)
+
     def remember(self, sha: bytes, fn: Any) -> None:
         """Make an EVAL script known to run_cached (the native entry) by its sha."""
         if self._native is not None:
