@@ -204,7 +204,9 @@ class LuaDebugger:
         lua = sandbox.api[b"load_debugger"](
             code, guard(session.read), guard(session.write), guard(session.expired),
             guard(session.take_refusal))
-        previous = {signum: signal.signal(signum, session.interrupt) for signum in _TERMINATING}
+        previous = {}
+        if threading.current_thread() is threading.main_thread():  # (not in-process, embed.py)
+            previous = {signum: signal.signal(signum, session.interrupt) for signum in _TERMINATING}
         engine.debug_session = session
         lua[b"begin"](sandbox.table_from(source))
         try:
@@ -233,9 +235,10 @@ class LuaDebugger:
             os._exit(0)
 
     def _child(self, c: "Client", argv: list, read_only: bool) -> None:
-        for signum in _TERMINATING:
-            signal.signal(signum, signal.SIG_IGN)
-        signal.set_wakeup_fd(-1)  # the pipe is the parent's loop's
+        if threading.current_thread() is threading.main_thread():
+            for signum in _TERMINATING:
+                signal.signal(signum, signal.SIG_IGN)
+            signal.set_wakeup_fd(-1)  # the pipe is the parent's loop's
         for listener in self.engine.server.listeners:
             for sock in listener.sockets or ():
                 try:

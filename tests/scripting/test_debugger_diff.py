@@ -138,3 +138,15 @@ def test_script_debug_arguments(servers):
         client.call("SCRIPT", "DEBUG", "sync")
         assert client.call("EXEC") == [Err("ERR SCRIPT DEBUG must be called outside a pipeline")]
         client.close()
+
+
+def test_in_process_server_runs_a_session(mini):
+    """The in-process server runs in a thread of its own, where signal handlers cannot be set."""
+    client = RawClient(mini.port)
+    try:
+        client.call("SCRIPT", "DEBUG", "sync")
+        assert client.call("EVAL", "return 3", 0)[0] == b"* Stopped at 1, stop reason = step over"
+        assert client.call("c") == [b"<endsession>"]
+        assert client.read() == 3
+    finally:
+        client.close()
