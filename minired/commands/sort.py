@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import islice
+from typing import Callable
 
 from minired.data.csort import partial_sort
 from minired.data.zset import ZSet
 from minired.engine.args import c_strtod, parse_int
-from minired.engine.table import command
+from minired.engine.table import COMMANDS, command
+from minired.features import acl
 from minired.features.notifications import GENERIC, LIST, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -147,9 +149,10 @@ class _Options:
         self.gets: list[bytes] = []
 
 
-def _parse_options(argv: list, read_only: bool, cluster: bool) -> _Options:
-    """SORT's options; in cluster mode a BY or GET pattern is refused, since the keys it names
-    may live on other nodes."""
+def _parse_options(argv: list, read_only: bool, cluster: bool,
+                   any_key: Callable[[], bool]) -> _Options:
+    """SORT's options; a BY or GET pattern is refused in cluster mode, since the keys it names
+    may live on other nodes, and to a user who may not read every key (`any_key`)."""
     options = _Options()
     argc = len(argv)
     j = 2
@@ -177,10 +180,14 @@ def _parse_options(argv: list, read_only: bool, cluster: bool) -> _Options:
                 options.dont_sort = True
             elif cluster:
                 raise RedisError(errors.SORT_BY_IN_CLUSTER)
+            elif not any_key():
+                raise RedisError(errors.SORT_BY_ACL)
             j += 1
         elif word == b"get" and left >= 1:
             if cluster:
                 raise RedisError(errors.SORT_GET_IN_CLUSTER)
+            if not any_key():
+                raise RedisError(errors.SORT_GET_ACL)
             options.gets.append(argv[j + 1])
             j += 1
         else:
@@ -259,8 +266,18 @@ def _sorted(c, elements: list, options: _Options, start: int, end: int) -> list:
     return [elements[index] for index in order]
 
 
+def _reads_any_key(c, argv: list) -> bool:
+    """Whether the client's user may read every key with this SORT (an unrestricted user
+    always may)."""
+    if not c.user_restricted or c.server.access is None:
+        return True
+    user = c.server.access.user_of(c)
+    return user.unrestricted_key_access(COMMANDS[argv[0].lower()], argv, acl.READ)
+
+
 def _sort(c, argv: list, read_only: bool):
-    options = _parse_options(argv, read_only, c.server.cluster is not None)
+    options = _parse_options(argv, read_only, c.server.cluster is not None,
+                             lambda: _reads_any_key(c, argv))
     db = c.db
     value = db.read(argv[1])
     if value is None:

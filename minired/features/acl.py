@@ -289,6 +289,11 @@ class Selector:
                     return DENIED_CHANNEL, position
         return ALLOWED, 0
 
+    def unrestricted_keys(self, needed: int) -> bool:
+        """ACLSelectorHasUnrestrictedKeyAccess: all keys, or the pattern '*' with `needed`."""
+        return self.allkeys or any(pattern == b"*" and permissions & needed == needed
+                                   for pattern, permissions in self.keys)
+
     def key_allowed(self, key: bytes, needed: int) -> bool:
         if self.allkeys:
             return True
@@ -501,6 +506,13 @@ class User:
             if result > relevant or (result == relevant and position > last_position):
                 relevant, last_position = result, position
         return relevant, last_position
+
+    def unrestricted_key_access(self, spec: "CommandSpec", argv: list, needed: int) -> bool:
+        """ACLUserCheckCmdWithUnrestrictedKeyAccess: a selector allows the command and every
+        key (for SORT's BY and GET, whose patterns may name any key)."""
+        keys = keys_with_flags(spec, argv) if has_keys(spec) else []
+        return any(selector.check(spec, argv, keys)[0] == ALLOWED
+                   and selector.unrestricted_keys(needed) for selector in self.selectors)
 
     def password_matches(self, password: bytes) -> bool:
         import hmac

@@ -502,3 +502,20 @@ def test_acl_log_after_redis_py_handshake(acl, connect, real_redis, mini):
     other.check("CLIENT", "SETINFO", "LIB-VER", "1")
     other.check("EXEC")
     _compare_log(acl)
+
+
+def test_sort_patterns_need_every_key_readable(acl, connect):
+    """SORT's BY and GET patterns can name any key: only a user who may read every key, in a
+    selector that allows the SORT, may use them (unit/acl-v2 "Test sort with ACL permissions")."""
+    acl.check("SET", "v1", "1")
+    acl.check("RPUSH", "mylist", "1", "2")
+    other = connect()
+    for rules in (["on", "nopass", "(+sort ~mylist)"], ["(+sort ~mylist ~v*)"],
+                  ["(+sort ~mylist %W~*)"], ["(+sort ~mylist %R~*)"], ["reset", "on", "nopass",
+                  "+sort", "allkeys"], ["reset", "on", "nopass", "+sort", "~mylist"]):
+        acl.check("ACL", "SETUSER", "sorter", *rules)
+        other.check("AUTH", "sorter", "x")
+        for args in (("SORT", "mylist", "BY", "v*"), ("SORT", "mylist", "GET", "v*"),
+                     ("SORT", "mylist", "GET", "#"), ("SORT", "mylist", "BY", "nosort"),
+                     ("SORT_RO", "mylist", "BY", "v*")):
+            other.check(*args)
