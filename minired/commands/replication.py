@@ -6,6 +6,7 @@ from __future__ import annotations
 from minired.engine.args import parse_int
 from minired.engine.table import command
 from minired.features import replica_link, replication
+from minired.features.oom_score import set_role
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Encoded, Status
@@ -18,6 +19,7 @@ def _replicaof(c, argv):
         raise RedisError(errors.REPLICAOF_IN_CLUSTER)
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         replica_link.promote(c.server)
+        set_role(c.server.config, replica=False)
         return OK
     try:
         port = parse_int(argv[2])
@@ -27,6 +29,7 @@ def _replicaof(c, argv):
         raise RedisError(errors.INVALID_MASTER_PORT)
     if not replica_link.replicate(c.server, argv[1].decode(errors="replace"), port):
         return Status(errors.REPLICAOF_ALREADY.encode())
+    set_role(c.server.config, replica=True)
     return OK
 
 

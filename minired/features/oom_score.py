@@ -12,12 +12,15 @@ log = logging.getLogger("minired")
 
 OOM_SCORE_FILE = "/proc/self/oom_score_adj"
 MASTER, REPLICA, BACKGROUND_CHILD = range(3)
-_state = {"adjusted": False, "base": 0}
+_state = {"adjusted": False, "base": 0, "class": MASTER}
 
 
-def apply_oom_score(config, process_class: int = MASTER) -> bool:
-    """Write the score `config` asks of `process_class` (or restore the base when the option
-    was turned off); False when the file cannot be read or written, as Redis logs it."""
+def apply_oom_score(config, process_class: int | None = None) -> bool:
+    """Write the score `config` asks of `process_class` (by default the server's own: master
+    or replica, as last set), or restore the base when the option was turned off; False when
+    the file cannot be read or written, as Redis logs it."""
+    if process_class is None:
+        process_class = _state["class"]
     mode = config.get("oom-score-adj")
     if mode != "no":
         if not _state["adjusted"]:
@@ -44,3 +47,9 @@ def apply_oom_score(config, process_class: int = MASTER) -> bool:
         log.warning("Unable to write oom_score_adj: %s", exc.strerror)
         return False
     return True
+
+
+def set_role(config, replica: bool) -> None:
+    """The server became a replica or a master (REPLICAOF): its score follows its class."""
+    _state["class"] = REPLICA if replica else MASTER
+    apply_oom_score(config)

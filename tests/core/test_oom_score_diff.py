@@ -68,6 +68,14 @@ def _scenario(server) -> list:
         seen.append(client.call("BGSAVE"))
         seen.append(_wait_for_score(_child_of(pid), 22 + 30))
         seen.append(_score(pid))
+        client.call("CONFIG", "SET", "rdb-key-save-delay", "0")
+        # A replica's class, then the master's again (the port is refused: no sync starts).
+        seen.append(client.call("REPLICAOF", "127.0.0.1", "1"))
+        seen.append(_score(pid))  # 22 + 9 (replica)
+        seen.append(client.call("CONFIG", "SET", "oom-score-adj-values", "9 11 30"))
+        seen.append(_score(pid))  # 22 + 11
+        seen.append(client.call("REPLICAOF", "NO", "ONE"))
+        seen.append(_score(pid))  # 22 + 9 (master)
         seen.append(client.call("CONFIG", "SET", "oom-score-adj", "no"))
         seen.append(_score(pid))  # the value found first, restored
         return seen
