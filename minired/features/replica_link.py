@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from minired.engine import dispatch
 from minired.engine.client import Client
 from minired.features import rdb_file, replication
-from minired.features.persistence import encode_command
+from minired.features.aof_records import encode_command
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import RequestParser
 

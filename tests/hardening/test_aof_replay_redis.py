@@ -219,7 +219,7 @@ TRANSACTION = [("MULTI",), ("SET", "m", "1"),
 
 def _records_of(directory) -> list:
     """The records of the incremental AOF files, each number that is a time in ms as 'T'."""
-    from minired.features.persistence import read_records
+    from minired.features.aof_records import read_records
     out = []
     for path in sorted((directory / "appendonlydir").glob("*.incr.aof")):
         for _, record in read_records(path.read_bytes()):
