@@ -28,7 +28,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from minired.features import rdb_file
+from minired.features import aof_rewrite, rdb_file
 from minired.features.aof_manifest import Manifest
 from minired.features.aof_records import Loader
 from minired.features.persist_files import LoadError, fsync_directory, write_atomically, write_synced
@@ -59,6 +59,7 @@ class AppendOnlyFile:
     _can_fork: Callable[[], bool]
     _fork: Callable[[Callable[[], Any]], int | None]
     _image: Callable[..., Iterator[bytes]]
+    _function_codes: Callable[[], list[bytes]]
     _load_rdb: Callable[..., int]
     _close_transaction: Callable[[], None]
     _close_finished_transaction: Callable[[], None]
@@ -71,8 +72,10 @@ class AppendOnlyFile:
         self.aof_rewrite_base_size = 0
         self.aof_buffer: list[bytes] = []
         self.aof_db = -1
+        self.aof_timestamp = 0  # the last `#TS:` line's time (Redis's aof_cur_timestamp)
         self.aof_rewrite_scheduled = False
         self.aof_rewrite_incr_from = 0  # index in manifest.incr of the rewrite's first incr file
+        self.aof_rewrite_base_name = ""  # the base the rewrite's child writes (its format)
         self.aof_rewrites = 0
         self.aof_last_rewrite_seconds = -1
         self.aof_last_rewrite_ok = True
@@ -227,6 +230,19 @@ class AppendOnlyFile:
 
     # --- the AOF file -----------------------------------------------------------------------
 
+    def _base_name(self, seq: int) -> str:
+        """A new base's name: an RDB image, or commands with aof-use-rdb-preamble no."""
+        suffix = "rdb" if self.config.get("aof-use-rdb-preamble") == "yes" else "aof"
+        return f"{self.aof_prefix}.{seq}.base.{suffix}"
+
+    def _base_image(self, name: str) -> Iterator[bytes]:
+        """The data now, as the base `name` holds it (rewriteAppendOnlyFile)."""
+        if name.endswith(".rdb"):
+            return self._image(aof_base=True)
+        timestamp = (self.server.clock.ms() // 1000
+                     if self.config.get("aof-timestamp-enabled") == "yes" else None)
+        return aof_rewrite.command_chunks(self.server.keyspace, self._function_codes(), timestamp)
+
     def _open_incr(self, name: str) -> None:
         self.aof_file = open(os.path.join(self.aof_directory, name), "ab", buffering=0)
         self.aof_db = -1  # a new file starts with a SELECT
@@ -259,10 +275,10 @@ class AppendOnlyFile:
         """A rewrite on the loop: a new base of the data now, a new empty incremental file."""
         manifest = self.aof_manifest or Manifest(self.aof_prefix)
         base_seq = manifest.base_seq + 1
-        base_name = f"{self.aof_prefix}.{base_seq}.base.rdb"
+        base_name = self._base_name(base_seq)
         self._make_aof_directory()
         size = write_atomically(os.path.join(self.aof_directory, base_name),
-                                self._image(aof_base=True),
+                                self._base_image(base_name),
                                 temp_name=f"temp-rewriteaof-{os.getpid()}.aof")
         old_files = manifest.files()
         fresh = Manifest(self.aof_prefix)
@@ -325,9 +341,10 @@ class AppendOnlyFile:
         directory = self.aof_directory
         # The child writes the base under a temporary name; the parent renames it into place
         # once the child succeeded, then switches the manifest (backgroundRewriteDoneHandler).
+        base_name = self.aof_rewrite_base_name = self._base_name(manifest.base_seq + 1)
         pid = self._fork(lambda: write_synced(
             os.path.join(directory, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
-            self._image(aof_base=True)))
+            self._base_image(base_name)))
         assert pid is not None
         self.child = (pid, "aof", os.path.join(directory, f"temp-rewriteaof-bg-{pid}.aof"))
         log.info("Background append only file rewriting started by pid %d", pid)
@@ -339,7 +356,7 @@ class AppendOnlyFile:
             log.warning("Background AOF rewrite terminated with error")
             return
         base_seq = manifest.base_seq + 1
-        base_name = f"{self.aof_prefix}.{base_seq}.base.rdb"
+        base_name = self.aof_rewrite_base_name
         os.replace(temp, os.path.join(self.aof_directory, base_name))
         fsync_directory(self.aof_directory)
         old_files = manifest.files()

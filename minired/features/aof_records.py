@@ -34,6 +34,12 @@ def encode_command(argv: list) -> bytes:
     return b"".join(out)
 
 
+def timestamp_annotation(seconds: int) -> bytes:
+    """The `#TS:<unix time>` line of aof-timestamp-enabled (genAofTimestampAnnotationIfNeeded);
+    loading skips it, redis-check-aof --truncate-to-timestamp cuts at it."""
+    return b"#TS:%d\r\n" % seconds
+
+
 class ReplicaOnly(list):
     """A record for the replicas and not the AOF (PUBLISH, as Redis's PROPAGATE_REPL)."""
 

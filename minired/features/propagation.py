@@ -17,7 +17,7 @@ from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import COMMANDS
 from minired.features import aof_effects
-from minired.features.aof_records import ReplicaOnly, encode_command
+from minired.features.aof_records import ReplicaOnly, encode_command, timestamp_annotation
 from minired.protocol.errors import RedisError
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class Propagation:
     aof_file: Any
     aof_buffer: list[bytes]
     aof_db: int
+    aof_timestamp: int
 
     def _init_propagation(self) -> None:
         # The writes of the EXEC or script running now (or that just ended), as (db, argv).
@@ -147,6 +148,12 @@ class Propagation:
         propagated), each preceded by a SELECT where its database changes."""
         if self.aof_file is not None and type(argv) is not ReplicaOnly:
             buffer = self.aof_buffer
+            if self.config.get("aof-timestamp-enabled") == "yes":
+                # a `#TS:` line whenever the second changed (feedAppendOnlyFile)
+                now = self.server.clock.ms() // 1000
+                if now > self.aof_timestamp:
+                    self.aof_timestamp = now
+                    buffer.append(timestamp_annotation(now))
             if db_index is not None and db_index != self.aof_db:
                 buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
                 self.aof_db = db_index
