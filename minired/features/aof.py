@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("minired")
 
 AOF_WRITE_LOG_ERROR_SECONDS = 30  # AOF_WRITE_LOG_ERROR_RATE: a failing write is logged this seldom
+AOF_REWRITE_LIMIT_THRESHOLD = 3  # AOF_REWRITE_LIMITE_THRESHOLD: failed rewrites in a row
+AOF_REWRITE_LIMIT_MAX_MINUTES = 60
 
 
 class AppendOnlyFile:
@@ -59,6 +61,8 @@ class AppendOnlyFile:
     _can_fork: Callable[[], bool]
     _fork: Callable[[Callable[[], Any]], int | None]
     _image: Callable[..., Iterator[bytes]]
+    _delayed: Callable[[Iterator[bytes]], Iterator[bytes]]
+    _kill_child: Callable[[], None]
     _function_codes: Callable[[], list[bytes]]
     _load_rdb: Callable[..., int]
     _close_transaction: Callable[[], None]
@@ -67,6 +71,8 @@ class AppendOnlyFile:
 
     def _init_aof(self) -> None:
         self.aof_file: Any = None
+        # Redis's aof_state: "off", "on", or "wait" (turned on, its first rewrite not done)
+        self.aof_state = "off"
         self.aof_manifest: Manifest | None = None
         self.aof_base_size = 0
         self.aof_rewrite_base_size = 0
@@ -74,11 +80,13 @@ class AppendOnlyFile:
         self.aof_db = -1
         self.aof_timestamp = 0  # the last `#TS:` line's time (Redis's aof_cur_timestamp)
         self.aof_rewrite_scheduled = False
-        self.aof_rewrite_incr_from = 0  # index in manifest.incr of the rewrite's first incr file
         self.aof_rewrite_base_name = ""  # the base the rewrite's child writes (its format)
         self.aof_rewrites = 0
         self.aof_last_rewrite_seconds = -1
         self.aof_last_rewrite_ok = True
+        self.aof_rewrite_failures = 0  # in a row (stat_aofrw_consecutive_failures)
+        self.aof_rewrite_delay_minutes = 0  # see aof_rewrite_limited
+        self.aof_next_rewrite_time = 0.0
         self.last_fsync = time.monotonic()
         self.aof_error_logged_at = -AOF_WRITE_LOG_ERROR_SECONDS  # see _write_failed
         self.aof_write_errno = 0  # the last write to the AOF failed with it (_write_failed)
@@ -219,6 +227,7 @@ class AppendOnlyFile:
         propagate, server.propagate = server.propagate, None  # replayed, not logged anew
         try:
             self._load_aof()
+            self._collect_history()
         except LoadError as exc:
             for line in exc.args:
                 log.warning("DEBUG LOADAOF: %s", line)
@@ -243,15 +252,17 @@ class AppendOnlyFile:
                      if self.config.get("aof-timestamp-enabled") == "yes" else None)
         return aof_rewrite.command_chunks(self.server.keyspace, self._function_codes(), timestamp)
 
-    def _open_incr(self, name: str) -> None:
-        self.aof_file = open(os.path.join(self.aof_directory, name), "ab", buffering=0)
+    def _open_incr(self, name: str, truncate: bool = False) -> None:
+        self.aof_file = open(os.path.join(self.aof_directory, name), "wb" if truncate else "ab",
+                             buffering=0)
         self.aof_db = -1  # a new file starts with a SELECT
 
     def enable_aof(self, at_start: bool = False) -> None:
         """Start logging. At start-up, after loading (aofOpenIfNeededOnServerStart): append to
         the last incremental file, a new one when there is none; a base of the data first when
-        the manifest names no file at all. Turned on later (CONFIG SET): a rewrite, so the files
-        hold what is in memory now."""
+        the manifest names no file at all. Turned on later (CONFIG SET, startAppendOnly): the
+        AOF waits for a background rewrite, writes going to a temporary incremental file
+        meanwhile, and is on once the rewrite has written the data's base."""
         self._make_aof_directory()
         manifest = self.aof_manifest
         if at_start and manifest is not None and (manifest.base is not None or manifest.incr):
@@ -260,83 +271,118 @@ class AppendOnlyFile:
                 manifest.next_incr()
             self._persist_manifest(manifest)
             self._open_incr(manifest.incr[-1][0])
+            self.aof_state = "on"
             self.aof_rewrite_base_size = self.aof_base_size
             log.info("%s AOF incr file %s on server start", "Opening" if opened else "Creating",
                      manifest.incr[-1][0])
-        else:
+        elif at_start or not self._can_fork():
+            self.aof_state = "on"
             self._rewrite_now()
+            assert self.aof_manifest is not None
             if at_start:
                 log.info("Creating AOF base file %s on server start", self.aof_manifest.base)
                 log.info("Creating AOF incr file %s on server start", self.aof_manifest.incr[-1][0])
             else:
                 log.info("Append only file enabled: %s", self.aof_file.name)
+        else:
+            self.aof_state = "wait"
+            if self.child is not None and self.child[1] != "aof":
+                self.aof_rewrite_scheduled = True
+                log.warning("AOF was enabled but there is already another background operation. "
+                            "An AOF background was scheduled to start when possible.")
+                return
+            # A rewrite of the files while the AOF was off accumulates nothing: start anew.
+            self._kill_child()
+            try:
+                self._start_aof_rewrite()
+            except OSError:
+                self.aof_state = "off"
+                raise
+
+    @property
+    def _temp_incr_name(self) -> str:
+        """getTempIncrAofName: where writes wait for the first rewrite of an AOF turned on."""
+        return f"temp-{self.aof_prefix}.incr"
 
     def _rewrite_now(self) -> None:
-        """A rewrite on the loop: a new base of the data now, a new empty incremental file."""
-        manifest = self.aof_manifest or Manifest(self.aof_prefix)
-        base_seq = manifest.base_seq + 1
-        base_name = self._base_name(base_seq)
+        """A rewrite on the loop: a new base of the data now (and, with the AOF on, a new empty
+        incremental file); what the base replaces becomes history."""
+        manifest = (self.aof_manifest or Manifest(self.aof_prefix)).copy()
+        base_name = self._base_name(manifest.base_seq + 1)
         self._make_aof_directory()
         size = write_atomically(os.path.join(self.aof_directory, base_name),
-                                self._base_image(base_name),
+                                self._delayed(self._base_image(base_name)),
                                 temp_name=f"temp-rewriteaof-{os.getpid()}.aof")
-        old_files = manifest.files()
-        fresh = Manifest(self.aof_prefix)
-        fresh.base, fresh.base_seq = base_name, base_seq
-        fresh.incr = [(f"{self.aof_prefix}.{(manifest.incr[-1][1] if manifest.incr else 0) + 1}"
-                       ".incr.aof", (manifest.incr[-1][1] if manifest.incr else 0) + 1)]
-        if self.aof_file is not None:
-            self.flush_aof(fsync=True, close_transaction=True)
-            self.aof_file.close()
-        self._open_incr(fresh.incr[0][0])
-        self._persist_manifest(fresh)
-        self.aof_manifest = fresh
-        self._delete_aof_files(old_files, keep=fresh.files())
+        if self.aof_state != "off":
+            if self.aof_file is not None:
+                self.flush_aof(fsync=True, close_transaction=True)
+                self.aof_file.close()
+            self._open_incr(manifest.next_incr())
+        self._switch_base(manifest, base_name)
         self.aof_base_size = self.aof_rewrite_base_size = size
 
-    def _delete_aof_files(self, names: list[str], keep: list[str]) -> None:
-        for name in names:
-            if name not in keep:
-                try:
-                    os.unlink(os.path.join(self.aof_directory, name))
-                except OSError:
-                    pass
+    def _switch_base(self, manifest: Manifest, base_name: str) -> None:
+        """The new base in place: the old one and the incremental files it holds become
+        history, the manifest is persisted, history deleted unless aof-disable-auto-gc."""
+        manifest.new_base(base_name)
+        manifest.retire_incr(keep_last=self.aof_file is not None)
+        self._persist_manifest(manifest)
+        self.aof_manifest = manifest
+        self._collect_history()
+
+    def _collect_history(self) -> None:
+        """aofDelHistoryFiles: history files deleted and left out of the manifest, unless
+        aof-disable-auto-gc yes keeps them."""
+        manifest = self.aof_manifest
+        if (manifest is None or not manifest.history
+                or self.config.get("aof-disable-auto-gc") == "yes"):
+            return
+        for name, _ in manifest.history:
+            log.info("Removing the history file %s in the background", name)
+            try:
+                os.unlink(os.path.join(self.aof_directory, name))
+            except OSError:
+                pass
+        manifest.history = []
+        self._persist_manifest(manifest)
 
     def rewrite_aof(self) -> str:
-        """BGREWRITEAOF."""
+        """BGREWRITEAOF. (With appendonly off too: the files are there for when it is on.)"""
         if self.child is not None and self.child[1] == "aof":
             raise RedisError(errors.AOF_REWRITE_IN_PROGRESS)
         if self.child is not None or self.background_save_pending:
             self.aof_rewrite_scheduled = True  # once the BGSAVE child is done
+            self.aof_rewrite_failures = 0  # asked for: not held back by aofRewriteLimited
             return "Background append only file rewriting scheduled"
-        if self.aof_file is None:
-            # Redis rewrites even with appendonly off: the files are there for when it is on.
-            self._rewrite_aof_files_off()
-            return "Background append only file rewriting started"
+        if self.aof_manifest is None:
+            self._read_manifest_if_any()
         self._start_aof_rewrite()
         return "Background append only file rewriting started"
 
-    def _rewrite_aof_files_off(self) -> None:
-        self._read_manifest_if_any()
-        self._rewrite_now()
-        self.aof_file.close()
-        self.aof_file = None
-        self.aof_rewrites += 1
-
     def _start_aof_rewrite(self) -> None:
-        """Redis 7.0's rewrite: new writes go to a new incremental file from now on, a forked
-        child writes the base of the data as it is now, and on its success the manifest names
-        that base and the incremental files opened since."""
-        manifest = self.aof_manifest
-        if manifest is None or not self._can_fork():
+        """Redis 7.0's rewrite (rewriteAppendOnlyFileBackground): new writes go to a new
+        incremental file from now on, a forked child writes the base of the data as it is now,
+        and on its success the manifest names that base and the incremental files opened
+        since. With the AOF off no incremental file is opened; while it waits for its first
+        rewrite, writes go to a temporary one."""
+        self.aof_rewrite_scheduled = False
+        self.aof_rewrites += 1
+        if not self._can_fork():
+            if self.aof_state == "wait":
+                self.aof_state = "on"
             self._rewrite_now()
-            self.aof_rewrites += 1
             return
-        self.flush_aof(fsync=True, close_transaction=True)
-        self.aof_file.close()
-        self.aof_rewrite_incr_from = len(manifest.incr)
-        self._open_incr(manifest.next_incr())
-        self._persist_manifest(manifest)
+        self._make_aof_directory()
+        manifest = self.aof_manifest = self.aof_manifest or Manifest(self.aof_prefix)
+        if self.aof_state == "on":
+            self.flush_aof(fsync=True, close_transaction=True)
+            self.aof_file.close()
+            self._open_incr(manifest.next_incr())
+            self._persist_manifest(manifest)
+            log.info("Creating AOF incr file %s on background rewrite", manifest.incr[-1][0])
+        elif self.aof_state == "wait":
+            self._open_incr(self._temp_incr_name, truncate=True)
+            log.info("Creating AOF incr file %s on background rewrite", self._temp_incr_name)
         self.background_started = time.time()
         directory = self.aof_directory
         # The child writes the base under a temporary name; the parent renames it into place
@@ -344,42 +390,103 @@ class AppendOnlyFile:
         base_name = self.aof_rewrite_base_name = self._base_name(manifest.base_seq + 1)
         pid = self._fork(lambda: write_synced(
             os.path.join(directory, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
-            self._base_image(base_name)))
+            self._delayed(self._base_image(base_name))))
         assert pid is not None
         self.child = (pid, "aof", os.path.join(directory, f"temp-rewriteaof-bg-{pid}.aof"))
         log.info("Background append only file rewriting started by pid %d", pid)
 
     def _finish_aof_rewrite(self, ok: bool, temp: str) -> None:
-        manifest = self.aof_manifest
+        """backgroundRewriteDoneHandler: on success the child's base and (for an AOF that
+        waited) the temporary incremental file take their names, and the manifest switches;
+        on failure the AOF that waits tries again (aof_rewrite_scheduled)."""
+        if ok and self.aof_manifest is not None:
+            manifest = self.aof_manifest.copy()
+            base_name = self.aof_rewrite_base_name
+            try:
+                os.replace(temp, os.path.join(self.aof_directory, base_name))
+                if self.aof_state == "wait":
+                    os.replace(os.path.join(self.aof_directory, self._temp_incr_name),
+                               os.path.join(self.aof_directory, manifest.next_incr()))
+                fsync_directory(self.aof_directory)
+                self._switch_base(manifest, base_name)
+            except OSError as exc:
+                log.warning("Error trying to switch to the new AOF base file %s: %s",
+                            base_name, exc.strerror)
+                ok = False
+            else:
+                self.aof_base_size = self.aof_rewrite_base_size = os.path.getsize(
+                    os.path.join(self.aof_directory, base_name))
+                if self.aof_file is not None:
+                    self.aof_db = -1  # (a SELECT is issued again)
+                if self.aof_state == "wait":
+                    self.aof_state = "on"
+                log.info("Background AOF rewrite finished successfully")
         self.aof_last_rewrite_ok = ok
-        if not ok or manifest is None:
+        if ok:
+            self.aof_rewrite_failures = 0
+        else:
+            self.aof_rewrite_failures += 1
             log.warning("Background AOF rewrite terminated with error")
-            return
-        base_seq = manifest.base_seq + 1
-        base_name = self.aof_rewrite_base_name
-        os.replace(temp, os.path.join(self.aof_directory, base_name))
-        fsync_directory(self.aof_directory)
-        old_files = manifest.files()
-        fresh = Manifest(self.aof_prefix)
-        fresh.base, fresh.base_seq = base_name, base_seq
-        fresh.incr = manifest.incr[self.aof_rewrite_incr_from:]
-        self._persist_manifest(fresh)
-        self.aof_manifest = fresh
-        self._delete_aof_files(old_files, keep=fresh.files())
-        self.aof_base_size = self.aof_rewrite_base_size = os.path.getsize(
-            os.path.join(self.aof_directory, base_name))
-        self.aof_rewrites += 1
-        log.info("Background AOF rewrite finished successfully")
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+        if self.aof_state == "wait":  # the writes since are dropped with the file
+            self._drop_temp_incr()
+            self.aof_rewrite_scheduled = True
 
-    def disable_aof(self) -> None:
+    def _drop_temp_incr(self) -> None:
+        """aofDelTempIncrAofFile (and the AOF buffer cleared with it)."""
         if self.aof_file is not None:
-            self.flush_aof(fsync=True, close_transaction=True)
             self.aof_file.close()
             self.aof_file = None
-            self.aof_buffer.clear()  # what could not be written is dropped, as stopAppendOnly
-            self.aof_write_errno = self.aof_fsync_errno = 0
-            self._note_aof_errors()
-            log.info("Append only file disabled")
+        self.aof_buffer.clear()
+        log.info("Removing the temp incr aof file %s in the background", self._temp_incr_name)
+        try:
+            os.unlink(os.path.join(self.aof_directory, self._temp_incr_name))
+        except OSError:
+            pass
+
+    def aof_rewrite_limited(self) -> bool:
+        """aofRewriteLimited: after 3 failed rewrites in a row an automatic or scheduled one
+        waits 1 minute, then 2, 4, ... up to an hour (BGREWRITEAOF itself is never held)."""
+        if self.aof_rewrite_failures < AOF_REWRITE_LIMIT_THRESHOLD:
+            self.aof_rewrite_delay_minutes = 0
+            self.aof_next_rewrite_time = 0.0
+            return False
+        now = time.time()
+        if self.aof_next_rewrite_time:
+            if now < self.aof_next_rewrite_time:
+                return True
+            self.aof_next_rewrite_time = 0.0
+            return False
+        self.aof_rewrite_delay_minutes = min(max(self.aof_rewrite_delay_minutes * 2, 1),
+                                             AOF_REWRITE_LIMIT_MAX_MINUTES)
+        self.aof_next_rewrite_time = now + self.aof_rewrite_delay_minutes * 60
+        log.warning("Background AOF rewrite has repeatedly failed and triggered the limit, will "
+                    "retry in %d minutes", self.aof_rewrite_delay_minutes)
+        return True
+
+    def disable_aof(self) -> None:
+        """stopAppendOnly: a rewrite at work is stopped; what could not be written is dropped."""
+        if self.aof_state == "off":
+            return
+        if self.aof_file is not None:
+            self.flush_aof(fsync=True, close_transaction=True)
+        waiting = self.aof_state == "wait"
+        self.aof_state = "off"
+        self.aof_rewrite_scheduled = False
+        if self.child is not None and self.child[1] == "aof":
+            self._kill_child()
+        if waiting:
+            self._drop_temp_incr()
+        elif self.aof_file is not None:
+            self.aof_file.close()
+            self.aof_file = None
+        self.aof_buffer.clear()
+        self.aof_write_errno = self.aof_fsync_errno = 0
+        self._note_aof_errors()
+        log.info("Append only file disabled")
 
     def flush_aof(self, fsync: bool, close_transaction: bool = False) -> None:
         """Write what was logged since the last flush (one write(2)), with the transaction of an
@@ -501,15 +608,16 @@ class AppendOnlyFile:
         return total
 
     def _maybe_rewrite_aof(self) -> None:
-        if self.child is not None or self.aof_file is None:
+        """serverCron's automatic rewrite past auto-aof-rewrite-percentage/min-size."""
+        if self.child is not None or self.aof_state != "on" or self.background_save_pending:
             return
-        percentage = int(self.config.get("auto-aof-rewrite-percentage") or 0)
-        min_size = int(self.config.get("auto-aof-rewrite-min-size") or 0)
+        percentage = self.config.number("auto-aof-rewrite-percentage")
+        min_size = self.config.number("auto-aof-rewrite-min-size")
         if not percentage:
             return
         size = self.aof_file.tell() + self.aof_rewrite_base_size
         base = self.aof_rewrite_base_size or 1
-        if size > min_size and (size - base) * 100 // base >= percentage:
-            log.info("Starting automatic rewriting of AOF on %d%% growth",
-                     (size - base) * 100 // base)
+        growth = (size - base) * 100 // base
+        if size > min_size and growth >= percentage and not self.aof_rewrite_limited():
+            log.info("Starting automatic rewriting of AOF on %d%% growth", growth)
             self._start_aof_rewrite()

@@ -8,9 +8,10 @@ with Redis's log lines, and written in Redis's format so either server loads the
 from __future__ import annotations
 
 import re
-import shlex
 
+from minired.features.monitor import quote
 from minired.features.persist_files import LoadError
+from minired.protocol.resp import ProtocolError, split_inline
 
 _MANIFEST_MAX_LINE = 1024
 
@@ -23,7 +24,8 @@ class Manifest:
         self.base: str | None = None
         self.base_seq = 0
         self.incr: list[tuple[str, int]] = []
-        self.history: list[str] = []
+        # Files a rewrite replaced, kept (aof-disable-auto-gc yes) until deleted: newest first.
+        self.history: list[tuple[str, int]] = []
 
     @classmethod
     def parse(cls, prefix: str, text: str, path: str) -> "Manifest":
@@ -39,9 +41,10 @@ class Manifest:
             if "\n" not in raw[:_MANIFEST_MAX_LINE]:
                 raise LoadError(*_manifest_error("The AOF manifest file contains too long line"))
             line = raw.strip(" \t\r\n")
-            try:
-                words = shlex.split(line) if line else []
-            except ValueError:
+            try:  # (sdssplitargs: quotes and escapes, as _quote writes them)
+                words = [word.decode("utf-8", "surrogateescape")
+                         for word in split_inline(line.encode("utf-8", "surrogateescape"))]
+            except ProtocolError:
                 words = []
             if len(words) < 6 or len(words) % 2:
                 raise LoadError(*_manifest_error("Invalid AOF manifest file format", number, line))
@@ -70,7 +73,7 @@ class Manifest:
                                                      number, line))
                 manifest.incr.append((name, seq))
             elif kind == "h":
-                manifest.history.append(name)
+                manifest.history.append((name, seq))
             else:
                 raise LoadError(*_manifest_error("Unknown AOF file type", number, line))
         return manifest
@@ -79,8 +82,8 @@ class Manifest:
         lines = []
         if self.base is not None:
             lines.append(f"file {_quote(self.base)} seq {self.base_seq} type b\n")
-        for name in self.history:
-            lines.append(f"file {_quote(name)} seq 0 type h\n")
+        for name, seq in self.history:
+            lines.append(f"file {_quote(name)} seq {seq} type h\n")
         for name, seq in self.incr:
             lines.append(f"file {_quote(name)} seq {seq} type i\n")
         return "".join(lines)
@@ -90,6 +93,28 @@ class Manifest:
         name = f"{self.prefix}.{seq}.incr.aof"
         self.incr.append((name, seq))
         return name
+
+    def copy(self) -> "Manifest":
+        """aofManifestDup: changed, then swapped in only once persisted."""
+        twin = Manifest(self.prefix)
+        twin.base, twin.base_seq = self.base, self.base_seq
+        twin.incr, twin.history = list(self.incr), list(self.history)
+        return twin
+
+    def new_base(self, name: str) -> None:
+        """getNewBaseFileNameAndMarkPreAsHistory: `name` (made for base_seq + 1) is the base;
+        the one it replaces is history."""
+        if self.base is not None:
+            self.history.insert(0, (self.base, self.base_seq))
+        self.base, self.base_seq = name, self.base_seq + 1
+
+    def retire_incr(self, keep_last: bool) -> None:
+        """markRewrittenIncrAofAsHistory: the incremental files a new base holds become
+        history: all of them, or all but the last while the AOF is written to it."""
+        retired = self.incr[:-1] if keep_last else self.incr
+        self.incr = self.incr[-1:] if keep_last else []
+        for item in reversed(retired):  # (each put first, from the newest: oldest ends first)
+            self.history.insert(0, item)
 
     def files(self) -> list[str]:
         return ([self.base] if self.base else []) + [name for name, _ in self.incr]
@@ -110,4 +135,9 @@ def _atoll(text: str) -> int:
 
 
 def _quote(name: str) -> str:
-    return name if name and all(ch.isalnum() or ch in "._-" for ch in name) else '"%s"' % name
+    """A file name as getAofManifestAsString writes it: quoted and escaped (sdscatrepr) when
+    it holds a quote, a backslash, a space or a byte that is not printable (sdsneedsrepr)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if all(33 <= byte <= 126 and byte not in b'\\"' for byte in raw):
+        return name
+    return quote(raw).decode("utf-8", "surrogateescape")

@@ -66,7 +66,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         those: with both off, the write path pays one attribute check)."""
         server = self.server
         wants_aof = self.config.get("appendonly") == "yes"
-        if wants_aof and self.aof_file is None:
+        if wants_aof and self.aof_state == "off":
             try:
                 self.enable_aof(at_start)
             except OSError as exc:
@@ -77,17 +77,19 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
                 log.warning("%s", reason)
                 # CONFIG SET appendonly yes answers the error and is undone (turn_on_aof)
                 self.config.set("appendonly", "no")
-        elif not wants_aof and self.aof_file is not None:
+        elif not wants_aof and self.aof_state != "off":
             self.disable_aof()
         self.fsync_mode = self.config.get("appendfsync") or "everysec"
-        logging_on = self.aof_file is not None or self.replica_feed is not None
+        if self.aof_manifest is not None and self.aof_manifest.history:
+            self._collect_history()  # (aof-disable-auto-gc turned off)
+        logging_on = self.aof_state != "off" or self.replica_feed is not None
         server.sync_before_reply = self.write_before_reply if logging_on else None
         for db in server.keyspace.dbs:
             db.on_expired = self._expired if logging_on else None
         # Otherwise minired stays memory-only and commands/server.py says so.
         # SAVE/BGSAVE are served, and writes counted for INFO's rdb_changes_since_last_save,
         # once files were asked for: AOF, save points, or a --dir.
-        served = (self.aof_file is not None or bool(self.config.get("save"))
+        served = (self.aof_state != "off" or bool(self.config.get("save"))
                   or self.directory != ".")
         server.saver = self if served else None
         counted = served or logging_on
@@ -98,7 +100,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         """CONFIG SET appendonly yes, at once, as Redis's startAppendOnly: False (the setting
         undone, the reason logged) when the files cannot be made."""
         self.reconcile()
-        return self.aof_file is not None
+        return self.aof_state != "off"
 
     def tick(self) -> None:
         try:
@@ -110,7 +112,8 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
                 self.flush_aof(fsync=fsync)
             elif self.replica_feed is not None:
                 self.flush_aof(fsync=False)  # (the transactions and expiries that are over)
-                self._maybe_rewrite_aof()
+            self._maybe_rewrite_aof()
+            self._start_scheduled()
             self._check_save_points()
         except Exception:
             log.exception("persistence tick failed")
@@ -127,7 +130,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         if self._timer is not None:
             self._timer.cancel()
         self._kill_child()
-        if self.aof_file is not None:
+        if self.aof_state != "off":
             self.disable_aof()
         # SHUTDOWN already saved (or was told NOSAVE); a signal saves when save points are set.
         by_command, self.server.shutdown_by_command = self.server.shutdown_by_command, False

@@ -176,7 +176,7 @@ class Link:
         persistence = server.persistence
         if loaded.functions and persistence is not None and persistence.functions is not None:
             persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")
-        if persistence is not None and persistence.aof_file is not None:
+        if persistence is not None and persistence.aof_state == "on":
             # The AOF logged the data this load replaced: rewritten from the new data, as
             # Redis restarts its AOF after a full sync (restartAOFAfterSYNC).
             try:

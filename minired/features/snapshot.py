@@ -58,6 +58,10 @@ class Snapshots:
 
     server: "Server"
     config: Any
+    aof_rewrite_scheduled: bool
+    aof_rewrite_limited: Callable[[], bool]
+    _start_aof_rewrite: Callable[[], None]
+    _finish_aof_rewrite: Callable[[bool, str], None]
 
     def _init_snapshots(self) -> None:
         self.dirty = 0  # writes since the last snapshot
@@ -73,6 +77,7 @@ class Snapshots:
         self.keys_expired_at_load = 0
         # The child writing a snapshot or an AOF base: (pid, what, temp file) or None.
         self.child: tuple[int, str, str] | None = None
+        self.forks = 0  # INFO total_forks
         # The function libraries, once the script engine exists (it registers itself).
         self.functions: FunctionStore | None = None
         self.pending_functions: list[bytes] = []  # read at start-up, before the engine exists
@@ -314,6 +319,7 @@ class Snapshots:
         if not self._can_fork():
             return None
         pid = os.fork()
+        self.forks += 1
         if pid == 0:  # the child: write, then leave without running the parent's exit code
             code = 1
             try:
@@ -361,8 +367,7 @@ class Snapshots:
     def _start_scheduled(self) -> None:
         if self.child is not None:
             return
-        if self.aof_rewrite_scheduled and self.aof_file is not None:
-            self.aof_rewrite_scheduled = False
+        if self.aof_rewrite_scheduled and not self.aof_rewrite_limited():
             self._start_aof_rewrite()
         elif self.background_save_scheduled:
             self.background_save_scheduled = False

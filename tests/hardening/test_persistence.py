@@ -232,15 +232,17 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
         client.set("before", "1")
         assert client.config_set("appendonly", "yes")
         engine = srv.server.persistence
-        # The AOF opens, and closes, on a later tick.
-        wait_until(lambda: engine.aof_file is not None, "the AOF opened")
+        # As in Redis, the AOF is on once the background rewrite it started wrote the data's
+        # base (writes meanwhile go to a temporary file, renamed into place at its end).
+        client.set("during", "2")
+        wait_until(lambda: engine.aof_state == "on", "the AOF's first rewrite done")
         client.set("after", "2")
         assert client.config_set("appendonly", "no")
         wait_until(lambda: engine.aof_file is None, "the AOF closed")
         client.set("not-logged", "3")
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes") as srv:
         client = redis.Redis(port=srv.port)
-        assert client.mget("before", "after", "not-logged") == [b"1", b"2", None]
+        assert client.mget("before", "during", "after", "not-logged") == [b"1", b"2", b"2", None]
 
 
 def test_an_aof_directory_that_cannot_be_made(tmp_path):
