@@ -122,8 +122,8 @@ class Snapshots:
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
                                    self.sanitizes_loads())
         except RdbError as exc:
-            raise LoadError(f"{exc} ({name}). Terminating server after rdb file reading "
-                            "failure.") from None
+            raise LoadError(*exc.warnings, f"{exc} ({name}). Terminating server after rdb file "
+                            "reading failure.") from None
         self.keys_loaded = loaded.keys
         server.stats.dump_payload_sanitizations += loaded.sanitized
         self.keys_expired_at_load = loaded.expired

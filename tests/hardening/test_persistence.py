@@ -393,6 +393,30 @@ def test_a_file_that_cannot_be_read_stops_start_up_and_is_left_alone(tmp_path, d
     assert expected in message, message
 
 
+def test_a_wrong_checksum_is_logged_as_redis_logs_it(tmp_path):
+    """integration/rdb corrupts the CRC64 at a file's end and waits for `CRC error` in the log:
+    both servers refuse the file with the same checksum line and the same reason."""
+    data = _redis_dump(tmp_path, _some_data)
+    data = data[:-8] + b"foobar00"
+    logs = {}
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "dump.rdb").write_bytes(data)
+        started, logs[name] = _start_up([*command, "--dir", str(directory), "--save", ""])
+        assert not started
+
+    def messages(log: str) -> list[str]:
+        return [line.split(" ", 5)[5] for line in log.splitlines()
+                if re.match(r"\d+:[MCS] .* [#*.-] ", line)]
+
+    checksum = [m for m in messages(logs["redis"]) if m.startswith("# Wrong RDB checksum")]
+    assert checksum and checksum[0] in messages(logs["minired"])
+    assert checksum[0].endswith("Aborting now.")
+    assert "-> RDB CRC error" in logs["minired"]
+
+
 def _start_up(argv: list) -> tuple[bool, str]:
     """Whether the server started (answered PING; then stopped) or exited, and its log."""
     port = free_port()
