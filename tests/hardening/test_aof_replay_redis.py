@@ -14,12 +14,14 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 import redis
 
 from minired.embed import SubprocessServer
+from tests.support.respclient import Err, RawClient
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 from tests.support.workload import (
     SCENARIOS,
@@ -381,3 +383,39 @@ def test_timestamps_and_a_command_base_are_written_as_redis_writes_them(tmp_path
         "appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
     assert minired_after == redis_after
     assert minired_after["appendonly.aof.2.base.aof"].startswith(b"#TS:\r\n*2\r\n$6\r\nSELECT")
+
+
+def test_a_slow_script_replayed_by_debug_loadaof_answers_loading(tmp_path):
+    """integration/aof's 'EVAL timeout with slow verbatim Lua script from AOF': while DEBUG
+    LOADAOF replays a script past busy-reply-threshold, other clients are answered LOADING (not
+    BUSY: Redis's processCommand checks server.loading first), 'Slow script detected' is
+    logged, and the script's write is there once the load ends."""
+    script = "redis.call('set',KEYS[1],'y'); for i=1,200000 do redis.call('ping') end return 'ok'"
+    with SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes", "--lua-time-limit", "1",
+                          "--aof-use-rdb-preamble", "no", "--enable-debug-command", "yes",
+                          "--logfile", str(tmp_path / "log.txt")) as server:
+        (tmp_path / "appendonlydir" / "appendonly.aof.1.incr.aof").write_bytes(
+            _records(("SELECT", 9), ("EVAL", script, 1, "x")))
+        loader = redis.Redis(port=server.port, db=9)
+        other = RawClient(server.port, timeout=300)
+        done = threading.Event()
+        replies = []
+
+        def load():
+            replies.append(loader.execute_command("DEBUG", "LOADAOF"))
+            done.set()
+
+        thread = threading.Thread(target=load)
+        thread.start()
+        errors_seen = set()
+        while not done.is_set():
+            reply = other.call("PING")
+            if isinstance(reply, Err):
+                errors_seen.add(reply.message.split()[0])
+                break
+        thread.join(timeout=300)
+        other.close()
+        assert replies == [b"OK"]
+        assert errors_seen == {"LOADING"}
+        assert loader.get("x") == b"y"
+        assert "Slow script detected" in (tmp_path / "log.txt").read_text()
