@@ -500,7 +500,7 @@ def _start(argv: list[str], handler) -> int:
             return 1
         log.info("monotonic clock: POSIX clock_gettime")
         install_event_loop_policy(not own["no_uvloop"])
-        from minired.features.persistence import LoadError
+        from minired.features.persist_files import LoadError
 
         try:
             asyncio.run(serve(loaded, own, handler))

@@ -270,6 +270,8 @@ def config_set(c, argv):
             latency.set_tracking(all_specs(), config.get(name) == "yes")
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
             c.server.tracking.limit_table(from_cron=True)
+    if persistence is not None:  # appendonly no, aof-disable-auto-gc no ...: at once, as in Redis
+        persistence.reconcile()
     return OK
 
 

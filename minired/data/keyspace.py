@@ -160,7 +160,7 @@ class Database:
         # Keyspace notifications (minired/features/notifications.py), while notify-keyspace-events is on.
         self.notifier: Any = None
         # Called with (db, key) as an expired key is deleted, lazily or by the active cycle:
-        # the AOF logs it as a DEL (minired/features/persistence.py), as Redis's propagateExpire.
+        # the AOF logs it as a DEL (minired/features/propagation.py), as Redis's propagateExpire.
         self.on_expired: Callable[["Database", bytes], None] | None = None
         # INFO keyspace_hits/misses: counted by read() and read_typed() only (see there).
         self.keyspace_hits = 0

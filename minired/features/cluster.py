@@ -36,7 +36,7 @@ from minired.engine.client import Client
 from minired.engine.table import COMMANDS
 from minired.features import pubsub
 from minired.features.notifications import GENERIC, notify
-from minired.features.persistence import LoadError
+from minired.features.persist_files import LoadError
 from minired.features.rdb import COMPRESS_AS_REDIS, Compact, Reader, decode_value, encode_value, seal
 from minired.protocol import errors
 from minired.protocol.resp import OK

@@ -50,7 +50,12 @@ _CHUNK = 1 << 16
 
 
 class RdbError(Exception):
-    """A file that cannot be loaded in full; str() is what Redis would log."""
+    """A file that cannot be loaded in full; str() is what Redis would log, after the lines in
+    `warnings` (the checksum a CRC error found)."""
+
+    def __init__(self, message: str, warnings: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.warnings = warnings
 
 
 class Loaded:
@@ -187,9 +192,10 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
         expected = struct.unpack("<Q", reader.take(8))[0]
         if expected:
             actual = crc64(data[:end])
-            if actual != expected:
-                raise RdbError("Wrong RDB checksum expected: (%x) got (%x). Aborting now."
-                               % (expected, actual))
+            if actual != expected:  # (rdbLoadRio: "expected" is what the data sums to)
+                raise RdbError("Internal error in RDB reading offset 0, function at rdb.c:0 -> "
+                               "RDB CRC error", ("Wrong RDB checksum expected: (%x) but got (%x). "
+                                                 "Aborting now." % (actual, expected),))
     loaded.end = reader.pos
 
 

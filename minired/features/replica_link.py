@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from minired.engine import dispatch
 from minired.engine.client import Client
 from minired.features import rdb_file, replication
-from minired.features.persistence import encode_command
+from minired.features.aof_records import encode_command
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import RequestParser
 
@@ -176,7 +176,7 @@ class Link:
         persistence = server.persistence
         if loaded.functions and persistence is not None and persistence.functions is not None:
             persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")
-        if persistence is not None and persistence.aof_file is not None:
+        if persistence is not None and persistence.aof_state == "on":
             # The AOF logged the data this load replaced: rewritten from the new data, as
             # Redis restarts its AOF after a full sync (restartAOFAfterSYNC).
             try:

@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from minired.engine.blocking import Block
-from minired.features.persistence import encode_command
+from minired.features.aof_records import encode_command
 
 if TYPE_CHECKING:
     from minired.engine.client import Client

@@ -96,7 +96,10 @@ class BusyService:
         # From now on dispatch refuses every command not flagged allow_busy, at the point of
         # its checks where Redis's processCommand does (after AUTH and ACL, before MULTI
         # queuing; a refused EXEC ends its transaction).
-        dispatch.set_busy(self.server, errors.BUSY if run.eval_mode else errors.BUSY_FUNCTION)
+        # (A script replayed from the AOF: clients are told the server is loading, as Redis's
+        # processCommand checks server.loading first.)
+        dispatch.set_busy(self.server, errors.LOADING if self.server.clock.loading
+                          else errors.BUSY if run.eval_mode else errors.BUSY_FUNCTION)
         self.adopted = []
         self.listeners = []
         for listener in self.server.listeners:

@@ -83,7 +83,7 @@ class Run:
         self.command = command  # the caller's argv (FUNCTION STATS shows it)
         self.sandbox: Sandbox | None = None
         # Where its writes go from now on, as redis.set_repl sets it: REPL_AOF (1) | REPL_REPLICA
-        # (2); the AOF logs them only with REPL_AOF (persistence.py).
+        # (2); the AOF logs them only with REPL_AOF (features/propagation.py).
         self.propagate = 3
 
 

@@ -10,14 +10,18 @@ times and counts included. redis-check-aof must accept the files.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import sys
+import threading
 import time
 
 import pytest
 import redis
 
 from minired.embed import SubprocessServer
+from tests.support.respclient import Err, RawClient
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 from tests.support.workload import (
     SCENARIOS,
@@ -89,6 +93,33 @@ def _run_and_replay(server, directory, copy, actions) -> None:
 def test_each_rewrite_replays_in_redis(minired_aof, tmp_path, name):
     server, directory = minired_aof
     _run_and_replay(server, directory, tmp_path / "copy", SCENARIOS[name])
+
+
+@pytest.fixture(scope="module")
+def minired_aof_as_commands(tmp_path_factory):
+    """AOF bases written as commands (aof-use-rdb-preamble no), with `#TS:` lines."""
+    directory = tmp_path_factory.mktemp("minired-aof-commands")
+    server = SubprocessServer("--dir", str(directory), "--appendonly", "yes",
+                              "--aof-use-rdb-preamble", "no", "--aof-timestamp-enabled", "yes",
+                              "--enable-debug-command", "yes").start()
+    try:
+        yield server, directory
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(not shutil.which("redis-check-aof"), reason="redis-tools not installed")
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_each_rewrite_replays_in_redis_from_a_command_base_with_timestamps(
+        minired_aof_as_commands, tmp_path, name):
+    """Each scenario ends with a BGREWRITEAOF: the base it leaves is `.base.aof`, commands
+    after a `#TS:` line, which redis-check-aof accepts and redis-server loads to the same data."""
+    server, directory = minired_aof_as_commands
+    _run_and_replay(server, directory, tmp_path / "copy", [*SCENARIOS[name], ("rewrite", None)])
+    manifest = (directory / "appendonlydir" / "appendonly.aof.manifest").read_text()
+    base = manifest.split()[1]
+    assert base.endswith(".base.aof"), manifest
+    assert (directory / "appendonlydir" / base).read_bytes().startswith(b"#TS:")
 
 
 @pytest.mark.skipif(not shutil.which("redis-check-aof"), reason="redis-tools not installed")
@@ -219,7 +250,7 @@ TRANSACTION = [("MULTI",), ("SET", "m", "1"),
 
 def _records_of(directory) -> list:
     """The records of the incremental AOF files, each number that is a time in ms as 'T'."""
-    from minired.features.persistence import read_records
+    from minired.features.aof_records import read_records
     out = []
     for path in sorted((directory / "appendonlydir").glob("*.incr.aof")):
         for _, record in read_records(path.read_bytes()):
@@ -294,3 +325,97 @@ def test_set_repl_keeps_a_script_s_writes_out_of_the_aof(tmp_path):
     assert found["minired", False] == found["redis", False]
     assert found["minired", True] == found["redis", True]
     assert set(found["minired", True]) == {b"before", b"aof", b"all", b"after"}
+
+
+def _folder(path) -> dict[str, bytes]:
+    return {file.name: re.sub(rb"#TS:\d+", b"#TS:", file.read_bytes())
+            for file in sorted(path.iterdir())}
+
+
+def _aof_files(command: list[str], directory, setup: list[tuple]) -> tuple[dict, dict]:
+    """The AOF files (times left out) a server leaves after the setup, and after a rewrite."""
+    port = free_port()
+    proc = subprocess.Popen([*command, "--port", str(port), "--save", "", "--appendonly", "yes",
+                             "--dir", str(directory)], stdout=subprocess.DEVNULL)
+    try:
+        wait_for_ping(port)
+        client = redis.Redis(port=port)
+        for argv in setup:
+            client.execute_command(*argv)
+        before = _folder(directory / "appendonlydir")
+        client.execute_command("BGREWRITEAOF")
+        deadline = time.monotonic() + 20
+        while True:
+            info = client.info("persistence")
+            if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        client.close()
+    finally:
+        terminate(proc)
+    return before, _folder(directory / "appendonlydir")
+
+
+MINIRED = [sys.executable, "-m", "minired"]
+
+
+def test_timestamps_and_a_command_base_are_written_as_redis_writes_them(tmp_path):
+    """aof-timestamp-enabled and aof-use-rdb-preamble no: a `#TS:` line before the first record
+    of the incremental file (feedAppendOnlyFile), and after a rewrite a `.base.aof` of commands
+    after a `#TS:` line (rewriteAppendOnlyFileRio), byte for byte as Redis writes them once the
+    times are set aside. (One key per database: the order of keys is each server's own.)"""
+    setup = [("CONFIG", "SET", "aof-timestamp-enabled", "yes"),
+             ("CONFIG", "SET", "aof-use-rdb-preamble", "no"),
+             ("RPUSH", "l", *range(70)), ("SELECT", "1"), ("ZADD", "z", "1.5", "a", "inf", "b"),
+             ("SELECT", "2"), ("HSET", "h", "f", "v"), ("PEXPIREAT", "h", 4102444800000),
+             ("SELECT", "3"), ("XADD", "s", "1-1", "a", "b"), ("XGROUP", "CREATE", "s", "g", "0"),
+             ("XGROUP", "CREATECONSUMER", "s", "g", "c"), ("SELECT", "4"), ("SET", "k", "v")]
+    found = {}
+    for name, command in (("redis", [redis_server_binary()]), ("minired", MINIRED)):
+        (tmp_path / name).mkdir()
+        found[name] = _aof_files(command, tmp_path / name, setup)
+    (minired_before, minired_after), (redis_before, redis_after) = found["minired"], found["redis"]
+    incr = "appendonly.aof.1.incr.aof"
+    assert minired_before[incr] == redis_before[incr]
+    assert minired_before[incr].startswith(b"#TS:\r\n*2\r\n$6\r\nSELECT")
+    assert sorted(minired_after) == sorted(redis_after) == [
+        "appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+    assert minired_after == redis_after
+    assert minired_after["appendonly.aof.2.base.aof"].startswith(b"#TS:\r\n*2\r\n$6\r\nSELECT")
+
+
+def test_a_slow_script_replayed_by_debug_loadaof_answers_loading(tmp_path):
+    """integration/aof's 'EVAL timeout with slow verbatim Lua script from AOF': while DEBUG
+    LOADAOF replays a script past busy-reply-threshold, other clients are answered LOADING (not
+    BUSY: Redis's processCommand checks server.loading first), 'Slow script detected' is
+    logged, and the script's write is there once the load ends."""
+    script = "redis.call('set',KEYS[1],'y'); for i=1,200000 do redis.call('ping') end return 'ok'"
+    with SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes", "--lua-time-limit", "1",
+                          "--aof-use-rdb-preamble", "no", "--enable-debug-command", "yes",
+                          "--logfile", str(tmp_path / "log.txt")) as server:
+        (tmp_path / "appendonlydir" / "appendonly.aof.1.incr.aof").write_bytes(
+            _records(("SELECT", 9), ("EVAL", script, 1, "x")))
+        loader = redis.Redis(port=server.port, db=9)
+        other = RawClient(server.port, timeout=300)
+        done = threading.Event()
+        replies = []
+
+        def load():
+            replies.append(loader.execute_command("DEBUG", "LOADAOF"))
+            done.set()
+
+        thread = threading.Thread(target=load)
+        thread.start()
+        errors_seen = set()
+        while not done.is_set():
+            reply = other.call("PING")
+            if isinstance(reply, Err):
+                errors_seen.add(reply.message.split()[0])
+                break
+        thread.join(timeout=300)
+        other.close()
+        assert replies == [b"OK"]
+        assert errors_seen == {"LOADING"}
+        assert loader.get("x") == b"y"
+        assert "Slow script detected" in (tmp_path / "log.txt").read_text()

@@ -121,10 +121,10 @@ class FailingFsync:
 def test_failed_fsync_refuses_writes_until_one_succeeds(tmp_path, monkeypatch):
     """appendfsync everysec: an fsync that fails (Redis's background fsync) refuses writes with
     MISCONF naming its error until a later fsync succeeds."""
-    from minired.features import persistence
+    from minired.features import aof
 
     failing = FailingFsync()
-    monkeypatch.setattr(persistence, "os", failing)
+    monkeypatch.setattr(aof, "os", failing)
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes", appendfsync="everysec") as srv:
         client = RawClient(srv.port)
         failing.fail = errno.EIO

@@ -232,15 +232,17 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
         client.set("before", "1")
         assert client.config_set("appendonly", "yes")
         engine = srv.server.persistence
-        # The AOF opens, and closes, on a later tick.
-        wait_until(lambda: engine.aof_file is not None, "the AOF opened")
+        # As in Redis, the AOF is on once the background rewrite it started wrote the data's
+        # base (writes meanwhile go to a temporary file, renamed into place at its end).
+        client.set("during", "2")
+        wait_until(lambda: engine.aof_state == "on", "the AOF's first rewrite done")
         client.set("after", "2")
         assert client.config_set("appendonly", "no")
         wait_until(lambda: engine.aof_file is None, "the AOF closed")
         client.set("not-logged", "3")
     with EmbeddedServer(dir=str(tmp_path), appendonly="yes") as srv:
         client = redis.Redis(port=srv.port)
-        assert client.mget("before", "after", "not-logged") == [b"1", b"2", None]
+        assert client.mget("before", "during", "after", "not-logged") == [b"1", b"2", b"2", None]
 
 
 def test_an_aof_directory_that_cannot_be_made(tmp_path):
@@ -389,6 +391,30 @@ def test_a_file_that_cannot_be_read_stops_start_up_and_is_left_alone(tmp_path, d
                 "other program": "Wrong signature trying to load DB from file",
                 "empty": "Short read or OOM loading DB"}[damage]
     assert expected in message, message
+
+
+def test_a_wrong_checksum_is_logged_as_redis_logs_it(tmp_path):
+    """integration/rdb corrupts the CRC64 at a file's end and waits for `CRC error` in the log:
+    both servers refuse the file with the same checksum line and the same reason."""
+    data = _redis_dump(tmp_path, _some_data)
+    data = data[:-8] + b"foobar00"
+    logs = {}
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "dump.rdb").write_bytes(data)
+        started, logs[name] = _start_up([*command, "--dir", str(directory), "--save", ""])
+        assert not started
+
+    def messages(log: str) -> list[str]:
+        return [line.split(" ", 5)[5] for line in log.splitlines()
+                if re.match(r"\d+:[MCS] .* [#*.-] ", line)]
+
+    checksum = [m for m in messages(logs["redis"]) if m.startswith("# Wrong RDB checksum")]
+    assert checksum and checksum[0] in messages(logs["minired"])
+    assert checksum[0].endswith("Aborting now.")
+    assert "-> RDB CRC error" in logs["minired"]
 
 
 def _start_up(argv: list) -> tuple[bool, str]:

@@ -1,0 +1,415 @@
+"""Snapshots: dump.rdb written and loaded, and the forked child that saves in the background.
+
+Snapshots (`SAVE`, `BGSAVE`, save points, `SHUTDOWN SAVE`, a signal when save points are set)
+are RDB version 10 files (rdb_file.py) written to `--dir`/`--dbfilename`: a Redis 7.0 loads
+them, and minired loads Redis's. `SAVE` writes on the event loop, as Redis's SAVE blocks; a
+background save forks, as Redis does: the child writes the copy-on-write image of the
+keyspace while the parent keeps serving, and the parent reaps it from its 100 ms tick.
+(A thread could not do that: it would need the GIL for every value it encodes, and the
+keyspace would change under it; chunks on the loop would save a mix of times.) Where fork
+is not available the save runs on the loop. The same child writes an AOF rewrite's base
+(aof.py). Files are written atomically (persist_files.py). Files of the format minired used
+before (`#minired-snapshot 1`) still load.
+
+Snapshots is one part of Persistence (persistence.py), which combines it with the AOF
+(aof.py) and the write path (propagation.py) over one shared state.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
+
+from minired.features import rdb_file
+from minired.features.aof_records import Loader
+from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
+from minired.features.persist_files import LoadError, write_atomically
+from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
+from minired.features.rdb_file import RdbError
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+
+if TYPE_CHECKING:
+    from minired.engine.server import Server
+
+log = logging.getLogger("minired")
+
+LEGACY_HEADER = b"#minired-snapshot 1\n"
+SAVE_RETRY_SECONDS = 5  # CONFIG_BGSAVE_RETRY_DELAY
+
+
+class FunctionStore(Protocol):
+    """The function libraries (scripting/functions.py), as FUNCTION DUMP/RESTORE see them."""
+
+    def dump(self) -> bytes: ...
+
+    def restore(self, payload: bytes, policy: bytes) -> None: ...
+
+
+def parse_save_points(text: str) -> list[tuple[int, int]]:
+    parts = text.split()
+    return [(int(parts[i]), int(parts[i + 1])) for i in range(0, len(parts) - 1, 2)]
+
+
+class Snapshots:
+    """SAVE, BGSAVE, DEBUG RELOAD, save points, and the background child (Persistence's part)."""
+
+    server: "Server"
+    config: Any
+    aof_rewrite_scheduled: bool
+    aof_rewrite_limited: Callable[[], bool]
+    _start_aof_rewrite: Callable[[], None]
+    _finish_aof_rewrite: Callable[[bool, str], None]
+
+    def _init_snapshots(self) -> None:
+        self.dirty = 0  # writes since the last snapshot
+        self.dirty_at_fork = 0
+        self.last_save_attempt = 0.0
+        self.last_save_ok = True
+        self.background_save_pending = False  # a BGSAVE child runs (or, without fork, is due)
+        self.background_save_scheduled = False  # BGSAVE SCHEDULE waits for a rewrite to end
+        self.background_started = 0.0
+        self.saves = 0  # INFO rdb_saves
+        self.last_background_save_seconds = -1  # INFO rdb_last_bgsave_time_sec (-1: none yet)
+        self.keys_loaded = 0
+        self.keys_expired_at_load = 0
+        # The child writing a snapshot or an AOF base: (pid, what, temp file) or None.
+        self.child: tuple[int, str, str] | None = None
+        self.forks = 0  # INFO total_forks
+        # The function libraries, once the script engine exists (it registers itself).
+        self.functions: FunctionStore | None = None
+        self.pending_functions: list[bytes] = []  # read at start-up, before the engine exists
+
+    # --- paths ------------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> str:
+        return self.config.get("dir") or "."
+
+    @property
+    def snapshot_path(self) -> str:
+        return os.path.join(self.directory, self.config.get("dbfilename") or "dump.rdb")
+
+    # --- loading ----------------------------------------------------------------------------
+
+    def _load_snapshot(self, started: float) -> None:
+        """dump.rdb (or minired's older snapshot format), if there is one, at start-up."""
+        path = self.snapshot_path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise LoadError(f"Fatal error loading the DB: {exc.strerror}. Exiting.") from None
+        if data.startswith(LEGACY_HEADER):
+            loader = Loader(self.server)
+            used, truncated = loader.load(data, path)
+            if truncated or used != len(data):
+                raise LoadError(f"Short read or OOM loading DB {path}. Unrecoverable error, "
+                                "aborting now.")
+        else:
+            self._load_rdb(data, path, keep_expired=False)
+        log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
+
+    def _load_rdb(self, data: bytes, name: str, keep_expired: bool) -> int:
+        server = self.server
+        if any(db.data for db in server.keyspace.dbs):
+            raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
+        try:
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
+                                   self.sanitizes_loads())
+        except RdbError as exc:
+            raise LoadError(*exc.warnings, f"{exc} ({name}). Terminating server after rdb file "
+                            "reading failure.") from None
+        self.keys_loaded = loaded.keys
+        server.stats.dump_payload_sanitizations += loaded.sanitized
+        self.keys_expired_at_load = loaded.expired
+        _log_aux_fields(loaded.aux)
+        log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,
+                 loaded.expired)
+        if loaded.functions:
+            self._restore_functions(loaded.functions)
+        return loaded.end
+
+    def sanitizes_loads(self) -> bool:
+        """Whether RDB data loaded from a file or a master is checked deeply: only with
+        sanitize-dump-payload yes (clients spares loading, as rdbLoadObject)."""
+        return self.config.get("sanitize-dump-payload") == "yes"
+
+    def _restore_functions(self, codes: list[bytes]) -> None:
+        if self.functions is None:
+            self.pending_functions.extend(codes)  # startup.py brings the engine up for them
+            return
+        try:
+            self.functions.restore(rdb_file.functions_payload(codes), b"append")
+        except RedisError as exc:
+            raise LoadError(f"Failed loading library: {exc.message}") from None
+
+    def use_functions(self, store: FunctionStore) -> None:
+        """The script engine exists: its libraries are saved from now on (and any read at start-up
+        are loaded into it)."""
+        self.functions = store
+        pending, self.pending_functions = self.pending_functions, []
+        if pending:
+            self._restore_functions(pending)
+
+    # --- saving (the interface commands/server.py uses) -------------------------------------
+
+    def _function_codes(self) -> list[bytes]:
+        if self.functions is None:
+            return self.pending_functions
+        return rdb_file.functions_from_payload(self.functions.dump())
+
+    def _image(self, aof_base: bool = False) -> Iterator[bytes]:
+        server = self.server
+        return rdb_file.save_chunks(
+            server.keyspace, self._function_codes(), int(time.time()),
+            server.memory.used(),
+            compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
+                           else NO_COMPRESSION),
+            checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
+            compact=Compact.from_config(self.config.get))
+
+    def _delayed(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The image slowed by rdb-key-save-delay (microseconds per key, Redis's debugDelay in
+        rdbSaveKeyValuePair), which the tests use to keep a save at work: the whole delay is
+        spent once the temporary file exists, after its first chunk."""
+        delay = self.config.number("rdb-key-save-delay")
+        keys = sum(len(db) for db in self.server.keyspace.dbs) if delay > 0 else 0
+        for i, chunk in enumerate(chunks):
+            yield chunk
+            if i == 0 and keys:
+                time.sleep(delay * keys / 1e6)
+
+    def save(self, shutting_down: bool = False) -> None:
+        """SAVE: write the snapshot now, on the loop. SHUTDOWN first stops a child at work."""
+        if shutting_down:
+            self._kill_child()
+        elif self.child is not None and self.child[1] == "rdb":
+            raise RedisError(errors.BGSAVE_IN_PROGRESS)
+        self.background_save_pending = False  # this snapshot is at least as fresh
+        self.last_save_attempt = time.monotonic()
+        try:
+            # (rdb-key-save-delay slows a save on the loop as it slows a child's: Redis's
+            # rdbSaveKeyValuePair delays whoever saves)
+            size = write_atomically(self.snapshot_path, self._delayed(self._image()))
+        except OSError as exc:
+            self.last_save_ok = False
+            log.warning("Failed saving the DB: %s", exc)
+            raise RedisError(errors.SAVE_FAILED) from None
+        self._saved()
+        log.info("DB saved on disk (%d bytes)", size)
+
+    def reload(self, save: bool, flush: bool, merge: bool = False) -> None:
+        """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace and the function libraries
+        (unless NOFLUSH), load the file back: the round trip through dump.rdb, on the loop. A
+        library already there fails the load, unless MERGE lets the file's replace it."""
+        if save:
+            self.save()
+        server = self.server
+        if flush:
+            server.keyspace.flushall()
+        try:
+            with open(self.snapshot_path, "rb") as f:
+                data = f.read()
+            loaded = rdb_file.load(data, server.keyspace, server.clock.ms(),
+                                   deep=self.sanitizes_loads())
+            if self.functions is not None and (loaded.functions or flush):
+                policy = b"flush" if flush else b"replace" if merge else b"append"
+                self.functions.restore(rdb_file.functions_payload(loaded.functions), policy)
+        except (OSError, RdbError, RedisError) as exc:
+            log.warning("DEBUG RELOAD: %s", exc)
+            raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
+        log.warning("DB reloaded by DEBUG RELOAD")
+
+    def flushed_all(self) -> None:
+        """FLUSHALL (flushAllDataAndResetRDB): a background save of the old data is stopped, and
+        with save points set the empty dataset is saved at once, so a restart does not bring
+        the flushed keys back."""
+        if self.child is not None and self.child[1] == "rdb":
+            self._kill_child()
+        self.background_save_pending = False
+        if self.config.get("save"):
+            try:
+                self.save()
+            except RedisError:
+                return  # logged by save(); FLUSHALL itself succeeded
+            # propagate() counts FLUSHALL next; Redis counts no change after this save.
+            self.dirty = -1
+
+    def _saved(self, dirty_before: int | None = None) -> None:
+        self.last_save_ok = True
+        self.config.note_bgsave(True)  # writes refused for a failed BGSAVE are allowed again
+        self.saves += 1
+        self.dirty = self.dirty - dirty_before if dirty_before is not None else 0
+        self.server.last_save = int(time.time())
+
+    def background_save(self, schedule: bool) -> str:
+        if self.child is not None and self.child[1] == "rdb" or self.background_save_pending:
+            raise RedisError(errors.BGSAVE_IN_PROGRESS)
+        if self.child is not None:  # an AOF rewrite
+            if not schedule:
+                raise RedisError(errors.BGSAVE_AOF_REWRITE_IN_PROGRESS)
+            self.background_save_scheduled = True
+            return "Background saving scheduled"
+        self._start_background_save()
+        return "Background saving started"
+
+    def _start_background_save(self) -> None:
+        self.last_save_attempt = time.monotonic()
+        self.background_started = time.time()
+        self.dirty_at_fork = self.dirty
+        path = self.snapshot_path
+        pid = self._fork(lambda: write_atomically(path, self._delayed(self._image()),
+                                                  temp_name=f"temp-{os.getpid()}.rdb"))
+        if pid is None:  # no fork here: right after replying, on the loop
+            self.background_save_pending = True
+            if self.server.loop is None:
+                self._background_save_inline()
+            else:
+                self.server.loop.call_soon(self._background_save_inline)
+            return
+        self.child = (pid, "rdb", os.path.join(os.path.dirname(os.path.abspath(path)),
+                                               f"temp-{pid}.rdb"))
+        log.info("Background saving started by pid %d", pid)
+
+    def _background_save_inline(self) -> None:
+        if not self.background_save_pending:
+            return  # a SAVE or SHUTDOWN got there first
+        started = time.time()
+        try:
+            self.save()
+        except RedisError:  # (logged by save())
+            self.config.note_bgsave(False)
+        self.last_background_save_seconds = int(time.time() - started)
+
+    def saving_in_background(self) -> bool:
+        return self.background_save_pending or (self.child is not None and self.child[1] == "rdb")
+
+    def _check_save_points(self) -> None:
+        if not self.dirty or self.child is not None or self.background_save_pending:
+            return
+        # After a failed save, wait a few seconds before trying again, as Redis does.
+        if not self.last_save_ok and time.monotonic() - self.last_save_attempt < SAVE_RETRY_SECONDS:
+            return
+        elapsed = time.time() - self.server.last_save
+        for seconds, changes in parse_save_points(self.config.get("save") or ""):
+            if self.dirty >= changes and elapsed >= seconds:
+                log.info("%d changes in %d seconds. Saving...", changes, seconds)
+                self._start_background_save()
+                return
+
+    # --- the background child ---------------------------------------------------------------
+
+    def _can_fork(self) -> bool:
+        # A server driven in-process without a loop has nobody to reap a child.
+        return hasattr(os, "fork") and self.server.loop is not None
+
+    def current_child_seconds(self, what: str) -> int:
+        """INFO's rdb_current_bgsave_time_sec / aof_current_rewrite_time_sec (-1: none runs)."""
+        if self.child is None or self.child[1] != what:
+            return -1
+        return int(time.time() - self.background_started)
+
+    def _fork(self, job: Callable[[], Any]) -> int | None:
+        """Run job in a forked child (the keyspace frozen as it is now); None without fork."""
+        if not self._can_fork():
+            return None
+        pid = os.fork()
+        self.forks += 1
+        if pid == 0:  # the child: write, then leave without running the parent's exit code
+            code = 1
+            try:
+                _detach_child_signals()
+                apply_oom_score(self.server.config, BACKGROUND_CHILD)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                job()
+                code = 0
+            finally:
+                os._exit(code)
+        return pid
+
+    def _reap_child(self) -> None:
+        if self.child is None:
+            return
+        pid, what, temp = self.child
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 1 << 8
+        if not done:
+            return
+        self.child = None
+        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        if not ok:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+        seconds = int(time.time() - self.background_started)
+        if what == "rdb":
+            self.last_background_save_seconds = seconds
+            if ok:
+                self._saved(self.dirty_at_fork)
+                log.info("Background saving terminated with success")
+            else:
+                self.last_save_ok = False
+                self.config.note_bgsave(False)  # stop-writes-on-bgsave-error: MISCONF
+                log.warning("Background saving error")
+        else:
+            self.aof_last_rewrite_seconds = seconds
+            self._finish_aof_rewrite(ok, temp)
+        self._start_scheduled()
+
+    def _start_scheduled(self) -> None:
+        if self.child is not None:
+            return
+        if self.aof_rewrite_scheduled and not self.aof_rewrite_limited():
+            self._start_aof_rewrite()
+        elif self.background_save_scheduled:
+            self.background_save_scheduled = False
+            self._start_background_save()
+
+    def _kill_child(self) -> None:
+        if self.child is None:
+            return
+        pid, _, temp = self.child
+        try:
+            os.kill(pid, signal.SIGUSR1)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        self.child = None
+
+
+def _detach_child_signals() -> None:
+    """In a forked child: the parent's handlers would write to its loop's wakeup fd (a SIGTERM
+    to the child would stop the parent). Default actions instead; Ctrl-C is the parent's."""
+    try:
+        signal.set_wakeup_fd(-1)
+    except (ValueError, OSError):
+        pass
+    for sig, action in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGUSR1, signal.SIG_DFL),
+                        (signal.SIGINT, signal.SIG_IGN)):
+        try:
+            signal.signal(sig, action)
+        except (ValueError, OSError):
+            pass
+
+
+def _log_aux_fields(aux: dict[bytes, bytes]) -> None:
+    """What Redis's rdbLoad logs of a file's auxiliary fields, in the file's order."""
+    for name, value in aux.items():
+        if name == b"redis-ver":
+            log.info("Loading RDB produced by version %s", value.decode(errors="replace"))
+        elif name == b"ctime" and value.lstrip(b"-").isdigit():
+            log.info("RDB age %d seconds", max(0, int(time.time()) - int(value)))
+        elif name == b"used-mem" and value.isdigit():
+            log.info("RDB memory usage when created %.2f Mb", int(value) / (1024 * 1024))
