@@ -44,6 +44,11 @@ class ReplicaOnly(list):
     """A record for the replicas and not the AOF (PUBLISH, as Redis's PROPAGATE_REPL)."""
 
 
+class AofOnly(list):
+    """A record for the AOF and not the replicas (a script's write after
+    redis.set_repl(redis.REPL_AOF), as Redis's PROPAGATE_AOF)."""
+
+
 class Truncated(Exception):
     """The data ends inside a record: `offset` is where the last complete record ended."""
 

@@ -17,7 +17,12 @@ from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import COMMANDS
 from minired.features import aof_effects
-from minired.features.aof_records import ReplicaOnly, encode_command, timestamp_annotation
+from minired.features.aof_records import (
+    AofOnly,
+    ReplicaOnly,
+    encode_command,
+    timestamp_annotation,
+)
 from minired.protocol.errors import RedisError
 
 if TYPE_CHECKING:
@@ -78,10 +83,14 @@ class Propagation:
         self._blocked.pop(client.id, None)
 
     def _log(self, c: Client, db_index: int, argv: list, reply: Any) -> None:
+        only = None
         if c.in_script:
             run = self.server.scripting.current
-            if run is not None and not run.propagate & 1:
-                return  # redis.set_repl without REPL_AOF
+            if run is not None and run.propagate & 3 != 3:
+                # redis.set_repl: REPL_NONE logs nothing, REPL_AOF / REPL_REPLICA one of the two
+                if not run.propagate & 3:
+                    return
+                only = AofOnly if run.propagate & 3 == 1 else ReplicaOnly
         try:
             records = aof_effects.effects(c.server.keyspace[db_index], argv, reply, self.config)
         except Exception:  # a bug here must not fail a write that happened: log it as sent
@@ -89,6 +98,8 @@ class Propagation:
             records = [argv]
         if not records:
             return
+        if only is not None:
+            records = [only(record) for record in records]
         ops = [(db_index, argv) for argv in records]
         if self.aof_expired:  # keys the command found expired: deleted before it wrote
             ops[:0] = self.aof_expired
@@ -158,7 +169,7 @@ class Propagation:
                 buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
                 self.aof_db = db_index
             buffer.append(encode_command(argv))
-        if self.replica_feed is not None:
+        if self.replica_feed is not None and type(argv) is not AofOnly:
             self.replica_feed(db_index, argv)
 
     def _close_transaction(self) -> None:
