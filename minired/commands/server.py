@@ -5,7 +5,7 @@ acl.py, MEMORY, LATENCY and DEBUG in diagnostics.py.
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
 SAVE, BGSAVE and SHUTDOWN SAVE sets `server.saver` to an object with
 `save(shutting_down=False)` (write a snapshot now, raise RedisError on failure; update
-`server.last_save`), `background_save(schedule: bool) -> str` and `rewrite_aof() -> str` (the
+`server.last_save`), `background_save(schedule: bool) -> str` and `rewrite_aof(in_exec) -> str` (the
 status texts to reply). Without one, minired keeps
 data in memory only and says so instead of pretending a snapshot was written.
 """
@@ -119,7 +119,7 @@ def bgsave(c, argv):
 @command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading", group=G)
 def bgrewriteaof(c, argv):
     """Asynchronously rewrite the append-only file"""
-    return Status(persistence_of(c).rewrite_aof().encode())
+    return Status(persistence_of(c).rewrite_aof(c.in_exec).encode())
 
 
 @command("shutdown", arity=-1, flags="admin noscript loading stale no_multi allow_busy", group=G)
@@ -245,7 +245,7 @@ def config_set(c, argv):
     persistence = c.server.persistence
     turned_on = any(Config.canonical(name) == "appendonly" and value == "no"
                     for name, value in before.items()) and config.get("appendonly") == "yes"
-    if turned_on and persistence is not None and not persistence.turn_on_aof():
+    if turned_on and persistence is not None and not persistence.turn_on_aof(c.in_exec):
         for name, value in before.items():  # undone, as Redis restores a failed apply
             config.set(name, value)
         raise RedisError(errors.CONFIG_SET_FAILED.format("appendonly",

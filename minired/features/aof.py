@@ -80,6 +80,7 @@ class AppendOnlyFile:
         self.aof_db = -1
         self.aof_timestamp = 0  # the last `#TS:` line's time (Redis's aof_cur_timestamp)
         self.aof_rewrite_scheduled = False
+        self.enabling_in_exec = False  # CONFIG SET appendonly yes inside EXEC (turn_on_aof)
         self.aof_rewrite_base_name = ""  # the base the rewrite's child writes (its format)
         self.aof_rewrites = 0
         self.aof_last_rewrite_seconds = -1
@@ -291,6 +292,11 @@ class AppendOnlyFile:
                 log.warning("AOF was enabled but there is already another background operation. "
                             "An AOF background was scheduled to start when possible.")
                 return
+            if self.enabling_in_exec:  # (no fork within a transaction, as Redis)
+                self.aof_rewrite_scheduled = True
+                log.warning("AOF was enabled during a transaction. An AOF background was "
+                            "scheduled to start when possible.")
+                return
             # A rewrite of the files while the AOF was off accumulates nothing: start anew.
             self._kill_child()
             try:
@@ -346,11 +352,12 @@ class AppendOnlyFile:
         manifest.history = []
         self._persist_manifest(manifest)
 
-    def rewrite_aof(self) -> str:
-        """BGREWRITEAOF. (With appendonly off too: the files are there for when it is on.)"""
+    def rewrite_aof(self, in_exec: bool = False) -> str:
+        """BGREWRITEAOF. (With appendonly off too: the files are there for when it is on.)
+        Inside EXEC it is scheduled, as Redis forks no child within a transaction."""
         if self.child is not None and self.child[1] == "aof":
             raise RedisError(errors.AOF_REWRITE_IN_PROGRESS)
-        if self.child is not None or self.background_save_pending:
+        if self.child is not None or self.background_save_pending or in_exec:
             self.aof_rewrite_scheduled = True  # once the BGSAVE child is done
             self.aof_rewrite_failures = 0  # asked for: not held back by aofRewriteLimited
             return "Background append only file rewriting scheduled"

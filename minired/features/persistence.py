@@ -96,10 +96,15 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         server.propagate = self.propagate if counted else None
         server.blocking.on_finish = self._served if counted else None
 
-    def turn_on_aof(self) -> bool:
+    def turn_on_aof(self, in_exec: bool = False) -> bool:
         """CONFIG SET appendonly yes, at once, as Redis's startAppendOnly: False (the setting
-        undone, the reason logged) when the files cannot be made."""
-        self.reconcile()
+        undone, the reason logged) when the files cannot be made. Inside EXEC the rewrite
+        that starts the AOF is scheduled."""
+        self.enabling_in_exec = in_exec
+        try:
+            self.reconcile()
+        finally:
+            self.enabling_in_exec = False
         return self.aof_state != "off"
 
     def tick(self) -> None:
