@@ -484,6 +484,7 @@ class AppendOnlyFile:
         self.aof_state = "off"
         self.aof_rewrite_scheduled = False
         if self.child is not None and self.child[1] == "aof":
+            log.info("Killing running AOF rewrite child: %d", self.child[0])  # killAppendOnlyChild
             self._kill_child()
         if waiting:
             self._drop_temp_incr()
