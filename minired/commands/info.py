@@ -24,6 +24,7 @@ from minired import REDIS_VERSION, __version__
 from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
 from minired.engine.table import all_specs, command
+from minired.features import migrate
 from minired.protocol.resp import Verbatim
 
 G = "server"
@@ -374,7 +375,7 @@ def _stats_section(server) -> list[str]:
         ("pubsubshard_channels", shard_channels),
         ("latest_fork_usec", 0),
         ("total_forks", 0),
-        ("migrate_cached_sockets", 0),
+        ("migrate_cached_sockets", migrate.cached_count(server)),
         ("slave_expires_tracked_keys", 0),
         ("active_defrag_hits", 0),
         ("active_defrag_misses", 0),
