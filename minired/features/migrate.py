@@ -15,7 +15,9 @@ without the network (commands/cluster.py).
 """
 from __future__ import annotations
 
+import errno
 import random
+import select
 import socket
 from typing import TYPE_CHECKING, Any
 
@@ -109,12 +111,9 @@ class MigrateSockets:
             return conn
         if len(self.cached) >= CACHE_ITEMS:
             self.cached.pop(random.choice(list(self.cached))).close()
-        try:
-            sock = socket.create_connection((host.decode(errors="replace"), atoi(port)),
-                                            timeout=timeout_ms / 1000)
-        except (OSError, ValueError, OverflowError, UnicodeError):
-            raise RedisError(errors.MIGRATE_CONNECT) from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = _connect(host, atoi(port), timeout_ms)
+        if sock is None:
+            raise RedisError(errors.MIGRATE_CONNECT)
         conn = self.cached[name] = Connection(sock, self._now())
         self._arm()
         return conn
@@ -145,6 +144,40 @@ class MigrateSockets:
                 conn.close()
         if self.cached:
             self._arm()
+
+
+def _connect(host: bytes, port: int, timeout_ms: int) -> socket.socket | None:
+    """connBlockingConnect: a non-blocking connect to the first address that takes it, then a
+    wait until the socket is writable. As in Redis, a connect the peer refused after
+    EINPROGRESS still counts as made: the error shows when the request is written."""
+    try:
+        addresses = socket.getaddrinfo(host.decode(errors="replace"), port, socket.AF_UNSPEC,
+                                       socket.SOCK_STREAM)
+    except (OSError, UnicodeError, OverflowError):
+        return None
+    for family, kind, proto, _, address in addresses:
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError:
+            continue
+        sock.setblocking(False)
+        code = sock.connect_ex(address)
+        if code in (0, errno.EINPROGRESS):
+            break
+        sock.close()
+    else:
+        return None
+    if code:
+        _, writable, _ = select.select([], [sock], [], timeout_ms / 1000)
+        if not writable:
+            sock.close()
+            return None
+    sock.setblocking(True)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+    return sock
 
 
 def atoi(raw: bytes) -> int:
