@@ -28,6 +28,7 @@ from minired.engine.config_values import (
     hostname,
     integer,
     keyspace_events,
+    master_address,
     memory,
     memory_or_percent,
     octal,
@@ -120,8 +121,8 @@ PARAMS: dict[str, Param] = _params(
     Param("activerehashing", "yes", boolean),
     Param("cluster-enabled", "no", boolean, "immutable"),
     Param("replica-read-only", "yes", boolean),
-    # minired never replicates: shown (empty) for clients that read it, never settable.
-    Param("replicaof", "", text, "immutable"),
+    # Read at start (config file, command line): the server starts as a replica of it.
+    Param("replicaof", "", master_address, "immutable"),
     Param("daemonize", "no", boolean, "immutable"),
     Param("io-threads", "1", integer(1, 128), "immutable"),
     Param("enable-debug-command", "no", _PROTECTED_ACTION, "immutable"),
