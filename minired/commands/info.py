@@ -344,6 +344,7 @@ def _stats_section(server) -> list[str]:
                                      metrics.output_bytes.mean()) if metrics else (0, 0, 0))
     channels, patterns, shard_channels = _subscriptions(server)
     tracking = server.tracking
+    replication = server.replication
     return _fields((
         ("total_connections_received", stats.connections_received),
         ("total_commands_processed", stats.commands_processed),
@@ -357,9 +358,9 @@ def _stats_section(server) -> list[str]:
         ("instantaneous_input_repl_kbps", "0.00"),
         ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", stats.rejected_connections),
-        ("sync_full", 0),
-        ("sync_partial_ok", 0),
-        ("sync_partial_err", 0),
+        ("sync_full", replication.sync_full if replication is not None else 0),
+        ("sync_partial_ok", replication.sync_partial_ok if replication is not None else 0),
+        ("sync_partial_err", replication.sync_partial_err if replication is not None else 0),
         ("expired_keys", stats.expired_keys + sum(db.expired_lazily for db in dbs)),
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
@@ -410,14 +411,11 @@ def _replication_section(server) -> list[str]:
         ("role", "slave" if replicating else "master"),
         *replicas,
         ("master_failover_state", "no-failover"),
-        ("master_replid", state.replid_now if state is not None else server.run_id),
-        ("master_replid2", "0" * 40),
-        ("master_repl_offset", state.offset_now if state is not None else 0),
-        ("second_repl_offset", -1),
-        ("repl_backlog_active", 0),
-        ("repl_backlog_size", 1048576),
-        ("repl_backlog_first_byte_offset", 0),
-        ("repl_backlog_histlen", 0),
+        *(state.history_fields() if state is not None else (
+            ("master_replid", server.run_id), ("master_replid2", "0" * 40),
+            ("master_repl_offset", 0), ("second_repl_offset", -1), ("repl_backlog_active", 0),
+            ("repl_backlog_size", server.config.number("repl-backlog-size")),
+            ("repl_backlog_first_byte_offset", 0), ("repl_backlog_histlen", 0))),
     ))
 
 
