@@ -405,7 +405,13 @@ def _stats_section(server) -> list[str]:
 
 def _replication_section(server) -> list[str]:
     state = server.replication  # (minired/features/replication.py, from the first replica)
-    replicas = state.info_fields() if state is not None else [("connected_slaves", 0)]
+    if state is not None:
+        replicas = state.info_fields()
+    else:
+        replicas = [("connected_slaves", 0)]
+        config = server.config
+        if config.number("min-replicas-to-write") and config.number("min-replicas-max-lag"):
+            replicas.append(("min_slaves_good_slaves", 0))
     replicating = state is not None and state.link is not None
     return _fields((
         ("role", "slave" if replicating else "master"),
