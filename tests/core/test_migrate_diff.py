@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from minired.embed import EmbeddedServer
+from minired.embed import EmbeddedServer, SubprocessServer
 from tests.support.respclient import RawClient, Simple
 from tests.support.servers import RedisServer, free_port
-from tests.support.waiting import info_field
+from tests.support.waiting import info_field, wait_until
 
 KINDS = [("minired", "redis"), ("redis", "minired"), ("minired", "minired")]
 
@@ -270,3 +270,49 @@ def _propagated(kind: str) -> tuple[bytes, list]:
 
 def test_migrate_is_propagated_as_the_del_of_the_keys_moved():
     assert _propagated("minired") == _propagated("redis")
+
+
+# --- from a cluster node: RESTORE-ASKING ----------------------------------------------------------
+
+def _cluster_source(kind: str):
+    """A one-master cluster serving every slot: redis-server, or minired's (which serves the
+    slots over two nodes: the key used is in the first one's)."""
+    if kind == "redis":
+        port = free_port()
+        while port + 10000 > 65535:  # (the cluster bus listens 10000 ports up)
+            port = free_port()
+        server = RedisServer("--cluster-enabled", "yes", port=port).start()
+        client = RawClient(server.port)
+        client.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+        wait_until(lambda: b"cluster_state:ok" in client.call("CLUSTER", "INFO"),
+                   "the cluster up")
+        client.close()
+        return server, server.port
+    server = SubprocessServer(cluster=2).start()
+    return server, server.addresses[0][1]
+
+
+@pytest.mark.parametrize("kind", ["minired", "redis"])
+def test_a_cluster_node_migrates_with_restore_asking(kind):
+    source, port = _cluster_source(kind)
+    target = RedisServer().start()
+    src, dst, monitor = RawClient(port), RawClient(target.port), RawClient(target.port)
+    try:
+        monitor.call("MONITOR")
+        assert src.call("SET", "b", "v") == Simple(b"OK")  # (slot 3300)
+        assert src.call("MIGRATE", "127.0.0.1", str(target.port), "b", "0", "5000") == Simple(
+            b"OK")
+        assert dst.call("GET", "b") == b"v"
+        commands = []
+        while True:
+            line = monitor.read()
+            words = line.split(b'"')
+            if len(words) > 1 and words[1].lower() == b"get":
+                break
+            commands.append(words[1])
+        assert commands == [b"SELECT", b"RESTORE-ASKING"]
+    finally:
+        for client in (src, dst, monitor):
+            client.close()
+        source.stop()
+        target.stop()
