@@ -196,6 +196,9 @@ def client_list(c, argv):
 @command("kill", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
 def client_kill(c, argv):
     clients = list(c.server.clients.values())
+    link = c.server.replication.link if c.server.replication is not None else None
+    if link is not None and link.state == "connected":
+        clients.append(link.master_client)  # (killing it drops the link, which reconnects)
     if len(argv) == 3:  # old form: CLIENT KILL addr:port
         addr = argv[2].decode(errors="replace")
         for other in clients:
@@ -235,9 +238,6 @@ def client_kill(c, argv):
             skipme = value.lower() == b"yes"
         else:
             raise RedisError(errors.SYNTAX)
-    link = c.server.replication.link if c.server.replication is not None else None
-    if link is not None and link.state == "connected":
-        clients.append(link.master_client)  # (killing it drops the link, which reconnects)
     killed = 0
     for other in clients:
         if skipme and other is c:

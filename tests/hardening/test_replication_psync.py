@@ -167,6 +167,11 @@ def test_minired_continues_from_a_redis_master_s_backlog_and_after_a_failover():
         client.call("SET", "c", "3")
         wait_until(lambda: info_field(client, "stats", "sync_partial_ok") == "2",
                    "minired continuing after it dropped its master")
+        wait_link_up(replica.port)
+        assert mini.call("CLIENT", "KILL", f"127.0.0.1:{master.port}") == b"OK"
+        client.call("SET", "e", "5")
+        wait_until(lambda: info_field(client, "stats", "sync_partial_ok") == "3",
+                   "minired continuing after CLIENT KILL <master's address>")
         wait_caught_up(master.port, replica.port)
         assert held_data(replica.port) == held_data(master.port)
         assert info_field(mini, "replication", "repl_backlog_active") == "1"
