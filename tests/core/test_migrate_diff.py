@@ -9,6 +9,7 @@ compared with a redis-server source's.
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
 
 import pytest
@@ -24,7 +25,12 @@ KINDS = [("minired", "redis"), ("redis", "minired"), ("minired", "minired")]
 def _start(kind: str):
     if kind == "redis":
         return RedisServer().start()
-    return EmbeddedServer(port=0).start()
+    return _embedded()
+
+
+def _embedded() -> EmbeddedServer:
+    # (a directory of its own: no dump.rdb of the working directory's is loaded)
+    return EmbeddedServer(port=0, dir=tempfile.mkdtemp(prefix="minired-migrate-")).start()
 
 
 # A deadline on a whole second plus 500 ms: the TTL MIGRATE sends is relative, so the target's
@@ -193,7 +199,7 @@ def test_migrate_replies_as_redis(kinds, name):
 
 def test_the_connection_is_cached_then_dropped_when_it_breaks():
     """A MIGRATE after the target closed the cached connection is retried once on a new one."""
-    source, target = EmbeddedServer(port=0).start(), RedisServer().start()
+    source, target = _embedded(), RedisServer().start()
     src, dst = RawClient(source.port), RawClient(target.port)
     try:
         src.call("MSET", "a", "1", "b", "2")
