@@ -322,3 +322,27 @@ def test_a_cluster_node_migrates_with_restore_asking(kind):
             client.close()
         source.stop()
         target.stop()
+
+
+def test_an_idle_cached_connection_is_closed_after_10_seconds():
+    """migrateCloseTimedoutSockets: kept while used within 10 s, closed once idle longer (the
+    server's clock, moved by MINIRED ADVANCE, is what counts)."""
+    source = EmbeddedServer(port=0, time_control=True,
+                            dir=tempfile.mkdtemp(prefix="minired-migrate-")).start()
+    target = RedisServer().start()
+    src = RawClient(source.port)
+    try:
+        src.call("MSET", "a", "1", "b", "2")
+        assert src.call("MIGRATE", "127.0.0.1", str(target.port), "a", "0", "5000") == Simple(b"OK")
+        source.advance_clock(9_000)
+        assert src.call("MIGRATE", "127.0.0.1", str(target.port), "b", "0", "5000") == Simple(b"OK")
+        source.advance_clock(9_000)  # 9 s idle: kept
+        assert info_field(src, "stats", "migrate_cached_sockets") == "1"
+        source.advance_clock(2_000)
+        wait_until(lambda: info_field(src, "stats", "migrate_cached_sockets") == "0",
+                   "the idle connection closed")
+        assert RawClient(target.port).call("MGET", "a", "b") == [b"1", b"2"]
+    finally:
+        src.close()
+        source.stop()
+        target.stop()
