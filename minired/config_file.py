@@ -354,6 +354,8 @@ class ConfigRewrite:
                     self.line(name, f"save {pairs[i]} {pairs[i + 1]}", True)
             elif name == "client-output-buffer-limit":
                 self.buffer_limits(value, param.default)
+            elif name == "replicaof" and value:
+                self.line(name, f"replicaof {value}", True)  # (rewriteConfigReplicaOfOption)
             elif name == "replicaof" or (name == "bind" and not changed):
                 self.processed.add(name)
             elif name == "dir":

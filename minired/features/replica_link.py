@@ -287,6 +287,7 @@ def replicate(server: "Server", host: str, port: int) -> bool:
         cached = (state.replid, state.offset)
         state.disconnect_replicas()
     state.link = link = Link(server, host, port, cached)
+    server.config.set("replicaof", f"{host} {port}")  # (CONFIG GET and REWRITE show it)
     server.config.note_replicating(True)
     dispatch.use_extras()  # (MASTERDOWN: see Config.stale_refused)
     link.start()
@@ -313,5 +314,6 @@ def promote(server: "Server") -> None:
         state.restart_stream()
         log.info("Setting secondary replication ID to %s, valid up to offset: %d. New "
                  "replication ID is %s", state.replid2, state.second_replid_offset, state.replid)
+    server.config.set("replicaof", "")
     server.config.note_replicating(False)
     log.info("MASTER MODE enabled")

@@ -250,6 +250,16 @@ def test_replicaof_in_the_config_file_and_on_the_command_line(tmp_path):
                 assert client.call("CONFIG", "GET", "replicaof") == [
                     b"replicaof", b"127.0.0.1 %d" % master.port]
                 client.close()
+            # CONFIG REWRITE writes where it replicates from, as Redis does.
+            client = RawClient(port)
+            client.call("REPLICAOF", "NO", "ONE")
+            assert client.call("CONFIG", "GET", "replicaof") == [b"replicaof", b""]
+            assert client.call("CONFIG", "REWRITE") == b"OK"
+            assert "replicaof" not in config.read_text()
+            client.call("REPLICAOF", "127.0.0.1", str(master.port))
+            assert client.call("CONFIG", "REWRITE") == b"OK"
+            assert f"replicaof 127.0.0.1 {master.port}\n" in config.read_text()
+            client.close()
         finally:
             terminate(from_file)
             from_argv.stop()
