@@ -20,8 +20,8 @@ from minired.protocol.resp import ProtocolError, split_inline
 log = logging.getLogger("minired")
 
 # Parameters taking several words (Redis's MULTI_ARG_CONFIG): `save 900 1 300 10`.
-MULTI_ARG = frozenset(("save", "bind", "client-output-buffer-limit", "oom-score-adj-values",
-                       "latency-tracking-info-percentiles", "shutdown-on-sigint",
+MULTI_ARG = frozenset(("save", "bind", "replicaof", "client-output-buffer-limit",
+                       "oom-score-adj-values", "latency-tracking-info-percentiles", "shutdown-on-sigint",
                        "shutdown-on-sigterm"))
 # Names Redis 7.0 still accepts in a file and ignores (deprecated_configs).
 DEPRECATED = frozenset(("list-max-ziplist-entries", "list-max-ziplist-value",
@@ -354,6 +354,8 @@ class ConfigRewrite:
                     self.line(name, f"save {pairs[i]} {pairs[i + 1]}", True)
             elif name == "client-output-buffer-limit":
                 self.buffer_limits(value, param.default)
+            elif name == "replicaof" and value:
+                self.line(name, f"replicaof {value}", True)  # (rewriteConfigReplicaOfOption)
             elif name == "replicaof" or (name == "bind" and not changed):
                 self.processed.add(name)
             elif name == "dir":

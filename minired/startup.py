@@ -48,6 +48,15 @@ def prepare_server(server: Server) -> Server:
         importlib.import_module(name).attach(server)
     if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
         importlib.import_module("minired.features.faults").attach(server)
+    master = server.config.get("replicaof")
+    if master:
+        # replicaof in the config file or on the command line: a read-only replica from the
+        # start, its data loaded as usual, connecting to its master once the loop runs.
+        from minired.features import replica_link
+
+        host, port = master.rsplit(" ", 1)
+        server.config.note_replicating(True)
+        server.hooks.start.append(lambda: replica_link.replicate(server, host, int(port)))
     persistence = server.persistence
     if persistence is not None and persistence.pending_functions:
         # The data loaded holds function libraries: they need the script engine now.

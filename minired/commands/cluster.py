@@ -8,10 +8,14 @@ cluster-enabled does: `ERR This instance has cluster support disabled`.
 """
 from __future__ import annotations
 
+from minired.commands.keys_dump import server_dump
 from minired.engine.args import parse_int
 from minired.engine.client import Client
-from minired.engine.table import command, container_command
+from minired.engine.table import COMMANDS, command, container_command
+from minired.features import migrate as migrate_io
 from minired.features.cluster import SLOTS, ClusterNode, key_hash_slot, node_line, slot_ranges
+from minired.features.notifications import GENERIC, notify
+from minired.features.persistence import encode_command
 from minired.features.security import auth_required, users_of
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -354,7 +358,7 @@ def _migrate_keys(argv: list) -> list[int]:
 @command("migrate", arity=-6, flags="write", keys=(3, 3, 1), key_finder=_migrate_keys,
          group="generic")
 def migrate(c, argv):
-    """Atomically transfer a key from a Redis instance to another one."""
+    """Atomically transfer a key from a Redis instance to another one (migrateCommand)."""
     copy = replace = False
     password = username = None
     keys = [argv[3]]
@@ -379,14 +383,127 @@ def migrate(c, argv):
         else:
             raise RedisError(errors.SYNTAX)
         j += 1
+    timeout = parse_int(argv[5])
     dbid = parse_int(argv[4])
-    parse_int(argv[5])  # the timeout: nothing here waits on a network
-    present = [key for key in keys if c.db.get(key) is not None]
+    if timeout <= 0:
+        timeout = 1000
+    present = []
+    for key in keys:
+        value = c.db.read(key)
+        if value is not None:
+            present.append((key, value))
+    # Neither MIGRATE nor a COPY is propagated: the keys it deleted are, as one DEL.
+    c.changes = 0
     if not present:
-        return Status(b"NOKEY")
+        return Status(b"NOKEY")  # (often a key that expired meanwhile: not an error)
     me = c.server.cluster
-    target = None if me is None else me.cluster.node_at(parse_int(argv[2]))
-    if target is None or target.server is None:
+    if me is not None:
+        target = me.cluster.node_at(migrate_io.atoi(argv[2]))
+        if target is not None:
+            return _migrate_in_process(c, me, target, [key for key, _ in present], dbid, copy,
+                                       username, password, replace)
+    return _migrate_over_network(c, argv[1], argv[2], present, dbid, timeout, copy, replace,
+                                 username, password)
+
+
+def _migrate_over_network(c, host: bytes, port: bytes, present: list, dbid: int, timeout: int,
+                          copy: bool, replace: bool, username: bytes | None,
+                          password: bytes | None):
+    """Send AUTH, SELECT (unless the cached connection has dbid selected) and one RESTORE (in
+    cluster mode RESTORE-ASKING) per key with its DUMP payload and remaining TTL, then read the
+    replies; each key the target acknowledged is deleted here unless COPY. A socket error
+    other than a timeout before any RESTORE reply was read is retried once on a new
+    connection, as migrateCommand does."""
+    cache = migrate_io.sockets(c.server)
+    restore = b"RESTORE-ASKING" if c.server.cluster is not None else b"RESTORE"
+    db = c.db
+    may_retry = True
+    while True:
+        conn = cache.get(host, port, timeout)
+        request = []
+        if password is not None:
+            request.append([b"AUTH", password] if username is None
+                           else [b"AUTH", username, password])
+        select = conn.last_dbid != dbid
+        if select:
+            request.append([b"SELECT", b"%d" % dbid])
+        sent = []
+        now = c.server.clock.ms()
+        for key, value in present:
+            ttl = 0
+            deadline = db.expiry(key)
+            if deadline is not None:
+                ttl = deadline - now
+                if ttl < 0:
+                    continue  # expired since the lookup: not sent
+                ttl = max(ttl, 1)
+            record = [restore, key, b"%d" % ttl, server_dump(c.server, value)]
+            if replace:
+                record.append(b"REPLACE")
+            request.append(record)
+            sent.append(key)
+        try:
+            conn.send(b"".join(map(encode_command, request)), timeout)
+            auth_reply = conn.read_line(timeout) if password is not None else b""
+            select_reply = conn.read_line(timeout) if select else b""
+        except migrate_io.TransferError as exc:
+            cache.close(host, port)
+            if may_retry and not exc.timed_out:
+                may_retry = False
+                continue
+            raise RedisError(errors.MIGRATE_IO.format("writing" if exc.writing else "reading"))
+        target_error = None
+        socket_error = None
+        deleted = []
+        read = 0
+        for key in sent:
+            try:
+                reply = conn.read_line(timeout)
+            except migrate_io.TransferError as exc:
+                socket_error = exc
+                break
+            read += 1
+            if auth_reply[:1] == b"-" or select_reply[:1] == b"-" or reply[:1] == b"-":
+                if target_error is None:  # the first error is the reply
+                    conn.last_dbid = -1
+                    target_error = (auth_reply if auth_reply[:1] == b"-" else
+                                    select_reply if select_reply[:1] == b"-" else reply)[1:]
+            elif not copy:
+                db.delete(key)
+                if db.notifier is not None:
+                    notify(db, GENERIC, b"del", key)
+                deleted.append(key)
+        if socket_error is not None:
+            cache.close(host, port)
+            if (target_error is None and read == 0 and may_retry
+                    and not socket_error.timed_out):
+                may_retry = False  # nothing was acknowledged: a well-behaved retry
+                continue
+        if deleted:
+            _propagate_deletion(c, deleted)
+        if target_error is not None:
+            raise RedisError(errors.MIGRATE_TARGET_ERROR.format(
+                target_error.decode("utf-8", "surrogateescape")))
+        if socket_error is not None:
+            raise RedisError(errors.MIGRATE_IO.format("reading"))
+        conn.last_dbid = dbid
+        return OK
+
+
+def _propagate_deletion(c, keys: list) -> None:
+    """MIGRATE is logged (AOF, replicas) as the DEL of the keys it moved away, one change per
+    key (server.dirty), inside the caller's MULTI or script like any of its writes."""
+    c.db.dirty += len(keys)
+    if c.server.propagate is not None:
+        c.server.propagate(c, COMMANDS[b"del"], [b"DEL", *keys], len(keys))
+
+
+def _migrate_in_process(c, me: ClusterNode, target: ClusterNode, present: list, dbid: int,
+                        copy: bool, username: bytes | None, password: bytes | None,
+                        replace: bool):
+    """MIGRATE to a node of this process's cluster: the keys move without the network, with
+    the replies, events and files' records a RESTORE-ASKING exchange would give."""
+    if target.server is None:
         raise RedisError(errors.MIGRATE_CONNECT)
     auth_error, authenticated = _target_auth(target.server, username, password)
     # In cluster mode the target refuses SELECT but for 0, and its RESTOREs still run, in db 0.

@@ -186,12 +186,7 @@ def client_list(c, argv):
             kind = argv[3].lower()
             if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
                 raise RedisError(errors.CLIENT_UNKNOWN_TYPE.format(argv[3].decode(errors="replace")))
-            if kind == b"pubsub":
-                clients = [x for x in clients if x.channels or x.patterns]
-            elif kind == b"normal":
-                clients = [x for x in clients if not (x.channels or x.patterns)]
-            else:
-                clients = []
+            clients = [x for x in clients if _client_type(x) == _TYPE_ALIASES.get(kind, kind)]
         else:
             raise RedisError(errors.SYNTAX)
     return Verbatim("".join(client_info_line(x, c, "client|list") + "\n"
@@ -201,6 +196,9 @@ def client_list(c, argv):
 @command("kill", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
 def client_kill(c, argv):
     clients = list(c.server.clients.values())
+    link = c.server.replication.link if c.server.replication is not None else None
+    if link is not None and link.state == "connected":
+        clients.append(link.master_client)  # (killing it drops the link, which reconnects)
     if len(argv) == 3:  # old form: CLIENT KILL addr:port
         addr = argv[2].decode(errors="replace")
         for other in clients:
@@ -227,12 +225,7 @@ def client_kill(c, argv):
             kind = value.lower()
             if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
                 raise RedisError(errors.CLIENT_UNKNOWN_TYPE.format(value.decode(errors="replace")))
-            if kind == b"pubsub":
-                filters.append(lambda x: bool(x.channels or x.patterns))
-            elif kind == b"normal":
-                filters.append(lambda x: not (x.channels or x.patterns))
-            else:
-                filters.append(lambda x: False)
+            filters.append(lambda x, k=_TYPE_ALIASES.get(kind, kind): _client_type(x) == k)
         elif option == b"user":
             users = security.users_of(c.server)
             user = users.by_name.get(value)
@@ -256,6 +249,18 @@ def client_kill(c, argv):
                 other.close()
             killed += 1
     return killed
+
+
+_TYPE_ALIASES = {b"slave": b"replica"}
+
+
+def _client_type(x) -> bytes:
+    """getClientType: the master link, a replica (not a monitor), a subscriber, or normal."""
+    if x.flags == "M":
+        return b"master"
+    if x.flags == "S":
+        return b"replica"
+    return b"pubsub" if x.channels or x.patterns else b"normal"
 
 
 def _last_option(argv: list, choices: tuple, error: str) -> bytes | None:

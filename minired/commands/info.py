@@ -24,6 +24,7 @@ from minired import REDIS_VERSION, __version__
 from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
 from minired.engine.table import all_specs, command
+from minired.features import migrate
 from minired.protocol.resp import Verbatim
 
 G = "server"
@@ -343,6 +344,7 @@ def _stats_section(server) -> list[str]:
                                      metrics.output_bytes.mean()) if metrics else (0, 0, 0))
     channels, patterns, shard_channels = _subscriptions(server)
     tracking = server.tracking
+    replication = server.replication
     return _fields((
         ("total_connections_received", stats.connections_received),
         ("total_commands_processed", stats.commands_processed),
@@ -356,9 +358,9 @@ def _stats_section(server) -> list[str]:
         ("instantaneous_input_repl_kbps", "0.00"),
         ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", stats.rejected_connections),
-        ("sync_full", 0),
-        ("sync_partial_ok", 0),
-        ("sync_partial_err", 0),
+        ("sync_full", replication.sync_full if replication is not None else 0),
+        ("sync_partial_ok", replication.sync_partial_ok if replication is not None else 0),
+        ("sync_partial_err", replication.sync_partial_err if replication is not None else 0),
         ("expired_keys", stats.expired_keys + sum(db.expired_lazily for db in dbs)),
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
@@ -374,7 +376,7 @@ def _stats_section(server) -> list[str]:
         ("pubsubshard_channels", shard_channels),
         ("latest_fork_usec", 0),
         ("total_forks", server.persistence.forks if server.persistence is not None else 0),
-        ("migrate_cached_sockets", 0),
+        ("migrate_cached_sockets", migrate.cached_count(server)),
         ("slave_expires_tracked_keys", 0),
         ("active_defrag_hits", 0),
         ("active_defrag_misses", 0),
@@ -403,20 +405,23 @@ def _stats_section(server) -> list[str]:
 
 def _replication_section(server) -> list[str]:
     state = server.replication  # (minired/features/replication.py, from the first replica)
-    replicas = state.info_fields() if state is not None else [("connected_slaves", 0)]
+    if state is not None:
+        replicas = state.info_fields()
+    else:
+        replicas = [("connected_slaves", 0)]
+        config = server.config
+        if config.number("min-replicas-to-write") and config.number("min-replicas-max-lag"):
+            replicas.append(("min_slaves_good_slaves", 0))
     replicating = state is not None and state.link is not None
     return _fields((
         ("role", "slave" if replicating else "master"),
         *replicas,
         ("master_failover_state", "no-failover"),
-        ("master_replid", state.replid_now if state is not None else server.run_id),
-        ("master_replid2", "0" * 40),
-        ("master_repl_offset", state.offset_now if state is not None else 0),
-        ("second_repl_offset", -1),
-        ("repl_backlog_active", 0),
-        ("repl_backlog_size", 1048576),
-        ("repl_backlog_first_byte_offset", 0),
-        ("repl_backlog_histlen", 0),
+        *(state.history_fields() if state is not None else (
+            ("master_replid", server.run_id), ("master_replid2", "0" * 40),
+            ("master_repl_offset", 0), ("second_repl_offset", -1), ("repl_backlog_active", 0),
+            ("repl_backlog_size", server.config.number("repl-backlog-size")),
+            ("repl_backlog_first_byte_offset", 0), ("repl_backlog_histlen", 0))),
     ))
 
 

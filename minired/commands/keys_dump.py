@@ -60,15 +60,21 @@ def load_payload(payload: bytes, check_crc: bool = True, deep: bool = False,
 
 # --- commands --------------------------------------------------------------------------------
 
+def server_dump(server: Any, value: Any) -> bytes:
+    """createDumpPayload: value's DUMP payload with the server's rdbcompression and compact
+    encoding thresholds (DUMP, MIGRATE)."""
+    config = server.config
+    compress = config.get("rdbcompression") == "yes"
+    return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION,
+                        Compact.from_config(config.get))
+
+
 @command("dump", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
 def dump(c, argv):
     value = c.db.read(argv[1])
     if value is None:
         return None
-    config = c.server.config
-    compress = config.get("rdbcompression") == "yes"
-    return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION,
-                        Compact.from_config(config.get))
+    return server_dump(c.server, value)
 
 
 def _sanitizes(c: Client) -> bool:

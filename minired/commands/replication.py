@@ -58,8 +58,8 @@ def sync(c, argv):
 @command("psync", arity=-3, flags="admin noscript no_async_loading no_multi", group=G)
 def psync(c, argv):
     """An internal command used in replication"""
-    if c.flags != "S":  # minired keeps no backlog: every PSYNC is a full resynchronization
-        replication.master(c.server).sync(c, psync=True)
+    if c.flags != "S":  # (a second PSYNC on a replica's link is ignored, as in Redis)
+        replication.master(c.server).psync(c, argv[1], parse_int(argv[2]))
     return Encoded(b"")
 
 
@@ -78,6 +78,9 @@ def replconf(c, argv):
             return Encoded(b"")  # a replica's ACK gets no reply
         elif option == b"getack":
             return Encoded(b"")  # (a master's question to its replicas: no reply here)
-        elif option not in (b"capa", b"ip-address", b"rdb-only", b"rdb-filter-only"):
+        elif option == b"capa":
+            if value.lower() == b"psync2":
+                state.psync2.add(c.id)  # (+CONTINUE then names the replication ID)
+        elif option not in (b"ip-address", b"rdb-only", b"rdb-filter-only"):
             raise RedisError(errors.REPLCONF_UNRECOGNIZED.format(argv[i].decode(errors="replace")))
     return OK

@@ -28,6 +28,7 @@ from minired.engine.config_values import (
     hostname,
     integer,
     keyspace_events,
+    master_address,
     memory,
     memory_or_percent,
     octal,
@@ -120,8 +121,8 @@ PARAMS: dict[str, Param] = _params(
     Param("activerehashing", "yes", boolean),
     Param("cluster-enabled", "no", boolean, "immutable"),
     Param("replica-read-only", "yes", boolean),
-    # minired never replicates: shown (empty) for clients that read it, never settable.
-    Param("replicaof", "", text, "immutable"),
+    # Read at start (config file, command line): the server starts as a replica of it.
+    Param("replicaof", "", master_address, "immutable"),
     Param("daemonize", "no", boolean, "immutable"),
     Param("io-threads", "1", integer(1, 128), "immutable"),
     Param("enable-debug-command", "no", _PROTECTED_ACTION, "immutable"),
@@ -239,7 +240,7 @@ class Config:
                  "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns", "latency_threshold_ns",
                  "writes_need_replicas", "bgsave_failed", "aof_write_error", "writes_refused_on_disk",
                  "writes_refused", "replicating", "writes_refused_on_replica", "master_link_up",
-                 "stale_refused")
+                 "stale_refused", "good_replicas")
 
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
@@ -250,6 +251,8 @@ class Config:
         self.aof_write_error = ""  # strerror of the AOF's failing write while on (note_aof_write)
         self.replicating = False  # a replica of another server (minired/features/replica_link.py)
         self.master_link_up = False
+        # Replicas that acknowledged within min-replicas-max-lag (minired/features/replication.py).
+        self.good_replicas = 0
         for name, value in overrides.items():
             canonical = self.canonical(name.replace("_", "-"))
             param = PARAMS.get(canonical)
@@ -328,10 +331,11 @@ class Config:
         # latency-monitor-threshold (ms), for the latency monitor's events; 0: off.
         self.latency_threshold_ns = min(max(self.number("latency-monitor-threshold"), 0)
                                         * 1_000_000, (1 << 63) - 1)
-        # Whether writes are refused for want of good replicas (Redis's checkGoodReplicasStatus):
-        # minired is a master with none, so whenever min-replicas-to-write asks for some.
-        self.writes_need_replicas = (self.number("min-replicas-to-write") > 0
-                                     and self.number("min-replicas-max-lag") > 0)
+        # Whether writes are refused for want of good replicas (Redis's checkGoodReplicasStatus:
+        # a master with fewer than min-replicas-to-write acknowledging within the lag).
+        wanted = self.number("min-replicas-to-write")
+        self.writes_need_replicas = (wanted > 0 and self.number("min-replicas-max-lag") > 0
+                                     and not self.replicating and self.good_replicas < wanted)
         # Whether writes and PING are refused for a failed background save or AOF write (Redis's
         # writeCommandsDeniedByDiskError), and whether writes are refused for either reason:
         # dispatch tests the latter on every write, write_refusal() says why.
@@ -352,6 +356,12 @@ class Config:
         self.replicating = replicating
         self.master_link_up = link_up
         self._derive()
+
+    def note_good_replicas(self, count: int) -> None:
+        """The replicas within min-replicas-max-lag, as replication counted them just now."""
+        if count != self.good_replicas:
+            self.good_replicas = count
+            self._derive()
 
     def note_bgsave(self, ok: bool) -> None:
         """A background save ended (or a SAVE succeeded): writes are refused from a failure on

@@ -45,6 +45,23 @@ def text(value: str) -> str:
     return value
 
 
+def master_address(value: str) -> str:
+    """replicaof/slaveof <host> <port> (or NO ONE: "") as setConfigReplicaOfOption reads it;
+    the port as strtol takes it, whole."""
+    words = value.split()
+    if len(words) != 2:
+        raise ConfigError("wrong number of arguments")
+    host, port = words
+    if host.lower() == "no" and port.lower() == "one":
+        return ""
+    match = re.fullmatch(r"\s*([+-]?\d*)", port)
+    digits = match.group(1) if match else None
+    number = int(digits) if digits and digits not in ("+", "-") else 0
+    if digits is None or not 0 <= number <= 65535:
+        raise ConfigError("Invalid master port")
+    return f"{host} {number}"
+
+
 def boolean(value: str) -> str:
     lowered = value.lower()
     if lowered not in ("yes", "no"):

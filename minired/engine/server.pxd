@@ -28,6 +28,7 @@ cdef class Server:
     cdef public object access, tracking, pause, cluster, faults, scripting, persistence, saver
     cdef public object pubsub, metrics, scan_snapshots, collection_scan_snapshots
     cdef public object shutdown_by_command, debug, replication, latency_events, shutdown_asap
+    cdef public object migrate_sockets
     cdef public Stats stats
     cdef public Config config
 

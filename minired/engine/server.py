@@ -89,7 +89,7 @@ class Server:
                  "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
                  "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
                  "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug",
-                 "replication", "latency_events", "shutdown_asap")
+                 "replication", "latency_events", "shutdown_asap", "migrate_sockets")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -159,6 +159,8 @@ class Server:
         self.latency_events: dict = {}
         # A signal asked for a shutdown that the next cron tick starts (SHUTDOWN ABORT clears it).
         self.shutdown_asap = False
+        # MIGRATE's cached connections to other servers (minired/features/migrate.py).
+        self.migrate_sockets: Any = None
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -51,6 +51,8 @@ def redacted(argv: list) -> list:
                 break  # a syntax error ends HELLO's reading
             i += 1
         return shown
+    if name == b"migrate":
+        return _migrate_redacted(argv)
     if name == b"acl" and argc > 2 and argv[1].lower() == b"setuser":
         return argv[:2] + [REDACTED] * (argc - 2)
     if name == b"config" and argc >= 4 and argc % 2 == 0 and argv[1].lower() == b"set":
@@ -60,6 +62,27 @@ def redacted(argv: list) -> list:
                 shown[i + 1] = REDACTED
         return shown
     return argv
+
+
+def _migrate_redacted(argv: list) -> list:
+    """MIGRATE's AUTH password and AUTH2 pair, hidden as its option parsing meets them (what
+    it read before a syntax error or KEYS stays hidden)."""
+    shown = list(argv)
+    argc = len(argv)
+    j = 6
+    while j < argc:
+        option = argv[j].lower()
+        more = argc - 1 - j
+        if option == b"auth" and more >= 1:
+            shown[j + 1] = REDACTED
+            j += 1
+        elif option == b"auth2" and more >= 2:
+            shown[j + 1] = shown[j + 2] = REDACTED
+            j += 2
+        elif option not in (b"copy", b"replace"):
+            break  # KEYS, or a syntax error
+        j += 1
+    return shown
 
 
 def _trimmed(argv: list) -> list[bytes]:

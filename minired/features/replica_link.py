@@ -4,11 +4,17 @@ server into a local minired.
 
 The link connects, sends PING, AUTH (with masterauth, and masteruser if set), REPLCONF
 listening-port and capa psync2 (not capa eof: the master then sends the `$<len>` form of the
-RDB), and PSYNC ? -1; on +FULLRESYNC it empties the data, loads the RDB (keys already expired
-kept, as a replica keeps them until its master deletes them) and applies the stream that
-follows, each command run by a client flagged M that the read-only check lets through. It
-answers REPLCONF GETACK and sends REPLCONF ACK <offset> every second. If the link drops, it
-connects again after a second. REPLICAOF NO ONE ends the link and keeps the data.
+RDB), and PSYNC: `PSYNC <replid> <offset+1>` with the replication ID and offset of the stream
+it holds (its master's once synced; its own, as Redis's replicationCacheMasterUsingMyself, when
+a master becomes a replica), else `PSYNC ? -1`. On +CONTINUE it keeps its data and applies the
+stream from there (a new ID in the reply: the old one becomes replid2); on +FULLRESYNC it
+empties the data, loads the RDB (keys already expired kept, as a replica keeps them until its
+master deletes them) and applies the stream that follows, each command run by a client
+flagged M that the read-only check lets through. The stream also feeds this server's backlog
+(replication.py), so that once promoted its replicas can continue from it. It answers REPLCONF
+GETACK and sends REPLCONF ACK <offset> every second. If the link drops, it connects again after
+a second. REPLICAOF NO ONE ends the link and keeps the data (shiftReplicationId: a new ID, the
+master's as replid2).
 
 While a replica, minired's own writes are refused (READONLY, with replica-read-only yes) and
 nothing is sent to replicas of its own (it would have to proxy its master's stream).
@@ -40,30 +46,26 @@ class HandshakeError(Exception):
     pass
 
 
-def _encoded_size(argv: list) -> int:
-    """The bytes argv took in the stream (the master sends canonical multibulk): the offset."""
-    size = 3 + len(str(len(argv)))
-    for arg in argv:
-        size += 5 + len(str(len(arg))) + len(arg)
-    return size
-
-
 class Link:
     """The link to the master while minired replicates one (Master.link)."""
 
-    def __init__(self, server: "Server", host: str, port: int) -> None:
+    def __init__(self, server: "Server", host: str, port: int,
+                 cached: tuple[str, int] | None = None) -> None:
         self.server = server
         self.host = host
         self.port = port
         self.state = "connect"  # connect, connecting, sync, connected (ROLE's words)
-        self.offset = -1  # slave_repl_offset: the stream bytes applied
-        self.master_replid = server.run_id  # (its own until the first sync)
+        # slave_repl_offset: the stream bytes applied, and the ID of that stream: what PSYNC
+        # asks to continue (`cached`: the history this server held before).
+        self.synced = cached is not None
+        self.master_replid, self.offset = cached if cached is not None else (server.run_id, -1)
         self.last_io = time.monotonic()
         self.sync_started = 0.0
         self.link_down_since = time.monotonic()
         self.master_client = Client(server, addr=f"{host}:{port}")
         self.master_client.flags = "M"
         self.master_client.authenticated = True
+        self.master_client._close = self._drop  # CLIENT KILL TYPE master
         self._writer: asyncio.StreamWriter | None = None
         self._task: asyncio.Task | None = None
         self._ack_timer: Any = None
@@ -96,6 +98,11 @@ class Link:
             self._link_down()
             if not self.stopped:
                 await asyncio.sleep(RETRY_SECONDS)
+
+    def _drop(self) -> None:
+        """Close the connection to the master: the link reconnects, and asks to continue."""
+        if self._writer is not None:
+            self._writer.close()
 
     def _link_down(self) -> None:
         if self.state == "connected":
@@ -137,15 +144,36 @@ class Link:
         await ask(b"REPLCONF", b"capa", b"psync2")
         self.state = "sync"
         self.sync_started = time.monotonic()
-        reply = await ask(b"PSYNC", b"?", b"-1")
-        if not reply.startswith(b"+FULLRESYNC"):
+        if self.synced:
+            reply = await ask(b"PSYNC", self.master_replid.encode(), b"%d" % (self.offset + 1))
+        else:
+            reply = await ask(b"PSYNC", b"?", b"-1")
+        state = replication.master(self.server)
+        if reply.startswith(b"+CONTINUE"):
+            words = reply.split()
+            replid = words[1].decode() if len(words) > 1 else self.master_replid
+            if replid != self.master_replid:
+                # The master's history goes on under a new ID (it was promoted): the old one
+                # is the previous history, up to here.
+                state.replid2, state.second_replid_offset = self.master_replid, self.offset + 1
+                self.master_replid = state.replid = replid
+            if state.backlog is None:
+                state.backlog = replication.Backlog(self.server.config, self.offset)
+            log.info("Successful partial resynchronization with master.")
+        elif reply.startswith(b"+FULLRESYNC"):
+            _, replid, offset = reply.split()
+            payload = await self._rdb(reader)
+            self._load(payload)
+            self.master_replid = state.replid = replid.decode()
+            self.offset = int(offset)
+            self.synced = True
+            # A new history: the master's ID and offset, a backlog from here.
+            state.replid2, state.second_replid_offset = replication.NO_REPLID, -1
+            state.backlog = replication.Backlog(self.server.config, self.offset)
+        else:
             raise HandshakeError(f"Unexpected reply to PSYNC from master: {reply!r}")
-        _, replid, offset = reply.split()
-        payload = await self._rdb(reader)
-        self._load(payload)
-        self.master_replid = replid.decode()
-        self.offset = int(offset)
         self.state = "connected"
+        self.master_client.closing = False
         self.server.config.note_replicating(True, link_up=True)
         self.last_io = time.monotonic()
         log.info("MASTER <-> REPLICA sync: Finished with success")
@@ -189,6 +217,7 @@ class Link:
     async def _stream(self, reader: asyncio.StreamReader) -> None:
         parser = RequestParser(max_bulk_len=1 << 62)
         client = self.master_client
+        backlog = replication.master(self.server).backlog
         while True:
             data = await reader.read(1 << 16)
             if not data:
@@ -196,11 +225,14 @@ class Link:
             self.last_io = time.monotonic()
             parser.feed(data)
             for argv in parser.parse():
+                # The master sends canonical multibulk: re-encoded, argv is the bytes it took.
+                record = encode_command(argv)
+                backlog.append(record)
                 if argv[0].lower() == b"replconf" and len(argv) > 1 and argv[1].lower() == b"getack":
                     self._send_ack()  # the offset before the GETACK, as Redis answers it
-                    self.offset += _encoded_size(argv)
+                    self.offset += len(record)
                     continue
-                self.offset += _encoded_size(argv)
+                self.offset += len(record)
                 dispatch.execute(client, argv)
             if parser.error is not None:
                 raise HandshakeError(f"protocol error from master: {parser.error}")
@@ -249,7 +281,13 @@ def replicate(server: "Server", host: str, port: int) -> bool:
         if link.host == host and link.port == port:
             return False
         link.stop()
-    state.link = link = Link(server, host, port)
+        cached = (link.master_replid, link.offset) if link.synced else None
+    else:
+        # A master becoming a replica offers its own history (replicationCacheMasterUsingMyself).
+        cached = (state.replid, state.offset)
+        state.disconnect_replicas()
+    state.link = link = Link(server, host, port, cached)
+    server.config.set("replicaof", f"{host} {port}")  # (CONFIG GET and REWRITE show it)
     server.config.note_replicating(True)
     dispatch.use_extras()  # (MASTERDOWN: see Config.stale_refused)
     link.start()
@@ -262,7 +300,20 @@ def promote(server: "Server") -> None:
     state = server.replication
     if state is None or state.link is None:
         return
-    state.link.stop()
+    link = state.link
+    link.stop()
     state.link = None
+    if link.synced:
+        # shiftReplicationId: the stream goes on from the master's offset under a new ID,
+        # the master's kept as replid2 so its other replicas can continue here.
+        state.offset = link.offset
+        state.replid2, state.second_replid_offset = link.master_replid, link.offset + 1
+        state.replid = replication.new_replid()
+        if state.backlog is None:
+            state.backlog = replication.Backlog(server.config, state.offset)
+        state.restart_stream()
+        log.info("Setting secondary replication ID to %s, valid up to offset: %d. New "
+                 "replication ID is %s", state.replid2, state.second_replid_offset, state.replid)
+    server.config.set("replicaof", "")
     server.config.note_replicating(False)
     log.info("MASTER MODE enabled")

@@ -8,13 +8,27 @@ a new replica attached included (Redis resets slaveseldb then). The replication 
 the bytes of the stream (master_repl_offset); replicas report theirs with REPLCONF ACK, which
 WAIT and INFO/ROLE read. Every repl-ping-replica-period seconds the replicas are sent a PING.
 
-minired keeps no backlog: every PSYNC is answered with a full resynchronization.
+The first replica creates the replication backlog (repl-backlog-size bytes of the stream, with
+a new replication ID, as Redis's syncCommand does): a replica that reconnects with `PSYNC
+<replid> <offset>`, its offset still in the backlog and the ID this server's (or its previous
+one, replid2, up to second_repl_offset), gets `+CONTINUE <replid>` and the stream from there
+(masterTryPartialResynchronization); any other PSYNC a full resynchronization. The backlog is
+fed while it exists, replicas or not, and freed (with a new ID) repl-backlog-ttl seconds after
+the last replica left. While this server is a replica, its backlog holds its master's stream
+(replica_link.py), so that once promoted (REPLICAOF NO ONE: the master's ID becomes replid2)
+its own replicas can continue from it.
+
+min-replicas-to-write/min-replicas-max-lag: the replicas that acknowledged within the lag are
+counted (refreshGoodSlavesCount) when one attaches, acknowledges or leaves, and every second;
+writes are refused with NOREPLICAS while too few are (Config.writes_need_replicas).
+
 Nothing here runs until the first SYNC: until then the write path pays the one check of
 `Persistence.replica_feed` it already made for the AOF.
 """
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +62,53 @@ class Replica:
         return self.client.addr.rpartition(":")[0]
 
 
+NO_REPLID = "0" * 40
+
+
+def new_replid() -> str:
+    """changeReplicationId: 40 random hex characters."""
+    return os.urandom(20).hex()
+
+
+class Backlog:
+    """The last repl-backlog-size bytes of the stream; `end` is the offset of the last byte
+    (master_repl_offset). The buffer is trimmed once it holds twice the size, so a write
+    costs no copy of the whole backlog."""
+
+    __slots__ = ("config", "data", "end")
+
+    def __init__(self, config: Any, offset: int) -> None:
+        self.config = config
+        self.data = bytearray()
+        self.end = offset
+
+    @property
+    def size(self) -> int:
+        return self.config.number("repl-backlog-size")
+
+    def append(self, data: bytes) -> None:
+        self.data += data
+        self.end += len(data)
+        size = self.size
+        if len(self.data) > 2 * size:
+            del self.data[:len(self.data) - size]
+
+    @property
+    def histlen(self) -> int:
+        return min(len(self.data), self.size)
+
+    @property
+    def first_byte_offset(self) -> int:
+        return self.end - self.histlen + 1
+
+    def since(self, psync_offset: int) -> bytes | None:
+        """The stream from psync_offset (the first byte a replica lacks) on; None if the
+        backlog no longer (or never) held it."""
+        if not self.first_byte_offset <= psync_offset <= self.end + 1:
+            return None
+        return bytes(self.data[len(self.data) - (self.end + 1 - psync_offset):])
+
+
 class Waiting:
     """A WAIT in progress: the offset its replicas must reach and how many must reach it."""
 
@@ -66,9 +127,19 @@ class Master:
     def __init__(self, server: "Server") -> None:
         self.server = server
         self.replid = server.run_id
+        # The ID of the history this one continues (a promoted replica's master's), and the
+        # first offset that is not part of it.
+        self.replid2 = NO_REPLID
+        self.second_replid_offset = -1
         self.offset = 0  # master_repl_offset: the bytes of the stream so far
+        self.backlog: Backlog | None = None
+        self._backlog_timer: Any = None
         self.replicas: list[Replica] = []
         self.listening_ports: dict[int, int] = {}  # client id -> REPLCONF listening-port
+        self.psync2: set[int] = set()  # client ids that sent REPLCONF capa psync2
+        self.sync_full = self.sync_partial_ok = self.sync_partial_err = 0
+        self.good_replicas = 0
+        self._cron_timer: Any = None
         self.waiting: list[Waiting] = []
         self._db = -1  # the database the stream last SELECTed
         self._pending: list[bytes] = []
@@ -80,41 +151,154 @@ class Master:
 
     # --- attaching ---------------------------------------------------------------------------------
 
+    def _feed_on(self) -> None:
+        """Have persistence pass the stream here (before the snapshot: what ended belongs
+        before it), and send what is pending to the replicas attached."""
+        persistence = self.server.persistence
+        if persistence.replica_feed is None:
+            persistence.replica_feed = self.feed
+            persistence.reconcile()
+        persistence.flush_aof(fsync=False)
+        self._flush()
+
+    def psync(self, c: "Client", master_replid: bytes, psync_offset: int) -> None:
+        """PSYNC <replid> <offset>: the stream from offset on if the backlog still holds it,
+        else (and for `PSYNC ? -1`) a full resynchronization."""
+        if self._try_partial(c, master_replid.decode(errors="replace"), psync_offset):
+            self.sync_partial_ok += 1
+            return
+        if master_replid[:1] != b"?":
+            self.sync_partial_err += 1
+        self.sync(c, psync=True)
+
+    def _try_partial(self, c: "Client", master_replid: str, psync_offset: int) -> bool:
+        if self.link is not None:
+            return False  # (a replica does not pass its master's stream on: see replica_link)
+        if master_replid != self.replid and (master_replid != self.replid2
+                                             or psync_offset > self.second_replid_offset):
+            if master_replid != "?":
+                log.info("Partial resynchronization not accepted: Replication ID mismatch "
+                         "(Replica asked for '%s', my replication IDs are '%s' and '%s')",
+                         master_replid, self.replid, self.replid2)
+            return False
+        if self.backlog is None:
+            return False
+        self._feed_on()
+        data = self.backlog.since(psync_offset)
+        if data is None:
+            log.info("Unable to partial resync with replica %s for lack of backlog (Replica "
+                     "request was: %d).", c.addr, psync_offset)
+            return False
+        c.flags = "S"
+        head = (b"+CONTINUE %s\r\n" % self.replid.encode() if c.id in self.psync2
+                else b"+CONTINUE\r\n")
+        c._send(head + data)
+        self._attach(c)
+        log.info("Partial resynchronization request from %s accepted. Sending %d bytes of "
+                 "backlog starting from offset %d.", c.addr, len(data), psync_offset)
+        return True
+
     def sync(self, c: "Client", psync: bool) -> None:
         """SYNC/PSYNC: a snapshot of the data now, then the stream from this point on."""
         persistence = self.server.persistence
-        if self.replicas:
-            persistence.flush_aof(fsync=False)  # what ended belongs before the snapshot
-        else:
-            persistence.replica_feed = self.feed
-            persistence.reconcile()
-            persistence.flush_aof(fsync=False)
-        self._flush()
+        self._feed_on()
+        if self.backlog is None and not self.replicas:
+            # A backlog from scratch starts a new history: a new ID, no previous one.
+            self.replid = new_replid()
+            self.replid2, self.second_replid_offset = NO_REPLID, -1
+            self.backlog = Backlog(self.server.config, self.offset)
+            log.info("Replication backlog created, my new replication IDs are '%s' and '%s'",
+                     self.replid, self.replid2)
         payload = b"".join(persistence._image())
-        head = b"+FULLRESYNC %s %d\r\n" % (self.replid.encode(), self.offset) if psync else b""
+        head = (b"+FULLRESYNC %s %d\r\n" % (self.replid_now.encode(), self.offset_now)
+                if psync else b"")
         c.flags = "S"
         c._send(head + b"$%d\r\n" % len(payload) + payload)
         self._db = -1  # the new replica's stream starts with a SELECT
-        self.replicas.append(Replica(c, self.listening_ports.pop(c.id, 0)))
-        self.server.hooks.add(self.server.hooks.disconnect, self.forget)
-        self._arm_ping()
+        self.sync_full += 1
+        self._attach(c)
         log.info("Replica %s asks for synchronization; full resync at offset %d", c.addr,
                  self.offset)
 
+    def _attach(self, c: "Client") -> None:
+        self.psync2.discard(c.id)
+        self.replicas.append(Replica(c, self.listening_ports.pop(c.id, 0)))
+        self.server.hooks.add(self.server.hooks.disconnect, self.forget)
+        if self._backlog_timer is not None:
+            self._backlog_timer.cancel()
+            self._backlog_timer = None
+        self._arm_ping()
+        self._arm_cron()
+        self.refresh_good()
+
     def forget(self, c: "Client") -> None:
         self.listening_ports.pop(c.id, None)
+        self.psync2.discard(c.id)
         self.waiting = [w for w in self.waiting if w.client is not c]
         kept = [r for r in self.replicas if r.client is not c]
         if len(kept) == len(self.replicas):
             return
         self.replicas = kept
         log.info("Connection with replica %s lost.", c.addr)
+        self.refresh_good()
         if not kept:
             persistence = self.server.persistence
             persistence.flush_aof(fsync=False)
             self._flush()
-            persistence.replica_feed = None
-            persistence.reconcile()
+            ttl = self.server.config.number("repl-backlog-ttl")
+            if self.backlog is None:
+                self._feed_off()
+            elif ttl > 0 and self.link is None and self.server.loop is not None:
+                self._backlog_timer = self.server.loop.call_later(ttl, self._free_backlog)
+
+    def restart_stream(self) -> None:
+        """A replica promoted (REPLICAOF NO ONE): its own writes feed the backlog from now on,
+        the first after a SELECT (replicationUnsetMaster resets slaveseldb)."""
+        self._db = -1
+        self._feed_on()
+        ttl = self.server.config.number("repl-backlog-ttl")
+        if not self.replicas and ttl > 0 and self.server.loop is not None:
+            self._backlog_timer = self.server.loop.call_later(ttl, self._free_backlog)
+
+    def _feed_off(self) -> None:
+        persistence = self.server.persistence
+        persistence.replica_feed = None
+        persistence.reconcile()
+
+    def _free_backlog(self) -> None:
+        """repl-backlog-ttl passed without replicas: the backlog goes, and the history with it
+        (a new ID), as replicationCron does."""
+        self._backlog_timer = None
+        if self.replicas or self.link is not None:
+            return
+        self.backlog = None
+        self.replid = new_replid()
+        self.replid2, self.second_replid_offset = NO_REPLID, -1
+        self._feed_off()
+        log.info("Replication backlog freed after %d seconds without connected replicas.",
+                 self.server.config.number("repl-backlog-ttl"))
+
+    # --- min-replicas-to-write ---------------------------------------------------------------------
+
+    def refresh_good(self) -> None:
+        """refreshGoodSlavesCount: the replicas whose last ACK is at most min-replicas-max-lag
+        seconds old."""
+        config = self.server.config
+        max_lag = config.number("min-replicas-max-lag")
+        now = time.monotonic()
+        good = sum(1 for r in self.replicas if int(now - r.ack_time) <= max_lag)
+        self.good_replicas = good
+        config.note_good_replicas(good)
+
+    def _arm_cron(self) -> None:
+        if self._cron_timer is None and self.server.loop is not None:
+            self._cron_timer = self.server.loop.call_later(1.0, self._cron)
+
+    def _cron(self) -> None:
+        self._cron_timer = None
+        self.refresh_good()
+        if self.replicas:
+            self._arm_cron()
 
     def disconnect_replicas(self) -> None:
         for replica in list(self.replicas):
@@ -139,6 +323,8 @@ class Master:
 
     def _write(self, data: bytes) -> None:
         self.offset += len(data)
+        if self.backlog is not None:
+            self.backlog.append(data)
         self._pending.append(data)
         if not self._flush_scheduled and self.server.loop is not None:
             self._flush_scheduled = True
@@ -173,6 +359,8 @@ class Master:
             return
         replica.ack_offset = max(replica.ack_offset, offset)
         replica.ack_time = time.monotonic()
+        if self.good_replicas < len(self.replicas):
+            self.refresh_good()
         for waiting in list(self.waiting):
             count = self.replicas_at(waiting.offset)
             waiting.block.timeout_reply = count  # what a timeout answers from now on
@@ -204,11 +392,26 @@ class Master:
         now = time.monotonic()
         fields: list[tuple[str, Any]] = [] if self.link is None else self.link.info_fields()
         fields.append(("connected_slaves", len(self.replicas)))
+        config = self.server.config
+        if config.number("min-replicas-to-write") and config.number("min-replicas-max-lag"):
+            fields.append(("min_slaves_good_slaves", self.good_replicas))
         for i, replica in enumerate(self.replicas):
             fields.append((f"slave{i}", f"ip={replica.ip},port={replica.listening_port},"
                            f"state=online,offset={replica.ack_offset},"
                            f"lag={int(now - replica.ack_time)}"))
         return fields
+
+    def history_fields(self) -> list[tuple[str, Any]]:
+        """INFO replication's IDs, offsets and backlog."""
+        backlog = self.backlog
+        return [("master_replid", self.replid_now), ("master_replid2", self.replid2),
+                ("master_repl_offset", self.offset_now),
+                ("second_repl_offset", self.second_replid_offset),
+                ("repl_backlog_active", int(backlog is not None)),
+                ("repl_backlog_size", self.server.config.number("repl-backlog-size")),
+                ("repl_backlog_first_byte_offset",
+                 backlog.first_byte_offset if backlog is not None else 0),
+                ("repl_backlog_histlen", backlog.histlen if backlog is not None else 0)]
 
     @property
     def replid_now(self) -> str:

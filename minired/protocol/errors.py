@@ -619,9 +619,8 @@ READONLY_REPLICA = "READONLY You can't write against a read only replica."
 MIGRATE_KEYS_NEED_EMPTY_KEY = (
     "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
 MIGRATE_TARGET_ERROR = "ERR Target instance replied with error: {}"
-# Redis's text when the target cannot be reached: minired's MIGRATE reaches only the cluster
-# nodes of its own process.
 MIGRATE_CONNECT = "IOERR error or timeout connecting to the client"
+MIGRATE_IO = "IOERR error or timeout {} to target instance"  # writing / reading
 CLUSTER_LAYOUT_CONTROL = (
     "ERR cluster control is disabled; start minired with --cluster-control to use CLUSTER {}")
 CLUSTER_UNSUPPORTED = "ERR CLUSTER {} is not supported by minired"

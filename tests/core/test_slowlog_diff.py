@@ -86,7 +86,14 @@ def test_sensitive_arguments_are_redacted(slow):
                  ("CONFIG", "SET", "masterauth", ""), ("CONFIG", "SET", "MASTERUSER", ""),
                  ("CONFIG", "SET", "requirepass", "", "maxmemory", "0"),
                  ("CONFIG", "SET", "nosuch", "1", "masterauth", "x"),
-                 ("CONFIG", "SET", "masterauth", "x", "maxmemory")):
+                 ("CONFIG", "SET", "masterauth", "x", "maxmemory"),
+                 # (no such key: NOKEY, nothing is connected to)
+                 ("MIGRATE", "h", "1", "nokey", "0", "10", "AUTH", "pw"),
+                 ("MIGRATE", "h", "1", "nokey", "0", "10", "COPY", "AUTH2", "u", "p", "REPLACE"),
+                 ("MIGRATE", "h", "1", "nokey", "0", "10", "AUTH"),
+                 ("MIGRATE", "h", "1", "nokey", "0", "10", "AUTH2", "u"),
+                 ("MIGRATE", "h", "1", "nokey", "0", "10", "AUTH", "p", "FOO", "AUTH", "q"),
+                 ("MIGRATE", "h", "1", "", "0", "10", "AUTH", "p", "KEYS", "a", "AUTH", "x")):
         slow.both(*args)
     try:
         _check_log(slow, "-1")
