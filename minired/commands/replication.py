@@ -9,7 +9,7 @@ from minired.features import replica_link, replication
 from minired.features.oom_score import set_role
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
-from minired.protocol.resp import OK, Encoded, Status
+from minired.protocol.resp import OK, Encoded, ProtocolError, Status, split_inline
 
 G = "server"
 
@@ -81,6 +81,17 @@ def replconf(c, argv):
         elif option == b"capa":
             if value.lower() == b"psync2":
                 state.psync2.add(c.id)  # (+CONTINUE then names the replication ID)
-        elif option not in (b"ip-address", b"rdb-only", b"rdb-filter-only"):
+        elif option == b"rdb-filter-only":
+            # Include filters for the RDB: "functions" only, or nothing at all ("").
+            try:
+                filters = split_inline(value)  # (sdssplitargs)
+            except ProtocolError:
+                raise RedisError(errors.REPLCONF_FILTER_MISSING) from None
+            for name in filters:
+                if name.lower() != b"functions":
+                    raise RedisError(errors.REPLCONF_FILTER_UNSUPPORTED.format(
+                        name.decode(errors="replace")))
+            state.rdb_filters[c.id] = {name.lower().decode() for name in filters}
+        elif option not in (b"ip-address", b"rdb-only"):
             raise RedisError(errors.REPLCONF_UNRECOGNIZED.format(argv[i].decode(errors="replace")))
     return OK

@@ -136,6 +136,8 @@ class Master:
         self._backlog_timer: Any = None
         self.replicas: list[Replica] = []
         self.listening_ports: dict[int, int] = {}  # client id -> REPLCONF listening-port
+        # client id -> what REPLCONF rdb-filter-only keeps of the RDB ("functions", or nothing)
+        self.rdb_filters: dict[int, set[str]] = {}
         self.psync2: set[int] = set()  # client ids that sent REPLCONF capa psync2
         self.sync_full = self.sync_partial_ok = self.sync_partial_err = 0
         self.good_replicas = 0
@@ -209,7 +211,9 @@ class Master:
             self.backlog = Backlog(self.server.config, self.offset)
             log.info("Replication backlog created, my new replication IDs are '%s' and '%s'",
                      self.replid, self.replid2)
-        payload = b"".join(persistence._image())
+        only = self.rdb_filters.pop(c.id, None)
+        payload = b"".join(persistence._image(data=only is None,
+                                              functions=only is None or "functions" in only))
         head = (b"+FULLRESYNC %s %d\r\n" % (self.replid_now.encode(), self.offset_now)
                 if psync else b"")
         c.flags = "S"
@@ -233,6 +237,7 @@ class Master:
 
     def forget(self, c: "Client") -> None:
         self.listening_ports.pop(c.id, None)
+        self.rdb_filters.pop(c.id, None)
         self.psync2.discard(c.id)
         self.waiting = [w for w in self.waiting if w.client is not c]
         kept = [r for r in self.replicas if r.client is not c]

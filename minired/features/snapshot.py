@@ -163,10 +163,14 @@ class Snapshots:
             return self.pending_functions
         return rdb_file.functions_from_payload(self.functions.dump())
 
-    def _image(self, aof_base: bool = False) -> Iterator[bytes]:
+    def _image(self, aof_base: bool = False, data: bool = True,
+               functions: bool = True) -> Iterator[bytes]:
+        """The RDB image; a replica's REPLCONF rdb-filter-only may leave out the keys, the
+        functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS)."""
         server = self.server
         return rdb_file.save_chunks(
-            server.keyspace, self._function_codes(), int(time.time()),
+            server.keyspace if data else _NO_KEYS, self._function_codes() if functions else [],
+            int(time.time()),
             server.memory.used(),
             compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
                            else NO_COMPRESSION),
@@ -387,6 +391,15 @@ class Snapshots:
         except OSError:
             pass
         self.child = None
+
+
+class _NoKeys:
+    """A keyspace of no databases, for an image without the data."""
+
+    dbs: tuple = ()
+
+
+_NO_KEYS = _NoKeys()
 
 
 def _detach_child_signals() -> None:

@@ -631,6 +631,8 @@ CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"
 # Replication (commands/replication.py) and modules, which minired does not have (modules.py).
 INVALID_MASTER_PORT = "ERR Invalid master port"
 REPLCONF_UNRECOGNIZED = "ERR Unrecognized REPLCONF option: {}"
+REPLCONF_FILTER_MISSING = "ERR Missing rdb-filter-only values"
+REPLCONF_FILTER_UNSUPPORTED = "ERR Unsupported rdb-filter-only option: {}"
 READONLY_REPLICA = "READONLY You can't write against a read only replica."
 MASTERDOWN = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
 REPLICAOF_ALREADY = "OK Already connected to specified master"
