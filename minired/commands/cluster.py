@@ -347,11 +347,18 @@ command("slaves", arity=3, flags="admin stale", parent="cluster", group=G,
 
 # --- MIGRATE between the process's nodes --------------------------------------------------------
 
+_MIGRATE_SKIPPED = {b"copy": 0, b"replace": 0, b"auth": 1, b"auth2": 2}
+
+
 def _migrate_keys(argv: list) -> list[int]:
-    """migrateGetKeys: the key argument, or every argument after KEYS."""
-    for index in range(6, len(argv)):
-        if argv[index].lower() == b"keys":
-            return list(range(index + 1, len(argv)))
+    """migrateGetKeys: the key argument, or every argument after KEYS (AUTH's and AUTH2's
+    values skipped; none when KEYS comes with a key argument)."""
+    index = 6
+    while index < len(argv):
+        option = argv[index].lower()
+        if option == b"keys":
+            return [] if argv[3] else list(range(index + 1, len(argv)))
+        index += _MIGRATE_SKIPPED.get(option, 0) + 1
     return [3]
 
 

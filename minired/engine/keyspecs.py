@@ -163,6 +163,11 @@ def _sort(spec: CommandSpec, argv: list) -> list[KeyRef]:
     return [(i, RO_ACCESS if i == 1 else OW_UPDATE) for i in spec.key_indexes(argv)]
 
 
+def _migrate(spec: CommandSpec, argv: list) -> list[KeyRef]:
+    # migrateGetKeys (the table's key finder), every key read, written and deleted.
+    return [(i, ("RW", "access", "delete")) for i in spec.key_indexes(argv)]
+
+
 def _sort_ro(spec: CommandSpec, argv: list) -> list[KeyRef]:
     return [(1, RO_ACCESS)]
 
@@ -201,7 +206,7 @@ def _xread(spec: CommandSpec, argv: list) -> list[KeyRef]:
 
 # The commands Redis gives a getkeys procedure (its fallback when the specs cannot answer).
 _NATIVE: dict[str, Callable[[CommandSpec, list], list[KeyRef]]] = {
-    "set": _set, "bitfield": _bitfield, "sort": _sort, "sort_ro": _sort_ro,
+    "set": _set, "bitfield": _bitfield, "sort": _sort, "sort_ro": _sort_ro, "migrate": _migrate,
     "georadius": _georadius, "georadiusbymember": _georadius,
     "xread": _xread, "xreadgroup": _xread,
     **{name: _generic(1, 2, 3, 1) for name in ("zunionstore", "zinterstore", "zdiffstore")},

@@ -18,6 +18,13 @@ CASES = [
     ("zunionstore", "w1", "2", "r1", "r2"), ("xread", "streams", "r1", "0"),
     ("georadius", "r1", "0", "0", "1", "km", "store", "w1"), ("touch", "w1"), ("dump", "r1"),
     ("restore", "w1", "0", "x"), ("pfcount", "r1"), ("pfmerge", "w1", "r1"),
+    # migrateGetKeys: AUTH and AUTH2 values are skipped, a KEYS value is no keyword
+    ("migrate", "h", "1", "rw1", "0", "500"), ("migrate", "h", "1", "r1", "0", "500"),
+    ("migrate", "h", "1", "", "0", "500", "KEYS", "rw1", "r1"),
+    ("migrate", "h", "1", "", "0", "500", "AUTH", "KEYS", "KEYS", "r1"),
+    ("migrate", "h", "1", "", "0", "500", "AUTH2", "KEYS", "1", "KEYS", "w1"),
+    ("migrate", "h", "1", "", "0", "500", "AUTH2", "u", "KEYS", "KEYS", "rw1"),
+    ("migrate", "h", "1", "r1", "0", "500", "COPY", "REPLACE"),
 ]
 
 
