@@ -280,7 +280,7 @@ class Reader:
                 if compressed_len < 0x40 and plain_len < 0x40 and end <= size:
                     self.pos = end
                     try:
-                        return lzf.decompress(data[pos + 3:end], plain_len)
+                        return lzf.decompress_span(data, pos + 3, end, plain_len)
                     except lzf.LzfError:
                         raise BadData("Invalid LZF compressed string") from None
         n, special = self.length()
