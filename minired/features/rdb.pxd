@@ -21,7 +21,12 @@ cdef class Reader:
                    plain_len=cython.int)
     cpdef bytes string(self)
 
+cdef Py_ssize_t _SHARED_INTEGERS
+cdef list _INT_TEXT
+
+cpdef bytes _int_text(long long value)
+
 @cython.locals(entries=list, buf=cython.p_uchar, pos=Py_ssize_t, end=Py_ssize_t,
                first=cython.int, size=Py_ssize_t, n=Py_ssize_t, value=cython.int,
                width=Py_ssize_t)
-cpdef list listpack_items(bytes blob)
+cpdef list listpack_items(bytes blob, bint text=*)
