@@ -30,3 +30,15 @@ cpdef bytes _int_text(long long value)
                first=cython.int, size=Py_ssize_t, n=Py_ssize_t, value=cython.int,
                width=Py_ssize_t)
 cpdef list listpack_items(bytes blob, bint text=*)
+
+# The writers a save calls per element: C calls between them.
+cpdef object integer_value(raw)
+cpdef bytes encode_length(n)
+@cython.locals(size=Py_ssize_t)
+cpdef bytes encode_string(value, compress_from=*)
+cpdef bytes _lp_backlen(size)
+cpdef bytes _lp_int(value)
+@cython.locals(n=Py_ssize_t)
+cpdef bytes _lp_element(item)
+cpdef bytes _listpack_of(list elements)
+cpdef bytes d2string(value)

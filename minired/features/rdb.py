@@ -357,6 +357,11 @@ def _lp_int(value: int) -> bytes:
 _LP_SMALL_INTS = [bytes((value, 1)) for value in range(128)]
 
 
+# The header and the backlen of a listpack string of under 64 bytes, by its length.
+_LP_SHORT_HEAD = [bytes((0x80 | n,)) for n in range(64)]
+_LP_SHORT_BACKLEN = [bytes((n + 1,)) for n in range(64)]
+
+
 def _lp_element(item: "bytes | int") -> bytes:
     if type(item) is int:
         return _lp_int(item)
@@ -364,9 +369,9 @@ def _lp_element(item: "bytes | int") -> bytes:
     if number is not None:
         return _lp_int(number)
     n = len(item)
-    if n < 64:
-        head = bytes((0x80 | n,))
-    elif n < 4096:
+    if n < 64:  # most elements: two table reads
+        return _LP_SHORT_HEAD[n] + item + _LP_SHORT_BACKLEN[n]
+    if n < 4096:
         head = bytes((0xE0 | (n >> 8), n & 0xFF))
     else:
         head = b"\xf0" + struct.pack("<I", n)
