@@ -4,6 +4,9 @@
 # C calls. Keep Reader's fields equal to its __slots__; edit it together with rdb.py.
 import cython
 
+# LZF's decompress_span as a C call from the reader's string reads.
+from minired.features cimport lzf
+
 cdef class Reader:
     cdef public bytes data
     cdef public Py_ssize_t pos
