@@ -799,6 +799,8 @@ def _decode_node(master_id: tuple, blob: bytes, deep: bool = False) -> StreamNod
         fields = [_as_bytes(next(it)) for _ in range(nfields)]
         next(it)  # the master entry's terminator
         node = StreamNode(master_id, fields)
+        ids = node.ids
+        values = node.values
         master_ms, master_seq = master_id
         last_id = master_id
         for flags in it:
@@ -814,15 +816,18 @@ def _decode_node(master_id: tuple, blob: bytes, deep: bool = False) -> StreamNod
             if flags & _STREAM_DELETED:
                 node.deleted += 1
             else:
-                if node.ids and stream_id <= node.ids[-1]:
+                if ids and stream_id <= ids[-1]:
                     raise BadData("Stream entries out of order")
-                node.append(stream_id, pairs)
+                # (not node.append: it sizes each entry, and the listpack's size says it all)
+                ids.append(stream_id)
+                values.append(pairs)
             last_id = stream_id
     except (StopIteration, TypeError):
         raise BadData("Stream listpack integrity check failed") from None
     node.last_id = last_id
-    # Sizes as the listpack has them (tombstones included), so nodes fill up as in Redis.
-    node._entries_bytes += len(blob) - node.byte_size()
+    # Sizes as the listpack has them (tombstones included), so nodes fill up as in Redis: the
+    # entries take what the listpack holds beyond the node's fixed part and counts.
+    node._entries_bytes = len(blob) - node.byte_size()  # (byte_size counts no entry yet)
     return node
 
 
