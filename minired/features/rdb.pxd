@@ -45,3 +45,7 @@ cpdef bytes _lp_int(value)
 cpdef bytes _lp_element(item)
 cpdef bytes _listpack_of(list elements)
 cpdef bytes d2string(value)
+
+# Sorted set listpacks: the pair loop on C indexes.
+@cython.locals(items=list, count=Py_ssize_t, i=Py_ssize_t, scores=dict)
+cpdef object _zset_listpack(bytes blob)
