@@ -89,7 +89,7 @@ def stop(proc: subprocess.Popen) -> None:
 def ping_stall_during_bgsave(port: int) -> float:
     """The longest PING round trip while a BGSAVE runs (from just before it is asked for)."""
     with socket.create_connection(("127.0.0.1", port)) as s:
-        r = redis.Redis(port=port)
+        r = redis.Redis(port=port, socket_timeout=900)
         worst = 0.0
         r.bgsave()
         while True:
@@ -116,7 +116,7 @@ def measure(work: str, name: str, tree: str, keys: int, round_: int) -> list[flo
     proc, port, loaded = start(name, directory, tree)
     try:
         loaded_cpu = cpu_seconds(proc.pid)
-        r = redis.Redis(port=port)
+        r = redis.Redis(port=port, socket_timeout=900)
         assert r.dbsize() == keys, r.dbsize()
         cpu_before = cpu_seconds(proc.pid)
         began = time.perf_counter()
@@ -179,8 +179,8 @@ def main() -> None:
         source = os.path.join(work, "source")
         os.mkdir(source)
         proc, port, _ = start("redis", source)
-        build(redis.Redis(port=port), args.keys)
-        redis.Redis(port=port).save()
+        build(redis.Redis(port=port, socket_timeout=900), args.keys)
+        redis.Redis(port=port, socket_timeout=900).save()
         stop(proc)
         size = os.path.getsize(os.path.join(source, "dump.rdb"))
         print(f"{args.keys} keys, dump.rdb {size / 1e6:.1f} MB (written by Redis)")
