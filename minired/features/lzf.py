@@ -133,7 +133,7 @@ def decompress(data: bytes, expected: int) -> bytes:
 
 # Whether this module runs compiled (setup.py): its byte loops are then C loops, faster than
 # slicing for the short runs and references LZF is made of; uncompiled, slices are faster.
-_COMPILED = not __file__.endswith(".py")
+_COMPILED = not __file__.endswith((".py", ".pyc"))
 
 
 def decompress_span(data: bytes, start: int, end: int, expected: int) -> bytes:
