@@ -1,11 +1,13 @@
 """dump.rdb load and save times, minired against Redis, and how long BGSAVE holds up requests.
 
-A dataset of --keys keys (mostly short strings, with lists, hashes, sorted sets and streams
+A dataset of --keys keys (mostly short strings, with lists, hashes, sorted sets, sets and streams
 mixed in) is built in redis-server and SAVEd; then for each server: start-up on that file (time
 to the first PONG, minus the time to start on an empty directory), SAVE, and the longest PING
 round trip seen while a BGSAVE runs. The last is the one the event loop cares about: minired's
 BGSAVE forks, so it should cost about what Redis's fork does. Load and SAVE are also given in the
-server's CPU time, steadier than wall time on a shared machine.
+server's CPU time, steadier than wall time on a shared machine. Last, each minired build loads
+and saves the file in-process (`rdb_file.load`, `save_chunks`; CPU seconds, the lowest of
+--rounds): the same work without start-up, logging or fsync.
 
     python bench/persistence.py                  # 200k keys (~1 min)
     python bench/persistence.py --keys 1000000
@@ -43,6 +45,11 @@ def build(r: redis.Redis, keys: int) -> None:
             pipe.zadd(f"zset:{i}", {f"m{j}": j for j in range(10)})
         elif kind == 3:
             pipe.xadd(f"stream:{i}", {"f": i, "g": "value"})
+        elif kind == 4:  # sets: intsets, and string sets (a listpack from Redis 7.2 on)
+            if i % 40 == 4:
+                pipe.sadd(f"set:{i}", *range(i % 50, i % 50 + 12))
+            else:
+                pipe.sadd(f"set:{i}", *[f"member{j}" for j in range(12)])
         else:
             pipe.set(f"key:{i}", f"value-{i}-" + "x" * 20)
         if i % 5000 == 4999:
@@ -82,7 +89,7 @@ def stop(proc: subprocess.Popen) -> None:
 def ping_stall_during_bgsave(port: int) -> float:
     """The longest PING round trip while a BGSAVE runs (from just before it is asked for)."""
     with socket.create_connection(("127.0.0.1", port)) as s:
-        r = redis.Redis(port=port)
+        r = redis.Redis(port=port, socket_timeout=900)
         worst = 0.0
         r.bgsave()
         while True:
@@ -109,7 +116,7 @@ def measure(work: str, name: str, tree: str, keys: int, round_: int) -> list[flo
     proc, port, loaded = start(name, directory, tree)
     try:
         loaded_cpu = cpu_seconds(proc.pid)
-        r = redis.Redis(port=port)
+        r = redis.Redis(port=port, socket_timeout=900)
         assert r.dbsize() == keys, r.dbsize()
         cpu_before = cpu_seconds(proc.pid)
         began = time.perf_counter()
@@ -120,6 +127,42 @@ def measure(work: str, name: str, tree: str, keys: int, round_: int) -> list[flo
     finally:
         stop(proc)
     return [loaded - baseline, loaded_cpu - baseline_cpu, saved, saved_cpu, stall]
+
+
+# Runs in a minired tree: load the file and save it in-process, print the CPU seconds of each.
+_IN_PROCESS = """
+import sys, time
+from minired.data.keyspace import Keyspace
+from minired.features import rdb, rdb_file
+data = open(sys.argv[1], "rb").read()
+best_load = best_save = float("inf")
+for _ in range(int(sys.argv[2])):
+    keyspace = Keyspace(16)
+    began = time.process_time()
+    rdb_file.load(data, keyspace, 0)
+    best_load = min(best_load, time.process_time() - began)
+    began = time.process_time()
+    for _ in rdb_file.save_chunks(keyspace, [], 0, 0, compact=rdb.Compact()):
+        pass
+    best_save = min(best_save, time.process_time() - began)
+print(best_load, best_save)
+"""
+
+
+def in_process(tree: str, path: str, rounds: int) -> list[float]:
+    """[load CPU s, save CPU s] of one minired build, in-process."""
+    env = None
+    cwd = None
+    if tree:
+        tree_path, _, pure = tree.partition(":")
+        cwd = os.path.abspath(tree_path)
+        env = dict(os.environ, PYTHONPATH=cwd)
+        env.pop("MINIRED_PURE_PYTHON", None)
+        if pure:
+            env["MINIRED_PURE_PYTHON"] = "1"
+    out = subprocess.run([sys.executable, "-c", _IN_PROCESS, path, str(rounds)], env=env,
+                         cwd=cwd, capture_output=True, text=True, check=True).stdout
+    return [float(x) for x in out.split()]
 
 
 def main() -> None:
@@ -136,8 +179,8 @@ def main() -> None:
         source = os.path.join(work, "source")
         os.mkdir(source)
         proc, port, _ = start("redis", source)
-        build(redis.Redis(port=port), args.keys)
-        redis.Redis(port=port).save()
+        build(redis.Redis(port=port, socket_timeout=900), args.keys)
+        redis.Redis(port=port, socket_timeout=900).save()
         stop(proc)
         size = os.path.getsize(os.path.join(source, "dump.rdb"))
         print(f"{args.keys} keys, dump.rdb {size / 1e6:.1f} MB (written by Redis)")
@@ -154,6 +197,12 @@ def main() -> None:
             load, load_cpu, save, save_cpu, stall = best[name]
             print(f"{name:14} {load:8.2f} {load_cpu:11.2f} {save:8.2f} {save_cpu:11.2f} "
                   f"{stall * 1000:16.1f}")
+        print(f"\nin-process, CPU s (lowest of {args.rounds})")
+        print(f"{'':14} {'load':>8} {'save':>8}")
+        for name, tree in builds:
+            load_cpu, save_cpu = in_process(tree, os.path.join(work, "source", "dump.rdb"),
+                                            args.rounds)
+            print(f"{name:14} {load_cpu:8.3f} {save_cpu:8.3f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

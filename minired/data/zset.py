@@ -106,10 +106,19 @@ class ZSet:
     def __repr__(self) -> str:
         return f"ZSet({list(self.order)!r})"
 
+    @classmethod
+    def from_scores(cls, scores: dict[bytes, float]) -> "ZSet":
+        """The sorted set of these members and scores (taken, not copied), its order made in
+        one sort: adding members one at a time would insort each (a load, a copy)."""
+        zset = cls.__new__(cls)
+        zset.scores = scores
+        zset.order = SortedList([(score, member) for member, score in scores.items()])
+        return zset
+
     def copy(self) -> "ZSet":
-        clone = ZSet()
+        clone = ZSet.__new__(ZSet)
         clone.scores = dict(self.scores)
-        clone.order = SortedList(self.order)
+        clone.order = SortedList(self.order)  # (already in order: timsort takes it in one pass)
         return clone
 
     def __deepcopy__(self, memo: dict) -> "ZSet":

@@ -14,7 +14,12 @@ cpdef unsigned int _idx(unsigned int h)
                matched=cython.bint, buf=cython.p_uchar, out=bytearray, htab=dict)
 cpdef object compress(bytes data, Py_ssize_t out_len)
 
-@cython.locals(i=Py_ssize_t, n=Py_ssize_t, ctrl=cython.int, run=Py_ssize_t,
-               length=Py_ssize_t, ref=Py_ssize_t, buf=cython.p_uchar, out=bytearray,
-               pattern=bytearray)
+cdef bint _COMPILED
+cdef Py_ssize_t _MAX_RATIO
+
 cpdef bytes decompress(bytes data, expected)
+
+@cython.locals(i=Py_ssize_t, o=Py_ssize_t, k=Py_ssize_t, ctrl=cython.int, run=Py_ssize_t,
+               length=Py_ssize_t, ref=Py_ssize_t, buf=cython.p_uchar, obuf=cython.p_uchar,
+               out=bytearray, pattern=bytearray)
+cpdef bytes decompress_span(bytes data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t expected)

@@ -121,38 +121,67 @@ class LzfError(ValueError):
     """The bytes are not an LZF stream of the announced length."""
 
 
+# The most one byte of LZF input can stand for: a 3-byte back reference copies 264 bytes.
+_MAX_RATIO = 88
+
+
 def decompress(data: bytes, expected: int) -> bytes:
-    out = bytearray()
-    buf = data
-    i, n = 0, len(data)
-    while i < n:
+    if expected > _MAX_RATIO * len(data):  # (no buffer of a size the data cannot fill)
+        raise LzfError
+    return decompress_span(data, 0, len(data), expected)
+
+
+# Whether this module runs compiled (setup.py): its byte loops are then C loops, faster than
+# slicing for the short runs and references LZF is made of; uncompiled, slices are faster.
+_COMPILED = not __file__.endswith((".py", ".pyc"))
+
+
+def decompress_span(data: bytes, start: int, end: int, expected: int) -> bytes:
+    """lzf_decompress of data[start:end] (the reader's strings decompress in place, unsliced)
+    into exactly `expected` bytes; LzfError if it is not that."""
+    if start < 0 or end > len(data) or expected < 0 or expected > _MAX_RATIO * (end - start):
+        raise LzfError
+    out = bytearray(expected)
+    obuf = out  # compiled, a pointer into out (lzf.pxd)
+    buf = data  # compiled, a pointer into data
+    i, o = start, 0
+    while i < end:
         ctrl = buf[i]
         i += 1
         if ctrl < 32:
             run = ctrl + 1
-            if i + run > n:
+            if i + run > end or o + run > expected:
                 raise LzfError
-            out += data[i:i + run]
+            if _COMPILED:
+                for k in range(run):
+                    obuf[o + k] = buf[i + k]
+            else:
+                out[o:o + run] = data[i:i + run]
             i += run
+            o += run
             continue
         length = ctrl >> 5
         if length == 7:
-            if i >= n:
+            if i >= end:
                 raise LzfError
             length += buf[i]
             i += 1
-        if i >= n:
+        if i >= end:
             raise LzfError
-        ref = len(out) - ((ctrl & 0x1F) << 8) - buf[i] - 1
+        ref = o - ((ctrl & 0x1F) << 8) - buf[i] - 1
         i += 1
-        if ref < 0:
-            raise LzfError
         length += 2
-        if ref + length <= len(out):
-            out += out[ref:ref + length]
+        if ref < 0 or o + length > expected:
+            raise LzfError
+        if _COMPILED:  # byte by byte, as lzf_d.c: an overlapping copy repeats what it wrote
+            for k in range(length):
+                obuf[o + k] = obuf[ref + k]
+        elif ref + length <= o:
+            out[o:o + length] = out[ref:ref + length]
         else:  # the copy overlaps what it writes: the bytes from ref on, repeated
-            pattern = out[ref:]
-            out += (pattern * (length // len(pattern) + 1))[:length]
-    if len(out) != expected:
+            pattern = out[ref:o]
+            out[o:o + length] = (pattern * (length // len(pattern) + 1))[:length]
+        o += length
+    if o != expected:
         raise LzfError
     return bytes(out)

@@ -4,6 +4,9 @@
 # C calls. Keep Reader's fields equal to its __slots__; edit it together with rdb.py.
 import cython
 
+# LZF's decompress_span as a C call from the reader's string reads.
+from minired.features cimport lzf
+
 cdef class Reader:
     cdef public bytes data
     cdef public Py_ssize_t pos
@@ -21,7 +24,28 @@ cdef class Reader:
                    plain_len=cython.int)
     cpdef bytes string(self)
 
+cdef Py_ssize_t _SHARED_INTEGERS
+cdef list _INT_TEXT
+
+cpdef bytes _int_text(long long value)
+
 @cython.locals(entries=list, buf=cython.p_uchar, pos=Py_ssize_t, end=Py_ssize_t,
                first=cython.int, size=Py_ssize_t, n=Py_ssize_t, value=cython.int,
                width=Py_ssize_t)
-cpdef list listpack_items(bytes blob)
+cpdef list listpack_items(bytes blob, bint text=*)
+
+# The writers a save calls per element: C calls between them.
+cpdef object integer_value(raw)
+cpdef bytes encode_length(n)
+@cython.locals(size=Py_ssize_t)
+cpdef bytes encode_string(value, compress_from=*)
+cpdef bytes _lp_backlen(size)
+cpdef bytes _lp_int(value)
+@cython.locals(n=Py_ssize_t)
+cpdef bytes _lp_element(item)
+cpdef bytes _listpack_of(list elements)
+cpdef bytes d2string(value)
+
+# Sorted set listpacks: the pair loop on C indexes.
+@cython.locals(items=list, count=Py_ssize_t, i=Py_ssize_t, scores=dict)
+cpdef object _zset_listpack(bytes blob)

@@ -15,8 +15,6 @@ import struct
 from collections import deque
 from typing import Any, Callable
 
-from sortedcontainers import SortedList
-
 from minired.data.keyspace import type_name
 from minired.data.stream import Stream, StreamNode
 from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, estimate_entries_read
@@ -280,7 +278,7 @@ class Reader:
                 if compressed_len < 0x40 and plain_len < 0x40 and end <= size:
                     self.pos = end
                     try:
-                        return lzf.decompress(data[pos + 3:end], plain_len)
+                        return lzf.decompress_span(data, pos + 3, end, plain_len)
                     except lzf.LzfError:
                         raise BadData("Invalid LZF compressed string") from None
         n, special = self.length()
@@ -359,6 +357,11 @@ def _lp_int(value: int) -> bytes:
 _LP_SMALL_INTS = [bytes((value, 1)) for value in range(128)]
 
 
+# The header and the backlen of a listpack string of under 64 bytes, by its length.
+_LP_SHORT_HEAD = [bytes((0x80 | n,)) for n in range(64)]
+_LP_SHORT_BACKLEN = [bytes((n + 1,)) for n in range(64)]
+
+
 def _lp_element(item: "bytes | int") -> bytes:
     if type(item) is int:
         return _lp_int(item)
@@ -366,9 +369,9 @@ def _lp_element(item: "bytes | int") -> bytes:
     if number is not None:
         return _lp_int(number)
     n = len(item)
-    if n < 64:
-        head = bytes((0x80 | n,))
-    elif n < 4096:
+    if n < 64:  # most elements: two table reads
+        return _LP_SHORT_HEAD[n] + item + _LP_SHORT_BACKLEN[n]
+    if n < 4096:
         head = bytes((0xE0 | (n >> 8), n & 0xFF))
     else:
         head = b"\xf0" + struct.pack("<I", n)
@@ -390,8 +393,24 @@ def _listpack_of(elements: list[bytes]) -> bytes:
 _LP_INT_WIDTH = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}
 
 
-def listpack_items(blob: bytes) -> list:
-    """The elements of a listpack: bytes for strings, ints for integers."""
+# Integers 0..9999 as text, shared by every value loaded (as Redis shares OBJ_SHARED_INTEGERS):
+# one bytes object each instead of one per element, and no formatting. Made on first use.
+_SHARED_INTEGERS = 10000
+_INT_TEXT: list[bytes] = []
+
+
+def _int_text(value: int) -> bytes:
+    """An integer element as the text Redis returns for it."""
+    if 0 <= value < _SHARED_INTEGERS:
+        if not _INT_TEXT:
+            _INT_TEXT.extend([b"%d" % i for i in range(_SHARED_INTEGERS)])
+        return _INT_TEXT[value]
+    return b"%d" % value
+
+
+def listpack_items(blob: bytes, text: bool = False) -> list:
+    """The elements of a listpack: bytes for strings, and for integers ints (or, with `text`,
+    their decimal text)."""
     if len(blob) < 7 or struct.unpack("<I", blob[:4])[0] != len(blob) or blob[-1] != 0xFF:
         raise BadData("Listpack integrity check failed")
     entries: list = []
@@ -401,7 +420,7 @@ def listpack_items(blob: bytes) -> list:
     while pos < end:
         first = buf[pos]
         if first < 0x80:
-            append(first)
+            append(_int_text(first) if text else first)
             size = 1
         elif first < 0xC0:
             n = first & 0x3F
@@ -409,7 +428,8 @@ def listpack_items(blob: bytes) -> list:
             size = 1 + n
         elif first < 0xE0:
             value = ((first & 0x1F) << 8) | buf[pos + 1]
-            append(value - 8192 if value >= 4096 else value)
+            value = value - 8192 if value >= 4096 else value
+            append(_int_text(value) if text else value)
             size = 2
         elif first < 0xF0:
             n = ((first & 0x0F) << 8) | buf[pos + 1]
@@ -421,7 +441,8 @@ def listpack_items(blob: bytes) -> list:
             size = 5 + n
         elif first in _LP_INT_WIDTH:
             width = _LP_INT_WIDTH[first]
-            append(int.from_bytes(blob[pos + 1:pos + 1 + width], "little", signed=True))
+            number = int.from_bytes(blob[pos + 1:pos + 1 + width], "little", signed=True)
+            append(_int_text(number) if text else number)
             size = 1 + width
         else:
             raise BadData("Listpack integrity check failed")
@@ -554,12 +575,12 @@ def _read_ziplist(reader: "Reader") -> bytes:
 
 
 def _as_bytes(item: "bytes | int") -> bytes:
-    return item if type(item) is bytes else b"%d" % item
+    return item if type(item) is bytes else _int_text(item)
 
 
 def listpack_entries(blob: bytes) -> list[bytes]:
     """The elements of a listpack, integers spelled in decimal as Redis returns them."""
-    return [item if type(item) is bytes else b"%d" % item for item in listpack_items(blob)]
+    return listpack_items(blob, True)
 
 
 def ziplist_entries(blob: bytes) -> list[bytes]:
@@ -586,22 +607,23 @@ def ziplist_entries(blob: bytes) -> list[bytes]:
                 entries.append(blob[pos + 5:pos + 5 + n])
                 pos += 5 + n
             elif first == 0xC0:
-                entries.append(b"%d" % struct.unpack("<h", blob[pos + 1:pos + 3])[0])
+                entries.append(_int_text(struct.unpack("<h", blob[pos + 1:pos + 3])[0]))
                 pos += 3
             elif first == 0xD0:
-                entries.append(b"%d" % struct.unpack("<i", blob[pos + 1:pos + 5])[0])
+                entries.append(_int_text(struct.unpack("<i", blob[pos + 1:pos + 5])[0]))
                 pos += 5
             elif first == 0xE0:
-                entries.append(b"%d" % struct.unpack("<q", blob[pos + 1:pos + 9])[0])
+                entries.append(_int_text(struct.unpack("<q", blob[pos + 1:pos + 9])[0]))
                 pos += 9
             elif first == 0xF0:
-                entries.append(b"%d" % int.from_bytes(blob[pos + 1:pos + 4], "little", signed=True))
+                entries.append(_int_text(int.from_bytes(blob[pos + 1:pos + 4], "little",
+                                                        signed=True)))
                 pos += 4
             elif first == 0xFE:
-                entries.append(b"%d" % struct.unpack("<b", blob[pos + 1:pos + 2])[0])
+                entries.append(_int_text(struct.unpack("<b", blob[pos + 1:pos + 2])[0]))
                 pos += 2
             elif 0xF1 <= first <= 0xFD:
-                entries.append(b"%d" % ((first & 0x0F) - 1))
+                entries.append(_int_text((first & 0x0F) - 1))
                 pos += 1
             else:
                 raise BadData("Ziplist integrity check failed")
@@ -644,14 +666,17 @@ def zipmap_pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
     return pairs
 
 
+_INTSET_FORMAT = {2: "h", 4: "i", 8: "q"}
+
+
 def _intset(blob: bytes) -> set[bytes]:
     if len(blob) < 8:
         raise BadData("Intset integrity check failed")
     width, count = struct.unpack("<II", blob[:8])
-    if width not in (2, 4, 8) or len(blob) != 8 + width * count:
+    if width not in _INTSET_FORMAT or len(blob) != 8 + width * count:
         raise BadData("Intset integrity check failed")
-    return {b"%d" % int.from_bytes(blob[8 + i * width:8 + (i + 1) * width], "little", signed=True)
-            for i in range(count)}
+    numbers = struct.unpack_from("<%d%s" % (count, _INTSET_FORMAT[width]), blob, 8)
+    return {_int_text(number) for number in numbers}
 
 
 def _pairs(items: list[bytes]) -> list[tuple[bytes, bytes]]:
@@ -660,8 +685,10 @@ def _pairs(items: list[bytes]) -> list[tuple[bytes, bytes]]:
     return list(zip(items[::2], items[1::2]))
 
 
-# The longest number strtod reads at the start of a string (after white space).
-_STRTOD_PREFIX = re.compile(
+# The longest number strtod reads at the start of a string (after white space). A pattern, not
+# compiled here: re compiles (and caches) it on first use, for the rare score that is not a
+# plain number, rather than at every start (~0.4 ms).
+_STRTOD_PREFIX = (
     rb"[ \t\n\v\f\r]*([+-]?(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
     rb"(?:[pP][+-]?[0-9]+)?|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
     rb"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN]))")
@@ -675,7 +702,7 @@ def _score(raw: bytes) -> float:
             raise ValueError
         score = float(raw)
     except ValueError:
-        match = _STRTOD_PREFIX.match(raw[:127].split(b"\0", 1)[0])
+        match = re.match(_STRTOD_PREFIX, raw[:127].split(b"\0", 1)[0])
         if match is None:
             return 0.0
         number = match.group(1)
@@ -772,6 +799,8 @@ def _decode_node(master_id: tuple, blob: bytes, deep: bool = False) -> StreamNod
         fields = [_as_bytes(next(it)) for _ in range(nfields)]
         next(it)  # the master entry's terminator
         node = StreamNode(master_id, fields)
+        ids = node.ids
+        values = node.values
         master_ms, master_seq = master_id
         last_id = master_id
         for flags in it:
@@ -787,15 +816,18 @@ def _decode_node(master_id: tuple, blob: bytes, deep: bool = False) -> StreamNod
             if flags & _STREAM_DELETED:
                 node.deleted += 1
             else:
-                if node.ids and stream_id <= node.ids[-1]:
+                if ids and stream_id <= ids[-1]:
                     raise BadData("Stream entries out of order")
-                node.append(stream_id, pairs)
+                # (not node.append: it sizes each entry, and the listpack's size says it all)
+                ids.append(stream_id)
+                values.append(pairs)
             last_id = stream_id
     except (StopIteration, TypeError):
         raise BadData("Stream listpack integrity check failed") from None
     node.last_id = last_id
-    # Sizes as the listpack has them (tombstones included), so nodes fill up as in Redis.
-    node._entries_bytes += len(blob) - node.byte_size()
+    # Sizes as the listpack has them (tombstones included), so nodes fill up as in Redis: the
+    # entries take what the listpack holds beyond the node's fixed part and counts.
+    node._entries_bytes = len(blob) - node.byte_size()  # (byte_size counts no entry yet)
     return node
 
 
@@ -1057,19 +1089,46 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
 
 
 def _zset(pairs: list[tuple[bytes, float]]) -> ZSet:
-    # Built as ZSet.copy builds one: a member at a time would insort each (5x slower loads).
     scores = {member: score + 0.0 for member, score in pairs}  # -0.0 as ZSet.add stores it
     if len(scores) != len(pairs):
         raise BadData("Duplicate zset fields detected")
-    zset = ZSet()
-    zset.scores = scores
-    zset.order = SortedList([(score, member) for member, score in scores.items()])
-    return zset
+    return ZSet.from_scores(scores)
+
+
+def _zset_listpack(blob: bytes) -> ZSet:
+    """A listpack of member, score, member, score...: integers read as numbers, not as text
+    that is then parsed (most scores are integers)."""
+    items = listpack_items(blob)
+    count = len(items)
+    if count % 2:
+        raise BadData("Listpack integrity check failed")
+    scores = {}
+    for i in range(0, count, 2):
+        member = items[i]
+        score = items[i + 1]
+        if type(member) is not bytes:
+            member = _int_text(member)
+        # (-0.0 as ZSet.add stores it)
+        scores[member] = float(score) if type(score) is int else _score(score) + 0.0
+    if len(scores) != count // 2:
+        raise BadData("Duplicate zset fields detected")
+    return ZSet.from_scores(scores)
 
 
 def _hash(pairs: list[tuple[bytes, bytes]]) -> dict:
     value = dict(pairs)
     if len(value) != len(pairs):
+        raise BadData("Duplicate hash fields detected")
+    return value
+
+
+def _hash_of(items: list[bytes]) -> dict:
+    """A hash from its fields and values in turn, as listpacks and ziplists hold them."""
+    if len(items) % 2:
+        raise BadData("Listpack integrity check failed")
+    it = iter(items)
+    value = dict(zip(it, it))
+    if 2 * len(value) != len(items):
         raise BadData("Duplicate hash fields detected")
     return value
 
@@ -1113,12 +1172,11 @@ _DECODERS: dict[int, Callable[[Reader], Any]] = {
     TYPE_SET_INTSET: lambda r: _intset(_read_packed(r, check_intset)),
     TYPE_ZSET_ZIPLIST: lambda r: _zset([(m, _score(s)) for m, s in
                                         _pairs(ziplist_entries(_read_ziplist(r)))]),
-    TYPE_HASH_ZIPLIST: lambda r: _hash(_pairs(ziplist_entries(_read_ziplist(r)))),
+    TYPE_HASH_ZIPLIST: lambda r: _hash_of(ziplist_entries(_read_ziplist(r))),
     TYPE_LIST_QUICKLIST: lambda r: _read_quicklist(r, False),
     TYPE_STREAM_LISTPACKS: lambda r: _decode_stream(r, False),
-    TYPE_HASH_LISTPACK: lambda r: _hash(_pairs(listpack_entries(_read_packed(r, check_listpack)))),
-    TYPE_ZSET_LISTPACK: lambda r: _zset([(m, _score(s)) for m, s in
-                                         _pairs(listpack_entries(_read_packed(r, check_listpack)))]),
+    TYPE_HASH_LISTPACK: lambda r: _hash_of(listpack_entries(_read_packed(r, check_listpack))),
+    TYPE_ZSET_LISTPACK: lambda r: _zset_listpack(_read_packed(r, check_listpack)),
     TYPE_LIST_QUICKLIST_2: lambda r: _read_quicklist(r, True),
     TYPE_STREAM_LISTPACKS_2: lambda r: _decode_stream(r, True),
 }

@@ -77,6 +77,26 @@ def test_first_reply_needs_none_of_the_lazily_loaded_modules(first_pong_report):
     assert sorted(loaded_by_minired & LAZY_MODULES) == []
 
 
+def test_loading_sources_over_compiled_modules_needs_none_of_them(tmp_path, monkeypatch):
+    # The uncompiled run of a compiled install (MINIRED_PURE_PYTHON=1, or a source edited since
+    # the build) loads modules through minired._sources' finder, which the first-reply test
+    # above only meets where this checkout happens to be compiled. Its imports must stay off
+    # the lazy list either way (importlib.abc, say, brings importlib.resources and tempfile).
+    probe = tmp_path / "minired_source_probe.py"
+    probe.write_text("LOADED = True\n")
+    monkeypatch.setenv("MINIRED_PURE_PYTHON", "1")  # (the finder then prints no notice)
+    code = ("import json, sys\n"
+            "from minired._sources import SourceOverStaleExtension\n"
+            f"sys.meta_path.insert(0, SourceOverStaleExtension({{'minired_source_probe': {str(probe)!r}}}))\n"
+            "import minired_source_probe\n"
+            "assert minired_source_probe.LOADED\n"
+            "print(json.dumps(sorted(sys.modules)))\n")
+    bare = set(json.loads(_run_python("import json, sys; print(json.dumps(sorted(sys.modules)))")))
+    loaded = set(json.loads(_run_python(code).splitlines()[-1])) - bare
+    assert "minired_source_probe" in loaded
+    assert sorted(loaded & LAZY_MODULES) == []
+
+
 def test_cli_server_runs_with_the_cyclic_gc_on(first_pong_report):
     assert first_pong_report["gc"] is True
 
