@@ -48,13 +48,23 @@ def client_info_line(c, current=None, running: str = "") -> str:
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
         f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
-        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
+        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 "
+        f"omem={output_bytes(conn) if conn is not None else 0} "
         f"tot-mem=0 events=r cmd={cmd} user={_user_name(c)} redir={_tracking_redirect(c)} "
         f"resp={c.protocol} "
         f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
     )
 
 
+
+
+def output_bytes(conn) -> int:
+    """omem: the replies not written yet (gathered for this pass, or queued in the transport)."""
+    transport = conn.transport
+    size = transport.get_write_buffer_size() if transport is not None else 0
+    if conn.outbox:
+        size += sum(len(part) for part in conn.outbox)
+    return size
 
 
 def _tracking_state(c):

@@ -120,8 +120,9 @@ class Server:
         self.propagate: Propagate | None = None
         # Make logged writes durable before a reply leaves (appendfsync always).
         self.sync_before_reply: Callable[[], None] | None = None
-        # A write left bytes queued in the transport (security: output buffer limits).
-        self.output_buffer_guard: Callable[[ClientProtocol], None] | None = None
+        # Output buffer limits (features/output_limits.py): called after a write left bytes
+        # queued in the transport; `threshold` and `refuses` check a large write before it.
+        self.output_buffer_guard: Any = None
         self.memory = MemorySampler()
         # Connections whose replies wait for the end of this pass of the loop (flush_replies).
         self.outbox_queue: list[ClientProtocol] = []
@@ -794,12 +795,18 @@ class ClientProtocol:
             server = self.server
             if server.sync_before_reply is not None:
                 server.sync_before_reply()
+            guard = server.output_buffer_guard
+            # A write larger than the smallest output limit is checked before it leaves: a
+            # client it takes past its hard limit gets none of it (output_limits.py).
+            if guard is not None and len(data) >= guard.threshold and guard.refuses(self,
+                                                                                  len(data)):
+                return
             stats = server.stats
             stats.net_output_bytes += len(data)
             stats.writes_processed += 1
             self._transport_write(data)
-            if server.output_buffer_guard is not None and self._transport_buffered():
-                server.output_buffer_guard(self)
+            if guard is not None and self._transport_buffered():
+                guard(self)
 
     def _close(self) -> None:
         if self.close_mode:
