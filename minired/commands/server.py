@@ -270,6 +270,8 @@ def config_set(c, argv):
             latency.set_tracking(all_specs(), config.get(name) == "yes")
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
             c.server.tracking.limit_table(from_cron=True)
+        elif name == "client-output-buffer-limit" and c.server.output_buffer_guard is not None:
+            c.server.output_buffer_guard.limits()  # (its threshold is read on every write)
     return OK
 
 
