@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from minired.engine import querybuf
+from minired.engine import querybuf, replybuf
 
 
 def on_unix_socket(c) -> bool:
@@ -44,11 +44,13 @@ def client_info_line(c, current=None, running: str = "") -> str:
     conn = c.connection
     qbuf, qbuf_free = (querybuf.figures(conn, now, c.last_interaction) if conn is not None
                        else (0, 0))
+    rbs, rbp = (replybuf.figures(conn, int(now * 1000), c.server.debug) if conn is not None
+                else (replybuf.CHUNK_BYTES, 0))
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
         f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
-        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 "
+        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs={rbs} rbp={rbp} obl=0 oll=0 "
         f"omem={output_bytes(conn) if conn is not None else 0} "
         f"tot-mem=0 events=r cmd={cmd} user={_user_name(c)} redir={_tracking_redirect(c)} "
         f"resp={c.protocol} "

@@ -31,7 +31,7 @@ _CRON_HZ = 10  # clientsCron visits each client every 100 ms (with few clients)
 _SCAN_COMMANDS = 64
 
 
-def _jemalloc_size(n: int) -> int:
+def jemalloc_size(n: int) -> int:
     """The size jemalloc's size class for an n-byte request gives (x86-64: 16-byte quantum,
     four classes per doubling)."""
     if n <= 8:
@@ -46,7 +46,7 @@ def sds_room(size: int) -> int:
     """sdsalloc() of an sds string made to hold `size` bytes (sdsMakeRoomFor, sdsnewlen): the
     allocator's usable size less the header of the sds type `size` needs and the terminator."""
     header = 3 if size < 1 << 8 else 5 if size < 1 << 16 else 9 if size < 1 << 32 else 17
-    return _jemalloc_size(header + size + 1) - header - 1
+    return jemalloc_size(header + size + 1) - header - 1
 
 
 def before_read(conn: Any, now: float, last_interaction: float) -> None:

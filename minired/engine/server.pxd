@@ -38,6 +38,7 @@ cdef class ClientProtocol:
     # Set on every read: C values (querybuf.py reads them on the rare reads that need it).
     cdef public long long qb_length, qb_alloc, qb_peak, qb_bulk, qb_tick
     cdef public double qb_next_tick
+    cdef public long long rb_size, rb_peak, rb_tick, rb_reset_ms
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser

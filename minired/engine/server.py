@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minired import REDIS_VERSION, __version__
 from minired.data.keyspace import Keyspace
-from minired.engine import client_reply, dispatch, latency, querybuf
+from minired.engine import client_reply, dispatch, latency, querybuf, replybuf
 from minired.engine.blocking import Block, BlockingManager
 from minired.engine.client import Client
 from minired.engine.config import Config
@@ -374,7 +374,8 @@ class ClientProtocol:
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
                  "_transport_write", "_transport_buffered", "outbox", "echo", "held", "paced",
                  "close_mode",
-                 "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick")
+                 "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick",
+                 "rb_size", "rb_peak", "rb_tick", "rb_reset_ms")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -399,6 +400,13 @@ class ClientProtocol:
         # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
         self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
         self.qb_next_tick = 0.0
+        # The reply buffer Redis would have, for CLIENT LIST (replybuf.py): its size, the
+        # largest write (one compare per write) and the cron's last visit and peak reset.
+        now_ms = int(_monotonic() * 1000)
+        self.rb_size = replybuf.CHUNK_BYTES
+        self.rb_peak = 0
+        self.rb_tick = now_ms // 100
+        self.rb_reset_ms = now_ms
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
@@ -801,6 +809,8 @@ class ClientProtocol:
             if guard is not None and len(data) >= guard.threshold and guard.refuses(self,
                                                                                   len(data)):
                 return
+            if len(data) > self.rb_peak:
+                self.rb_peak = len(data)
             stats = server.stats
             stats.net_output_bytes += len(data)
             stats.writes_processed += 1
