@@ -240,7 +240,7 @@ def _memory_section(server) -> list[str]:
         ("mem_allocator", "pymalloc"),
         ("active_defrag_running", 0),
         ("lazyfree_pending_objects", 0),
-        ("lazyfreed_objects", 0),
+        ("lazyfreed_objects", server.stats.lazyfreed_objects),
     ))
 
 

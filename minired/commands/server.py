@@ -37,15 +37,20 @@ log = logging.getLogger("minired")
 
 # --- keyspace-wide -------------------------------------------------------------------------------
 
-def _flush_mode(argv) -> None:
+def _flush_mode(c, argv, dbs) -> None:
+    """SYNC or ASYNC (lazyfree-lazy-user-flush without either): an ASYNC flush frees every key
+    in the background, as INFO lazyfreed_objects counts (emptyDbAsync)."""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() not in (b"async", b"sync")):
         raise RedisError(errors.SYNTAX)
+    if (argv[1].lower() == b"async" if len(argv) == 2
+            else c.server.config.get("lazyfree-lazy-user-flush") == "yes"):
+        c.server.stats.lazyfreed_objects += sum(len(db.data) for db in dbs)
 
 
 @command("flushall", arity=-1, flags="write", group=G)
 def flushall(c, argv):
     """Remove all keys from all databases"""
-    _flush_mode(argv)
+    _flush_mode(c, argv, c.server.keyspace.dbs)
     _tell_trackers(c)
     c.server.keyspace.flushall()
     persistence = c.server.saver
@@ -57,7 +62,7 @@ def flushall(c, argv):
 @command("flushdb", arity=-1, flags="write", group=G)
 def flushdb(c, argv):
     """Remove all keys from the current database"""
-    _flush_mode(argv)
+    _flush_mode(c, argv, (c.db,))
     _tell_trackers(c)
     c.db.flush()
     return OK

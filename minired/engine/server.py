@@ -48,7 +48,8 @@ class Stats:
     __slots__ = ("started", "started_monotonic", "connections_received",
                  "commands_processed", "rejected_connections", "expired_keys",
                  "net_input_bytes", "net_output_bytes", "error_replies",
-                 "reads_processed", "writes_processed", "dump_payload_sanitizations")
+                 "reads_processed", "writes_processed", "dump_payload_sanitizations",
+                 "lazyfreed_objects")
 
     def __init__(self) -> None:
         self.started = time.time()
@@ -68,6 +69,9 @@ class Stats:
         self.writes_processed = 0
         # INFO dump_payload_sanitizations: listpacks, intsets and stream nodes checked deeply.
         self.dump_payload_sanitizations = 0
+        # INFO lazyfreed_objects: values Redis would have freed in the background (UNLINK of a
+        # big value, FLUSHALL ASYNC's keys: commands/keys_object.py's free_effort).
+        self.lazyfreed_objects = 0
         # INFO errorstats: error replies by their first word (ERR, WRONGTYPE, ...).
         self.error_replies: dict[str, int] = {}
 
