@@ -7,13 +7,13 @@ import copy
 import random
 from collections import deque
 
+from minired.commands.keys_object import LAZYFREE_THRESHOLD, free_effort
 from minired.data.glob import matcher
 from minired.data.keyspace import type_name
 from minired.engine.args import parse_int
 from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import command
-from minired.commands.keys_object import LAZYFREE_THRESHOLD, free_effort
 from minired.features.notifications import GENERIC, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
