@@ -253,8 +253,10 @@ def _persistence_section(server) -> list[str]:
     # MINIRED FAULT LOADING's window reads as Redis loading a file (clients such as ioredis
     # poll INFO until loading:0).
     loading_left = faults.loading_seconds_left() if faults is not None else None
+    # The snapshot being read at start-up (persistence.load_while_serving).
+    loading_file = persistence is not None and persistence.loading_since
     lines = _fields((
-        ("loading", int(loading_left is not None)),
+        ("loading", int(loading_left is not None or bool(loading_file))),
         ("async_loading", 0),
         ("current_cow_peak", 0),
         ("current_cow_size", 0),
@@ -314,6 +316,17 @@ def _persistence_section(server) -> list[str]:
             ("loading_loaded_bytes", 0),
             ("loading_loaded_perc", "0.00"),
             ("loading_eta_seconds", math.ceil(loading_left)),
+        ))
+    elif loading_file:
+        # The file is read whole before the keyspace is filled: no progress to show, and
+        # Redis's ETA from it would be a guess (its 1 until bytes are read).
+        lines += _fields((
+            ("loading_start_time", persistence.loading_since),
+            ("loading_total_bytes", persistence.loading_total),
+            ("loading_rdb_used_mem", 0),
+            ("loading_loaded_bytes", 0),
+            ("loading_loaded_perc", "0.00"),
+            ("loading_eta_seconds", 1),
         ))
     return lines
 

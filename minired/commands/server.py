@@ -151,6 +151,8 @@ def shutdown(c, argv):
         raise RedisError(busy)  # under a busy script, only SHUTDOWN NOSAVE may stop the server
     server = c.server
     wants_save = b"save" in options or (b"nosave" not in options and bool(server.config.get("save")))
+    if dispatch.is_loading(server):
+        wants_save = False  # Redis never saves a half-loaded dataset (SHUTDOWN_NOSAVE)
     if wants_save:
         persistence = server.saver
         if persistence is None:
