@@ -201,6 +201,10 @@ _LISTEN_FAILURE = {"bind": "Failed to bind to specified addresses.",
                    "port": "Unable to listen on this port. Check server logs."}
 
 
+# The parameters CONFIG SET refuses while the data loads (Redis's DENY_LOADING_CONFIG).
+_DENY_LOADING = frozenset(("dir", "appendonly"))
+
+
 @command("set", arity=-4, flags="admin noscript loading stale", parent="config", group=G)
 def config_set(c, argv):
     """Set configuration parameters to the given values"""
@@ -218,6 +222,8 @@ def config_set(c, argv):
         refusal = config.settable(raw_name, protected_allowed)
         if refusal:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, refusal))
+        if Config.canonical(raw_name) in _DENY_LOADING and dispatch.is_loading(c.server):
+            raise RedisError(errors.LOADING)
         # Duplicates are spotted by the name as written: an alias and its target may both appear.
         if raw_name.lower() in seen:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, "duplicate parameter"))

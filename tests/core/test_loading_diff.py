@@ -66,6 +66,7 @@ def _transcript(command: list[str], snapshot: str) -> list:
         info = client.call("INFO", "persistence").decode()
         out.append([line for line in info.splitlines() if line.startswith("loading:")])
         out.append(client.call("CONFIG", "SET", "loglevel", "notice"))
+        out.append(client.call("CONFIG", "SET", "appendonly", "yes"))  # refused while loading
         out += [client.call("MULTI"), client.call("GET", "k1"), client.call("EXEC")]
         out += [client.call("MULTI"), client.call("CONFIG", "GET", "loglevel"),
                 client.call("EXEC")]
