@@ -377,7 +377,8 @@ def _stats_section(server) -> list[str]:
         ("expired_time_cap_reached_count", 0),
         ("expire_cycle_cpu_milliseconds", 0),
         ("evicted_keys", 0),  # minired never evicts: maxmemory only refuses writes (noeviction)
-        ("evicted_clients", 0),
+        ("evicted_clients", server.hooks.client_eviction.evicted
+                            if server.hooks.client_eviction is not None else 0),
         ("total_eviction_exceeded_time", 0),
         ("current_eviction_exceeded_time", 0),
         ("keyspace_hits", sum(db.keyspace_hits for db in dbs)),

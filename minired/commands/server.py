@@ -20,7 +20,7 @@ from minired.engine.args import int_text, parse_int
 from minired.engine.client import Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import all_specs, command, container_command, help_reply
-from minired.features import notifications
+from minired.features import client_eviction, notifications
 from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -283,6 +283,8 @@ def config_set(c, argv):
             latency.set_tracking(all_specs(), config.get(name) == "yes")
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
             c.server.tracking.limit_table(from_cron=True)
+        elif name in ("maxmemory-clients", "maxmemory"):
+            client_eviction.configure(c.server)
         elif name == "client-output-buffer-limit" and c.server.output_buffer_guard is not None:
             c.server.output_buffer_guard.limits()  # (its threshold is read on every write)
     return OK

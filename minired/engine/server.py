@@ -527,6 +527,11 @@ class ClientProtocol:
         buffered = parser.buffered
         if buffered or total > self.qb_alloc or total >= _QB_BIG_ARG:
             querybuf.after_parse(self, parser, commands, total)
+            eviction = server.hooks.client_eviction
+            if eviction is not None:  # (maxmemory-clients: the query buffer has grown)
+                eviction.after_read(self)
+                if client.closing:
+                    return
         if buffered and buffered > config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
             self._close()

@@ -107,10 +107,16 @@ class OutputBufferGuard:
         if client is None or transport is None or client.closing:
             return False
         pending = transport.get_write_buffer_size() + size
-        if not self._over(protocol, self.class_limit(client), pending):
-            return False
-        self.disconnect(protocol)
-        return True
+        if self._over(protocol, self.class_limit(client), pending):
+            self.disconnect(protocol)
+            return True
+        eviction = self.server.hooks.client_eviction
+        if eviction is not None and pending:
+            # Replies wait: the clients' memory grew (checked after the limits, which Redis
+            # enforces first).
+            eviction.check()
+            return client.closing
+        return False
 
     def disconnect(self, protocol: "ClientProtocol") -> None:
         client = protocol.client
