@@ -475,7 +475,9 @@ class ClientProtocol:
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its commands until it catches up.
-        if self.transport is not None:
+        # Not while client eviction is in use (maxmemory-clients, CLIENT NO-EVICT): Redis goes
+        # on reading such a client, whose memory the eviction then bounds, as it measures it.
+        if self.transport is not None and self.server.hooks.client_eviction is None:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
