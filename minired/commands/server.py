@@ -300,6 +300,8 @@ def config_resetstat(c, argv):
     for spec in all_specs():
         spec.calls = spec.nanoseconds = spec.failed_calls = spec.rejected_calls = 0
     latency.reset(all_specs())
+    if server.hooks.client_eviction is not None:
+        server.hooks.client_eviction.evicted = 0  # INFO evicted_clients
     return OK
 
 

@@ -1,7 +1,7 @@
 """Client eviction (`maxmemory-clients`, CLIENT NO-EVICT), as Redis 7.0 does it: when the memory
-of all normal and pub/sub clients together passes the limit (a size, or a percentage of
+of the normal and pub/sub clients together reaches the limit (a size, or a percentage of
 maxmemory), the largest clients are disconnected, largest first, until it no longer does;
-clients that asked CLIENT NO-EVICT ON are spared.
+clients that asked CLIENT NO-EVICT ON are neither evicted nor counted.
 
 A client's memory is what CLIENT LIST's tot-mem says (getClientMemoryUsage): its query buffer
 and reply buffer as Redis would size them (querybuf.py, replybuf.py), the replies not written
@@ -50,20 +50,19 @@ class ClientEviction:
         limit = self.limit()
         if not limit:
             return
+        # Only the clients eviction may take count (clientEvictionAllowed): not NO-EVICT ones,
+        # monitors or a master link.
         usage = {}
+        no_evict = self.no_evict
         for c in self.server.clients.values():
-            if not c.closing and c.flags not in ("O", "M"):  # (monitors, a master: not counted)
+            if not c.closing and c.flags not in ("O", "M") and c.id not in no_evict:
                 usage[c] = client_info.client_memory(c)
         total = sum(usage.values())
-        if total <= limit:
-            return
         for c in sorted(usage, key=usage.__getitem__, reverse=True):
-            if c.id in self.no_evict:
-                continue
+            if total < limit:
+                return
             self.evict(c)
             total -= usage[c]
-            if total <= limit:
-                return
 
     def evict(self, c: "Client") -> None:
         log.info("Evicting client: %s", client_info.client_info_line(c))
