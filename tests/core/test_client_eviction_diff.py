@@ -17,11 +17,11 @@ from tests.support.waiting import info_field, wait_until
 def port(request):
     server = request.getfixturevalue(request.param)
     admin = RawClient(server.port)
+    admin.call("CLIENT", "NO-EVICT", "on")  # (only the test's own clients may go)
     admin.call("FLUSHALL")
     admin.call("CONFIG", "RESETSTAT")
     yield server.port
     admin.call("CONFIG", "SET", "maxmemory-clients", "0")
-    admin.call("CLIENT", "NO-EVICT", "off")
     admin.call("FLUSHALL")
     admin.close()
 
