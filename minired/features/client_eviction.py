@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("minired")
 
 _CRON_S = 0.1
+_LEAST_LIMIT = 128 * 1024
 
 
 class ClientEviction:
@@ -39,11 +40,15 @@ class ClientEviction:
         self._cron = None
 
     def limit(self) -> int:
-        """getClientEvictionLimit: the size, or the percentage of maxmemory; 0: off."""
-        text = self.server.config.get("maxmemory-clients") or "0"
+        """getClientEvictionLimit: the size, or the percentage of maxmemory (off without one);
+        0: off. Never under 128 KiB, so a bad setting cannot cut every client off."""
+        config = self.server.config
+        text = config.get("maxmemory-clients") or "0"
         if text.endswith("%"):
-            return self.server.config.maxmemory * int(text[:-1]) // 100
-        return self.server.config.number("maxmemory-clients")
+            limit = int(config.maxmemory * int(text[:-1]) / 100) if config.maxmemory else 0
+        else:
+            limit = config.number("maxmemory-clients")
+        return max(limit, _LEAST_LIMIT) if limit > 0 else 0
 
     def check(self) -> None:
         """evictClients: disconnect the largest clients while all of them pass the limit."""
