@@ -59,7 +59,14 @@ class ClientEviction:
         # monitors or a master link.
         usage = {}
         no_evict = self.no_evict
-        for c in self.server.clients.values():
+        guard = self.server.output_buffer_guard
+        for c in list(self.server.clients.values()):
+            conn = c.connection
+            if guard is not None and conn is not None and conn.outbox and guard.limit_reached(
+                    conn, sum(len(part) for part in conn.outbox)):
+                # Replies gathered but not written yet: Redis has already closed a client they
+                # take past its output limit (those are enforced first), and counts it no more.
+                continue
             if not c.closing and c.flags not in ("O", "M") and c.id not in no_evict:
                 usage[c] = client_info.client_memory(c)
         total = sum(usage.values())

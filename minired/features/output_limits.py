@@ -102,14 +102,12 @@ class OutputBufferGuard:
     def refuses(self, protocol: "ClientProtocol", size: int) -> bool:
         """Whether the client, with `size` more bytes of replies, is over its limits: it is
         disconnected then, and the bytes must not be written."""
-        client = protocol.client
-        transport = protocol.transport
-        if client is None or transport is None or client.closing:
-            return False
-        pending = transport.get_write_buffer_size() + size
-        if self._over(protocol, self.class_limit(client), pending):
-            self.disconnect(protocol)
+        if self.limit_reached(protocol, size):
             return True
+        client = protocol.client
+        if client is None or client.closing:
+            return False
+        pending = protocol.transport.get_write_buffer_size() + size
         eviction = self.server.hooks.client_eviction
         if eviction is not None and pending:
             # Replies wait: the clients' memory grew (checked after the limits, which Redis
@@ -117,6 +115,19 @@ class OutputBufferGuard:
             eviction.check()
             return client.closing
         return False
+
+    def limit_reached(self, protocol: "ClientProtocol", size: int) -> bool:
+        """closeClientOnOutputBufferLimitReached: whether the client, with `size` more bytes
+        of replies, is over its limits; it is disconnected then."""
+        client = protocol.client
+        transport = protocol.transport
+        if client is None or transport is None or client.closing:
+            return False
+        pending = transport.get_write_buffer_size() + size
+        if not self._over(protocol, self.class_limit(client), pending):
+            return False
+        self.disconnect(protocol)
+        return True
 
     def disconnect(self, protocol: "ClientProtocol") -> None:
         client = protocol.client
