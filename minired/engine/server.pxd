@@ -49,4 +49,5 @@ cdef class ClientProtocol:
     cpdef _run(self, list commands)
     cpdef _write(self, data)
     cpdef flush(self)
+    @cython.locals(size=Py_ssize_t)
     cpdef _send(self, data)

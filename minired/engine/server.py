@@ -814,16 +814,16 @@ class ClientProtocol:
             server = self.server
             if server.sync_before_reply is not None:
                 server.sync_before_reply()
+            size = len(data)
             guard = server.output_buffer_guard
             # A write larger than the smallest output limit is checked before it leaves: a
             # client it takes past its hard limit gets none of it (output_limits.py).
-            if guard is not None and len(data) >= guard.threshold and guard.refuses(self,
-                                                                                  len(data)):
+            if guard is not None and size >= guard.threshold and guard.refuses(self, size):
                 return
-            if len(data) > self.rb_peak:
-                self.rb_peak = len(data)
+            if size > self.rb_peak:
+                self.rb_peak = size
             stats = server.stats
-            stats.net_output_bytes += len(data)
+            stats.net_output_bytes += size
             stats.writes_processed += 1
             self._transport_write(data)
             if guard is not None and self._transport_buffered():
