@@ -168,7 +168,12 @@ async def serve(loaded, own: dict, handler) -> None:
     from minired.engine.server import Server, banner
     from minired.features.oom_score import apply_oom_score
     from minired.server_log import show_art
-    from minired.startup import AclStartupError, load_users_at_start, prepare_server
+    from minired.startup import (
+        AclStartupError,
+        load_users_at_start,
+        load_while_serving,
+        prepare_server,
+    )
 
     config = loaded.config
     if own["cluster"]:
@@ -188,7 +193,7 @@ async def serve(loaded, own: dict, handler) -> None:
     log.warning("Server initialized")
     _memory_warnings()
     server = Server(config)
-    prepare_server(server)
+    prepare_server(server, load=False)
     apply_oom_score(config)  # (Redis's setOOMScoreAdj(-1) in main, once the config is read)
     if loaded.config_file:
         server.hooks.config_file = loaded.config_file
@@ -202,6 +207,8 @@ async def serve(loaded, own: dict, handler) -> None:
     await server.start(sockets[0].getsockname()[0] if sockets else "", -1,
                        unixsocket or None, sockets=sockets)
     _stop_on_signals(server)
+    # Listening: the data loads now, commands answered -LOADING meanwhile (Redis's order).
+    await load_while_serving(server)
     # Start-up is over (__main__ turned the cyclic collector off while it ran). What it built
     # lives as long as the process, so it is frozen out of the collector's sight first: else
     # the first pass would re-scan all of it, right when the first clients arrive.
@@ -261,6 +268,8 @@ def _rewriter(server, path: str):
 
 def _stop_on_signals(server) -> None:
     """SIGTERM / SIGINT: Redis's signal-handler line, then its shutdown."""
+    from minired.engine import dispatch
+
     loop = asyncio.get_running_loop()
 
     def stop(name: str) -> None:
@@ -277,6 +286,12 @@ def _stop_on_signals(server) -> None:
         # and not at all once SHUTDOWN ABORT has cleared it.
         if not server.shutdown_asap:
             return
+        if dispatch.is_loading(server):
+            # Redis shuts down at once while loading, saving nothing (whileBlockedCron's
+            # prepareForShutdown(SHUTDOWN_NOSAVE)): the data on disk is what it was loading.
+            log.warning("User requested shutdown...")
+            log.warning("Redis is now ready to exit, bye bye...")
+            os._exit(0)
         if server.debug.pause_cron:
             loop.call_later(0.1, shut_down_from_cron, name)
             return

@@ -9,6 +9,7 @@ from minired.engine import dispatch
 from minired.engine.config import Config
 from minired.engine.server import Server
 from minired.engine.table import COMMANDS
+from minired.features import persistence as persistence_feature
 
 # Every module that declares commands, each imported once and only here (no module registers
 # another by importing it). The order is the command table's, which COMMAND and COMMAND DOCS list.
@@ -40,10 +41,13 @@ load_commands()
 # instead of delaying every start-up; the commands that reach it are registered regardless.
 SUBSYSTEMS = ("minired.features.notifications", "minired.features.pubsub",
               "minired.features.persistence", "minired.features.security",
-              "minired.features.output_limits", "minired.features.metrics")
+              "minired.features.output_limits", "minired.features.client_eviction",
+              "minired.features.metrics")
 
 
-def prepare_server(server: Server) -> Server:
+def prepare_server(server: Server, load: bool = True) -> Server:
+    """Attach the features and, with `load`, load the data on disk (the command line leaves it
+    to load_while_serving, once the server listens, as Redis's start-up order has it)."""
     for name in SUBSYSTEMS:
         importlib.import_module(name).attach(server)
     if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
@@ -57,13 +61,25 @@ def prepare_server(server: Server) -> Server:
         host, port = master.rsplit(" ", 1)
         server.config.note_replicating(True)
         server.hooks.start.append(lambda: replica_link.replicate(server, host, int(port)))
+    if load:
+        persistence_feature.load_at_start(server)
+        start_loaded_functions(server)
+    return server
+
+
+async def load_while_serving(server: Server) -> None:
+    """Redis's order: bind, then load while answering -LOADING, then ready (cli.py)."""
+    await persistence_feature.load_while_serving(server)
+    start_loaded_functions(server)
+
+
+def start_loaded_functions(server: Server) -> None:
     persistence = server.persistence
     if persistence is not None and persistence.pending_functions:
         # The data loaded holds function libraries: they need the script engine now.
         from minired.scripting.feature import engine_of
 
         engine_of(server)
-    return server
 
 
 def node_configs(config: Config, masters: int) -> list[Config]:

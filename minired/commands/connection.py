@@ -7,7 +7,7 @@ from minired.engine.args import parse_int
 from minired.engine.client import Client
 from minired.engine.client_info import client_info_line
 from minired.engine.table import command, container_command, lookup
-from minired.features import pause, security
+from minired.features import client_eviction, pause, security
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, PONG, Status, Verbatim
@@ -300,8 +300,20 @@ def _on_off(c, argv):
     return OK
 
 
-for _name in ("no-evict", "no-touch"):
-    command(_name, arity=3, flags="admin noscript loading stale", parent="client", group=G)(_on_off)
+command("no-touch", arity=3, flags="admin noscript loading stale", parent="client",
+        group=G)(_on_off)
+
+
+@command("no-evict", arity=3, flags="admin noscript loading stale", parent="client", group=G)
+def client_no_evict(c, argv):
+    _on_off(c, argv)
+    eviction = client_eviction.of(c.server)
+    if argv[2].lower() == b"on":
+        eviction.no_evict.add(c.id)
+    else:
+        eviction.no_evict.discard(c.id)
+        eviction.check()  # (evictClients runs before the next command in Redis)
+    return OK
 
 
 @command("reply", arity=3, flags="noscript loading stale", parent="client", group=G)

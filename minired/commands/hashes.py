@@ -13,6 +13,7 @@ from minired.engine.args import int_text, parse_int, parse_random_count
 from minired.engine.client import Client
 from minired.engine.table import command
 from minired.features.notifications import HASH, after_removal, notify
+from minired.features.output_limits import LEAST_BULK, reply_overflows
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
@@ -231,6 +232,8 @@ def hrandfield(c, argv):
     else:
         names = list(fields)
         if count < 0:
+            if reply_overflows(c, -count * LEAST_BULK * (1 + withvalues)):
+                return []  # the client is gone: Redis stops such a reply mid-run
             picked = [names[random.randrange(size)] for _ in range(-count)]
         else:
             picked = random.sample(names, count)

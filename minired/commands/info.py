@@ -241,7 +241,7 @@ def _memory_section(server) -> list[str]:
         ("mem_allocator", "pymalloc"),
         ("active_defrag_running", 0),
         ("lazyfree_pending_objects", 0),
-        ("lazyfreed_objects", 0),
+        ("lazyfreed_objects", server.stats.lazyfreed_objects),
     ))
 
 
@@ -254,8 +254,10 @@ def _persistence_section(server) -> list[str]:
     # MINIRED FAULT LOADING's window reads as Redis loading a file (clients such as ioredis
     # poll INFO until loading:0).
     loading_left = faults.loading_seconds_left() if faults is not None else None
+    # The snapshot being read at start-up (persistence.load_while_serving).
+    loading_file = persistence is not None and persistence.loading_since
     lines = _fields((
-        ("loading", int(loading_left is not None)),
+        ("loading", int(loading_left is not None or bool(loading_file))),
         ("async_loading", 0),
         ("current_cow_peak", 0),
         ("current_cow_size", 0),
@@ -316,6 +318,17 @@ def _persistence_section(server) -> list[str]:
             ("loading_loaded_perc", "0.00"),
             ("loading_eta_seconds", math.ceil(loading_left)),
         ))
+    elif loading_file:
+        # The file is read whole before the keyspace is filled: no progress to show, and
+        # Redis's ETA from it would be a guess (its 1 until bytes are read).
+        lines += _fields((
+            ("loading_start_time", persistence.loading_since),
+            ("loading_total_bytes", persistence.loading_total),
+            ("loading_rdb_used_mem", 0),
+            ("loading_loaded_bytes", 0),
+            ("loading_loaded_perc", "0.00"),
+            ("loading_eta_seconds", 1),
+        ))
     return lines
 
 
@@ -366,7 +379,8 @@ def _stats_section(server) -> list[str]:
         ("expired_time_cap_reached_count", 0),
         ("expire_cycle_cpu_milliseconds", 0),
         ("evicted_keys", 0),  # minired never evicts: maxmemory only refuses writes (noeviction)
-        ("evicted_clients", 0),
+        ("evicted_clients", server.hooks.client_eviction.evicted
+                            if server.hooks.client_eviction is not None else 0),
         ("total_eviction_exceeded_time", 0),
         ("current_eviction_exceeded_time", 0),
         ("keyspace_hits", sum(db.keyspace_hits for db in dbs)),

@@ -17,8 +17,10 @@ from collections import deque
 from typing import Any, Callable
 
 from minired.data.keyspace import type_name
+from minired.data.stream import Stream
 from minired.data.zset import ZSet
 from minired.engine.table import command, container_command, help_reply
+from minired.features.rdb import quicklist_nodes
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import string2ll
@@ -79,6 +81,31 @@ def is_compact(value: Any, config) -> bool:
     """Whether Redis would hold this hash, set or sorted set in a compact encoding (listpack,
     intset): HSCAN/SSCAN/ZSCAN then return it whole, and ZSCAN prints scores as stored text."""
     return encoding(value, config) in _COMPACT
+
+
+# LAZYFREE_THRESHOLD: a value whose freeing takes more allocations than this is freed by a
+# background thread when deleted lazily (UNLINK, FLUSHALL ASYNC, the lazyfree-lazy-* settings).
+LAZYFREE_THRESHOLD = 64
+
+
+def free_effort(value: Any, server) -> int:
+    """lazyfreeGetFreeEffort: the allocations freeing the value takes (quicklist nodes, hash
+    table entries, skiplist nodes, a stream's radix tree nodes and consumer groups' entries);
+    1 for a string and every compact encoding."""
+    kind = type(value)
+    if kind is Stream:
+        effort = len(value.nodes) + 1  # (a radix tree node per macro node at least, the root)
+        if value.groups:
+            first = next(iter(value.groups.values()))
+            effort += len(value.groups) * (1 + len(first.pending))
+        return effort
+    if kind is bytes or len(value) <= LAZYFREE_THRESHOLD:
+        return 1  # (never more allocations than elements: under the threshold either way)
+    config = server.config
+    if kind is deque:
+        return len(quicklist_nodes(value, int(config.get("list-max-listpack-size")),
+                                   server.debug.quicklist_packed_threshold))
+    return 1 if is_compact(value, config) else len(value)
 
 
 def _lookup(c, key: bytes):

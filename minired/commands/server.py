@@ -20,7 +20,7 @@ from minired.engine.args import int_text, parse_int
 from minired.engine.client import Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import all_specs, command, container_command, help_reply
-from minired.features import notifications
+from minired.features import client_eviction, notifications
 from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -37,15 +37,20 @@ log = logging.getLogger("minired")
 
 # --- keyspace-wide -------------------------------------------------------------------------------
 
-def _flush_mode(argv) -> None:
+def _flush_mode(c, argv, dbs) -> None:
+    """SYNC or ASYNC (lazyfree-lazy-user-flush without either): an ASYNC flush frees every key
+    in the background, as INFO lazyfreed_objects counts (emptyDbAsync)."""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() not in (b"async", b"sync")):
         raise RedisError(errors.SYNTAX)
+    if (argv[1].lower() == b"async" if len(argv) == 2
+            else c.server.config.get("lazyfree-lazy-user-flush") == "yes"):
+        c.server.stats.lazyfreed_objects += sum(len(db.data) for db in dbs)
 
 
 @command("flushall", arity=-1, flags="write", group=G)
 def flushall(c, argv):
     """Remove all keys from all databases"""
-    _flush_mode(argv)
+    _flush_mode(c, argv, c.server.keyspace.dbs)
     _tell_trackers(c)
     c.server.keyspace.flushall()
     persistence = c.server.saver
@@ -57,7 +62,7 @@ def flushall(c, argv):
 @command("flushdb", arity=-1, flags="write", group=G)
 def flushdb(c, argv):
     """Remove all keys from the current database"""
-    _flush_mode(argv)
+    _flush_mode(c, argv, (c.db,))
     _tell_trackers(c)
     c.db.flush()
     return OK
@@ -146,6 +151,8 @@ def shutdown(c, argv):
         raise RedisError(busy)  # under a busy script, only SHUTDOWN NOSAVE may stop the server
     server = c.server
     wants_save = b"save" in options or (b"nosave" not in options and bool(server.config.get("save")))
+    if dispatch.is_loading(server):
+        wants_save = False  # Redis never saves a half-loaded dataset (SHUTDOWN_NOSAVE)
     if wants_save:
         persistence = server.saver
         if persistence is None:
@@ -194,6 +201,10 @@ _LISTEN_FAILURE = {"bind": "Failed to bind to specified addresses.",
                    "port": "Unable to listen on this port. Check server logs."}
 
 
+# The parameters CONFIG SET refuses while the data loads (Redis's DENY_LOADING_CONFIG).
+_DENY_LOADING = frozenset(("dir", "appendonly"))
+
+
 @command("set", arity=-4, flags="admin noscript loading stale", parent="config", group=G)
 def config_set(c, argv):
     """Set configuration parameters to the given values"""
@@ -211,6 +222,8 @@ def config_set(c, argv):
         refusal = config.settable(raw_name, protected_allowed)
         if refusal:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, refusal))
+        if Config.canonical(raw_name) in _DENY_LOADING and dispatch.is_loading(c.server):
+            raise RedisError(errors.LOADING)
         # Duplicates are spotted by the name as written: an alias and its target may both appear.
         if raw_name.lower() in seen:
             raise RedisError(errors.CONFIG_SET_FAILED.format(raw_name, "duplicate parameter"))
@@ -270,6 +283,10 @@ def config_set(c, argv):
             latency.set_tracking(all_specs(), config.get(name) == "yes")
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
             c.server.tracking.limit_table(from_cron=True)
+        elif name in ("maxmemory-clients", "maxmemory"):
+            client_eviction.configure(c.server)
+        elif name == "client-output-buffer-limit" and c.server.output_buffer_guard is not None:
+            c.server.output_buffer_guard.limits()  # (its threshold is read on every write)
     if persistence is not None:  # appendonly no, aof-disable-auto-gc no ...: at once, as in Redis
         persistence.reconcile()
     return OK
@@ -285,6 +302,8 @@ def config_resetstat(c, argv):
     for spec in all_specs():
         spec.calls = spec.nanoseconds = spec.failed_calls = spec.rejected_calls = 0
     latency.reset(all_specs())
+    if server.hooks.client_eviction is not None:
+        server.hooks.client_eviction.evicted = 0  # INFO evicted_clients
     return OK
 
 

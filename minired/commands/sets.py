@@ -11,6 +11,7 @@ from minired.commands.keys import parse_scan_cursor, parse_scan_options
 from minired.engine.args import parse_int, parse_non_negative
 from minired.engine.table import command, keys_after_numkeys
 from minired.features.notifications import GENERIC, SET, after_removal, notify
+from minired.features.output_limits import LEAST_BULK, reply_overflows
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 
@@ -124,6 +125,8 @@ def srandmember(c, argv):
         return list(members)
     pool = tuple(members)
     if count < 0:
+        if reply_overflows(c, -count * LEAST_BULK):
+            return []  # the client is gone: Redis stops such a reply mid-run
         return [pool[random.randrange(len(pool))] for _ in range(-count)]
     return random.sample(pool, count)
 

@@ -14,6 +14,7 @@ from minired.commands.zsets import G, scored_reply, store_result
 from minired.data.zset import ZSet
 from minired.engine.args import parse_float, parse_int, parse_non_negative, parse_random_count
 from minired.engine.table import command, keys_after_numkeys
+from minired.features.output_limits import LEAST_BULK, reply_overflows
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import format_double
@@ -241,6 +242,8 @@ def zrandmember(c, argv):
         return []
     order = zset.order
     size = len(order)
+    if count < 0 and reply_overflows(c, -count * LEAST_BULK * (1 + withscores)):
+        return []  # the client is gone: Redis stops such a reply mid-run
     if count < 0 or count == 1:
         picked = [order[random.randrange(size)] for _ in range(abs(count))]
     elif count >= size:

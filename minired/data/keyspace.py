@@ -294,7 +294,9 @@ class Database:
             if self.expires:
                 self.expires.pop(key, None)
 
-    def signal_modified(self, key: bytes) -> None:
+    def signal_modified(self, key: bytes, expired: bool = False) -> None:
+        """Tell the watchers, blocked readers and tracking clients of key that it changed;
+        `expired`: deleted by expiry, which no client did (NOLOOP spares nobody)."""
         watchers = self.watchers.get(key)
         if watchers:
             for record in watchers:
@@ -308,7 +310,7 @@ class Database:
         if key in self.blocking_keys:
             self.ready_keys.append((self, key))
         if self.tracking is not None:
-            self.tracking.key_modified(key)
+            self.tracking.key_modified(key, True, expired)
 
     def flush(self) -> None:
         touch_watched_keys(self, None)
@@ -346,7 +348,7 @@ class Database:
             self.on_expired(self, key)
         if self.notifier is not None:
             self.notifier.key_expired(self, key)
-        self.signal_modified(key)
+        self.signal_modified(key, True)
 
     def active_expire(self, now_ms: int | None = None, limit: int = 10_000) -> int:
         """Delete up to `limit` keys whose deadline passed, so memory is freed for keys no

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from minired.engine import querybuf
+from minired.engine import querybuf, replybuf
 
 
 def on_unix_socket(c) -> bool:
@@ -44,17 +44,74 @@ def client_info_line(c, current=None, running: str = "") -> str:
     conn = c.connection
     qbuf, qbuf_free = (querybuf.figures(conn, now, c.last_interaction) if conn is not None
                        else (0, 0))
+    rbs, rbp = (replybuf.figures(conn, int(now * 1000), c.server.debug) if conn is not None
+                else (replybuf.CHUNK_BYTES, 0))
+    multi_mem = multi_memory(c)
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
         f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
-        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
-        f"tot-mem=0 events=r cmd={cmd} user={_user_name(c)} redir={_tracking_redirect(c)} "
+        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={rbp} "
+        f"obl=0 oll=0 omem={output_bytes(conn) if conn is not None else 0} "
+        f"tot-mem={client_memory(c, multi_mem)} events=r cmd={cmd} user={_user_name(c)} redir={_tracking_redirect(c)} "
         f"resp={c.protocol} "
         f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
     )
 
 
+
+
+CLIENT_STRUCT = 768  # zmalloc_size(client) of a 64-bit build
+_WATCHED_KEY = 24 + 32  # a listNode and a watchedKey
+_LIST_NODE = 24  # a pattern's listNode
+_DICT_ENTRY = 24  # a channel's dictEntry
+_MULTI_CMD = 24  # sizeof(multiCmd)
+_RAX_NODE = 4 * 8  # a tracking prefix's radix tree node, as Redis underestimates it
+
+
+def _slots(n: int) -> int:
+    """dictSlots of a dict holding n entries (a power of two, at least 4)."""
+    if not n:
+        return 0
+    size = 4
+    while size < n:
+        size *= 2
+    return size
+
+
+def multi_memory(c) -> int:
+    """multi-mem (multiStateMemOverhead): the queued commands' arguments and entries, and the
+    watched keys."""
+    memory = len(c.watched) * _WATCHED_KEY
+    if c.multi is not None:
+        memory += sum(len(arg) for _, argv in c.multi for arg in argv) + len(c.multi) * _MULTI_CMD
+    return memory
+
+
+def client_memory(c, multi_mem: int = -1) -> int:
+    """tot-mem (getClientMemoryUsage): the client structure, its query and reply buffers as
+    Redis would size them (querybuf.py, replybuf.py), the replies not written yet, multi-mem,
+    and what its subscriptions and tracking prefixes take; what client eviction counts."""
+    conn = c.connection
+    memory = CLIENT_STRUCT + (multi_memory(c) if multi_mem < 0 else multi_mem)
+    if conn is not None:
+        memory += conn.qb_alloc + conn.rb_size + output_bytes(conn)
+    memory += len(c.patterns) * _LIST_NODE
+    for channels in (c.channels, c.shard_channels):
+        memory += len(channels) * _DICT_ENTRY + _slots(len(channels)) * 8
+    state = _tracking_state(c)
+    if state is not None:
+        memory += len(state.prefixes) * 2 * _RAX_NODE
+    return memory
+
+
+def output_bytes(conn) -> int:
+    """omem: the replies not written yet (gathered for this pass, or queued in the transport)."""
+    transport = conn.transport
+    size = transport.get_write_buffer_size() if transport is not None else 0
+    if conn.outbox:
+        size += sum(len(part) for part in conn.outbox)
+    return size
 
 
 def _tracking_state(c):

@@ -23,3 +23,4 @@ cdef int _bit_length(long long nanoseconds)
 cdef dict _BY_SPELLING
 cdef bint _extras_in_use
 cdef dict _busy
+cdef dict _loading

@@ -50,6 +50,22 @@ def busy_error(server: Any) -> "str | None":
     return _busy.get(server) if _busy else None
 
 
+# The servers of this process loading their data at start-up (Redis's server.loading): each
+# refuses the commands not flagged loading with -LOADING. Usually empty: one check per command.
+_loading: dict = {}
+
+
+def set_loading(server: Any, loading: bool) -> None:
+    if loading:
+        _loading[server] = True
+    else:
+        _loading.pop(server, None)
+
+
+def is_loading(server: Any) -> bool:
+    return bool(_loading) and server in _loading
+
+
 def use_extras() -> None:
     """Called by tracking, CLIENT PAUSE and MONITOR the first time they are used, and by
     cluster mode as its nodes form."""
@@ -143,6 +159,8 @@ def _execute(c: "Client", argv: list) -> Any:
         # (M: the master's link on a replica, whose writes are always applied)
         if spec.write or (_is_exec(spec) and _queued_a_write(c)):
             return _reject(c, spec, c.config.write_refusal())
+    if _loading and c.server in _loading and _denied_loading(c, spec):
+        return _reject(c, spec, errors.LOADING)
     if _busy and "allow_busy" not in spec.flags:
         busy = _busy.get(c.server)
         if busy is not None:
@@ -224,6 +242,15 @@ def _denied_stale(c: "Client", spec: CommandSpec) -> bool:
         return True
     return _is_exec(spec) and c.multi is not None and any(
         "stale" not in queued.flags for queued, _ in c.multi)
+
+
+def _denied_loading(c: "Client", spec: CommandSpec) -> bool:
+    """A command refused while loading: one not flagged loading, or an EXEC of such a command
+    (processCommand's is_denyloading_command)."""
+    if "loading" not in spec.flags:
+        return True
+    return _is_exec(spec) and c.multi is not None and any(
+        "loading" not in queued.flags for queued, _ in c.multi)
 
 
 def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:

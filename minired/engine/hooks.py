@@ -81,7 +81,7 @@ class Hooks:
     """One server's hook lists, each called in the order its features registered."""
 
     __slots__ = ("start", "shutdown", "connect", "disconnect", "before_call", "after_call",
-                 "rewrite_config", "config_file")
+                 "rewrite_config", "config_file", "client_eviction")
 
     def __init__(self) -> None:
         # The server's loop is running (timers of persistence and metrics).
@@ -102,6 +102,10 @@ class Hooks:
         self.rewrite_config: Callable[[], None] | None = None
         # That file's absolute path, "" without one (INFO's config_file).
         self.config_file = ""
+        # Client eviction (features/client_eviction.py), once maxmemory-clients or CLIENT
+        # NO-EVICT is first set: a connection calls its after_read(protocol) when a read
+        # leaves a large or incomplete command waiting.
+        self.client_eviction: Any = None
 
     @staticmethod
     def add(hooks: list, hook: Callable) -> None:

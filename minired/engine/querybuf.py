@@ -31,7 +31,7 @@ _CRON_HZ = 10  # clientsCron visits each client every 100 ms (with few clients)
 _SCAN_COMMANDS = 64
 
 
-def _jemalloc_size(n: int) -> int:
+def jemalloc_size(n: int) -> int:
     """The size jemalloc's size class for an n-byte request gives (x86-64: 16-byte quantum,
     four classes per doubling)."""
     if n <= 8:
@@ -46,7 +46,7 @@ def sds_room(size: int) -> int:
     """sdsalloc() of an sds string made to hold `size` bytes (sdsMakeRoomFor, sdsnewlen): the
     allocator's usable size less the header of the sds type `size` needs and the terminator."""
     header = 3 if size < 1 << 8 else 5 if size < 1 << 16 else 9 if size < 1 << 32 else 17
-    return _jemalloc_size(header + size + 1) - header - 1
+    return jemalloc_size(header + size + 1) - header - 1
 
 
 def before_read(conn: Any, now: float, last_interaction: float) -> None:
@@ -99,7 +99,24 @@ def _greedy_room(length: int) -> int:
 def figures(conn: Any, now: float, last_interaction: float) -> tuple[int, int]:
     """(qbuf, qbuf-free) as CLIENT LIST shows them now."""
     _visit(conn, now, last_interaction)
-    return conn.qb_length, max(conn.qb_alloc - conn.qb_length, 0)
+    length = conn.qb_length
+    if conn.qb_bulk and conn.parser.buffered:
+        # A big argument arriving: Redis has moved what precedes it out of the buffer (the
+        # earlier arguments are parsed, the headers dropped), which then holds the argument.
+        length = max(length - _bulk_offset(conn.parser, conn.qb_bulk), 0)
+    return length, max(conn.qb_alloc - length, 0)
+
+
+def _bulk_offset(parser: Any, whole: int) -> int:
+    """Where the big argument that ends the incomplete command (`whole` bytes with its
+    headers and CRLF) starts in the buffer: just after its header `$<size>\r\n`."""
+    chunks = parser._chunks
+    head = chunks[0] if chunks else b""
+    for offset in range(4, min(len(head), 4096)):
+        tag = b"$%d\r\n" % (whole - offset - 2)
+        if head.endswith(tag, 0, offset):
+            return offset
+    return 0
 
 
 def _visit(conn: Any, now: float, last_interaction: float) -> None:

@@ -18,7 +18,7 @@ cdef class Stats:
     # Counted on every read and reply: C integers, so counting allocates nothing.
     cdef public long long connections_received, commands_processed, rejected_connections
     cdef public long long expired_keys, net_input_bytes, net_output_bytes
-    cdef public long long reads_processed, writes_processed, dump_payload_sanitizations
+    cdef public long long reads_processed, writes_processed, dump_payload_sanitizations, lazyfreed_objects
 
 cdef class Server:
     cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners
@@ -39,6 +39,7 @@ cdef class ClientProtocol:
     # Set on every read: C values (querybuf.py reads them on the rare reads that need it).
     cdef public long long qb_length, qb_alloc, qb_peak, qb_bulk, qb_tick
     cdef public double qb_next_tick
+    cdef public long long rb_size, rb_peak, rb_tick, rb_reset_ms
     cdef public Server server
     cdef public Client client
     cdef public RequestParser parser
@@ -49,4 +50,5 @@ cdef class ClientProtocol:
     cpdef _run(self, list commands)
     cpdef _write(self, data)
     cpdef flush(self)
+    @cython.locals(size=Py_ssize_t)
     cpdef _send(self, data)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minired import REDIS_VERSION, __version__
 from minired.data.keyspace import Keyspace
-from minired.engine import client_reply, dispatch, latency, querybuf
+from minired.engine import client_reply, dispatch, latency, querybuf, replybuf
 from minired.engine.blocking import Block, BlockingManager
 from minired.engine.client import Client
 from minired.engine.config import Config
@@ -48,7 +48,8 @@ class Stats:
     __slots__ = ("started", "started_monotonic", "connections_received",
                  "commands_processed", "rejected_connections", "expired_keys",
                  "net_input_bytes", "net_output_bytes", "error_replies",
-                 "reads_processed", "writes_processed", "dump_payload_sanitizations")
+                 "reads_processed", "writes_processed", "dump_payload_sanitizations",
+                 "lazyfreed_objects")
 
     def __init__(self) -> None:
         self.started = time.time()
@@ -68,6 +69,9 @@ class Stats:
         self.writes_processed = 0
         # INFO dump_payload_sanitizations: listpacks, intsets and stream nodes checked deeply.
         self.dump_payload_sanitizations = 0
+        # INFO lazyfreed_objects: values Redis would have freed in the background (UNLINK of a
+        # big value, FLUSHALL ASYNC's keys: commands/keys_object.py's free_effort).
+        self.lazyfreed_objects = 0
         # INFO errorstats: error replies by their first word (ERR, WRONGTYPE, ...).
         self.error_replies: dict[str, int] = {}
 
@@ -120,8 +124,9 @@ class Server:
         self.propagate: Propagate | None = None
         # Make logged writes durable before a reply leaves (appendfsync always).
         self.sync_before_reply: Callable[[], None] | None = None
-        # A write left bytes queued in the transport (security: output buffer limits).
-        self.output_buffer_guard: Callable[[ClientProtocol], None] | None = None
+        # Output buffer limits (features/output_limits.py): called after a write left bytes
+        # queued in the transport; `threshold` and `refuses` check a large write before it.
+        self.output_buffer_guard: Any = None
         self.memory = MemorySampler()
         # Connections whose replies wait for the end of this pass of the loop (flush_replies).
         self.outbox_queue: list[ClientProtocol] = []
@@ -375,7 +380,8 @@ class ClientProtocol:
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
                  "_transport_write", "_transport_buffered", "outbox", "echo", "held", "paced",
                  "close_mode",
-                 "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick")
+                 "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick",
+                 "rb_size", "rb_peak", "rb_tick", "rb_reset_ms")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -400,6 +406,13 @@ class ClientProtocol:
         # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
         self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
         self.qb_next_tick = 0.0
+        # The reply buffer Redis would have, for CLIENT LIST (replybuf.py): its size, the
+        # largest write (one compare per write) and the cron's last visit and peak reset.
+        now_ms = int(_monotonic() * 1000)
+        self.rb_size = replybuf.CHUNK_BYTES
+        self.rb_peak = 0
+        self.rb_tick = now_ms // 100
+        self.rb_reset_ms = now_ms
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 
@@ -464,7 +477,9 @@ class ClientProtocol:
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its commands until it catches up.
-        if self.transport is not None:
+        # Not while client eviction is in use (maxmemory-clients, CLIENT NO-EVICT): Redis goes
+        # on reading such a client, whose memory the eviction then bounds, as it measures it.
+        if self.transport is not None and self.server.hooks.client_eviction is None:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
@@ -516,6 +531,11 @@ class ClientProtocol:
         buffered = parser.buffered
         if buffered or total > self.qb_alloc or total >= _QB_BIG_ARG:
             querybuf.after_parse(self, parser, commands, total)
+            eviction = server.hooks.client_eviction
+            if eviction is not None:  # (maxmemory-clients: the query buffer has grown)
+                eviction.after_read(self)
+                if client.closing:
+                    return
         if buffered and buffered > config.client_query_buffer_limit:
             log.warning("closing client %s: query buffer over client-query-buffer-limit", client.addr)
             self._close()
@@ -796,12 +816,20 @@ class ClientProtocol:
             server = self.server
             if server.sync_before_reply is not None:
                 server.sync_before_reply()
+            size = len(data)
+            guard = server.output_buffer_guard
+            # A write larger than the smallest output limit is checked before it leaves: a
+            # client it takes past its hard limit gets none of it (output_limits.py).
+            if guard is not None and size >= guard.threshold and guard.refuses(self, size):
+                return
+            if size > self.rb_peak:
+                self.rb_peak = size
             stats = server.stats
-            stats.net_output_bytes += len(data)
+            stats.net_output_bytes += size
             stats.writes_processed += 1
             self._transport_write(data)
-            if server.output_buffer_guard is not None and self._transport_buffered():
-                server.output_buffer_guard(self)
+            if guard is not None and self._transport_buffered():
+                guard(self)
 
     def _close(self) -> None:
         if self.close_mode:

@@ -1,9 +1,17 @@
 """Client output buffer limits (`client-output-buffer-limit <class> <hard> <soft> <soft-seconds>`),
 as Redis 7.0 applies them: a client whose unsent replies reach the hard limit, or stay above the
 soft limit for longer than soft-seconds, is disconnected at once and its pending replies dropped,
-so a client that never reads cannot make the server hold unbounded memory. The pending size is
-what the transport has queued (`get_write_buffer_size()`), looked at after a write that left
-bytes queued: once per batch of replies and once per pushed message, never per command."""
+so a client that never reads cannot make the server hold unbounded memory.
+
+The pending size is what Redis's output buffer would hold: the replies about to be written (minired
+gathers a pass's replies and writes them together, as Redis fills its buffer and writes before it
+sleeps) plus what the transport has queued. A write of more than the smallest limit is checked
+before it is written, so a client over its hard limit gets nothing of it (Redis frees the client
+before writing); one that leaves bytes queued is checked after it, once per batch of replies and
+once per pushed message, never per command. A client over its soft limit is looked at again once
+soft-seconds have passed, as Redis's clientsCron does, so traffic need not go on for it to close.
+Commands that would build a reply past the hard limit stop early (`reply_overflows`), as Redis's
+stop mid-run once their client is marked to close."""
 from __future__ import annotations
 
 import logging
@@ -17,6 +25,10 @@ if TYPE_CHECKING:
     from minired.engine.server import ClientProtocol, Server
 
 log = logging.getLogger("minired")
+
+# The fewest bytes a bulk string of a reply takes ("$0\r\n\r\n"): what a reply of n of them
+# is at least, for reply_overflows.
+LEAST_BULK = 6
 
 _CLASS_NAMES = {"normal": "normal", "slave": "slave", "replica": "slave", "pubsub": "pubsub"}
 
@@ -59,6 +71,10 @@ class OutputBufferGuard:
         self._source = ""
         self._limits = parse_output_limits("")
         self.disconnections = 0
+        # The smallest limit set, for any class: a write shorter than it is not checked before
+        # it leaves (ClientProtocol._send compares every write's size with it).
+        self.threshold = 0
+        self.limits()
 
     def limits(self) -> dict[str, OutputLimit]:
         # Re-parsed only when CONFIG SET changed the text.
@@ -69,30 +85,66 @@ class OutputBufferGuard:
             except ConfigError as exc:
                 log.warning("ignoring client-output-buffer-limit %r: %s", text, exc)
             self._source = text
+            sizes = [size for limit in self._limits.values()
+                     for size in (limit.hard, limit.soft) if size]
+            self.threshold = min(sizes) if sizes else 1 << 62
         return self._limits
 
+    def class_limit(self, client: "Client") -> OutputLimit:
+        """getClientType: a client subscribed to anything is of the pubsub class."""
+        subscribed = client.channels or client.patterns or client.shard_channels
+        return self.limits()["pubsub" if subscribed else "normal"]
+
     def __call__(self, protocol: "ClientProtocol") -> None:
+        """After a write that left bytes queued in the transport."""
+        self.refuses(protocol, 0)
+
+    def refuses(self, protocol: "ClientProtocol", size: int) -> bool:
+        """Whether the client, with `size` more bytes of replies, is over its limits: it is
+        disconnected then, and the bytes must not be written."""
+        if self.limit_reached(protocol, size):
+            return True
+        client = protocol.client
+        if client is None or client.closing:
+            return False
+        pending = protocol.transport.get_write_buffer_size() + size
+        eviction = self.server.hooks.client_eviction
+        if eviction is not None and pending:
+            # Replies wait: the clients' memory grew (checked after the limits, which Redis
+            # enforces first).
+            eviction.check()
+            return client.closing
+        return False
+
+    def limit_reached(self, protocol: "ClientProtocol", size: int) -> bool:
+        """closeClientOnOutputBufferLimitReached: whether the client, with `size` more bytes
+        of replies, is over its limits; it is disconnected then."""
         client = protocol.client
         transport = protocol.transport
         if client is None or transport is None or client.closing:
-            return
-        subscribed = client.channels or client.patterns or client.shard_channels
-        limit = self.limits()["pubsub" if subscribed else "normal"]
-        pending = transport.get_write_buffer_size()
-        if self._over(client, limit, pending):
-            log.warning("Client %s closed for overcoming of output buffer limits.",
-                        client_description(client))
-            self.disconnections += 1
-            client.closing = True
-            # abort, not close: close would keep the unsent replies until the peer reads them.
-            transport.abort()
-            # Gone now, as Redis frees it before it next reads a command: the loop would call
-            # this only after its next round of reads (replies are written at the end of one),
-            # and a PUBLISH read in that round would still count the client.
-            protocol.connection_lost(None)
+            return False
+        pending = transport.get_write_buffer_size() + size
+        if not self._over(protocol, self.class_limit(client), pending):
+            return False
+        self.disconnect(protocol)
+        return True
 
-    @staticmethod
-    def _over(client: "Client", limit: OutputLimit, pending: int) -> bool:
+    def disconnect(self, protocol: "ClientProtocol") -> None:
+        client = protocol.client
+        log.warning("Client %s closed for overcoming of output buffer limits.",
+                    client_description(client))
+        self.disconnections += 1
+        client.closing = True
+        protocol.outbox = None  # the replies not written yet go with it
+        # abort, not close: close would keep the unsent replies until the peer reads them.
+        protocol.transport.abort()
+        # Gone now, as Redis frees it before it next reads a command: the loop would call
+        # this only after its next round of reads (replies are written at the end of one),
+        # and a PUBLISH read in that round would still count the client.
+        protocol.connection_lost(None)
+
+    def _over(self, protocol: "ClientProtocol", limit: OutputLimit, pending: int) -> bool:
+        client = protocol.client
         if limit.hard and pending >= limit.hard:
             return True
         if limit.soft and pending >= limit.soft:
@@ -100,10 +152,31 @@ class OutputBufferGuard:
             now = time.monotonic()
             if since is None:
                 client.output_soft_limit_since = now
+                self._look_again(protocol, limit.soft_seconds)
                 return False
             return now - since > limit.soft_seconds
         client.output_soft_limit_since = None
         return False
+
+    def _look_again(self, protocol: "ClientProtocol", seconds: int) -> None:
+        """clientsCron checks every client's limits: a client that stays over its soft limit
+        with no more replies coming is closed once soft-seconds have passed."""
+        loop = self.server.loop
+        if loop is not None:
+            loop.call_later(seconds + 0.1, self.refuses, protocol, 0)
+
+
+def reply_overflows(c: "Client", size: int) -> bool:
+    """Whether a reply of at least `size` bytes takes client c past its class's hard limit; the
+    client is disconnected then. Redis checks the limit as each part of a reply is added, and
+    commands that can build huge replies (HRANDFIELD, SRANDMEMBER, ZRANDMEMBER with a negative
+    count, KEYS) stop once their client is marked to close: minired's build the whole reply
+    first, so they ask here before building one too big to hold."""
+    guard = c.server.output_buffer_guard
+    protocol = c.connection
+    if guard is None or protocol is None or size < guard.threshold:
+        return False
+    return guard.refuses(protocol, size)
 
 
 def client_description(client: "Client") -> str:

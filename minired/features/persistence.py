@@ -17,6 +17,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from minired.engine import dispatch
 from minired.features.aof import AppendOnlyFile
 from minired.features.persist_files import LoadError
 from minired.features.propagation import Propagation
@@ -147,10 +148,55 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
 
 
 def attach(server: "Server") -> None:
+    """Persistence's state and hooks; the data on disk is loaded by load_at_start (or by
+    load_while_serving, once the server listens)."""
     persistence = Persistence(server)
     server.persistence = persistence
     server.hooks.disconnect.append(persistence._forget_client)
     server.hooks.shutdown.append(persistence.on_shutdown)
+    server.hooks.start.append(persistence._schedule)
+
+
+def load_at_start(server: "Server") -> None:
+    """loadDataFromDisk, before the server listens (embedded servers, cluster nodes)."""
+    persistence = server.persistence
     persistence.load_on_start()
     persistence.reconcile(at_start=True)
-    server.hooks.start.append(persistence._schedule)
+
+
+async def load_while_serving(server: "Server") -> None:
+    """loadDataFromDisk as redis-server runs it: the listeners are open, and until the data is
+    loaded every command not flagged loading is answered -LOADING (dispatch) and INFO says
+    loading:1. The snapshot is read on a worker thread (the loop keeps answering; the keyspace
+    is only filled once the whole file has been read, key-load-delay pausing the thread after
+    each key); an AOF is replayed through dispatch, so it loads before the loop runs again."""
+    persistence = server.persistence
+    if persistence.config.get("appendonly") == "yes" or not os.path.exists(
+            persistence.snapshot_path):
+        load_at_start(server)
+        return
+    try:
+        persistence.loading_total = os.path.getsize(persistence.snapshot_path)
+    except OSError:
+        persistence.loading_total = 0
+    persistence.loading_since = int(time.time())
+    dispatch.set_loading(server, True)
+    server.clock.loading = True  # (nothing expires meanwhile: Redis's server.loading)
+    loop = asyncio.get_running_loop()
+    try:
+        loading = loop.run_in_executor(None, persistence.load_on_start)
+        stopping = loop.create_task(server.stopped.wait())
+        await asyncio.wait((loading, stopping), return_when=asyncio.FIRST_COMPLETED)
+        if not loading.done():
+            # SHUTDOWN while loading (never saving: commands/server.py): Redis exits from its
+            # loading loop; the worker thread cannot be stopped, so the process ends here.
+            log.warning("Redis is now ready to exit, bye bye...")
+            logging.shutdown()
+            os._exit(0)
+        stopping.cancel()
+        loading.result()  # (LoadError: the start-up fails)
+    finally:
+        server.clock.loading = False
+        dispatch.set_loading(server, False)
+        persistence.loading_since = 0
+    persistence.reconcile(at_start=True)

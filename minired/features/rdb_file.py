@@ -8,7 +8,9 @@ message is the one Redis logs, and nothing is loaded from it.
 """
 from __future__ import annotations
 
+import random
 import struct
+import time
 from typing import TYPE_CHECKING, Iterator
 
 from minired import REDIS_VERSION
@@ -61,7 +63,8 @@ class RdbError(Exception):
 class Loaded:
     """What a load found besides keys: function library sources and a few counts."""
 
-    __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized")
+    __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized",
+                 "key_delay_us")
 
     def __init__(self) -> None:
         self.functions: list[bytes] = []
@@ -71,6 +74,7 @@ class Loaded:
         self.version = 0
         self.aux: dict[bytes, bytes] = {}
         self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
+        self.key_delay_us = 0  # key-load-delay: a pause after each key (debugDelay)
 
 
 def is_rdb(data: bytes) -> bool:
@@ -78,11 +82,13 @@ def is_rdb(data: bytes) -> bool:
 
 
 def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False,
-         deep: bool = False) -> Loaded:
+         deep: bool = False, key_delay_us: int = 0) -> Loaded:
     """Read a whole RDB image into the (empty) keyspace: all of it, or RdbError and the keyspace
     left as it was. With deep (sanitize-dump-payload yes), compact encodings are checked entry
-    by entry."""
+    by entry; key_delay_us (key-load-delay, which Redis's tests use for a slow load) pauses
+    after each key."""
     loaded = Loaded()
+    loaded.key_delay_us = key_delay_us
     staged: list[dict] = [{} for _ in keyspace.dbs]
     staged_expires: list[dict] = [{} for _ in keyspace.dbs]
     reader = Reader(data, 0, deep)
@@ -100,6 +106,15 @@ def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = Fa
         for key, deadline in expires.items():
             db.set_expiry(key, deadline)
     return loaded
+
+
+def _debug_delay(usec: int) -> None:
+    """debugDelay: sleep usec microseconds; a negative value sleeps 1 us once in -usec times
+    on average (even the shortest sleep is a system call)."""
+    if usec < 0:
+        usec = 1 if random.randrange(-usec) == 0 else 0
+    if usec:
+        time.sleep(usec / 1_000_000)
 
 
 def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, now_ms: int,
@@ -123,6 +138,7 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
     keys = expired = 0
     buf = data  # compiled, a pointer into data (rdb_file.pxd)
     size = len(data)
+    delay = loaded.key_delay_us
     while True:
         pos = reader.pos  # reader.byte(), inline: once per key
         if pos >= size:
@@ -155,6 +171,8 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
                 target_expires[key] = expires_at
                 keys += 1
                 expires_at = -1
+            if delay:
+                _debug_delay(delay)
             continue
         if kind == OPCODE_EXPIRETIME:
             expires_at = struct.unpack("<i", reader.take(4))[0] * 1000

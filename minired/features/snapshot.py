@@ -75,6 +75,10 @@ class Snapshots:
         self.last_background_save_seconds = -1  # INFO rdb_last_bgsave_time_sec (-1: none yet)
         self.keys_loaded = 0
         self.keys_expired_at_load = 0
+        # While load_while_serving reads the snapshot: its Unix start time and the file's
+        # size, for INFO's loading fields (0: not loading).
+        self.loading_since = 0
+        self.loading_total = 0
         # The child writing a snapshot or an AOF base: (pid, what, temp file) or None.
         self.child: tuple[int, str, str] | None = None
         self.forks = 0  # INFO total_forks
@@ -120,7 +124,7 @@ class Snapshots:
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
         try:
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
-                                   self.sanitizes_loads())
+                                   self.sanitizes_loads(), self.config.number("key-load-delay"))
         except RdbError as exc:
             raise LoadError(*exc.warnings, f"{exc} ({name}). Terminating server after rdb file "
                             "reading failure.") from None

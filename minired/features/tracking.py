@@ -220,20 +220,24 @@ class Tracking:
                 self.items += 1
         self.limit_table()
 
-    def key_modified(self, key: bytes, broadcast: bool = True) -> None:
-        """Called for every change to a key (Database.signal_modified), expiry included."""
+    def key_modified(self, key: bytes, broadcast: bool = True, anonymous: bool = False) -> None:
+        """Called for every change to a key (Database.signal_modified), expiry included. The
+        client that changed it is the one running a command, unless `anonymous`: an expiry
+        (even a lookup's lazy one) or the table's limit, for which Redis passes no client, so
+        NOLOOP spares nobody. The messages still follow the reply of the client running a
+        command (trackingInvalidateKey queues those for server.current_client)."""
+        changer = None if anonymous else self.current
         if broadcast and self.prefixes:
-            self._note_for_broadcast(key)
+            self._note_for_broadcast(key, changer)
         readers = self.table.pop(key, None)
         if readers is None:
             return
         self.items -= len(readers)
-        current = self.current
         for reader_id in readers:
             state = self.clients.get(reader_id)
             if state is None or state.bcast:
                 continue
-            if state.noloop and state.client is current:
+            if state.noloop and state.client is changer:
                 continue
             self._send(state, [key])
 
@@ -274,10 +278,12 @@ class Tracking:
 
     # --- BCAST ---------------------------------------------------------------------------------
 
-    def _note_for_broadcast(self, key: bytes) -> None:
+    def _note_for_broadcast(self, key: bytes, changer: "Client | None") -> None:
         for prefix, entry in self.prefixes.items():
-            if key.startswith(prefix) and key not in entry.changed:
-                entry.changed[key] = self.current
+            if key.startswith(prefix):
+                # The last change names the changer (Redis's raxInsert replaces the value), so
+                # a key a NOLOOP client set and that then expired is still sent to it.
+                entry.changed[key] = changer
                 if not self.broadcast_scheduled:
                     self.broadcast_scheduled = True
                     loop = self.server.loop
@@ -307,14 +313,14 @@ class Tracking:
     def limit_table(self, from_cron: bool = False) -> None:
         """tracking-table-max-keys: past it, the oldest keys are invalidated as if changed
         (Redis picks them by a random walk of its radix tree). Run as keys are remembered, and
-        when the limit is lowered, as Redis's serverCron would within 100 ms: with no client
-        running a command, so NOLOOP spares nobody."""
+        when the limit is lowered, as Redis's serverCron would within 100 ms. Redis names no
+        client for these (trackingLimitUsedSlots), so NOLOOP spares nobody."""
         limit = self.server.config.number("tracking-table-max-keys")
         current = self.current
         if from_cron:
             self.current = None
         try:
             while limit and len(self.table) > limit:
-                self.key_modified(next(iter(self.table)), broadcast=False)
+                self.key_modified(next(iter(self.table)), False, True)
         finally:
             self.current = current

@@ -189,6 +189,17 @@ SCENARIOS = {
         ("d", "GET", "zz"), ("b", "SET", "zz", "2"), ("d", "CLIENT", "TRACKINGINFO"),
         ("a", "CLIENT", "TRACKING", "OFF"), ("b", "SET", "p:4", "1"),
     ],
+    # An expiry is no client's change, even the lazy one a client's own lookup causes: Redis
+    # broadcasts it to a NOLOOP client too, and it names the last change's client, not the
+    # first's (raxInsert replaces the value).
+    "bcast_noloop_gets_lazy_expiry": [
+        ("a", "HELLO", "3"), ("a", "DEBUG", "SET-ACTIVE-EXPIRE", "0"),
+        ("a", "CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"),
+        ("a", "SET", "k", "v", "PX", "1"), ("a", "DEBUG", "SLEEP", "0.01"), ("a", "GET", "k"),
+        ("b", "SET", "j", "v", "PX", "1"), ("a", "DEBUG", "SLEEP", "0.01"),
+        ("a", "MULTI"), ("a", "SET", "own", "1"), ("a", "GET", "j"), ("a", "EXEC"),
+        ("a", "DEBUG", "SET-ACTIVE-EXPIRE", "1"),
+    ],
     "resp2_redirect": [
         ("d", "SUBSCRIBE", "__redis__:invalidate"),
         ("e", "CLIENT", "TRACKING", "ON", "REDIRECT", "{id:d}"), ("e", "GET", "r"),

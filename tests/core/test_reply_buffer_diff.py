@@ -1,0 +1,48 @@
+"""CLIENT LIST's reply buffer figures (rbs, rbp) compared with real Redis, as unit/replybufsize
+tests them: an idle client's buffer shrinks to 1 KiB once its peak is reset, a busy one's grows
+back to 16 KiB."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support.respclient import RawClient
+from tests.support.waiting import wait_until
+
+
+@pytest.fixture(params=("real_redis", "mini"))
+def port(request):
+    server = request.getfixturevalue(request.param)
+    admin = RawClient(server.port)
+    yield server.port
+    admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "RESET")
+    admin.call("DEBUG", "REPLYBUFFER", "RESIZING", "1")
+    admin.call("FLUSHALL")
+    admin.close()
+
+
+def _rbs(admin: RawClient, name: str) -> int:
+    for line in admin.call("CLIENT", "LIST").decode().splitlines():
+        if f" name={name} " in line:
+            return int(re.search(r" rbs=(\d+)", line).group(1))
+    raise AssertionError(f"no client {name}")
+
+
+def test_reply_buffer_shrinks_when_idle_and_grows_when_busy(port):
+    admin = RawClient(port)
+    admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100")
+    client = RawClient(port)
+    client.call("CLIENT", "SETNAME", "test_client")
+    assert _rbs(admin, "test_client") <= 16384
+    wait_until(lambda: _rbs(admin, "test_client") == 1024, "the idle client's buffer shrunk")
+    admin.call("SET", "bigval", b"x" * 32768)
+    admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "NEVER")
+
+    def grown() -> bool:
+        client.call("GET", "bigval")
+        return _rbs(admin, "test_client") == 16384
+    wait_until(grown, "the busy client's buffer grown")
+    client.close()
+    admin.close()
+
