@@ -1,6 +1,8 @@
 """Set commands. A set is a Python set of bytes; replies that Redis sends as RESP3 sets are
 returned as fresh `set` objects (arrays under RESP2), copies so that a reply queued by EXEC
-cannot change under later commands."""
+cannot change under later commands. A set Redis holds as an intset (small, all integers) it
+replies in ascending order, and so does minired (`in_reply_order`); a hash table's order is
+Redis's own and cannot be matched."""
 from __future__ import annotations
 
 import itertools
@@ -14,9 +16,20 @@ from minired.features.notifications import GENERIC, SET, after_removal, notify
 from minired.features.output_limits import LEAST_BULK, reply_overflows
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
+from minired.protocol.resp import OrderedSet, string2ll
 
 G = "set"
 _LONG_MAX = 2**63 - 1
+
+
+def in_reply_order(members: set, config) -> set | OrderedSet:
+    """The members as Redis replies them: a list in ascending integer order where it holds (or
+    would build) the set as an intset, otherwise `members` itself, in any order."""
+    if 1 < len(members) <= config.number("set-max-intset-entries"):
+        numbers = [string2ll(member) for member in members]
+        if None not in numbers:
+            return OrderedSet(member for _, member in sorted(zip(numbers, members)))
+    return members
 
 
 @command("sadd", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -69,7 +82,10 @@ def smismember(c, argv):
 @command("smembers", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
 def smembers(c, argv):
     members = c.db.read_typed(argv[1], set)
-    return set() if members is None else set(members)
+    if members is None:
+        return set()
+    ordered = in_reply_order(members, c.server.config)
+    return set(members) if ordered is members else ordered  # (a copy: EXEC queues replies)
 
 
 @command("scard", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
@@ -100,7 +116,7 @@ def spop(c, argv):
     if members is None or count == 0:
         return set()
     if count >= len(members):
-        members, popped = set(), members
+        members, popped = set(), in_reply_order(members, c.server.config)
     else:
         popped = set(random.sample(tuple(members), count))
         members.difference_update(popped)
@@ -122,7 +138,7 @@ def srandmember(c, argv):
     if members is None or count == 0:
         return []
     if count >= len(members):
-        return list(members)
+        return list(in_reply_order(members, c.server.config))
     pool = tuple(members)
     if count < 0:
         if reply_overflows(c, -count * LEAST_BULK):
@@ -205,17 +221,17 @@ def _store(c, destination: bytes, members: set, event: bytes) -> int:
 
 @command("sinter", arity=-2, flags="readonly", keys=(1, -1, 1), group=G)
 def sinter(c, argv):
-    return _intersection(_sources(c, argv[1:]))
+    return in_reply_order(_intersection(_sources(c, argv[1:])), c.server.config)
 
 
 @command("sunion", arity=-2, flags="readonly", keys=(1, -1, 1), group=G)
 def sunion(c, argv):
-    return _union(_sources(c, argv[1:]))
+    return in_reply_order(_union(_sources(c, argv[1:])), c.server.config)
 
 
 @command("sdiff", arity=-2, flags="readonly", keys=(1, -1, 1), group=G)
 def sdiff(c, argv):
-    return _difference(_sources(c, argv[1:]))
+    return in_reply_order(_difference(_sources(c, argv[1:])), c.server.config)
 
 
 @command("sinterstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group=G)
@@ -271,4 +287,5 @@ def sscan(c, argv):
     if members is None:
         return [b"0", []]
     count, pattern, _ = parse_scan_options(argv, 3, allow_type=False)
-    return list(scan_members(c, argv[1], members, members, members, cursor, count, pattern))
+    return list(scan_members(c, argv[1], members, members,
+                             in_reply_order(members, c.server.config), cursor, count, pattern))
