@@ -61,7 +61,8 @@ class RdbError(Exception):
 class Loaded:
     """What a load found besides keys: function library sources and a few counts."""
 
-    __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized")
+    __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized",
+                 "empty_keys")
 
     def __init__(self) -> None:
         self.functions: list[bytes] = []
@@ -71,6 +72,7 @@ class Loaded:
         self.version = 0
         self.aux: dict[bytes, bytes] = {}
         self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
+        self.empty_keys: list[bytes] = []  # skipped: containers saved empty (an old Redis bug)
 
 
 def is_rdb(data: bytes) -> bool:
@@ -140,7 +142,8 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
                     value = decode_object(kind, reader)
                 except EmptyKey:
                     expires_at = -1
-                    continue  # Redis skips an empty key (with a log line): an old bug saved some
+                    loaded.empty_keys.append(key)  # Redis skips it with a log line
+                    continue
             if key in target:
                 raise BadData("Duplicate key '%s' found in RDB file"
                               % key.decode("utf-8", "replace"))
