@@ -20,9 +20,10 @@ from minired.protocol.resp import ProtocolError, split_inline
 log = logging.getLogger("minired")
 
 # Parameters taking several words (Redis's MULTI_ARG_CONFIG): `save 900 1 300 10`.
-MULTI_ARG = frozenset(("save", "bind", "replicaof", "client-output-buffer-limit",
-                       "oom-score-adj-values", "latency-tracking-info-percentiles", "shutdown-on-sigint",
-                       "shutdown-on-sigterm"))
+# (`replicaof <host> <port>` too: loadServerConfigFromString reads its two words itself.)
+MULTI_ARG = frozenset(("save", "bind", "client-output-buffer-limit", "oom-score-adj-values",
+                       "latency-tracking-info-percentiles", "shutdown-on-sigint",
+                       "shutdown-on-sigterm", "replicaof"))
 # Names Redis 7.0 still accepts in a file and ignores (deprecated_configs).
 DEPRECATED = frozenset(("list-max-ziplist-entries", "list-max-ziplist-value",
                         "lua-replicate-commands"))

@@ -199,8 +199,9 @@ NORMAL_UNITS = (
     "unit/replybufsize").split()
 # The normal-mode units scripts/test.sh runs (--quick): those that pass whole on minired, the
 # documented differences skipped, longest first (about a minute on two lanes). The others wait on
-# work not done yet (replication, MIGRATE-free sections, AOF timestamps, ...) or are slow: they
-# are the long run, `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
+# work not done yet (replication, MIGRATE-free sections, ...) or are slow (integration/aof and
+# aof-multi-part pass whole, in one to four minutes each): they are the long run,
+# `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
 NORMAL_QUICK_UNITS = (
     "unit/type/list-3 unit/latency-monitor unit/protocol unit/memefficiency unit/sort unit/bitops "
     "integration/redis-benchmark unit/other unit/acl unit/scan unit/shutdown unit/dump "

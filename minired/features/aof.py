@@ -298,7 +298,7 @@ class AppendOnlyFile:
                             "scheduled to start when possible.")
                 return
             # A rewrite of the files while the AOF was off accumulates nothing: start anew.
-            self._kill_child()
+            self._kill_aof_child()
             try:
                 self._start_aof_rewrite()
             except OSError:
@@ -442,6 +442,12 @@ class AppendOnlyFile:
             self._drop_temp_incr()
             self.aof_rewrite_scheduled = True
 
+    def _kill_aof_child(self) -> None:
+        """killAppendOnlyChild: a rewrite at work is stopped (its temporary file removed)."""
+        if self.child is not None and self.child[1] == "aof":
+            log.info("Killing running AOF rewrite child: %d", self.child[0])
+            self._kill_child()
+
     def _drop_temp_incr(self) -> None:
         """aofDelTempIncrAofFile (and the AOF buffer cleared with it)."""
         if self.aof_file is not None:
@@ -483,9 +489,7 @@ class AppendOnlyFile:
         waiting = self.aof_state == "wait"
         self.aof_state = "off"
         self.aof_rewrite_scheduled = False
-        if self.child is not None and self.child[1] == "aof":
-            log.info("Killing running AOF rewrite child: %d", self.child[0])  # killAppendOnlyChild
-            self._kill_child()
+        self._kill_aof_child()
         if waiting:
             self._drop_temp_incr()
         elif self.aof_file is not None:

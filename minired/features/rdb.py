@@ -1138,7 +1138,9 @@ def _read_quicklist(reader: Reader, version_2: bool) -> deque:
     for _ in range(reader.count()):
         container = reader.count() if version_2 else _QUICKLIST_PACKED
         if container == _QUICKLIST_PLAIN:
-            items.append(reader.string())
+            element = reader.string()
+            if element:  # (an empty node is skipped, as below: an empty list is an empty key)
+                items.append(element)
         elif container == _QUICKLIST_PACKED:
             blob = _read_packed(reader, check_listpack) if version_2 else _read_ziplist(reader)
             # An empty node is skipped, as Redis does (an empty list is then an empty key).
@@ -1182,6 +1184,17 @@ _DECODERS: dict[int, Callable[[Reader], Any]] = {
 }
 
 
+# rdbLoadObject's reason for a compact encoding it refuses whole (its checks of the encoding
+# and of duplicates are one validation there): the log line names the type.
+_INTEGRITY_FAILURES = {
+    TYPE_HASH_ZIPMAP: "Zipmap integrity check failed.",
+    TYPE_HASH_ZIPLIST: "Hash ziplist integrity check failed.",
+    TYPE_ZSET_ZIPLIST: "Zset ziplist integrity check failed.",
+    TYPE_HASH_LISTPACK: "Hash listpack integrity check failed.",
+    TYPE_ZSET_LISTPACK: "Zset listpack integrity check failed.",
+}
+
+
 def decode_object(rdb_type: int, reader: Reader) -> Any:
     """The value of the given RDB type at the reader (rdbLoadObject)."""
     if rdb_type == TYPE_STRING:
@@ -1194,8 +1207,19 @@ def decode_object(rdb_type: int, reader: Reader) -> Any:
     try:
         value = decoder(reader)
     except (struct.error, IndexError, ValueError, OverflowError) as exc:
-        raise BadData(f"Bad data format: {exc.__class__.__name__}") from None
+        raise BadData(_INTEGRITY_FAILURES.get(rdb_type)
+                      or f"Bad data format: {exc.__class__.__name__}") from None
+    except BadData as exc:
+        failure = _INTEGRITY_FAILURES.get(rdb_type)
+        if (failure is None and rdb_type in (TYPE_STREAM_LISTPACKS, TYPE_STREAM_LISTPACKS_2)
+                and exc.args and exc.args[0] == "Listpack integrity check failed"):
+            failure = "Stream listpack integrity check failed."
+        if failure is None or isinstance(exc, EmptyKey):
+            raise
+        raise BadData(failure) from None
     if type(value) is not Stream and not value:
+        if rdb_type == TYPE_HASH_ZIPMAP:  # (zipmapValidateIntegrity refuses an empty one)
+            raise BadData(_INTEGRITY_FAILURES[rdb_type])
         raise EmptyKey("Empty key")
     return value
 

@@ -64,7 +64,7 @@ class Loaded:
     """What a load found besides keys: function library sources and a few counts."""
 
     __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized",
-                 "key_delay_us")
+                 "key_delay_us", "empty_keys")
 
     def __init__(self) -> None:
         self.functions: list[bytes] = []
@@ -75,6 +75,7 @@ class Loaded:
         self.aux: dict[bytes, bytes] = {}
         self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
         self.key_delay_us = 0  # key-load-delay: a pause after each key (debugDelay)
+        self.empty_keys: list[bytes] = []  # skipped: containers saved empty (an old Redis bug)
 
 
 def is_rdb(data: bytes) -> bool:
@@ -156,7 +157,8 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
                     value = decode_object(kind, reader)
                 except EmptyKey:
                     expires_at = -1
-                    continue  # Redis skips an empty key (with a log line): an old bug saved some
+                    loaded.empty_keys.append(key)  # Redis skips it with a log line
+                    continue
             if key in target:
                 raise BadData("Duplicate key '%s' found in RDB file"
                               % key.decode("utf-8", "replace"))

@@ -132,8 +132,14 @@ class Snapshots:
         server.stats.dump_payload_sanitizations += loaded.sanitized
         self.keys_expired_at_load = loaded.expired
         _log_aux_fields(loaded.aux)
-        log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,
-                 loaded.expired)
+        for key in loaded.empty_keys:
+            log.warning("rdbLoadObject skipping empty key: %s", key.decode("utf-8", "replace"))
+        if loaded.empty_keys:
+            log.warning("Done loading RDB, keys loaded: %d, keys expired: %d, empty keys "
+                        "skipped: %d.", loaded.keys, loaded.expired, len(loaded.empty_keys))
+        else:
+            log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", loaded.keys,
+                     loaded.expired)
         if loaded.functions:
             self._restore_functions(loaded.functions)
         return loaded.end

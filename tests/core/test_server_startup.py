@@ -130,6 +130,7 @@ def test_argv_to_options_as_redis_main():
     "bind 127.0.0.1\ndatabases 0\n",
     "list-max-ziplist-entries 5\ncluster-enabled maybe\n",
     "dir /nonexistent-dir\n",
+    "replicaof 127.0.0.1 0\nnosuch 1\n",  # (replicaof's two words accepted: line 2 refused)
 ])
 def test_config_file_errors_match_redis(tmp_path, text):
     (tmp_path / "bad.conf").write_text(text)

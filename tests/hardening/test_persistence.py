@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -772,3 +774,61 @@ def test_flushall_with_save_points_saves_the_empty_dataset(tmp_path):
         server.stop()
     with SubprocessServer("--dir", str(tmp_path)) as again:
         assert redis.Redis(port=again.port).dbsize() == 0
+
+
+def test_empty_keys_in_a_file_are_skipped_and_logged_as_redis_does(tmp_path):
+    """The suite's corrupt_empty_keys.rdb (containers an old Redis saved empty): no key loaded,
+    each skipped with Redis's log line, and the count on the 'Done loading' line."""
+    asset = next(Path(__file__).resolve().parents[1].glob(
+        "redis_tcl/vendor/*/tests/assets/corrupt_empty_keys.rdb"))
+    logs = {}
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        directory = tmp_path / name
+        directory.mkdir()
+        shutil.copy(asset, directory / "dump.rdb")
+        port = free_port()
+        proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory),
+                                 "--save", "", "--logfile", str(directory / "log.txt")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for_ping(port)
+            assert redis.Redis(port=port).dbsize() == 0
+        finally:
+            terminate(proc)
+        logs[name] = [line.split(" ", 5)[5] for line in
+                      (directory / "log.txt").read_text().splitlines()
+                      if "empty key" in line or "Done loading RDB" in line]
+    assert logs["minired"] == logs["redis"]
+    assert logs["redis"][-1].endswith("empty keys skipped: 9.")
+
+
+def test_turning_the_aof_off_kills_its_rewrite_child_as_redis_does(tmp_path):
+    """unit/aofrw: CONFIG SET appendonly no during a (slowed) rewrite stops the child at once,
+    with Redis's log line, and no rewrite is left running."""
+    logged = {}
+    for name, command in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        directory = tmp_path / name
+        directory.mkdir()
+        port = free_port()
+        proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory),
+                                 "--save", "", "--appendonly", "yes",
+                                 "--logfile", str(directory / "log.txt")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for_ping(port)
+            client = redis.Redis(port=port)
+            client.set("k", "v")
+            client.config_set("rdb-key-save-delay", 10_000_000)
+            client.bgrewriteaof()
+            assert client.info("persistence")["aof_rewrite_in_progress"] == 1
+            client.config_set("appendonly", "no")
+            assert client.info("persistence")["aof_rewrite_in_progress"] == 0
+            client.close()
+        finally:
+            terminate(proc)
+        logged[name] = [re.sub(r"\d+$", "<pid>", line.split(" ", 5)[5])
+                        for line in (directory / "log.txt").read_text().splitlines()
+                        if "Killing" in line]
+    assert logged["minired"] == logged["redis"] == ["* Killing running AOF rewrite child: <pid>"]
