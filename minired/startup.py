@@ -40,7 +40,8 @@ load_commands()
 # instead of delaying every start-up; the commands that reach it are registered regardless.
 SUBSYSTEMS = ("minired.features.notifications", "minired.features.pubsub",
               "minired.features.persistence", "minired.features.security",
-              "minired.features.output_limits", "minired.features.metrics")
+              "minired.features.output_limits", "minired.features.metrics",
+              "minired.features.eviction")
 
 
 def prepare_server(server: Server) -> Server:

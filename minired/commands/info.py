@@ -176,10 +176,18 @@ def _memory_section(server) -> list[str]:
     import resource
 
 
-    used = used_memory()
-    peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    metrics = server.metrics
-    startup = metrics.startup_memory if metrics is not None else used
+    # used_memory is the server's memory figure (the one maxmemory is compared with: see
+    # minired/features/eviction.py), used_memory_rss the process's resident size.
+    memory = server.memory
+    used = memory.used()
+    rss = used_memory()
+    modelled = getattr(memory, "startup", None)  # (the model of features/eviction.py)
+    if modelled is not None:
+        startup, peak = modelled, memory.peak
+    else:
+        metrics = server.metrics
+        startup = metrics.startup_memory if metrics is not None else used
+        peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     aof_buffer = aof_buffered(server)
     overhead = min(used, startup + aof_buffer)
     dataset = used - overhead
@@ -192,8 +200,8 @@ def _memory_section(server) -> list[str]:
     return _fields((
         ("used_memory", used),
         ("used_memory_human", human_bytes(used)),
-        ("used_memory_rss", used),
-        ("used_memory_rss_human", human_bytes(used)),
+        ("used_memory_rss", rss),
+        ("used_memory_rss_human", human_bytes(rss)),
         ("used_memory_peak", peak),
         ("used_memory_peak_human", human_bytes(peak)),
         ("used_memory_peak_perc", f"{used * 100 / peak:.2f}%"),
@@ -363,7 +371,7 @@ def _stats_section(server) -> list[str]:
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
         ("expire_cycle_cpu_milliseconds", 0),
-        ("evicted_keys", 0),  # minired never evicts: maxmemory only refuses writes (noeviction)
+        ("evicted_keys", stats.evicted_keys),
         ("evicted_clients", 0),
         ("total_eviction_exceeded_time", 0),
         ("current_eviction_exceeded_time", 0),

@@ -81,7 +81,7 @@ class Hooks:
     """One server's hook lists, each called in the order its features registered."""
 
     __slots__ = ("start", "shutdown", "connect", "disconnect", "before_call", "after_call",
-                 "rewrite_config", "config_file")
+                 "rewrite_config", "config_file", "admit_memory")
 
     def __init__(self) -> None:
         # The server's loop is running (timers of persistence and metrics).
@@ -102,6 +102,10 @@ class Hooks:
         self.rewrite_config: Callable[[], None] | None = None
         # That file's absolute path, "" without one (INFO's config_file).
         self.config_file = ""
+        # Before each command while maxmemory is set (processCommand's performEvictions): free
+        # memory as maxmemory-policy allows; True when still over maxmemory (EVICT_FAIL), so
+        # that dispatch refuses a denyoom command. None: the memory figure is only compared.
+        self.admit_memory: Callable[[], bool] | None = None
 
     @staticmethod
     def add(hooks: list, hook: Callable) -> None:

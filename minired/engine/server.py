@@ -46,7 +46,7 @@ _QB_BIG_ARG = querybuf.BIG_ARG
 
 class Stats:
     __slots__ = ("started", "started_monotonic", "connections_received",
-                 "commands_processed", "rejected_connections", "expired_keys",
+                 "commands_processed", "rejected_connections", "expired_keys", "evicted_keys",
                  "net_input_bytes", "net_output_bytes", "error_replies",
                  "reads_processed", "writes_processed", "dump_payload_sanitizations")
 
@@ -61,6 +61,7 @@ class Stats:
         self.commands_processed = 0
         self.rejected_connections = 0
         self.expired_keys = 0
+        self.evicted_keys = 0  # keys deleted to stay under maxmemory
         self.net_input_bytes = 0
         self.net_output_bytes = 0
         # INFO total_reads_processed/total_writes_processed: socket reads and reply writes.
@@ -322,6 +323,14 @@ class Server:
                               protocol.client.addr if protocol.client is not None else "?")
 
     # --- hooks used by commands ------------------------------------------------------------------
+
+    def admit_memory(self) -> bool:
+        """Before a command while maxmemory is set: evict what the policy allows (the
+        admit_memory hook), and say whether memory is still over maxmemory."""
+        admit = self.hooks.admit_memory
+        if admit is not None:
+            return admit()
+        return self.over_maxmemory()
 
     def over_maxmemory(self) -> bool:
         # Called for every denyoom command: a string compare when maxmemory is off, and a
