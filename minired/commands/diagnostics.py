@@ -619,8 +619,12 @@ def _looked_up_value(c, key: bytes):
 def _debug_object(c, argv):
     value = _raw_value(c, argv[2])
     server = c.server
+    track = c.db.keytrack  # (read if kept: DEBUG OBJECT starts no access tracking)
+    lru = track.lru_field(argv[2]) if track is not None else None
+    idle_s = track.idle_ms(argv[2]) // 1000 if track is not None else 0
     return Status(debug_reports.object_line(value, c.db.index, argv[2], server.config,
-                                            server.clock.ms(), server.debug.quicklist_packed_threshold))
+                                            server.clock.ms(), server.debug.quicklist_packed_threshold,
+                                            lru, idle_s))
 
 
 @_debug_sub("sdslen", 3)

@@ -13,6 +13,7 @@ from minired.engine.args import parse_int
 from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import command
+from minired.features import eviction
 from minired.features.notifications import GENERIC, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -55,6 +56,7 @@ def exists(c, argv):
 
 @command("touch", arity=-2, flags="readonly fast", keys=(1, -1, 1), group=G)
 def touch(c, argv):
+    eviction.tracker(c.server, c.db)  # (access tracking starts, if nothing needed it yet)
     return _count_existing(c, argv, True)
 
 

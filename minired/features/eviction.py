@@ -181,13 +181,19 @@ class KeyTrack:
         idle = now - last if now >= last else now + (_LRU_CLOCK_MAX - last)
         return idle * 1000
 
+    def lru_field(self, key: bytes) -> int:
+        """The object's 24-bit lru field, as DEBUG OBJECT prints it."""
+        if self.lfu:
+            return self._packed(key)
+        return self.access.get(key, self.epoch) & _LRU_CLOCK_MAX
+
     def _minutes(self) -> int:
         return (self.clock.expiry_now() // 60_000) & 65535
 
     def _packed(self, key: bytes) -> int:
         packed = self.access.get(key)
-        if packed is None:  # never seen: a new object's counter, as of the epoch
-            return (((self.epoch // 60) & 65535) << 8) | LFU_INIT_VAL
+        if packed is None:  # never seen: as a new object's counter
+            return (self._minutes() << 8) | LFU_INIT_VAL
         return packed
 
     def frequency(self, key: bytes) -> int:
@@ -354,6 +360,8 @@ class Eviction:
             persistence = server.persistence
             if persistence is not None:
                 persistence.flush_aof(False)  # the DELs go out before the command's writes
+            if server.tracking is not None:
+                server.tracking.send_pending()  # invalidations before the command's reply
         return result
 
     def kick(self) -> None:
