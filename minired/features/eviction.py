@@ -50,6 +50,8 @@ _KEY_ENTRY = 24 + 16 + 8  # dictEntry, robj, a bucket of the keys' table
 _EXPIRE_ENTRY = 24 + 8  # dictEntry and bucket in the expires table
 _ELEMENT = 16  # per member of a collection (listpack/quicklist/dict entries, amortised)
 _SAMPLED = 8  # members measured to estimate a collection
+EXACT_KEYS = 20_000  # keys INFO measures one by one with maxmemory 0 (dataset_size)
+CLIENTS_INTERVAL = 0.005  # seconds a clients_memory figure is reused
 
 
 def _sds(length: int) -> int:
@@ -88,6 +90,17 @@ def value_size(value: Any) -> int:
 
 def key_size(key: bytes, value: Any) -> int:
     return _KEY_ENTRY + _sds(len(key)) + value_size(value)
+
+
+def dataset_size(data: dict) -> int:
+    """The keys' sizes summed while maxmemory is 0 (nothing kept; INFO asks): exact up to
+    EXACT_KEYS keys, beyond that the average of the first EXACT_KEYS times the count, so
+    that INFO stays cheap on a big dataset."""
+    if len(data) <= EXACT_KEYS:
+        return sum(key_size(key, value) for key, value in data.items())
+    measured = sum(key_size(key, value) for _, (key, value) in zip(range(EXACT_KEYS),
+                                                                    data.items()))
+    return measured * len(data) // EXACT_KEYS
 
 
 class KeyTrack:
@@ -231,7 +244,7 @@ class Eviction:
     """One server's memory figure (Server.memory) and eviction."""
 
     __slots__ = ("server", "epoch", "pool", "next_db", "samples_of", "evicting", "rss",
-                 "_policy", "startup", "peak")
+                 "_policy", "startup", "peak", "clients_value", "clients_taken")
 
     def __init__(self, server: "Server", rss: Any) -> None:
         self.server = server
@@ -246,24 +259,37 @@ class Eviction:
         self._policy = ""
         self.startup = STARTUP_MEMORY  # INFO used_memory_startup
         self.peak = STARTUP_MEMORY  # INFO used_memory_peak: the largest figure reported
+        self.clients_value = 0
+        self.clients_taken = float("-inf")
 
     # --- the memory figure -------------------------------------------------------------------
 
     def used(self) -> int:
         """used_memory: the start-up base, the keys, the clients' buffers."""
-        total = STARTUP_MEMORY + clients_memory(self.server)
+        total = STARTUP_MEMORY + self._clients()
         for db in self.server.keyspace.dbs:
             track = db.keytrack
             if track is not None and track.sizes is not None:
                 if track.dirty:
                     track.measure(db.data)
+                if len(track.sizes) != len(db.data):  # keys stored behind its back (a load)
+                    track.keep_sizes(db.data)
                 total += track.total
             elif db.data:
-                total += sum(key_size(key, value) for key, value in db.data.items())
+                total += dataset_size(db.data)
             total += len(db.expires) * _EXPIRE_ENTRY
         if total > self.peak:
             self.peak = total
         return total
+
+    def _clients(self) -> int:
+        """clients_memory, taken again at most every CLIENTS_INTERVAL seconds: it visits every
+        connection, and the figure is read before every command."""
+        now = time.monotonic()
+        if now - self.clients_taken >= CLIENTS_INTERVAL:
+            self.clients_value = clients_memory(self.server)
+            self.clients_taken = now
+        return self.clients_value
 
     def not_counted(self) -> int:
         """freeMemoryGetNotCountedMemory: the AOF buffer (DELs of evicted keys land there)."""
