@@ -175,7 +175,7 @@ class Database:
         self.dirty = 0
         # Per-key access and size bookkeeping (minired/features/eviction.py), None until
         # maxmemory or OBJECT IDLETIME/FREQ needs it: told of every key looked up (touch),
-        # stored (created), removed (gone) and of a flush (flushed).
+        # stored (created), removed (gone), of a flush (flushed) and SWAPDB (moved).
         self.keytrack: Any = None
 
     # --- lookups -----------------------------------------------------------------------------
@@ -442,6 +442,9 @@ class Keyspace:
         da.expires, dbb.expires = dbb.expires, da.expires
         da._expiry_heap, dbb._expiry_heap = dbb._expiry_heap, da._expiry_heap
         da.keytrack, dbb.keytrack = dbb.keytrack, da.keytrack  # (it describes the data)
+        for db in (da, dbb):
+            if db.keytrack is not None:
+                db.keytrack.moved(db)
         for db in (da, dbb):
             # Keys that vanished count too: XREADGROUP readers then end with an error.
             for key in db.blocking_keys:

@@ -103,15 +103,28 @@ def dataset_size(data: dict) -> int:
     return measured * len(data) // EXACT_KEYS
 
 
+class Dataset:
+    """The keys' sizes summed over every database while maxmemory is set, and the KeyTracks
+    with keys to measure again: the figure read before each command costs what changed."""
+
+    __slots__ = ("total", "pending")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.pending: list[KeyTrack] = []
+
+
 class KeyTrack:
     """One database's per-key bookkeeping (Database.keytrack): access times or LFU counters,
-    and while maxmemory is set each key's estimated size and their total."""
+    and while maxmemory is set each key's estimated size (its TTL's entry included)."""
 
-    __slots__ = ("clock", "lfu", "log_factor", "decay_time", "epoch", "access", "sizes",
-                 "total", "dirty")
+    __slots__ = ("clock", "db", "dataset", "lfu", "log_factor", "decay_time", "epoch",
+                 "access", "sizes", "total", "dirty")
 
-    def __init__(self, clock: Any, epoch_s: int) -> None:
+    def __init__(self, clock: Any, db: Database, dataset: Dataset, epoch_s: int) -> None:
         self.clock = clock
+        self.db = db  # the database whose data this describes (SWAPDB moves it: moved())
+        self.dataset = dataset
         self.lfu = False
         self.log_factor = 10
         self.decay_time = 1
@@ -119,7 +132,8 @@ class KeyTrack:
         self.epoch = epoch_s
         # key -> seconds of its last access (LRU), or minutes << 8 | counter (LFU).
         self.access: dict[bytes, int] = {}
-        # key -> estimated size, and keys to measure again; None while maxmemory is 0.
+        # key -> estimated size, their sum, and keys to measure again; None while maxmemory
+        # is 0.
         self.sizes: dict[bytes, int] | None = None
         self.total = 0
         self.dirty: set[bytes] | None = None
@@ -131,8 +145,11 @@ class KeyTrack:
             self.access[key] = self._lfu_accessed(key)
         else:
             self.access[key] = self.clock.expiry_now() // 1000
-        if self.dirty is not None:
-            self.dirty.add(key)
+        dirty = self.dirty
+        if dirty is not None:
+            if not dirty:
+                self.dataset.pending.append(self)
+            dirty.add(key)
 
     def created(self, key: bytes) -> None:
         """A value stored at key: a new object's field (createObject)."""
@@ -140,13 +157,18 @@ class KeyTrack:
             self.access[key] = (self._minutes() << 8) | LFU_INIT_VAL
         else:
             self.access[key] = self.clock.expiry_now() // 1000
-        if self.dirty is not None:
-            self.dirty.add(key)
+        dirty = self.dirty
+        if dirty is not None:
+            if not dirty:
+                self.dataset.pending.append(self)
+            dirty.add(key)
 
     def gone(self, key: bytes) -> None:
         self.access.pop(key, None)
         if self.sizes is not None:
-            self.total -= self.sizes.pop(key, 0)
+            size = self.sizes.pop(key, 0)
+            self.total -= size
+            self.dataset.total -= size
             self.dirty.discard(key)
 
     def flushed(self) -> None:
@@ -154,35 +176,49 @@ class KeyTrack:
         if self.sizes is not None:
             self.sizes.clear()
             self.dirty.clear()
+            self.dataset.total -= self.total
             self.total = 0
+
+    def moved(self, db: Database) -> None:
+        """SWAPDB: the data this describes is db's now."""
+        self.db = db
 
     # --- sizes -------------------------------------------------------------------------------
 
-    def keep_sizes(self, data: dict) -> None:
-        """Start keeping sizes (maxmemory set): every key measured once."""
-        self.sizes = {key: key_size(key, value) for key, value in data.items()}
+    def keep_sizes(self) -> None:
+        """Keep sizes (maxmemory set), every key measured now."""
+        self.drop_sizes()
+        expires = self.db.expires
+        self.sizes = {key: key_size(key, value) + (_EXPIRE_ENTRY if key in expires else 0)
+                      for key, value in self.db.data.items()}
         self.total = sum(self.sizes.values())
+        self.dataset.total += self.total
         self.dirty = set()
 
     def drop_sizes(self) -> None:
+        if self.sizes is not None:
+            self.dataset.total -= self.total
         self.sizes = self.dirty = None
         self.total = 0
 
-    def measure(self, data: dict) -> None:
+    def measure(self) -> None:
         """Measure again the keys looked up or written since the last time."""
         sizes = self.sizes
-        total = self.total
+        data = self.db.data
+        expires = self.db.expires
+        change = 0
         for key in self.dirty:
             value = data.get(key)
             before = sizes.get(key, 0)
             if value is None:
                 sizes.pop(key, None)
-                total -= before
+                change -= before
             else:
-                size = key_size(key, value)
+                size = key_size(key, value) + (_EXPIRE_ENTRY if key in expires else 0)
                 sizes[key] = size
-                total += size - before
-        self.total = total
+                change += size - before
+        self.total += change
+        self.dataset.total += change
         self.dirty.clear()
 
     # --- LRU / LFU (evict.c, object.c) -------------------------------------------------------
@@ -244,7 +280,7 @@ class Eviction:
     """One server's memory figure (Server.memory) and eviction."""
 
     __slots__ = ("server", "epoch", "pool", "next_db", "samples_of", "evicting", "rss",
-                 "_policy", "startup", "peak", "clients_value", "clients_taken")
+                 "_policy", "startup", "peak", "clients_value", "clients_taken", "dataset")
 
     def __init__(self, server: "Server", rss: Any) -> None:
         self.server = server
@@ -261,35 +297,45 @@ class Eviction:
         self.peak = STARTUP_MEMORY  # INFO used_memory_peak: the largest figure reported
         self.clients_value = 0
         self.clients_taken = float("-inf")
+        self.dataset = Dataset()
 
     # --- the memory figure -------------------------------------------------------------------
 
     def used(self) -> int:
         """used_memory: the start-up base, the keys, the clients' buffers."""
-        total = STARTUP_MEMORY + self._clients()
-        for db in self.server.keyspace.dbs:
-            track = db.keytrack
-            if track is not None and track.sizes is not None:
+        dataset = self.dataset
+        if dataset.pending:
+            pending, dataset.pending = dataset.pending, []
+            for track in pending:
                 if track.dirty:
-                    track.measure(db.data)
-                if len(track.sizes) != len(db.data):  # keys stored behind its back (a load)
-                    track.keep_sizes(db.data)
-                total += track.total
-            elif db.data:
-                total += dataset_size(db.data)
-            total += len(db.expires) * _EXPIRE_ENTRY
+                    track.measure()
+        now = time.monotonic()
+        if now - self.clients_taken >= CLIENTS_INTERVAL:
+            # (visits every connection and database: at most every CLIENTS_INTERVAL)
+            self.clients_value = clients_memory(self.server)
+            self.clients_taken = now
+            self._reconcile()
+        total = STARTUP_MEMORY + self.clients_value
+        if self.server.config.maxmemory:
+            total += dataset.total
+        else:
+            for db in self.server.keyspace.dbs:
+                if db.data:
+                    total += dataset_size(db.data) + len(db.expires) * _EXPIRE_ENTRY
         if total > self.peak:
             self.peak = total
         return total
 
-    def _clients(self) -> int:
-        """clients_memory, taken again at most every CLIENTS_INTERVAL seconds: it visits every
-        connection, and the figure is read before every command."""
-        now = time.monotonic()
-        if now - self.clients_taken >= CLIENTS_INTERVAL:
-            self.clients_value = clients_memory(self.server)
-            self.clients_taken = now
-        return self.clients_value
+    def _reconcile(self) -> None:
+        """Keys stored behind the trackers' backs (an RDB load) are measured afresh."""
+        for db in self.server.keyspace.dbs:
+            track = db.keytrack
+            if track is not None and track.sizes is not None and \
+                    len(track.sizes) != len(db.data):
+                if track.dirty:
+                    track.measure()
+                if len(track.sizes) != len(db.data):
+                    track.keep_sizes()
 
     def not_counted(self) -> int:
         """freeMemoryGetNotCountedMemory: the AOF buffer (DELs of evicted keys land there)."""
@@ -316,7 +362,7 @@ class Eviction:
                 track = self.track(db)
             self._tune(track, lfu)
             if config.maxmemory and track.sizes is None:
-                track.keep_sizes(db.data)
+                track.keep_sizes()
             elif not config.maxmemory and track.sizes is not None:
                 track.drop_sizes()
         if config.maxmemory:
@@ -337,7 +383,7 @@ class Eviction:
         """db's KeyTrack, installed on first need."""
         track = db.keytrack
         if track is None:
-            track = db.keytrack = KeyTrack(self.server.clock, self.epoch)
+            track = db.keytrack = KeyTrack(self.server.clock, db, self.dataset, self.epoch)
             self._tune(track, (self.server.config.get("maxmemory-policy") or "").endswith("-lfu"))
         return track
 
@@ -476,11 +522,10 @@ class Eviction:
         track = self.track(db)
         if track.sizes is not None:
             if key in track.dirty:
-                track.measure(db.data)
+                track.measure()
             freed = track.sizes.get(key, 0)
         else:
-            freed = key_size(key, db.data[key])
-        freed += _EXPIRE_ENTRY if key in db.expires else 0
+            freed = key_size(key, db.data[key]) + (_EXPIRE_ENTRY if key in db.expires else 0)
         del db.data[key]
         if db.expires:
             db.expires.pop(key, None)
