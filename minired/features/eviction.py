@@ -279,10 +279,10 @@ class KeyTrack:
 class Eviction:
     """One server's memory figure (Server.memory) and eviction."""
 
-    __slots__ = ("server", "epoch", "pool", "next_db", "samples_of", "evicting", "rss",
+    __slots__ = ("server", "epoch", "pool", "next_db", "samples_of", "evicting",
                  "_policy", "startup", "peak", "clients_value", "clients_taken", "dataset")
 
-    def __init__(self, server: "Server", rss: Any) -> None:
+    def __init__(self, server: "Server") -> None:
         self.server = server
         self.epoch = server.clock.ms() // 1000
         # [score, db index, key], ascending: the best candidate last (EvictionPoolLRU).
@@ -291,7 +291,6 @@ class Eviction:
         # id of a sampled dict -> (that dict, its keys as a list, draws left before renewal)
         self.samples_of: dict[int, tuple[dict, list, int]] = {}
         self.evicting = False  # the evictionTimeProc callback is scheduled
-        self.rss = rss  # the resident-memory sampler this replaced (INFO used_memory_rss)
         self._policy = ""
         self.startup = STARTUP_MEMORY  # INFO used_memory_startup
         self.peak = STARTUP_MEMORY  # INFO used_memory_peak: the largest figure reported
@@ -590,7 +589,7 @@ def attach(server: "Server") -> Eviction:
     memory = server.memory
     if type(memory) is Eviction:
         return memory
-    eviction = Eviction(server, memory)
+    eviction = Eviction(server)
     server.memory = eviction
     server.hooks.admit_memory = eviction.admit
     eviction.configure()
