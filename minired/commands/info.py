@@ -172,22 +172,24 @@ def aof_buffered(server) -> int:
     return sum(map(len, persistence.aof_buffer)) if persistence is not None else 0
 
 
-def _memory_section(server) -> list[str]:
-    import resource
-
-
-    # used_memory is the server's memory figure (the one maxmemory is compared with: see
-    # minired/features/eviction.py), used_memory_rss the process's resident size.
+def memory_figures(server) -> tuple[int, int, int]:
+    """used_memory, its peak and used_memory_startup: the server's memory figure, the one
+    maxmemory is compared with (the model of minired/features/eviction.py)."""
     memory = server.memory
     used = memory.used()
+    startup = getattr(memory, "startup", None)
+    if startup is not None:
+        return used, memory.peak, startup
+    import resource  # (a server without the model: its resident size)
+
+    metrics = server.metrics
+    startup = metrics.startup_memory if metrics is not None else used
+    return used, max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024), startup
+
+
+def _memory_section(server) -> list[str]:
+    used, peak, startup = memory_figures(server)
     rss = used_memory()
-    modelled = getattr(memory, "startup", None)  # (the model of features/eviction.py)
-    if modelled is not None:
-        startup, peak = modelled, memory.peak
-    else:
-        metrics = server.metrics
-        startup = metrics.startup_memory if metrics is not None else used
-        peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     aof_buffer = aof_buffered(server)
     overhead = min(used, startup + aof_buffer)
     dataset = used - overhead

@@ -341,7 +341,7 @@ class Eviction:
         persistence = self.server.persistence
         if persistence is None:
             return 0
-        return sum(len(chunk) for chunk in getattr(persistence, "aof_buffer", ()) or ())
+        return sum(map(len, persistence.aof_buffer))
 
     # --- configuration -----------------------------------------------------------------------
 
