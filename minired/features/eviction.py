@@ -214,7 +214,12 @@ class KeyTrack:
                 sizes.pop(key, None)
                 change -= before
             else:
-                size = key_size(key, value) + (_EXPIRE_ENTRY if key in expires else 0)
+                if type(value) is bytes:  # (key_size inlined for the commonest value)
+                    size = _KEY_ENTRY + ((len(key) + 11) & ~7) + ((len(value) + 11) & ~7)
+                else:
+                    size = key_size(key, value)
+                if key in expires:
+                    size += _EXPIRE_ENTRY
                 sizes[key] = size
                 change += size - before
         self.total += change
@@ -390,7 +395,10 @@ class Eviction:
 
     def admit(self) -> bool:
         """The admit_memory hook: evict as the policy allows; True if still over maxmemory
-        with nothing left to evict (EVICT_FAIL)."""
+        with nothing left to evict (EVICT_FAIL). (Under maxmemory, the usual case, it costs
+        the figure and one comparison.)"""
+        if self.used() <= self.server.config.maxmemory:
+            return False
         return self.perform() == _FAIL
 
     def perform(self) -> int:
