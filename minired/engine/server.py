@@ -333,8 +333,9 @@ class Server:
         return self.over_maxmemory()
 
     def over_maxmemory(self) -> bool:
-        # Called for every denyoom command: a string compare when maxmemory is off, and a
-        # resident-memory figure at most MemorySampler.INTERVAL old when it is on.
+        # Whether the memory figure is over maxmemory, evicting nothing (a script's denyoom
+        # commands): the modelled figure once features/eviction.py is attached, else the
+        # resident size at most MemorySampler.INTERVAL old.
         if not self.config.maxmemory:
             return False
         return self.memory.used() > self.config.maxmemory
