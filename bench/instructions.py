@@ -3,6 +3,7 @@ of a shared machine cannot move, so the one to compare changes by (needs valgrin
 
     python bench/instructions.py                  # the default loads, -P 1 and -P 16
     python bench/instructions.py "INCR counter"   # any command line(s)
+    python bench/instructions.py --config maxmemory 1gb "GET k"   # after CONFIG SET(s)
 
 Requests are fed straight to a ClientProtocol in this process (no sockets, no client, so the
 kernel and uvloop are left out): each load runs twice under `valgrind --tool=callgrind` with
@@ -35,6 +36,8 @@ from script_bench import Transport, multibulk
 read = multibulk(*{words!r}) * {pipeline}
 protocol = ClientProtocol(prepare_server(Server()))
 protocol.connection_made(Transport())
+for setting in {settings!r}:
+    protocol.data_received(multibulk(b"CONFIG", b"SET", *setting))
 for _ in range({count}):
     protocol.data_received(read)
 """
@@ -75,15 +78,17 @@ def instructions(argv: list[str]) -> int:
     return int(match.group(1))
 
 
-def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 4800)) -> float:
+def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 4800),
+                settings: tuple = ()) -> float:
     """The same number of requests at any pipeline depth, so that rare events (a collection,
-    a dict resize) weigh alike."""
+    a dict resize) weigh alike; `settings`, (name, value) pairs CONFIG SET first."""
     words = [w.encode() for w in command.split()]
     reads = (requests[0] // pipeline, requests[1] // pipeline)
     counts = []
     for count in reads:
         code = _FEEDER.format(root=os.path.dirname(HERE), here=HERE, words=words,
-                              pipeline=pipeline, count=count)
+                              pipeline=pipeline, count=count,
+                              settings=[(n.encode(), v.encode()) for n, v in settings])
         counts.append(instructions([sys.executable, "-c", code]))
     return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
 
@@ -111,14 +116,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("commands", nargs="*", help="command lines (default: the usual loads)")
     parser.add_argument("--no-queue", action="store_true", help="skip the queue row")
+    parser.add_argument("--config", nargs=2, action="append", default=[],
+                        metavar=("NAME", "VALUE"), help="CONFIG SET before the requests "
+                        "(e.g. --config maxmemory 1gb), repeatable")
     opts = parser.parse_args()
+    settings = tuple(opts.config)
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install -y valgrind)")
     print("| load | instructions/request at -P 16 | at -P 1 |")
     print("|---|---|---|")
     for command in opts.commands or LOADS:
-        print(f"| {command} | {per_request(command, 16):,.0f} | {per_request(command, 1):,.0f} |",
-              flush=True)
+        print(f"| {command} | {per_request(command, 16, settings=settings):,.0f} "
+              f"| {per_request(command, 1, settings=settings):,.0f} |", flush=True)
     if not opts.commands:
         print(f"| EVALSHA (compare.py's script) | {per_evalsha(16):,.0f} | {per_evalsha(1):,.0f} |",
               flush=True)

@@ -42,7 +42,7 @@ load_commands()
 SUBSYSTEMS = ("minired.features.notifications", "minired.features.pubsub",
               "minired.features.persistence", "minired.features.security",
               "minired.features.output_limits", "minired.features.client_eviction",
-              "minired.features.metrics")
+              "minired.features.metrics", "minired.features.eviction")
 
 
 def prepare_server(server: Server, load: bool = True) -> Server:

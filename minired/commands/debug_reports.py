@@ -168,15 +168,18 @@ def _address(value: Any, db_index: int, key: bytes) -> int:
 
 
 def object_line(value: Any, db_index: int, key: bytes, config, now_ms: int,
-                packed_threshold: int) -> bytes:
-    """DEBUG OBJECT's status line. minired keeps no access times: the value reads as just used."""
+                packed_threshold: int, lru: int | None = None, idle_s: int = 0) -> bytes:
+    """DEBUG OBJECT's status line; `lru` the key's LRU/LFU field when access is tracked (else
+    the value reads as just used), `idle_s` its idle time."""
+    if lru is None:
+        lru = (now_ms // 1000) & _LRU_CLOCK_MAX
     kind = encoding(value, config)
     compress = COMPRESS_AS_REDIS if config.get("rdbcompression") == "yes" else NO_COMPRESSION
     serialized = len(encode_value(value, compress, Compact.from_config(config.get))) - 1
     line = (f"Value at:{_address(value, db_index, key):#x} refcount:{refcount(value, config)} "
             f"encoding:{kind} "
-            f"serializedlength:{serialized} lru:{(now_ms // 1000) & _LRU_CLOCK_MAX} "
-            f"lru_seconds_idle:0")
+            f"serializedlength:{serialized} lru:{lru} "
+            f"lru_seconds_idle:{idle_s}")
     if kind == "quicklist":
         line += _quicklist_details(value, config, packed_threshold)
     return line.encode()

@@ -22,13 +22,12 @@ import os
 import re
 import signal
 import struct
-import sys
 import time
 from typing import Callable
 
 from minired import REDIS_VERSION
 from minired.commands import debug_reports
-from minired.commands.info import aof_buffered, scripting_memory
+from minired.commands.info import aof_buffered, memory_figures, scripting_memory
 from minired.commands.keys_object import encoding
 from minired.commands.server import persistence_of, protected_action_allowed
 from minired.engine import latency
@@ -39,9 +38,8 @@ from minired.engine.debug_settings import (
     QUICKLIST_PACKED_THRESHOLD_MAX,
     REPLY_BUFFER_PEAK_RESET_MS,
 )
-from minired.engine.server import used_memory
 from minired.engine.table import COMMANDS, command, container_command, help_reply
-from minired.features import rdb_file
+from minired.features import eviction, rdb_file
 from minired.features.rdb import NO_COMPRESSION, Compact
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -55,22 +53,6 @@ log = logging.getLogger("minired")
 
 container_command("memory", G, summary="A container for memory diagnostics commands")
 
-_OBJECT_OVERHEAD = 16  # what Redis's MEMORY USAGE adds for the key's dict entry
-
-
-def _approximate_size(value) -> int:
-    """Bytes a value takes, estimated from its payload (Python's own overhead is not Redis's)."""
-    if isinstance(value, (bytes, bytearray)):
-        return len(value) + _OBJECT_OVERHEAD
-    if isinstance(value, dict):
-        return sum(len(k) + _approximate_size(v) for k, v in value.items()) + _OBJECT_OVERHEAD
-    try:
-        items = list(value)
-    except TypeError:
-        return sys.getsizeof(value)
-    return sum(_approximate_size(x) if isinstance(x, (bytes, bytearray)) else sys.getsizeof(x)
-               for x in items) + _OBJECT_OVERHEAD
-
 
 @command("usage", arity=-3, flags="readonly", keys=(2, 2, 1), parent="memory", group=G)
 def memory_usage(c, argv):
@@ -79,10 +61,11 @@ def memory_usage(c, argv):
         parse_int(argv[4])
     elif len(argv) != 3:
         raise RedisError(errors.SYNTAX)
-    value = c.db.get(argv[2])
+    value = c.db.get(argv[2], False)  # (Redis finds it in the dict: no access, no expiry)
     if value is None:
         return None
-    return len(argv[2]) + _approximate_size(value)
+    # The size the used_memory model counts for the key (features/eviction.py).
+    return eviction.key_size(argv[2], value)
 
 
 # Redis's sizes on a 64-bit build: dictEntry, a bucket pointer, robj.
@@ -119,13 +102,7 @@ def _float(value: float) -> float:
 
 def memory_overview(server) -> dict:
     """getMemoryOverheadData's figures, from what minired knows of its memory."""
-    import resource
-
-
-    used = used_memory()
-    peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    metrics = server.metrics
-    startup = metrics.startup_memory if metrics is not None else used
+    used, peak, startup = memory_figures(server)
     scripting = scripting_memory(server)
     databases = _database_overheads(server)
     overhead = (startup + aof_buffered(server) + scripting["scripts"]
@@ -619,8 +596,12 @@ def _looked_up_value(c, key: bytes):
 def _debug_object(c, argv):
     value = _raw_value(c, argv[2])
     server = c.server
+    track = c.db.keytrack  # (read if kept: DEBUG OBJECT starts no access tracking)
+    lru = track.lru_field(argv[2]) if track is not None else None
+    idle_s = track.idle_ms(argv[2]) // 1000 if track is not None else 0
     return Status(debug_reports.object_line(value, c.db.index, argv[2], server.config,
-                                            server.clock.ms(), server.debug.quicklist_packed_threshold))
+                                            server.clock.ms(), server.debug.quicklist_packed_threshold,
+                                            lru, idle_s))
 
 
 @_debug_sub("sdslen", 3)

@@ -173,14 +173,24 @@ def aof_buffered(server) -> int:
     return sum(map(len, persistence.aof_buffer)) if persistence is not None else 0
 
 
-def _memory_section(server) -> list[str]:
-    import resource
+def memory_figures(server) -> tuple[int, int, int]:
+    """used_memory, its peak and used_memory_startup: the server's memory figure, the one
+    maxmemory is compared with (the model of minired/features/eviction.py)."""
+    memory = server.memory
+    used = memory.used()
+    startup = getattr(memory, "startup", None)
+    if startup is not None:
+        return used, memory.peak, startup
+    import resource  # (a server without the model: its resident size)
 
-
-    used = used_memory()
-    peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     metrics = server.metrics
     startup = metrics.startup_memory if metrics is not None else used
+    return used, max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024), startup
+
+
+def _memory_section(server) -> list[str]:
+    used, peak, startup = memory_figures(server)
+    rss = used_memory()
     aof_buffer = aof_buffered(server)
     overhead = min(used, startup + aof_buffer)
     dataset = used - overhead
@@ -193,8 +203,8 @@ def _memory_section(server) -> list[str]:
     return _fields((
         ("used_memory", used),
         ("used_memory_human", human_bytes(used)),
-        ("used_memory_rss", used),
-        ("used_memory_rss_human", human_bytes(used)),
+        ("used_memory_rss", rss),
+        ("used_memory_rss_human", human_bytes(rss)),
         ("used_memory_peak", peak),
         ("used_memory_peak_human", human_bytes(peak)),
         ("used_memory_peak_perc", f"{used * 100 / peak:.2f}%"),
@@ -378,7 +388,7 @@ def _stats_section(server) -> list[str]:
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
         ("expire_cycle_cpu_milliseconds", 0),
-        ("evicted_keys", 0),  # minired never evicts: maxmemory only refuses writes (noeviction)
+        ("evicted_keys", stats.evicted_keys),
         ("evicted_clients", server.hooks.client_eviction.evicted
                             if server.hooks.client_eviction is not None else 0),
         ("total_eviction_exceeded_time", 0),

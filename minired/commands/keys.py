@@ -14,6 +14,7 @@ from minired.engine.args import parse_int
 from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import command
+from minired.features import eviction
 from minired.features.notifications import GENERIC, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -66,18 +67,24 @@ def unlink(c, argv):
 
 @command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), group=G)
 def exists(c, argv):
-    get = c.db.read
-    return sum(1 for key in argv[1:] if get(key) is not None)
+    return _count_existing(c, argv, False)
 
 
 @command("touch", arity=-2, flags="readonly fast", keys=(1, -1, 1), group=G)
 def touch(c, argv):
-    return exists(c, argv)
+    eviction.tracker(c.server, c.db)  # (access tracking starts, if nothing needed it yet)
+    return _count_existing(c, argv, True)
+
+
+def _count_existing(c, argv: list, touch: bool) -> int:
+    """EXISTS looks the keys up without touching them (LOOKUP_NOTOUCH), TOUCH to touch them."""
+    read = c.db.read
+    return sum(1 for key in argv[1:] if read(key, True, touch) is not None)
 
 
 @command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)
 def type_(c, argv):
-    value = c.db.read(argv[1])
+    value = c.db.read(argv[1], True, False)
     return Status(b"none" if value is None else type_name(value).encode())
 
 
@@ -170,7 +177,7 @@ def pexpireat(c, argv):
 
 def _ttl_generic(c, key: bytes, in_ms: bool, absolute: bool) -> int:
     db = c.db
-    if db.read(key) is None:
+    if db.read(key, True, False) is None:
         return -2
     deadline = db.expiry(key)
     if deadline is None:

@@ -11,6 +11,7 @@ from minired import LOG_VERBOSE
 from minired.engine.args import parse_int
 from minired.engine.client import Client
 from minired.engine.table import command
+from minired.features import eviction
 from minired.features.notifications import GENERIC, notify
 from minired.features.rdb import (
     COMPRESS_AS_REDIS,
@@ -100,12 +101,14 @@ def restore(c, argv):
         elif opt == b"ABSTTL":
             absolute_ttl = True
         elif opt == b"IDLETIME" and has_value and not freq_given:
-            if parse_int(argv[j + 1]) < 0:
+            idle = parse_int(argv[j + 1])
+            if idle < 0:
                 raise RedisError(errors.RESTORE_INVALID_IDLETIME)
             idle_given = True
             j += 1
         elif opt == b"FREQ" and has_value and not idle_given:
-            if not 0 <= parse_int(argv[j + 1]) <= 255:
+            freq = parse_int(argv[j + 1])
+            if not 0 <= freq <= 255:
                 raise RedisError(errors.RESTORE_INVALID_FREQ)
             freq_given = True
             j += 1
@@ -131,6 +134,13 @@ def restore(c, argv):
     db.set(key, value)
     if ttl:
         db.set_expiry(key, ttl)
+    if idle_given or freq_given:
+        # objectSetLRUOrLFU: the field the policy uses; the other option is ignored.
+        lfu = (c.server.config.get("maxmemory-policy") or "").endswith("-lfu")
+        if idle_given and not lfu:
+            eviction.tracker(c.server, db).set_idle(key, idle)
+        elif freq_given and lfu:
+            eviction.tracker(c.server, db).set_frequency(key, freq)
     if db.notifier is not None:
         notify(db, GENERIC, b"restore", key)
     return OK

@@ -8,8 +8,7 @@ return a collection whole (collection_scan.py) and how ZSCAN prints scores. Redi
 converts a big encoding back to a small one when elements are removed; minired reports the
 encoding of the current contents.
 
-Access times and LFU counters are not tracked (minired does not evict), so every key reads as
-just used: IDLETIME 0, FREQ the counter Redis gives a new key.
+IDLETIME and FREQ read the key access tracking of minired/features/eviction.py.
 """
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ from minired.data.keyspace import type_name
 from minired.data.stream import Stream
 from minired.data.zset import ZSet
 from minired.engine.table import command, container_command, help_reply
+from minired.features import eviction
 from minired.features.rdb import quicklist_nodes
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -30,7 +30,6 @@ G = "generic"
 SHARED_INTEGERS = 10000        # OBJ_SHARED_INTEGERS: 0..9999 are shared objects in Redis
 SHARED_REFCOUNT = 2**31 - 1    # OBJ_SHARED_REFCOUNT
 EMBSTR_LIMIT = 44              # OBJ_ENCODING_EMBSTR_SIZE_LIMIT
-LFU_INIT_VAL = 5
 
 container_command("object", G, summary="A container for object introspection commands.")
 
@@ -109,7 +108,8 @@ def free_effort(value: Any, server) -> int:
 
 
 def _lookup(c, key: bytes):
-    return c.db.read(key, notify=False)  # OBJECT's lookup is counted but sends no keymiss
+    # OBJECT's lookup is counted but sends no keymiss and is no access of the key.
+    return c.db.read(key, False, False)
 
 
 @command("encoding", arity=3, flags="readonly", keys=(2, 2, 1), parent="object", group=G)
@@ -131,11 +131,17 @@ def object_refcount(c, argv):
 def refcount(value: Any, config) -> int:
     """The references Redis would count to the value: small integers are its shared objects
     (unless maxmemory is set, which makes every value its own for LRU/LFU)."""
-    if type(value) is bytes and config.maxmemory == 0:
+    if type(value) is bytes and not (config.maxmemory and _lru_or_lfu(config)):
         number = string2ll(value)
         if number is not None and 0 <= number < SHARED_INTEGERS:
             return SHARED_REFCOUNT
     return 1
+
+
+def _lru_or_lfu(config) -> bool:
+    """MAXMEMORY_FLAG_NO_SHARED_INTEGERS: the policies that need each value's own LRU field."""
+    policy = config.get("maxmemory-policy") or ""
+    return policy.endswith("-lru") or policy.endswith("-lfu")
 
 
 def _lfu_selected(c) -> bool:
@@ -149,7 +155,7 @@ def object_idletime(c, argv):
         return None
     if _lfu_selected(c):
         raise RedisError(errors.OBJECT_IDLETIME_LFU)
-    return 0
+    return eviction.tracker(c.server, c.db).idle_ms(argv[2]) // 1000
 
 
 @command("freq", arity=3, flags="readonly", keys=(2, 2, 1), parent="object", group=G)
@@ -159,7 +165,7 @@ def object_freq(c, argv):
         return None
     if not _lfu_selected(c):
         raise RedisError(errors.OBJECT_FREQ_NOT_LFU)
-    return LFU_INIT_VAL
+    return eviction.tracker(c.server, c.db).frequency(argv[2])
 
 
 _HELP = (

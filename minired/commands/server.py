@@ -20,7 +20,7 @@ from minired.engine.args import int_text, parse_int
 from minired.engine.client import Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import all_specs, command, container_command, help_reply
-from minired.features import client_eviction, notifications
+from minired.features import client_eviction, eviction, notifications
 from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -197,6 +197,9 @@ def config_get(c, argv):
 
 
 # Redis's reasons when it cannot listen on what CONFIG SET asked for.
+# What the memory figure, access tracking and eviction depend on (eviction.configure).
+_EVICTION_PARAMS = frozenset(("maxmemory", "maxmemory-policy", "lfu-log-factor",
+                              "lfu-decay-time"))
 _LISTEN_FAILURE = {"bind": "Failed to bind to specified addresses.",
                    "port": "Unable to listen on this port. Check server logs."}
 
@@ -281,6 +284,8 @@ def config_set(c, argv):
             notifications.configure(c.server, argv[i + 1].decode(errors="replace"))
         elif name == "latency-tracking":
             latency.set_tracking(all_specs(), config.get(name) == "yes")
+        elif name in _EVICTION_PARAMS:
+            eviction.configure(c.server)
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
             c.server.tracking.limit_table(from_cron=True)
         elif name in ("maxmemory-clients", "maxmemory"):

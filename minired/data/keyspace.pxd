@@ -29,18 +29,18 @@ cdef class Clock:
     cpdef object end_script(self)
 
 cdef class Database:
-    cdef public object index, avg_ttl_hint, tracking, notifier, on_expired
+    cdef public object index, avg_ttl_hint, tracking, notifier, on_expired, keytrack
     cdef public long long keyspace_hits, keyspace_misses, expired_lazily, dirty
     cdef public bint keep_expired
     cdef public dict data, expires, watchers, blocking_keys
     cdef public list ready_keys, _expiry_heap
     cdef public Clock clock
 
-    cpdef object get(self, object key)
+    cpdef object get(self, object key, bint touch=*)
     cpdef object get_typed(self, object key, object cls)
     cpdef bint is_expired(self, object key)
     cpdef bint exists(self, object key)
-    cpdef object read(self, object key, bint notify=*)
+    cpdef object read(self, object key, bint notify=*, bint touch=*)
     cpdef object read_typed(self, object key, object cls)
     cpdef object set(self, object key, object value, bint keep_ttl=*)
     cpdef bint delete(self, object key)

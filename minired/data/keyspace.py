@@ -141,7 +141,7 @@ class Database:
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
                  "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
                  "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty",
-                 "on_expired")
+                 "on_expired", "keytrack")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -173,19 +173,28 @@ class Database:
         # Changes made by write commands here (Redis's server.dirty, summed over databases:
         # INFO rdb_changes_since_last_save); counted by dispatch.call.
         self.dirty = 0
+        # Per-key access and size bookkeeping (minired/features/eviction.py), None until
+        # maxmemory or OBJECT IDLETIME/FREQ needs it: told of every key looked up (touch),
+        # stored (created), removed (gone), of a flush (flushed) and SWAPDB (moved).
+        self.keytrack: Any = None
 
     # --- lookups -----------------------------------------------------------------------------
 
-    def get(self, key: bytes) -> Any:
+    def get(self, key: bytes, touch: bool = True) -> Any:
         """The live value at key, or None; an expired key is deleted on the way (lazy expiry:
-        Redis's lookupKey with expireIfNeeded)."""
+        Redis's lookupKey with expireIfNeeded). The lookup counts as an access of the key
+        (OBJECT IDLETIME/FREQ, LRU/LFU eviction) unless `touch` is false (LOOKUP_NOTOUCH:
+        TTL, TYPE, EXISTS, OBJECT)."""
         expires = self.expires
         if expires:
             deadline = expires.get(key)
             if deadline is not None and self.clock.passed(deadline):
                 self._expire_lazily(key)
                 return None
-        return self.data.get(key)
+        value = self.data.get(key)
+        if self.keytrack is not None and value is not None and touch:
+            self.keytrack.touch(key)
+        return value
 
     def _expire_lazily(self, key: bytes) -> None:
         """A lookup found key expired: delete it, unless a CLIENT PAUSE keeps the dataset
@@ -207,16 +216,16 @@ class Database:
         return deadline is not None and self.clock.passed(deadline)
 
     def exists(self, key: bytes) -> bool:
-        return self.get(key) is not None
+        return self.get(key, False) is not None
 
     # Redis counts hits and misses in lookupKeyRead only: commands that read a key (GET, EXISTS,
     # LRANGE, SUNIONSTORE's sources ...) look it up with these; writes use get()/get_typed(),
     # which count nothing. Each costs one integer increment over get().
 
-    def read(self, key: bytes, notify: bool = True) -> Any:
+    def read(self, key: bytes, notify: bool = True, touch: bool = True) -> Any:
         """get() for a read lookup, counted in INFO keyspace_hits/keyspace_misses; a miss is a
         "keymiss" notification unless `notify` is false (Redis's LOOKUP_NONOTIFY)."""
-        value = self.get(key)
+        value = self.get(key, touch)
         if value is None:
             self.keyspace_misses += 1
             if notify and self.notifier is not None:
@@ -263,27 +272,33 @@ class Database:
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
+        if self.keytrack is not None:
+            self.keytrack.created(key)
         if self.watchers or self.blocking_keys or self.tracking is not None:
             self.signal_modified(key)  # (the common case is nobody to tell)
 
     def delete(self, key: bytes) -> bool:
         """Remove key; True if it held a live value."""
-        if self.get(key) is None:
+        if self.get(key, False) is None:
             return False
         del self.data[key]
         if self.expires:
             self.expires.pop(key, None)
+        if self.keytrack is not None:
+            self.keytrack.gone(key)
         self.signal_modified(key)
         return True
 
     def pop(self, key: bytes) -> Any:
         """Remove key and return its live value (None if missing)."""
-        value = self.get(key)
+        value = self.get(key, False)
         if value is None:
             return None
         del self.data[key]
         if self.expires:
             self.expires.pop(key, None)
+        if self.keytrack is not None:
+            self.keytrack.gone(key)
         self.signal_modified(key)
         return value
 
@@ -293,6 +308,8 @@ class Database:
             self.data.pop(key, None)
             if self.expires:
                 self.expires.pop(key, None)
+            if self.keytrack is not None:
+                self.keytrack.gone(key)
 
     def signal_modified(self, key: bytes, expired: bool = False) -> None:
         """Tell the watchers, blocked readers and tracking clients of key that it changed;
@@ -324,6 +341,8 @@ class Database:
         self.data = {}
         self.expires = {}
         self._expiry_heap = []
+        if self.keytrack is not None:
+            self.keytrack.flushed()
 
     # --- expiry ------------------------------------------------------------------------------
 
@@ -344,6 +363,8 @@ class Database:
     def _expire(self, key: bytes) -> None:
         del self.data[key]
         del self.expires[key]
+        if self.keytrack is not None:
+            self.keytrack.gone(key)
         if self.on_expired is not None:
             self.on_expired(self, key)
         if self.notifier is not None:
@@ -422,6 +443,10 @@ class Keyspace:
         da.data, dbb.data = dbb.data, da.data
         da.expires, dbb.expires = dbb.expires, da.expires
         da._expiry_heap, dbb._expiry_heap = dbb._expiry_heap, da._expiry_heap
+        da.keytrack, dbb.keytrack = dbb.keytrack, da.keytrack  # (it describes the data)
+        for db in (da, dbb):
+            if db.keytrack is not None:
+                db.keytrack.moved(db)
         for db in (da, dbb):
             # Keys that vanished count too: XREADGROUP readers then end with an error.
             for key in db.blocking_keys:

@@ -150,7 +150,7 @@ def _execute(c: "Client", argv: list) -> Any:
             return redirected
         if c.config.stale_refused and _denied_stale(c, spec):
             return _reject(c, spec, errors.MASTERDOWN)
-    if (spec.denyoom or c.multi is not None) and _refused_for_memory(c, spec):
+    if c.config.maxmemory and _refused_for_memory(c, spec):
         return _reject(c, spec, errors.OOM)
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
@@ -195,11 +195,14 @@ _MULTI_WITHOUT_MEMORY = frozenset({"exec", "discard", "quit", "reset"})
 
 
 def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
-    """processCommand's maxmemory check, made before a command is queued: over maxmemory, a
-    command flagged denyoom is refused, and so is an EXEC that queued one; inside MULTI every
-    command is, but EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a
-    script is busy: the server only serves allow-busy commands then."""
+    """processCommand's maxmemory handling, before any command is run or queued: evict what
+    maxmemory-policy allows (Server.admit_memory); still over maxmemory, a command flagged
+    denyoom is refused, and so is an EXEC that queued one; inside MULTI every command is, but
+    EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a script is busy: the
+    server only serves allow-busy commands then, and evicting would mix its propagation."""
     if _busy and c.server in _busy:
+        return False
+    if not c.server.admit_memory():
         return False
     refused = bool(spec.denyoom)
     if not refused and c.multi is not None:
@@ -210,7 +213,7 @@ def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
                 if queued.denyoom:
                     refused = True
                     break
-    return refused and c.server.over_maxmemory()
+    return refused
 
 
 def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:

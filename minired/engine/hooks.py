@@ -81,7 +81,7 @@ class Hooks:
     """One server's hook lists, each called in the order its features registered."""
 
     __slots__ = ("start", "shutdown", "connect", "disconnect", "before_call", "after_call",
-                 "rewrite_config", "config_file", "client_eviction")
+                 "rewrite_config", "config_file", "client_eviction", "admit_memory")
 
     def __init__(self) -> None:
         # The server's loop is running (timers of persistence and metrics).
@@ -106,6 +106,10 @@ class Hooks:
         # NO-EVICT is first set: a connection calls its after_read(protocol) when a read
         # leaves a large or incomplete command waiting.
         self.client_eviction: Any = None
+        # Before each command while maxmemory is set (processCommand's performEvictions): free
+        # memory as maxmemory-policy allows; True when still over maxmemory (EVICT_FAIL), so
+        # that dispatch refuses a denyoom command. None: the memory figure is only compared.
+        self.admit_memory: Callable[[], bool] | None = None
 
     @staticmethod
     def add(hooks: list, hook: Callable) -> None:

@@ -17,7 +17,7 @@ cdef class Stats:
     cdef public object started, started_monotonic, error_replies
     # Counted on every read and reply: C integers, so counting allocates nothing.
     cdef public long long connections_received, commands_processed, rejected_connections
-    cdef public long long expired_keys, net_input_bytes, net_output_bytes
+    cdef public long long expired_keys, evicted_keys, net_input_bytes, net_output_bytes
     cdef public long long reads_processed, writes_processed, dump_payload_sanitizations, lazyfreed_objects
 
 cdef class Server:

@@ -46,7 +46,7 @@ _QB_BIG_ARG = querybuf.BIG_ARG
 
 class Stats:
     __slots__ = ("started", "started_monotonic", "connections_received",
-                 "commands_processed", "rejected_connections", "expired_keys",
+                 "commands_processed", "rejected_connections", "expired_keys", "evicted_keys",
                  "net_input_bytes", "net_output_bytes", "error_replies",
                  "reads_processed", "writes_processed", "dump_payload_sanitizations",
                  "lazyfreed_objects")
@@ -62,6 +62,7 @@ class Stats:
         self.commands_processed = 0
         self.rejected_connections = 0
         self.expired_keys = 0
+        self.evicted_keys = 0  # keys deleted to stay under maxmemory
         self.net_input_bytes = 0
         self.net_output_bytes = 0
         # INFO total_reads_processed/total_writes_processed: socket reads and reply writes.
@@ -330,9 +331,18 @@ class Server:
 
     # --- hooks used by commands ------------------------------------------------------------------
 
+    def admit_memory(self) -> bool:
+        """Before a command while maxmemory is set: evict what the policy allows (the
+        admit_memory hook), and say whether memory is still over maxmemory."""
+        admit = self.hooks.admit_memory
+        if admit is not None:
+            return admit()
+        return self.over_maxmemory()
+
     def over_maxmemory(self) -> bool:
-        # Called for every denyoom command: a string compare when maxmemory is off, and a
-        # resident-memory figure at most MemorySampler.INTERVAL old when it is on.
+        # Whether the memory figure is over maxmemory, evicting nothing (a script's denyoom
+        # commands): the modelled figure once features/eviction.py is attached, else the
+        # resident size at most MemorySampler.INTERVAL old.
         if not self.config.maxmemory:
             return False
         return self.memory.used() > self.config.maxmemory

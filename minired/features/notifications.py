@@ -18,7 +18,7 @@ HSET, ZADD, XADD, EXPIRE, LPOP) and in the middle of it for a few (ZPOPMIN). Cli
 route pushes apart from replies, so only the byte order differs. (In a pipelined batch the
 pushes also go ahead of the replies of the batch's earlier commands, which wait to be written
 together: placing them needs the dispatcher's help.) Not covered: key misses
-(class m, "keymiss") and evictions (class e: minired evicts nothing).
+(class m, "keymiss"). Evictions (class e) are sent by minired/features/eviction.py.
 """
 from __future__ import annotations
 

@@ -179,6 +179,14 @@ class Tracking:
             return reply
         return Replies([reply, *frames])
 
+    def send_pending(self) -> None:
+        """trackingHandlePendingKeyInvalidations: the running command's client gets its own
+        invalidations now, not after its reply (keys evicted before the command ran)."""
+        if self.own_frames and self.current is not None:
+            frames, self.own_frames = self.own_frames, []
+            for frame in frames:
+                self.current.send(frame)
+
     def serve_as(self, client: "Client", serve, *args) -> None:
         """Serve a blocked client as its own command, as Redis makes it the current client:
         the invalidations its command causes it follow its reply instead of preceding it."""
