@@ -10,6 +10,7 @@ import random
 
 from minired.commands.collection_scan import scan_members
 from minired.commands.keys import parse_scan_cursor, parse_scan_options
+from minired.commands.keys_object import encoding, keep_hashtable
 from minired.engine.args import parse_int, parse_non_negative
 from minired.engine.table import command, keys_after_numkeys
 from minired.features.notifications import GENERIC, SET, after_removal, notify
@@ -25,11 +26,18 @@ _LONG_MAX = 2**63 - 1
 def in_reply_order(members: set, config) -> set | OrderedSet:
     """The members as Redis replies them: a list in ascending integer order where it holds (or
     would build) the set as an intset, otherwise `members` itself, in any order."""
-    if 1 < len(members) <= config.number("set-max-intset-entries"):
-        numbers = [string2ll(member) for member in members]
-        if None not in numbers:
-            return OrderedSet(member for _, member in sorted(zip(numbers, members)))
+    if 1 < len(members) <= config.number("set-max-intset-entries") and \
+            encoding(members, config) == "intset":
+        return OrderedSet(sorted(members, key=int))
     return members
+
+
+def _shrinking(members: set, removed, config) -> None:
+    """Before `removed` leave `members`: a set that is a hash table now (too big, or holding a
+    non-integer among those leaving) stays one, as Redis never converts back to an intset."""
+    if len(members) > config.number("set-max-intset-entries") or any(
+            string2ll(member) is None for member in removed):
+        keep_hashtable(members)
 
 
 @command("sadd", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group=G)
@@ -60,6 +68,7 @@ def srem(c, argv):
     if members is None:
         return 0
     before = len(members)
+    _shrinking(members, [m for m in argv[2:] if m in members], c.server.config)
     members.difference_update(argv[2:])
     removed = before - len(members)
     if removed:
@@ -110,6 +119,7 @@ def spop(c, argv):
         if members is None:
             return None
         member = _random_member(members)
+        _shrinking(members, (member,), c.server.config)
         members.discard(member)
         after_removal(db, key, members, SET, b"spop")
         return member
@@ -119,6 +129,7 @@ def spop(c, argv):
         members, popped = set(), in_reply_order(members, c.server.config)
     else:
         popped = set(random.sample(tuple(members), count))
+        _shrinking(members, popped, c.server.config)
         members.difference_update(popped)
     after_removal(db, key, members, SET, b"spop")
     return popped
@@ -161,6 +172,7 @@ def smove(c, argv):
         return int(member in source)
     if member not in source:
         return 0
+    _shrinking(source, (member,), c.server.config)
     source.discard(member)
     after_removal(db, source_key, source, SET, b"srem")
     if destination is None:

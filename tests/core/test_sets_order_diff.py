@@ -31,3 +31,24 @@ def test_intset_replies_come_in_redis_order(real_redis, mini, protocol):
             sorted((m.encode() for m in SETS["big"]), key=int)
         client.close()
     assert replies[1] == replies[0]
+
+
+def test_a_set_that_left_the_intset_encoding_never_returns(real_redis, mini):
+    """Redis converts an intset to a hash table for good (a non-integer, or too many members):
+    removing those members again leaves it a hash table, and SSCAN then pages it."""
+    script = [("SADD", "s", "1", "2", "3", "a"), ("SREM", "s", "a"), ("OBJECT", "ENCODING", "s"),
+              ("SADD", "t", "1", "2"), ("SREM", "t", "9", "x"), ("OBJECT", "ENCODING", "t"),
+              ("SADD", "u", "1", "2", "x"), ("SREM", "u", "x", "1"), ("SADD", "u", "5"),
+              ("OBJECT", "ENCODING", "u"), ("SADD", "v", "1", "b"), ("SMOVE", "v", "w", "b"),
+              ("OBJECT", "ENCODING", "v"), ("OBJECT", "ENCODING", "w"),
+              ("CONFIG", "SET", "set-max-intset-entries", "3"),
+              ("SADD", "big", "1", "2", "3", "4"), ("SREM", "big", "4"),
+              ("OBJECT", "ENCODING", "big"), ("CONFIG", "SET", "set-max-intset-entries", "512"),
+              ("RENAME", "s", "s2"), ("OBJECT", "ENCODING", "s2")]
+    replies = []
+    for port in (real_redis.port, mini.port):
+        client = RawClient(port)
+        client.call("FLUSHALL")
+        replies.append([client.call(*command) for command in script])
+        client.close()
+    assert replies[1] == replies[0]
