@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from minired.engine import latency
 from minired.engine.blocking import Block
+from minired.engine.shebang import declared_flags
 from minired.engine.table import COMMANDS, CommandSpec, lookup
 from minired.protocol import errors, resp
 from minired.protocol.errors import RedisError
@@ -295,10 +296,15 @@ def _reject(c: "Client", spec: CommandSpec, message: str) -> RedisError:
 
 
 def _queued_a_write(c: "Client") -> bool:
-    """Whether the transaction holds a write (an EXEC that Redis judges a write command)."""
-    for queued, _ in c.multi:
+    """Whether the transaction holds a write (an EXEC that Redis judges a write command): an
+    EVAL whose shebang does not say no-writes is one (evalGetCommandFlags)."""
+    for queued, queued_argv in c.multi:
         if queued.write:
             return True
+        if queued.name == "eval" and queued.parent is None:
+            flags = declared_flags(queued_argv[1])
+            if flags is not None and "no-writes" not in flags:
+                return True
     return False
 
 

@@ -294,3 +294,25 @@ def test_a_refused_exec_ends_the_transaction(diff, other):
         other.both("ACL", "DELUSER", "noexec")
     diff.check("EXISTS", "k")
     diff.check("INFO", "errorstats")
+
+
+def test_exec_of_a_queued_script_that_may_write_is_refused_like_a_write(real_redis, mini):
+    """An EVAL whose shebang does not say no-writes counts as a write at EXEC (Redis's
+    evalGetCommandFlags): refused with EXECABORT when writes are refused meanwhile; one without
+    a shebang, or with no-writes, runs."""
+    from tests.support.respclient import RawClient
+
+    replies = []
+    for port in (real_redis.port, mini.port):
+        admin, client = RawClient(port), RawClient(port)
+        seen = []
+        for body in ("#!lua\nreturn 1", "#!lua flags=no-writes\nreturn 2", "return 3"):
+            client.call("MULTI")
+            seen.append(client.call("EVAL", body, "0"))
+            admin.call("CONFIG", "SET", "min-replicas-to-write", "1")
+            seen.append(client.call("EXEC"))
+            admin.call("CONFIG", "SET", "min-replicas-to-write", "0")
+        replies.append(seen)
+        admin.close()
+        client.close()
+    assert replies[1] == replies[0]
