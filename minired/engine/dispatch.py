@@ -149,7 +149,7 @@ def _execute(c: "Client", argv: list) -> Any:
         redirected = _routed(c, spec, argv)
         if redirected is not None:
             return redirected
-        if c.config.stale_refused and _denied_stale(c, spec):
+        if c.config.stale_refused and _denied_stale(c, spec, argv):
             return _reject(c, spec, errors.MASTERDOWN)
     if c.config.maxmemory and _refused_for_memory(c, spec):
         return _reject(c, spec, errors.OOM)
@@ -239,11 +239,30 @@ def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
     return RedisError(message)
 
 
-def _denied_stale(c: "Client", spec: CommandSpec) -> bool:
+_SCRIPT_RUNNERS = frozenset(("eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro"))
+
+
+def _denied_stale(c: "Client", spec: CommandSpec, argv: list) -> bool:
     """A command a replica with a broken link and replica-serve-stale-data no refuses: one not
-    flagged stale, or an EXEC of such a command (processCommand's is_denystale_command)."""
+    flagged stale, or an EXEC of such a command (processCommand's is_denystale_command). A
+    script is judged by its flags: only allow-stale runs (an EVAL without a shebang is
+    refused too, as redis-server 7.0.15 refuses it); a script or function not found runs on to
+    its own error."""
     if "stale" not in spec.flags:
         return True
+    if spec.name in _SCRIPT_RUNNERS and spec.parent is None:
+        kind = spec.name.removesuffix("_ro")  # eval, evalsha or fcall
+        engine = c.server.scripting
+        if kind == "eval":
+            flags = engine.declared_flags(kind, argv) if engine is not None else \
+                declared_flags(argv[1])
+        elif engine is None or (kind == "evalsha" and argv[1].lower() not in engine.scripts):
+            return False  # no such script: on to NOSCRIPT
+        else:
+            flags = engine.declared_flags(kind, argv)
+            if flags is None and kind == "fcall":
+                return False  # no such function: on to its error
+        return flags is None or "allow-stale" not in flags
     return _is_exec(spec) and c.multi is not None and any(
         "stale" not in queued.flags for queued, _ in c.multi)
 

@@ -267,6 +267,7 @@ SCRIPT_CALL_BAD_ARG = "ERR Lua redis lib command arguments must be strings or in
 SCRIPT_CALL_UNKNOWN = "ERR Unknown Redis command called from script"
 SCRIPT_CALL_ARITY = "ERR Wrong number of args calling Redis command from script"
 SCRIPT_CALL_NOSCRIPT = "ERR This Redis command is not allowed from script"
+SCRIPT_CALL_STALE = "ERR Can not execute the command on a stale replica"
 SCRIPT_CALL_WRITE_IN_RO = "ERR Write commands are not allowed from read-only scripts."
 SCRIPT_CALL_OUTSIDE = "ERR redis.call/pcall can only be called inside a script invocation"
 SCRIPT_ACL_UNKNOWN = "ERR Invalid command passed to redis.acl_check_cmd()"

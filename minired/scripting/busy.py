@@ -187,7 +187,11 @@ class BusyService:
             data = b""
         if not data:
             # End of stream: the loop notices it once the run is over; stop polling this one.
+            # A replica is let go now, as Redis frees it while blocked: the script may be
+            # waiting for INFO to show it gone (min-replicas-to-write).
             client.closing = True
+            if client.flags == "S" and self.server.replication is not None:
+                self.server.replication.forget(client)
             for adopted, transport in self.adopted:
                 if adopted is protocol:
                     transport.closing = True

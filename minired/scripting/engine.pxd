@@ -16,7 +16,7 @@ cdef class Script:
 cdef class Run:
     cdef public Client caller
     cdef public object name, eval_mode, read_only, allow_oom, started, dirty, timed_out
-    cdef public object abort, command, sandbox, propagate
+    cdef public object abort, command, sandbox, propagate, stale
 
 cdef class ScriptEngine:
     cdef public object server, prng, _eval_sandbox, functions, busy, deferred

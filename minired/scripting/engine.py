@@ -66,7 +66,7 @@ class Run:
     """The script (or function) currently running."""
 
     __slots__ = ("caller", "name", "eval_mode", "read_only", "allow_oom", "started", "dirty",
-                 "timed_out", "abort", "command", "sandbox", "propagate")
+                 "timed_out", "abort", "command", "sandbox", "propagate", "stale")
 
     def __init__(self, caller: Client, name: bytes, eval_mode: bool, read_only: bool,
                  allow_oom: bool, command: list) -> None:
@@ -85,6 +85,9 @@ class Run:
         # Where its writes go from now on, as redis.set_repl sets it: REPL_AOF (1) | REPL_REPLICA
         # (2); the AOF logs them only with REPL_AOF (features/propagation.py).
         self.propagate = 3
+        # Running on a replica whose link is down with replica-serve-stale-data no (an
+        # allow-stale script): a command not flagged stale is refused (scriptVerifyAllowStale).
+        self.stale = caller.config.stale_refused
 
 
 def lua_error_text(message: str) -> bytes:
@@ -366,6 +369,8 @@ class ScriptEngine:
             # A command refused here counts as rejected in INFO commandstats, as in Redis.
             if (len(argv) != arity) if arity >= 0 else (len(argv) < -arity):
                 return self._refused(spec, errors.SCRIPT_CALL_ARITY.encode())
+            if run.stale and "stale" not in spec.flags:
+                return self._refused(spec, errors.SCRIPT_CALL_STALE.encode())
             if write:  # (may-replicate commands count as writes in a read-only script)
                 if run.read_only:
                     return self._refused(spec, errors.SCRIPT_CALL_WRITE_IN_RO.encode())
