@@ -283,7 +283,7 @@ def _refuse_exec(c: "Client", message: str) -> RedisError:
     c.multi = None
     c.multi_failed = False
     c.unwatch_all()
-    error = RedisError(errors.EXECABORT_BECAUSE.format(message.removeprefix("ERR ")))
+    error = RedisError(errors.EXECABORT_BECAUSE.format(message.removeprefix(errors.GENERIC)))
     c.server.stats.count_error(error.message)
     return error
 
@@ -309,7 +309,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         reply = exc
     except Exception as exc:  # a bug must cost one reply, never the server
         log.exception("internal error running %r", argv[:1])
-        reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
+        reply = RedisError(errors.INTERNAL_ERROR.format(spec.full_name, type(exc).__name__, exc))
     finally:
         clock.leave()
     finish = _clock_ns()

@@ -28,7 +28,8 @@ from minired.engine.hooks import (
     Tracking,
 )
 from minired.engine.slowlog import SlowLog
-from minired.protocol import resp
+from minired.protocol import errors, resp
+from minired.protocol.errors import RedisError
 
 if TYPE_CHECKING:
     from minired.features.metrics import Metrics
@@ -426,7 +427,7 @@ class ClientProtocol:
         server.stats.connections_received += 1
         if len(server.clients) >= server.config.maxclients:
             server.stats.rejected_connections += 1
-            transport.write(b"-ERR max number of clients reached\r\n")
+            transport.write(resp.encode(RedisError(errors.MAX_CLIENTS), 2))
             transport.close()
             return
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):

@@ -24,13 +24,15 @@ from minired.engine import dispatch
 from minired.engine.client import Client
 from minired.features import rdb_file, replication
 from minired.features.persistence import encode_command
-from minired.protocol.errors import RedisError
+from minired.protocol.errors import PING_AUTH_ERRORS, RedisError
 from minired.protocol.resp import RequestParser
 
 if TYPE_CHECKING:
     from minired.engine.server import Server
 
 log = logging.getLogger("minired.replication")
+
+_PING_AUTH_ERRORS = tuple(code.encode() for code in PING_AUTH_ERRORS)
 
 RETRY_SECONDS = 1.0
 ACK_SECONDS = 1.0
@@ -124,7 +126,7 @@ class Link:
             return await self._line(reader)
 
         pong = await ask(b"PING")
-        if pong.startswith(b"-") and not pong.startswith((b"-NOAUTH", b"-NOPERM", b"-ERR operation not permitted")):
+        if pong.startswith(b"-") and not pong.startswith(_PING_AUTH_ERRORS):
             raise HandshakeError(f"Error reply to PING from master: '{pong.decode(errors='replace')}'")
         password = config.get("masterauth") or ""
         if password:

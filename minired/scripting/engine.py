@@ -90,7 +90,7 @@ class Run:
 def lua_error_text(message: str) -> bytes:
     """The `err` field Lua sees for an error reply (luaPushErrorBuff on "-<message>")."""
     if " " not in message:
-        message = "ERR " + message
+        message = errors.GENERIC + message
     return message.strip("\r\n").encode("utf-8", "surrogateescape")
 
 
