@@ -124,7 +124,7 @@ def memory_overview(server) -> dict:
 
     used = used_memory()
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    metrics = server.metrics
+    metrics = server.features.metrics
     startup = metrics.startup_memory if metrics is not None else used
     scripting = scripting_memory(server)
     databases = _database_overheads(server)
@@ -513,7 +513,7 @@ def _debug_reload(c, argv):
     if not options <= {b"merge", b"noflush", b"nosave"}:
         raise RedisError(errors.DEBUG_RELOAD_OPTIONS)
     save, flush = b"nosave" not in options, b"noflush" not in options
-    persistence = c.server.saver
+    persistence = c.server.features.saver
     if persistence is not None:
         persistence.reload(save=save, flush=flush, merge=b"merge" in options)
     else:

@@ -146,7 +146,7 @@ def _clients_section(server) -> list[str]:
 def scripting_memory(server) -> dict:
     """Script memory figures for INFO memory and MEMORY STATS, read without creating the script
     engine (a server that ran no script has none)."""
-    engine = server.scripting
+    engine = server.features.scripting
     if engine is None:
         return {"eval_vm": 0, "scripts": 0, "cached": 0, "functions": 0, "libraries": 0,
                 "functions_vm": 0, "functions_memory": 0}
@@ -168,7 +168,7 @@ def scripting_memory(server) -> dict:
 
 def aof_buffered(server) -> int:
     """Bytes written to the AOF buffer and not yet to the file (INFO, MEMORY STATS)."""
-    persistence = server.persistence
+    persistence = server.features.persistence
     return sum(map(len, persistence.aof_buffer)) if persistence is not None else 0
 
 
@@ -178,7 +178,7 @@ def _memory_section(server) -> list[str]:
 
     used = used_memory()
     peak = max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    metrics = server.metrics
+    metrics = server.features.metrics
     startup = metrics.startup_memory if metrics is not None else used
     aof_buffer = aof_buffered(server)
     overhead = min(used, startup + aof_buffer)
@@ -247,7 +247,7 @@ def _memory_section(server) -> list[str]:
 # --- Persistence -------------------------------------------------------------------------------
 
 def _persistence_section(server) -> list[str]:
-    persistence = server.persistence
+    persistence = server.features.persistence
     aof_enabled = server.config.get("appendonly") == "yes"
     faults = server.faults
     # MINIRED FAULT LOADING's window reads as Redis loading a file (clients such as ioredis
@@ -322,7 +322,7 @@ def _persistence_section(server) -> list[str]:
 
 def _subscriptions(server) -> tuple[int, int, int]:
     """Channels, patterns and shard channels with at least one subscriber."""
-    pubsub = server.pubsub
+    pubsub = server.features.pubsub
     if pubsub is not None:
         return len(pubsub.channels), len(pubsub.patterns), len(pubsub.shard_channels)
     channels: set = set()
@@ -338,7 +338,7 @@ def _subscriptions(server) -> tuple[int, int, int]:
 def _stats_section(server) -> list[str]:
     stats = server.stats
     dbs = server.keyspace.dbs
-    metrics = server.metrics
+    metrics = server.features.metrics
     ops, input_rate, output_rate = ((metrics.ops.mean(), metrics.input_bytes.mean(),
                                      metrics.output_bytes.mean()) if metrics else (0, 0, 0))
     channels, patterns, shard_channels = _subscriptions(server)
@@ -402,7 +402,7 @@ def _stats_section(server) -> list[str]:
 # --- Replication, CPU, per-command and per-database sections ------------------------------------
 
 def _replication_section(server) -> list[str]:
-    state = server.replication  # (minired/features/replication.py, from the first replica)
+    state = server.features.replication  # (minired/features/replication.py, from the first replica)
     replicas = state.info_fields() if state is not None else [("connected_slaves", 0)]
     replicating = state is not None and state.link is not None
     return _fields((

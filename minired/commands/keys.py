@@ -459,7 +459,7 @@ def wait(c, argv):
     timeout_ms = parse_int(argv[2], errors.TIMEOUT_NOT_INTEGER)
     if timeout_ms < 0:
         raise RedisError(errors.TIMEOUT_NEGATIVE)
-    state = c.server.replication
+    state = c.server.features.replication
     if state is not None:
         return state.wait(c, wanted, timeout_ms)
     if wanted <= 0 or not c.can_block:

@@ -192,7 +192,7 @@ def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
                 if queued.denyoom:
                     refused = True
                     break
-    return refused and c.server.over_maxmemory()
+    return refused and c.server.memory_admission()  # (hooks.MemoryAdmission)
 
 
 def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:

@@ -19,6 +19,14 @@ ClientHook = Callable[["Client"], None]
 CommandHook = Callable[["Client", "CommandSpec", list], None]
 # A write that changed the dataset, with its reply: persistence logs and counts it.
 Propagate = Callable[["Client", "CommandSpec", list, Any], None]
+# Memory admission (Server.memory_admission), processCommand's maxmemory check: asked before a
+# command flagged denyoom runs or is queued (and before any command inside MULTI but EXEC,
+# DISCARD, QUIT and RESET, and before a script without allow-oom starts); True refuses it with
+# OOM. The engine's own, Server.over_maxmemory, compares used memory with maxmemory. A feature
+# that frees memory (eviction) puts its own in the slot: free what the policy allows, then
+# answer whether memory is still over the limit. It is a bound method called as it is, so the
+# check costs one call whatever is registered; it must be cheap when maxmemory is 0.
+MemoryAdmission = Callable[[], bool]
 
 
 class AccessControl(Protocol):
@@ -75,6 +83,23 @@ class FaultInjector(Protocol):
 
     def intercept(self, c: "Client", spec: "CommandSpec", argv: list) -> Any:
         """The reply that replaces the command's, or None to run it."""
+
+
+class Features:
+    """The features' own per-server state (Server.features), each under the name its feature
+    gives it (`server.features.pubsub`, `.persistence`, `.scripting`, ...) when it is attached
+    or first used. The engine never reads it: it reaches features only through the hook points
+    here, so a feature added touches its own module, startup and its tests, not the server.
+    A name no feature has set reads as None: not attached (yet)."""
+
+    def __getattr__(self, name: str) -> None:
+        # (only called for names not set; dunders stay missing, for copy, pickle and repr)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+    def __repr__(self) -> str:
+        return f"Features({', '.join(sorted(vars(self)))})"
 
 
 class Hooks:

@@ -9,7 +9,7 @@ import socket
 import struct
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from minired import REDIS_VERSION, __version__
 from minired.data.keyspace import Keyspace
@@ -22,7 +22,9 @@ from minired.engine.hooks import (
     AccessControl,
     ClusterRouter,
     FaultInjector,
+    Features,
     Hooks,
+    MemoryAdmission,
     Pause,
     Propagate,
     Tracking,
@@ -30,12 +32,6 @@ from minired.engine.hooks import (
 from minired.engine.slowlog import SlowLog
 from minired.protocol import errors, resp
 from minired.protocol.errors import RedisError
-
-if TYPE_CHECKING:
-    from minired.features.metrics import Metrics
-    from minired.features.persistence import Persistence
-    from minired.features.pubsub import PubSub
-    from minired.scripting.engine import ScriptEngine
 
 log = logging.getLogger("minired")
 
@@ -85,16 +81,15 @@ class Server:
 
     __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
                  "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
-                 "hooks", "last_save", "shutdown_requested", "active_expire_enabled",
+                 "hooks", "features", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
-                 "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
-                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug",
-                 "replication", "latency_events", "shutdown_asap")
+                 "memory_admission", "outbox_queue", "flush_scheduled", "access", "tracking",
+                 "pause", "cluster", "faults", "scan_snapshots", "collection_scan_snapshots",
+                 "debug", "latency_events", "shutdown_asap")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
-        # (the nodes of a cluster in one process share one clock: minired/features/cluster.py)
+        # (the nodes of a cluster in one process share one clock)
         self.keyspace = Keyspace(self.config.databases, clock)
         self.clock = self.keyspace.clock
         self.blocking = BlockingManager(self.keyspace)
@@ -109,49 +104,42 @@ class Server:
         self._expire_task: asyncio.Task | None = None
         # What optional features registered for the server's events (minired/engine/hooks.py).
         self.hooks = Hooks()
+        # The features' own per-server state, each under its own name; the engine never reads it.
+        self.features = Features()
         self.last_save = int(time.time())
         self.shutdown_requested = False
         # DEBUG SET-ACTIVE-EXPIRE 0 turns the background sweep off (expiry stays lazy).
         self.active_expire_enabled = True
         # The other DEBUG switches (SET-SKIP-CHECKSUM-VALIDATION, SET-DISABLE-DENY-SCRIPTS ...).
         self.debug = DebugSettings()
-        # The slots below are the features' (None until one is attached or first used), each
-        # typed by the interface the engine calls; a None costs one attribute check where used.
-        # A write command succeeded (persistence: AOF and save points).
+        # The hook points below are what the engine itself asks or calls, each typed by its
+        # interface in hooks.py; a feature puts its implementation in the slot when it is
+        # attached or first used. None costs one attribute check where used.
+        # A write command succeeded (Propagate: logging and counting writes).
         self.propagate: Propagate | None = None
         # Make logged writes durable before a reply leaves (appendfsync always).
         self.sync_before_reply: Callable[[], None] | None = None
-        # A write left bytes queued in the transport (security: output buffer limits).
+        # A write left bytes queued in the transport (output buffer limits).
         self.output_buffer_guard: Callable[[ClientProtocol], None] | None = None
         self.memory = MemorySampler()
+        # Whether a denyoom command is refused for memory: over_maxmemory, unless a feature that
+        # frees memory first (eviction) replaced it (hooks.MemoryAdmission).
+        self.memory_admission: MemoryAdmission = self.over_maxmemory
         # Connections whose replies wait for the end of this pass of the loop (flush_replies).
         self.outbox_queue: list[ClientProtocol] = []
         self.flush_scheduled = False
-        self.monitors: list[Client] = []  # clients that sent MONITOR (minired/features/monitor.py)
-        # ACL users (minired/features/security.py): asked for clients not yet authenticated or restricted.
+        # Asked for clients not yet authenticated or restricted (hooks.AccessControl).
         self.access: AccessControl | None = None
-        # Client-side caching (minired/features/tracking.py), from the first CLIENT TRACKING ON.
+        # Client-side caching, from the first CLIENT TRACKING ON (hooks.Tracking).
         self.tracking: Tracking | None = None
-        # CLIENT PAUSE in force (minired/features/pause.py): dispatch checks it per command.
+        # CLIENT PAUSE in force: dispatch checks it per command (hooks.Pause).
         self.pause: Pause | None = None
-        # This server's node in cluster mode (minired/features/cluster.py): dispatch routes every
-        # command through it, behind the same gate as the two above.
+        # This server's node in cluster mode: dispatch routes every command through it, behind
+        # the same gate as the two above (hooks.ClusterRouter).
         self.cluster: ClusterRouter | None = None
-        # Fault rules (minired/features/faults.py), with fault-injection: dispatch asks it about every
-        # command, behind the same gate.
+        # Fault rules, with fault-injection: dispatch asks it about every command, behind the
+        # same gate, and hands it the replies it disrupted (hooks.FaultInjector).
         self.faults: FaultInjector | None = None
-        # The script engine, made on first use (minired/scripting).
-        self.scripting: ScriptEngine | None = None
-        # Persistence (minired/features/persistence.py) once attached; `saver` is the same object when
-        # SAVE and BGSAVE are served (files were asked for), else None: memory only.
-        self.persistence: Persistence | None = None
-        self.saver: Persistence | None = None
-        self.shutdown_by_command = False  # SHUTDOWN settled saving: persistence must not redo it
-        self.pubsub: PubSub | None = None  # channel registry (minired/features/pubsub.py)
-        self.metrics: Metrics | None = None  # minired/features/metrics.py
-        # Replication state (minired/features/replication.py), from the first SYNC, PSYNC or
-        # REPLCONF: its replicas, offsets and WAITs. Read by INFO, ROLE and WAIT only.
-        self.replication: Any = None
         # SCAN and HSCAN/SSCAN/ZSCAN cursors' snapshots (commands/keys.py, collection_scan.py).
         self.scan_snapshots: dict = {}
         self.collection_scan_snapshots: dict = {}

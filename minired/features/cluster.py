@@ -762,8 +762,8 @@ def _read_layout(path: str) -> tuple:
 def _layout_path(server: "Server") -> str | None:
     """Where a node keeps its layout: its cluster-config-file in its directory, when the node
     keeps files at all (the data and the layout must come back together)."""
-    persistence = server.persistence
-    if persistence is None or server.saver is None:
+    persistence = server.features.persistence
+    if persistence is None or server.features.saver is None:
         return None
     return os.path.join(persistence.directory, server.config.get("cluster-config-file"))
 

@@ -948,7 +948,7 @@ class Persistence:
 
     def _log(self, c: Client, db_index: int, argv: list, reply: Any) -> None:
         if c.in_script:
-            run = self.server.scripting.current
+            run = self.server.features.scripting.current
             if run is not None and not run.propagate & 1:
                 return  # redis.set_repl without REPL_AOF
         try:
@@ -994,7 +994,7 @@ class Persistence:
         part of that EXEC), and what tells that transaction from the client's next one: the
         script's run, or the count of EXECs so far; None once it is over."""
         if c.in_script:
-            scripting = self.server.scripting
+            scripting = self.server.features.scripting
             run = scripting.current if scripting is not None else None
             if run is None or not run.caller.in_exec:
                 return c, run
@@ -1342,7 +1342,7 @@ class Persistence:
         # once files were asked for: AOF, save points, or a --dir.
         served = (self.aof_file is not None or bool(self.config.get("save"))
                   or self.directory != ".")
-        server.saver = self if served else None
+        server.features.saver = self if served else None
         counted = served or logging_on
         server.propagate = self.propagate if counted else None
         server.blocking.on_finish = self._served if counted else None
@@ -1396,7 +1396,7 @@ class Persistence:
         if self.aof_file is not None:
             self.disable_aof()
         # SHUTDOWN already saved (or was told NOSAVE); a signal saves when save points are set.
-        by_command, self.server.shutdown_by_command = self.server.shutdown_by_command, False
+        by_command, self.server.features.shutdown_by_command = self.server.features.shutdown_by_command, False
         if not by_command and self.config.get("save") and self.dirty:
             try:
                 self.save()
@@ -1432,7 +1432,7 @@ def _log_aux_fields(aux: dict[bytes, bytes]) -> None:
 
 def attach(server: "Server") -> None:
     persistence = Persistence(server)
-    server.persistence = persistence
+    server.features.persistence = persistence
     server.hooks.disconnect.append(persistence._forget_client)
     server.hooks.shutdown.append(persistence.on_shutdown)
     persistence.load_on_start()

@@ -175,7 +175,7 @@ class Link:
         server.keyspace.flushall()
         loaded = rdb_file.load(payload, server.keyspace, server.clock.ms(), keep_expired=True,
                                deep=server.config.get("sanitize-dump-payload") == "yes")
-        persistence = server.persistence
+        persistence = server.features.persistence
         if loaded.functions and persistence is not None and persistence.functions is not None:
             persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")
         if persistence is not None and persistence.aof_file is not None:
@@ -261,7 +261,7 @@ def replicate(server: "Server", host: str, port: int) -> bool:
 
 def promote(server: "Server") -> None:
     """REPLICAOF NO ONE: stop replicating, keep the data, accept writes again."""
-    state = server.replication
+    state = server.features.replication
     if state is None or state.link is None:
         return
     state.link.stop()

@@ -61,7 +61,7 @@ class Waiting:
 
 
 class Master:
-    """server.replication while this server is a master (always, until REPLICAOF)."""
+    """server.features.replication while this server is a master (always, until REPLICAOF)."""
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -82,7 +82,7 @@ class Master:
 
     def sync(self, c: "Client", psync: bool) -> None:
         """SYNC/PSYNC: a snapshot of the data now, then the stream from this point on."""
-        persistence = self.server.persistence
+        persistence = self.server.features.persistence
         if self.replicas:
             persistence.flush_aof(fsync=False)  # what ended belongs before the snapshot
         else:
@@ -110,7 +110,7 @@ class Master:
         self.replicas = kept
         log.info("Connection with replica %s lost.", c.addr)
         if not kept:
-            persistence = self.server.persistence
+            persistence = self.server.features.persistence
             persistence.flush_aof(fsync=False)
             self._flush()
             persistence.replica_feed = None
@@ -229,7 +229,7 @@ class Master:
 
 def master(server: "Server") -> Master:
     """The server's replication state, made on first use."""
-    state = server.replication
+    state = server.features.replication
     if state is None:
-        state = server.replication = Master(server)
+        state = server.features.replication = Master(server)
     return state

@@ -27,7 +27,7 @@ def _engine(server):
     """The server's script engine, for every handler here: looked up inline because engine_of
     (scripting/feature.py, loaded at the first script) runs as Python, a frame of the interpreter
     on every EVALSHA."""
-    engine = server.scripting
+    engine = server.features.scripting
     return engine if engine is not None else engine_of(server)
 
 

@@ -231,7 +231,7 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
         client = redis.Redis(port=srv.port)
         client.set("before", "1")
         assert client.config_set("appendonly", "yes")
-        engine = srv.server.persistence
+        engine = srv.server.features.persistence
         # The AOF opens, and closes, on a later tick.
         wait_until(lambda: engine.aof_file is not None, "the AOF opened")
         client.set("after", "2")
