@@ -5,7 +5,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from minired.engine.client_reply import DISRUPTED, SILENCED, Disruption
+from minired.engine.client_reply import DISRUPTED, SILENCED
 from minired.protocol import resp
 
 if TYPE_CHECKING:
@@ -115,10 +115,9 @@ class Client:
         if self._send is None or self.closing:
             return
         if self.reply_mode:
-            if (self.reply_mode & DISRUPTED and type(reply) is Disruption
-                    and self.connection is not None):
-                self.connection.send_disrupted(reply)  # a fault's, on a blocked command's reply
-                return
+            if (self.reply_mode & DISRUPTED and self.connection is not None
+                    and self.server.faults.send_disrupted(self.connection, reply)):
+                return  # a fault's, on a blocked command's reply (hooks.FaultInjector)
             if self.reply_mode & SILENCED and type(reply) is not resp.Push:
                 return  # CLIENT REPLY OFF/SKIP: a blocked command's late reply; pushes leave
         out: list[bytes] = []

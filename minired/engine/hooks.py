@@ -1,6 +1,7 @@
 """The engine's hook points: the events optional features plug into, as typed lists of callables,
-and the interfaces of the features the engine asks about each command (access control, client
-pause, tracking, cluster routing, fault injection), each a slot on the Server.
+the interfaces of the features the engine asks about each command (access control, client pause,
+tracking, cluster routing, fault injection, memory admission), each a slot on the Server, and
+`Features`, where the features keep their own per-server state.
 
 The engine (server.py, dispatch.py) calls what is registered here and never imports a feature;
 a feature registers itself when it is attached (startup.prepare_server) or first used (MONITOR,
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from minired.engine.client import Client
+    from minired.engine.server import ClientProtocol
     from minired.engine.table import CommandSpec
     from minired.protocol.errors import RedisError
 
@@ -79,10 +81,32 @@ class ClusterRouter(Protocol):
 
 
 class FaultInjector(Protocol):
-    """The fault rules of MINIRED FAULT (faults.FaultInjector), with --fault-injection."""
+    """The fault rules of MINIRED FAULT, with --fault-injection. A command whose reply a fault
+    changes on its way out is marked in its client's reply_mode (client_reply.DISRUPTED), and
+    the connection hands that reply to `deliver` instead of encoding it."""
 
     def intercept(self, c: "Client", spec: "CommandSpec", argv: list) -> Any:
         """The reply that replaces the command's, or None to run it."""
+
+    def deliver(self, conn: "ClientProtocol", reply: Any, out: list) -> None:
+        """A disrupted reply, at its place in a batch: append to `out` what of it leaves now;
+        the rest of the fault (held output, a close) goes in the connection's `disruption`."""
+
+    def send_disrupted(self, conn: "ClientProtocol", reply: Any) -> bool:
+        """A blocked command's late reply while its client is marked (Client.send): True once
+        delivered, False for a reply the fault does not change, sent as usual."""
+
+
+class ConnectionDisruption(Protocol):
+    """What faults keep on one connection (ClientProtocol.disruption), from the first reply one
+    disrupted: held or paced output, how the connection is to close."""
+
+    def close(self) -> bool:
+        """The connection is closing: True if the fault closes it its own way (a TCP reset, a
+        late close), False to close as usual once what the fault held is in its outbox."""
+
+    def drop(self) -> None:
+        """The peer is gone: stop the fault's timers."""
 
 
 class Features:

@@ -34,7 +34,7 @@ cdef class Server:
 cdef class ClientProtocol:
     cdef public object transport, pending
     cdef public object _transport_closing, _transport_write, _transport_buffered, outbox, echo
-    cdef public object held, paced, close_mode
+    cdef public object disruption
     # Set on every read: C values (querybuf.py reads them on the rare reads that need it).
     cdef public long long qb_length, qb_alloc, qb_peak, qb_bulk, qb_tick
     cdef public double qb_next_tick

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import socket
-import struct
 import time
 from collections import deque
 from typing import Any, Callable
@@ -21,6 +20,7 @@ from minired.engine.debug_settings import DebugSettings
 from minired.engine.hooks import (
     AccessControl,
     ClusterRouter,
+    ConnectionDisruption,
     FaultInjector,
     Features,
     Hooks,
@@ -360,8 +360,7 @@ class ClientProtocol:
     compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
-                 "_transport_write", "_transport_buffered", "outbox", "echo", "held", "paced",
-                 "close_mode",
+                 "_transport_write", "_transport_buffered", "outbox", "echo", "disruption",
                  "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick")
 
     def __init__(self, server: Server) -> None:
@@ -375,15 +374,11 @@ class ClientProtocol:
         self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
         self.pending: deque = deque()
         self.outbox: list | None = None  # replies not written yet (see _write)
-        self.echo: list | None = None  # a monitor's lines for its own command (monitor.py)
-        # A fault's DELAY: the timer that releases the output held in `outbox` (see _hold).
-        self.held: Any = None
-        # A fault's BANDWIDTH or SLICE: the output still to write, as (pause in s, bytes) in
-        # order, ahead of what `outbox` holds; `held` is the timer of the next piece.
-        self.paced: deque | None = None
-        # How this connection's next close goes, set by a fault: 0 clean, -1 a TCP reset
-        # (RESET, REFUSE), > 0 that many ms late (SLOW-CLOSE).
-        self.close_mode = 0
+        # Lines to send after the reply of the command running (a monitor's own command's).
+        self.echo: list | None = None
+        # What faults keep on this connection (hooks.ConnectionDisruption), from the first
+        # reply one disrupted; None for every other connection.
+        self.disruption: ConnectionDisruption | None = None
         # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
         self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
         self.qb_next_tick = 0.0
@@ -444,10 +439,9 @@ class ClientProtocol:
             hook(client)
         self.pending.clear()
         self.outbox = None
-        self.paced = None
-        if self.held is not None:
-            self.held.cancel()
-            self.held = None
+        disruption = self.disruption
+        if disruption is not None:
+            disruption.drop()
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its commands until it catches up.
@@ -553,7 +547,7 @@ class ClientProtocol:
                     if type(reply) is Block:  # a blocking command under a fault: it waits
                         self._block(reply, commands, count, out)
                         break
-                    self._disrupt(reply, out)
+                    server.faults.deliver(self, reply, out)  # (hooks.FaultInjector)
                     client_reply.command_over(client)
                 elif client_reply.encode_outgoing(client, reply, out):
                     self.echo = None  # a silenced monitor's lines for its own command
@@ -582,123 +576,6 @@ class ClientProtocol:
         self.server.blocking.block(self.client, block, self._resume)
         self.pending.extend(commands[count:])
 
-    # --- faults (minired/features/faults.py) ------------------------------------------------------------
-
-    def _disrupt(self, reply: Any, out: list) -> None:
-        """Act on a fault's Disruption: append to `out` what of the reply leaves, hold the output
-        from there on, or mark the connection to close once `out` is written."""
-        client = self.client
-        client.reply_mode &= ~client_reply.DISRUPTED
-        if type(reply) is not client_reply.Disruption:
-            # Client tracking may have put its own messages after it: they are dropped with it.
-            if type(reply) is resp.Replies and reply and \
-                    type(reply[0]) is client_reply.Disruption:
-                reply = reply[0]
-            else:
-                resp.encode_into(reply, client.protocol, out)
-                return
-        if reply.hold_ms:
-            if out:
-                self._write(b"".join(out))
-                out.clear()
-            self._hold(reply.hold_ms)
-        if reply.send:
-            if reply.partial or reply.cut >= 0:
-                whole = resp.encode(reply, client.protocol)
-                out.append(whole[:reply.cut if reply.cut >= 0 else max(1, len(whole) // 2)])
-            elif reply.slice_bytes:
-                self._pace(resp.encode(reply, client.protocol), reply.slice_bytes,
-                           reply.slice_ms, out)
-            else:
-                resp.encode_into(reply, client.protocol, out)
-        if reply.slow_close_ms:
-            self.close_mode = reply.slow_close_ms
-        if reply.reset:
-            self.close_mode = -1
-        if reply.close:
-            client.close_after_reply = True
-
-    def send_disrupted(self, reply: Any) -> None:
-        """A blocked command's reply under a fault (Client.send)."""
-        out: list = []
-        client = self.client
-        client.reply_mode |= client_reply.DISRUPTED
-        self._disrupt(reply, out)
-        if out:
-            self._write(b"".join(out))
-        if client.close_after_reply:
-            client.close()
-
-    def _hold(self, ms: int) -> None:
-        """Hold everything this connection writes for ms (from now, or from the end of a hold
-        already running, whichever is later): `outbox` collects it, out of the server's flush
-        queue, until the loop's timer releases it. Other connections are served meanwhile."""
-        server = self.server
-        loop = server.loop
-        if loop is None:
-            return  # driven in-process: there is no loop to wait on
-        # (+1 ms: uvloop's clock is read once per pass and its timers count whole milliseconds,
-        # so a timer can fire up to a millisecond before the time asked; a DELAY never must)
-        when = loop.time() + ms / 1000 + 0.001
-        if self.held is not None:
-            when = max(when, self.held.when())
-            self.held.cancel()
-        else:
-            self.flush()  # replies already waiting for this pass leave first
-            try:
-                server.outbox_queue.remove(self)
-            except ValueError:
-                pass
-            self.outbox = []
-        self.held = loop.call_at(when, self._release)
-
-    def _pace(self, data: bytes, size: int, pause_ms: float, out: list) -> None:
-        """Write data `size` bytes at a time, `pause_ms` apart, on the loop's timers; the
-        connection's later output waits behind it, as behind a DELAY."""
-        loop = self.server.loop
-        if loop is None or len(data) <= size:
-            out.append(data)
-            return
-        pause = pause_ms / 1000
-        pieces = deque((pause, data[start:start + size]) for start in range(0, len(data), size))
-        if self.held is None:
-            out.append(pieces.popleft()[1])  # the first piece leaves with this batch
-            self._write(b"".join(out))
-            out.clear()
-            self._hold(pause_ms)
-            self.paced = pieces
-            return
-        # Already held or paced: the pieces go after what waits, in order.
-        if out:
-            self._write(b"".join(out))
-            out.clear()
-        if self.paced is None:
-            self.paced = deque()
-        if self.outbox:
-            self.paced.append((0.0, b"".join(self.outbox)))
-            self.outbox.clear()
-        self.paced.extend(pieces)
-
-    def _release(self) -> None:
-        self.held = None
-        paced = self.paced
-        if paced:
-            # The piece whose pause is over, and those after it that need none; then wait.
-            pieces = [paced.popleft()[1]]
-            while paced and not paced[0][0]:
-                pieces.append(paced.popleft()[1])
-            if self.client is not None and not self.client.closing:
-                self._send(b"".join(pieces))
-            if paced:
-                loop = self.server.loop
-                self.held = loop.call_at(loop.time() + paced[0][0] + 0.001, self._release)
-                return
-        self.paced = None
-        held = self.outbox
-        self.outbox = None
-        if held and self.client is not None and not self.client.closing:
-            self._write(b"".join(held))
-
     def _run_pending(self) -> None:
         batch = list(self.pending)
         self.pending.clear()
@@ -722,9 +599,9 @@ class ClientProtocol:
             if client.blocked is None and not client.closing and self.parser.buffered:
                 self.data_received(b"")  # input that arrived while the client was blocked
 
-    def resume_held(self, argv: list) -> None:
-        """The pause that held this client's command is over (pause.py): run the command again,
-        then the input that waited behind it."""
+    def run_again(self, argv: list) -> None:
+        """A command a feature held (answered with a Block that waits on no key, as CLIENT
+        PAUSE does) may go on: run it again, then the input that waited behind it."""
         self.pending.appendleft(argv)
         if self.server.loop is not None:
             self.server.loop.call_soon(self._resume_now)
@@ -791,49 +668,12 @@ class ClientProtocol:
                 server.output_buffer_guard(self)
 
     def _close(self) -> None:
-        if self.close_mode:
-            self._close_by_fault()
-            return
-        if self.paced:  # what a BANDWIDTH or SLICE still paces leaves now, in order
-            self.outbox = [piece for _, piece in self.paced] + (self.outbox or [])
-            self.paced = None
+        disruption = self.disruption
+        if disruption is not None and disruption.close():
+            return  # a fault closes this connection its own way: a reset, or late
         self.flush()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
-
-    def _close_by_fault(self) -> None:
-        """The close a fault asked for: a TCP reset (SO_LINGER 0, then close: unsent output is
-        dropped), or a clean close ms late, reading nothing meanwhile."""
-        mode, self.close_mode = self.close_mode, 0
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return
-        if mode < 0:
-            sock = transport.get_extra_info("socket")
-            if sock is not None and sock.family != socket.AF_UNIX:
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                    struct.pack("ii", 1, 0))
-                except OSError:
-                    pass
-            self.outbox = None
-            transport.abort()
-            return
-        self.flush()
-        transport.pause_reading()
-        loop = self.server.loop
-        if loop is None:
-            self._close()
-        else:
-            loop.call_at(loop.time() + mode / 1000 + 0.001, self._close)
-
-    def reset(self) -> None:
-        """Close with a TCP reset, as a peer that crashed does (fault injection's RESET)."""
-        self.close_mode = -1
-        if self.client is not None:
-            self.client.close()
-        else:
-            self._close()
 
 
 def bind_ip_literal(host: str, port: int) -> socket.socket | None:

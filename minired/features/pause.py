@@ -136,7 +136,7 @@ def unpause(server: "Server") -> None:
         if not is_held(client) or client.closing:
             continue  # gone, or already released
         blocking.disconnect(client)  # detaches the keyless waiter, with no reply
-        client.connection.resume_held(argv)
+        client.connection.run_again(argv)
 
 
 def _keep_expired_keys(server: "Server", keep: bool) -> None:
