@@ -76,10 +76,10 @@ class Client:
         self.closing = False
         self.close_after_reply = False
         self.flags = ""
-        self.output_soft_limit_since: float | None = None  # see features/output_limits.py
-        self.connection: Any = None  # the server's protocol object, for scripting/busy.py
+        self.output_soft_limit_since: float | None = None  # (output buffer limits)
+        self.connection: Any = None  # the server's protocol object (a busy script serves it)
         # The ACL user (None: the default user) and whether dispatch must check its commands
-        # (see features/security.py).
+        # (hooks.AccessControl).
         self.user: Any = None
         self.user_restricted = False
         # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).

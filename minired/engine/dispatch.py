@@ -32,8 +32,8 @@ _SPELLINGS_KEPT = 1024
 _extras_in_use = False
 
 
-# The servers of this process whose script runs past busy-reply-threshold (scripting/busy.py
-# serves their clients from inside it), each with the BUSY error every command not flagged
+# The servers of this process whose script runs past busy-reply-threshold (the script
+# engine serves their clients from inside it), each with the BUSY error every command not flagged
 # allow_busy is refused with. Usually empty: one check per command. (Per server: an embedding
 # process may run several, and another's thread runs while a busy script yields.)
 _busy: dict = {}
@@ -94,7 +94,7 @@ def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
     if _extras_in_use:
         tracking = c.server.tracking
-        if tracking is not None:  # client-side caching: see minired/features/tracking.py
+        if tracking is not None:  # client-side caching (hooks.Tracking)
             return tracking.execute(c, argv, _execute)
     return _execute(c, argv)
 
@@ -124,7 +124,7 @@ def _execute(c: "Client", argv: list) -> Any:
     # clients that connected while it was set.
     if not c.authenticated and "no_auth" not in spec.flags and c.server.access.auth_required():
         return _reject(c, spec, errors.NOAUTH)
-    if c.user_restricted:  # ACL: false for a user who may run everything (security.py)
+    if c.user_restricted:  # ACL: false for a user who may run everything
         denied = c.server.access.check_command(c, spec, argv)
         if denied is not None:
             return _reject(c, spec, denied.message)
@@ -148,7 +148,7 @@ def _execute(c: "Client", argv: list) -> Any:
         if busy is not None:
             return _reject(c, spec, busy)
     if _extras_in_use:
-        faults = c.server.faults  # fault injection (minired/features/faults.py), None unless enabled
+        faults = c.server.faults  # fault injection (hooks.FaultInjector), None unless enabled
         if faults is not None:
             disrupted = faults.intercept(c, spec, argv)
             if disrupted is not None:
@@ -196,7 +196,7 @@ def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
 
 
 def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
-    """Cluster mode (minired/features/cluster.py): MOVED, ASK, CROSSSLOT, TRYAGAIN or CLUSTERDOWN for a
+    """Cluster mode (hooks.ClusterRouter): MOVED, ASK, CROSSSLOT, TRYAGAIN or CLUSTERDOWN for a
     command this node may not run, or None. Refused inside MULTI, the transaction fails; a
     refused EXEC discards it and gives the refusal itself, as Redis's processCommand does."""
     node = c.server.cluster
@@ -227,7 +227,7 @@ def _denied_stale(c: "Client", spec: CommandSpec) -> bool:
 
 
 def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:
-    """CLIENT PAUSE (minired/features/pause.py): the Block that holds this command, or None."""
+    """CLIENT PAUSE (hooks.Pause): the Block that holds this command, or None."""
     paused = c.server.pause
     if paused is not None and paused.holds(c, spec, argv):
         return paused.hold(c, argv)
@@ -296,7 +296,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
             return denied
     extras = _extras_in_use
     if extras:
-        for hook in c.server.hooks.before_call:  # (MONITOR: minired/features/monitor.py)
+        for hook in c.server.hooks.before_call:  # (MONITOR registers some)
             hook(c, spec, argv)
     start = _clock_ns()
     # The outermost command fixes the instant expiry sees until it returns, nested commands

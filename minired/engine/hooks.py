@@ -111,7 +111,7 @@ class ConnectionDisruption(Protocol):
 
 class Features:
     """The features' own per-server state (Server.features), each under the name its feature
-    gives it (`server.features.pubsub`, `.persistence`, `.scripting`, ...) when it is attached
+    gives it (`server.features.<name>`) when it is attached
     or first used. The engine never reads it: it reaches features only through the hook points
     here, so a feature added touches its own module, startup and its tests, not the server.
     A name no feature has set reads as None: not attached (yet)."""

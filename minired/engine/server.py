@@ -252,7 +252,7 @@ class Server:
     def crash(self) -> None:
         """What a killed process leaves to its clients (DEBUG SEGFAULT, SHUTDOWN NOSAVE): no
         listener, every connection dropped, the crons stopped. No shutdown hook runs, so nothing
-        is saved: a cluster node's failure (features/cluster.py)."""
+        is saved: a cluster node's failure."""
         for srv in self.listeners:
             srv.close()
         self.listeners.clear()
@@ -394,7 +394,7 @@ class ClientProtocol:
         self._transport_write = transport.write  # type: ignore[attr-defined]
         self._transport_buffered = transport.get_write_buffer_size  # type: ignore[attr-defined]
         if self.client is not None:
-            # Accepted while a script was busy (scripting/busy.py): the client already exists
+            # Accepted while a script was busy (the script engine served it): the client already exists
             # and is now handed to the loop; only the transport changes.
             return
         sock = transport.get_extra_info("socket")
@@ -406,7 +406,7 @@ class ClientProtocol:
                         fd=sock.fileno() if sock is not None else -1,
                         send=self._write, close=self._close)
         self.client = client
-        client.connection = self  # lets a busy script serve this connection (scripting/busy.py)
+        client.connection = self  # lets a busy script serve this connection
         server.stats.connections_received += 1
         if len(server.clients) >= server.config.maxclients:
             server.stats.rejected_connections += 1
@@ -432,7 +432,7 @@ class ClientProtocol:
         server = self.server
         if server.clients.pop(client.id, None) is None:
             self.outbox = None
-            return  # never admitted (maxclients), or its client is gone already (see security.py)
+            return  # never admitted (maxclients), or its client was dropped already
         server.blocking.disconnect(client)
         client.unwatch_all()
         for hook in server.hooks.disconnect:
