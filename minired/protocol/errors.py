@@ -259,7 +259,7 @@ REPLICA_KEYSPACE = "ERR Replica can't interact with the keyspace"
 # it asks for a password, which AUTH then gives; "operation not permitted" is older Redis's NOAUTH.
 PING_AUTH_ERRORS = ("-NOAUTH", "-NOPERM", "-ERR operation not permitted")
 MONITOR_DENY_BLOCKING = "ERR MONITOR isn't allowed for DENY BLOCKING client"
-SCRIPT_OUT_OF_MEMORY = "ERR not enough memory"  # minired's cap on a Lua runtime (sandbox.py)
+SCRIPT_OUT_OF_MEMORY = "ERR not enough memory"  # minired's cap on a Lua runtime
 SCRIPT_OOM = "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
 SCRIPT_FLUSH_MODE = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 SCRIPT_DEBUG_UNSUPPORTED = "ERR SCRIPT DEBUG is not supported by minired"
@@ -500,7 +500,7 @@ CACHING_NO_NEEDS_OPTOUT = (
     "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
 
 # ACL: ACL SETUSER/GETUSER/DELUSER/DRYRUN/LOG/GENPASS/LOAD/SAVE, AUTH against users, and the
-# NOPERM permission checks (minired/features/acl.py, minired/commands/acl.py).
+# NOPERM permission checks (ACL).
 ACL_RULE_ERROR = "ERR Error in ACL SETUSER modifier '{}': {}"
 ACL_RULE_UNKNOWN_COMMAND = "Unknown command or category name in ACL"
 ACL_RULE_SYNTAX = "Syntax error"
@@ -582,7 +582,7 @@ LATENCY_NO_SAMPLES = "ERR No samples available for event '{}'"
 # CLIENT PAUSE.
 CLIENT_PAUSE_MODE = "ERR CLIENT PAUSE mode must be WRITE or ALL"
 
-# Cluster mode (minired/features/cluster.py, commands/cluster.py).
+# Cluster mode.
 CLUSTER_DISABLED = "ERR This instance has cluster support disabled"
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 # Redirections (clusterRedirectClient): the slot and the address of the node to ask.
@@ -639,7 +639,7 @@ CLUSTER_CONTROL_DISABLED = (
     "ERR cluster control is disabled; start minired with --cluster-control to use MINIRED CLUSTER")
 CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"
 
-# Replication (commands/replication.py) and modules, which minired does not have (modules.py).
+# Replication, and modules, which minired does not have.
 INVALID_MASTER_PORT = "ERR Invalid master port"
 REPLCONF_UNRECOGNIZED = "ERR Unrecognized REPLCONF option: {}"
 READONLY_REPLICA = "READONLY You can't write against a read only replica."

@@ -213,8 +213,9 @@ def _feature_sources() -> list[Path]:
 
 
 def _engine_sources() -> list[Path]:
-    return sorted((ROOT / "minired" / "engine").rglob("*.py")) + sorted(
-        (ROOT / "minired" / "engine").rglob("*.pxd"))
+    """The engine and the layers under it (which know features even less)."""
+    return [path for layer in _BELOW_FEATURES for pattern in ("*.py", "*.pxd")
+            for path in sorted((ROOT / "minired" / layer).rglob(pattern))]
 
 
 def feature_mentions(path: Path, feature_classes: set[str], feature_modules: set[str]) -> list:
@@ -241,8 +242,8 @@ def feature_mentions(path: Path, feature_classes: set[str], feature_modules: set
 
 
 def _identifiers(path: Path, text: str) -> set[str]:
-    """The names a source uses in code: variables, attributes, imports, and the names inside
-    string annotations ("Persistence | None"); for a .pxd, every word outside comments."""
+    """The names a source uses in code: variables, attributes, and the names inside string
+    annotations ("Persistence | None"); for a .pxd, every word outside comments."""
     if path.suffix != ".py":
         code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
         return set(re.findall(r"\b[A-Za-z_]\w*\b", code))
@@ -252,8 +253,6 @@ def _identifiers(path: Path, text: str) -> set[str]:
             names.add(node.id)
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
-        elif isinstance(node, ast.alias):
-            names.update(filter(None, (node.name.rpartition(".")[2], node.asname)))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             try:
                 annotation = ast.parse(node.value.strip(), mode="eval")
@@ -297,7 +296,7 @@ def test_feature_mentions_sees_every_kind_of_naming(tmp_path):
     source = tmp_path / "sample.py"
     source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                       "    from minired.features.pubsub import PubSub\n"
-                      "# see pause.py and minired/scripting/busy.py\n")
+                      "saver: \"PubSub | None\" = None  # see pause.py and minired/scripting/busy.py\n")
     found = feature_mentions(source, {"PubSub"}, {"pause"})
     assert "imports minired.features.pubsub" in found
     assert "names the class PubSub" in found
