@@ -1,6 +1,8 @@
 """Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT ..."""
 from __future__ import annotations
 
+import cython
+
 from minired import REDIS_VERSION
 from minired.engine import client_reply
 from minired.engine.args import parse_int
@@ -11,11 +13,6 @@ from minired.features import pause, security
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, PONG, Status, Verbatim
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "connection"
 

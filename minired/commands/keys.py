@@ -7,6 +7,8 @@ import copy
 import random
 from collections import deque
 
+import cython
+
 from minired.data.glob import matcher
 from minired.data.keyspace import type_name
 from minired.engine.args import parse_int
@@ -17,11 +19,6 @@ from minired.features.notifications import GENERIC, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Status
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "generic"
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 
+import cython
+
 from minired import REDIS_VERSION
 from minired.data.glob import glob_match, has_wildcard
 from minired.engine import dispatch, latency
@@ -25,11 +27,6 @@ from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Encoded, Status, Verbatim
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "server"
 log = logging.getLogger("minired")
