@@ -136,7 +136,7 @@ def _execute(c: "Client", argv: list) -> Any:
             return _reject(c, spec, errors.MASTERDOWN)
     if (spec.denyoom or c.multi is not None) and _refused_for_memory(c, spec):
         return _reject(c, spec, errors.OOM)
-    if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
+    if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (MONITOR)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
     if (spec.write or c.multi is not None) and c.config.writes_refused and c.flags != "M":

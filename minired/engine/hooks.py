@@ -32,7 +32,7 @@ MemoryAdmission = Callable[[], bool]
 
 
 class AccessControl(Protocol):
-    """What dispatch asks the ACL (security.Users) about a client and its commands."""
+    """What dispatch asks the ACL users about a client and its commands."""
 
     def auth_required(self) -> bool:
         """Whether a client that has not authenticated must still do so."""
@@ -47,7 +47,7 @@ class AccessControl(Protocol):
 
 
 class Pause(Protocol):
-    """CLIENT PAUSE in force (pause.ClientPause)."""
+    """CLIENT PAUSE in force."""
 
     def holds(self, c: "Client", spec: "CommandSpec", argv: list) -> bool:
         """Whether the command waits for the end of the pause."""
@@ -60,7 +60,7 @@ class Pause(Protocol):
 
 
 class Tracking(Protocol):
-    """Client-side caching (tracking.Tracking), from the first CLIENT TRACKING ON."""
+    """Client-side caching, from the first CLIENT TRACKING ON."""
 
     def execute(self, c: "Client", argv: list, run: Callable[["Client", list], Any]) -> Any:
         """Run argv with run(c, argv), sending the invalidations it causes in Redis's order."""
@@ -73,7 +73,7 @@ class Tracking(Protocol):
 
 
 class ClusterRouter(Protocol):
-    """This server's node in cluster mode (cluster.ClusterNode)."""
+    """This server's node in cluster mode."""
 
     def route(self, c: "Client", spec: "CommandSpec", argv: list) -> str | None:
         """The MOVED/ASK/CROSSSLOT/TRYAGAIN/CLUSTERDOWN error for a command this node may not
