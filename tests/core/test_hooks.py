@@ -1,0 +1,42 @@
+"""The engine's hook points as a feature sees them (minired/engine/hooks.py)."""
+from __future__ import annotations
+
+from minired.engine import dispatch
+from minired.engine.client import Client
+from minired.engine.hooks import Features
+from minired.engine.server import Server
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
+from minired.protocol.resp import OK
+from minired.startup import prepare_server
+
+
+def test_memory_admission_is_asked_before_denyoom_commands_and_refuses_with_oom():
+    server = prepare_server(Server())
+    assert server.memory_admission == server.over_maxmemory  # the engine's own, by default
+    asked = []
+
+    def admission() -> bool:  # what eviction would put there: free memory, then answer
+        asked.append(True)
+        return len(asked) > 1
+
+    server.memory_admission = admission
+    c = Client(server)
+    assert dispatch.execute(c, [b"SET", b"k", b"v"]) is OK
+    assert c.db.get(b"k") == b"v" and len(asked) == 1
+    refused = dispatch.execute(c, [b"SET", b"k", b"w"])
+    assert type(refused) is RedisError and refused.message == errors.OOM
+    assert c.db.get(b"k") == b"v" and len(asked) == 2
+    # A command not flagged denyoom is not asked about.
+    assert dispatch.execute(c, [b"GET", b"k"]) == b"v" and len(asked) == 2
+    assert dispatch.execute(c, [b"DEL", b"k"]) == 1 and len(asked) == 2
+
+
+def test_features_read_as_none_until_a_feature_sets_them():
+    features = Features()
+    assert features.anything is None
+    features.pubsub = registry = object()
+    assert features.pubsub is registry
+    assert "pubsub" in repr(features)
+    # A dunder stays missing: copy, pickle and inspect probe for them.
+    assert not hasattr(features, "__wrapped__")
