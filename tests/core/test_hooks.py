@@ -8,11 +8,12 @@ from minired.engine.server import Server
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
-from minired.startup import prepare_server
+from minired.startup import load_commands
 
 
 def test_memory_admission_is_asked_before_denyoom_commands_and_refuses_with_oom():
-    server = prepare_server(Server())
+    load_commands()
+    server = Server()  # (no feature attached: nothing but the engine and the hook)
     assert server.memory_admission == server.over_maxmemory  # the engine's own, by default
     asked = []
 
