@@ -21,13 +21,13 @@ ClientHook = Callable[["Client"], None]
 CommandHook = Callable[["Client", "CommandSpec", list], None]
 # A write that changed the dataset, with its reply: persistence logs and counts it.
 Propagate = Callable[["Client", "CommandSpec", list, Any], None]
-# Memory admission (Server.memory_admission), processCommand's maxmemory check: asked before a
-# command flagged denyoom runs or is queued (and before any command inside MULTI but EXEC,
-# DISCARD, QUIT and RESET, and before a script without allow-oom starts); True refuses it with
-# OOM. The engine's own, Server.over_maxmemory, compares used memory with maxmemory. A feature
-# that frees memory (eviction) puts its own in the slot: free what the policy allows, then
-# answer whether memory is still over the limit. It is a bound method called as it is, so the
-# check costs one call whatever is registered; it must be cheap when maxmemory is 0.
+# Memory admission (Server.memory_admission), processCommand's maxmemory check: asked while
+# maxmemory is set (not 0), before a command flagged denyoom runs or is queued (and before any
+# command inside MULTI but EXEC, DISCARD, QUIT and RESET, and before a script without allow-oom
+# starts); True refuses it with OOM. The engine's own, Server.over_maxmemory, compares used
+# memory with maxmemory. A feature that frees memory (eviction) puts its own in the slot: free
+# what the policy allows, then answer whether memory is still over the limit. Without maxmemory
+# nothing is asked: the check is a read of the client's config, whatever is registered.
 MemoryAdmission = Callable[[], bool]
 
 

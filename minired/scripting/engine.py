@@ -243,7 +243,8 @@ class ScriptEngine:
     def _check_flags(self, flags: frozenset, read_only: bool) -> None:
         if "no-cluster" in flags and self.server.cluster is not None:
             raise RedisError(errors.SCRIPT_NO_CLUSTER)
-        if "allow-oom" not in flags and self.server.memory_admission():
+        if ("allow-oom" not in flags and self.server.config.maxmemory
+                and self.server.memory_admission()):
             raise RedisError(errors.SCRIPT_OOM)
         if "no-writes" not in flags:
             # (Redis refuses a script that may write for want of replicas before it runs,

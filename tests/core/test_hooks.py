@@ -11,7 +11,7 @@ from minired.protocol.resp import OK
 from minired.startup import load_commands
 
 
-def test_memory_admission_is_asked_before_denyoom_commands_and_refuses_with_oom():
+def test_memory_admission_is_asked_before_denyoom_commands_with_maxmemory_set():
     load_commands()
     server = Server()  # (no feature attached: nothing but the engine and the hook)
     assert server.memory_admission == server.over_maxmemory  # the engine's own, by default
@@ -23,6 +23,9 @@ def test_memory_admission_is_asked_before_denyoom_commands_and_refuses_with_oom(
 
     server.memory_admission = admission
     c = Client(server)
+    # Without maxmemory there is no limit: nothing is asked.
+    assert dispatch.execute(c, [b"SET", b"k", b"v"]) is OK and not asked
+    server.config.set("maxmemory", "100mb")
     assert dispatch.execute(c, [b"SET", b"k", b"v"]) is OK
     assert c.db.get(b"k") == b"v" and len(asked) == 1
     refused = dispatch.execute(c, [b"SET", b"k", b"w"])
