@@ -94,4 +94,18 @@ def _add_dependents(stale: dict[str, str], compiled: list[str], root: str) -> No
                 grew = True
 
 
+def _stand_in_for_cython() -> None:
+    """`import cython` in the modules with C types finds minired._cython when Cython is not
+    installed (see there): one fallback for all of them."""
+    import sys
+
+    try:
+        import cython  # noqa: F401
+    except ImportError:
+        from minired import _cython
+
+        sys.modules["cython"] = _cython
+
+
 _prefer_edited_sources()
+_stand_in_for_cython()

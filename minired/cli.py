@@ -323,7 +323,7 @@ def _save_before_exit(server, name: str) -> bool:
     from minired.protocol.errors import RedisError
 
     flags = server.config.get(f"shutdown-on-{name.lower()}").split()
-    persistence = server.saver
+    persistence = server.features.saver
     wants_save = "save" in flags or ("nosave" not in flags and bool(server.config.get("save")))
     if wants_save and persistence is not None:
         log.info("Saving the final RDB snapshot before exiting.")
@@ -339,7 +339,7 @@ def _save_before_exit(server, name: str) -> bool:
                 return False
         finally:
             signal.signal(signal.SIGINT, previous)
-    server.shutdown_by_command = True  # saving is settled: persistence must not redo it
+    server.features.shutdown_by_command = True  # saving is settled: persistence must not redo it
     return True
 
 

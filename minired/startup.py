@@ -74,7 +74,7 @@ async def load_while_serving(server: Server) -> None:
 
 
 def start_loaded_functions(server: Server) -> None:
-    persistence = server.persistence
+    persistence = server.features.persistence
     if persistence is not None and persistence.pending_functions:
         # The data loaded holds function libraries: they need the script engine now.
         from minired.scripting.feature import engine_of
@@ -120,7 +120,7 @@ async def start_cluster(configs: list[Config], host: str, control: bool = False,
             server.request_shutdown()
         raise
     for server in servers:
-        engine = server.scripting  # (made early if a loaded file had functions)
+        engine = server.features.scripting  # (made early if a loaded file had functions)
         if engine is not None:
             engine.cluster = server.cluster
     dispatch.use_extras()  # from now on dispatch asks each node about every command

@@ -621,7 +621,7 @@ def minired_cluster(c, argv):
                 node.redirect_blocked()
             return moved
         if cluster.slots[slot] is target:
-            raise RedisError(f"ERR slot {slot} is already served by {target.address}")
+            raise RedisError(errors.CLUSTER_ALREADY_SERVED.format(slot, target.address))
         if option is None:
             count = None
         elif option == b"count" and len(argv) == 7:

@@ -1,6 +1,8 @@
 """Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT ..."""
 from __future__ import annotations
 
+import cython
+
 from minired import REDIS_VERSION
 from minired.engine import client_reply
 from minired.engine.args import parse_int
@@ -11,11 +13,6 @@ from minired.features import client_eviction, pause, security
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, PONG, Status, Verbatim
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "connection"
 
@@ -196,7 +193,7 @@ def client_list(c, argv):
 @command("kill", arity=-3, flags="admin noscript loading stale", parent="client", group=G)
 def client_kill(c, argv):
     clients = list(c.server.clients.values())
-    link = c.server.replication.link if c.server.replication is not None else None
+    link = c.server.features.replication.link if c.server.features.replication is not None else None
     if link is not None and link.state == "connected":
         clients.append(link.master_client)  # (killing it drops the link, which reconnects)
     if len(argv) == 3:  # old form: CLIENT KILL addr:port

@@ -490,7 +490,7 @@ def _debug_reload(c, argv):
     if not options <= {b"merge", b"noflush", b"nosave"}:
         raise RedisError(errors.DEBUG_RELOAD_OPTIONS)
     save, flush = b"nosave" not in options, b"noflush" not in options
-    persistence = c.server.saver
+    persistence = c.server.features.saver
     if persistence is not None:
         persistence.reload(save=save, flush=flush, merge=b"merge" in options)
     else:

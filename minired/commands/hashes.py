@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import random
 
+import cython
+
 from minired.commands import strings_longdouble as longdouble
 from minired.commands.collection_scan import scan_members
 from minired.commands.keys import parse_scan_cursor, parse_scan_options
@@ -17,11 +19,6 @@ from minired.features.output_limits import LEAST_BULK, reply_overflows
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "hash"
 _INT64_MIN = -(2**63)

@@ -147,7 +147,7 @@ def _clients_section(server) -> list[str]:
 def scripting_memory(server) -> dict:
     """Script memory figures for INFO memory and MEMORY STATS, read without creating the script
     engine (a server that ran no script has none)."""
-    engine = server.scripting
+    engine = server.features.scripting
     if engine is None:
         return {"eval_vm": 0, "scripts": 0, "cached": 0, "functions": 0, "libraries": 0,
                 "functions_vm": 0, "functions_memory": 0}
@@ -169,7 +169,7 @@ def scripting_memory(server) -> dict:
 
 def aof_buffered(server) -> int:
     """Bytes written to the AOF buffer and not yet to the file (INFO, MEMORY STATS)."""
-    persistence = server.persistence
+    persistence = server.features.persistence
     return sum(map(len, persistence.aof_buffer)) if persistence is not None else 0
 
 
@@ -183,7 +183,7 @@ def memory_figures(server) -> tuple[int, int, int]:
         return used, memory.peak, startup
     import resource  # (a server without the model: its resident size)
 
-    metrics = server.metrics
+    metrics = server.features.metrics
     startup = metrics.startup_memory if metrics is not None else used
     return used, max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024), startup
 
@@ -258,7 +258,7 @@ def _memory_section(server) -> list[str]:
 # --- Persistence -------------------------------------------------------------------------------
 
 def _persistence_section(server) -> list[str]:
-    persistence = server.persistence
+    persistence = server.features.persistence
     aof_enabled = server.config.get("appendonly") == "yes"
     faults = server.faults
     # MINIRED FAULT LOADING's window reads as Redis loading a file (clients such as ioredis
@@ -346,7 +346,7 @@ def _persistence_section(server) -> list[str]:
 
 def _subscriptions(server) -> tuple[int, int, int]:
     """Channels, patterns and shard channels with at least one subscriber."""
-    pubsub = server.pubsub
+    pubsub = server.features.pubsub
     if pubsub is not None:
         return len(pubsub.channels), len(pubsub.patterns), len(pubsub.shard_channels)
     channels: set = set()
@@ -362,12 +362,12 @@ def _subscriptions(server) -> tuple[int, int, int]:
 def _stats_section(server) -> list[str]:
     stats = server.stats
     dbs = server.keyspace.dbs
-    metrics = server.metrics
+    metrics = server.features.metrics
     ops, input_rate, output_rate = ((metrics.ops.mean(), metrics.input_bytes.mean(),
                                      metrics.output_bytes.mean()) if metrics else (0, 0, 0))
     channels, patterns, shard_channels = _subscriptions(server)
     tracking = server.tracking
-    replication = server.replication
+    replication = server.features.replication
     return _fields((
         ("total_connections_received", stats.connections_received),
         ("total_commands_processed", stats.commands_processed),
@@ -399,7 +399,7 @@ def _stats_section(server) -> list[str]:
         ("pubsub_patterns", patterns),
         ("pubsubshard_channels", shard_channels),
         ("latest_fork_usec", 0),
-        ("total_forks", server.persistence.forks if server.persistence is not None else 0),
+        ("total_forks", server.features.persistence.forks if server.features.persistence is not None else 0),
         ("migrate_cached_sockets", migrate.cached_count(server)),
         ("slave_expires_tracked_keys", 0),
         ("active_defrag_hits", 0),
@@ -428,7 +428,7 @@ def _stats_section(server) -> list[str]:
 # --- Replication, CPU, per-command and per-database sections ------------------------------------
 
 def _replication_section(server) -> list[str]:
-    state = server.replication  # (minired/features/replication.py, from the first replica)
+    state = server.features.replication  # (minired/features/replication.py, from the first replica)
     if state is not None:
         replicas = state.info_fields()
     else:

@@ -7,6 +7,8 @@ import copy
 import random
 from collections import deque
 
+import cython
+
 from minired.commands.keys_object import LAZYFREE_THRESHOLD, free_effort
 from minired.data.glob import matcher
 from minired.data.keyspace import type_name
@@ -19,11 +21,6 @@ from minired.features.notifications import GENERIC, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Status
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "generic"
 
@@ -482,7 +479,7 @@ def wait(c, argv):
     timeout_ms = parse_int(argv[2], errors.TIMEOUT_NOT_INTEGER)
     if timeout_ms < 0:
         raise RedisError(errors.TIMEOUT_NEGATIVE)
-    state = c.server.replication
+    state = c.server.features.replication
     if state is not None:
         return state.wait(c, wanted, timeout_ms)
     if wanted <= 0 or not c.can_block:

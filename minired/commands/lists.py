@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import deque
 from itertools import islice
 
+import cython
+
 from minired.data.keyspace import Database
 from minired.engine.args import index_range, parse_int, parse_non_negative
 from minired.engine.blocking import Block, parse_timeout
@@ -19,11 +21,6 @@ from minired.features.notifications import GENERIC, LIST, notify
 from minired.protocol import errors
 from minired.protocol.errors import WRONGTYPE, RedisError
 from minired.protocol.resp import NULL_ARRAY, OK
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "list"
 

@@ -104,7 +104,7 @@ def publish(c, argv):
     receivers, own = pubsub.publish(argv[1], argv[2], c)
     if pubsub.peers:
         pubsub.forward(argv[1], argv[2])
-    persistence = c.server.persistence
+    persistence = c.server.features.persistence
     if persistence is not None and persistence.replica_feed is not None:
         persistence.propagate_to_replicas(c, argv)  # (Redis sends PUBLISH to its replicas)
     return _answer_publish(c, receivers, own)

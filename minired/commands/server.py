@@ -3,7 +3,7 @@ MONITOR, ROLE, LOLWUT, SLOWLOG. INFO lives in info.py, COMMAND in introspection.
 acl.py, MEMORY, LATENCY and DEBUG in diagnostics.py.
 
 Persistence is optional: a persistence subsystem (see startup.SUBSYSTEMS) that wants to serve
-SAVE, BGSAVE and SHUTDOWN SAVE sets `server.saver` to an object with
+SAVE, BGSAVE and SHUTDOWN SAVE sets `server.features.saver` to an object with
 `save(shutting_down=False)` (write a snapshot now, raise RedisError on failure; update
 `server.last_save`), `background_save(schedule: bool) -> str` and `rewrite_aof(in_exec) -> str` (the
 status texts to reply). Without one, minired keeps
@@ -12,6 +12,8 @@ data in memory only and says so instead of pretending a snapshot was written.
 from __future__ import annotations
 
 import logging
+
+import cython
 
 from minired import REDIS_VERSION
 from minired.data.glob import glob_match, has_wildcard
@@ -25,11 +27,6 @@ from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Encoded, Status, Verbatim
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "server"
 log = logging.getLogger("minired")
@@ -53,7 +50,7 @@ def flushall(c, argv):
     _flush_mode(c, argv, c.server.keyspace.dbs)
     _tell_trackers(c)
     c.server.keyspace.flushall()
-    persistence = c.server.saver
+    persistence = c.server.features.saver
     if persistence is not None:
         persistence.flushed_all()  # with save points, an empty dump.rdb at once, as in Redis
     return OK
@@ -94,7 +91,7 @@ def time_(c, argv):
 # --- persistence ---------------------------------------------------------------------------------
 
 def persistence_of(c):
-    persistence = c.server.saver
+    persistence = c.server.features.saver
     if persistence is None:
         raise RedisError(errors.NO_PERSISTENCE)
     return persistence
@@ -154,7 +151,7 @@ def shutdown(c, argv):
     if dispatch.is_loading(server):
         wants_save = False  # Redis never saves a half-loaded dataset (SHUTDOWN_NOSAVE)
     if wants_save:
-        persistence = server.saver
+        persistence = server.features.saver
         if persistence is None:
             if b"save" in options:
                 raise RedisError(errors.NO_PERSISTENCE)
@@ -166,7 +163,7 @@ def shutdown(c, argv):
                     log.warning("error saving before SHUTDOWN; not shutting down")
                     raise RedisError(errors.SHUTDOWN_FAILED) from None
     log.warning("User requested shutdown...")
-    server.shutdown_by_command = True  # saving is settled: persistence must not redo it
+    server.features.shutdown_by_command = True  # saving is settled: persistence must not redo it
     # Every connection, this one included, is closed: like Redis, no reply is sent.
     server.request_shutdown()
     return None
@@ -258,7 +255,7 @@ def config_set(c, argv):
             config.set(name, value)
         failed = listening[0].lower()
         raise RedisError(errors.CONFIG_SET_FAILED.format(failed, _LISTEN_FAILURE[failed]))
-    persistence = c.server.persistence
+    persistence = c.server.features.persistence
     turned_on = any(Config.canonical(name) == "appendonly" and value == "no"
                     for name, value in before.items()) and config.get("appendonly") == "yes"
     if turned_on and persistence is not None and not persistence.turn_on_aof(c.in_exec):
@@ -380,7 +377,7 @@ def monitor_(c, argv):
 @command("role", arity=1, flags="noscript loading stale fast", group=G)
 def role(c, argv):
     """Return the role of the instance in the context of replication"""
-    state = c.server.replication
+    state = c.server.features.replication
     return [b"master", 0, []] if state is None else state.role()
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import cython
+
 from minired.data.keyspace import Database
 from minired.data.stream import MAX_ID, MIN_ID, U64_MAX, Stream, StreamID, format_id
 from minired.data.stream_groups import full_groups_info
@@ -19,11 +21,6 @@ from minired.features.notifications import STREAM, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import NULL_ARRAY, OK
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "stream"
 _INT64_MAX = 2**63 - 1

@@ -2,6 +2,8 @@
 strings_bits.py)."""
 from __future__ import annotations
 
+import cython
+
 from minired.commands import strings_longdouble as longdouble
 from minired.commands.keys import set_deadline
 from minired.data.keyspace import Database
@@ -12,11 +14,6 @@ from minired.features.notifications import GENERIC, STRING, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "string"
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import cython
+
 from minired.data.zset import LexRange, ScoreRange, ZSet
 from minired.engine.args import index_range, parse_float, parse_int, parse_non_negative, parse_range_double
 from minired.engine.blocking import Block, parse_timeout
@@ -17,11 +19,6 @@ from minired.features.notifications import GENERIC, ZSET, after_removal, notify
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import NULL_ARRAY
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "sorted-set"  # Redis's group name (COMMAND DOCS)
 

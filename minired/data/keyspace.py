@@ -155,25 +155,25 @@ class Database:
         self.ready_keys = ready_keys
         # (deadline, key) pairs; may hold stale entries, checked against `expires` when popped.
         self._expiry_heap: list[tuple[int, bytes]] = []
-        # The server's client-side caching table (minired/features/tracking.py), once a client uses it.
+        # The server's client-side caching table, once a client uses it.
         self.tracking: Any = None
-        # Keyspace notifications (minired/features/notifications.py), while notify-keyspace-events is on.
+        # Keyspace notifications, while notify-keyspace-events is on.
         self.notifier: Any = None
         # Called with (db, key) as an expired key is deleted, lazily or by the active cycle:
-        # the AOF logs it as a DEL (minired/features/propagation.py), as Redis's propagateExpire.
+        # the AOF logs it as a DEL, as Redis's propagateExpire.
         self.on_expired: Callable[["Database", bytes], None] | None = None
         # INFO keyspace_hits/misses: counted by read() and read_typed() only (see there).
         self.keyspace_hits = 0
         self.keyspace_misses = 0
         # Keys a lookup found expired (INFO expired_keys adds those the active cycle removed).
         self.expired_lazily = 0
-        # While CLIENT PAUSE is in force (minired/features/pause.py) the dataset stays as it is: a key
+        # While CLIENT PAUSE is in force the dataset stays as it is: a key
         # whose time has passed reads as missing but is only deleted once the pause ends.
         self.keep_expired = False
         # Changes made by write commands here (Redis's server.dirty, summed over databases:
         # INFO rdb_changes_since_last_save); counted by dispatch.call.
         self.dirty = 0
-        # Per-key access and size bookkeeping (minired/features/eviction.py), None until
+        # Per-key access and size bookkeeping (for key eviction), None until
         # maxmemory or OBJECT IDLETIME/FREQ needs it: told of every key looked up (touch),
         # stored (created), removed (gone), of a flush (flushed) and SWAPDB (moved).
         self.keytrack: Any = None

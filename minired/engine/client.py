@@ -5,7 +5,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from minired.engine.client_reply import DISRUPTED, SILENCED, Disruption
+from minired.engine.client_reply import DISRUPTED, SILENCED
 from minired.protocol import resp
 
 if TYPE_CHECKING:
@@ -76,10 +76,10 @@ class Client:
         self.closing = False
         self.close_after_reply = False
         self.flags = ""
-        self.output_soft_limit_since: float | None = None  # see features/output_limits.py
-        self.connection: Any = None  # the server's protocol object, for scripting/busy.py
+        self.output_soft_limit_since: float | None = None  # (output buffer limits)
+        self.connection: Any = None  # the server's protocol object (a busy script serves it)
         # The ACL user (None: the default user) and whether dispatch must check its commands
-        # (see features/security.py).
+        # (hooks.AccessControl).
         self.user: Any = None
         self.user_restricted = False
         # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).
@@ -115,10 +115,9 @@ class Client:
         if self._send is None or self.closing:
             return
         if self.reply_mode:
-            if (self.reply_mode & DISRUPTED and type(reply) is Disruption
-                    and self.connection is not None):
-                self.connection.send_disrupted(reply)  # a fault's, on a blocked command's reply
-                return
+            if (self.reply_mode & DISRUPTED and self.connection is not None
+                    and self.server.faults.send_disrupted(self.connection, reply)):
+                return  # a fault's, on a blocked command's reply (hooks.FaultInjector)
             if self.reply_mode & SILENCED and type(reply) is not resp.Push:
                 return  # CLIENT REPLY OFF/SKIP: a blocked command's late reply; pushes leave
         out: list[bytes] = []

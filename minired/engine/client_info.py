@@ -15,7 +15,7 @@ def on_unix_socket(c) -> bool:
 
 def _flags(c) -> str:
     """CLIENT LIST's flags, in the order Redis writes them; N for none."""
-    flags = c.flags  # "O" for a monitor (minired/features/monitor.py)
+    flags = c.flags  # "O" for a monitor (MONITOR)
     if c.channels or c.patterns or c.shard_channels:
         flags += "P"
     if c.multi is not None:
@@ -115,7 +115,7 @@ def output_bytes(conn) -> int:
 
 
 def _tracking_state(c):
-    tracking = c.server.tracking  # (minired/features/tracking.py, from the first CLIENT TRACKING ON)
+    tracking = c.server.tracking  # (hooks.Tracking, from the first CLIENT TRACKING ON)
     return tracking.state(c) if tracking is not None else None
 
 

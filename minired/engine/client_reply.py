@@ -24,8 +24,9 @@ SILENCED = OFF | SKIP
 # CLIENT REPLY ran during the current command, and whether that command started silenced.
 CHANGED = 8
 SILENCED_BEFORE = 16
-# A fault (minired/features/faults.py) changes how this command's reply leaves: the reply is a Disruption
-# the connection acts on (server.py), now or, for a blocked command, when Client.send gets it.
+# A fault changes how this command's reply leaves: the connection hands the reply to the server's
+# FaultInjector (hooks.py) instead of encoding it, now or, for a blocked command, when
+# Client.send gets it.
 DISRUPTED = 32
 
 
@@ -39,33 +40,6 @@ class _NoReply(Replies):
 
 class _ReplyOn(Status):
     """CLIENT REPLY ON's +OK, after which replies leave again."""
-
-
-class Disruption(Replies):
-    """A reply a fault changes on its way out: nothing of it is written unless `send`, only a
-    part of it if `partial` (half) or `cut` >= 0 (that many bytes), what is written waits
-    `hold_ms` (and everything the connection writes after it), it leaves `slice_bytes` at a
-    time `slice_ms` apart if `slice_bytes`, and the connection closes after it if `close`: with
-    a TCP reset if `reset`, `slow_close_ms` late if that is set (the next close, whatever
-    causes it). Where no connection acts on it (a busy script's answers) it is just the reply
-    it holds."""
-
-    __slots__ = ("send", "close", "partial", "hold_ms", "cut", "slice_bytes", "slice_ms",
-                 "reset", "slow_close_ms")
-
-    def __init__(self, replies: tuple = (), send: bool = True, close: bool = False,
-                 partial: bool = False, hold_ms: int = 0, cut: int = -1, slice_bytes: int = 0,
-                 slice_ms: float = 0.0, reset: bool = False, slow_close_ms: int = 0) -> None:
-        super().__init__(replies)
-        self.send = send
-        self.close = close
-        self.partial = partial
-        self.hold_ms = hold_ms
-        self.cut = cut
-        self.slice_bytes = slice_bytes
-        self.slice_ms = slice_ms
-        self.reset = reset
-        self.slow_close_ms = slow_close_ms
 
 
 # Distinct types, so no one extends them in place (tracking extends plain Replies), and

@@ -128,7 +128,7 @@ PARAMS: dict[str, Param] = _params(
     Param("enable-debug-command", "no", _PROTECTED_ACTION, "immutable"),
     # minired's own: opt-in clock control for tests (MINIRED ADVANCE).
     Param("time-control", "no", boolean, "immutable", hidden=True),
-    # minired's own: opt-in fault injection for tests (MINIRED FAULT, minired/features/faults.py).
+    # minired's own: opt-in fault injection for tests (MINIRED FAULT).
     Param("fault-injection", "no", boolean, "immutable", hidden=True),
     # Only stored and echoed from here on.
     *_each(boolean, ("rdbcompression", "yes"), ("rdb-del-sync-files", "no"),
@@ -249,9 +249,9 @@ class Config:
         self._numbers: dict[str, int] = {}
         self.bgsave_failed = False  # the last background save failed (note_bgsave)
         self.aof_write_error = ""  # strerror of the AOF's failing write while on (note_aof_write)
-        self.replicating = False  # a replica of another server (minired/features/replica_link.py)
+        self.replicating = False  # a replica of another server (REPLICAOF)
         self.master_link_up = False
-        # Replicas that acknowledged within min-replicas-max-lag (minired/features/replication.py).
+        # Replicas that acknowledged within min-replicas-max-lag (replication counts them).
         self.good_replicas = 0
         for name, value in overrides.items():
             canonical = self.canonical(name.replace("_", "-"))

@@ -33,8 +33,8 @@ _SPELLINGS_KEPT = 1024
 _extras_in_use = False
 
 
-# The servers of this process whose script runs past busy-reply-threshold (scripting/busy.py
-# serves their clients from inside it), each with the BUSY error every command not flagged
+# The servers of this process whose script runs past busy-reply-threshold (the script
+# engine serves their clients from inside it), each with the BUSY error every command not flagged
 # allow_busy is refused with. Usually empty: one check per command. (Per server: an embedding
 # process may run several, and another's thread runs while a busy script yields.)
 _busy: dict = {}
@@ -111,7 +111,7 @@ def execute(c: "Client", argv: list) -> Any:
     """Run one command from a client and return its reply value."""
     if _extras_in_use:
         tracking = c.server.tracking
-        if tracking is not None:  # client-side caching: see minired/features/tracking.py
+        if tracking is not None:  # client-side caching (hooks.Tracking)
             return tracking.execute(c, argv, _execute)
     return _execute(c, argv)
 
@@ -141,7 +141,7 @@ def _execute(c: "Client", argv: list) -> Any:
     # clients that connected while it was set.
     if not c.authenticated and "no_auth" not in spec.flags and c.server.access.auth_required():
         return _reject(c, spec, errors.NOAUTH)
-    if c.user_restricted:  # ACL: false for a user who may run everything (security.py)
+    if c.user_restricted:  # ACL: false for a user who may run everything
         denied = c.server.access.check_command(c, spec, argv)
         if denied is not None:
             return _reject(c, spec, denied.message)
@@ -153,7 +153,7 @@ def _execute(c: "Client", argv: list) -> Any:
             return _reject(c, spec, errors.MASTERDOWN)
     if c.config.maxmemory and _refused_for_memory(c, spec):
         return _reject(c, spec, errors.OOM)
-    if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (monitor.start)
+    if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (MONITOR)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
         return _reject(c, spec, errors.REPLICA_KEYSPACE)
     if (spec.write or c.multi is not None) and c.config.writes_refused and c.flags != "M":
@@ -167,7 +167,7 @@ def _execute(c: "Client", argv: list) -> Any:
         if busy is not None:
             return _reject(c, spec, busy)
     if _extras_in_use:
-        faults = c.server.faults  # fault injection (minired/features/faults.py), None unless enabled
+        faults = c.server.faults  # fault injection (hooks.FaultInjector), None unless enabled
         if faults is not None:
             disrupted = faults.intercept(c, spec, argv)
             if disrupted is not None:
@@ -196,29 +196,34 @@ _MULTI_WITHOUT_MEMORY = frozenset({"exec", "discard", "quit", "reset"})
 
 
 def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
-    """processCommand's maxmemory handling, before any command is run or queued: evict what
-    maxmemory-policy allows (Server.admit_memory); still over maxmemory, a command flagged
-    denyoom is refused, and so is an EXEC that queued one; inside MULTI every command is, but
-    EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a script is busy: the
-    server only serves allow-busy commands then, and evicting would mix its propagation."""
+    """processCommand's maxmemory handling, asked only while maxmemory is set, before any
+    command is run or queued: the memory admission hook (hooks.MemoryAdmission) frees what
+    maxmemory-policy allows and says whether memory is still over maxmemory; if so, a command
+    flagged denyoom is refused, and so is an EXEC that queued one; inside MULTI every command
+    is, but EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a script is
+    busy: the server only serves allow-busy commands then, and evicting would mix its
+    propagation."""
     if _busy and c.server in _busy:
         return False
-    if not c.server.admit_memory():
+    # (read as a slot, then called: `c.server.memory_admission()` would be a method lookup that
+    # finds no method, ~400 instructions more in the uncompiled build)
+    admission = c.server.memory_admission
+    if not admission():
         return False
-    refused = bool(spec.denyoom)
-    if not refused and c.multi is not None:
+    if spec.denyoom:
+        return True
+    if c.multi is not None:
         if spec.root_name not in _MULTI_WITHOUT_MEMORY:
-            refused = True
-        elif _is_exec(spec):
+            return True
+        if _is_exec(spec):
             for queued, _ in c.multi:
                 if queued.denyoom:
-                    refused = True
-                    break
-    return refused
+                    return True
+    return False
 
 
 def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
-    """Cluster mode (minired/features/cluster.py): MOVED, ASK, CROSSSLOT, TRYAGAIN or CLUSTERDOWN for a
+    """Cluster mode (hooks.ClusterRouter): MOVED, ASK, CROSSSLOT, TRYAGAIN or CLUSTERDOWN for a
     command this node may not run, or None. Refused inside MULTI, the transaction fails; a
     refused EXEC discards it and gives the refusal itself, as Redis's processCommand does."""
     node = c.server.cluster
@@ -252,16 +257,15 @@ def _denied_stale(c: "Client", spec: CommandSpec, argv: list) -> bool:
         return True
     if spec.name in _SCRIPT_RUNNERS and spec.parent is None:
         kind = spec.name.removesuffix("_ro")  # eval, evalsha or fcall
-        engine = c.server.scripting
-        if kind == "eval":
-            flags = engine.declared_flags(kind, argv) if engine is not None else \
-                declared_flags(argv[1])
-        elif engine is None or (kind == "evalsha" and argv[1].lower() not in engine.scripts):
-            return False  # no such script: on to NOSCRIPT
+        script_flags = c.server.hooks.script_flags  # (hooks.ScriptFlags)
+        if script_flags is not None:
+            flags = script_flags(kind, argv)
+            if flags is None:
+                return False  # no such script or function: on to its own error
+        elif kind == "eval":
+            flags = declared_flags(argv[1])
         else:
-            flags = engine.declared_flags(kind, argv)
-            if flags is None and kind == "fcall":
-                return False  # no such function: on to its error
+            return False  # no script engine yet, so no such script: on to its own error
         return flags is None or "allow-stale" not in flags
     return _is_exec(spec) and c.multi is not None and any(
         "stale" not in queued.flags for queued, _ in c.multi)
@@ -277,7 +281,7 @@ def _denied_loading(c: "Client", spec: CommandSpec) -> bool:
 
 
 def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:
-    """CLIENT PAUSE (minired/features/pause.py): the Block that holds this command, or None."""
+    """CLIENT PAUSE (hooks.Pause): the Block that holds this command, or None."""
     paused = c.server.pause
     if paused is not None and paused.holds(c, spec, argv):
         return paused.hold(c, argv)
@@ -338,7 +342,7 @@ def _refuse_exec(c: "Client", message: str) -> RedisError:
     c.multi = None
     c.multi_failed = False
     c.unwatch_all()
-    error = RedisError(errors.EXECABORT_BECAUSE.format(message.removeprefix("ERR ")))
+    error = RedisError(errors.EXECABORT_BECAUSE.format(message.removeprefix(errors.GENERIC)))
     c.server.stats.count_error(error.message)
     return error
 
@@ -351,7 +355,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
             return denied
     extras = _extras_in_use
     if extras:
-        for hook in c.server.hooks.before_call:  # (MONITOR: minired/features/monitor.py)
+        for hook in c.server.hooks.before_call:  # (MONITOR registers some)
             hook(c, spec, argv)
     start = _clock_ns()
     # The outermost command fixes the instant expiry sees until it returns, nested commands
@@ -364,7 +368,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         reply = exc
     except Exception as exc:  # a bug must cost one reply, never the server
         log.exception("internal error running %r", argv[:1])
-        reply = RedisError(f"ERR internal error in '{spec.full_name}': {type(exc).__name__}: {exc}")
+        reply = RedisError(errors.INTERNAL_ERROR.format(spec.full_name, type(exc).__name__, exc))
     finally:
         clock.leave()
     finish = _clock_ns()

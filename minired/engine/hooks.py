@@ -1,6 +1,7 @@
 """The engine's hook points: the events optional features plug into, as typed lists of callables,
-and the interfaces of the features the engine asks about each command (access control, client
-pause, tracking, cluster routing, fault injection), each a slot on the Server.
+the interfaces of the features the engine asks about each command (access control, client pause,
+tracking, cluster routing, fault injection, memory admission), each a slot on the Server, and
+`Features`, where the features keep their own per-server state.
 
 The engine (server.py, dispatch.py) calls what is registered here and never imports a feature;
 a feature registers itself when it is attached (startup.prepare_server) or first used (MONITOR,
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from minired.engine.client import Client
+    from minired.engine.server import ClientProtocol
     from minired.engine.table import CommandSpec
     from minired.protocol.errors import RedisError
 
@@ -19,10 +21,26 @@ ClientHook = Callable[["Client"], None]
 CommandHook = Callable[["Client", "CommandSpec", list], None]
 # A write that changed the dataset, with its reply: persistence logs and counts it.
 Propagate = Callable[["Client", "CommandSpec", list, Any], None]
+# Memory admission (Server.memory_admission), processCommand's maxmemory handling: asked while
+# maxmemory is set (not 0), before any command runs or is queued (not while a script is busy),
+# and True when memory is still over maxmemory: dispatch then refuses with OOM a command
+# flagged denyoom, an EXEC that queued one, and inside MULTI every command but EXEC, DISCARD,
+# QUIT and RESET. The engine's own, Server.over_maxmemory, compares used memory with
+# maxmemory. A feature that frees memory (key eviction) puts its own in the slot: free what
+# maxmemory-policy allows, then answer whether memory is still over the limit. Without
+# maxmemory nothing is asked: the check is a read of the client's config, whatever is
+# registered.
+MemoryAdmission = Callable[[], bool]
+# The flags a script declares (Hooks.script_flags), for the checks dispatch makes before the
+# script engine runs it (a stale replica runs only allow-stale scripts): (kind, argv), kind one
+# of "eval", "evalsha", "fcall"; the flags of the script or function argv runs (empty for a
+# script without a shebang), None when there is no such script or function (EVALSHA, FCALL:
+# the command runs on to its own error).
+ScriptFlags = Callable[[str, list], "frozenset | None"]
 
 
 class AccessControl(Protocol):
-    """What dispatch asks the ACL (security.Users) about a client and its commands."""
+    """What dispatch asks the ACL users about a client and its commands."""
 
     def auth_required(self) -> bool:
         """Whether a client that has not authenticated must still do so."""
@@ -37,7 +55,7 @@ class AccessControl(Protocol):
 
 
 class Pause(Protocol):
-    """CLIENT PAUSE in force (pause.ClientPause)."""
+    """CLIENT PAUSE in force."""
 
     def holds(self, c: "Client", spec: "CommandSpec", argv: list) -> bool:
         """Whether the command waits for the end of the pause."""
@@ -50,7 +68,7 @@ class Pause(Protocol):
 
 
 class Tracking(Protocol):
-    """Client-side caching (tracking.Tracking), from the first CLIENT TRACKING ON."""
+    """Client-side caching, from the first CLIENT TRACKING ON."""
 
     def execute(self, c: "Client", argv: list, run: Callable[["Client", list], Any]) -> Any:
         """Run argv with run(c, argv), sending the invalidations it causes in Redis's order."""
@@ -63,7 +81,7 @@ class Tracking(Protocol):
 
 
 class ClusterRouter(Protocol):
-    """This server's node in cluster mode (cluster.ClusterNode)."""
+    """This server's node in cluster mode."""
 
     def route(self, c: "Client", spec: "CommandSpec", argv: list) -> str | None:
         """The MOVED/ASK/CROSSSLOT/TRYAGAIN/CLUSTERDOWN error for a command this node may not
@@ -71,17 +89,80 @@ class ClusterRouter(Protocol):
 
 
 class FaultInjector(Protocol):
-    """The fault rules of MINIRED FAULT (faults.FaultInjector), with --fault-injection."""
+    """The fault rules of MINIRED FAULT, with --fault-injection. A command whose reply a fault
+    changes on its way out is marked in its client's reply_mode (client_reply.DISRUPTED), and
+    the connection hands that reply to `deliver` instead of encoding it."""
 
     def intercept(self, c: "Client", spec: "CommandSpec", argv: list) -> Any:
         """The reply that replaces the command's, or None to run it."""
+
+    def deliver(self, conn: "ClientProtocol", reply: Any, out: list) -> None:
+        """A disrupted reply, at its place in a batch: append to `out` what of it leaves now;
+        the rest of the fault (held output, a close) goes in the connection's `disruption`."""
+
+    def send_disrupted(self, conn: "ClientProtocol", reply: Any) -> bool:
+        """A blocked command's late reply while its client is marked (Client.send): True once
+        delivered, False for a reply the fault does not change, sent as usual."""
+
+
+class ConnectionDisruption(Protocol):
+    """What faults keep on one connection (ClientProtocol.disruption), from the first reply one
+    disrupted: held or paced output, how the connection is to close."""
+
+    def close(self) -> bool:
+        """The connection is closing: True if the fault closes it its own way (a TCP reset, a
+        late close), False to close as usual once what the fault held is in its outbox."""
+
+    def drop(self) -> None:
+        """The peer is gone: stop the fault's timers."""
+
+
+class OutputBufferGuard(Protocol):
+    """Output buffer limits (Server.output_buffer_guard), called after a write left bytes queued
+    in the transport."""
+
+    # Writes of at least this many bytes are checked before they leave (the smallest limit).
+    threshold: int
+
+    def __call__(self, conn: "ClientProtocol") -> None:
+        """A write left output queued: close the client if that takes it over a limit."""
+
+    def refuses(self, conn: "ClientProtocol", size: int) -> bool:
+        """Whether a write of size bytes takes the client past its hard limit (then closed,
+        and none of it is sent)."""
+
+
+class ClientEviction(Protocol):
+    """Client eviction (Hooks.client_eviction), once maxmemory-clients or CLIENT NO-EVICT is
+    first set."""
+
+    def after_read(self, conn: "ClientProtocol") -> None:
+        """A read left a large or incomplete command waiting: evict clients (this one may be)
+        while clients' memory is over maxmemory-clients."""
+
+
+class Features:
+    """The features' own per-server state (Server.features), each under the name its feature
+    gives it (`server.features.<name>`) when it is attached
+    or first used. The engine never reads it: it reaches features only through the hook points
+    here, so a feature added touches its own module, startup and its tests, not the server.
+    A name no feature has set reads as None: not attached (yet)."""
+
+    def __getattr__(self, name: str) -> None:
+        # (only called for names not set; dunders stay missing, for copy, pickle and repr)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+    def __repr__(self) -> str:
+        return f"Features({', '.join(sorted(vars(self)))})"
 
 
 class Hooks:
     """One server's hook lists, each called in the order its features registered."""
 
     __slots__ = ("start", "shutdown", "connect", "disconnect", "before_call", "after_call",
-                 "rewrite_config", "config_file", "client_eviction", "admit_memory")
+                 "rewrite_config", "config_file", "client_eviction", "script_flags")
 
     def __init__(self) -> None:
         # The server's loop is running (timers of persistence and metrics).
@@ -102,14 +183,13 @@ class Hooks:
         self.rewrite_config: Callable[[], None] | None = None
         # That file's absolute path, "" without one (INFO's config_file).
         self.config_file = ""
-        # Client eviction (features/client_eviction.py), once maxmemory-clients or CLIENT
-        # NO-EVICT is first set: a connection calls its after_read(protocol) when a read
-        # leaves a large or incomplete command waiting.
-        self.client_eviction: Any = None
-        # Before each command while maxmemory is set (processCommand's performEvictions): free
-        # memory as maxmemory-policy allows; True when still over maxmemory (EVICT_FAIL), so
-        # that dispatch refuses a denyoom command. None: the memory figure is only compared.
-        self.admit_memory: Callable[[], bool] | None = None
+        # Client eviction (ClientEviction), once maxmemory-clients or CLIENT NO-EVICT is first
+        # set: a connection calls its after_read(protocol) when a read leaves a large or
+        # incomplete command waiting.
+        self.client_eviction: ClientEviction | None = None
+        # The script engine's answer about a script's declared flags (ScriptFlags), from the
+        # first script; None before: no script or function exists yet but an EVAL's own body.
+        self.script_flags: ScriptFlags | None = None
 
     @staticmethod
     def add(hooks: list, hook: Callable) -> None:

@@ -22,20 +22,19 @@ cdef class Stats:
 
 cdef class Server:
     cdef public object keyspace, clock, blocking, clients, run_id, loop, listeners
-    cdef public object port, host, stopped, _expire_task, hooks, last_save, slowlog
+    cdef public object port, host, stopped, _expire_task, hooks, features, last_save, slowlog
     cdef public object shutdown_requested, active_expire_enabled, propagate, sync_before_reply
-    cdef public object output_buffer_guard, memory, outbox_queue, flush_scheduled, monitors
-    cdef public object access, tracking, pause, cluster, faults, scripting, persistence, saver
-    cdef public object pubsub, metrics, scan_snapshots, collection_scan_snapshots
-    cdef public object shutdown_by_command, debug, replication, latency_events, shutdown_asap
-    cdef public object migrate_sockets
+    cdef public object output_buffer_guard, memory, memory_admission, outbox_queue
+    cdef public object flush_scheduled, access, tracking, pause, cluster, faults
+    cdef public object scan_snapshots, collection_scan_snapshots, debug, latency_events
+    cdef public object shutdown_asap
     cdef public Stats stats
     cdef public Config config
 
 cdef class ClientProtocol:
     cdef public object transport, pending
     cdef public object _transport_closing, _transport_write, _transport_buffered, outbox, echo
-    cdef public object held, paced, close_mode
+    cdef public object disruption
     # Set on every read: C values (querybuf.py reads them on the rare reads that need it).
     cdef public long long qb_length, qb_alloc, qb_peak, qb_bulk, qb_tick
     cdef public double qb_next_tick

@@ -6,10 +6,9 @@ import asyncio
 import logging
 import os
 import socket
-import struct
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from minired import REDIS_VERSION, __version__
 from minired.data.keyspace import Keyspace
@@ -21,20 +20,19 @@ from minired.engine.debug_settings import DebugSettings
 from minired.engine.hooks import (
     AccessControl,
     ClusterRouter,
+    ConnectionDisruption,
     FaultInjector,
+    Features,
     Hooks,
+    MemoryAdmission,
+    OutputBufferGuard,
     Pause,
     Propagate,
     Tracking,
 )
 from minired.engine.slowlog import SlowLog
-from minired.protocol import resp
-
-if TYPE_CHECKING:
-    from minired.features.metrics import Metrics
-    from minired.features.persistence import Persistence
-    from minired.features.pubsub import PubSub
-    from minired.scripting.engine import ScriptEngine
+from minired.protocol import errors, resp
+from minired.protocol.errors import RedisError
 
 log = logging.getLogger("minired")
 
@@ -89,16 +87,15 @@ class Server:
 
     __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
                  "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
-                 "hooks", "last_save", "shutdown_requested", "active_expire_enabled",
+                 "hooks", "features", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
-                 "outbox_queue", "flush_scheduled", "monitors", "access", "tracking", "pause",
-                 "cluster", "faults", "scripting", "persistence", "saver", "pubsub", "metrics",
-                 "scan_snapshots", "collection_scan_snapshots", "shutdown_by_command", "debug",
-                 "replication", "latency_events", "shutdown_asap", "migrate_sockets")
+                 "memory_admission", "outbox_queue", "flush_scheduled", "access", "tracking",
+                 "pause", "cluster", "faults", "scan_snapshots", "collection_scan_snapshots",
+                 "debug", "latency_events", "shutdown_asap")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
-        # (the nodes of a cluster in one process share one clock: minired/features/cluster.py)
+        # (the nodes of a cluster in one process share one clock)
         self.keyspace = Keyspace(self.config.databases, clock)
         self.clock = self.keyspace.clock
         self.blocking = BlockingManager(self.keyspace)
@@ -113,50 +110,44 @@ class Server:
         self._expire_task: asyncio.Task | None = None
         # What optional features registered for the server's events (minired/engine/hooks.py).
         self.hooks = Hooks()
+        # The features' own per-server state, each under its own name; the engine never reads it.
+        self.features = Features()
         self.last_save = int(time.time())
         self.shutdown_requested = False
         # DEBUG SET-ACTIVE-EXPIRE 0 turns the background sweep off (expiry stays lazy).
         self.active_expire_enabled = True
         # The other DEBUG switches (SET-SKIP-CHECKSUM-VALIDATION, SET-DISABLE-DENY-SCRIPTS ...).
         self.debug = DebugSettings()
-        # The slots below are the features' (None until one is attached or first used), each
-        # typed by the interface the engine calls; a None costs one attribute check where used.
-        # A write command succeeded (persistence: AOF and save points).
+        # The hook points below are what the engine itself asks or calls, each typed by its
+        # interface in hooks.py; a feature puts its implementation in the slot when it is
+        # attached or first used. None costs one attribute check where used.
+        # A write command succeeded (Propagate: logging and counting writes).
         self.propagate: Propagate | None = None
         # Make logged writes durable before a reply leaves (appendfsync always).
         self.sync_before_reply: Callable[[], None] | None = None
-        # Output buffer limits (features/output_limits.py): called after a write left bytes
+        # Output buffer limits (hooks.OutputBufferGuard): called after a write left bytes
         # queued in the transport; `threshold` and `refuses` check a large write before it.
-        self.output_buffer_guard: Any = None
+        self.output_buffer_guard: OutputBufferGuard | None = None
         self.memory = MemorySampler()
+        # Asked before commands while maxmemory is set, whether memory is over it (a denyoom
+        # command is then refused): over_maxmemory, unless a feature that frees memory first
+        # (key eviction) replaced it (hooks.MemoryAdmission).
+        self.memory_admission: MemoryAdmission = self.over_maxmemory
         # Connections whose replies wait for the end of this pass of the loop (flush_replies).
         self.outbox_queue: list[ClientProtocol] = []
         self.flush_scheduled = False
-        self.monitors: list[Client] = []  # clients that sent MONITOR (minired/features/monitor.py)
-        # ACL users (minired/features/security.py): asked for clients not yet authenticated or restricted.
+        # Asked for clients not yet authenticated or restricted (hooks.AccessControl).
         self.access: AccessControl | None = None
-        # Client-side caching (minired/features/tracking.py), from the first CLIENT TRACKING ON.
+        # Client-side caching, from the first CLIENT TRACKING ON (hooks.Tracking).
         self.tracking: Tracking | None = None
-        # CLIENT PAUSE in force (minired/features/pause.py): dispatch checks it per command.
+        # CLIENT PAUSE in force: dispatch checks it per command (hooks.Pause).
         self.pause: Pause | None = None
-        # This server's node in cluster mode (minired/features/cluster.py): dispatch routes every
-        # command through it, behind the same gate as the two above.
+        # This server's node in cluster mode: dispatch routes every command through it, behind
+        # the same gate as the two above (hooks.ClusterRouter).
         self.cluster: ClusterRouter | None = None
-        # Fault rules (minired/features/faults.py), with fault-injection: dispatch asks it about every
-        # command, behind the same gate.
+        # Fault rules, with fault-injection: dispatch asks it about every command, behind the
+        # same gate, and hands it the replies it disrupted (hooks.FaultInjector).
         self.faults: FaultInjector | None = None
-        # The script engine, made on first use (minired/scripting).
-        self.scripting: ScriptEngine | None = None
-        # Persistence (minired/features/persistence.py) once attached; `saver` is the same object when
-        # SAVE and BGSAVE are served (files were asked for), else None: memory only.
-        self.persistence: Persistence | None = None
-        self.saver: Persistence | None = None
-        self.shutdown_by_command = False  # SHUTDOWN settled saving: persistence must not redo it
-        self.pubsub: PubSub | None = None  # channel registry (minired/features/pubsub.py)
-        self.metrics: Metrics | None = None  # minired/features/metrics.py
-        # Replication state (minired/features/replication.py), from the first SYNC, PSYNC or
-        # REPLCONF: its replicas, offsets and WAITs. Read by INFO, ROLE and WAIT only.
-        self.replication: Any = None
         # SCAN and HSCAN/SSCAN/ZSCAN cursors' snapshots (commands/keys.py, collection_scan.py).
         self.scan_snapshots: dict = {}
         self.collection_scan_snapshots: dict = {}
@@ -165,8 +156,6 @@ class Server:
         self.latency_events: dict = {}
         # A signal asked for a shutdown that the next cron tick starts (SHUTDOWN ABORT clears it).
         self.shutdown_asap = False
-        # MIGRATE's cached connections to other servers (minired/features/migrate.py).
-        self.migrate_sockets: Any = None
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -271,7 +260,7 @@ class Server:
     def crash(self) -> None:
         """What a killed process leaves to its clients (DEBUG SEGFAULT, SHUTDOWN NOSAVE): no
         listener, every connection dropped, the crons stopped. No shutdown hook runs, so nothing
-        is saved: a cluster node's failure (features/cluster.py)."""
+        is saved: a cluster node's failure."""
         for srv in self.listeners:
             srv.close()
         self.listeners.clear()
@@ -331,17 +320,9 @@ class Server:
 
     # --- hooks used by commands ------------------------------------------------------------------
 
-    def admit_memory(self) -> bool:
-        """Before a command while maxmemory is set: evict what the policy allows (the
-        admit_memory hook), and say whether memory is still over maxmemory."""
-        admit = self.hooks.admit_memory
-        if admit is not None:
-            return admit()
-        return self.over_maxmemory()
-
     def over_maxmemory(self) -> bool:
         # Whether the memory figure is over maxmemory, evicting nothing (a script's denyoom
-        # commands): the modelled figure once features/eviction.py is attached, else the
+        # commands): the modelled figure once key eviction replaced `memory`, else the
         # resident size at most MemorySampler.INTERVAL old.
         if not self.config.maxmemory:
             return False
@@ -388,8 +369,7 @@ class ClientProtocol:
     compiled build can make it an extension type (server.pxd)."""
 
     __slots__ = ("server", "transport", "client", "parser", "pending", "_transport_closing",
-                 "_transport_write", "_transport_buffered", "outbox", "echo", "held", "paced",
-                 "close_mode",
+                 "_transport_write", "_transport_buffered", "outbox", "echo", "disruption",
                  "qb_length", "qb_alloc", "qb_peak", "qb_bulk", "qb_tick", "qb_next_tick",
                  "rb_size", "rb_peak", "rb_tick", "rb_reset_ms")
 
@@ -404,15 +384,11 @@ class ClientProtocol:
         self.parser = resp.RequestParser(max_bulk_len=server.config.proto_max_bulk_len)
         self.pending: deque = deque()
         self.outbox: list | None = None  # replies not written yet (see _write)
-        self.echo: list | None = None  # a monitor's lines for its own command (monitor.py)
-        # A fault's DELAY: the timer that releases the output held in `outbox` (see _hold).
-        self.held: Any = None
-        # A fault's BANDWIDTH or SLICE: the output still to write, as (pause in s, bytes) in
-        # order, ahead of what `outbox` holds; `held` is the timer of the next piece.
-        self.paced: deque | None = None
-        # How this connection's next close goes, set by a fault: 0 clean, -1 a TCP reset
-        # (RESET, REFUSE), > 0 that many ms late (SLOW-CLOSE).
-        self.close_mode = 0
+        # Lines to send after the reply of the command running (a monitor's own command's).
+        self.echo: list | None = None
+        # What faults keep on this connection (hooks.ConnectionDisruption), from the first
+        # reply one disrupted; None for every other connection.
+        self.disruption: ConnectionDisruption | None = None
         # The query buffer Redis would have for this input, for CLIENT LIST (querybuf.py).
         self.qb_length = self.qb_alloc = self.qb_peak = self.qb_bulk = self.qb_tick = 0
         self.qb_next_tick = 0.0
@@ -435,7 +411,7 @@ class ClientProtocol:
         self._transport_write = transport.write  # type: ignore[attr-defined]
         self._transport_buffered = transport.get_write_buffer_size  # type: ignore[attr-defined]
         if self.client is not None:
-            # Accepted while a script was busy (scripting/busy.py): the client already exists
+            # Accepted while a script was busy (the script engine served it): the client already exists
             # and is now handed to the loop; only the transport changes.
             return
         sock = transport.get_extra_info("socket")
@@ -447,11 +423,11 @@ class ClientProtocol:
                         fd=sock.fileno() if sock is not None else -1,
                         send=self._write, close=self._close)
         self.client = client
-        client.connection = self  # lets a busy script serve this connection (scripting/busy.py)
+        client.connection = self  # lets a busy script serve this connection
         server.stats.connections_received += 1
         if len(server.clients) >= server.config.maxclients:
             server.stats.rejected_connections += 1
-            transport.write(b"-ERR max number of clients reached\r\n")
+            transport.write(resp.encode(RedisError(errors.MAX_CLIENTS), 2))
             transport.close()
             return
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -473,17 +449,16 @@ class ClientProtocol:
         server = self.server
         if server.clients.pop(client.id, None) is None:
             self.outbox = None
-            return  # never admitted (maxclients), or its client is gone already (see security.py)
+            return  # never admitted (maxclients), or its client was dropped already
         server.blocking.disconnect(client)
         client.unwatch_all()
         for hook in server.hooks.disconnect:
             hook(client)
         self.pending.clear()
         self.outbox = None
-        self.paced = None
-        if self.held is not None:
-            self.held.cancel()
-            self.held = None
+        disruption = self.disruption
+        if disruption is not None:
+            disruption.drop()
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its commands until it catches up.
@@ -596,7 +571,7 @@ class ClientProtocol:
                     if type(reply) is Block:  # a blocking command under a fault: it waits
                         self._block(reply, commands, count, out)
                         break
-                    self._disrupt(reply, out)
+                    server.faults.deliver(self, reply, out)  # (hooks.FaultInjector)
                     client_reply.command_over(client)
                 elif client_reply.encode_outgoing(client, reply, out):
                     self.echo = None  # a silenced monitor's lines for its own command
@@ -625,123 +600,6 @@ class ClientProtocol:
         self.server.blocking.block(self.client, block, self._resume)
         self.pending.extend(commands[count:])
 
-    # --- faults (minired/features/faults.py) ------------------------------------------------------------
-
-    def _disrupt(self, reply: Any, out: list) -> None:
-        """Act on a fault's Disruption: append to `out` what of the reply leaves, hold the output
-        from there on, or mark the connection to close once `out` is written."""
-        client = self.client
-        client.reply_mode &= ~client_reply.DISRUPTED
-        if type(reply) is not client_reply.Disruption:
-            # Client tracking may have put its own messages after it: they are dropped with it.
-            if type(reply) is resp.Replies and reply and \
-                    type(reply[0]) is client_reply.Disruption:
-                reply = reply[0]
-            else:
-                resp.encode_into(reply, client.protocol, out)
-                return
-        if reply.hold_ms:
-            if out:
-                self._write(b"".join(out))
-                out.clear()
-            self._hold(reply.hold_ms)
-        if reply.send:
-            if reply.partial or reply.cut >= 0:
-                whole = resp.encode(reply, client.protocol)
-                out.append(whole[:reply.cut if reply.cut >= 0 else max(1, len(whole) // 2)])
-            elif reply.slice_bytes:
-                self._pace(resp.encode(reply, client.protocol), reply.slice_bytes,
-                           reply.slice_ms, out)
-            else:
-                resp.encode_into(reply, client.protocol, out)
-        if reply.slow_close_ms:
-            self.close_mode = reply.slow_close_ms
-        if reply.reset:
-            self.close_mode = -1
-        if reply.close:
-            client.close_after_reply = True
-
-    def send_disrupted(self, reply: Any) -> None:
-        """A blocked command's reply under a fault (Client.send)."""
-        out: list = []
-        client = self.client
-        client.reply_mode |= client_reply.DISRUPTED
-        self._disrupt(reply, out)
-        if out:
-            self._write(b"".join(out))
-        if client.close_after_reply:
-            client.close()
-
-    def _hold(self, ms: int) -> None:
-        """Hold everything this connection writes for ms (from now, or from the end of a hold
-        already running, whichever is later): `outbox` collects it, out of the server's flush
-        queue, until the loop's timer releases it. Other connections are served meanwhile."""
-        server = self.server
-        loop = server.loop
-        if loop is None:
-            return  # driven in-process: there is no loop to wait on
-        # (+1 ms: uvloop's clock is read once per pass and its timers count whole milliseconds,
-        # so a timer can fire up to a millisecond before the time asked; a DELAY never must)
-        when = loop.time() + ms / 1000 + 0.001
-        if self.held is not None:
-            when = max(when, self.held.when())
-            self.held.cancel()
-        else:
-            self.flush()  # replies already waiting for this pass leave first
-            try:
-                server.outbox_queue.remove(self)
-            except ValueError:
-                pass
-            self.outbox = []
-        self.held = loop.call_at(when, self._release)
-
-    def _pace(self, data: bytes, size: int, pause_ms: float, out: list) -> None:
-        """Write data `size` bytes at a time, `pause_ms` apart, on the loop's timers; the
-        connection's later output waits behind it, as behind a DELAY."""
-        loop = self.server.loop
-        if loop is None or len(data) <= size:
-            out.append(data)
-            return
-        pause = pause_ms / 1000
-        pieces = deque((pause, data[start:start + size]) for start in range(0, len(data), size))
-        if self.held is None:
-            out.append(pieces.popleft()[1])  # the first piece leaves with this batch
-            self._write(b"".join(out))
-            out.clear()
-            self._hold(pause_ms)
-            self.paced = pieces
-            return
-        # Already held or paced: the pieces go after what waits, in order.
-        if out:
-            self._write(b"".join(out))
-            out.clear()
-        if self.paced is None:
-            self.paced = deque()
-        if self.outbox:
-            self.paced.append((0.0, b"".join(self.outbox)))
-            self.outbox.clear()
-        self.paced.extend(pieces)
-
-    def _release(self) -> None:
-        self.held = None
-        paced = self.paced
-        if paced:
-            # The piece whose pause is over, and those after it that need none; then wait.
-            pieces = [paced.popleft()[1]]
-            while paced and not paced[0][0]:
-                pieces.append(paced.popleft()[1])
-            if self.client is not None and not self.client.closing:
-                self._send(b"".join(pieces))
-            if paced:
-                loop = self.server.loop
-                self.held = loop.call_at(loop.time() + paced[0][0] + 0.001, self._release)
-                return
-        self.paced = None
-        held = self.outbox
-        self.outbox = None
-        if held and self.client is not None and not self.client.closing:
-            self._write(b"".join(held))
-
     def _run_pending(self) -> None:
         batch = list(self.pending)
         self.pending.clear()
@@ -765,9 +623,9 @@ class ClientProtocol:
             if client.blocked is None and not client.closing and self.parser.buffered:
                 self.data_received(b"")  # input that arrived while the client was blocked
 
-    def resume_held(self, argv: list) -> None:
-        """The pause that held this client's command is over (pause.py): run the command again,
-        then the input that waited behind it."""
+    def run_again(self, argv: list) -> None:
+        """A command a feature held (answered with a Block that waits on no key, as CLIENT
+        PAUSE does) may go on: run it again, then the input that waited behind it."""
         self.pending.appendleft(argv)
         if self.server.loop is not None:
             self.server.loop.call_soon(self._resume_now)
@@ -829,7 +687,7 @@ class ClientProtocol:
             size = len(data)
             guard = server.output_buffer_guard
             # A write larger than the smallest output limit is checked before it leaves: a
-            # client it takes past its hard limit gets none of it (output_limits.py).
+            # client it takes past its hard limit gets none of it (hooks.OutputBufferGuard).
             if guard is not None and size >= guard.threshold and guard.refuses(self, size):
                 return
             if size > self.rb_peak:
@@ -842,49 +700,12 @@ class ClientProtocol:
                 guard(self)
 
     def _close(self) -> None:
-        if self.close_mode:
-            self._close_by_fault()
-            return
-        if self.paced:  # what a BANDWIDTH or SLICE still paces leaves now, in order
-            self.outbox = [piece for _, piece in self.paced] + (self.outbox or [])
-            self.paced = None
+        disruption = self.disruption
+        if disruption is not None and disruption.close():
+            return  # a fault closes this connection its own way: a reset, or late
         self.flush()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
-
-    def _close_by_fault(self) -> None:
-        """The close a fault asked for: a TCP reset (SO_LINGER 0, then close: unsent output is
-        dropped), or a clean close ms late, reading nothing meanwhile."""
-        mode, self.close_mode = self.close_mode, 0
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return
-        if mode < 0:
-            sock = transport.get_extra_info("socket")
-            if sock is not None and sock.family != socket.AF_UNIX:
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                    struct.pack("ii", 1, 0))
-                except OSError:
-                    pass
-            self.outbox = None
-            transport.abort()
-            return
-        self.flush()
-        transport.pause_reading()
-        loop = self.server.loop
-        if loop is None:
-            self._close()
-        else:
-            loop.call_at(loop.time() + mode / 1000 + 0.001, self._close)
-
-    def reset(self) -> None:
-        """Close with a TCP reset, as a peer that crashed does (fault injection's RESET)."""
-        self.close_mode = -1
-        if self.client is not None:
-            self.client.close()
-        else:
-            self._close()
 
 
 def bind_ip_literal(host: str, port: int) -> socket.socket | None:

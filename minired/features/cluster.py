@@ -279,13 +279,13 @@ class ClusterNode:
             # target has them (or will create them), so ASK there.
             if existing:
                 return errors.CLUSTER_TRYAGAIN
-            return f"ASK {slot} {self.migrating[slot].address}"
+            return errors.CLUSTER_ASK.format(slot, self.migrating[slot].address)
         if open_slot and not migrating and asking:
             if multiple and missing:
                 return errors.CLUSTER_TRYAGAIN
             return None
         if owner is not self and not (replica_read and owner is self.master):
-            return f"MOVED {slot} {owner.address}"
+            return errors.CLUSTER_MOVED.format(slot, owner.address)
         return None
 
     def route_key(self, key: bytes) -> str | None:
@@ -308,7 +308,7 @@ class ClusterNode:
             owner = cluster.slots[slot]
             if owner is not self and slot not in self.importing:
                 message = (errors.CLUSTER_SLOT_UNBOUND if owner is None
-                           else f"MOVED {slot} {owner.address}")
+                           else errors.CLUSTER_MOVED.format(slot, owner.address))
                 self.blocking.finish(waiter, errors.RedisError(message))
 
     def script_refusal(self, caller: "Client", spec: "CommandSpec", argv: list) -> str | None:
@@ -762,8 +762,8 @@ def _read_layout(path: str) -> tuple:
 def _layout_path(server: "Server") -> str | None:
     """Where a node keeps its layout: its cluster-config-file in its directory, when the node
     keeps files at all (the data and the layout must come back together)."""
-    persistence = server.persistence
-    if persistence is None or server.saver is None:
+    persistence = server.features.persistence
+    if persistence is None or server.features.saver is None:
         return None
     return os.path.join(persistence.directory, server.config.get("cluster-config-file"))
 

@@ -18,7 +18,7 @@ the first time OBJECT IDLETIME/FREQ, RESTORE IDLETIME/FREQ or DEBUG OBJECT asks,
 lookups cost nothing; a key not seen since counts as accessed when the server started.
 
 Eviction (performEvictions): before each command while maxmemory is set (the engine's
-admit_memory hook), and from a loop callback after CONFIG SET maxmemory (evictionTimeProc),
+memory admission hook), and from a loop callback after CONFIG SET maxmemory (evictionTimeProc),
 keys are deleted until the figure is under maxmemory: the best of an eviction pool of 16
 (evictionPoolPopulate: maxmemory-samples keys sampled per database per round) for the LRU,
 LFU and volatile-ttl policies, a random key per database in turn for the random ones; within
@@ -343,7 +343,7 @@ class Eviction:
 
     def not_counted(self) -> int:
         """freeMemoryGetNotCountedMemory: the AOF buffer (DELs of evicted keys land there)."""
-        persistence = self.server.persistence
+        persistence = self.server.features.persistence
         if persistence is None:
             return 0
         return sum(map(len, persistence.aof_buffer))
@@ -394,7 +394,7 @@ class Eviction:
     # --- performEvictions --------------------------------------------------------------------
 
     def admit(self) -> bool:
-        """The admit_memory hook: evict as the policy allows; True if still over maxmemory
+        """The memory admission hook (hooks.MemoryAdmission): evict as the policy allows; True if still over maxmemory
         with nothing left to evict (EVICT_FAIL). (Under maxmemory, the usual case, it costs
         the figure and one comparison.)"""
         if self.used() <= self.server.config.maxmemory:
@@ -436,7 +436,7 @@ class Eviction:
                     result = _RUNNING
                 break
         if evicted:
-            persistence = server.persistence
+            persistence = server.features.persistence
             if persistence is not None:
                 persistence.flush_aof(False)  # the DELs go out before the command's writes
             if server.tracking is not None:
@@ -599,7 +599,7 @@ def attach(server: "Server") -> Eviction:
         return memory
     eviction = Eviction(server)
     server.memory = eviction
-    server.hooks.admit_memory = eviction.admit
+    server.memory_admission = eviction.admit
     eviction.configure()
     return eviction
 

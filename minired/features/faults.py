@@ -14,7 +14,7 @@ injection, None otherwise. Dispatch asks `intercept` about every client command 
 has used one (dispatch.use_extras: one check per command until then), and the script bridge asks
 `in_script` about every redis.call while `Server.faults` is set. What the connection must do
 differently (hold the reply, cut the connection, write part of the reply) travels back as a
-`client_reply.Disruption` reply, which the connection (server.py) acts on; HANG parks the client
+`disruption.Disruption` reply, which the connection hands back to `deliver` (disruption.py); HANG parks the client
 in the blocking machinery with nothing to wait for (TIMEOUT too, with a timer that closes
 the connection). REFUSE and STALL-ACCEPT act on connections as they are accepted (the server's
 connect hook), before any command: they are kept apart from the command rules.
@@ -37,15 +37,16 @@ from minired.data.glob import matcher
 from minired.engine import client_reply, dispatch
 from minired.engine.args import parse_int
 from minired.engine.blocking import Block
-from minired.engine.client_reply import Disruption
 from minired.engine.table import COMMANDS
+from minired.features import disruption
+from minired.features.disruption import Disruption
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import Replies
 
 if TYPE_CHECKING:
     from minired.engine.client import Client
-    from minired.engine.server import Server
+    from minired.engine.server import ClientProtocol, Server
     from minired.engine.table import CommandSpec
 
 ACTIONS = ("ERROR", "DELAY", "STALL", "DROP", "DROP-REPLY", "HANG", "PARTIAL", "BANDWIDTH",
@@ -427,13 +428,19 @@ class FaultInjector:
             if rule.action == "REFUSE":
                 if rule.count and rule.fired >= rule.count:
                     self.remove(rule.id)
-                c.connection.reset()  # accepted, then reset before a byte is read
+                disruption.reset(c.connection)  # accepted, then reset before a byte is read
             else:  # STALL-ACCEPT: kept (past its COUNT too) until FOR ends, DEL or RESET
                 c.server.blocking.block(c, STALLED_AT_ACCEPT, c.connection._resume)
                 rule.stalled.append(c)
             return
 
     # --- acting on commands ------------------------------------------------------------------
+
+    def deliver(self, conn: "ClientProtocol", reply: Any, out: list) -> None:
+        disruption.deliver(conn, reply, out)
+
+    def send_disrupted(self, conn: "ClientProtocol", reply: Any) -> bool:
+        return disruption.send(conn, reply)
 
     def _candidates(self, spec: "CommandSpec") -> Any:
         """The rules that may match a command by its name, in the order they were added."""
@@ -490,7 +497,7 @@ class FaultInjector:
             return HANG
         if action == "TIMEOUT":
             loop = c.server.loop
-            if loop is not None:  # HANG, then the connection closed (+1 ms: see ClientProtocol._hold)
+            if loop is not None:  # HANG, then the connection closed (+1 ms: see ConnectionFault.hold)
                 loop.call_at(loop.time() + rule.ms / 1000 + 0.001, c.close)
             return HANG
         if action == "DROP" or action == "RESET":

@@ -92,6 +92,6 @@ class Metrics:
 
 def attach(server: "Server") -> None:
     metrics = Metrics(server)
-    server.metrics = metrics
+    server.features.metrics = metrics
     server.hooks.start.append(metrics.start)
     server.hooks.shutdown.append(metrics.stop)

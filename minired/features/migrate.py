@@ -92,7 +92,7 @@ class Connection:
 
 
 class MigrateSockets:
-    """server.migrate_sockets: the cached connections by "host:port" (as MIGRATE spelled them)."""
+    """server.features.migrate_sockets: the cached connections by "host:port" (as MIGRATE spelled them)."""
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -195,13 +195,13 @@ def atoi(raw: bytes) -> int:
 
 def sockets(server: "Server") -> MigrateSockets:
     """The server's MIGRATE connections, made on first use (closed at shutdown)."""
-    cache = server.migrate_sockets
+    cache = server.features.migrate_sockets
     if cache is None:
-        cache = server.migrate_sockets = MigrateSockets(server)
+        cache = server.features.migrate_sockets = MigrateSockets(server)
         server.hooks.add(server.hooks.shutdown, cache.close_all)
     return cache
 
 
 def cached_count(server: "Server") -> int:
-    cache = server.migrate_sockets
+    cache = server.features.migrate_sockets
     return 0 if cache is None else len(cache.cached)

@@ -10,7 +10,8 @@ The script commands (flagged skip_monitor) are shown as they start instead, so t
 scripts' commands follow them. Arguments Redis redacts (AUTH's, HELLO's AUTH pair) read
 "(redacted)", as in the slow log (slowlog.redacted).
 
-Nothing here runs unless a client is monitoring (dispatch.call checks `server.monitors`).
+Nothing here runs unless a client is monitoring: the first MONITOR registers the hooks around
+dispatch.call, the last one to stop removes them.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def quote(arg: bytes) -> bytes:
 
 def _origin(c: "Client") -> bytes:
     server = c.server
-    engine = server.scripting
+    engine = server.features.scripting
     if engine is not None and c is engine.client:
         return b"lua"
     if on_unix_socket(c):
@@ -54,7 +55,7 @@ def feed(c: "Client", argv: list, own_line_after_reply: bool = True) -> None:
     seconds, micros = divmod(now_us, 1_000_000)
     line = b"+%d.%06d [%d %b] %b\r\n" % (seconds, micros, c.db_index, _origin(c),
                                         b" ".join([quote(arg) for arg in redacted(argv)]))
-    for monitor in list(server.monitors):
+    for monitor in list(server.features.monitors):
         if monitor.closing or monitor.reply_mode & client_reply.SILENCED:
             continue  # (CLIENT REPLY OFF silences a monitor's lines too)
         connection = monitor.connection
@@ -84,13 +85,16 @@ def start(c: "Client") -> bool:
     """MONITOR: c receives every command from now on, until it leaves or RESETs. False if it
     was monitoring already."""
     server = c.server
-    if c in server.monitors:
+    monitors = server.features.monitors  # the monitoring clients, from the first MONITOR
+    if monitors is None:
+        monitors = server.features.monitors = []
+    if c in monitors:
         return False
     hooks = server.hooks
     hooks.add(hooks.disconnect, stop)  # leaving, or RESET, ends monitoring
     hooks.add(hooks.before_call, before)
     hooks.add(hooks.after_call, after)
-    server.monitors.append(c)
+    monitors.append(c)
     dispatch.use_extras()
     c.flags = "O"  # CLIENT LIST's flag for a monitor, and dispatch.execute's cheap test for one
     return True
@@ -98,9 +102,10 @@ def start(c: "Client") -> bool:
 
 def stop(c: "Client") -> None:
     server = c.server
-    if c in server.monitors:
-        server.monitors.remove(c)
+    monitors = server.features.monitors
+    if monitors and c in monitors:
+        monitors.remove(c)
         c.flags = ""
-        if not server.monitors:  # the last one left: commands are no longer formatted
+        if not monitors:  # the last one left: commands are no longer formatted
             server.hooks.before_call.remove(before)
             server.hooks.after_call.remove(after)

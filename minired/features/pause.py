@@ -136,7 +136,7 @@ def unpause(server: "Server") -> None:
         if not is_held(client) or client.closing:
             continue  # gone, or already released
         blocking.disconnect(client)  # detaches the keyless waiter, with no reply
-        client.connection.resume_held(argv)
+        client.connection.run_again(argv)
 
 
 def _keep_expired_keys(server: "Server", keep: bool) -> None:
@@ -167,7 +167,7 @@ def may_replicate(c: "Client", spec: "CommandSpec", argv: list) -> bool:
 def _declared_script_flags(server: "Server", name: str, argv: list) -> frozenset | None:
     """The flags a script or function declares; None for a script without a shebang or one
     not found (Redis then keeps the command's own flags)."""
-    engine = server.scripting
+    engine = server.features.scripting
     if engine is not None:
         return engine.declared_flags(name, argv)
     # No script was loaded, no function either: only EVAL's own body can declare flags.

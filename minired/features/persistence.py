@@ -92,7 +92,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         # once files were asked for: AOF, save points, or a --dir.
         served = (self.aof_state != "off" or bool(self.config.get("save"))
                   or self.directory != ".")
-        server.saver = self if served else None
+        server.features.saver = self if served else None
         counted = served or logging_on
         server.propagate = self.propagate if counted else None
         server.blocking.on_finish = self._served if counted else None
@@ -139,7 +139,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         if self.aof_state != "off":
             self.disable_aof()
         # SHUTDOWN already saved (or was told NOSAVE); a signal saves when save points are set.
-        by_command, self.server.shutdown_by_command = self.server.shutdown_by_command, False
+        by_command, self.server.features.shutdown_by_command = self.server.features.shutdown_by_command, False
         if not by_command and self.config.get("save") and self.dirty:
             try:
                 self.save()
@@ -151,7 +151,7 @@ def attach(server: "Server") -> None:
     """Persistence's state and hooks; the data on disk is loaded by load_at_start (or by
     load_while_serving, once the server listens)."""
     persistence = Persistence(server)
-    server.persistence = persistence
+    server.features.persistence = persistence
     server.hooks.disconnect.append(persistence._forget_client)
     server.hooks.shutdown.append(persistence.on_shutdown)
     server.hooks.start.append(persistence._schedule)
@@ -159,7 +159,7 @@ def attach(server: "Server") -> None:
 
 def load_at_start(server: "Server") -> None:
     """loadDataFromDisk, before the server listens (embedded servers, cluster nodes)."""
-    persistence = server.persistence
+    persistence = server.features.persistence
     persistence.load_on_start()
     persistence.reconcile(at_start=True)
 
@@ -170,7 +170,7 @@ async def load_while_serving(server: "Server") -> None:
     loading:1. The snapshot is read on a worker thread (the loop keeps answering; the keyspace
     is only filled once the whole file has been read, key-load-delay pausing the thread after
     each key); an AOF is replayed through dispatch, so it loads before the loop runs again."""
-    persistence = server.persistence
+    persistence = server.features.persistence
     if persistence.config.get("appendonly") == "yes" or not os.path.exists(
             persistence.snapshot_path):
         load_at_start(server)

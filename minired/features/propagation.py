@@ -85,7 +85,7 @@ class Propagation:
     def _log(self, c: Client, db_index: int, argv: list, reply: Any) -> None:
         only = None
         if c.in_script:
-            run = self.server.scripting.current
+            run = self.server.features.scripting.current
             if run is not None and run.propagate & 3 != 3:
                 # redis.set_repl: REPL_NONE logs nothing, REPL_AOF / REPL_REPLICA one of the two
                 if not run.propagate & 3:
@@ -136,7 +136,7 @@ class Propagation:
         part of that EXEC), and what tells that transaction from the client's next one: the
         script's run, or the count of EXECs so far; None once it is over."""
         if c.in_script:
-            scripting = self.server.scripting
+            scripting = self.server.features.scripting
             run = scripting.current if scripting is not None else None
             if run is None or not run.caller.in_exec:
                 return c, run

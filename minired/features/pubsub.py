@@ -130,11 +130,11 @@ def _remove(registry: dict, own: set, client: "Client", name: bytes) -> bool:
 
 
 def registry(server: "Server") -> PubSub:
-    return server.pubsub
+    return server.features.pubsub
 
 
 def attach(server: "Server") -> None:
     """Give the server its registry and drop a client's subscriptions when it goes or RESETs."""
     pubsub = PubSub()
-    server.pubsub = pubsub
+    server.features.pubsub = pubsub
     server.hooks.disconnect.append(pubsub.drop_client)

@@ -30,13 +30,15 @@ from minired.engine import dispatch
 from minired.engine.client import Client
 from minired.features import rdb_file, replication
 from minired.features.aof_records import encode_command
-from minired.protocol.errors import RedisError
+from minired.protocol.errors import PING_AUTH_ERRORS, RedisError
 from minired.protocol.resp import RequestParser
 
 if TYPE_CHECKING:
     from minired.engine.server import Server
 
 log = logging.getLogger("minired.replication")
+
+_PING_AUTH_ERRORS = tuple(code.encode() for code in PING_AUTH_ERRORS)
 
 RETRY_SECONDS = 1.0
 ACK_SECONDS = 1.0
@@ -131,7 +133,7 @@ class Link:
             return await self._line(reader)
 
         pong = await ask(b"PING")
-        if pong.startswith(b"-") and not pong.startswith((b"-NOAUTH", b"-NOPERM", b"-ERR operation not permitted")):
+        if pong.startswith(b"-") and not pong.startswith(_PING_AUTH_ERRORS):
             raise HandshakeError(f"Error reply to PING from master: '{pong.decode(errors='replace')}'")
         password = config.get("masterauth") or ""
         if password:
@@ -201,7 +203,7 @@ class Link:
         server.keyspace.flushall()
         loaded = rdb_file.load(payload, server.keyspace, server.clock.ms(), keep_expired=True,
                                deep=server.config.get("sanitize-dump-payload") == "yes")
-        persistence = server.persistence
+        persistence = server.features.persistence
         if loaded.functions and persistence is not None and persistence.functions is not None:
             persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")
         if persistence is not None and persistence.aof_state == "on":
@@ -297,7 +299,7 @@ def replicate(server: "Server", host: str, port: int) -> bool:
 
 def promote(server: "Server") -> None:
     """REPLICAOF NO ONE: stop replicating, keep the data, accept writes again."""
-    state = server.replication
+    state = server.features.replication
     if state is None or state.link is None:
         return
     link = state.link

@@ -122,7 +122,7 @@ class Waiting:
 
 
 class Master:
-    """server.replication while this server is a master (always, until REPLICAOF)."""
+    """server.features.replication while this server is a master (always, until REPLICAOF)."""
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -156,7 +156,7 @@ class Master:
     def _feed_on(self) -> None:
         """Have persistence pass the stream here (before the snapshot: what ended belongs
         before it), and send what is pending to the replicas attached."""
-        persistence = self.server.persistence
+        persistence = self.server.features.persistence
         if persistence.replica_feed is None:
             persistence.replica_feed = self.feed
             persistence.reconcile()
@@ -202,7 +202,7 @@ class Master:
 
     def sync(self, c: "Client", psync: bool) -> None:
         """SYNC/PSYNC: a snapshot of the data now, then the stream from this point on."""
-        persistence = self.server.persistence
+        persistence = self.server.features.persistence
         self._feed_on()
         if self.backlog is None and not self.replicas:
             # A backlog from scratch starts a new history: a new ID, no previous one.
@@ -247,7 +247,7 @@ class Master:
         log.info("Connection with replica %s lost.", c.addr)
         self.refresh_good()
         if not kept:
-            persistence = self.server.persistence
+            persistence = self.server.features.persistence
             persistence.flush_aof(fsync=False)
             self._flush()
             ttl = self.server.config.number("repl-backlog-ttl")
@@ -266,7 +266,7 @@ class Master:
             self._backlog_timer = self.server.loop.call_later(ttl, self._free_backlog)
 
     def _feed_off(self) -> None:
-        persistence = self.server.persistence
+        persistence = self.server.features.persistence
         persistence.replica_feed = None
         persistence.reconcile()
 
@@ -437,7 +437,7 @@ class Master:
 
 def master(server: "Server") -> Master:
     """The server's replication state, made on first use."""
-    state = server.replication
+    state = server.features.replication
     if state is None:
-        state = server.replication = Master(server)
+        state = server.features.replication = Master(server)
     return state

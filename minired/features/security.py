@@ -4,7 +4,7 @@ descriptions) is in acl.py; what a connection may cost in unsent replies, in out
 
 The other limits live where the bytes are: `client-query-buffer-limit`, `proto-max-bulk-len`
 and `maxclients` are checked by the connection itself (server.py, resp.py), `maxmemory` by
-dispatch through `Server.over_maxmemory`; the AUTH and HELLO commands in
+dispatch through `Server.memory_admission`; the AUTH and HELLO commands in
 commands/connection.py, the ACL commands in commands/acl.py.
 
 ACL users (`Users`, one per server): `requirepass` is the default user's password, as in Redis

@@ -133,6 +133,12 @@ DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
 WATCH_IN_MULTI = "ERR WATCH inside MULTI is not allowed"
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 EXECABORT_BECAUSE = "EXECABORT Transaction discarded because of: {}"
+# The code of an error reply that has none of its own (Redis's addReplyError adds it; EXECABORT
+# quotes the reason without it).
+GENERIC = "ERR "
+# A handler that raised a Python exception: minired's own (Redis has no such path); the command
+# gets an error reply and the server goes on.
+INTERNAL_ERROR = "ERR internal error in '{}': {}: {}"
 NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
 # A write (or PING) after a failed background save, with stop-writes-on-bgsave-error yes and
 # save points set (shared.bgsaveerr).
@@ -249,8 +255,11 @@ SCRIPT_COMPILE = "ERR Error compiling script (new function): {}"
 SCRIPT_KILLED = "ERR Script killed by user with SCRIPT KILL..."
 SCRIPT_RO_WITH_WRITE_FLAG = "ERR Can not execute a script with write flag using *_ro command."
 REPLICA_KEYSPACE = "ERR Replica can't interact with the keyspace"
+# The master's errors to a replica's first PING that the handshake goes on after (syncWithMaster):
+# it asks for a password, which AUTH then gives; "operation not permitted" is older Redis's NOAUTH.
+PING_AUTH_ERRORS = ("-NOAUTH", "-NOPERM", "-ERR operation not permitted")
 MONITOR_DENY_BLOCKING = "ERR MONITOR isn't allowed for DENY BLOCKING client"
-SCRIPT_OUT_OF_MEMORY = "ERR not enough memory"  # minired's cap on a Lua runtime (sandbox.py)
+SCRIPT_OUT_OF_MEMORY = "ERR not enough memory"  # minired's cap on a Lua runtime
 SCRIPT_OOM = "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
 SCRIPT_FLUSH_MODE = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 SCRIPT_DEBUG_IN_PIPELINE = "ERR SCRIPT DEBUG must be called outside a pipeline"
@@ -494,7 +503,7 @@ CACHING_NO_NEEDS_OPTOUT = (
     "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
 
 # ACL: ACL SETUSER/GETUSER/DELUSER/DRYRUN/LOG/GENPASS/LOAD/SAVE, AUTH against users, and the
-# NOPERM permission checks (minired/features/acl.py, minired/commands/acl.py).
+# NOPERM permission checks (ACL).
 ACL_RULE_ERROR = "ERR Error in ACL SETUSER modifier '{}': {}"
 ACL_RULE_UNKNOWN_COMMAND = "Unknown command or category name in ACL"
 ACL_RULE_SYNTAX = "Syntax error"
@@ -576,9 +585,12 @@ LATENCY_NO_SAMPLES = "ERR No samples available for event '{}'"
 # CLIENT PAUSE.
 CLIENT_PAUSE_MODE = "ERR CLIENT PAUSE mode must be WRITE or ALL"
 
-# Cluster mode (minired/features/cluster.py, commands/cluster.py).
+# Cluster mode.
 CLUSTER_DISABLED = "ERR This instance has cluster support disabled"
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
+# Redirections (clusterRedirectClient): the slot and the address of the node to ask.
+CLUSTER_MOVED = "MOVED {} {}"
+CLUSTER_ASK = "ASK {} {}"
 CLUSTER_TRYAGAIN = "TRYAGAIN Multiple keys request during rehashing of slot"
 CLUSTER_DOWN = "CLUSTERDOWN The cluster is down"
 CLUSTER_SLOT_UNBOUND = "CLUSTERDOWN Hash slot not served"
@@ -605,6 +617,8 @@ SETSLOT_STILL_HOLDS_KEYS = ("ERR Can't assign hashslot {} to a different node wh
 SETSLOT_SYNTAX = "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"
 SETSLOT_ON_REPLICA = "ERR Please use SETSLOT only with masters."
 CLUSTER_TARGET_NOT_MASTER = "ERR Target node is not a master"
+# MINIRED CLUSTER MIGRATE to the node that already serves the slot (minired's own command).
+CLUSTER_ALREADY_SERVED = "ERR slot {} is already served by {}"
 CLUSTER_NOT_A_MASTER = "ERR The specified node is not a master"
 CLUSTER_MEET_OUTSIDE = "ERR CLUSTER MEET reaches only the cluster nodes of this minired process"
 CLUSTER_MEET_TWO_LAYOUTS = "ERR CLUSTER MEET of two clusters that both serve slots is not supported by minired"
@@ -629,7 +643,7 @@ CLUSTER_CONTROL_DISABLED = (
     "ERR cluster control is disabled; start minired with --cluster-control to use MINIRED CLUSTER")
 CLUSTER_NO_SUCH_NODE = "ERR no cluster node listens on port {}"
 
-# Replication (commands/replication.py) and modules, which minired does not have (modules.py).
+# Replication, and modules, which minired does not have.
 INVALID_MASTER_PORT = "ERR Invalid master port"
 REPLCONF_UNRECOGNIZED = "ERR Unrecognized REPLCONF option: {}"
 REPLCONF_FILTER_MISSING = "ERR Missing rdb-filter-only values"

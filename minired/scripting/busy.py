@@ -190,8 +190,8 @@ class BusyService:
             # A replica is let go now, as Redis frees it while blocked: the script may be
             # waiting for INFO to show it gone (min-replicas-to-write).
             client.closing = True
-            if client.flags == "S" and self.server.replication is not None:
-                self.server.replication.forget(client)
+            if client.flags == "S" and self.server.features.replication is not None:
+                self.server.features.replication.forget(client)
             for adopted, transport in self.adopted:
                 if adopted is protocol:
                     transport.closing = True

@@ -4,17 +4,14 @@ The work happens in minired/scripting; these handlers parse arguments and reply.
 """
 from __future__ import annotations
 
+import cython
+
 from minired.engine.client import Client
 from minired.engine.table import command, container_command, help_reply, keys_after_numkeys
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
 from minired.scripting.feature import engine_of
-
-try:
-    import cython
-except ImportError:  # uncompiled, without Cython: the types are hints only
-    from minired.engine import no_cython as cython
 
 G = "scripting"
 _SCRIPT_RUN_FLAGS = "noscript stale skip_monitor no_mandatory_keys"
@@ -27,7 +24,7 @@ def _engine(server):
     """The server's script engine, for every handler here: looked up inline because engine_of
     (scripting/feature.py, loaded at the first script) runs as Python, a frame of the interpreter
     on every EVALSHA."""
-    engine = server.scripting
+    engine = server.features.scripting
     return engine if engine is not None else engine_of(server)
 
 

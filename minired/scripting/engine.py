@@ -93,7 +93,7 @@ class Run:
 def lua_error_text(message: str) -> bytes:
     """The `err` field Lua sees for an error reply (luaPushErrorBuff on "-<message>")."""
     if " " not in message:
-        message = "ERR " + message
+        message = errors.GENERIC + message
     return message.strip("\r\n").encode("utf-8", "surrogateescape")
 
 
@@ -437,6 +437,17 @@ class ScriptEngine:
         body = argv[1]
         script = self.scripts.get(hashlib.sha1(body).hexdigest().encode())
         return script.flags if script is not None else declared_flags(body)
+
+    def script_flags(self, kind: str, argv: list) -> frozenset | None:
+        """The hooks.ScriptFlags the engine registers: the flags the script or function argv
+        runs declares (empty without a shebang), None when there is no such script or
+        function (EVALSHA, FCALL)."""
+        if kind == "evalsha" and argv[1].lower() not in self.scripts:
+            return None
+        flags = self.declared_flags(kind, argv)
+        if flags is None and kind != "fcall":
+            return frozenset()
+        return flags
 
     def _refused(self, spec: Any, text: bytes) -> tuple:
         """A command a script may not run as called (scriptCall's checks), as redis.call

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def attach(server: "Server") -> "ScriptEngine":
     """Give a server its script engine (idempotent)."""
-    engine = server.scripting
+    engine = server.features.scripting
     if engine is None:
         from minired.scripting.busy import BusyService
         from minired.scripting.engine import ScriptEngine
@@ -23,8 +23,9 @@ def attach(server: "Server") -> "ScriptEngine":
         engine = ScriptEngine(server)
         engine.functions = FunctionLibraries(engine)
         engine.busy = BusyService(server, engine)
-        server.scripting = engine
-        persistence = server.persistence
+        server.features.scripting = engine
+        server.hooks.script_flags = engine.script_flags
+        persistence = server.features.persistence
         if persistence is not None:  # libraries are saved in snapshots from now on
             persistence.use_functions(engine.functions)
     return engine
@@ -32,5 +33,5 @@ def attach(server: "Server") -> "ScriptEngine":
 
 def engine_of(server: "Server") -> "ScriptEngine":
     """The server's script engine, attached on first use."""
-    engine = server.scripting
+    engine = server.features.scripting
     return engine if engine is not None else attach(server)

@@ -286,7 +286,7 @@ def test_info_leaves_the_script_engine_unloaded():
             assert b"number_of_cached_scripts:0" in text
         finally:
             client.close()
-        assert server.call(lambda: server.server.scripting) is None
+        assert server.call(lambda: server.server.features.scripting) is None
 
 
 def test_instantaneous_ops_per_sec_is_sampled(mini_raw):

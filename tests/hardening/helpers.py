@@ -43,7 +43,7 @@ def is_closed(sock: socket.socket, timeout: float = 5.0) -> bool:
 
 def server_state(server) -> dict:
     """Sizes of everything a client can leave behind; run on the server's loop thread."""
-    pubsub = server.pubsub
+    pubsub = server.features.pubsub
     return {
         "clients": len(server.clients),
         "waiters": len(server.blocking.waiters),

@@ -48,7 +48,7 @@ class FailingFile:
 
 
 def _failing_aof(srv: EmbeddedServer) -> FailingFile:
-    engine = srv.server.persistence
+    engine = srv.server.features.persistence
     wrapper = FailingFile(engine.aof_file)
     srv.call(setattr, engine, "aof_file", wrapper)
     return wrapper
@@ -98,7 +98,7 @@ def test_turning_the_aof_off_ends_the_refusal(tmp_path):
         assert client.call("SET", "k", "w") == Err(
             "MISCONF Errors writing to the AOF file: No space left on device")
         assert client.call("CONFIG", "SET", "appendonly", "no") == b"OK"
-        wait_until(lambda: srv.server.persistence.aof_file is None, "the AOF closed")
+        wait_until(lambda: srv.server.features.persistence.aof_file is None, "the AOF closed")
         assert client.call("SET", "k", "w") == b"OK"
         client.close()
 

@@ -233,7 +233,7 @@ def test_appendonly_can_be_turned_on_at_runtime(tmp_path):
         client = redis.Redis(port=srv.port)
         client.set("before", "1")
         assert client.config_set("appendonly", "yes")
-        engine = srv.server.persistence
+        engine = srv.server.features.persistence
         # As in Redis, the AOF is on once the background rewrite it started wrote the data's
         # base (writes meanwhile go to a temporary file, renamed into place at its end).
         client.set("during", "2")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -21,15 +20,9 @@ from minired_queue.aio import AsyncWorker
 from minired_queue.connection import connect, connect_async
 from minired_queue.options import Hooks, Reconnect, WorkerOptions
 from minired_queue.worker import Worker
+from tests.support.servers import free_port
 
 from .helpers import wait_until
-
-
-def _dead_port() -> int:
-    """A port nothing listens on (bound once by the OS, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _outage_lines(caplog, words: str) -> list[logging.LogRecord]:
@@ -46,7 +39,7 @@ def test_reconnect_backs_off_exponentially_up_to_a_cap():
 
 def test_fail_fast_raises_at_start_when_the_server_is_unreachable(caplog):
     ready = []
-    client = connect(f"redis://127.0.0.1:{_dead_port()}")
+    client = connect(f"redis://127.0.0.1:{free_port()}")
     worker = Worker("q", client, lambda job: None, WorkerOptions(fail_fast=True), Hooks(on_ready=lambda: ready.append(1)))
     with pytest.raises(ConnectionError):
         worker.run(install_signal_handlers=False)
@@ -60,7 +53,7 @@ def test_fail_fast_raises_at_start_for_the_asyncio_worker_too():
         return None
 
     async def main() -> None:
-        client = connect_async(f"redis://127.0.0.1:{_dead_port()}")
+        client = connect_async(f"redis://127.0.0.1:{free_port()}")
         worker = AsyncWorker("q", client, handler, WorkerOptions(fail_fast=True),
                              Hooks(on_ready=lambda: ready.append(1)))
         try:
@@ -116,7 +109,7 @@ def test_one_line_per_outage_and_one_when_it_ends(caplog, monkeypatch, flavour):
     caplog.set_level(logging.INFO, logger="minired_queue")
     monkeypatch.setattr(Reconnect, "FIRST_S", 0.001)
     monkeypatch.setattr(Reconnect, "MOST_S", 0.02)
-    port = _dead_port()
+    port = free_port()
     ready = threading.Event()
     done = []
     run = _ThreadedRun(flavour, port, lambda job: done.append(job.data) or "ok",
@@ -163,7 +156,7 @@ def test_worker_command_with_fail_fast_exits_non_zero_when_the_server_is_unreach
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "queue"), os.environ.get("PYTHONPATH", "")])}
     handler = "tests.queue.handlers:async_echo" if flavour else "tests.queue.handlers:sleep_then_echo"
-    url = f"redis://127.0.0.1:{_dead_port()}"
+    url = f"redis://127.0.0.1:{free_port()}"
     proc = subprocess.run([sys.executable, "-m", "minired_queue.cli", "--url", url, "worker", "q", handler,
                            "--fail-fast", *flavour], cwd=root, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
