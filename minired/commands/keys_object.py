@@ -13,10 +13,10 @@ just used: IDLETIME 0, FREQ the counter Redis gives a new key.
 """
 from __future__ import annotations
 
-from collections import deque
 from typing import Any, Callable
 
 from minired.data.keyspace import type_name
+from minired.data.quicklist import QuickList
 from minired.data.zset import ZSet
 from minired.engine.table import command, container_command, help_reply
 from minired.protocol import errors
@@ -50,7 +50,7 @@ def encoding(value: Any, config) -> str:
         if string2ll(value) is not None:
             return "int"
         return "embstr" if len(value) <= EMBSTR_LIMIT else "raw"
-    if kind is deque:
+    if kind is QuickList:
         return "quicklist"
     if kind is dict:
         limit = _config_int(config, "hash-max-listpack-value")

@@ -1,0 +1,7 @@
+# C types for the compiled build of quicklist.py (setup.py): the list type is an extension
+# type, so its buffers and length are struct fields. Keep the fields equal to the class's
+# __slots__.
+cdef class QuickList:
+    cdef public list left, right
+    cdef public object nodes
+    cdef public Py_ssize_t length
