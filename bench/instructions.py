@@ -35,6 +35,9 @@ from script_bench import Transport, multibulk
 read = multibulk(*{words!r}) * {pipeline}
 protocol = ClientProtocol(prepare_server(Server()))
 protocol.connection_made(Transport())
+for start in range(0, {prefill}, 1000):  # --prefill: mylist holds that many elements first
+    protocol.data_received(multibulk(b"RPUSH", b"mylist",
+                                     *[b"%016d" % i for i in range(start, min({prefill}, start + 1000))]))
 for _ in range({count}):
     protocol.data_received(read)
 """
@@ -75,7 +78,8 @@ def instructions(argv: list[str]) -> int:
     return int(match.group(1))
 
 
-def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 4800)) -> float:
+def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 4800),
+                prefill: int = 0) -> float:
     """The same number of requests at any pipeline depth, so that rare events (a collection,
     a dict resize) weigh alike."""
     words = [w.encode() for w in command.split()]
@@ -83,7 +87,7 @@ def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 
     counts = []
     for count in reads:
         code = _FEEDER.format(root=os.path.dirname(HERE), here=HERE, words=words,
-                              pipeline=pipeline, count=count)
+                              pipeline=pipeline, count=count, prefill=prefill)
         counts.append(instructions([sys.executable, "-c", code]))
     return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
 
@@ -111,13 +115,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("commands", nargs="*", help="command lines (default: the usual loads)")
     parser.add_argument("--no-queue", action="store_true", help="skip the queue row")
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="RPUSH this many 16-byte elements into mylist first (LRANGE rows)")
     opts = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install -y valgrind)")
     print("| load | instructions/request at -P 16 | at -P 1 |")
     print("|---|---|---|")
     for command in opts.commands or LOADS:
-        print(f"| {command} | {per_request(command, 16):,.0f} | {per_request(command, 1):,.0f} |",
+        print(f"| {command} | {per_request(command, 16, prefill=opts.prefill):,.0f} "
+              f"| {per_request(command, 1, prefill=opts.prefill):,.0f} |",
               flush=True)
     if not opts.commands:
         print(f"| EVALSHA (compare.py's script) | {per_evalsha(16):,.0f} | {per_evalsha(1):,.0f} |",

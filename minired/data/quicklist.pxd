@@ -2,6 +2,5 @@
 # type, so its buffers and length are struct fields. Keep the fields equal to the class's
 # __slots__.
 cdef class QuickList:
-    cdef public list left, right
-    cdef public object nodes
+    cdef public list left, nodes, right
     cdef public Py_ssize_t length

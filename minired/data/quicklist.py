@@ -19,7 +19,6 @@ popleft, extend, extendleft, index, insert, clear, indexing, iteration both ways
 from __future__ import annotations
 
 from array import array
-from collections import deque
 from itertools import accumulate, chain, islice
 
 NODE = 128  # elements per packed node (Redis fills 8 kB listpacks: ~128 × 16-byte elements)
@@ -69,7 +68,10 @@ class QuickList:
 
     def __init__(self, items=()) -> None:
         self.left: list = []    # the first elements, reversed: left[-1] is element 0
-        self.nodes: deque = deque()  # packed (blob, ends) tuples, or plain lists
+        # Packed (blob, ends) tuples, or plain lists. A list, not a deque: an empty deque
+        # takes 760 bytes (a small list would pay that), and a list's memmove to push a node
+        # at the head is paid once per NODE pushes.
+        self.nodes: list = []
         self.right: list = []   # the last elements, in order
         self.length = 0
         if items:
@@ -100,7 +102,7 @@ class QuickList:
         other = QuickList()
         other.left = self.left[:]
         other.right = self.right[:]
-        other.nodes = deque(node if type(node) is tuple else node[:] for node in self.nodes)
+        other.nodes = [node if type(node) is tuple else node[:] for node in self.nodes]
         other.length = self.length
         return other
 
@@ -120,7 +122,7 @@ class QuickList:
         self.length += 1
         if len(left) >= NODE:
             left.reverse()
-            self.nodes.appendleft(_pack(left))
+            self.nodes.insert(0, _pack(left))
             self.left = []
 
     def extend(self, items) -> None:
@@ -148,7 +150,7 @@ class QuickList:
         left = self.left
         if not left:
             if self.nodes:
-                left = _unpack(self.nodes.popleft())
+                left = _unpack(self.nodes.pop(0))
                 left.reverse()
                 self.left = left
             elif self.right:
@@ -161,7 +163,7 @@ class QuickList:
 
     def clear(self) -> None:
         self.left = []
-        self.nodes = deque()
+        self.nodes = []
         self.right = []
         self.length = 0
 
