@@ -3,8 +3,9 @@
 A `collections.deque` of bytes costs ~64 bytes per 16-byte element (an 8-byte slot plus a
 bytes object of 49 bytes rounded up); Redis's quicklist packs many elements into each listpack
 node and pays ~18. Here too, elements away from the two ends live in packed nodes: one bytes
-object with all the node's elements end to end, and an array of where each one ends
-(`(blob, ends)`), ~1.2 bytes of overhead per element beyond its own bytes at 16 bytes each.
+object with all the node's elements end to end, the struct format that splits it ("16s16s...",
+one C call to unpack a node) and their count: `(blob, format, count)`, ~3.5 bytes of overhead
+per element beyond its own bytes at 16 bytes each.
 
 The ends stay cheap to push and pop: each end has an open buffer, a plain Python list of up
 to NODE elements (the head's kept reversed, so that both ends push and pop at a list's tail).
@@ -18,39 +19,44 @@ popleft, extend, extendleft, index, insert, clear, indexing, iteration both ways
 """
 from __future__ import annotations
 
-from array import array
-from itertools import accumulate, chain, islice
+from itertools import chain, islice
+from struct import unpack
 
 NODE = 128  # elements per packed node (Redis fills 8 kB listpacks: ~128 × 16-byte elements)
-PACK_LIMIT = 1 << 16  # bytes: a node's elements beyond this stay unpacked (and 'H' ends fit)
+PACK_LIMIT = 1 << 16  # bytes: a node whose elements add up to more stays unpacked
 
-_pack_ends = array
+# struct formats of one element of each length below 256: a node's format is their join.
+_FORMATS = ["%ds" % length for length in range(256)]
+
+
+def _format(lengths: list) -> str:
+    try:
+        return "".join(map(_FORMATS.__getitem__, lengths))
+    except IndexError:  # an element of 256 bytes or more
+        return "".join(["%ds" % length for length in lengths])
 
 
 def _pack(items: list):
-    """A node of these elements: packed (blob, ends) if they are small, else the list."""
+    """A node of these elements: packed (blob, format, count) if they are small, else the
+    list. The format is struct's ("16s16s..."): struct.unpack splits a node in one C call."""
     blob = b"".join(items)
     if len(blob) >= PACK_LIMIT:
         return items
-    return (blob, _pack_ends("H", accumulate(map(len, items))))
+    return (blob, _format(list(map(len, items))), len(items))
 
 
 def _count(node) -> int:
-    return len(node[1]) if type(node) is tuple else len(node)
+    return node[2] if type(node) is tuple else len(node)
 
 
 def _unpack(node, start: int = 0, stop: int = -1) -> list:
     """The node's elements [start:stop] (stop -1: to the end) as a new list."""
     if type(node) is not tuple:
         return node[start:] if stop < 0 else node[start:stop]
-    blob, ends = node
-    if stop < 0:
-        stop = len(ends)
-    if start >= stop:
-        return []
-    stops = ends[start:stop]
-    starts = chain((ends[start - 1] if start else 0,), ends[start:stop - 1])
-    return list(map(blob.__getitem__, map(slice, starts, stops)))
+    items = unpack(node[1], node[0])
+    if start == 0 and (stop < 0 or stop >= node[2]):
+        return list(items)
+    return list(items[start:] if stop < 0 else items[start:stop])
 
 
 def _node_items(node):
@@ -68,7 +74,7 @@ class QuickList:
 
     def __init__(self, items=()) -> None:
         self.left: list = []    # the first elements, reversed: left[-1] is element 0
-        # Packed (blob, ends) tuples, or plain lists. A list, not a deque: an empty deque
+        # Packed (blob, format, count) tuples, or plain lists. A list, not a deque: an empty deque
         # takes 760 bytes (a small list would pay that), and a list's memmove to push a node
         # at the head is paid once per NODE pushes.
         self.nodes: list = []
@@ -215,8 +221,7 @@ class QuickList:
         node = self.nodes[number]
         if type(node) is not tuple:
             return node[position]
-        blob, ends = node
-        return blob[ends[position - 1] if position else 0:ends[position]]
+        return unpack(node[1], node[0])[position]
 
     def __setitem__(self, index: int, item: bytes) -> None:
         where, number, position = self._locate(self._index(index))
