@@ -38,6 +38,9 @@ protocol = ClientProtocol(prepare_server(Server()))
 protocol.connection_made(Transport())
 for setting in {settings!r}:
     protocol.data_received(multibulk(b"CONFIG", b"SET", *setting))
+for start in range(0, {prefill}, 1000):  # --prefill: mylist holds that many elements first
+    protocol.data_received(multibulk(b"RPUSH", b"mylist",
+                                     *[b"%016d" % i for i in range(start, min({prefill}, start + 1000))]))
 for _ in range({count}):
     protocol.data_received(read)
 """
@@ -79,7 +82,7 @@ def instructions(argv: list[str]) -> int:
 
 
 def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 4800),
-                settings: tuple = ()) -> float:
+                settings: tuple = (), prefill: int = 0) -> float:
     """The same number of requests at any pipeline depth, so that rare events (a collection,
     a dict resize) weigh alike; `settings`, (name, value) pairs CONFIG SET first."""
     words = [w.encode() for w in command.split()]
@@ -87,7 +90,7 @@ def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 
     counts = []
     for count in reads:
         code = _FEEDER.format(root=os.path.dirname(HERE), here=HERE, words=words,
-                              pipeline=pipeline, count=count,
+                              pipeline=pipeline, count=count, prefill=prefill,
                               settings=[(n.encode(), v.encode()) for n, v in settings])
         counts.append(instructions([sys.executable, "-c", code]))
     return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
@@ -119,6 +122,8 @@ def main() -> None:
     parser.add_argument("--config", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="CONFIG SET before the requests "
                         "(e.g. --config maxmemory 1gb), repeatable")
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="RPUSH this many 16-byte elements into mylist first (LRANGE rows)")
     opts = parser.parse_args()
     settings = tuple(opts.config)
     if shutil.which("valgrind") is None:
@@ -126,8 +131,9 @@ def main() -> None:
     print("| load | instructions/request at -P 16 | at -P 1 |")
     print("|---|---|---|")
     for command in opts.commands or LOADS:
-        print(f"| {command} | {per_request(command, 16, settings=settings):,.0f} "
-              f"| {per_request(command, 1, settings=settings):,.0f} |", flush=True)
+        print(f"| {command} | {per_request(command, 16, settings=settings, prefill=opts.prefill):,.0f} "
+              f"| {per_request(command, 1, settings=settings, prefill=opts.prefill):,.0f} |",
+              flush=True)
     if not opts.commands:
         print(f"| EVALSHA (compare.py's script) | {per_evalsha(16):,.0f} | {per_evalsha(1):,.0f} |",
               flush=True)
