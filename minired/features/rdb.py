@@ -1092,6 +1092,9 @@ def _zset(pairs: list[tuple[bytes, float]]) -> ZSet:
     scores = {member: score + 0.0 for member, score in pairs}  # -0.0 as ZSet.add stores it
     if len(scores) != len(pairs):
         raise BadData("Duplicate zset fields detected")
+    for score in scores.values():
+        if score != score:
+            raise BadData("Zset with NAN score detected")
     return ZSet.from_scores(scores)
 
 
