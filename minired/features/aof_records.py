@@ -133,6 +133,9 @@ class Loader:
         self.client = Client(server)
         self.client.authenticated = True
         self.client.in_exec = True  # blocking commands answer at once instead of waiting
+        # Obeyed as a master's link is (mustObeyClient): a replica's read-only state, or a
+        # refusal of writes, never stops the file's writes, scripts' included.
+        self.client.flags = "M"
         self.commands = 0
         self.clock = Clock()
         self.clock.offset_ms = -self.clock.ms()

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from minired.data.keyspace import Database
+from minired.data.quicklist import QuickList
 from minired.features.notifications import EVICTED
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def value_size(value: Any) -> int:
         return 64
     if type(value) is dict:
         sample = [(k, v) for k, v in zip(value, list(value.values())[:_SAMPLED])]
-    elif type(value) in (deque, set):
+    elif type(value) in (QuickList, set):
         sample = [item for _, item in zip(range(_SAMPLED), value)]
     else:  # sorted sets iterate (score, member); streams by their node list
         try:

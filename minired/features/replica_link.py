@@ -123,7 +123,11 @@ class Link:
 
     async def _replicate(self) -> None:
         self.state = "connecting"
-        reader, writer = await asyncio.open_connection(self.host, self.port)
+        # bind-source-addr: the local address the link leaves from (Redis's connection to its
+        # master binds it when set).
+        source = self.server.config.get("bind-source-addr")
+        reader, writer = await asyncio.open_connection(
+            self.host, self.port, local_addr=(source, 0) if source else None)
         self._writer = writer
         config = self.server.config
 

@@ -211,3 +211,19 @@ def test_a_replica_s_aof_holds_its_master_s_data(tmp_path):
             client.close()
             restarted.stop()
         master_client.close()
+
+
+def test_the_master_link_leaves_from_bind_source_addr():
+    """bind-source-addr: the replica connects to its master from that address, as the master's
+    INFO replication shows (unit/networking "CONFIG SET bind-source-addr")."""
+    from minired.embed import SubprocessServer
+    from tests.support.respclient import RawClient
+    from tests.support.servers import RedisServer
+    from tests.support.waiting import wait_link_up
+
+    with RedisServer("--protected-mode", "no") as master, \
+            SubprocessServer("--bind-source-addr", "127.0.0.2") as replica:
+        RawClient(replica.port).call("REPLICAOF", "127.0.0.1", str(master.port))
+        wait_link_up(replica.port)
+        info = RawClient(master.port).call("INFO", "replication")
+        assert b"slave0:ip=127.0.0.2," in info
