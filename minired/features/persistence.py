@@ -183,20 +183,21 @@ async def load_while_serving(server: "Server") -> None:
     dispatch.set_loading(server, True)
     server.clock.loading = True  # (nothing expires meanwhile: Redis's server.loading)
     loop = asyncio.get_running_loop()
-    try:
-        loading = loop.run_in_executor(None, persistence.load_on_start)
-        stopping = loop.create_task(server.stopped.wait())
-        await asyncio.wait((loading, stopping), return_when=asyncio.FIRST_COMPLETED)
-        if not loading.done():
-            # SHUTDOWN while loading (never saving: commands/server.py): Redis exits from its
-            # loading loop; the worker thread cannot be stopped, so the process ends here.
-            log.warning("Redis is now ready to exit, bye bye...")
-            logging.shutdown()
-            os._exit(0)
-        stopping.cancel()
-        loading.result()  # (LoadError: the start-up fails)
-    finally:
-        server.clock.loading = False
-        dispatch.set_loading(server, False)
-        persistence.loading_since = 0
+    loading = loop.run_in_executor(None, persistence.load_on_start)
+    stopping = loop.create_task(server.stopped.wait())
+    await asyncio.wait((loading, stopping), return_when=asyncio.FIRST_COMPLETED)
+    if not loading.done():
+        # SHUTDOWN while loading (never saving: commands/server.py): Redis exits from its
+        # loading loop; the worker thread cannot be stopped, so the process ends here.
+        log.warning("Redis is now ready to exit, bye bye...")
+        logging.shutdown()
+        os._exit(0)
+    stopping.cancel()
+    # A LoadError fails the start-up with the server still loading: Redis exits from its
+    # loading loop, so a command that arrives while the process winds down is still refused
+    # with -LOADING, never served from a half-loaded or empty dataset.
+    loading.result()
+    server.clock.loading = False
+    dispatch.set_loading(server, False)
+    persistence.loading_since = 0
     persistence.reconcile(at_start=True)
