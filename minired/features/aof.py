@@ -220,11 +220,15 @@ class AppendOnlyFile:
                          temp_name="temp-" + self.aof_prefix + ".manifest")
 
     def reload_aof(self) -> None:
-        """DEBUG LOADAOF: write out what the AOF buffer holds, empty the keyspace and load the
-        AOF files back, as at start-up; the load's changes are not logged again."""
+        """DEBUG LOADAOF: write out what the AOF buffer holds, empty the keyspace and the
+        function libraries (emptyData with EMPTYDB_NO_FLAGS: the base holds the libraries, which
+        would otherwise already exist) and load the AOF files back, as at start-up; the load's
+        changes are not logged again."""
         self.flush_aof(fsync=True)
         server = self.server
         server.keyspace.flushall()
+        if self.functions is not None:
+            self.functions.flush()
         propagate, server.propagate = server.propagate, None  # replayed, not logged anew
         try:
             self._load_aof()

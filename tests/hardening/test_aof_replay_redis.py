@@ -22,7 +22,14 @@ import redis
 
 from minired.embed import SubprocessServer
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import (
+    RedisServer,
+    free_port,
+    redis_server_binary,
+    terminate,
+    wait_for_ping,
+)
+from tests.support.waiting import info_field, wait_until
 from tests.support.workload import (
     SCENARIOS,
     dataset,
@@ -419,3 +426,34 @@ def test_a_slow_script_replayed_by_debug_loadaof_answers_loading(tmp_path):
         assert errors_seen == {"LOADING"}
         assert loader.get("x") == b"y"
         assert "Slow script detected" in (tmp_path / "log.txt").read_text()
+
+
+def _loadaof_with_a_library_in_the_base(client: RawClient) -> tuple:
+    """FUNCTION LOAD, a rewrite (the library goes into the base), a write after it, then DEBUG
+    LOADAOF: its reply, the data and the libraries loaded back."""
+    assert client.call("FUNCTION", "LOAD", "#!lua name=lib\n"
+                       "redis.register_function('f', function() return 1 end)") == b"lib"
+    assert client.call("SET", "a", "1") == b"OK"
+    client.call("BGREWRITEAOF")
+    wait_until(lambda: info_field(client, "persistence", "aof_rewrite_in_progress") == "0"
+               and info_field(client, "persistence", "aof_rewrite_scheduled") == "0",
+               "the rewrite done")
+    assert client.call("SET", "b", "2") == b"OK"
+    reply = client.call("DEBUG", "LOADAOF")
+    return reply, client.call("MGET", "a", "b"), client.call("FCALL", "f", 0)
+
+
+def test_debug_loadaof_empties_the_function_libraries_first(tmp_path):
+    """DEBUG LOADAOF empties the data and the libraries (emptyData with EMPTYDB_NO_FLAGS)
+    before loading: a library the base holds loads back instead of failing as a duplicate."""
+    results = []
+    with RedisServer("--appendonly", "yes", "--enable-debug-command", "yes") as real:
+        client = RawClient(real.port)
+        results.append(_loadaof_with_a_library_in_the_base(client))
+        client.close()
+    with SubprocessServer("--dir", str(tmp_path), "--appendonly", "yes",
+                          "--enable-debug-command", "yes") as server:
+        client = RawClient(server.port)
+        results.append(_loadaof_with_a_library_in_the_base(client))
+        client.close()
+    assert results[0] == results[1] == (b"OK", [b"1", b"2"], 1)
