@@ -295,13 +295,15 @@ def _stop_on_signals(server) -> None:
         if server.debug.pause_cron:
             loop.call_later(0.1, shut_down_from_cron, name)
             return
+        from minired.features import shutdown_wait
+
+        if shutdown_wait.current(server) is not None:
+            return  # a shutdown under way already (serverCron's isShutdownInitiated)
         server.shutdown_asap = False
         log.warning("User requested shutdown...")
-        if not _save_before_exit(server, name):
-            log.warning("Errors trying to shut down the server. Check the logs for more "
-                        "information.")  # (finishShutdown; the server goes on)
-            return
-        server.request_shutdown()
+        flags = server.config.get(f"shutdown-on-{name.lower()}").split()
+        shutdown_wait.begin(server, lambda: _finish_on_signal(server, name),
+                            now="now" in flags, force="force" in flags)
 
     for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
         try:
@@ -315,6 +317,15 @@ def _stop_on_signals(server) -> None:
             signal.signal(getattr(signal, name), _crash)
         except (OSError, RuntimeError, ValueError):
             pass
+
+
+def _finish_on_signal(server, name: str) -> bool:
+    """finishShutdown for a signal: the final save, then the stop (False: the server goes
+    on, as finishShutdown's error path)."""
+    if not _save_before_exit(server, name):
+        return False
+    server.request_shutdown()
+    return True
 
 
 def _save_before_exit(server, name: str) -> bool:

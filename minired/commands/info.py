@@ -24,7 +24,7 @@ from minired import REDIS_VERSION, __version__
 from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
 from minired.engine.table import all_specs, command
-from minired.features import migrate
+from minired.features import migrate, replication, shutdown_wait
 from minired.protocol.resp import Verbatim
 
 G = "server"
@@ -121,7 +121,13 @@ def _server_section(server) -> list[str]:
         ("executable", sys.executable),
         ("config_file", server.hooks.config_file),
         ("io_threads_active", 0),
-    ))
+    )) + _shutdown_fields(server)
+
+
+def _shutdown_fields(server) -> list[str]:
+    """While a shutdown waits for the replicas: the time it still gives them."""
+    left = shutdown_wait.milliseconds_left(server)
+    return [] if left is None else _fields((("shutdown_in_milliseconds", left),))
 
 
 # --- Clients -----------------------------------------------------------------------------------
@@ -188,6 +194,11 @@ def memory_figures(server) -> tuple[int, int, int]:
     return used, max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024), startup
 
 
+def _replication_buffers(server) -> int:
+    state = replication.state(server)
+    return state.buffered_bytes() if state is not None else 0
+
+
 def _memory_section(server) -> list[str]:
     used, peak, startup = memory_figures(server)
     rss = used_memory()
@@ -243,7 +254,7 @@ def _memory_section(server) -> list[str]:
         ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", aof_buffer),
         ("mem_replication_backlog", 0),
-        ("mem_total_replication_buffers", 0),
+        ("mem_total_replication_buffers", _replication_buffers(server)),
         ("mem_clients_slaves", 0),
         ("mem_clients_normal", 0),
         ("mem_cluster_links", 0),
