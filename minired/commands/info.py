@@ -136,7 +136,8 @@ def _clients_section(server) -> list[str]:
     waiters = server.blocking.waiters.values()
     tracking = server.tracking
     return _fields((
-        ("connected_clients", len(server.clients)),
+        # (Redis's counts its replicas apart: listLength(clients) - listLength(slaves))
+        ("connected_clients", len(server.clients) - _replica_count(server)),
         ("cluster_connections", 0),
         ("maxclients", server.config.maxclients),
         # minired keeps no per-client buffer peaks (CLIENT LIST shows qbuf=0 omem=0 too).
@@ -192,6 +193,11 @@ def memory_figures(server) -> tuple[int, int, int]:
     metrics = server.metrics
     startup = metrics.startup_memory if metrics is not None else used
     return used, max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024), startup
+
+
+def _replica_count(server) -> int:
+    state = replication.state(server)
+    return len(state.replicas) if state is not None else 0
 
 
 def _replication_buffers(server) -> int:
