@@ -27,7 +27,7 @@ from tests.support.servers import (
 from tests.support.waiting import info_field, wait_link_up, wait_until
 
 _SHUTDOWN_LINES = ("shutdown", "shutting down", "Lagging replica", "replicas are in sync",
-                   "can't exit", "bye bye")
+                   "can't exit", "Exit anyway", "bye bye")
 
 
 class _Session:
@@ -100,8 +100,9 @@ def _info(client: RawClient, section: str) -> str:
     return client.call("INFO", section).decode()
 
 
-def _both(tmp_path: Path, scenario) -> None:
-    """Run the scenario against redis-server and minired as the master: the same results."""
+def _both(tmp_path: Path, scenario) -> list:
+    """Run the scenario against redis-server and minired as the master: the same results
+    (returned, for the test to say what they must show)."""
     results = []
     for name, command in (("redis", [redis_server_binary()]),
                           ("minired", [sys.executable, "-m", "minired"])):
@@ -110,6 +111,7 @@ def _both(tmp_path: Path, scenario) -> None:
         results.append(scenario(command, directory))
     real, mini = results
     assert mini == real
+    return real
 
 
 def _caught_up_after_shutdown_command(command: list, directory: Path) -> list:
@@ -133,7 +135,8 @@ def _caught_up_after_shutdown_command(command: list, directory: Path) -> list:
 
 
 def test_shutdown_waits_for_the_replica_to_catch_up(tmp_path):
-    _both(tmp_path, _caught_up_after_shutdown_command)
+    seen = _both(tmp_path, _caught_up_after_shutdown_command)
+    assert seen[-2] == b"2" and "* 1 of 1 replicas are in sync when shutting down." in seen[-1]
 
 
 def _timed_out_after_sigterm(command: list, directory: Path) -> list:
@@ -143,15 +146,14 @@ def _timed_out_after_sigterm(command: list, directory: Path) -> list:
         seen = session.waiting_info()
         assert session.master.wait(timeout=30) == 0  # the timeout passed: exits regardless
         seen.append(session.shutdown_log())
-        session.resume_replica()
-        seen.append(RawClient(session.replica.port).call("GET", "k"))
         return seen
     finally:
         session.close()
 
 
 def test_sigterm_gives_up_on_a_replica_after_shutdown_timeout(tmp_path):
-    _both(tmp_path, _timed_out_after_sigterm)
+    seen = _both(tmp_path, _timed_out_after_sigterm)
+    assert "* 0 of 1 replicas are in sync when shutting down." in seen[-1]
 
 
 def _aborted(command: list, directory: Path) -> list:
@@ -179,4 +181,36 @@ def _plain(value):
 
 
 def test_shutdown_abort_answers_every_waiting_shutdown(tmp_path):
-    _both(tmp_path, _aborted)
+    seen = _both(tmp_path, _aborted)
+    assert seen[4] == seen[5] == ("error", "ERR Errors trying to SHUTDOWN. Check logs.")
+
+
+def _fails_while_writing_the_first_aof(command: list, directory: Path) -> list:
+    """The replica catches up while an AOF just turned on has its first rewrite running: the
+    shutdown gives up (the data is in no file yet) and SHUTDOWN fails; FORCE exits anyway."""
+    session = _Session(command, directory, timeout=300)
+    try:
+        waiter = RawClient(session.port)
+        waiter.send("SHUTDOWN")
+        seen = session.waiting_info()
+        seen.append(session.client.call("CONFIG", "SET", "rdb-key-save-delay", "30000000"))
+        seen.append(session.client.call("CONFIG", "SET", "appendonly", "yes"))
+        session.resume_replica()
+        seen.append(_plain(waiter.read()))
+        seen.append("shutdown_in_milliseconds" in _info(session.client, "server"))
+        seen.append(session.shutdown_log())
+        try:
+            session.client.call("SHUTDOWN", "NOSAVE", "FORCE")
+        except ConnectionError:
+            pass  # (the server closed the connection as it exited)
+        assert session.master.wait(timeout=30) == 0
+        seen.append(session.shutdown_log()[len(seen[-1]):])
+        return seen
+    finally:
+        session.close()
+
+
+def test_a_shutdown_that_cannot_finish_answers_the_waiting_shutdown(tmp_path):
+    seen = _both(tmp_path, _fails_while_writing_the_first_aof)
+    assert "# Writing initial AOF, can't exit." in seen[-2]
+    assert seen[-1][-1] == "# Redis is now ready to exit, bye bye..."
