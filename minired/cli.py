@@ -275,6 +275,11 @@ def _stop_on_signals(server) -> None:
     def stop(name: str) -> None:
         from minired.server_log import signal_line
 
+        if server.shutdown_asap and name == "SIGINT":
+            # sigShutdownHandler: a SIGINT while a signal's shutdown is pending or waiting.
+            persistence = server.saver
+            _insist(os.path.dirname(os.path.abspath(persistence.snapshot_path))
+                    if persistence is not None else os.getcwd())
         handler = _redis_handler()
         if handler is not None:
             handler.write(signal_line(f"Received {name} scheduling shutdown..."))
@@ -299,7 +304,8 @@ def _stop_on_signals(server) -> None:
 
         if shutdown_wait.current(server) is not None:
             return  # a shutdown under way already (serverCron's isShutdownInitiated)
-        server.shutdown_asap = False
+        # (shutdown_asap stays set while the shutdown waits for the replicas, as in Redis:
+        # SHUTDOWN ABORT or a failure clears it)
         log.warning("User requested shutdown...")
         flags = server.config.get(f"shutdown-on-{name.lower()}").split()
         shutdown_wait.begin(server, lambda: _finish_on_signal(server, name),

@@ -110,6 +110,14 @@ def block(server: "Server", c: "Client") -> Block:
     return waiting
 
 
+def is_waiting(c: "Client") -> bool:
+    """Whether the client is a SHUTDOWN waiting for the shutdown under way."""
+    wait = current(c.server)
+    waiter = c.blocked
+    return (wait is not None and waiter is not None
+            and any(waiting is waiter.block for _, waiting in wait.clients))
+
+
 def finish(server: "Server", finish_: Callable[[], bool], force: bool) -> bool:
     """finishShutdown: the replicas' report, then the shutdown proper; on failure the server
     goes on (cancelShutdown)."""

@@ -26,7 +26,7 @@ from tests.support.servers import (
 )
 from tests.support.waiting import info_field, wait_link_up, wait_until
 
-_SHUTDOWN_LINES = ("shutdown", "shutting down", "Lagging replica", "replicas are in sync",
+_SHUTDOWN_LINES = ("shutdown", "insist", "shutting down", "Lagging replica", "replicas are in sync",
                    "can't exit", "Exit anyway", "bye bye")
 
 
@@ -214,3 +214,22 @@ def test_a_shutdown_that_cannot_finish_answers_the_waiting_shutdown(tmp_path):
     seen = _both(tmp_path, _fails_while_writing_the_first_aof)
     assert "# Writing initial AOF, can't exit." in seen[-2]
     assert seen[-1][-1] == "# Redis is now ready to exit, bye bye..."
+
+
+def _sigint_while_waiting(command: list, directory: Path) -> list:
+    """A SIGINT while a signal's shutdown waits for the replica: "You insist", exit at once."""
+    session = _Session(command, directory, timeout=300)
+    try:
+        os.kill(session.master.pid, signal.SIGTERM)
+        seen = session.waiting_info()
+        os.kill(session.master.pid, signal.SIGINT)
+        seen.append(session.master.wait(timeout=30))
+        seen.append(session.shutdown_log())
+        return seen
+    finally:
+        session.close()
+
+
+def test_sigint_while_a_signal_s_shutdown_waits_exits_at_once(tmp_path):
+    seen = _both(tmp_path, _sigint_while_waiting)
+    assert seen[-2] == 1
