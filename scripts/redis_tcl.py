@@ -203,7 +203,7 @@ NORMAL_UNITS = (
 # aof-multi-part pass whole, in one to four minutes each): they are the long run,
 # `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
 NORMAL_QUICK_UNITS = (
-    "unit/type/list-3 unit/latency-monitor unit/protocol unit/memefficiency unit/sort unit/bitops "
+    "unit/type/list-3 unit/latency-monitor integration/shutdown unit/protocol unit/memefficiency unit/sort unit/bitops "
     "integration/redis-benchmark unit/other unit/acl unit/scan unit/shutdown unit/dump "
     "unit/type/list-2 unit/querybuf unit/violations unit/info unit/slowlog unit/limits "
     "integration/convert-ziplist-zset-on-load unit/keyspace unit/pubsub unit/type/incr "
