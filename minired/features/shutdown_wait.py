@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minired")
 
-# pauseClients(PAUSE_DURING_SHUTDOWN, LLONG_MAX, ...): until the wait ends, however long.
-_PAUSE_MS = 100 * 365 * 86400 * 1000
-
-
 class ShutdownWait:
     """A shutdown under way: when it gives up waiting, how it finishes, who waits for it."""
 
@@ -95,7 +91,7 @@ def begin(server: "Server", finish_: Callable[[], bool], now: bool, force: bool)
     state.shutdown_wait = wait
     if server.pause is None:
         state.ask_for_acks()  # (a pause already in force would hold the replicas' answers back)
-    pause.pause(server, False, _PAUSE_MS)
+    pause.pause_for_shutdown(server)
     log.info("Waiting for replicas before shutting down.")
     wait._arm()
     return None
@@ -182,7 +178,7 @@ def cancel(server: "Server") -> None:
         waiter = client.blocked
         if waiter is not None and waiter.block is waiting and not client.closing:
             server.blocking.finish(waiter, RedisError(errors.SHUTDOWN_FAILED))
-    pause.unpause(server)
+    pause.end_shutdown_pause(server)
 
 
 def abort(server: "Server") -> bool:

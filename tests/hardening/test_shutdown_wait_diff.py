@@ -233,3 +233,32 @@ def _sigint_while_waiting(command: list, directory: Path) -> list:
 def test_sigint_while_a_signal_s_shutdown_waits_exits_at_once(tmp_path):
     seen = _both(tmp_path, _sigint_while_waiting)
     assert seen[-2] == 1
+
+
+def _pause_purposes(command: list, directory: Path) -> list:
+    """The shutdown's pause and CLIENT PAUSE end apart: CLIENT UNPAUSE leaves the writes held
+    while the shutdown waits, and SHUTDOWN ABORT leaves a CLIENT PAUSE WRITE in force."""
+    session = _Session(command, directory, timeout=300)
+    try:
+        waiter, writer = RawClient(session.port), RawClient(session.port)
+        waiter.send("SHUTDOWN")
+        seen = session.waiting_info()
+        writer.send("SET", "held", "1")
+        wait_until(lambda: info_field(session.client, "clients", "blocked_clients") == "2",
+                   "the write held by the shutdown's pause")
+        seen.append(session.client.call("CLIENT", "UNPAUSE"))
+        seen.append(info_field(session.client, "clients", "blocked_clients"))  # still held
+        seen.append(session.client.call("CLIENT", "PAUSE", "100000", "WRITE"))
+        seen.append(session.client.call("SHUTDOWN", "ABORT"))
+        seen.append(_plain(waiter.read()))
+        seen.append(info_field(session.client, "clients", "blocked_clients"))  # the write, still
+        seen.append(session.client.call("CLIENT", "UNPAUSE"))
+        seen.append(writer.read())
+        return seen
+    finally:
+        session.close()
+
+
+def test_client_unpause_and_shutdown_abort_end_only_their_own_pause(tmp_path):
+    seen = _both(tmp_path, _pause_purposes)
+    assert seen[-3:] == ["1", b"OK", b"OK"] and seen[4] == "2"
