@@ -200,15 +200,25 @@ def _replica_count(server) -> int:
     return len(state.replicas) if state is not None else 0
 
 
-def _replication_buffers(server) -> int:
+def replication_buffers(server) -> tuple[int, int, int]:
+    """mem_total_replication_buffers, and its split as Redis's getMemoryOverheadData makes it:
+    what is beyond repl-backlog-size, with replicas attached, is theirs (mem_clients_slaves),
+    the rest the backlog's (mem_replication_backlog)."""
     state = replication.state(server)
-    return state.buffered_bytes() if state is not None else 0
+    if state is None:
+        return 0, 0, 0
+    total = state.buffered_bytes()
+    size = server.config.number("repl-backlog-size")
+    if state.replicas and total > size:
+        return total, size, total - size
+    return total, total, 0
 
 
 def _memory_section(server) -> list[str]:
     used, peak, startup = memory_figures(server)
     rss = used_memory()
     aof_buffer = aof_buffered(server)
+    replication_total, replication_backlog, replicas_buffers = replication_buffers(server)
     overhead = min(used, startup + aof_buffer)
     dataset = used - overhead
     net_usage = used - startup if used > startup else 1
@@ -259,9 +269,9 @@ def _memory_section(server) -> list[str]:
         ("mem_fragmentation_ratio", "1.00"),
         ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", aof_buffer),
-        ("mem_replication_backlog", 0),
-        ("mem_total_replication_buffers", _replication_buffers(server)),
-        ("mem_clients_slaves", 0),
+        ("mem_replication_backlog", replication_backlog),
+        ("mem_total_replication_buffers", replication_total),
+        ("mem_clients_slaves", replicas_buffers),
         ("mem_clients_normal", 0),
         ("mem_cluster_links", 0),
         ("mem_aof_buffer", aof_buffer),

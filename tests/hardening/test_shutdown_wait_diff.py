@@ -262,3 +262,27 @@ def _pause_purposes(command: list, directory: Path) -> list:
 def test_client_unpause_and_shutdown_abort_end_only_their_own_pause(tmp_path):
     seen = _both(tmp_path, _pause_purposes)
     assert seen[-3:] == ["1", b"OK", b"OK"] and seen[4] == "2"
+
+
+def _buffers_while_the_replica_is_stopped(command: list, directory: Path) -> list:
+    """What the stopped replica cannot take stays in the master's replication buffer: written
+    1 MB at a time (as the shutdown unit's fill_up_os_socket_send_buffer_for_repl), it passes
+    2 MB once the OS's socket buffers are full, and what is beyond repl-backlog-size counts as
+    the replicas' (mem_clients_slaves)."""
+    session = _Session(command, directory, timeout=1)
+    try:
+        value = b"x" * 1024
+        for step in range(64):  # (the OS buffers a few MB at most)
+            session.client.pipeline([("SET", b"junk%d:%d" % (step, i), value)
+                                     for i in range(1024)])
+            if int(info_field(session.client, "memory", "mem_total_replication_buffers")) \
+                    > 2 * 1024 * 1024:
+                break
+        return [int(info_field(session.client, "memory", field)) > 0
+                for field in ("mem_total_replication_buffers", "mem_clients_slaves")] + [step < 63]
+    finally:
+        session.close()
+
+
+def test_replication_buffers_hold_what_a_stopped_replica_has_not_taken(tmp_path):
+    assert _both(tmp_path, _buffers_while_the_replica_is_stopped) == [True, True, True]
