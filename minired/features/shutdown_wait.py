@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minired")
 
+
 class ShutdownWait:
     """A shutdown under way: when it gives up waiting, how it finishes, who waits for it."""
 
@@ -53,6 +54,9 @@ class ShutdownWait:
         """serverCron: finish once every replica caught up, or the time is up."""
         self.timer = None
         if current(self.server) is not self:
+            return
+        if self.server.debug.pause_cron:
+            self._arm()  # (DEBUG PAUSE-CRON holds serverCron, and this check with it)
             return
         if _now_ms() >= self.deadline_ms or _ready(self.server):
             finish(self.server, self.finish, self.force)
@@ -90,7 +94,8 @@ def begin(server: "Server", finish_: Callable[[], bool], now: bool, force: bool)
     wait = ShutdownWait(server, _now_ms() + timeout * 1000, finish_, force)
     state.shutdown_wait = wait
     if server.pause is None:
-        state.ask_for_acks()  # (a pause already in force would hold the replicas' answers back)
+        # (not during a pause: Redis keeps the stream still while clients are paused)
+        state.ask_for_acks()
     pause.pause_for_shutdown(server)
     log.info("Waiting for replicas before shutting down.")
     wait._arm()
