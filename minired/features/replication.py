@@ -419,10 +419,12 @@ class Master:
         history or the most a replica has still to be sent, whichever is longer."""
         from minired.engine.client_info import output_bytes
 
-        pending = [output_bytes(r.client.connection) for r in self.replicas
-                   if r.client.connection is not None]
-        histlen = self.backlog.histlen if self.backlog is not None else 0
-        return max([histlen, *pending])
+        most = self.backlog.histlen if self.backlog is not None else 0
+        for replica in self.replicas:
+            connection = replica.client.connection
+            if connection is not None:
+                most = max(most, output_bytes(connection))
+        return most
 
     def history_fields(self) -> list[tuple[str, Any]]:
         """INFO replication's IDs, offsets and backlog."""
