@@ -204,7 +204,8 @@ NORMAL_UNITS = (
 # the long run, `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
 NORMAL_QUICK_UNITS = (
     "unit/scripting unit/type/list-3 integration/aof unit/introspection unit/type/list "
-    "unit/latency-monitor unit/expire unit/obuf-limits integration/redis-cli unit/type/zset "
+    "unit/latency-monitor unit/type/stream unit/expire unit/obuf-limits integration/redis-cli "
+    "unit/type/zset unit/bitfield "
     "unit/protocol unit/memefficiency unit/sort unit/bitops unit/type/set unit/type/string "
     "unit/functions unit/multi unit/type/stream-cgroups integration/redis-benchmark unit/other "
     "unit/acl unit/acl-v2 unit/scan unit/shutdown unit/dump unit/introspection-2 unit/tracking "
