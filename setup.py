@@ -25,6 +25,7 @@ from setuptools.command.build_ext import build_ext
 COMPILED = [
     "minired/protocol/resp.py",
     "minired/data/keyspace.py", "minired/data/stream.py", "minired/data/zset.py",
+    "minired/data/quicklist.py",
     "minired/engine/server.py", "minired/engine/dispatch.py", "minired/engine/config.py",
     "minired/engine/client.py", "minired/engine/blocking.py", "minired/engine/args.py",
     "minired/engine/table.py",

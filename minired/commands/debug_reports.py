@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections import deque
 from typing import Any
 
 from minired.commands.keys_object import encoding, refcount
@@ -142,7 +141,7 @@ _LRU_CLOCK_MAX = (1 << 24) - 1
 
 # --- OBJECT ---------------------------------------------------------------------------------------
 
-def _quicklist_details(items: deque, config, packed_threshold: int) -> str:
+def _quicklist_details(items, config, packed_threshold: int) -> str:
     """The ql_* fields DEBUG OBJECT adds for a quicklist: its nodes as Redis would fill them."""
     fill = int(config.get("list-max-listpack-size"))
     nodes = quicklist_nodes(items, fill, packed_threshold)

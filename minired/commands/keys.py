@@ -5,11 +5,11 @@ from __future__ import annotations
 import bisect
 import copy
 import random
-from collections import deque
 
 from minired.commands.keys_object import LAZYFREE_THRESHOLD, free_effort
 from minired.data.glob import matcher
 from minired.data.keyspace import type_name
+from minired.data.quicklist import QuickList
 from minired.engine.args import parse_int
 from minired.engine.blocking import Block
 from minired.engine.client import Client
@@ -385,8 +385,8 @@ def duplicate(value):
     kind = type(value)
     if kind is bytes:
         return value
-    if kind is deque:
-        return deque(value)
+    if kind is QuickList:
+        return value.copy()
     if kind is dict:
         return dict(value)
     if kind is set:

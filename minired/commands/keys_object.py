@@ -13,10 +13,10 @@ IDLETIME and FREQ read the key access tracking of minired/features/eviction.py.
 from __future__ import annotations
 
 import weakref
-from collections import deque
 from typing import Any, Callable
 
 from minired.data.keyspace import type_name
+from minired.data.quicklist import QuickList
 from minired.data.stream import Stream
 from minired.data.zset import ZSet
 from minired.engine.table import command, container_command, help_reply
@@ -70,7 +70,7 @@ def encoding(value: Any, config) -> str:
         if string2ll(value) is not None:
             return "int"
         return "embstr" if len(value) <= EMBSTR_LIMIT else "raw"
-    if kind is deque:
+    if kind is QuickList:
         return "quicklist"
     if kind is dict:
         limit = _config_int(config, "hash-max-listpack-value")
@@ -122,7 +122,7 @@ def free_effort(value: Any, server) -> int:
     if kind is bytes or len(value) <= LAZYFREE_THRESHOLD:
         return 1  # (never more allocations than elements: under the threshold either way)
     config = server.config
-    if kind is deque:
+    if kind is QuickList:
         return len(quicklist_nodes(value, int(config.get("list-max-listpack-size")),
                                    server.debug.quicklist_packed_threshold))
     return 1 if is_compact(value, config) else len(value)

@@ -1,16 +1,17 @@
 """List commands, blocking ones included (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP).
 
-A list is a `collections.deque` of bytes: O(1) pushes and pops at both ends. Argument errors,
+A list is a QuickList (minired/data/quicklist.py): bytes elements in packed nodes, O(1)
+pushes and pops at both ends. Argument errors,
 their order, and which reply is null (RESP2 `$-1` vs `*-1`) follow Redis 7.0's t_list.c.
 Every change in place ends with `db.signal_modified(key)` (WATCH and blocked clients rely on
 it); a list that loses its last element is deleted.
 """
 from __future__ import annotations
 
-from collections import deque
 from itertools import islice
 
 from minired.data.keyspace import Database
+from minired.data.quicklist import QuickList
 from minired.engine.args import index_range, parse_int, parse_non_negative
 from minired.engine.blocking import Block, parse_timeout
 from minired.engine.client import Client
@@ -33,7 +34,7 @@ _LONG_MIN = -(2**63)
 def _list(db, key: bytes):
     """The list at key, None if there is none; WRONGTYPE for another type."""
     value = db.get(key)
-    if value is not None and type(value) is not deque:
+    if value is not None and type(value) is not QuickList:
         raise RedisError(WRONGTYPE)
     return value
 
@@ -48,7 +49,7 @@ def _is_left(raw: bytes) -> bool:
     raise RedisError(errors.SYNTAX)
 
 
-def _pop_one(db, key: bytes, value: deque, left: bool) -> bytes:
+def _pop_one(db, key: bytes, value: QuickList, left: bool) -> bytes:
     item = value.popleft() if left else value.pop()
     if not value:
         db.delete_if_empty(key, value)
@@ -58,7 +59,7 @@ def _pop_one(db, key: bytes, value: deque, left: bool) -> bytes:
     return item
 
 
-def _pop_many(db, key: bytes, value: deque, left: bool, count: int) -> list:
+def _pop_many(db, key: bytes, value: QuickList, left: bool, count: int) -> list:
     pop = value.popleft if left else value.pop
     items = [pop() for _ in range(min(count, len(value)))]
     if not value:
@@ -69,23 +70,23 @@ def _pop_many(db, key: bytes, value: deque, left: bool, count: int) -> list:
     return items
 
 
-def _notify_change(db, event: bytes, key: bytes, value: deque) -> None:
+def _notify_change(db, event: bytes, key: bytes, value: QuickList) -> None:
     """The event of a change that removed elements, and "del" if it removed the last one."""
     notify(db, LIST, event, key)
     if not value:
         notify(db, GENERIC, b"del", key)
 
 
-def _move(db, source_key: bytes, source: deque, target_key: bytes, from_left: bool,
+def _move(db, source_key: bytes, source: QuickList, target_key: bytes, from_left: bool,
           to_left: bool):
     """LMOVE once the source is known to be a non-empty list: the moved element, or
     WRONGTYPE (raised) when the target holds another type."""
     target = source if target_key == source_key else db.get(target_key)
-    if target is not None and type(target) is not deque:
+    if target is not None and type(target) is not QuickList:
         raise RedisError(WRONGTYPE)
     item = source.popleft() if from_left else source.pop()
     if target is None:
-        db.set(target_key, deque((item,)))
+        db.set(target_key, QuickList((item,)))
     else:
         if to_left:
             target.appendleft(item)
@@ -111,7 +112,7 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
     if value is None:
         if only_existing:
             return 0
-        value = deque()
+        value = QuickList()
         if left:
             value.extendleft(argv[2:])
         else:
@@ -120,7 +121,7 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
         if db.notifier is not None:
             notify(db, LIST, b"lpush" if left else b"rpush", key)
         return len(value)
-    if type(value) is not deque:
+    if type(value) is not QuickList:
         raise RedisError(WRONGTYPE)
     if len(argv) == 3:
         if left:
@@ -173,7 +174,7 @@ def _pop(c, argv, left: bool):
         value = db.get(key)
         if value is None:
             return None
-        if type(value) is not deque:
+        if type(value) is not QuickList:
             raise RedisError(WRONGTYPE)
         return _pop_one(db, key, value, left)
     if argc > 3:
@@ -242,7 +243,7 @@ def lmpop(c, argv):
 @cython.locals(c=Client, argv=list)
 def llen(c, argv):
     """The length of a list (0 if missing)."""
-    value = c.db.read_typed(argv[1], deque)
+    value = c.db.read_typed(argv[1], QuickList)
     return 0 if value is None else len(value)
 
 
@@ -252,7 +253,7 @@ def lrange(c, argv):
     """Elements from start to end inclusive; negative indexes count from the tail."""
     start = parse_int(argv[2])
     end = parse_int(argv[3])
-    value = c.db.read_typed(argv[1], deque)
+    value = c.db.read_typed(argv[1], QuickList)
     if value is None:
         return []
     length = len(value)
@@ -260,18 +261,14 @@ def lrange(c, argv):
     if bounds is None:
         return []
     start, end = bounds
-    if start > length - 1 - end:  # nearer the tail: walk from there
-        items = list(islice(reversed(value), length - 1 - end, length - start))
-        items.reverse()
-        return items
-    return list(islice(value, start, end + 1))
+    return value.slice_list(start, end + 1)
 
 
 @command("lindex", arity=3, flags="readonly", keys=(1, 1, 1), group=G)
 @cython.locals(c=Client, argv=list)
 def lindex(c, argv):
     """The element at an index (negative from the tail), or null."""
-    value = c.db.read_typed(argv[1], deque)
+    value = c.db.read_typed(argv[1], QuickList)
     if value is None:
         return None
     index = parse_int(argv[2])
@@ -302,7 +299,7 @@ def lpos(c, argv):
         else:
             raise RedisError(errors.SYNTAX)
         i += 2
-    value = c.db.read_typed(argv[1], deque)
+    value = c.db.read_typed(argv[1], QuickList)
     if value is None:
         return None if count is None else []
     element = argv[2]
@@ -420,10 +417,16 @@ def ltrim(c, argv):
         value.clear()
     else:
         start, end = bounds
-        for _ in range(len(value) - 1 - end):
-            value.pop()
-        for _ in range(start):
-            value.popleft()
+        length = len(value)
+        if 2 * (end + 1 - start) < length:  # most of it goes: keep a copy of the rest
+            kept = value.slice_list(start, end + 1)
+            value.clear()
+            value.extend(kept)
+        else:
+            for _ in range(length - 1 - end):
+                value.pop()
+            for _ in range(start):
+                value.popleft()
     db.delete_if_empty(key, value)
     db.signal_modified(key)  # Redis signals even when nothing was trimmed
     if db.notifier is not None:
@@ -474,7 +477,7 @@ def _blocking_pop(c, keys: list, left: bool, count: int | None, timeout_ms: int)
 
     def serve(client, key):
         value = client.db.get(key)
-        if type(value) is not deque:
+        if type(value) is not QuickList:
             return None
         if count is None:
             return [key, _pop_one(client.db, key, value, left)]
@@ -516,7 +519,7 @@ def _blocking_move(c, argv, from_left: bool, to_left: bool, timeout_ms: int):
 
     def serve(client, key):
         value = client.db.get(key)
-        if type(value) is not deque:
+        if type(value) is not QuickList:
             return None
         try:
             return _move(client.db, key, value, target_key, from_left, to_left)

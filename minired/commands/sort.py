@@ -13,11 +13,11 @@ whole binary strings.
 """
 from __future__ import annotations
 
-from collections import deque
 from itertools import islice
 from typing import Callable
 
 from minired.data.csort import partial_sort
+from minired.data.quicklist import QuickList
 from minired.data.zset import ZSet
 from minired.engine.args import c_strtod, parse_int
 from minired.engine.table import COMMANDS, command
@@ -282,7 +282,7 @@ def _sort(c, argv: list, read_only: bool):
     value = db.read(argv[1])
     if value is None:
         value = ()
-    elif type(value) not in (deque, set, ZSet):
+    elif type(value) not in (QuickList, set, ZSet):
         raise RedisError(errors.WRONGTYPE)
     if options.dont_sort and type(value) is set and (options.store is not None
                                                     or c.in_script):
@@ -309,7 +309,7 @@ def _sort(c, argv: list, read_only: bool):
     if options.store is None:
         return results
     if results:
-        db.set(options.store, deque(b"" if item is None else item for item in results))
+        db.set(options.store, QuickList(b"" if item is None else item for item in results))
         if db.notifier is not None:
             notify(db, LIST, b"sortstore", options.store)
     elif db.delete(options.store) and db.notifier is not None:

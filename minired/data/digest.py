@@ -18,15 +18,15 @@ Redis (it walks the dictionary without looking keys up).
 """
 from __future__ import annotations
 
-from collections import deque
 from hashlib import sha1
 from typing import Any, Iterable
 
+from minired.data.quicklist import QuickList
 from minired.data.stream import MAX_ID, MIN_ID, Stream
 from minired.data.zset import ZSet
 
 # OBJ_STRING, OBJ_LIST, OBJ_SET, OBJ_ZSET, OBJ_HASH, OBJ_STREAM (server.h), as 4 big-endian bytes.
-_TYPE_CODES = {bytes: b"\0\0\0\0", deque: b"\0\0\0\1", set: b"\0\0\0\2", ZSet: b"\0\0\0\3",
+_TYPE_CODES = {bytes: b"\0\0\0\0", QuickList: b"\0\0\0\1", set: b"\0\0\0\2", ZSet: b"\0\0\0\3",
                dict: b"\0\0\0\4", Stream: b"\0\0\0\6"}
 _EXPIRE_MARK = b"!!expire!!"
 ZERO = 0
@@ -80,7 +80,7 @@ def value_digest(value: Any, has_expiry: bool, digest: int = ZERO) -> int:
     digest = _sha1((digest ^ _TYPE_SHA1[kind]).to_bytes(20, "big"))
     if kind is bytes:
         digest = _mix(digest, value)
-    elif kind is deque:
+    elif kind is QuickList:
         digest = _mix_all(digest, value)
     elif kind is set:
         for member in value:

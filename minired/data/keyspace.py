@@ -2,7 +2,7 @@
 
 No sockets and no RESP here: this layer is usable on its own (tests, embedding, persistence).
 Values are plain Python objects whose type is the Redis type:
-  bytes -> string, deque -> list, dict -> hash, set -> set,
+  bytes -> string, QuickList -> list, dict -> hash, set -> set,
   and the classes registered with `register_type` (sorted sets, streams).
 Commands that change a value in place call `Database.signal_modified(key)` so that WATCH and
 blocked clients learn of it, as Redis's signalModifiedKey does.
@@ -14,6 +14,7 @@ from collections import deque
 from heapq import heapify, heappop, heappush
 from typing import Any, Callable, Iterator
 
+from minired.data.quicklist import QuickList
 from minired.protocol.errors import WRONGTYPE, RedisError
 
 # Module globals, not attribute lookups: read by the clock for every expiry check that needs
@@ -21,7 +22,7 @@ from minired.protocol.errors import WRONGTYPE, RedisError
 _now_ns = time.time_ns
 _perf_ns = time.perf_counter_ns
 
-TYPE_NAMES: dict[type, str] = {bytes: "string", deque: "list", dict: "hash", set: "set"}
+TYPE_NAMES: dict[type, str] = {bytes: "string", QuickList: "list", dict: "hash", set: "set"}
 
 
 def register_type(cls: type, name: str) -> None:

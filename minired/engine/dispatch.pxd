@@ -18,6 +18,7 @@ cpdef object call(Client c, CommandSpec spec, list argv)
 cdef bint _refused_for_memory(Client c, CommandSpec spec) except -1
 @cython.locals(bits=cython.int)
 cdef int _bit_length(long long nanoseconds)
+cdef bint _COMPILED
 
 # Read per command: typed, so the lookup is a C call, not a method lookup.
 cdef dict _BY_SPELLING

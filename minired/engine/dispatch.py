@@ -284,6 +284,11 @@ def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:
     return None
 
 
+# Compiled (setup.py), _bit_length's loop runs in C; uncompiled, that loop is ~15 rounds of Python
+# bytecode per command, where int.bit_length is one C call.
+_COMPILED = not __file__.endswith(".py")
+
+
 def _bit_length(nanoseconds: int) -> int:
     """A duration's histogram slot: a loop the compiled build runs in C, where int.bit_length
     would be a method call on a Python int for every command."""
@@ -373,7 +378,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     spec.calls += 1
     histogram = spec.latency_histogram  # LATENCY HISTOGRAM (minired/engine/latency.py); None: off
     if histogram is not None:
-        histogram[_bit_length(elapsed)] += 1
+        histogram[_bit_length(elapsed) if _COMPILED else elapsed.bit_length()] += 1
     threshold = c.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
     if threshold >= 0 and (threshold <= elapsed or type(reply) is Block):
         _slow(c, spec, argv, reply, elapsed)

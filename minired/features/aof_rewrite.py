@@ -8,9 +8,9 @@ replay such a file to the same data, and redis-check-aof accepts it.
 """
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Iterator
 
+from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, format_id
 from minired.data.zset import ZSet
 from minired.features.aof_records import encode_command, timestamp_annotation
@@ -69,7 +69,7 @@ def _commands_of(key: bytes, value: object) -> Iterator[list]:
     kind = type(value)
     if kind is bytes:
         yield [b"SET", key, value]
-    elif kind is deque:
+    elif kind is QuickList:
         yield from _batches(b"RPUSH", key, list(value), 1)
     elif kind is set:
         yield from _batches(b"SADD", key, list(value), 1)

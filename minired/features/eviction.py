@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from minired.data.keyspace import Database
+from minired.data.quicklist import QuickList
 from minired.features.notifications import EVICTED
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def value_size(value: Any) -> int:
         return 64
     if type(value) is dict:
         sample = [(k, v) for k, v in zip(value, list(value.values())[:_SAMPLED])]
-    elif type(value) in (deque, set):
+    elif type(value) in (QuickList, set):
         sample = [item for _, item in zip(range(_SAMPLED), value)]
     else:  # sorted sets iterate (score, member); streams by their node list
         try:
@@ -141,22 +141,16 @@ class KeyTrack:
     # --- Database's calls ------------------------------------------------------------------
 
     def touch(self, key: bytes) -> None:
-        if self.lfu:
-            self.access[key] = self._lfu_accessed(key)
-        else:
-            self.access[key] = self.clock.expiry_now() // 1000
-        dirty = self.dirty
-        if dirty is not None:
-            if not dirty:
-                self.dataset.pending.append(self)
-            dirty.add(key)
+        self._accessed(key, self._lfu_accessed(key) if self.lfu else None)
 
     def created(self, key: bytes) -> None:
         """A value stored at key: a new object's field (createObject)."""
-        if self.lfu:
-            self.access[key] = (self._minutes() << 8) | LFU_INIT_VAL
-        else:
-            self.access[key] = self.clock.expiry_now() // 1000
+        self._accessed(key, (self._minutes() << 8) | LFU_INIT_VAL if self.lfu else None)
+
+    def _accessed(self, key: bytes, lfu: int | None) -> None:
+        """Record the key's access (its LFU field, or now for LRU) and mark its size for
+        re-measuring."""
+        self.access[key] = lfu if lfu is not None else self.clock.expiry_now() // 1000
         dirty = self.dirty
         if dirty is not None:
             if not dirty:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 import struct
-from collections import deque
 from typing import Any, Callable
 
 from minired.data.keyspace import type_name
+from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, StreamNode
 from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, estimate_entries_read
 from minired.data.zset import ZSet
@@ -1042,7 +1042,7 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     kind = type(value)
     if kind is bytes:
         return bytes((TYPE_STRING,)) + encode_string(value, compress_from)
-    if kind is deque:
+    if kind is QuickList:
         if compact is None:
             return _encode_elements(TYPE_LIST, value, compress_from)
         nodes = _quicklist_layout(value, compact.list_fill, _QUICKLIST_LARGE_ELEMENT)
@@ -1092,6 +1092,9 @@ def _zset(pairs: list[tuple[bytes, float]]) -> ZSet:
     scores = {member: score + 0.0 for member, score in pairs}  # -0.0 as ZSet.add stores it
     if len(scores) != len(pairs):
         raise BadData("Duplicate zset fields detected")
+    for score in scores.values():
+        if score != score:
+            raise BadData("Zset with NAN score detected")
     return ZSet.from_scores(scores)
 
 
@@ -1133,8 +1136,8 @@ def _hash_of(items: list[bytes]) -> dict:
     return value
 
 
-def _read_quicklist(reader: Reader, version_2: bool) -> deque:
-    items: deque = deque()
+def _read_quicklist(reader: Reader, version_2: bool) -> QuickList:
+    items = QuickList()
     for _ in range(reader.count()):
         container = reader.count() if version_2 else _QUICKLIST_PACKED
         if container == _QUICKLIST_PLAIN:
@@ -1164,13 +1167,13 @@ def _decode_hash(reader: Reader) -> dict:
 
 
 _DECODERS: dict[int, Callable[[Reader], Any]] = {
-    TYPE_LIST: lambda r: deque([r.string() for _ in range(r.count())]),
+    TYPE_LIST: lambda r: QuickList([r.string() for _ in range(r.count())]),
     TYPE_SET: _set,
     TYPE_ZSET: lambda r: _zset([(r.string(), r.string_double()) for _ in range(r.count())]),
     TYPE_HASH: _decode_hash,
     TYPE_ZSET_2: lambda r: _zset([(r.string(), r.double()) for _ in range(r.count())]),
     TYPE_HASH_ZIPMAP: lambda r: _hash(zipmap_pairs(r.string())),
-    TYPE_LIST_ZIPLIST: lambda r: deque(ziplist_entries(_read_ziplist(r))),
+    TYPE_LIST_ZIPLIST: lambda r: QuickList(ziplist_entries(_read_ziplist(r))),
     TYPE_SET_INTSET: lambda r: _intset(_read_packed(r, check_intset)),
     TYPE_ZSET_ZIPLIST: lambda r: _zset([(m, _score(s)) for m, s in
                                         _pairs(ziplist_entries(_read_ziplist(r)))]),

@@ -33,3 +33,4 @@ cdef Py_ssize_t _TABLED
 cpdef object string2ll(object raw)
 # string2ll's bounds, compared with its unsigned digits: C integers, so the checks build no object.
 cdef unsigned long long _POSITIVE_LIMIT, _NEGATIVE_LIMIT
+cdef bint _PURE

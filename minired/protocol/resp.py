@@ -39,6 +39,7 @@ UNAUTHENTICATED_MAX_BULK = 16384
 # Compiled (see setup.py), parse_canonical beats hiredis plus the checks its answers need, so
 # hiredis serves the uncompiled build only (and the compiled one does not load it: start-up).
 COMPILED = not __file__.endswith(".py")
+_PURE = not COMPILED
 _HiredisReader = None
 if not COMPILED:
     try:  # hiredis is optional: the pure-Python parser gives the same results, more slowly
@@ -314,6 +315,11 @@ def string2ll(raw: bytes) -> int | None:
     compiled build (resp.pxd types these locals) reads every text in C, without building objects."""
     data = raw
     size = len(raw)  # (not len(data): compiled, that is strlen, which stops at a NUL byte)
+    if _PURE and 0 < size < 19 and type(raw) is bytes and raw.isdigit() and (
+            size == 1 or data[0] != 48):
+        # Uncompiled, the loop below is a round of bytecode per digit (timestamps and ids
+        # have 13 or more); canonical non-negative digits read the same through int().
+        return int(raw)
     negative = size > 0 and data[0] == 45  # '-'
     i = 1 if negative else 0
     # Refused before reading the digits: "", "-", more than 19 digits, "01", "-0".

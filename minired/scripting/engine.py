@@ -234,7 +234,7 @@ class ScriptEngine:
         if flags is None:
             run_read_only, allow_oom = read_only, False
         else:
-            self._check_flags(flags, read_only)
+            self._check_flags(flags, read_only, c.flags == "M")
             run_read_only = read_only or "no-writes" in flags
             allow_oom = "allow-oom" in flags
         run = Run(c, script.sha, True, run_read_only, allow_oom, argv)
@@ -251,10 +251,12 @@ class ScriptEngine:
             sandbox.lua.gccollect()
         return run_error(run.name, outcome)
 
-    def _check_flags(self, flags: frozenset, read_only: bool) -> None:
+    def _check_flags(self, flags: frozenset, read_only: bool, obey: bool = False) -> None:
+        """scriptPrepareForRun's checks of a script's declared flags; `obey`: the caller is a
+        master's link or the AOF, whose writes are never refused (mustObeyClient)."""
         if "no-cluster" in flags and self.server.cluster is not None:
             raise RedisError(errors.SCRIPT_NO_CLUSTER)
-        if "no-writes" not in flags:
+        if "no-writes" not in flags and not obey:
             # (Redis refuses a script that may write for want of replicas before it runs,
             # as it refuses any write command, so before the *_RO check)
             if self.server.config.writes_refused:
@@ -377,7 +379,7 @@ class ScriptEngine:
                 if spec.write:
                     # Until the script has written, the server's state may still refuse it.
                     if not run.dirty:
-                        if self.server.config.writes_refused:
+                        if self.server.config.writes_refused and run.caller.flags != "M":
                             return self._refused(spec, self.server.config.write_refusal().encode())
                         if (not run.allow_oom and spec.denyoom
                                 and self.server.over_maxmemory()):

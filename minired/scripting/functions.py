@@ -202,7 +202,7 @@ class FunctionLibraries:
         numkeys = count_keys(argv, errors.FCALL_BAD_NUMKEYS)
         flags = function.flags
         engine = self.engine
-        engine._check_flags(frozenset(flags), read_only)
+        engine._check_flags(frozenset(flags), read_only, c.flags == "M")
         run = Run(c, function.name, False, read_only or "no-writes" in flags,
                   "allow-oom" in flags, argv)
         sandbox = self.sandbox

@@ -267,3 +267,28 @@ def test_ziplists_are_checked_deeply_without_sanitizing():
     finally:
         terminate(real.proc)
     assert not mismatches, mismatches[:5]
+
+
+NAN_ZSET = (b"\x05\x0A\x02\x5F\x39\x00\x00\x00\x00\x00\x00\x22\x40\xC0\x08\x00\x00\x00\x00\x00"
+            b"\x00\x20\x40\x02\x5F\x37\x00\x00\x00\x00\x00\x00\x1C\x40\xC0\x06\x00\x00\x00\x00"
+            b"\x00\x00\x18\x40\x02\x5F\x35\x00\x00\x00\x00\x00\x00\x14\x40\xC0\x04\x00\x00\x00"
+            b"\x00\x00\x00\x10\x40\x02\x5F\x33\x00\x00\x00\x00\x00\x00\x08\x40\xC0\x02\x00\x00"
+            b"\x00\x00\x00\x00\x00\x40\x02\x5F\x31\x00\x00\x00\x00\x00\x55\xF0\x7F\xC0\x00\x00"
+            b"\x00\x00\x00\x00\x00\x00\x00\x0A\x00\xEC\x94\x86\xD8\xFD\x5C\x5F\xD8")
+
+
+def test_a_sorted_set_with_a_nan_score_is_refused_unsanitized():
+    """rdbLoadObject refuses a NaN score whatever sanitize-dump-payload says (corrupt-dump's
+    'zset zslInsert with a NAN score')."""
+    from tests.support.servers import RedisServer
+
+    answers = []
+    with RedisServer("--enable-debug-command", "yes") as real, \
+            SubprocessServer("--enable-debug-command", "yes") as server:
+        for port in (real.port, server.port):
+            client = redis.Redis(port=port)
+            client.config_set("sanitize-dump-payload", "no")
+            client.execute_command("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1")
+            answers.append((_restore(client, NAN_ZSET), client.exists("dst")))
+    assert answers[1] == answers[0]
+    assert "Bad data format" in str(answers[0][0])
