@@ -275,6 +275,11 @@ def _stop_on_signals(server) -> None:
     def stop(name: str) -> None:
         from minired.server_log import signal_line
 
+        if server.shutdown_asap and name == "SIGINT":
+            # sigShutdownHandler: a SIGINT while a signal's shutdown is pending or waiting.
+            persistence = server.features.saver
+            _insist(os.path.dirname(os.path.abspath(persistence.snapshot_path))
+                    if persistence is not None else os.getcwd())
         handler = _redis_handler()
         if handler is not None:
             handler.write(signal_line(f"Received {name} scheduling shutdown..."))
@@ -295,13 +300,16 @@ def _stop_on_signals(server) -> None:
         if server.debug.pause_cron:
             loop.call_later(0.1, shut_down_from_cron, name)
             return
-        server.shutdown_asap = False
+        from minired.features import shutdown_wait
+
+        if shutdown_wait.current(server) is not None:
+            return  # a shutdown under way already (serverCron's isShutdownInitiated)
+        # (shutdown_asap stays set while the shutdown waits for the replicas, as in Redis:
+        # SHUTDOWN ABORT or a failure clears it)
         log.warning("User requested shutdown...")
-        if not _save_before_exit(server, name):
-            log.warning("Errors trying to shut down the server. Check the logs for more "
-                        "information.")  # (finishShutdown; the server goes on)
-            return
-        server.request_shutdown()
+        flags = server.config.get(f"shutdown-on-{name.lower()}").split()
+        shutdown_wait.begin(server, lambda: _finish_on_signal(server, name),
+                            now="now" in flags, force="force" in flags)
 
     for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
         try:
@@ -315,6 +323,15 @@ def _stop_on_signals(server) -> None:
             signal.signal(getattr(signal, name), _crash)
         except (OSError, RuntimeError, ValueError):
             pass
+
+
+def _finish_on_signal(server, name: str) -> bool:
+    """finishShutdown for a signal: the final save, then the stop (False: the server goes
+    on, as finishShutdown's error path)."""
+    if not _save_before_exit(server, name):
+        return False
+    server.request_shutdown()
+    return True
 
 
 def _save_before_exit(server, name: str) -> bool:

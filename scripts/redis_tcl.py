@@ -199,19 +199,19 @@ NORMAL_UNITS = (
     "unit/replybufsize").split()
 # The normal-mode units scripts/test.sh runs (--quick): those that pass whole on minired, the
 # documented differences skipped, longest first (about three minutes on two lanes). The others
-# are slow (hyperloglog, geo, aof-multi-part, corrupt-dump, maxmemory's million-command test) or
-# wait on work not done yet (a paused replica's offset, shutdown waiting for replicas): they are
-# the long run, `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
+# are slow (hyperloglog, geo, aof-multi-part, corrupt-dump, maxmemory's million-command test):
+# they are the long run, `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
 NORMAL_QUICK_UNITS = (
     "unit/scripting unit/type/list-3 integration/aof unit/introspection unit/type/list "
-    "unit/latency-monitor unit/expire unit/obuf-limits integration/redis-cli unit/type/zset "
+    "unit/latency-monitor integration/shutdown unit/type/stream unit/expire unit/obuf-limits "
+    "integration/redis-cli unit/type/zset unit/bitfield "
     "unit/protocol unit/memefficiency unit/sort unit/bitops unit/type/set unit/type/string "
     "unit/functions unit/multi unit/type/stream-cgroups integration/redis-benchmark unit/other "
     "unit/acl unit/acl-v2 unit/scan unit/shutdown unit/dump unit/introspection-2 unit/tracking "
     "unit/type/list-2 unit/querybuf unit/violations unit/info unit/slowlog unit/limits "
     "unit/type/hash unit/networking unit/oom-score-adj unit/lazyfree unit/replybufsize "
     "unit/pubsubshard unit/auth integration/convert-ziplist-zset-on-load unit/keyspace "
-    "unit/pubsub unit/type/incr unit/info-command unit/quit "
+    "unit/pubsub unit/pause unit/type/incr unit/info-command unit/quit "
     "integration/convert-zipmap-hash-on-load integration/convert-ziplist-hash-on-load "
     "integration/logging").split()
 MINIRED_EXECUTABLE = f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m minired "$@"\n'

@@ -9,7 +9,7 @@ from minired.engine.args import parse_int
 from minired.engine.client import Client
 from minired.engine.client_info import client_info_line
 from minired.engine.table import command, container_command, lookup
-from minired.features import client_eviction, pause, security
+from minired.features import client_eviction, pause, security, shutdown_wait
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, PONG, Status, Verbatim
@@ -278,9 +278,9 @@ def client_unblock(c, argv):
     with_error = _last_option(argv, (b"timeout", b"error"), errors.UNBLOCK_REASON) == b"error"
     target_id = parse_int(argv[2])
     target = c.server.clients.get(target_id)
-    if target is None or pause.is_held(target):
-        # A command held by CLIENT PAUSE is not blocked on anything (Redis 7.0 crashes here;
-        # later versions answer 0, as minired does).
+    if target is None or pause.is_held(target) or shutdown_wait.is_waiting(target):
+        # A command held by CLIENT PAUSE, or a SHUTDOWN waiting for the replicas, is not
+        # blocked on anything (Redis 7.0 crashes here; later versions answer 0, as minired).
         return 0
     if not c.server.blocking.unblock(target, with_error):
         return 0

@@ -27,7 +27,12 @@ from typing import Callable
 
 from minired import REDIS_VERSION
 from minired.commands import debug_reports
-from minired.commands.info import aof_buffered, memory_figures, scripting_memory
+from minired.commands.info import (
+    aof_buffered,
+    memory_figures,
+    replication_buffers,
+    scripting_memory,
+)
 from minired.commands.keys_object import encoding
 from minired.commands.server import persistence_of, protected_action_allowed
 from minired.engine import latency
@@ -123,12 +128,13 @@ def memory_stats(c, argv):
     """Show memory usage details"""
     m = memory_overview(c.server)
     used, dataset = m["used"], m["used"] - m["overhead"]
+    _, backlog, replicas_buffers = replication_buffers(c.server)
     reply = {
         b"peak.allocated": m["peak"],
         b"total.allocated": used,
         b"startup.allocated": m["startup"],
-        b"replication.backlog": 0,
-        b"clients.slaves": 0,
+        b"replication.backlog": backlog,
+        b"clients.slaves": replicas_buffers,
         b"clients.normal": 0,
         b"cluster.links": 0,
         b"aof.buffer": m["aof_buffer"],

@@ -24,7 +24,7 @@ from minired import REDIS_VERSION, __version__
 from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
 from minired.engine.table import all_specs, command
-from minired.features import migrate
+from minired.features import migrate, replication, shutdown_wait
 from minired.protocol.resp import Verbatim
 
 G = "server"
@@ -121,7 +121,13 @@ def _server_section(server) -> list[str]:
         ("executable", sys.executable),
         ("config_file", server.hooks.config_file),
         ("io_threads_active", 0),
-    ))
+    )) + _shutdown_fields(server)
+
+
+def _shutdown_fields(server) -> list[str]:
+    """While a shutdown waits for the replicas: the time it still gives them."""
+    left = shutdown_wait.milliseconds_left(server)
+    return [] if left is None else _fields((("shutdown_in_milliseconds", left),))
 
 
 # --- Clients -----------------------------------------------------------------------------------
@@ -130,7 +136,8 @@ def _clients_section(server) -> list[str]:
     waiters = server.blocking.waiters.values()
     tracking = server.tracking
     return _fields((
-        ("connected_clients", len(server.clients)),
+        # (Redis's counts its replicas apart: listLength(clients) - listLength(slaves))
+        ("connected_clients", len(server.clients) - _replica_count(server)),
         ("cluster_connections", 0),
         ("maxclients", server.config.maxclients),
         # minired keeps no per-client buffer peaks (CLIENT LIST shows qbuf=0 omem=0 too).
@@ -188,10 +195,30 @@ def memory_figures(server) -> tuple[int, int, int]:
     return used, max(used, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024), startup
 
 
+def _replica_count(server) -> int:
+    state = replication.state(server)
+    return len(state.replicas) if state is not None else 0
+
+
+def replication_buffers(server) -> tuple[int, int, int]:
+    """mem_total_replication_buffers, and its split as Redis's getMemoryOverheadData makes it:
+    what is beyond repl-backlog-size, with replicas attached, is theirs (mem_clients_slaves),
+    the rest the backlog's (mem_replication_backlog)."""
+    state = replication.state(server)
+    if state is None:
+        return 0, 0, 0
+    total = state.buffered_bytes()
+    size = server.config.number("repl-backlog-size")
+    if state.replicas and total > size:
+        return total, size, total - size
+    return total, total, 0
+
+
 def _memory_section(server) -> list[str]:
     used, peak, startup = memory_figures(server)
     rss = used_memory()
     aof_buffer = aof_buffered(server)
+    replication_total, replication_backlog, replicas_buffers = replication_buffers(server)
     overhead = min(used, startup + aof_buffer)
     dataset = used - overhead
     net_usage = used - startup if used > startup else 1
@@ -242,9 +269,9 @@ def _memory_section(server) -> list[str]:
         ("mem_fragmentation_ratio", "1.00"),
         ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", aof_buffer),
-        ("mem_replication_backlog", 0),
-        ("mem_total_replication_buffers", 0),
-        ("mem_clients_slaves", 0),
+        ("mem_replication_backlog", replication_backlog),
+        ("mem_total_replication_buffers", replication_total),
+        ("mem_clients_slaves", replicas_buffers),
         ("mem_clients_normal", 0),
         ("mem_cluster_links", 0),
         ("mem_aof_buffer", aof_buffer),

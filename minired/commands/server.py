@@ -22,7 +22,7 @@ from minired.engine.args import int_text, parse_int
 from minired.engine.client import Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import all_specs, command, container_command, help_reply
-from minired.features import client_eviction, eviction, notifications
+from minired.features import client_eviction, eviction, notifications, shutdown_wait
 from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -135,38 +135,46 @@ def shutdown(c, argv):
         options.add(option)
     if {b"nosave", b"save"} <= options or (b"abort" in options and len(options) > 1):
         raise RedisError(errors.SYNTAX)
+    server = c.server
     if b"abort" in options:
-        # minired's shutdown never waits (no replicas to catch up): only one a signal asked
-        # for, not started yet (DEBUG PAUSE-CRON), can be pending.
-        if not c.server.shutdown_asap:
+        if not shutdown_wait.abort(server):
             raise RedisError(errors.SHUTDOWN_NOT_IN_PROGRESS)
-        c.server.shutdown_asap = False
-        log.info("Shutdown manually aborted.")
         return OK
-    busy = dispatch.busy_error(c.server)
+    if b"now" not in options and not c.can_block:
+        raise RedisError(errors.SHUTDOWN_DENY_BLOCKING)
+    busy = dispatch.busy_error(server)
     if busy is not None and b"nosave" not in options:
         raise RedisError(busy)  # under a busy script, only SHUTDOWN NOSAVE may stop the server
-    server = c.server
+    if b"save" in options and server.features.saver is None:
+        raise RedisError(errors.NO_PERSISTENCE)
+    if shutdown_wait.current(server) is not None:
+        return shutdown_wait.block(server, c)  # one under way: this client waits for it too
+    log.warning("User requested shutdown...")
+    done = shutdown_wait.begin(server, lambda: _finish_shutdown(server, options),
+                               now=b"now" in options, force=b"force" in options)
+    if done is None:
+        return shutdown_wait.block(server, c)  # waiting for the replicas to catch up
+    if not done:
+        raise RedisError(errors.SHUTDOWN_FAILED)
+    return None  # every connection, this one included, is closed: like Redis, no reply
+
+
+def _finish_shutdown(server, options: set) -> bool:
+    """finishShutdown for SHUTDOWN: the final save its options ask for, then the stop."""
     wants_save = b"save" in options or (b"nosave" not in options and bool(server.config.get("save")))
     if dispatch.is_loading(server):
         wants_save = False  # Redis never saves a half-loaded dataset (SHUTDOWN_NOSAVE)
-    if wants_save:
-        persistence = server.features.saver
-        if persistence is None:
-            if b"save" in options:
-                raise RedisError(errors.NO_PERSISTENCE)
-        else:
-            try:
-                persistence.save(shutting_down=True)
-            except RedisError:
-                if b"force" not in options:
-                    log.warning("error saving before SHUTDOWN; not shutting down")
-                    raise RedisError(errors.SHUTDOWN_FAILED) from None
-    log.warning("User requested shutdown...")
+    persistence = server.features.saver
+    if wants_save and persistence is not None:
+        try:
+            persistence.save(shutting_down=True)
+        except RedisError:
+            if b"force" not in options:
+                log.warning("Error trying to save the DB, can't exit.")
+                return False
     server.features.shutdown_by_command = True  # saving is settled: persistence must not redo it
-    # Every connection, this one included, is closed: like Redis, no reply is sent.
     server.request_shutdown()
-    return None
+    return True
 
 
 # --- CONFIG --------------------------------------------------------------------------------------

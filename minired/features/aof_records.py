@@ -65,6 +65,20 @@ class BadFormat(Exception):
         self.offset = offset
 
 
+def _header(data: bytes, pos: int, mark: int, start: int) -> tuple[int, int]:
+    """A `*<count>` or `$<length>` line at pos (mark: the byte it starts with): its number and
+    where the line after it starts. Truncated or BadFormat name the record's start."""
+    if data[pos] != mark:
+        raise BadFormat(start)
+    nl = data.find(b"\r\n", pos)
+    if nl < 0:
+        raise Truncated(start)
+    try:
+        return int(data[pos + 1:nl]), nl + 2
+    except ValueError:
+        raise BadFormat(start) from None
+
+
 def read_records(data: bytes, pos: int = 0) -> Iterator[tuple[int, Any]]:
     """(end offset, record) for each record: bytes for an annotation line (without '#'),
     a list of arguments for a command. Raises Truncated at an incomplete tail, BadFormat at
@@ -79,32 +93,14 @@ def read_records(data: bytes, pos: int = 0) -> Iterator[tuple[int, Any]]:
             yield nl + 1, data[pos + 1:nl].rstrip(b"\r")
             pos = nl + 1
             continue
-        if data[pos] != 42:  # '*'
-            raise BadFormat(start)
-        nl = data.find(b"\r\n", pos)
-        if nl < 0:
-            raise Truncated(start)
-        try:
-            count = int(data[pos + 1:nl])
-        except ValueError:
-            raise BadFormat(start) from None
+        count, pos = _header(data, pos, 42, start)  # '*'
         if count < 1:
             raise BadFormat(start)
-        pos = nl + 2
         argv = []
         for _ in range(count):
             if pos >= n:
                 raise Truncated(start)
-            if data[pos] != 36:  # '$'
-                raise BadFormat(start)
-            nl = data.find(b"\r\n", pos)
-            if nl < 0:
-                raise Truncated(start)
-            try:
-                size = int(data[pos + 1:nl])
-            except ValueError:
-                raise BadFormat(start) from None
-            pos = nl + 2
+            size, pos = _header(data, pos, 36, start)  # '$'
             if pos + size + 2 > n:
                 raise Truncated(start)
             if data[pos + size:pos + size + 2] != b"\r\n":

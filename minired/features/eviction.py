@@ -141,22 +141,16 @@ class KeyTrack:
     # --- Database's calls ------------------------------------------------------------------
 
     def touch(self, key: bytes) -> None:
-        if self.lfu:
-            self.access[key] = self._lfu_accessed(key)
-        else:
-            self.access[key] = self.clock.expiry_now() // 1000
-        dirty = self.dirty
-        if dirty is not None:
-            if not dirty:
-                self.dataset.pending.append(self)
-            dirty.add(key)
+        self._accessed(key, self._lfu_accessed(key) if self.lfu else None)
 
     def created(self, key: bytes) -> None:
         """A value stored at key: a new object's field (createObject)."""
-        if self.lfu:
-            self.access[key] = (self._minutes() << 8) | LFU_INIT_VAL
-        else:
-            self.access[key] = self.clock.expiry_now() // 1000
+        self._accessed(key, (self._minutes() << 8) | LFU_INIT_VAL if self.lfu else None)
+
+    def _accessed(self, key: bytes, lfu: int | None) -> None:
+        """Record the key's access (its LFU field, or now for LRU) and mark its size for
+        re-measuring."""
+        self.access[key] = lfu if lfu is not None else self.clock.expiry_now() // 1000
         dirty = self.dirty
         if dirty is not None:
             if not dirty:

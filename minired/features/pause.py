@@ -43,9 +43,14 @@ def is_held(client: "Client") -> bool:
 
 class ClientPause:
     """A pause in force: whether it holds every command or the writes only, when it ends, and
-    the commands it holds."""
+    the commands it holds.
 
-    __slots__ = ("server", "everything", "end_ms", "timer", "held")
+    Two purposes may hold it, as Redis's pause purposes: CLIENT PAUSE (`everything` and
+    `end_ms`, 0 when none), and a shutdown waiting for the replicas (`for_shutdown`: the writes,
+    until it ends), each ended by itself: CLIENT UNPAUSE leaves the shutdown's pause, and the
+    shutdown's end leaves a CLIENT PAUSE in force."""
+
+    __slots__ = ("server", "everything", "end_ms", "timer", "held", "for_shutdown")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -53,6 +58,7 @@ class ClientPause:
         self.end_ms = 0
         self.timer: Any = None
         self.held: list[tuple[Client, list]] = []
+        self.for_shutdown = False
 
     def holds(self, c: "Client", spec: "CommandSpec", argv: list) -> bool:
         """Whether the command waits for the end of the pause. A monitor is a replica to Redis,
@@ -68,6 +74,8 @@ class ClientPause:
     # --- the end of the pause ---------------------------------------------------------------
 
     def lift(self) -> None:
+        """End every purpose of the pause (the server stops)."""
+        self.for_shutdown = False
         unpause(self.server)
 
     def _arm(self) -> None:
@@ -90,7 +98,7 @@ class ClientPause:
 
     def _on_clock_advanced(self) -> None:
         """MINIRED ADVANCE moved the clock: a pause whose end it passed is over."""
-        if self.server.pause is self and self.end_ms <= self.server.clock.ms():
+        if self.server.pause is self and 0 < self.end_ms <= self.server.clock.ms():
             unpause(self.server)
 
 
@@ -105,20 +113,41 @@ def pause(server: "Server", everything: bool, timeout_ms: int) -> None:
     if current is None:
         if end <= now:
             return  # over before any command could be held
-        current = ClientPause(server)
-        server.pause = current
-        _keep_expired_keys(server, True)
-
-        dispatch.use_extras()
-        server.clock.listeners.append(current._on_clock_advanced)
+        current = _start(server)
     current.everything = current.everything or everything
     if end > current.end_ms:
         current.end_ms = end
         current._arm()
 
 
+def _start(server: "Server") -> ClientPause:
+    current = ClientPause(server)
+    server.pause = current
+    _keep_expired_keys(server, True)
+    dispatch.use_extras()
+    server.clock.listeners.append(current._on_clock_advanced)
+    return current
+
+
+def pause_for_shutdown(server: "Server") -> None:
+    """A shutdown waiting for the replicas holds the writes until it ends (PAUSE_DURING_SHUTDOWN)."""
+    current = server.pause if server.pause is not None else _start(server)
+    current.for_shutdown = True
+
+
+def end_shutdown_pause(server: "Server") -> None:
+    """The shutdown's wait is over: a CLIENT PAUSE still in force goes on alone."""
+    current = server.pause
+    if current is None or not current.for_shutdown:
+        return
+    current.for_shutdown = False
+    if current.end_ms <= server.clock.ms():
+        unpause(server)
+
+
 def unpause(server: "Server") -> None:
-    """CLIENT UNPAUSE, or the end of the pause: every held command runs again, in order."""
+    """CLIENT UNPAUSE, or the end of the pause: every held command runs again, in order (those
+    a shutdown's pause still holds are held again)."""
     current = server.pause
     if current is None:
         return
@@ -131,6 +160,8 @@ def unpause(server: "Server") -> None:
         server.clock.listeners.remove(current._on_clock_advanced)
     except ValueError:
         pass
+    if current.for_shutdown:
+        pause_for_shutdown(server)
     blocking = server.blocking
     for client, argv in current.held:
         if not is_held(client) or client.closing:

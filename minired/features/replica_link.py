@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from minired.engine import dispatch
 from minired.engine.client import Client
+from minired.engine.table import lookup
 from minired.features import rdb_file, replication
 from minired.features.aof_records import encode_command
 from minired.protocol.errors import PING_AUTH_ERRORS, RedisError
@@ -72,6 +73,12 @@ class Link:
         self._task: asyncio.Task | None = None
         self._ack_timer: Any = None
         self.stopped = False
+        # Records read from the master but not applied: a CLIENT PAUSE WRITE holds the master's
+        # writes, and everything after the first held one waits in order (slave_read_repl_offset
+        # counts them, slave_repl_offset does not).
+        self.held: list[tuple[list, bytes]] = []
+        self.read_offset = 0
+        self._applying = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -184,6 +191,8 @@ class Link:
         self.last_io = time.monotonic()
         log.info("MASTER <-> REPLICA sync: Finished with success")
         self._send_ack()
+        self.held = []  # (what a pause held of an earlier link is that link's: PSYNC resends it)
+        self.read_offset = self.offset
         await self._stream(reader)
 
     async def _line(self, reader: asyncio.StreamReader) -> bytes:
@@ -233,20 +242,49 @@ class Link:
             for argv in parser.parse():
                 # The master sends canonical multibulk: re-encoded, argv is the bytes it took.
                 record = encode_command(argv)
-                backlog.append(record)
-                if argv[0].lower() == b"replconf" and len(argv) > 1 and argv[1].lower() == b"getack":
-                    self._send_ack()  # the offset before the GETACK, as Redis answers it
-                    self.offset += len(record)
-                    continue
-                self.offset += len(record)
-                dispatch.execute(client, argv)
+                self.read_offset = max(self.read_offset, self.offset) + len(record)
+                self.held.append((argv, record))
+            self.apply_held(client, backlog)
             if parser.error is not None:
                 raise HandshakeError(f"protocol error from master: {parser.error}")
+
+    def apply_held(self, client: Client | None = None, backlog: Any = None) -> None:
+        """Apply the records read, in order, until a pause holds one (it is tried again at the
+        next read or acknowledgement tick)."""
+        if self._applying:
+            return
+        client = client or self.master_client
+        backlog = backlog or replication.master(self.server).backlog
+        held = self.held
+        pause = self.server.pause
+        done = 0
+        for argv, record in held:
+            if pause is not None:
+                spec = lookup(argv)
+                if spec is not None and pause.holds(client, spec, argv):
+                    break
+            done += 1
+            backlog.append(record)
+            if argv[0].lower() == b"replconf" and len(argv) > 1 and argv[1].lower() == b"getack":
+                self._applying = True
+                self._send_ack()  # the offset before the GETACK, as Redis answers it
+                self._applying = False
+                self.offset += len(record)
+                continue
+            self.offset += len(record)
+            self._applying = True
+            try:
+                dispatch.execute(client, argv)
+            finally:
+                self._applying = False
+        del held[:done]
 
     def _send_ack(self) -> None:
         if self._ack_timer is not None:
             self._ack_timer.cancel()
         writer = self._writer
+        if self.held and self.server.pause is None and not self._applying:
+            self.apply_held()  # a pause that held the stream is over
         if writer is not None and self.state == "connected":
             writer.write(encode_command([b"REPLCONF", b"ACK", b"%d" % self.offset]))
         self._ack_timer = self.server.loop.call_later(ACK_SECONDS, self._send_ack)
@@ -267,7 +305,7 @@ class Link:
                        ("master_sync_last_io_seconds_ago", int(now - self.last_io))]
         if not up:
             fields.append(("master_link_down_since_seconds", int(now - self.link_down_since)))
-        fields += [("slave_read_repl_offset", max(self.offset, 0)),
+        fields += [("slave_read_repl_offset", max(self.offset, self.read_offset, 0)),
                    ("slave_repl_offset", max(self.offset, 0)),
                    ("slave_priority", self.server.config.get("replica-priority")),
                    ("slave_read_only",

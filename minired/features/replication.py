@@ -150,6 +150,8 @@ class Master:
         # The link to this server's own master while it is a replica (replica_link.Link): its
         # writes are then its master's, and nothing is fed to replicas of its own.
         self.link: Any = None
+        # A shutdown waiting for the replicas to catch up (shutdown_wait.ShutdownWait).
+        self.shutdown_wait: Any = None
 
     # --- attaching ---------------------------------------------------------------------------------
 
@@ -353,7 +355,8 @@ class Master:
         """replicationCron: a PING in the stream keeps the replicas' links alive."""
         self._ping_timer = None
         if self.replicas:
-            self._write(_PING)
+            if self.server.pause is None:  # (no PING while clients are paused, as Redis)
+                self._write(_PING)
             self._arm_ping()
 
     # --- acknowledgements and WAIT -----------------------------------------------------------------
@@ -375,6 +378,10 @@ class Master:
                 if waiter is not None and waiter.block is waiting.block:
                     self.server.blocking.finish(waiter, count)
 
+    def ask_for_acks(self) -> None:
+        """sendGetackToReplicas: REPLCONF GETACK * in the stream."""
+        self._write(_GETACK)
+
     def replicas_at(self, offset: int) -> int:
         return sum(1 for replica in self.replicas if replica.ack_offset >= offset)
 
@@ -387,7 +394,7 @@ class Master:
             return count
         block = Block([], timeout_ms, lambda client, key: None, count)
         self.waiting.append(Waiting(c, offset, wanted, block))
-        self._write(_GETACK)
+        self.ask_for_acks()
         return block
 
     # --- INFO and ROLE -----------------------------------------------------------------------------
@@ -405,6 +412,19 @@ class Master:
                            f"state=online,offset={replica.ack_offset},"
                            f"lag={int(now - replica.ack_time)}"))
         return fields
+
+    def buffered_bytes(self) -> int:
+        """mem_total_replication_buffers: Redis's replicas and backlog share one buffer, the
+        bytes from the oldest any of them still needs to the end of the stream: the backlog's
+        history or the most a replica has still to be sent, whichever is longer."""
+        from minired.engine.client_info import output_bytes
+
+        most = self.backlog.histlen if self.backlog is not None else 0
+        for replica in self.replicas:
+            connection = replica.client.connection
+            if connection is not None:
+                most = max(most, output_bytes(connection))
+        return most
 
     def history_fields(self) -> list[tuple[str, Any]]:
         """INFO replication's IDs, offsets and backlog."""
@@ -433,6 +453,11 @@ class Master:
         return [b"master", self.offset,
                 [[r.ip.encode(), b"%d" % r.listening_port, b"%d" % r.ack_offset]
                  for r in self.replicas]]
+
+
+def state(server: "Server") -> Master | None:
+    """The server's replication state, if it was ever made."""
+    return server.features.replication
 
 
 def master(server: "Server") -> Master:

@@ -576,6 +576,7 @@ GETKEYS_INVALID_ARGUMENTS = "ERR Invalid arguments specified for command"
 # SHUTDOWN, CONFIG REWRITE, SLOWLOG GET, ACL LOAD.
 SHUTDOWN_NOT_IN_PROGRESS = "ERR No shutdown in progress."
 SHUTDOWN_FAILED = "ERR Errors trying to SHUTDOWN. Check logs."
+SHUTDOWN_DENY_BLOCKING = "ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client"
 SLOWLOG_COUNT_RANGE = "ERR count should be greater than or equal to -1"
 ACL_LOAD_FAILED = "ERR {}"  # the problems the ACL file has, as Redis lists them
 

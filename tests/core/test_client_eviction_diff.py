@@ -50,7 +50,8 @@ def _close(admin: RawClient, socks: dict) -> None:
 
 def _fill_query_buffer(sock: socket.socket, size: int) -> None:
     """An argument of `size` bytes, sent but for its final CRLF: it waits in the buffer. A
-    client the server evicts as the buffer grows may be reset before all of it is sent."""
+    server that evicts the client while it sends resets the connection: what the test then
+    checks (the client gone) is the outcome either way."""
     try:
         sock.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
     except (ConnectionResetError, BrokenPipeError):

@@ -195,8 +195,8 @@ SCENARIOS = {
     "bcast_noloop_gets_lazy_expiry": [
         ("a", "HELLO", "3"), ("a", "DEBUG", "SET-ACTIVE-EXPIRE", "0"),
         ("a", "CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"),
-        ("a", "SET", "k", "v", "PX", "1"), ("a", "DEBUG", "SLEEP", "0.01"), ("a", "GET", "k"),
-        ("b", "SET", "j", "v", "PX", "1"), ("a", "DEBUG", "SLEEP", "0.01"),
+        ("a", "SET", "k", "v", "PX", "1"), ("a", "DEBUG", "SLEEP", "0.05"), ("a", "GET", "k"),
+        ("b", "SET", "j", "v", "PX", "1"), ("a", "DEBUG", "SLEEP", "0.05"),
         ("a", "MULTI"), ("a", "SET", "own", "1"), ("a", "GET", "j"), ("a", "EXEC"),
         ("a", "DEBUG", "SET-ACTIVE-EXPIRE", "1"),
     ],

@@ -227,3 +227,39 @@ def test_the_master_link_leaves_from_bind_source_addr():
         wait_link_up(replica.port)
         info = RawClient(master.port).call("INFO", "replication")
         assert b"slave0:ip=127.0.0.2," in info
+
+
+def test_a_paused_replica_reads_the_stream_but_applies_it_after_the_pause():
+    """CLIENT PAUSE WRITE on a replica holds its master's writes: slave_read_repl_offset moves,
+    slave_repl_offset and the data do not until the pause ends (unit/pause)."""
+    import time
+
+    from minired.embed import SubprocessServer
+    from tests.support.respclient import RawClient
+    from tests.support.servers import RedisServer
+    from tests.support.waiting import info_field, wait_link_up
+
+    def until(predicate):
+        deadline = time.monotonic() + 10
+        while not predicate() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert predicate()
+
+    with RedisServer() as master, SubprocessServer() as replica:
+        r, m = RawClient(replica.port), RawClient(master.port)
+        r.call("REPLICAOF", "127.0.0.1", str(master.port))
+        wait_link_up(replica.port)
+        m.call("SET", "foo", "bar")
+        def offset(client, name):
+            return int(info_field(client, "replication", name))
+
+        until(lambda: offset(r, "slave_repl_offset") == offset(m, "master_repl_offset"))
+        applied = offset(r, "slave_repl_offset")
+        r.call("CLIENT", "PAUSE", "100000", "WRITE")
+        m.call("SET", "foo2", "bar2")
+        until(lambda: offset(r, "slave_read_repl_offset") == offset(m, "master_repl_offset"))
+        assert offset(r, "slave_repl_offset") == applied
+        assert r.call("GET", "foo2") is None
+        r.call("CLIENT", "UNPAUSE")
+        until(lambda: offset(r, "slave_repl_offset") == offset(m, "master_repl_offset"))
+        assert r.call("GET", "foo2") == b"bar2"

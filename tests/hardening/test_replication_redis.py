@@ -225,24 +225,29 @@ def test_replicas_get_a_ping_every_repl_ping_replica_period(fresh):
         sock.close()
 
 
-def test_set_repl_chooses_where_a_script_s_writes_go(master_and_replica):
+def test_set_repl_chooses_where_a_script_s_writes_go(tmp_path):
     """redis.set_repl: REPL_NONE writes reach neither the replica nor the AOF, REPL_AOF only the
-    AOF, REPL_REPLICA only the replica (unit/scripting "Test selective replication ...")."""
-    master, replica = master_and_replica
+    AOF, REPL_REPLICA only the replica (unit/scripting "Test selective replication ..."). On a
+    pair of its own: DEBUG LOADAOF leaves the master's data as its AOF has it."""
+    master = SubprocessServer("--enable-debug-command", "yes", "--dir", str(tmp_path),
+                              "--appendonly", "yes").start()
+    replica = RedisServer("--replicaof", "127.0.0.1", str(master.port)).start()
+    wait_link_up(replica.port)
     client = RawClient(master.port)
     try:
-        client.call("DEL", "a", "b", "c", "d")
-        client.call("EVAL", "redis.call('set','a','1') redis.set_repl(redis.REPL_NONE) "
-                    "redis.call('set','b','2') redis.set_repl(redis.REPL_AOF) "
-                    "redis.call('set','c','3') redis.set_repl(redis.REPL_REPLICA) "
-                    "redis.call('set','e','5') redis.set_repl(redis.REPL_ALL) "
-                    "redis.call('set','d','4')", 0)
-        assert client.call("MGET", "a", "b", "c", "d", "e") == [b"1", b"2", b"3", b"4", b"5"]
+        client.call("EVAL", "redis.call('set','sr:a','1') redis.set_repl(redis.REPL_NONE) "
+                    "redis.call('set','sr:b','2') redis.set_repl(redis.REPL_AOF) "
+                    "redis.call('set','sr:c','3') redis.set_repl(redis.REPL_REPLICA) "
+                    "redis.call('set','sr:e','5') redis.set_repl(redis.REPL_ALL) "
+                    "redis.call('set','sr:d','4')", 0)
+        keys = ("sr:a", "sr:b", "sr:c", "sr:d", "sr:e")
+        assert client.call("MGET", *keys) == [b"1", b"2", b"3", b"4", b"5"]
         wait_caught_up(master.port, replica.port)
-        assert RawClient(replica.port).call("MGET", "a", "b", "c", "d", "e") == \
-            [b"1", None, None, b"4", b"5"]
+        assert RawClient(replica.port).call("MGET", *keys) == [b"1", None, None, b"4", b"5"]
         if client.call("CONFIG", "GET", "appendonly")[1] == b"yes":
             client.call("DEBUG", "LOADAOF")
-            assert client.call("MGET", "a", "b", "c", "d", "e") == [b"1", None, b"3", b"4", None]
+            assert client.call("MGET", *keys) == [b"1", None, b"3", b"4", None]
     finally:
         client.close()
+        replica.stop()
+        master.stop()
