@@ -8,7 +8,6 @@ client. The replication stream (replication.py) is made of the same records.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any, Iterator
 
 from minired.data.keyspace import Clock
@@ -110,6 +109,27 @@ def read_records(data: bytes, pos: int = 0) -> Iterator[tuple[int, Any]]:
         yield pos, argv
 
 
+class _StillClock(Clock):
+    """A clock that reads one instant: the time an earlier minired logged before the commands
+    after it (see Loader._annotation)."""
+
+    __slots__ = ("at_ms",)
+
+    def __init__(self, at_ms: int, loading: bool = False) -> None:
+        super().__init__()
+        self.at_ms = at_ms
+        self.loading = loading
+
+    def ms(self) -> int:
+        return self.at_ms
+
+    def us(self) -> int:
+        return self.at_ms * 1000
+
+    def command_instant(self) -> int:
+        return self.at_ms
+
+
 # --- replaying commands --------------------------------------------------------------------------
 
 class Loader:
@@ -135,6 +155,7 @@ class Loader:
         self.commands = 0
         self.clock = Clock()
         self.clock.offset_ms = -self.clock.ms()
+        self.server_clock = server.clock
 
     def load(self, data: bytes, name: str, pos: int = 0) -> tuple[int, bool]:
         """Apply every complete record from `pos`: (offset up to which the data was used, whether
@@ -183,6 +204,7 @@ class Loader:
         finally:
             for db, clock in zip(dbs, clocks):
                 db.clock = clock
+            self.server.clock = self.server_clock
             self.server.clock.offset_ms = saved_offset
             self.server.clock.loading = False
         return good, truncated
@@ -192,8 +214,17 @@ class Loader:
         # their relative TTLs and their expiries alike. (Redis's `#TS:` lines, in seconds, are
         # skipped, as Redis skips them.)
         if record.startswith(b"MS:") or record.startswith(b"TS:") and int(record[3:]) > 10**11:
-            offset = int(record[3:]) - int(time.time() * 1000)
-            self.clock.offset_ms = self.server.clock.offset_ms = offset
+            logged_at = int(record[3:])
+            # The commands read a clock that stands at that instant, so a TTL counts from it
+            # exactly (an offset from the running time would let a millisecond pass between
+            # this line and the command). Whatever holds the server's clock itself (scripts)
+            # gets the same time as an offset.
+            self.clock = _StillClock(logged_at)
+            for db in self.server.keyspace.dbs:
+                db.clock = self.clock
+            self.server.clock = _StillClock(logged_at, loading=True)
+            self.server_clock.offset_ms = logged_at - self.server_clock.ms() + \
+                self.server_clock.offset_ms
 
     def apply(self, argv: list, name: str) -> None:
         self.commands += 1
