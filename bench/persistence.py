@@ -101,10 +101,22 @@ def ping_stall_during_bgsave(port: int) -> float:
                 return worst
 
 
+def memory_mb(pid: int) -> tuple[float, float]:
+    """The process's resident memory now and at its peak (VmRSS, VmHWM), in MB."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            fields[name] = value
+    return tuple(int(fields[name].split()[0]) * 1024 / 1e6 for name in ("VmRSS", "VmHWM"))
+
+
 def measure(work: str, name: str, tree: str, keys: int, round_: int) -> list[float]:
-    """[load s, load CPU s, SAVE s, SAVE CPU s, BGSAVE stall s] of one server on the file.
-    Loading is start-up on the file less start-up on an empty directory, in wall time and in
-    the server's CPU time (steadier on a shared machine: other tenants only add wall time)."""
+    """[load s, load CPU s, SAVE s, SAVE CPU s, BGSAVE stall s, RSS MB, peak RSS MB] of one
+    server on the file. Loading is start-up on the file less start-up on an empty directory,
+    in wall time and in the server's CPU time (steadier on a shared machine: other tenants only
+    add wall time); the memory is the server's right after loading (RSS and its peak so far,
+    which counts what loading held only while it ran)."""
     empty = os.path.join(work, f"{name}-empty-{round_}")
     os.mkdir(empty)
     proc, _, baseline = start(name, empty, tree)
@@ -118,6 +130,7 @@ def measure(work: str, name: str, tree: str, keys: int, round_: int) -> list[flo
         loaded_cpu = cpu_seconds(proc.pid)
         r = redis.Redis(port=port, socket_timeout=900)
         assert r.dbsize() == keys, r.dbsize()
+        rss, peak = memory_mb(proc.pid)
         cpu_before = cpu_seconds(proc.pid)
         began = time.perf_counter()
         r.save()
@@ -126,7 +139,7 @@ def measure(work: str, name: str, tree: str, keys: int, round_: int) -> list[flo
         stall = ping_stall_during_bgsave(port)
     finally:
         stop(proc)
-    return [loaded - baseline, loaded_cpu - baseline_cpu, saved, saved_cpu, stall]
+    return [loaded - baseline, loaded_cpu - baseline_cpu, saved, saved_cpu, stall, rss, peak]
 
 
 # Runs in a minired tree: load the file and save it in-process, print the CPU seconds of each.
@@ -192,11 +205,11 @@ def main() -> None:
                 figures = measure(work, name, tree, args.keys, round_)
                 best[name] = [min(pair) for pair in zip(best.get(name, figures), figures)]
         print(f"{'':14} {'load s':>8} {'load CPU s':>11} {'SAVE s':>8} {'SAVE CPU s':>11} "
-              f"{'BGSAVE stall ms':>16}")
+              f"{'BGSAVE stall ms':>16} {'RSS MB':>8} {'peak MB':>8} {'RSS/Redis':>10}")
         for name, _ in names:
-            load, load_cpu, save, save_cpu, stall = best[name]
+            load, load_cpu, save, save_cpu, stall, rss, peak = best[name]
             print(f"{name:14} {load:8.2f} {load_cpu:11.2f} {save:8.2f} {save_cpu:11.2f} "
-                  f"{stall * 1000:16.1f}")
+                  f"{stall * 1000:16.1f} {rss:8.1f} {peak:8.1f} {rss / best['redis'][5]:9.2f}x")
         print(f"\nin-process, CPU s (lowest of {args.rounds})")
         print(f"{'':14} {'load':>8} {'save':>8}")
         for name, tree in builds:
