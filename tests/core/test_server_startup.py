@@ -183,7 +183,9 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
                                  "--logfile", "log"], cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            wait_for_ping(port)
+            # (the second server loads the dump.rdb the first saved as it stopped: only a PONG
+            # after AUTH says it has loaded)
+            wait_for_ping(port, password="pA w")
             client = RawClient(port)
             client.call("AUTH", "pA w")
             answers.append([client.call("CONFIG", "GET", name) for name in names]

@@ -19,14 +19,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0,
+                  password: str | None = None) -> None:
+    """Until the server answers PING. Without `password`, -NOAUTH counts as an answer; with
+    it, the server must answer PONG once authenticated: a server still loading its data
+    answers -NOAUTH before -LOADING, so only the password tells loading from ready."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
+    auth = b""
+    if password is not None:
+        secret = password.encode()
+        auth = b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%b\r\n" % (len(secret), secret)
     while time.monotonic() < deadline:
         try:
             with socket.create_connection((host, port), timeout=1.0) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
+                s.sendall(auth + b"PING\r\n")
+                reply = s.recv(64)
+                if auth and reply.startswith(b"+OK\r\n"):
+                    reply = reply[5:] or s.recv(64)
+                    if reply.startswith(b"+PONG"):
+                        return
+                elif not auth and reply.startswith((b"+PONG", b"-NOAUTH")):
                     return
         except OSError as exc:
             last = exc
