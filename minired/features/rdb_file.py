@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import struct
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from minired import REDIS_VERSION
 from minired.features.rdb import (
@@ -227,9 +227,11 @@ def _aux(name: bytes, value: bytes) -> bytes:
 
 def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_memory: int,
                 compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False,
-                compact: Compact | None = None) -> Iterator[bytes]:
+                compact: Compact | None = None,
+                on_key: Callable[[], object] | None = None) -> Iterator[bytes]:
     """The file in pieces of ~64 KB, its checksum last (rdbSaveRio). Values are read as they
-    are: the caller holds the keyspace still (a forked child, or the event loop itself)."""
+    are: the caller holds the keyspace still (a forked child, or the event loop itself).
+    on_key is called after each key (the save delay, a child's progress: child_info.py)."""
     crc = 0
     out = [b"%s%04d" % (MAGIC, RDB_VERSION),
            _aux(b"redis-ver", REDIS_VERSION.encode()),
@@ -271,6 +273,8 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
                 out.append(name)
                 out.append(body[1:])
                 size += len(name) + len(body)
+            if on_key is not None:
+                on_key()
             if size >= _CHUNK:
                 chunk = b"".join(out)
                 out.clear()
