@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
@@ -29,6 +30,7 @@ from minired.features.aof_records import Loader
 from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.persist_files import LoadError, write_atomically
 from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
+from minired.features.rdb_check import check_report
 from minired.features.rdb_file import RdbError
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -118,10 +120,15 @@ class Snapshots:
                 raise LoadError(f"Short read or OOM loading DB {path}. Unrecoverable error, "
                                 "aborting now.")
         else:
-            self._load_rdb(data, path, keep_expired=False)
+            self._load_rdb(data, path, keep_expired=False,
+                           checked_as=self.config.get("dbfilename") or "dump.rdb")
         log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
 
-    def _load_rdb(self, data: bytes, name: str, keep_expired: bool) -> int:
+    def _load_rdb(self, data: bytes, name: str, keep_expired: bool,
+                  checked_as: str | None = None) -> int:
+        """Load an RDB image (dump.rdb, or an AOF's base). checked_as: the image is the
+        snapshot file, named so (rdbFileBeingLoaded): a damage in it is reported as Redis
+        reports it, with redis-check-rdb's report on stdout (rdb_check.py)."""
         server = self.server
         if any(db.data for db in server.keyspace.dbs):
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
@@ -129,6 +136,8 @@ class Snapshots:
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
                                    self.sanitizes_loads(), self.config.number("key-load-delay"))
         except RdbError as exc:
+            if checked_as is not None and exc.reason is not None:
+                self._report_damaged_snapshot(data, checked_as, exc)
             raise LoadError(*exc.warnings, f"{exc} ({name}). Terminating server after rdb file "
                             "reading failure.") from None
         self.keys_loaded = loaded.keys
@@ -146,6 +155,34 @@ class Snapshots:
         if loaded.functions:
             self._restore_functions(loaded.functions)
         return loaded.end
+
+    def _report_damaged_snapshot(self, data: bytes, name: str, exc: RdbError) -> None:
+        """rdbReportError for the file being loaded: the auxiliary fields read so far (rdbLoad
+        logs them as it reads), the failure, then the checker's report on stdout; the server
+        ends with "Terminating server after rdb file reading failure." only when the checker
+        itself met a corruption (in check mode rdbReportError logs it and exits)."""
+        assert exc.reason is not None
+        _log_aux_fields(exc.aux)
+        for line in exc.warnings:
+            log.warning("%s", line)
+        if exc.reason == rdb_file.EOF_MESSAGE:
+            log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+        # server.loading_loaded_bytes: moved every loading-process-events-interval-bytes read
+        # (rdbLoadProgressCallback), so 0 for a file smaller than that; past it, the last
+        # interval's boundary (Redis's counter is at most one read short of it).
+        interval = self.config.number("loading-process-events-interval-bytes") or 1
+        loaded_bytes = exc.pos - exc.pos % interval
+        log.warning("Internal error in RDB reading offset %d, function at rdb.c:0 -> %s",
+                    loaded_bytes, exc.reason)
+        lines, reported = check_report(data, name, self.sanitizes_loads(),
+                                       self.server.clock.ms(), loaded_bytes)
+        try:
+            sys.stdout.write("".join(line + "\n" for line in lines))
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        raise LoadError(*(("Terminating server after rdb file reading failure.",)
+                          if reported else ()))
 
     def sanitizes_loads(self) -> bool:
         """Whether RDB data loaded from a file or a master is checked deeply: only with
