@@ -386,6 +386,7 @@ class Snapshots:
             code = 1
             try:
                 os.close(self.child_info.fd)
+                _close_listeners(self.server)
                 _detach_child_signals()
                 apply_oom_score(self.server.config, BACKGROUND_CHILD)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -467,6 +468,19 @@ class _NoKeys:
 
 
 _NO_KEYS = _NoKeys()
+
+
+def _close_listeners(server: "Server") -> None:
+    """In a forked child (closeChildUnusedResourceAfterFork): the parent's listening sockets are
+    closed (a unix socket's file left in place). Kept open, a child that outlives its parent
+    (killed with SIGKILL while the child saves) would hold the port in LISTEN with nobody to
+    accept: connections would hang there, and a server restarted on that port could not bind."""
+    for listener in server.listeners:
+        for sock in listener.sockets or ():
+            try:
+                os.close(sock.fileno())
+            except OSError:
+                pass
 
 
 def _detach_child_signals() -> None:

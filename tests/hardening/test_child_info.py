@@ -5,6 +5,9 @@ The same session runs against redis-server and minired (the sizes differ, what t
 """
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -107,3 +110,62 @@ def test_key_progress_spends_the_delay_after_each_key():
 def test_private_dirty_reads_this_process():
     """(Linux: /proc/self/smaps_rollup; a running Python has dirtied its own pages.)"""
     assert private_dirty() > 0
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                found.append(int(entry))
+    return found
+
+
+def _port_free(port: int) -> bool:
+    """Whether a server could listen on the port (SO_REUSEADDR, as servers and the Tcl harness
+    bind: the child's copies of the parent's client connections do not count)."""
+    probe = socket.socket()
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        probe.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+@pytest.mark.parametrize("which", ["redis", "minired"])
+def test_a_saving_child_does_not_keep_the_port(tmp_path, which):
+    """The child closes the parent's listening sockets (closeChildUnusedResourceAfterFork): when
+    the parent is killed while the child still saves, the port is free at once, for a server
+    restarted on it (the Tcl harness's restart_server does not retry on a busy port)."""
+    proc, port = _start(which, tmp_path, tmp_path / "server.log")
+    child = None
+    try:
+        client = redis.Redis(port=port)
+        pipe = client.pipeline(transaction=False)
+        for k in range(200):
+            pipe.set(f"key{k}", "v")
+        pipe.execute()
+        # Ten seconds a key: the child's first report (after its first key), whose failed write
+        # ends an orphaned child, comes long after the checks below.
+        client.config_set("rdb-key-save-delay", 10_000_000)
+        assert client.bgsave()
+        child = wait_until(lambda: _children(proc.pid), "the saving child")[0]
+        proc.kill()
+        proc.wait()
+        wait_until(lambda: _port_free(port), "the port released with the parent", timeout=5)
+        assert os.path.exists(f"/proc/{child}")  # while the child still saves
+    finally:
+        terminate(proc)
+        if child is not None:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
