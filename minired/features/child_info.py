@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import struct
 import time
 
 from minired import LOG_VERBOSE
+from minired.features.rdb_file import debug_delay
 
 log = logging.getLogger("minired")
 
@@ -54,14 +54,6 @@ def private_dirty() -> int:
                 total += int(line.split()[1]) * 1024  # kB
         return total
     return 0
-
-
-def debug_delay(usec: int) -> None:
-    """debugDelay: sleep usec microseconds; a negative value sleeps 1 us once in -usec calls."""
-    if usec < 0:
-        usec = 1 if random.randrange(-usec) == 0 else 0
-    if usec:
-        time.sleep(usec / 1e6)
 
 
 class ChildReporter:

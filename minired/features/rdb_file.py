@@ -124,7 +124,7 @@ def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = Fa
     return loaded
 
 
-def _debug_delay(usec: int) -> None:
+def debug_delay(usec: int) -> None:
     """debugDelay: sleep usec microseconds; a negative value sleeps 1 us once in -usec times
     on average (even the shortest sleep is a system call)."""
     if usec < 0:
@@ -189,7 +189,7 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
                 keys += 1
                 expires_at = -1
             if delay:
-                _debug_delay(delay)
+                debug_delay(delay)
             continue
         if kind == OPCODE_EXPIRETIME:
             expires_at = struct.unpack("<i", reader.take(4))[0] * 1000
