@@ -200,8 +200,12 @@ NORMAL_UNITS = (
 # The normal-mode units scripts/test.sh runs (--quick): those that pass whole on minired, the
 # documented differences skipped, longest first (about three minutes on two lanes). The others
 # are slow (hyperloglog, geo, aof-multi-part, corrupt-dump, maxmemory's million-command test), or
-# integration/aof, whose quick server restarts can meet the harness's own port retry, which
-# hangs (on redis-server as on minired): they are the long run,
+# integration/aof, which starts many servers in one directory: if a port is taken between the
+# harness's check and the server's bind, start_server retries on another port but truncates
+# the log first, then waits without limit for more "Ready to accept" lines than the log held
+# before (support/server.tcl; restart_server does not retry at all), on redis-server as on
+# minired. Collisions come mostly on lanes whose ports lie in the ephemeral range (32768 and
+# up: lane 5 and above), where any outgoing connection can take one. They are the long run,
 # `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
 NORMAL_QUICK_UNITS = (
     "unit/scripting unit/type/list-3 unit/introspection unit/type/list "

@@ -293,15 +293,17 @@ def _persistence_section(server) -> list[str]:
     loading_left = faults.loading_seconds_left() if faults is not None else None
     # The snapshot being read at start-up (persistence.load_while_serving).
     loading_file = persistence is not None and persistence.loading_since
+    # What the background child last reported (childinfo.c); zeros while none runs.
+    child = persistence.child_info if persistence is not None else None
     lines = _fields((
         ("loading", int(loading_left is not None or bool(loading_file))),
         ("async_loading", 0),
-        ("current_cow_peak", 0),
-        ("current_cow_size", 0),
-        ("current_cow_size_age", 0),
-        ("current_fork_perc", "0.00"),
-        ("current_save_keys_processed", 0),
-        ("current_save_keys_total", 0),
+        ("current_cow_peak", child.cow_peak if child else 0),
+        ("current_cow_size", child.cow if child else 0),
+        ("current_cow_size_age", child.cow_age() if child else 0),
+        ("current_fork_perc", "%.2f" % (child.fork_percent() if child else 0.0)),
+        ("current_save_keys_processed", child.keys_processed if child else 0),
+        ("current_save_keys_total", child.keys_total if child else 0),
         # (persistence counts since its last snapshot; memory-only, every change since start)
         ("rdb_changes_since_last_save", persistence.dirty
          if persistence and server.propagate is not None
@@ -315,7 +317,7 @@ def _persistence_section(server) -> list[str]:
         ("rdb_current_bgsave_time_sec",
          persistence.current_child_seconds("rdb") if persistence else -1),
         ("rdb_saves", persistence.saves if persistence else 0),
-        ("rdb_last_cow_size", 0),
+        ("rdb_last_cow_size", child.rdb_last_cow if child else 0),
         ("rdb_last_load_keys_expired", persistence.keys_expired_at_load if persistence else 0),
         ("rdb_last_load_keys_loaded", persistence.keys_loaded if persistence else 0),
         ("aof_enabled", int(aof_enabled)),
@@ -330,7 +332,7 @@ def _persistence_section(server) -> list[str]:
         ("aof_rewrites", persistence.aof_rewrites if persistence else 0),
         ("aof_rewrites_consecutive_failures", persistence.aof_rewrite_failures if persistence else 0),
         ("aof_last_write_status", "err" if server.config.aof_write_error else "ok"),
-        ("aof_last_cow_size", 0),
+        ("aof_last_cow_size", child.aof_last_cow if child else 0),
         ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0),
     ))

@@ -59,9 +59,9 @@ class AppendOnlyFile:
     aof_transaction_client: Any
     aof_expired: list
     _can_fork: Callable[[], bool]
-    _fork: Callable[[Callable[[], Any]], int | None]
+    _fork: Callable[[Callable[[Any], Any], str], int | None]
     _image: Callable[..., Iterator[bytes]]
-    _delayed: Callable[[Iterator[bytes]], Iterator[bytes]]
+    _key_progress: Callable[[], Any]
     _kill_child: Callable[[], None]
     _function_codes: Callable[[], list[bytes]]
     _load_rdb: Callable[..., int]
@@ -249,13 +249,15 @@ class AppendOnlyFile:
         suffix = "rdb" if self.config.get("aof-use-rdb-preamble") == "yes" else "aof"
         return f"{self.aof_prefix}.{seq}.base.{suffix}"
 
-    def _base_image(self, name: str) -> Iterator[bytes]:
-        """The data now, as the base `name` holds it (rewriteAppendOnlyFile)."""
+    def _base_image(self, name: str, on_key: Any = None) -> Iterator[bytes]:
+        """The data now, as the base `name` holds it (rewriteAppendOnlyFile); on_key is called
+        after each key (the save delay, a child's progress)."""
         if name.endswith(".rdb"):
-            return self._image(aof_base=True)
+            return self._image(aof_base=True, on_key=on_key)
         timestamp = (self.server.clock.ms() // 1000
                      if self.config.get("aof-timestamp-enabled") == "yes" else None)
-        return aof_rewrite.command_chunks(self.server.keyspace, self._function_codes(), timestamp)
+        return aof_rewrite.command_chunks(self.server.keyspace, self._function_codes(), timestamp,
+                                          on_key)
 
     def _open_incr(self, name: str, truncate: bool = False) -> None:
         self.aof_file = open(os.path.join(self.aof_directory, name), "wb" if truncate else "ab",
@@ -321,7 +323,7 @@ class AppendOnlyFile:
         base_name = self._base_name(manifest.base_seq + 1)
         self._make_aof_directory()
         size = write_atomically(os.path.join(self.aof_directory, base_name),
-                                self._delayed(self._base_image(base_name)),
+                                self._base_image(base_name, self._key_progress()),
                                 temp_name=f"temp-rewriteaof-{os.getpid()}.aof")
         if self.aof_state != "off":
             if self.aof_file is not None:
@@ -399,9 +401,9 @@ class AppendOnlyFile:
         # The child writes the base under a temporary name; the parent renames it into place
         # once the child succeeded, then switches the manifest (backgroundRewriteDoneHandler).
         base_name = self.aof_rewrite_base_name = self._base_name(manifest.base_seq + 1)
-        pid = self._fork(lambda: write_synced(
+        pid = self._fork(lambda on_key: write_synced(
             os.path.join(directory, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
-            self._delayed(self._base_image(base_name))))
+            self._base_image(base_name, on_key)), "aof")
         assert pid is not None
         self.child = (pid, "aof", os.path.join(directory, f"temp-rewriteaof-bg-{pid}.aof"))
         log.info("Background append only file rewriting started by pid %d", pid)

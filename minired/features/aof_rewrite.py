@@ -8,7 +8,7 @@ replay such a file to the same data, and redis-check-aof accepts it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, format_id
@@ -24,9 +24,11 @@ _INVALID_ENTRIES_READ = b"-1"  # SCG_INVALID_ENTRIES_READ: a group whose lag is 
 
 
 def command_chunks(keyspace: "Keyspace", functions: list[bytes],
-                   timestamp: int | None) -> Iterator[bytes]:
+                   timestamp: int | None,
+                   on_key: Callable[[], object] | None = None) -> Iterator[bytes]:
     """The dataset as commands, in pieces of ~64 KB. Values are read as they are: the caller
-    holds the keyspace still (a forked child, or the event loop itself)."""
+    holds the keyspace still (a forked child, or the event loop itself). on_key is called
+    after each key (the save delay, a child's progress: child_info.py)."""
     out: list[bytes] = []
     size = 0
     if timestamp is not None:
@@ -46,6 +48,8 @@ def command_chunks(keyspace: "Keyspace", functions: list[bytes],
             deadline = expires.get(key) if expires else None
             if deadline is not None:
                 out.append(encode_command([b"PEXPIREAT", key, b"%d" % deadline]))
+            if on_key is not None:
+                on_key()
             if size >= _CHUNK:
                 yield b"".join(out)
                 out.clear()

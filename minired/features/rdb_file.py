@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import struct
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from minired import REDIS_VERSION
 from minired.features.rdb import (
@@ -53,11 +53,18 @@ _CHUNK = 1 << 16
 
 class RdbError(Exception):
     """A file that cannot be loaded in full; str() is what Redis would log, after the lines in
-    `warnings` (the checksum a CRC error found)."""
+    `warnings` (the checksum a CRC error found). A damage Redis reports through rdbReportError
+    (a corrupt or short file, a wrong checksum) has its `reason` and the offset `pos` it was
+    found at: loaded at start-up, the server then runs the checker (rdb_check.py). `aux` holds
+    the file's auxiliary fields read before the failure."""
 
-    def __init__(self, message: str, warnings: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str, warnings: tuple[str, ...] = (), reason: str | None = None,
+                 pos: int = 0) -> None:
         super().__init__(message)
         self.warnings = warnings
+        self.reason = reason
+        self.pos = pos
+        self.aux: dict[bytes, bytes] = {}
 
 
 class Loaded:
@@ -99,8 +106,16 @@ def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = Fa
         reason = exc.args[0] if exc.args else "Bad data format"
         short = "Short read or OOM loading DB. Unrecoverable error, aborting now. " \
             if reason == EOF_MESSAGE else ""
-        raise RdbError("%sInternal error in RDB reading offset %d, function at rdb.c:0 -> %s"
-                       % (short, reader.pos, reason)) from None
+        # (a duplicate key, module data: Redis logs those and exits, not rdbReportError)
+        reported = not reason.startswith(("Duplicate key", "The RDB file contains"))
+        error = RdbError("%sInternal error in RDB reading offset %d, function at rdb.c:0 -> %s"
+                         % (short, reader.pos, reason), reason=reason if reported else None,
+                         pos=reader.pos)
+        error.aux = loaded.aux
+        raise error from None
+    except RdbError as error:
+        error.aux = loaded.aux
+        raise
     loaded.sanitized = reader.sanitized
     for db, data_, expires in zip(keyspace.dbs, staged, staged_expires):
         db.data.update(data_)
@@ -109,7 +124,7 @@ def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = Fa
     return loaded
 
 
-def _debug_delay(usec: int) -> None:
+def debug_delay(usec: int) -> None:
     """debugDelay: sleep usec microseconds; a negative value sleeps 1 us once in -usec times
     on average (even the shortest sleep is a system call)."""
     if usec < 0:
@@ -174,7 +189,7 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
                 keys += 1
                 expires_at = -1
             if delay:
-                _debug_delay(delay)
+                debug_delay(delay)
             continue
         if kind == OPCODE_EXPIRETIME:
             expires_at = struct.unpack("<i", reader.take(4))[0] * 1000
@@ -215,7 +230,8 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
             if actual != expected:  # (rdbLoadRio: "expected" is what the data sums to)
                 raise RdbError("Internal error in RDB reading offset 0, function at rdb.c:0 -> "
                                "RDB CRC error", ("Wrong RDB checksum expected: (%x) but got (%x). "
-                                                 "Aborting now." % (actual, expected),))
+                                                 "Aborting now." % (actual, expected),),
+                               reason="RDB CRC error", pos=reader.pos)
     loaded.end = reader.pos
 
 
@@ -227,9 +243,11 @@ def _aux(name: bytes, value: bytes) -> bytes:
 
 def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_memory: int,
                 compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False,
-                compact: Compact | None = None) -> Iterator[bytes]:
+                compact: Compact | None = None,
+                on_key: Callable[[], object] | None = None) -> Iterator[bytes]:
     """The file in pieces of ~64 KB, its checksum last (rdbSaveRio). Values are read as they
-    are: the caller holds the keyspace still (a forked child, or the event loop itself)."""
+    are: the caller holds the keyspace still (a forked child, or the event loop itself).
+    on_key is called after each key (the save delay, a child's progress: child_info.py)."""
     crc = 0
     out = [b"%s%04d" % (MAGIC, RDB_VERSION),
            _aux(b"redis-ver", REDIS_VERSION.encode()),
@@ -271,6 +289,8 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
                 out.append(name)
                 out.append(body[1:])
                 size += len(name) + len(body)
+            if on_key is not None:
+                on_key()
             if size >= _CHUNK:
                 chunk = b"".join(out)
                 out.clear()

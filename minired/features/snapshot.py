@@ -19,14 +19,18 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from minired.features import rdb_file
+from minired.features.child_info import (AOF_COW_SIZE, RDB_COW_SIZE, ChildInfo, ChildReporter,
+                                         KeyProgress)
 from minired.features.aof_records import Loader
 from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.persist_files import LoadError, write_atomically
 from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
+from minired.features.rdb_check import check_report
 from minired.features.rdb_file import RdbError
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -82,6 +86,7 @@ class Snapshots:
         # The child writing a snapshot or an AOF base: (pid, what, temp file) or None.
         self.child: tuple[int, str, str] | None = None
         self.forks = 0  # INFO total_forks
+        self.child_info = ChildInfo()  # what the child reports over its pipe (INFO's cow sizes)
         # The function libraries, once the script engine exists (it registers itself).
         self.functions: FunctionStore | None = None
         self.pending_functions: list[bytes] = []  # read at start-up, before the engine exists
@@ -115,10 +120,15 @@ class Snapshots:
                 raise LoadError(f"Short read or OOM loading DB {path}. Unrecoverable error, "
                                 "aborting now.")
         else:
-            self._load_rdb(data, path, keep_expired=False)
+            self._load_rdb(data, path, keep_expired=False,
+                           checked_as=self.config.get("dbfilename") or "dump.rdb")
         log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
 
-    def _load_rdb(self, data: bytes, name: str, keep_expired: bool) -> int:
+    def _load_rdb(self, data: bytes, name: str, keep_expired: bool,
+                  checked_as: str | None = None) -> int:
+        """Load an RDB image (dump.rdb, or an AOF's base). checked_as: the image is the
+        snapshot file, named so (rdbFileBeingLoaded): a damage in it is reported as Redis
+        reports it, with redis-check-rdb's report on stdout (rdb_check.py)."""
         server = self.server
         if any(db.data for db in server.keyspace.dbs):
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
@@ -126,6 +136,8 @@ class Snapshots:
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
                                    self.sanitizes_loads(), self.config.number("key-load-delay"))
         except RdbError as exc:
+            if checked_as is not None and exc.reason is not None:
+                self._report_damaged_snapshot(data, checked_as, exc)
             raise LoadError(*exc.warnings, f"{exc} ({name}). Terminating server after rdb file "
                             "reading failure.") from None
         self.keys_loaded = loaded.keys
@@ -143,6 +155,34 @@ class Snapshots:
         if loaded.functions:
             self._restore_functions(loaded.functions)
         return loaded.end
+
+    def _report_damaged_snapshot(self, data: bytes, name: str, exc: RdbError) -> None:
+        """rdbReportError for the file being loaded: the auxiliary fields read so far (rdbLoad
+        logs them as it reads), the failure, then the checker's report on stdout; the server
+        ends with "Terminating server after rdb file reading failure." only when the checker
+        itself met a corruption (in check mode rdbReportError logs it and exits)."""
+        assert exc.reason is not None
+        _log_aux_fields(exc.aux)
+        for line in exc.warnings:
+            log.warning("%s", line)
+        if exc.reason == rdb_file.EOF_MESSAGE:
+            log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+        # server.loading_loaded_bytes: moved every loading-process-events-interval-bytes read
+        # (rdbLoadProgressCallback), so 0 for a file smaller than that; past it, the last
+        # interval's boundary (Redis's counter is at most one read short of it).
+        interval = self.config.number("loading-process-events-interval-bytes") or 1
+        loaded_bytes = exc.pos - exc.pos % interval
+        log.warning("Internal error in RDB reading offset %d, function at rdb.c:0 -> %s",
+                    loaded_bytes, exc.reason)
+        lines, reported = check_report(data, name, self.sanitizes_loads(),
+                                       self.server.clock.ms(), loaded_bytes)
+        try:
+            sys.stdout.write("".join(line + "\n" for line in lines))
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        raise LoadError(*(("Terminating server after rdb file reading failure.",)
+                          if reported else ()))
 
     def sanitizes_loads(self) -> bool:
         """Whether RDB data loaded from a file or a master is checked deeply: only with
@@ -174,9 +214,9 @@ class Snapshots:
         return rdb_file.functions_from_payload(self.functions.dump())
 
     def _image(self, aof_base: bool = False, data: bool = True,
-               functions: bool = True) -> Iterator[bytes]:
+               functions: bool = True, on_key: KeyProgress | None = None) -> Iterator[bytes]:
         """The RDB image; a replica's REPLCONF rdb-filter-only may leave out the keys, the
-        functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS)."""
+        functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS). on_key: after each key."""
         server = self.server
         return rdb_file.save_chunks(
             server.keyspace if data else _NO_KEYS, self._function_codes() if functions else [],
@@ -185,18 +225,16 @@ class Snapshots:
             compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
                            else NO_COMPRESSION),
             checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
-            compact=Compact.from_config(self.config.get))
+            compact=Compact.from_config(self.config.get), on_key=on_key)
 
-    def _delayed(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
-        """The image slowed by rdb-key-save-delay (microseconds per key, Redis's debugDelay in
-        rdbSaveKeyValuePair), which the tests use to keep a save at work: the whole delay is
-        spent once the temporary file exists, after its first chunk."""
+    def _key_progress(self, reporter: ChildReporter | None = None) -> KeyProgress | None:
+        """What runs after each key saved: rdb-key-save-delay (microseconds per key, Redis's
+        debugDelay in rdbSaveKeyValuePair, which the tests use to keep a save at work) and, in
+        a child, its progress reports to the parent (child_info.py)."""
         delay = self.config.number("rdb-key-save-delay")
-        keys = sum(len(db) for db in self.server.keyspace.dbs) if delay > 0 else 0
-        for i, chunk in enumerate(chunks):
-            yield chunk
-            if i == 0 and keys:
-                time.sleep(delay * keys / 1e6)
+        if not delay and reporter is None:
+            return None
+        return KeyProgress(delay, reporter)
 
     def save(self, shutting_down: bool = False) -> None:
         """SAVE: write the snapshot now, on the loop. SHUTDOWN first stops a child at work."""
@@ -209,7 +247,8 @@ class Snapshots:
         try:
             # (rdb-key-save-delay slows a save on the loop as it slows a child's: Redis's
             # rdbSaveKeyValuePair delays whoever saves)
-            size = write_atomically(self.snapshot_path, self._delayed(self._image()))
+            size = write_atomically(self.snapshot_path,
+                                    self._image(on_key=self._key_progress()))
         except OSError as exc:
             self.last_save_ok = False
             log.warning("Failed saving the DB: %s", exc)
@@ -277,8 +316,9 @@ class Snapshots:
         self.background_started = time.time()
         self.dirty_at_fork = self.dirty
         path = self.snapshot_path
-        pid = self._fork(lambda: write_atomically(path, self._delayed(self._image()),
-                                                  temp_name=f"temp-{os.getpid()}.rdb"))
+        pid = self._fork(lambda on_key: write_atomically(path, self._image(on_key=on_key),
+                                                         temp_name=f"temp-{os.getpid()}.rdb"),
+                         "rdb")
         if pid is None:  # no fork here: right after replying, on the loop
             self.background_save_pending = True
             if self.server.loop is None:
@@ -328,22 +368,35 @@ class Snapshots:
             return -1
         return int(time.time() - self.background_started)
 
-    def _fork(self, job: Callable[[], Any]) -> int | None:
-        """Run job in a forked child (the keyspace frozen as it is now); None without fork."""
+    def _fork(self, job: Callable[[KeyProgress | None], Any], what: str) -> int | None:
+        """Run job in a forked child (the keyspace frozen as it is now); None without fork.
+        job gets the per-key hook that reports the child's progress over the child-info pipe;
+        what ("rdb" or "aof") names the final report, sent once the job succeeded."""
         if not self._can_fork():
             return None
-        pid = os.fork()
+        write_end = self.child_info.open(sum(len(db) for db in self.server.keyspace.dbs))
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(write_end)
+            self.child_info.close()
+            raise
         self.forks += 1
         if pid == 0:  # the child: write, then leave without running the parent's exit code
             code = 1
             try:
+                os.close(self.child_info.fd)
+                _close_listeners(self.server)
                 _detach_child_signals()
                 apply_oom_score(self.server.config, BACKGROUND_CHILD)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
-                job()
+                reporter = ChildReporter(write_end, "RDB" if what == "rdb" else "AOF rewrite")
+                job(self._key_progress(reporter))
+                reporter.send(RDB_COW_SIZE if what == "rdb" else AOF_COW_SIZE, 0)
                 code = 0
             finally:
                 os._exit(code)
+        os.close(write_end)
         return pid
 
     def _reap_child(self) -> None:
@@ -355,9 +408,13 @@ class Snapshots:
         except ChildProcessError:
             done, status = pid, 1 << 8
         if not done:
+            self.child_info.receive()
             return
         self.child = None
         ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        if ok:  # its last report: the cow size INFO keeps (checkChildrenDone)
+            self.child_info.receive()
+        self.child_info.close()
         if not ok:
             try:
                 os.unlink(temp)
@@ -401,6 +458,7 @@ class Snapshots:
         except OSError:
             pass
         self.child = None
+        self.child_info.close()
 
 
 class _NoKeys:
@@ -410,6 +468,19 @@ class _NoKeys:
 
 
 _NO_KEYS = _NoKeys()
+
+
+def _close_listeners(server: "Server") -> None:
+    """In a forked child (closeChildUnusedResourceAfterFork): the parent's listening sockets are
+    closed (a unix socket's file left in place). Kept open, a child that outlives its parent
+    (killed with SIGKILL while the child saves) would hold the port in LISTEN with nobody to
+    accept: connections would hang there, and a server restarted on that port could not bind."""
+    for listener in server.listeners:
+        for sock in listener.sockets or ():
+            try:
+                os.close(sock.fileno())
+            except OSError:
+                pass
 
 
 def _detach_child_signals() -> None:
