@@ -15,12 +15,30 @@ from __future__ import annotations
 
 import struct
 
-from minired.features.rdb import (EOF_MESSAGE, OBJECT_TYPES, RDB_VERSION, BadData, EmptyKey,
-                                  Reader, crc64, decode_object)
-from minired.features.rdb_file import (MAGIC, OPCODE_AUX, OPCODE_EOF, OPCODE_EXPIRETIME,
-                                       OPCODE_EXPIRETIME_MS, OPCODE_FREQ, OPCODE_FUNCTION2,
-                                       OPCODE_FUNCTION_PRE_GA, OPCODE_IDLE, OPCODE_MODULE_AUX,
-                                       OPCODE_RESIZEDB, OPCODE_SELECTDB)
+from minired.features.rdb import (
+    EOF_MESSAGE,
+    OBJECT_TYPES,
+    RDB_VERSION,
+    BadData,
+    EmptyKey,
+    Reader,
+    crc64,
+    decode_object,
+)
+from minired.features.rdb_file import (
+    MAGIC,
+    OPCODE_AUX,
+    OPCODE_EOF,
+    OPCODE_EXPIRETIME,
+    OPCODE_EXPIRETIME_MS,
+    OPCODE_FREQ,
+    OPCODE_FUNCTION2,
+    OPCODE_FUNCTION_PRE_GA,
+    OPCODE_IDLE,
+    OPCODE_MODULE_AUX,
+    OPCODE_RESIZEDB,
+    OPCODE_SELECTDB,
+)
 
 DOING = ("start", "read-type", "read-expire", "read-key", "read-object-value", "check-sum",
          "read-len", "read-aux", "read-module-aux", "read-functions")

@@ -24,9 +24,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from minired.features import rdb_file
-from minired.features.child_info import (AOF_COW_SIZE, RDB_COW_SIZE, ChildInfo, ChildReporter,
-                                         KeyProgress)
 from minired.features.aof_records import Loader
+from minired.features.child_info import AOF_COW_SIZE, RDB_COW_SIZE, ChildInfo, ChildReporter, KeyProgress
 from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.persist_files import LoadError, write_atomically
 from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
