@@ -284,10 +284,7 @@ def _cluster_source(kind: str):
     """A one-master cluster serving every slot: redis-server, or minired's (which serves the
     slots over two nodes: the key used is in the first one's)."""
     if kind == "redis":
-        port = free_port()
-        while port + 10000 > 65535:  # (the cluster bus listens 10000 ports up)
-            port = free_port()
-        server = RedisServer("--cluster-enabled", "yes", port=port).start()
+        server = RedisServer("--cluster-enabled", "yes").start()
         client = RawClient(server.port)
         client.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
         wait_until(lambda: b"cluster_state:ok" in client.call("CLUSTER", "INFO"),

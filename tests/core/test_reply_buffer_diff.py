@@ -8,12 +8,20 @@ import re
 import pytest
 
 from tests.support.respclient import RawClient
+from tests.support.servers import debug_server_pair
 from tests.support.waiting import wait_until
 
 
-@pytest.fixture(params=("real_redis", "mini"))
-def port(request):
-    server = request.getfixturevalue(request.param)
+@pytest.fixture(scope="module")
+def debug_pair():
+    # (servers of the module's own: the shared ones refuse DEBUG)
+    with debug_server_pair() as pair:
+        yield pair
+
+
+@pytest.fixture(params=("redis", "minired"))
+def port(request, debug_pair):
+    server = debug_pair[0 if request.param == "redis" else 1]
     admin = RawClient(server.port)
     yield server.port
     admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "RESET")
@@ -31,13 +39,13 @@ def _rbs(admin: RawClient, name: str) -> int:
 
 def test_reply_buffer_shrinks_when_idle_and_grows_when_busy(port):
     admin = RawClient(port)
-    admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100")
+    assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100") == b"OK"
     client = RawClient(port)
     client.call("CLIENT", "SETNAME", "test_client")
     assert _rbs(admin, "test_client") <= 16384
     wait_until(lambda: _rbs(admin, "test_client") == 1024, "the idle client's buffer shrunk")
     admin.call("SET", "bigval", b"x" * 32768)
-    admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "NEVER")
+    assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "NEVER") == b"OK"
 
     def grown() -> bool:
         client.call("GET", "bigval")

@@ -2,32 +2,12 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 
 import redis
 
-from tests.support.servers import RedisServer, free_port
-
-CLUSTER_BUS_OFFSET = 10000  # Redis puts a node's cluster bus on port + 10000
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_cluster_port(taken: set[int]) -> int:
-    """A free port whose cluster-bus port (port + 10000) is free and valid too."""
-    while True:
-        port = free_port()
-        if port not in taken and port + CLUSTER_BUS_OFFSET < 65536 and _port_is_free(port + CLUSTER_BUS_OFFSET):
-            return port
+from tests.support.servers import RedisServer, free_cluster_port
 
 
 class RedisClusterServers:
@@ -36,7 +16,7 @@ class RedisClusterServers:
     def __init__(self, masters: int = 3, replicas: int = 0, node_timeout: int = 5000) -> None:
         ports: set[int] = set()
         for _ in range(masters * (1 + replicas)):
-            ports.add(_free_cluster_port(ports))
+            ports.add(free_cluster_port(ports))
         # The first `masters` ports become the masters, the rest their replicas (node
         # masters + i replicates master i, as redis-cli --cluster create pairs them on one host).
         self.replicas = replicas

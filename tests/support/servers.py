@@ -19,6 +19,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+CLUSTER_BUS_OFFSET = 10000  # Redis puts a node's cluster bus on port + 10000
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_cluster_port(taken: frozenset[int] | set[int] = frozenset()) -> int:
+    """A free port for a redis-server in cluster mode: its cluster bus (port + 10000) must be a
+    valid port and free too, or the server does not start (free_port's ephemeral ports reach
+    60999)."""
+    while True:
+        port = free_port()
+        bus = port + CLUSTER_BUS_OFFSET
+        if port not in taken and bus < 65536 and _port_is_free(bus):
+            return port
+
+
 def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0,
                   password: str | None = None) -> None:
     """Until the server answers PING. Without `password`, -NOAUTH counts as an answer; with
@@ -90,7 +113,9 @@ class RedisServer:
     """A real redis-server on a free port, in a throwaway directory, persistence off."""
 
     def __init__(self, *extra_args: str, port: int | None = None) -> None:
-        self.port = port or free_port()
+        cluster = any(a == "--cluster-enabled" and b == "yes"
+                      for a, b in zip(extra_args, extra_args[1:]))
+        self.port = port or (free_cluster_port() if cluster else free_port())
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args)
         self.dir = tempfile.mkdtemp(prefix="redis-")
@@ -125,7 +150,9 @@ class MiniredProcess:
     """minired as a subprocess (python -m minired), on a free port."""
 
     def __init__(self, *extra_args: str, port: int | None = None) -> None:
-        self.port = port or free_port()
+        cluster = any(a == "--cluster-enabled" and b == "yes"
+                      for a, b in zip(extra_args, extra_args[1:]))
+        self.port = port or (free_cluster_port() if cluster else free_port())
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args)
         self.proc: subprocess.Popen | None = None
