@@ -134,14 +134,9 @@ class OutputBufferGuard:
         log.warning("Client %s closed for overcoming of output buffer limits.",
                     client_description(client))
         self.disconnections += 1
-        client.closing = True
-        protocol.outbox = None  # the replies not written yet go with it
-        # abort, not close: close would keep the unsent replies until the peer reads them.
-        protocol.transport.abort()
-        # Gone now, as Redis frees it before it next reads a command: the loop would call
-        # this only after its next round of reads (replies are written at the end of one),
-        # and a PUBLISH read in that round would still count the client.
-        protocol.connection_lost(None)
+        # Dropped, not closed: close would keep the unsent replies until the peer reads them;
+        # and gone at once, so that a PUBLISH read in this round no longer counts the client.
+        protocol.drop()
 
     def _over(self, protocol: "ClientProtocol", limit: OutputLimit, pending: int) -> bool:
         client = protocol.client
