@@ -200,7 +200,7 @@ def client_kill(c, argv):
         addr = argv[2].decode(errors="replace")
         for other in clients:
             if other.addr == addr:
-                other.close()
+                other.kill()
                 return OK
         raise RedisError(errors.CLIENT_NO_SUCH_CLIENT)
     if len(argv) % 2 != 0:
@@ -243,7 +243,7 @@ def client_kill(c, argv):
             if other is c:
                 c.close_after_reply = True
             else:
-                other.close()
+                other.kill()
             killed += 1
     return killed
 

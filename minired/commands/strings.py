@@ -347,6 +347,10 @@ def substr(c, argv):
     return getrange(c, argv)
 
 
+# From this size on, SETRANGE builds the new value in one copy (a memoryview's slices joined).
+_ONE_COPY = 4096
+
+
 @command("setrange", arity=4, flags="write denyoom", keys=(1, 1, 1), group=G)
 def setrange(c, argv):
     offset = parse_int(argv[2])
@@ -367,7 +371,11 @@ def setrange(c, argv):
         check_string_length(c, offset + len(patch))
     if len(current) < offset:
         current += bytes(offset - len(current))
-    value = current[:offset] + patch + current[offset + len(patch):]
+    if len(current) < _ONE_COPY:
+        value = current[:offset] + patch + current[offset + len(patch):]
+    else:  # a big value is copied once, not once per slice and concatenation
+        view = memoryview(current)
+        value = b"".join((view[:offset], patch, view[offset + len(patch):]))
     db.set(key, value, keep_ttl=True)
     if db.notifier is not None:
         notify(db, STRING, b"setrange", key)

@@ -128,3 +128,13 @@ class Client:
         if self._close is not None and not self.closing:
             self.closing = True
             self._close()
+
+    def kill(self) -> None:
+        """CLIENT KILL (freeClient): closed at once, the replies not written yet dropped; a
+        client without a connection of its own (the master's link), or one a fault disrupts
+        (which closes it its own way: SLOW-CLOSE), is closed as usual."""
+        conn = self.connection
+        if conn is None or self.closing or conn.disruption is not None:
+            self.close()
+        else:
+            conn.drop()

@@ -152,6 +152,8 @@ def _execute(c: "Client", argv: list) -> Any:
         if c.config.stale_refused and _denied_stale(c, spec, argv):
             return _reject(c, spec, errors.MASTERDOWN)
     if c.config.maxmemory and _refused_for_memory(c, spec):
+        if c.closing:  # the admission evicted this very client (maxmemory-clients): the
+            return None  # command is not run (processCommand returns, the client freed)
         return _reject(c, spec, errors.OOM)
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (MONITOR)
         # A monitor is flagged a replica in Redis, and replicas may not read or write.
@@ -202,15 +204,16 @@ def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
     flagged denyoom is refused, and so is an EXEC that queued one; inside MULTI every command
     is, but EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a script is
     busy: the server only serves allow-busy commands then, and evicting would mix its
-    propagation."""
+    propagation. True too when the hook evicted the client itself (client eviction comes
+    first): its command is not run."""
     if _busy and c.server in _busy:
         return False
     # (read as a slot, then called: `c.server.memory_admission()` would be a method lookup that
     # finds no method, ~400 instructions more in the uncompiled build)
     admission = c.server.memory_admission
     if not admission():
-        return False
-    if spec.denyoom:
+        return c.closing  # (evicted by it: not run either)
+    if spec.denyoom or c.closing:
         return True
     if c.multi is not None:
         if spec.root_name not in _MULTI_WITHOUT_MEMORY:

@@ -140,6 +140,10 @@ class ClientEviction(Protocol):
         """A read left a large or incomplete command waiting: evict clients (this one may be)
         while clients' memory is over maxmemory-clients."""
 
+    def check(self) -> int:
+        """Evict clients (largest first) while clients' memory is over maxmemory-clients: how
+        many were (key eviction asks first, as Redis's processCommand does)."""
+
 
 class Features:
     """The features' own per-server state (Server.features), each under the name its feature

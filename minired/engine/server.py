@@ -461,15 +461,15 @@ class ClientProtocol:
             disruption.drop()
 
     def pause_writing(self) -> None:
-        # The client is not reading its replies: stop reading its commands until it catches up.
-        # Not while client eviction is in use (maxmemory-clients, CLIENT NO-EVICT): Redis goes
-        # on reading such a client, whose memory the eviction then bounds, as it measures it.
-        if self.transport is not None and self.server.hooks.client_eviction is None:
-            self.transport.pause_reading()
+        # The client is not reading its replies. Redis reads on all the same (it never stops
+        # reading a client for its output), keeping the replies in the client's output buffer,
+        # which client-output-buffer-limit and client eviction bound: a client that pipelines
+        # a million commands before it reads a reply (Redis's own test suite does) would
+        # otherwise wait for ever on a server waiting for it.
+        return None
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
+        return None
 
     def eof_received(self) -> None:
         return None  # the transport closes itself, as with asyncio.Protocol's default
@@ -698,6 +698,22 @@ class ClientProtocol:
             self._transport_write(data)
             if guard is not None and self._transport_buffered():
                 guard(self)
+
+    def drop(self) -> None:
+        """Close at once, the replies not written yet dropped, and forget the client now (Redis's
+        freeClient): CLIENT KILL, client eviction, output buffer limits. A close would keep the
+        unsent replies until the peer read them, and a peer that never reads (a replica stopped
+        with SIGSTOP) would stay a client, its buffers counted, for ever."""
+        client = self.client
+        if client is not None:
+            client.closing = True
+        self.outbox = None
+        transport = self.transport
+        if transport is not None:
+            transport.abort()
+        # Gone now, as Redis frees it before it next reads a command: the loop would call
+        # this only after its next round of reads.
+        self.connection_lost(None)
 
     def _close(self) -> None:
         disruption = self.disruption

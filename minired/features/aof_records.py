@@ -27,7 +27,7 @@ LEGACY_OBJECT_COMMAND = b"minired-object"
 def encode_command(argv: list) -> bytes:
     out = [b"*%d\r\n" % len(argv)]
     for arg in argv:
-        if not isinstance(arg, bytes):
+        if type(arg) is not bytes and not isinstance(arg, bytes):
             arg = str(arg).encode()
         out.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
     return b"".join(out)

@@ -8,7 +8,9 @@ and reply buffer as Redis would size them (querybuf.py, replybuf.py), the replie
 yet, the commands a transaction queued, its watched keys, subscriptions and tracking prefixes,
 and the client structure itself.
 
-Redis looks after every client read and write and from its cron. minired looks when a read
+Redis looks before every command, ahead of key eviction (processCommand's evictClients), and
+from its cron. minired looks before a command finds memory over maxmemory, ahead of key
+eviction (eviction.py), so that clients' buffers are cut back before keys go; when a read
 leaves a large or incomplete command waiting (ClientProtocol.data_received, the reads that
 already do query-buffer bookkeeping), when a write leaves replies queued (output_limits.py),
 every 100 ms while a limit is set, and at once when CONFIG SET lowers it. Nothing of it runs
@@ -50,11 +52,12 @@ class ClientEviction:
             limit = config.number("maxmemory-clients")
         return max(limit, _LEAST_LIMIT) if limit > 0 else 0
 
-    def check(self) -> None:
-        """evictClients: disconnect the largest clients while all of them pass the limit."""
+    def check(self) -> int:
+        """evictClients: disconnect the largest clients while all of them pass the limit; how
+        many were."""
         limit = self.limit()
         if not limit:
-            return
+            return 0
         # Only the clients eviction may take count (clientEvictionAllowed): not NO-EVICT ones,
         # monitors or a master link.
         usage = {}
@@ -70,11 +73,14 @@ class ClientEviction:
             if not c.closing and c.flags not in ("O", "M") and c.id not in no_evict:
                 usage[c] = client_info.client_memory(c)
         total = sum(usage.values())
+        evicted = 0
         for c in sorted(usage, key=usage.__getitem__, reverse=True):
             if total < limit:
-                return
+                break
             self.evict(c)
+            evicted += 1
             total -= usage[c]
+        return evicted
 
     def evict(self, c: "Client") -> None:
         log.info("Evicting client: %s", client_info.client_info_line(c))
@@ -83,9 +89,7 @@ class ClientEviction:
         c.closing = True
         if conn is None or conn.transport is None:
             return
-        conn.outbox = None
-        conn.transport.abort()  # its replies go with it, unsent
-        conn.connection_lost(None)
+        conn.drop()  # its replies go with it, unsent
 
     def after_read(self, conn: "ClientProtocol") -> None:
         """A read left a large or incomplete command waiting (server.py)."""

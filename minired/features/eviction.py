@@ -393,6 +393,11 @@ class Eviction:
         the figure and one comparison.)"""
         if self.used() <= self.server.config.maxmemory:
             return False
+        clients = self.server.hooks.client_eviction
+        if clients is not None and clients.check():
+            # evictClients comes first (processCommand): the clients' buffers over
+            # maxmemory-clients go before any key does, and the figure is taken again.
+            self.clients_taken = float("-inf")
         return self.perform() == _FAIL
 
     def perform(self) -> int:

@@ -91,7 +91,10 @@ class OutputBufferGuard:
         return self._limits
 
     def class_limit(self, client: "Client") -> OutputLimit:
-        """getClientType: a client subscribed to anything is of the pubsub class."""
+        """getClientType: a replica (flag S; a monitor's is O) is of the replica class, a client
+        subscribed to anything of the pubsub class."""
+        if client.flags == "S":
+            return self.limits()["slave"]
         subscribed = client.channels or client.patterns or client.shard_channels
         return self.limits()["pubsub" if subscribed else "normal"]
 
@@ -134,14 +137,9 @@ class OutputBufferGuard:
         log.warning("Client %s closed for overcoming of output buffer limits.",
                     client_description(client))
         self.disconnections += 1
-        client.closing = True
-        protocol.outbox = None  # the replies not written yet go with it
-        # abort, not close: close would keep the unsent replies until the peer reads them.
-        protocol.transport.abort()
-        # Gone now, as Redis frees it before it next reads a command: the loop would call
-        # this only after its next round of reads (replies are written at the end of one),
-        # and a PUBLISH read in that round would still count the client.
-        protocol.connection_lost(None)
+        # Dropped, not closed: close would keep the unsent replies until the peer reads them;
+        # and gone at once, so that a PUBLISH read in this round no longer counts the client.
+        protocol.drop()
 
     def _over(self, protocol: "ClientProtocol", limit: OutputLimit, pending: int) -> bool:
         client = protocol.client

@@ -100,6 +100,12 @@ class Propagation:
             return
         if only is not None:
             records = [only(record) for record in records]
+        elif len(records) == 1 and not (self.aof_expired or c.in_exec or c.in_script):
+            # (the usual write: one record of its own, nothing around it)
+            if self.aof_transaction_client is not None:
+                self._close_transaction()
+            self._append(db_index, records[0])
+            return
         ops = [(db_index, argv) for argv in records]
         if self.aof_expired:  # keys the command found expired: deleted before it wrote
             ops[:0] = self.aof_expired

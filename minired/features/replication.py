@@ -75,23 +75,29 @@ class Backlog:
     (master_repl_offset). The buffer is trimmed once it holds twice the size, so a write
     costs no copy of the whole backlog."""
 
-    __slots__ = ("config", "data", "end")
+    __slots__ = ("config", "data", "end", "trim_at")
 
     def __init__(self, config: Any, offset: int) -> None:
         self.config = config
         self.data = bytearray()
         self.end = offset
+        # Twice the size when last looked up: the size (CONFIG SET may change it) is read again
+        # once the buffer passes this, not on every write.
+        self.trim_at = 0
 
     @property
     def size(self) -> int:
         return self.config.number("repl-backlog-size")
 
     def append(self, data: bytes) -> None:
-        self.data += data
+        buffer = self.data
+        buffer += data
         self.end += len(data)
-        size = self.size
-        if len(self.data) > 2 * size:
-            del self.data[:len(self.data) - size]
+        if len(buffer) > self.trim_at:
+            size = self.size
+            if len(buffer) > 2 * size:
+                del buffer[:len(buffer) - size]
+            self.trim_at = 2 * size
 
     @property
     def histlen(self) -> int:
