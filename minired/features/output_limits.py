@@ -91,10 +91,7 @@ class OutputBufferGuard:
         return self._limits
 
     def class_limit(self, client: "Client") -> OutputLimit:
-        """getClientType: a replica (flag S; a monitor's is O) is of the replica class, a client
-        subscribed to anything of the pubsub class."""
-        if client.flags == "S":
-            return self.limits()["slave"]
+        """getClientType: a client subscribed to anything is of the pubsub class."""
         subscribed = client.channels or client.patterns or client.shard_channels
         return self.limits()["pubsub" if subscribed else "normal"]
 

@@ -168,26 +168,3 @@ def test_client_kill_type_replica_frees_a_stopped_replica_and_its_buffer(own_por
     finally:
         replica.close()
         admin.close()
-
-
-def test_a_replica_past_the_replica_class_hard_limit_is_dropped(own_port):
-    # client-output-buffer-limit's replica class applies to replicas (getClientType), not the
-    # normal class's limits.
-    port = own_port
-    admin = RawClient(port)
-    assert admin.call("CONFIG", "SET", "client-output-buffer-limit",
-                      "normal 0 0 0 replica 1mb 0 0") == b"OK"
-    replica = socket.create_connection(("127.0.0.1", port))
-    try:
-        replica.sendall(encode_command(["REPLCONF", "listening-port", "1"]))
-        assert replica.recv(100) == b"+OK\r\n"
-        replica.sendall(encode_command(["PSYNC", "?", "-1"]))  # and never reads again
-        wait_until(lambda: info_field(admin, "replication", "connected_slaves") == "1",
-                   "the replica attached")
-        for j in range(100):
-            admin.call("SET", f"k{j}", "v" * 100_000)
-        wait_until(lambda: info_field(admin, "replication", "connected_slaves") == "0",
-                   "the replica dropped for its output buffer")
-    finally:
-        replica.close()
-        admin.close()
