@@ -227,16 +227,23 @@ def _aux(name: bytes, value: bytes) -> bytes:
 
 def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_memory: int,
                 compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False,
-                compact: Compact | None = None) -> Iterator[bytes]:
+                compact: Compact | None = None,
+                repl: tuple[int, str, int] | None = None) -> Iterator[bytes]:
     """The file in pieces of ~64 KB, its checksum last (rdbSaveRio). Values are read as they
-    are: the caller holds the keyspace still (a forked child, or the event loop itself)."""
+    are: the caller holds the keyspace still (a forked child, or the event loop itself).
+    `repl` (rdbSaveInfo: the replication stream's database, ID and offset) is written as the
+    aux fields repl-stream-db, repl-id and repl-offset, before aof-base, as Redis writes them."""
     crc = 0
     out = [b"%s%04d" % (MAGIC, RDB_VERSION),
            _aux(b"redis-ver", REDIS_VERSION.encode()),
            _aux(b"redis-bits", b"64"),
            _aux(b"ctime", b"%d" % now_s),
-           _aux(b"used-mem", b"%d" % used_memory),
-           _aux(b"aof-base", b"1" if aof_base else b"0")]
+           _aux(b"used-mem", b"%d" % used_memory)]
+    if repl is not None:
+        stream_db, replid, offset = repl
+        out += [_aux(b"repl-stream-db", b"%d" % stream_db), _aux(b"repl-id", replid.encode()),
+                _aux(b"repl-offset", b"%d" % offset)]
+    out.append(_aux(b"aof-base", b"1" if aof_base else b"0"))
     for code in functions:
         out.append(bytes((OPCODE_FUNCTION2,)) + encode_string(code, compress_from))
     size = sum(map(len, out))
@@ -283,6 +290,21 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
     if checksum:
         crc = crc64(chunk, crc)
     yield chunk + struct.pack("<Q", crc)
+
+
+def repl_info(aux: dict[bytes, bytes]) -> tuple[int, str, int] | None:
+    """The (repl-stream-db, repl-id, repl-offset) a file's aux fields hold, when all three are
+    there and usable (rdbLoad's rsi; loadDataFromDisk ignores a stream db of -1, which older
+    versions wrote by mistake)."""
+    try:
+        replid = aux[b"repl-id"].decode()
+        offset = int(aux[b"repl-offset"])
+        stream_db = int(aux.get(b"repl-stream-db", b"-1"))
+    except (KeyError, ValueError, UnicodeDecodeError):
+        return None
+    if len(replid) != 40 or offset == -1 or stream_db == -1:
+        return None
+    return stream_db, replid, offset
 
 
 def functions_from_payload(payload: bytes) -> list[bytes]:

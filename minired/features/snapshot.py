@@ -22,7 +22,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
-from minired.features import rdb_file
+from minired.features import rdb_file, replication
 from minired.features.aof_records import Loader
 from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.persist_files import LoadError, write_atomically
@@ -115,10 +115,14 @@ class Snapshots:
                 raise LoadError(f"Short read or OOM loading DB {path}. Unrecoverable error, "
                                 "aborting now.")
         else:
-            self._load_rdb(data, path, keep_expired=False)
+            self._load_rdb(data, path, keep_expired=False, restore_repl=True)
         log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
 
-    def _load_rdb(self, data: bytes, name: str, keep_expired: bool) -> int:
+    def _load_rdb(self, data: bytes, name: str, keep_expired: bool,
+                  restore_repl: bool = False) -> int:
+        """Load an RDB image into the empty keyspace; with restore_repl (dump.rdb at start-up,
+        not an AOF's preamble) the replication ID and offset it holds are taken back
+        (loadDataFromDisk)."""
         server = self.server
         if any(db.data for db in server.keyspace.dbs):
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
@@ -142,6 +146,10 @@ class Snapshots:
                      loaded.expired)
         if loaded.functions:
             self._restore_functions(loaded.functions)
+        if restore_repl:
+            repl = rdb_file.repl_info(loaded.aux)
+            if repl is not None:
+                replication.restore_save_info(server, *repl)
         return loaded.end
 
     def sanitizes_loads(self) -> bool:
@@ -176,8 +184,12 @@ class Snapshots:
     def _image(self, aof_base: bool = False, data: bool = True,
                functions: bool = True) -> Iterator[bytes]:
         """The RDB image; a replica's REPLCONF rdb-filter-only may leave out the keys, the
-        functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS)."""
+        functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS). Snapshots and the images
+        sent to replicas hold the replication ID and offset when there is a stream to continue
+        (rdbPopulateSaveInfo); an AOF's base does not."""
         server = self.server
+        state = server.features.replication
+        repl = state.save_info() if state is not None and not aof_base else None
         return rdb_file.save_chunks(
             server.keyspace if data else _NO_KEYS, self._function_codes() if functions else [],
             int(time.time()),
@@ -185,7 +197,7 @@ class Snapshots:
             compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
                            else NO_COMPRESSION),
             checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
-            compact=Compact.from_config(self.config.get))
+            compact=Compact.from_config(self.config.get), repl=repl)
 
     def _delayed(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """The image slowed by rdb-key-save-delay (microseconds per key, Redis's debugDelay in
