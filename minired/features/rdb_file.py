@@ -64,7 +64,7 @@ class Loaded:
     """What a load found besides keys: function library sources and a few counts."""
 
     __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized",
-                 "key_delay_us", "empty_keys")
+                 "key_delay_us", "empty_keys", "expired_keys")
 
     def __init__(self) -> None:
         self.functions: list[bytes] = []
@@ -76,6 +76,9 @@ class Loaded:
         self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
         self.key_delay_us = 0  # key-load-delay: a pause after each key (debugDelay)
         self.empty_keys: list[bytes] = []  # skipped: containers saved empty (an old Redis bug)
+        # (database, key) of the keys skipped as expired, when the caller asks for them: a
+        # master's start-up propagates their deletion (RDBFLAGS_FEED_REPL).
+        self.expired_keys: list[tuple[int, bytes]] | None = None
 
 
 def is_rdb(data: bytes) -> bool:
@@ -83,13 +86,16 @@ def is_rdb(data: bytes) -> bool:
 
 
 def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False,
-         deep: bool = False, key_delay_us: int = 0) -> Loaded:
+         deep: bool = False, key_delay_us: int = 0, list_expired: bool = False) -> Loaded:
     """Read a whole RDB image into the (empty) keyspace: all of it, or RdbError and the keyspace
     left as it was. With deep (sanitize-dump-payload yes), compact encodings are checked entry
     by entry; key_delay_us (key-load-delay, which Redis's tests use for a slow load) pauses
-    after each key."""
+    after each key; with list_expired, the keys skipped as expired are listed
+    (Loaded.expired_keys)."""
     loaded = Loaded()
     loaded.key_delay_us = key_delay_us
+    if list_expired:
+        loaded.expired_keys = []
     staged: list[dict] = [{} for _ in keyspace.dbs]
     staged_expires: list[dict] = [{} for _ in keyspace.dbs]
     reader = Reader(data, 0, deep)
@@ -136,6 +142,7 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
     expires_at = -1
     target = staged[0]
     target_expires = staged_expires[0]
+    db_index = 0
     keys = expired = 0
     buf = data  # compiled, a pointer into data (rdb_file.pxd)
     size = len(data)
@@ -168,6 +175,8 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
             elif expires_at < now_ms and not keep_expired:
                 expired += 1
                 expires_at = -1
+                if loaded.expired_keys is not None:
+                    loaded.expired_keys.append((db_index, key))
             else:
                 target[key] = value
                 target_expires[key] = expires_at

@@ -27,7 +27,7 @@ new ID, from the previous one).
 After a full sync the master's stream goes on in the database the RDB's repl-stream-db names
 (replicationCreateMasterClient), which matters when the master is itself a replica, whose
 stream does not start with a SELECT. A dump.rdb that held the replication ID and offset makes
-the link ask to continue from them after a restart (restore_save_info, replication.py).
+the link ask to continue from them after a restart (restore_at_start, replication.py).
 """
 from __future__ import annotations
 

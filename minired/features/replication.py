@@ -28,8 +28,8 @@ happens to its replicas when the link changes is replica_link.py's.
 
 Snapshots and the images sent to replicas hold the ID, offset and stream database
 (save_info: rdbPopulateSaveInfo), and a dump.rdb holding them restores them at start-up
-(restore_save_info: loadDataFromDisk): a replica then asks its master to continue from there,
-a master keeps them as its previous history so that its replicas can.
+(restore_at_start: loadDataFromDisk): a replica then asks its master to continue from there,
+a master keeps them as its previous history so that its replicas can (restore_at_start).
 
 min-replicas-to-write/min-replicas-max-lag: the replicas that acknowledged within the lag are
 counted (refreshGoodSlavesCount) when one attaches, acknowledges or leaves, and every second;
@@ -516,22 +516,42 @@ class Master:
                  for r in self.replicas]]
 
 
-def restore_save_info(server: "Server", stream_db: int, replid: str, offset: int) -> None:
-    """loadDataFromDisk: the replication ID and offset of a dump.rdb loaded at start-up. A
-    replica (replicaof configured) keeps them as the history its link asks to continue, its
-    master's stream in database `stream_db`; a master keeps them as its previous ID, valid up
-    to offset+1, its stream and an empty backlog going on from there, so that replicas of
-    the master it was a replica of, or its own, continue. (It may run on the thread that
+def restore_at_start(server: "Server", repl: tuple[int, str, int] | None,
+                     expired: list[tuple[int, bytes]]) -> None:
+    """loadDataFromDisk, after dump.rdb was loaded at start-up: `repl` the (stream database,
+    ID, offset) it held, `expired` the keys it skipped as expired.
+
+    A replica (replicaof configured) keeps the ID and offset as the history its link asks to
+    continue, its master's stream in database `stream_db`. A master propagates the deletion
+    of the expired keys (RDBFLAGS_FEED_REPL), and keeps the ID as its previous one, valid up
+    to offset+1, its stream going on from there after those deletions, in a backlog that
+    holds them, so that replicas of the master it was a replica of, or its own, continue;
+    without an ID the deletions only count in the offset. (It may run on the thread that
     loads the file: it only sets state; the backlog's TTL timer is armed on the loop.)"""
     state = master(server)
     if server.config.get("replicaof"):
-        state.restored = (replid, offset, stream_db)
-        state.replid, state.offset = replid, offset
+        if repl is not None:
+            stream_db, replid, offset = repl
+            state.restored = (replid, offset, stream_db)
+            state.replid, state.offset = replid, offset
         return
+    delete = b"UNLINK" if server.config.get("lazyfree-lazy-expire") == "yes" else b"DEL"
+    stream = bytearray()
+    db = -1
+    for index, key in expired:
+        if index != db:
+            stream += encode_command([b"SELECT", b"%d" % index])
+            db = index
+        stream += encode_command([delete, key])
+    if repl is None:
+        state.offset = len(stream)  # (no history to continue: the backlog is not kept)
+        return
+    _, replid, offset = repl
     state.replid2, state.second_replid_offset = replid, offset + 1
-    state.offset = offset
     state.backlog = Backlog(server.config, offset)
-    state._db = -1
+    state.backlog.append(bytes(stream))
+    state.offset = state.backlog.end
+    state._db = db
     persistence = server.features.persistence
     if persistence is not None and persistence.replica_feed is None:
         persistence.replica_feed = state.feed  # (installed by the reconcile after the load)

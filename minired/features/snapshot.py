@@ -115,7 +115,9 @@ class Snapshots:
                 raise LoadError(f"Short read or OOM loading DB {path}. Unrecoverable error, "
                                 "aborting now.")
         else:
-            self._load_rdb(data, path, keep_expired=False, restore_repl=True)
+            # (a replica keeps the keys already expired: its master deletes them)
+            self._load_rdb(data, path, keep_expired=bool(self.config.get("replicaof")),
+                           restore_repl=True)
         log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
 
     def _load_rdb(self, data: bytes, name: str, keep_expired: bool,
@@ -128,7 +130,8 @@ class Snapshots:
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
         try:
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
-                                   self.sanitizes_loads(), self.config.number("key-load-delay"))
+                                   self.sanitizes_loads(), self.config.number("key-load-delay"),
+                                   list_expired=restore_repl)
         except RdbError as exc:
             raise LoadError(*exc.warnings, f"{exc} ({name}). Terminating server after rdb file "
                             "reading failure.") from None
@@ -147,9 +150,8 @@ class Snapshots:
         if loaded.functions:
             self._restore_functions(loaded.functions)
         if restore_repl:
-            repl = rdb_file.repl_info(loaded.aux)
-            if repl is not None:
-                replication.restore_save_info(server, *repl)
+            replication.restore_at_start(server, rdb_file.repl_info(loaded.aux),
+                                         loaded.expired_keys or [])
         return loaded.end
 
     def sanitizes_loads(self) -> bool:
