@@ -162,8 +162,9 @@ class Master:
         self._pending: list[bytes] = []
         self._flush_scheduled = False
         self._ping_timer: Any = None
+        self._cron_loops = 0  # the seconds the PING timer ticked (replication_cron_loops)
         # The link to this server's own master while it is a replica (replica_link.Link): its
-        # writes are then its master's, and nothing is fed to replicas of its own.
+        # writes are then its master's, and its replicas get its master's stream (proxy).
         self.link: Any = None
         # A shutdown waiting for the replicas to catch up (shutdown_wait.ShutdownWait).
         self.shutdown_wait: Any = None
@@ -250,7 +251,7 @@ class Master:
         self.sync_full += 1
         self._attach(c)
         log.info("Replica %s asks for synchronization; full resync at offset %d", c.addr,
-                 self.offset)
+                 self.offset_now)
 
     def _attach(self, c: "Client") -> None:
         self.psync2.discard(c.id)
@@ -385,15 +386,19 @@ class Master:
 
     def _arm_ping(self) -> None:
         if self._ping_timer is None and self.server.loop is not None:
-            period = int(self.server.config.get("repl-ping-replica-period") or 10)
-            self._ping_timer = self.server.loop.call_later(period, self._ping)
+            self._ping_timer = self.server.loop.call_later(1.0, self._ping)
 
     def _ping(self) -> None:
-        """replicationCron: a PING in the stream keeps the replicas' links alive (a replica's
-        replicas get its master's PINGs, in the stream it proxies)."""
+        """replicationCron, every second: every repl-ping-replica-period ticks a PING in the
+        stream keeps the replicas' links alive (the period read at each tick, so that CONFIG
+        SET takes effect at once); a replica's replicas get its master's PINGs, in the stream
+        it proxies."""
         self._ping_timer = None
         if self.replicas:
-            if self.server.pause is None and self.link is None:  # (none while paused, as Redis)
+            period = max(1, int(self.server.config.get("repl-ping-replica-period") or 10))
+            self._cron_loops += 1
+            if (self._cron_loops % period == 0 and self.server.pause is None
+                    and self.link is None):  # (none while paused, as Redis)
                 self._write(_PING)
             self._arm_ping()
 
@@ -417,8 +422,10 @@ class Master:
                     self.server.blocking.finish(waiter, count)
 
     def ask_for_acks(self) -> None:
-        """sendGetackToReplicas: REPLCONF GETACK * in the stream."""
-        self._write(_GETACK)
+        """sendGetackToReplicas: REPLCONF GETACK * in the stream (not a replica's: its stream
+        is its master's)."""
+        if self.link is None:
+            self._write(_GETACK)
 
     def replicas_at(self, offset: int) -> int:
         return sum(1 for replica in self.replicas if replica.ack_offset >= offset)

@@ -344,6 +344,9 @@ def test_a_sub_replica_continues_from_the_middle_replica_s_backlog():
         wait_caught_up(a.port, c.port)
         assert _digest(c.port) == _digest(a.port)
         assert _stat(b.port, "sync_full") == 1
+        assert _call(b.port, "CONFIG", "RESETSTAT") == b"OK"  # (resetServerStats)
+        assert [_stat(b.port, field) for field in
+                ("sync_full", "sync_partial_ok", "sync_partial_err")] == [0, 0, 0]
     finally:
         _stop(c, b, a)
 
