@@ -35,8 +35,9 @@ min-replicas-to-write/min-replicas-max-lag: the replicas that acknowledged withi
 counted (refreshGoodSlavesCount) when one attaches, acknowledges or leaves, and every second;
 writes are refused with NOREPLICAS while too few are (Config.writes_need_replicas).
 
-Nothing here runs until the first SYNC: until then the write path pays the one check of
-`Persistence.replica_feed` it already made for the AOF.
+Nothing here runs until the first SYNC (or a dump.rdb restored a history at start-up): until
+then the write path pays the one check of `Persistence.replica_feed` it already made for the
+AOF.
 """
 from __future__ import annotations
 
