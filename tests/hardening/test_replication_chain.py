@@ -333,9 +333,18 @@ def test_a_sub_replica_continues_from_the_middle_replica_s_backlog():
     a = _start("minired")
     b = _start("minired")
     c = _start("redis")
+    writer = RawClient(a.port)
     try:
         _replicate(b, a)
+        writer.call("SELECT", "5")
+        writer.call("SET", "in-5", "1")
+        wait_caught_up(a.port, b.port)
+        # C syncs from B with A's stream in database 5: the RDB's repl-stream-db says so (the
+        # stream goes on without a SELECT).
         _replicate(c, b)
+        writer.call("SET", "still-in-5", "1")
+        wait_caught_up(a.port, c.port)
+        assert _digest(c.port) == _digest(a.port)
         _call(a.port, "SET", "a", "1")
         assert _call(b.port, "CLIENT", "KILL", "TYPE", "replica") == 1
         _call(a.port, "SET", "b", "2")  # (while C is away)
@@ -348,6 +357,7 @@ def test_a_sub_replica_continues_from_the_middle_replica_s_backlog():
         assert [_stat(b.port, field) for field in
                 ("sync_full", "sync_partial_ok", "sync_partial_err")] == [0, 0, 0]
     finally:
+        writer.close()
         _stop(c, b, a)
 
 
