@@ -536,13 +536,16 @@ def restore_at_start(server: "Server", repl: tuple[int, str, int] | None,
     holds them, so that replicas of the master it was a replica of, or its own, continue;
     without an ID the deletions only count in the offset. (It may run on the thread that
     loads the file: it only sets state; the backlog's TTL timer is armed on the loop.)"""
-    state = master(server)
     if server.config.get("replicaof"):
         if repl is not None:
+            state = master(server)
             stream_db, replid, offset = repl
             state.restored = (replid, offset, stream_db)
             state.replid, state.offset = replid, offset
         return
+    if repl is None and not expired:
+        return  # (nothing to restore: no replication state made)
+    state = master(server)
     delete = b"UNLINK" if server.config.get("lazyfree-lazy-expire") == "yes" else b"DEL"
     stream = bytearray()
     db = -1

@@ -542,3 +542,36 @@ def _master_restart(master_kind: str, replica_kind: str, tmp_path) -> list:
 def test_a_restarted_master_keeps_its_id_as_the_previous_one(replica_kind, tmp_path):
     assert (_master_restart("minired", replica_kind, tmp_path)
             == _master_restart("redis", replica_kind, tmp_path))
+
+
+def _restart_without_history(kind: str, tmp_path) -> list:
+    """A master that never had replicas (its dump.rdb holds no repl-id) restarted after a key
+    in it expired: the key's deletion counts in master_repl_offset, and no backlog is kept."""
+    directory = tmp_path / kind
+    directory.mkdir()
+    args = ("--dir", str(directory))
+    port = free_port()
+
+    def start():
+        if kind == "redis":
+            return RedisServer(*REDIS_ARGS, *args, port=port).start()
+        return MiniredProcess(*MINIRED_ARGS, *args, port=port).start()
+
+    server = start()
+    try:
+        _call(port, "SET", "kept", "v")
+        deadline = _expiring(port, 5, "short")
+        assert _call(port, "SAVE") == b"OK"
+        server.stop()
+        _wait_past(deadline)
+        server = start()
+        return [(field, _repl(port, field)) for field in
+                ("master_replid2", "master_repl_offset", "second_repl_offset",
+                 "repl_backlog_active", "repl_backlog_histlen")]
+    finally:
+        server.stop()
+
+
+def test_a_restart_without_history_counts_the_expired_keys_deletion(tmp_path):
+    assert (_restart_without_history("minired", tmp_path)
+            == _restart_without_history("redis", tmp_path))
