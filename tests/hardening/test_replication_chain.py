@@ -123,15 +123,19 @@ def _run_and_compare(chain, actions) -> None:
         # A's active expiry deletes the keys whose TTL passed whenever it runs, and the
         # deletions reach B and C after: the chain agrees once they all have (and C is at A's
         # offset: nothing is on its way).
+        # (held_data reads each key: a deletion arriving between its reads of B and of C
+        # is waited out too)
         def agreed() -> bool:
             offset = _repl(a.port, "master_repl_offset")
             digest = _digest(a.port)
             return (_digest(b.port) == digest and _digest(c.port) == digest
                     and _repl(c.port, "master_repl_offset") == offset
-                    and _repl(b.port, "master_repl_offset") == offset)
+                    and _repl(b.port, "master_repl_offset") == offset
+                    and held_data(c.port) == held_data(b.port)
+                    and _repl(a.port, "master_repl_offset") == offset)
 
-        wait_until(agreed, "A, B and C at the same offset with the same DEBUG DIGEST")
-        assert held_data(c.port) == held_data(b.port)
+        wait_until(agreed, "A, B and C at the same offset with the same data (DEBUG DIGEST, "
+                   "and every key read on B and C)")
     finally:
         for client in clients.values():
             client.close()
