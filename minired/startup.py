@@ -52,18 +52,15 @@ def prepare_server(server: Server, load: bool = True) -> Server:
         importlib.import_module(name).attach(server)
     if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
         importlib.import_module("minired.features.faults").attach(server)
-    master = server.config.get("replicaof")
-    if master:
+    if server.config.get("replicaof"):
         # replicaof in the config file or on the command line: a read-only replica from the
-        # start, its data loaded as usual, connecting to its master once the loop runs.
-        from minired.features import replica_link
-
-        host, port = master.rsplit(" ", 1)
+        # start, its data loaded as usual, connecting to its master once the data is loaded
+        # (the replication ID and offset of dump.rdb are the history it asks to continue).
         server.config.note_replicating(True)
-        server.hooks.start.append(lambda: replica_link.replicate(server, host, int(port)))
     if load:
         persistence_feature.load_at_start(server)
         start_loaded_functions(server)
+        server.hooks.start.append(lambda: start_replicating(server))
     return server
 
 
@@ -71,6 +68,17 @@ async def load_while_serving(server: Server) -> None:
     """Redis's order: bind, then load while answering -LOADING, then ready (cli.py)."""
     await persistence_feature.load_while_serving(server)
     start_loaded_functions(server)
+    start_replicating(server)
+
+
+def start_replicating(server: Server) -> None:
+    """replicaof configured: the link to the master starts, once the data is loaded."""
+    master = server.config.get("replicaof")
+    if master:
+        from minired.features import replica_link
+
+        host, port = master.rsplit(" ", 1)
+        replica_link.replicate(server, host, int(port), at_start=True)
 
 
 def start_loaded_functions(server: Server) -> None:

@@ -474,7 +474,11 @@ def swapdb(c, argv):
 @command("wait", arity=3, flags="noscript", group=G)
 def wait(c, argv):
     """The replicas that acknowledged every write so far (minired/features/replication.py),
-    once `numreplicas` did or the timeout passed; with none attached, 0 (at once for none)."""
+    once `numreplicas` did or the timeout passed; with none attached, 0 (at once for none). A
+    replica refuses it: its replicas follow its master's stream, not its writes."""
+    state = c.server.features.replication
+    if state is not None and state.link is not None:
+        raise RedisError(errors.WAIT_ON_REPLICA)
     wanted = parse_int(argv[1])
     timeout_ms = parse_int(argv[2], errors.TIMEOUT_NOT_INTEGER)
     if timeout_ms < 0:

@@ -314,6 +314,9 @@ def config_resetstat(c, argv):
     latency.reset(all_specs())
     if server.hooks.client_eviction is not None:
         server.hooks.client_eviction.evicted = 0  # INFO evicted_clients
+    replication = server.features.replication
+    if replication is not None:  # INFO sync_full, sync_partial_ok, sync_partial_err
+        replication.sync_full = replication.sync_partial_ok = replication.sync_partial_err = 0
     return OK
 
 

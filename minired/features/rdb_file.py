@@ -71,7 +71,7 @@ class Loaded:
     """What a load found besides keys: function library sources and a few counts."""
 
     __slots__ = ("functions", "keys", "expired", "end", "version", "aux", "sanitized",
-                 "key_delay_us", "empty_keys")
+                 "key_delay_us", "empty_keys", "expired_keys")
 
     def __init__(self) -> None:
         self.functions: list[bytes] = []
@@ -83,6 +83,9 @@ class Loaded:
         self.sanitized = 0  # compact encodings checked deeply (INFO dump_payload_sanitizations)
         self.key_delay_us = 0  # key-load-delay: a pause after each key (debugDelay)
         self.empty_keys: list[bytes] = []  # skipped: containers saved empty (an old Redis bug)
+        # (database, key) of the keys skipped as expired, when the caller asks for them: a
+        # master's start-up propagates their deletion (RDBFLAGS_FEED_REPL).
+        self.expired_keys: list[tuple[int, bytes]] | None = None
 
 
 def is_rdb(data: bytes) -> bool:
@@ -90,13 +93,16 @@ def is_rdb(data: bytes) -> bool:
 
 
 def load(data: bytes, keyspace: "Keyspace", now_ms: int, keep_expired: bool = False,
-         deep: bool = False, key_delay_us: int = 0) -> Loaded:
+         deep: bool = False, key_delay_us: int = 0, list_expired: bool = False) -> Loaded:
     """Read a whole RDB image into the (empty) keyspace: all of it, or RdbError and the keyspace
     left as it was. With deep (sanitize-dump-payload yes), compact encodings are checked entry
     by entry; key_delay_us (key-load-delay, which Redis's tests use for a slow load) pauses
-    after each key."""
+    after each key; with list_expired, the keys skipped as expired are listed
+    (Loaded.expired_keys)."""
     loaded = Loaded()
     loaded.key_delay_us = key_delay_us
+    if list_expired:
+        loaded.expired_keys = []
     staged: list[dict] = [{} for _ in keyspace.dbs]
     staged_expires: list[dict] = [{} for _ in keyspace.dbs]
     reader = Reader(data, 0, deep)
@@ -151,6 +157,7 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
     expires_at = -1
     target = staged[0]
     target_expires = staged_expires[0]
+    db_index = 0
     keys = expired = 0
     buf = data  # compiled, a pointer into data (rdb_file.pxd)
     size = len(data)
@@ -183,6 +190,8 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
             elif expires_at < now_ms and not keep_expired:
                 expired += 1
                 expires_at = -1
+                if loaded.expired_keys is not None:
+                    loaded.expired_keys.append((db_index, key))
             else:
                 target[key] = value
                 target_expires[key] = expires_at
@@ -244,17 +253,24 @@ def _aux(name: bytes, value: bytes) -> bytes:
 def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_memory: int,
                 compress_from: int = COMPRESS_IN_FILES, checksum: bool = True, aof_base: bool = False,
                 compact: Compact | None = None,
-                on_key: Callable[[], object] | None = None) -> Iterator[bytes]:
+                on_key: Callable[[], object] | None = None,
+                repl: tuple[int, str, int] | None = None) -> Iterator[bytes]:
     """The file in pieces of ~64 KB, its checksum last (rdbSaveRio). Values are read as they
     are: the caller holds the keyspace still (a forked child, or the event loop itself).
-    on_key is called after each key (the save delay, a child's progress: child_info.py)."""
+    on_key is called after each key (the save delay, a child's progress: child_info.py).
+    `repl` (rdbSaveInfo: the replication stream's database, ID and offset) is written as the
+    aux fields repl-stream-db, repl-id and repl-offset, before aof-base, as Redis writes them."""
     crc = 0
     out = [b"%s%04d" % (MAGIC, RDB_VERSION),
            _aux(b"redis-ver", REDIS_VERSION.encode()),
            _aux(b"redis-bits", b"64"),
            _aux(b"ctime", b"%d" % now_s),
-           _aux(b"used-mem", b"%d" % used_memory),
-           _aux(b"aof-base", b"1" if aof_base else b"0")]
+           _aux(b"used-mem", b"%d" % used_memory)]
+    if repl is not None:
+        stream_db, replid, offset = repl
+        out += [_aux(b"repl-stream-db", b"%d" % stream_db), _aux(b"repl-id", replid.encode()),
+                _aux(b"repl-offset", b"%d" % offset)]
+    out.append(_aux(b"aof-base", b"1" if aof_base else b"0"))
     for code in functions:
         out.append(bytes((OPCODE_FUNCTION2,)) + encode_string(code, compress_from))
     size = sum(map(len, out))
@@ -303,6 +319,21 @@ def save_chunks(keyspace: "Keyspace", functions: list[bytes], now_s: int, used_m
     if checksum:
         crc = crc64(chunk, crc)
     yield chunk + struct.pack("<Q", crc)
+
+
+def repl_info(aux: dict[bytes, bytes]) -> tuple[int, str, int] | None:
+    """The (repl-stream-db, repl-id, repl-offset) a file's aux fields hold, when all three are
+    there and usable (rdbLoad's rsi; loadDataFromDisk ignores a stream db of -1, which older
+    versions wrote by mistake)."""
+    try:
+        replid = aux[b"repl-id"].decode()
+        offset = int(aux[b"repl-offset"])
+        stream_db = int(aux.get(b"repl-stream-db", b"-1"))
+    except (KeyError, ValueError, UnicodeDecodeError):
+        return None
+    if len(replid) != 40 or offset == -1 or stream_db == -1:
+        return None
+    return stream_db, replid, offset
 
 
 def functions_from_payload(payload: bytes) -> list[bytes]:

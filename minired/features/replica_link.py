@@ -17,7 +17,17 @@ a second. REPLICAOF NO ONE ends the link and keeps the data (shiftReplicationId:
 master's as replid2).
 
 While a replica, minired's own writes are refused (READONLY, with replica-read-only yes) and
-nothing is sent to replicas of its own (it would have to proxy its master's stream).
+never propagated: replicas of its own get its master's stream, the bytes it applied, as they
+are (Master.proxy). They follow it through its link's changes as Redis 7.0's do: they stay
+attached while the link is down and across a continuation or a change of master (REPLICAOF
+host port), and are disconnected when the history they share changes: a full sync (they sync
+again, in full), a continuation under a new ID and a promotion (both: they continue, under the
+new ID, from the previous one).
+
+After a full sync the master's stream goes on in the database the RDB's repl-stream-db names
+(replicationCreateMasterClient), which matters when the master is itself a replica, whose
+stream does not start with a SELECT. A dump.rdb that held the replication ID and offset makes
+the link ask to continue from them after a restart (restore_at_start, replication.py).
 """
 from __future__ import annotations
 
@@ -53,7 +63,7 @@ class Link:
     """The link to the master while minired replicates one (Master.link)."""
 
     def __init__(self, server: "Server", host: str, port: int,
-                 cached: tuple[str, int] | None = None) -> None:
+                 cached: tuple[str, int, int] | None = None) -> None:
         self.server = server
         self.host = host
         self.port = port
@@ -61,7 +71,8 @@ class Link:
         # slave_repl_offset: the stream bytes applied, and the ID of that stream: what PSYNC
         # asks to continue (`cached`: the history this server held before).
         self.synced = cached is not None
-        self.master_replid, self.offset = cached if cached is not None else (server.run_id, -1)
+        self.master_replid, self.offset, stream_db = (
+            cached if cached is not None else (server.run_id, -1, 0))
         self.last_io = time.monotonic()
         self.sync_started = 0.0
         self.link_down_since = time.monotonic()
@@ -69,6 +80,7 @@ class Link:
         self.master_client.flags = "M"
         self.master_client.authenticated = True
         self.master_client._close = self._drop  # CLIENT KILL TYPE master
+        self.master_client.select(stream_db)  # (the database the cached master's stream is in)
         self._writer: asyncio.StreamWriter | None = None
         self._task: asyncio.Task | None = None
         self._ack_timer: Any = None
@@ -167,22 +179,29 @@ class Link:
             replid = words[1].decode() if len(words) > 1 else self.master_replid
             if replid != self.master_replid:
                 # The master's history goes on under a new ID (it was promoted): the old one
-                # is the previous history, up to here.
+                # is the previous history, up to here; this server's replicas are told by
+                # being disconnected (they continue under the new ID).
+                log.info("Master replication ID changed to %s", replid)
                 state.replid2, state.second_replid_offset = self.master_replid, self.offset + 1
                 self.master_replid = state.replid = replid
+                state.disconnect_replicas()
             if state.backlog is None:
                 state.backlog = replication.Backlog(self.server.config, self.offset)
             log.info("Successful partial resynchronization with master.")
         elif reply.startswith(b"+FULLRESYNC"):
             _, replid, offset = reply.split()
             payload = await self._rdb(reader)
-            self._load(payload)
+            loaded = self._load(payload)
             self.master_replid = state.replid = replid.decode()
             self.offset = int(offset)
             self.synced = True
-            # A new history: the master's ID and offset, a backlog from here.
+            # A new history: the master's ID and offset, a backlog from here; the stream goes
+            # on in the database the RDB names (replicationCreateMasterClient).
             state.replid2, state.second_replid_offset = replication.NO_REPLID, -1
             state.backlog = replication.Backlog(self.server.config, self.offset)
+            repl = rdb_file.repl_info(loaded.aux)
+            self.master_client.select(repl[0] if repl is not None and
+                                      repl[0] < len(self.server.keyspace.dbs) else 0)
         else:
             raise HandshakeError(f"Unexpected reply to PSYNC from master: {reply!r}")
         self.state = "connected"
@@ -209,10 +228,13 @@ class Link:
             raise HandshakeError(f"Bad protocol from MASTER, the first byte is not '$': {header!r}")
         return await reader.readexactly(int(header[1:]))
 
-    def _load(self, payload: bytes) -> None:
-        """Replace the data by the master's (keys already expired kept: the master deletes them)."""
+    def _load(self, payload: bytes) -> "rdb_file.Loaded":
+        """Replace the data by the master's (keys already expired kept: the master deletes them).
+        This server's replicas are disconnected, to sync again (replicationAttachToNewMaster)."""
         server = self.server
-        replication.master(server).disconnect_replicas()  # (Redis makes them resync too)
+        state = replication.master(server)
+        state.disconnect_replicas()
+        state.backlog = None  # (its history is not the new one's)
         server.keyspace.flushall()
         loaded = rdb_file.load(payload, server.keyspace, server.clock.ms(), keep_expired=True,
                                deep=server.config.get("sanitize-dump-payload") == "yes")
@@ -226,13 +248,13 @@ class Link:
                 persistence.rewrite_aof()
             except RedisError as exc:  # a rewrite already running: the next one is scheduled
                 log.warning("AOF rewrite after the sync: %s", exc.message)
+        return loaded
 
     # --- the stream --------------------------------------------------------------------------------
 
     async def _stream(self, reader: asyncio.StreamReader) -> None:
         parser = RequestParser(max_bulk_len=1 << 62)
         client = self.master_client
-        backlog = replication.master(self.server).backlog
         while True:
             data = await reader.read(1 << 16)
             if not data:
@@ -244,17 +266,17 @@ class Link:
                 record = encode_command(argv)
                 self.read_offset = max(self.read_offset, self.offset) + len(record)
                 self.held.append((argv, record))
-            self.apply_held(client, backlog)
+            self.apply_held(client)
             if parser.error is not None:
                 raise HandshakeError(f"protocol error from master: {parser.error}")
 
-    def apply_held(self, client: Client | None = None, backlog: Any = None) -> None:
+    def apply_held(self, client: Client | None = None) -> None:
         """Apply the records read, in order, until a pause holds one (it is tried again at the
         next read or acknowledgement tick)."""
         if self._applying:
             return
         client = client or self.master_client
-        backlog = backlog or replication.master(self.server).backlog
+        state = replication.master(self.server)
         held = self.held
         pause = self.server.pause
         done = 0
@@ -264,7 +286,7 @@ class Link:
                 if spec is not None and pause.holds(client, spec, argv):
                     break
             done += 1
-            backlog.append(record)
+            state.proxy(record)  # (into the backlog, and on to this server's replicas)
             if argv[0].lower() == b"replconf" and len(argv) > 1 and argv[1].lower() == b"getack":
                 self._applying = True
                 self._send_ack()  # the offset before the GETACK, as Redis answers it
@@ -317,19 +339,25 @@ class Link:
         return [b"slave", self.host.encode(), self.port, self.state.encode(), self.offset]
 
 
-def replicate(server: "Server", host: str, port: int) -> bool:
-    """REPLICAOF host port: False when already replicating that master."""
+def replicate(server: "Server", host: str, port: int, at_start: bool = False) -> bool:
+    """REPLICAOF host port: False when already replicating that master. Replicas of this
+    server stay attached (replicationSetMaster, Redis 7.0): they may continue with it. At
+    start-up (replicaof configured) the history to continue is the one dump.rdb held, if any
+    (else `PSYNC ? -1`: no cached master)."""
     state = replication.master(server)
     link = state.link
-    if link is not None:
+    if at_start:
+        cached = state.restored
+        state.restored = None
+    elif link is not None:
         if link.host == host and link.port == port:
             return False
         link.stop()
-        cached = (link.master_replid, link.offset) if link.synced else None
+        cached = ((link.master_replid, link.offset, link.master_client.db_index)
+                  if link.synced else None)
     else:
         # A master becoming a replica offers its own history (replicationCacheMasterUsingMyself).
-        cached = (state.replid, state.offset)
-        state.disconnect_replicas()
+        cached = (state.replid, state.offset, 0)
     state.link = link = Link(server, host, port, cached)
     server.config.set("replicaof", f"{host} {port}")  # (CONFIG GET and REWRITE show it)
     server.config.note_replicating(True)
@@ -347,6 +375,8 @@ def promote(server: "Server") -> None:
     link = state.link
     link.stop()
     state.link = None
+    # Its replicas are told of the new ID by being disconnected; they continue from replid2.
+    state.disconnect_replicas()
     if link.synced:
         # shiftReplicationId: the stream goes on from the master's offset under a new ID,
         # the master's kept as replid2 so its other replicas can continue here.

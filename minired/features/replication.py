@@ -18,12 +18,26 @@ the last replica left. While this server is a replica, its backlog holds its mas
 (replica_link.py), so that once promoted (REPLICAOF NO ONE: the master's ID becomes replid2)
 its own replicas can continue from it.
 
+Chained replicas: a replica can have replicas of its own. It does not propagate what it
+executes (feed() does nothing while there is a link); it proxies the exact bytes of its
+master's stream, as they are applied, into its backlog and to its replicas (proxy(), Redis's
+replicationFeedStreamFromMasterStream), so the whole chain shares one history: the master's
+replication ID and offsets, and a sub-replica's PSYNC is served from this server's backlog
+under that ID. A replica whose link is not up refuses SYNC and PSYNC (NOMASTERLINK); what
+happens to its replicas when the link changes is replica_link.py's.
+
+Snapshots and the images sent to replicas hold the ID, offset and stream database
+(save_info: rdbPopulateSaveInfo), and a dump.rdb holding them restores them at start-up
+(restore_at_start: loadDataFromDisk): a replica then asks its master to continue from there,
+a master keeps them as its previous history so that its replicas can (restore_at_start).
+
 min-replicas-to-write/min-replicas-max-lag: the replicas that acknowledged within the lag are
 counted (refreshGoodSlavesCount) when one attaches, acknowledges or leaves, and every second;
 writes are refused with NOREPLICAS while too few are (Config.writes_need_replicas).
 
-Nothing here runs until the first SYNC: until then the write path pays the one check of
-`Persistence.replica_feed` it already made for the AOF.
+Nothing here runs until the first SYNC (or a dump.rdb restored a history at start-up): until
+then the write path pays the one check of `Persistence.replica_feed` it already made for the
+AOF.
 """
 from __future__ import annotations
 
@@ -34,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from minired.engine.blocking import Block
 from minired.features.aof_records import encode_command
+from minired.protocol import errors
+from minired.protocol.errors import RedisError
 
 if TYPE_CHECKING:
     from minired.engine.client import Client
@@ -153,11 +169,15 @@ class Master:
         self._pending: list[bytes] = []
         self._flush_scheduled = False
         self._ping_timer: Any = None
+        self._cron_loops = 0  # the seconds the PING timer ticked (replication_cron_loops)
         # The link to this server's own master while it is a replica (replica_link.Link): its
-        # writes are then its master's, and nothing is fed to replicas of its own.
+        # writes are then its master's, and its replicas get its master's stream (proxy).
         self.link: Any = None
         # A shutdown waiting for the replicas to catch up (shutdown_wait.ShutdownWait).
         self.shutdown_wait: Any = None
+        # The (ID, offset, stream database) a replica's dump.rdb held at start-up: the history
+        # its link asks to continue (loadDataFromDisk's cached master).
+        self.restored: tuple[str, int, int] | None = None
 
     # --- attaching ---------------------------------------------------------------------------------
 
@@ -171,9 +191,16 @@ class Master:
         persistence.flush_aof(fsync=False)
         self._flush()
 
+    def _check_link(self) -> None:
+        """syncCommand: a replica serves replicas of its own only while its master link is up
+        (what it would send them is its master's stream)."""
+        if self.link is not None and self.link.state != "connected":
+            raise RedisError(errors.NOMASTERLINK)
+
     def psync(self, c: "Client", master_replid: bytes, psync_offset: int) -> None:
         """PSYNC <replid> <offset>: the stream from offset on if the backlog still holds it,
         else (and for `PSYNC ? -1`) a full resynchronization."""
+        self._check_link()
         if self._try_partial(c, master_replid.decode(errors="replace"), psync_offset):
             self.sync_partial_ok += 1
             return
@@ -182,14 +209,13 @@ class Master:
         self.sync(c, psync=True)
 
     def _try_partial(self, c: "Client", master_replid: str, psync_offset: int) -> bool:
-        if self.link is not None:
-            return False  # (a replica does not pass its master's stream on: see replica_link)
-        if master_replid != self.replid and (master_replid != self.replid2
-                                             or psync_offset > self.second_replid_offset):
+        replid = self.replid_now  # (a replica's: its master's, whose stream it holds)
+        if master_replid != replid and (master_replid != self.replid2
+                                        or psync_offset > self.second_replid_offset):
             if master_replid != "?":
                 log.info("Partial resynchronization not accepted: Replication ID mismatch "
                          "(Replica asked for '%s', my replication IDs are '%s' and '%s')",
-                         master_replid, self.replid, self.replid2)
+                         master_replid, replid, self.replid2)
             return False
         if self.backlog is None:
             return False
@@ -200,7 +226,7 @@ class Master:
                      "request was: %d).", c.addr, psync_offset)
             return False
         c.flags = "S"
-        head = (b"+CONTINUE %s\r\n" % self.replid.encode() if c.id in self.psync2
+        head = (b"+CONTINUE %s\r\n" % replid.encode() if c.id in self.psync2
                 else b"+CONTINUE\r\n")
         c._send(head + data)
         self._attach(c)
@@ -210,6 +236,8 @@ class Master:
 
     def sync(self, c: "Client", psync: bool) -> None:
         """SYNC/PSYNC: a snapshot of the data now, then the stream from this point on."""
+        if not psync:
+            self._check_link()
         persistence = self.server.features.persistence
         self._feed_on()
         if self.backlog is None and not self.replicas:
@@ -230,7 +258,7 @@ class Master:
         self.sync_full += 1
         self._attach(c)
         log.info("Replica %s asks for synchronization; full resync at offset %d", c.addr,
-                 self.offset)
+                 self.offset_now)
 
     def _attach(self, c: "Client") -> None:
         self.psync2.discard(c.id)
@@ -343,6 +371,17 @@ class Master:
             self._flush_scheduled = True
             self.server.loop.call_soon(self._flush)
 
+    def proxy(self, data: bytes) -> None:
+        """A replica: bytes of its master's stream, applied (replicationFeedStreamFromMasterStream):
+        into the backlog and, as they are, to this server's own replicas."""
+        if self.backlog is not None:
+            self.backlog.append(data)
+        if self.replicas:
+            self._pending.append(data)
+            if not self._flush_scheduled and self.server.loop is not None:
+                self._flush_scheduled = True
+                self.server.loop.call_soon(self._flush)
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         if not self._pending:
@@ -354,14 +393,19 @@ class Master:
 
     def _arm_ping(self) -> None:
         if self._ping_timer is None and self.server.loop is not None:
-            period = int(self.server.config.get("repl-ping-replica-period") or 10)
-            self._ping_timer = self.server.loop.call_later(period, self._ping)
+            self._ping_timer = self.server.loop.call_later(1.0, self._ping)
 
     def _ping(self) -> None:
-        """replicationCron: a PING in the stream keeps the replicas' links alive."""
+        """replicationCron, every second: every repl-ping-replica-period ticks a PING in the
+        stream keeps the replicas' links alive (the period read at each tick, so that CONFIG
+        SET takes effect at once); a replica's replicas get its master's PINGs, in the stream
+        it proxies."""
         self._ping_timer = None
         if self.replicas:
-            if self.server.pause is None:  # (no PING while clients are paused, as Redis)
+            period = max(1, int(self.server.config.get("repl-ping-replica-period") or 10))
+            self._cron_loops += 1
+            if (self._cron_loops % period == 0 and self.server.pause is None
+                    and self.link is None):  # (none while paused, as Redis)
                 self._write(_PING)
             self._arm_ping()
 
@@ -385,8 +429,10 @@ class Master:
                     self.server.blocking.finish(waiter, count)
 
     def ask_for_acks(self) -> None:
-        """sendGetackToReplicas: REPLCONF GETACK * in the stream."""
-        self._write(_GETACK)
+        """sendGetackToReplicas: REPLCONF GETACK * in the stream (not a replica's: its stream
+        is its master's)."""
+        if self.link is None:
+            self._write(_GETACK)
 
     def replicas_at(self, offset: int) -> int:
         return sum(1 for replica in self.replicas if replica.ack_offset >= offset)
@@ -444,6 +490,29 @@ class Master:
                  backlog.first_byte_offset if backlog is not None else 0),
                 ("repl_backlog_histlen", backlog.histlen if backlog is not None else 0)]
 
+    # --- the replication ID and offset in the RDB -------------------------------------------------
+
+    def save_info(self) -> tuple[int, str, int] | None:
+        """rdbPopulateSaveInfo: (stream database, ID, offset) for an RDB's repl-* aux fields: a
+        master's while it has a backlog (the stream's database, 0 before any SELECT), a
+        replica's once it holds a history of its master's (the database its master's stream
+        has selected); None otherwise."""
+        link = self.link
+        if link is None:
+            if self.backlog is None:
+                return None
+            return (self._db if self._db != -1 else 0), self.replid, self.offset
+        if not link.synced:
+            return None
+        return link.master_client.db_index, link.master_replid, max(link.offset, 0)
+
+    def arm_backlog_ttl(self) -> None:
+        """A backlog without replicas is freed after repl-backlog-ttl seconds."""
+        ttl = self.server.config.number("repl-backlog-ttl")
+        if (not self.replicas and self.link is None and self.backlog is not None and ttl > 0
+                and self.server.loop is not None and self._backlog_timer is None):
+            self._backlog_timer = self.server.loop.call_later(ttl, self._free_backlog)
+
     @property
     def replid_now(self) -> str:
         """The replication ID of the stream this server holds: its master's, while a replica."""
@@ -459,6 +528,57 @@ class Master:
         return [b"master", self.offset,
                 [[r.ip.encode(), b"%d" % r.listening_port, b"%d" % r.ack_offset]
                  for r in self.replicas]]
+
+
+def restore_at_start(server: "Server", repl: tuple[int, str, int] | None,
+                     expired: list[tuple[int, bytes]]) -> None:
+    """loadDataFromDisk, after dump.rdb was loaded at start-up: `repl` the (stream database,
+    ID, offset) it held, `expired` the keys it skipped as expired.
+
+    A replica (replicaof configured) keeps the ID and offset as the history its link asks to
+    continue, its master's stream in database `stream_db`. A master propagates the deletion
+    of the expired keys (RDBFLAGS_FEED_REPL), and keeps the ID as its previous one, valid up
+    to offset+1, its stream going on from there after those deletions, in a backlog that
+    holds them, so that replicas of the master it was a replica of, or its own, continue;
+    without an ID the deletions only count in the offset. (It may run on the thread that
+    loads the file: it only sets state; the backlog's TTL timer is armed on the loop.)"""
+    if server.config.get("replicaof"):
+        if repl is not None:
+            state = master(server)
+            stream_db, replid, offset = repl
+            state.restored = (replid, offset, stream_db)
+            state.replid, state.offset = replid, offset
+        return
+    if repl is None and not expired:
+        return  # (nothing to restore: no replication state made)
+    state = master(server)
+    delete = b"UNLINK" if server.config.get("lazyfree-lazy-expire") == "yes" else b"DEL"
+    stream = bytearray()
+    db = -1
+    for index, key in expired:
+        if index != db:
+            stream += encode_command([b"SELECT", b"%d" % index])
+            db = index
+        stream += encode_command([delete, key])
+    if repl is None:
+        state.offset = len(stream)  # (no history to continue: the backlog is not kept)
+        return
+    _, replid, offset = repl
+    state.replid2, state.second_replid_offset = replid, offset + 1
+    state.backlog = Backlog(server.config, offset)
+    state.backlog.append(bytes(stream))
+    state.offset = state.backlog.end
+    state._db = db
+    persistence = server.features.persistence
+    if persistence is not None and persistence.replica_feed is None:
+        persistence.replica_feed = state.feed  # (installed by the reconcile after the load)
+    loop = server.loop
+    if loop is not None:
+        loop.call_soon_threadsafe(state.arm_backlog_ttl)
+    else:
+        server.hooks.start.append(state.arm_backlog_ttl)
+    log.info("Restored the replication ID %s and offset %d of the RDB file as the previous "
+             "history", replid, offset)
 
 
 def state(server: "Server") -> Master | None:

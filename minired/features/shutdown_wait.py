@@ -75,11 +75,13 @@ def current(server: "Server") -> ShutdownWait | None:
 
 
 def _ready(server: "Server") -> bool:
-    """isReadyToShutdown: every replica acknowledged the master's whole stream."""
+    """isReadyToShutdown: every replica acknowledged the whole stream (a replica's replicas:
+    its master's, as far as it applied it)."""
     state = replication.state(server)
-    if state is None or state.link is not None:
+    if state is None:
         return True
-    return all(replica.ack_offset == state.offset for replica in state.replicas)
+    offset = state.offset_now
+    return all(replica.ack_offset == offset for replica in state.replicas)
 
 
 def begin(server: "Server", finish_: Callable[[], bool], now: bool, force: bool) -> bool | None:
@@ -151,11 +153,12 @@ def _report_replicas(server: "Server") -> None:
         return
     lagging = 0
     now = time.monotonic()
+    offset = state.offset_now
     for replica in state.replicas:
-        if replica.ack_offset != state.offset:
+        if replica.ack_offset != offset:
             lagging += 1
             log.warning("Lagging replica %s reported offset %d behind master, lag=%d, "
-                        "state=online.", _replica_name(replica), state.offset - replica.ack_offset,
+                        "state=online.", _replica_name(replica), offset - replica.ack_offset,
                         int(now - replica.ack_time))
     total = len(state.replicas)
     log.info("%d of %d replicas are in sync when shutting down.", total - lagging, total)

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
-from minired.features import rdb_file
+from minired.features import rdb_file, replication
 from minired.features.aof_records import Loader
 from minired.features.child_info import AOF_COW_SIZE, RDB_COW_SIZE, ChildInfo, ChildReporter, KeyProgress
 from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
@@ -119,21 +119,26 @@ class Snapshots:
                 raise LoadError(f"Short read or OOM loading DB {path}. Unrecoverable error, "
                                 "aborting now.")
         else:
-            self._load_rdb(data, path, keep_expired=False,
-                           checked_as=self.config.get("dbfilename") or "dump.rdb")
+            # (a replica keeps the keys already expired: its master deletes them)
+            self._load_rdb(data, path, keep_expired=bool(self.config.get("replicaof")),
+                           checked_as=self.config.get("dbfilename") or "dump.rdb",
+                           restore_repl=True)
         log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
 
     def _load_rdb(self, data: bytes, name: str, keep_expired: bool,
-                  checked_as: str | None = None) -> int:
-        """Load an RDB image (dump.rdb, or an AOF's base). checked_as: the image is the
-        snapshot file, named so (rdbFileBeingLoaded): a damage in it is reported as Redis
-        reports it, with redis-check-rdb's report on stdout (rdb_check.py)."""
+                  checked_as: str | None = None, restore_repl: bool = False) -> int:
+        """Load an RDB image into the empty keyspace (dump.rdb, or an AOF's base). checked_as:
+        the image is the snapshot file, named so (rdbFileBeingLoaded): a damage in it is
+        reported as Redis reports it, with redis-check-rdb's report on stdout (rdb_check.py).
+        With restore_repl (dump.rdb at start-up, not an AOF's preamble) the replication ID and
+        offset it holds are taken back (loadDataFromDisk)."""
         server = self.server
         if any(db.data for db in server.keyspace.dbs):
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
         try:
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
-                                   self.sanitizes_loads(), self.config.number("key-load-delay"))
+                                   self.sanitizes_loads(), self.config.number("key-load-delay"),
+                                   list_expired=restore_repl)
         except RdbError as exc:
             if checked_as is not None and exc.reason is not None:
                 self._report_damaged_snapshot(data, checked_as, exc)
@@ -153,6 +158,9 @@ class Snapshots:
                      loaded.expired)
         if loaded.functions:
             self._restore_functions(loaded.functions)
+        if restore_repl:
+            replication.restore_at_start(server, rdb_file.repl_info(loaded.aux),
+                                         loaded.expired_keys or [])
         return loaded.end
 
     def _report_damaged_snapshot(self, data: bytes, name: str, exc: RdbError) -> None:
@@ -215,8 +223,12 @@ class Snapshots:
     def _image(self, aof_base: bool = False, data: bool = True,
                functions: bool = True, on_key: KeyProgress | None = None) -> Iterator[bytes]:
         """The RDB image; a replica's REPLCONF rdb-filter-only may leave out the keys, the
-        functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS). on_key: after each key."""
+        functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS). on_key: after each key.
+        Snapshots and the images sent to replicas hold the replication ID and offset when there
+        is a stream to continue (rdbPopulateSaveInfo); an AOF's base does not."""
         server = self.server
+        state = server.features.replication
+        repl = state.save_info() if state is not None and not aof_base else None
         return rdb_file.save_chunks(
             server.keyspace if data else _NO_KEYS, self._function_codes() if functions else [],
             int(time.time()),
@@ -224,7 +236,7 @@ class Snapshots:
             compress_from=(COMPRESS_IN_FILES if self.config.get("rdbcompression") == "yes"
                            else NO_COMPRESSION),
             checksum=self.config.get("rdbchecksum") == "yes", aof_base=aof_base,
-            compact=Compact.from_config(self.config.get), on_key=on_key)
+            compact=Compact.from_config(self.config.get), on_key=on_key, repl=repl)
 
     def _key_progress(self, reporter: ChildReporter | None = None) -> KeyProgress | None:
         """What runs after each key saved: rdb-key-save-delay (microseconds per key, Redis's

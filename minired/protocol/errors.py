@@ -140,6 +140,11 @@ GENERIC = "ERR "
 # gets an error reply and the server goes on.
 INTERNAL_ERROR = "ERR internal error in '{}': {}: {}"
 NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
+# SYNC/PSYNC to a replica whose link to its master is not up (syncCommand).
+NOMASTERLINK = "NOMASTERLINK Can't SYNC while not connected with my master"
+WAIT_ON_REPLICA = ("ERR WAIT cannot be used with replica instances. Please also note that since "
+                   "Redis 4.0 if a replica is configured to be writable (which is not the "
+                   "default) writes to replicas are just local and are not propagated.")
 # A write (or PING) after a failed background save, with stop-writes-on-bgsave-error yes and
 # save points set (shared.bgsaveerr).
 MISCONF_BGSAVE = ("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
