@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from tests.support.respclient import RawClient, encode_command
+from tests.support.respclient import RawClient, encode_command, named_socket
 from tests.support.waiting import info_field, wait_until
 
 
@@ -31,13 +31,6 @@ def _field(admin: RawClient, name: str, field: str) -> int | None:
         if f" name={name} " in line:
             return int(re.search(rf" {field}=(\d+)", line).group(1))
     return None
-
-
-def _named(port: int, name: str) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(encode_command(["CLIENT", "SETNAME", name]))
-    assert sock.recv(100) == b"+OK\r\n"
-    return sock
 
 
 def _close(admin: RawClient, socks: dict) -> None:
@@ -62,7 +55,7 @@ def test_query_buffers_evicted_largest_first_until_under_the_limit(port):
     admin = RawClient(port)
     admin.call("CLIENT", "NO-EVICT", "on")
     sizes = {"small": 100_000, "medium": 400_000, "large": 1_600_000}
-    socks = {name: _named(port, name) for name in sizes}
+    socks = {name: named_socket(port, name) for name in sizes}
     for name, size in sizes.items():
         _fill_query_buffer(socks[name], size)
         wait_until(lambda n=name: _field(admin, n, "qbuf") == sizes[n], f"{name}'s query buffer")
@@ -83,7 +76,7 @@ def test_no_evict_spares_a_client(port, no_evict):
     admin = RawClient(port)
     admin.call("CLIENT", "NO-EVICT", "on")
     admin.call("CONFIG", "SET", "maxmemory-clients", "1mb")
-    sock = _named(port, "big")
+    sock = named_socket(port, "big")
     sock.sendall(encode_command(["CLIENT", "NO-EVICT", no_evict]))
     assert sock.recv(100) == b"+OK\r\n"
     _fill_query_buffer(sock, 2_000_000)
@@ -119,7 +112,7 @@ def test_tot_mem_close_to_redis(real_redis, mini):
     figures = []
     for port in (real_redis.port, mini.port):
         admin = RawClient(port)
-        sock = _named(port, "sized")
+        sock = named_socket(port, "sized")
         _fill_query_buffer(sock, 500_000)
         wait_until(lambda a=admin: _field(a, "sized", "qbuf") == 500_000, "the query buffer")
         figures.append(_field(admin, "sized", "tot-mem"))

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from tests.support.respclient import RawClient, encode_command
+from tests.support.respclient import RawClient, encode_command, named_socket
 from tests.support.servers import MiniredProcess, RedisServer
 from tests.support.waiting import info_field, wait_until
 
@@ -36,13 +36,6 @@ def _client_line(admin: RawClient, name: str) -> str | None:
         if f" name={name} " in line:
             return line
     return None
-
-
-def _named(port: int, name: str) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(encode_command(["CLIENT", "SETNAME", name]))
-    assert sock.recv(100) == b"+OK\r\n"
-    return sock
 
 
 def test_a_pipeline_sent_whole_before_any_reply_is_read_is_answered_whole(port):
@@ -123,7 +116,7 @@ def test_client_kill_frees_a_client_that_does_not_read_at_once(port):
     # buffer don't induce eviction" (its buffer no longer counted).
     admin = RawClient(port)
     admin.call("SET", "big", "v" * 100_000)
-    victim = _named(port, "victim")
+    victim = named_socket(port, "victim")
     victim.sendall(encode_command(["GET", "big"]) * 200)
 
     def omem() -> int:

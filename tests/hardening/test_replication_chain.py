@@ -23,7 +23,7 @@ import pytest
 
 from minired.embed import SubprocessServer
 from minired.features.rdb import Reader
-from tests.support.respclient import Err, RawClient
+from tests.support.respclient import Err, RawClient, read_line
 from tests.support.servers import MiniredProcess, RedisServer, free_port
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import (
@@ -177,18 +177,6 @@ def test_the_middle_replica_shows_both_roles(chain):
 
 # --- the stream, byte for byte --------------------------------------------------------------
 
-def _read_line(sock: socket.socket, buffer: bytearray) -> bytes:
-    while True:
-        while b"\n" not in buffer:
-            chunk = sock.recv(65536)
-            assert chunk, "the master closed the link"
-            buffer += chunk
-        end = buffer.index(b"\n")
-        line = bytes(buffer[:end]).rstrip(b"\r")
-        del buffer[:end + 1]
-        if line:
-            return line
-
 
 def _raw_replica(port: int) -> tuple[socket.socket, bytearray, bytes, int]:
     """A replica of our own: `PSYNC ? -1`, the RDB read past. The socket, what followed the
@@ -196,11 +184,11 @@ def _raw_replica(port: int) -> tuple[socket.socket, bytearray, bytes, int]:
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     buffer = bytearray()
     sock.sendall(b"REPLCONF capa psync2\r\n")
-    assert _read_line(sock, buffer) == b"+OK"
+    assert read_line(sock, buffer) == b"+OK"
     sock.sendall(b"PSYNC ? -1\r\n")
-    reply = _read_line(sock, buffer).split()
+    reply = read_line(sock, buffer).split()
     assert reply[0] == b"+FULLRESYNC"
-    size = int(_read_line(sock, buffer)[1:])
+    size = int(read_line(sock, buffer)[1:])
     while len(buffer) < size:
         buffer += sock.recv(65536)
     del buffer[:size]

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from minired.embed import SubprocessServer
-from tests.support.respclient import Err, RawClient
+from tests.support.respclient import Err, RawClient, read_line
 from tests.support.servers import RedisServer, free_port, terminate, wait_for_ping
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import held_data
@@ -27,20 +27,6 @@ def _start(kind: str, *args: str):
     return RedisServer(*args).start() if kind == "redis" else SubprocessServer(*args).start()
 
 
-def _line(sock: socket.socket, buffer: bytearray) -> bytes:
-    """A reply line (the newlines a master sends as keep-alives skipped)."""
-    while True:
-        while b"\n" not in buffer:
-            chunk = sock.recv(65536)
-            assert chunk, "the master closed the link"
-            buffer += chunk
-        end = buffer.index(b"\n")
-        line = bytes(buffer[:end]).rstrip(b"\r")
-        del buffer[:end + 1]
-        if line:
-            return line
-
-
 def _psync(port: int, replid: bytes, offset: int, psync2: bool = True) -> tuple:
     """A replica of our own: PSYNC, then (for a full sync) the RDB read past. The reply line,
     the socket and what was read after the reply (and the RDB)."""
@@ -48,11 +34,11 @@ def _psync(port: int, replid: bytes, offset: int, psync2: bool = True) -> tuple:
     buffer = bytearray()
     if psync2:
         sock.sendall(b"REPLCONF capa psync2\r\n")
-        assert _line(sock, buffer) == b"+OK"
+        assert read_line(sock, buffer) == b"+OK"
     sock.sendall(b"PSYNC %s %d\r\n" % (replid, offset))
-    reply = _line(sock, buffer)
+    reply = read_line(sock, buffer)
     if reply.startswith(b"+FULLRESYNC"):
-        header = _line(sock, buffer)
+        header = read_line(sock, buffer)
         size = int(header[1:])
         while len(buffer) < size:
             buffer += sock.recv(65536)

@@ -172,3 +172,26 @@ def call_once(port: int, *args):
         return client.call(*args)
     finally:
         client.close()
+
+
+def read_line(sock: socket.socket, buffer: bytearray) -> bytes:
+    """The next reply line from a raw socket (what is read past it stays in `buffer`); the
+    empty lines a master sends a replica as keep-alives are skipped."""
+    while True:
+        while b"\n" not in buffer:
+            chunk = sock.recv(65536)
+            assert chunk, "the server closed the connection"
+            buffer += chunk
+        end = buffer.index(b"\n")
+        line = bytes(buffer[:end]).rstrip(b"\r")
+        del buffer[:end + 1]
+        if line:
+            return line
+
+
+def named_socket(port: int, name: str) -> socket.socket:
+    """A raw connection that has given itself a CLIENT SETNAME name (to find it in CLIENT LIST)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(encode_command(["CLIENT", "SETNAME", name]))
+    assert sock.recv(100) == b"+OK\r\n"
+    return sock
