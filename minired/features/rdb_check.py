@@ -67,7 +67,9 @@ class Check:
         self.lines: list[str] = []
         self.doing = START
         self.key: bytes | None = None
-        self.key_type = -1
+        # 0, not -1, until a key is done: rdbstate is a zeroed static in redis-check-rdb, so a
+        # file cut before its first key is reported "Reading type 0 (string)".
+        self.key_type = 0
         self.keys = self.expires = self.already_expired = 0
         # Whether the damage was reported as corruption (the server then logs Terminating...)
         self.reported = False
@@ -125,20 +127,21 @@ class Check:
         if version < 1 or version > RDB_VERSION:
             self.error("Can't handle RDB format version %d" % version)
             return False
+        # As redis-check-rdb's loop: an expire (and an LRU/LFU opcode) is an opcode of its own
+        # before the key's type, which is then read like any other opcode (a key with a TTL
+        # has its type checked and reported too).
+        expires_at = -1
         while True:
-            expires_at = -1
             self.doing = READ_TYPE
             kind = reader.byte()
             if kind == OPCODE_EXPIRETIME:
                 self.doing = READ_EXPIRE
                 expires_at = struct.unpack("<i", reader.take(4))[0] * 1000
-                self.doing = READ_TYPE
-                kind = reader.byte()
+                continue
             elif kind == OPCODE_EXPIRETIME_MS:
                 self.doing = READ_EXPIRE
                 expires_at = reader.ms()
-                self.doing = READ_TYPE
-                kind = reader.byte()
+                continue
             elif kind == OPCODE_FREQ:
                 reader.byte()
                 continue
@@ -194,6 +197,7 @@ class Check:
                 self.expires += 1
             self.key = None
             self.key_type = -1
+            expires_at = -1
         if version >= 5:
             end = reader.pos
             self.doing = CHECK_SUM
