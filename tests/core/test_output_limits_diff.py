@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from tests.support.respclient import RawClient, encode_command
+from tests.support.respclient import RawClient, encode_command, named_socket
 from tests.support.waiting import wait_until
 
 SERVERS = ("real_redis", "mini")
@@ -43,13 +43,6 @@ def _client_line(admin: RawClient, name: str) -> str | None:
     return None
 
 
-def _raw(port: int, name: str) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(encode_command(["CLIENT", "SETNAME", name]))
-    assert sock.recv(100) == b"+OK\r\n"
-    return sock
-
-
 @pytest.mark.parametrize("commands", [
     [["LRANGE", "list", "0", "-1"]],  # one reply past the limit
     [["GET", "big"]] * 15,  # a pipeline whose replies together pass it
@@ -60,7 +53,7 @@ def test_no_reply_past_the_hard_limit(port, commands):
     admin.call("CONFIG", "SET", "client-output-buffer-limit", "normal 100000 0 0")
     admin.call("RPUSH", "list", *[b"x" * 1000] * 150)
     admin.call("SET", "big", b"v" * 10000)
-    sock = _raw(port, "over")
+    sock = named_socket(port, "over")
     sock.sendall(b"".join(encode_command(argv) for argv in commands))
     assert _closed_without_reply(sock)
     sock.close()
@@ -80,7 +73,7 @@ def test_huge_random_reply_stops_at_the_limit(port, argv):
     admin.call("HSET", "h", "a", "b")
     admin.call("SADD", "s", "a")
     admin.call("ZADD", "z", "1", "a")
-    sock = _raw(port, "random")
+    sock = named_socket(port, "random")
     sock.sendall(encode_command(argv))
     sock.settimeout(30)
     received = b""
@@ -112,7 +105,7 @@ def _fill_until(admin: RawClient, name: str, omem: int) -> int:
 def test_soft_limit_closes_a_client_with_no_more_traffic(port):
     admin = RawClient(port)
     admin.call("CONFIG", "SET", "client-output-buffer-limit", "pubsub 0 100000 1")
-    sock = _raw(port, "slow")
+    sock = named_socket(port, "slow")
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.sendall(encode_command(["SUBSCRIBE", "ch"]))
     wait_until(lambda: "flags=P" in (_client_line(admin, "slow") or ""), "subscribed")
@@ -126,7 +119,7 @@ def test_soft_limit_closes_a_client_with_no_more_traffic(port):
 def test_omem_shows_unwritten_replies(port):
     admin = RawClient(port)
     admin.call("CONFIG", "SET", "client-output-buffer-limit", "pubsub 0 0 0")
-    sock = _raw(port, "reader")
+    sock = named_socket(port, "reader")
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.sendall(encode_command(["SUBSCRIBE", "ch"]))
     wait_until(lambda: "flags=P" in (_client_line(admin, "reader") or ""), "subscribed")
