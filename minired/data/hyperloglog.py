@@ -190,18 +190,23 @@ def sparse_to_dense(value) -> bytes:
     return raw_to_dense(bytes(value[:HEADER_SIZE]), raw)
 
 
-def _sparse_set(buf: bytearray, index: int, count: int, max_bytes: int,
-                cursor: sparse.Cursor | None = None) -> int:
+def _sparse_set(buf: bytearray, index: int, count: int, max_bytes: int) -> int:
     """hllSparseSet: 1 if the register rose, 0 if not; raises CorruptedHLL. May leave buf
     dense."""
-    result = sparse.set_register(buf, index, count, max_bytes, cursor)
+    result = sparse.set_register(buf, index, count, max_bytes)
     if result == sparse.PROMOTE:
-        buf[:] = sparse_to_dense(buf)
-        dense_put(buf, index, count)  # the register was lower, or Redis would not promote
+        _promote(buf, sparse_to_dense(buf), index, count)
         return 1
     if result == sparse.INVALID:
         raise CorruptedHLL()
     return result
+
+
+def _promote(buf: bytearray, dense: bytes, index: int, count: int) -> None:
+    """buf becomes `dense` with the register set that did not fit the sparse encoding (it
+    was lower, or Redis would not promote)."""
+    buf[:] = dense
+    dense_put(buf, index, count)
 
 
 # --- the HLL operations ----------------------------------------------------------------------
@@ -219,6 +224,10 @@ def to_raw(value) -> bytes:
 def add(value: bytes, elements, max_bytes: int) -> tuple[bytes | None, bool]:
     """PFADD's work on a valid HLL value: (the new value, or None if unchanged; whether a
     register rose). The stale bit is set when one did. Raises CorruptedHLL."""
+    if value[4] == SPARSE and len(elements) > 1:
+        runs = sparse.Runs.decode(value)
+        if runs is not None:
+            return _add_to_runs(value, runs, elements, max_bytes)
     buf: bytearray | None = None
     updated = False
     for element in elements:
@@ -245,6 +254,32 @@ def add(value: bytes, elements, max_bytes: int) -> tuple[bytes | None, bool]:
             raise CorruptedHLL(bytes(buf)) from None
     if not updated:
         return None, False
+    buf[_CARD_LAST] |= STALE_BIT
+    return bytes(buf), True
+
+
+def _add_to_runs(value: bytes, runs: sparse.Runs, elements, max_bytes: int
+                 ) -> tuple[bytes | None, bool]:
+    """add() for a well-formed sparse value: its registers are all readable, so no element
+    can fail."""
+    buf = bytearray(value[:HEADER_SIZE])  # the header, or the whole value once dense
+    updated = False
+    for element in elements:
+        index, count = pattern(element)
+        if runs is None:
+            if count > dense_get(buf, index):
+                dense_put(buf, index, count)
+                updated = True
+            continue
+        result = runs.set(index, count, max_bytes)
+        if result == sparse.PROMOTE:
+            _promote(buf, sparse_to_dense(runs.encode(buf)), index, count)
+            runs = None
+        updated = updated or bool(result)
+    if not updated:
+        return None, False
+    if runs is not None:
+        buf = bytearray(runs.encode(buf))
     buf[_CARD_LAST] |= STALE_BIT
     return bytes(buf), True
 
@@ -327,16 +362,22 @@ def merge_into(dest: bytes | None, raw: bytes, use_dense: bool, max_bytes: int) 
         header = bytearray(target[:HEADER_SIZE])
         header[_CARD_LAST] |= STALE_BIT
         return raw_to_dense(bytes(header), max_registers(dense_to_raw(target), raw))
-    buf = bytearray(target)
-    cursor = sparse.Cursor()
+    runs = sparse.Runs.decode(target) if target[4] == SPARSE else None
+    buf = bytearray(target[:HEADER_SIZE] if runs is not None else target)
     for found in _NONZERO.finditer(raw):
         index = found.start()
         regval = raw[index]
-        if buf[4] == DENSE:
+        if runs is not None:
+            if runs.set(index, regval, max_bytes) == sparse.PROMOTE:
+                _promote(buf, sparse_to_dense(runs.encode(buf)), index, regval)
+                runs = None
+        elif buf[4] == DENSE:
             if regval > dense_get(buf, index):
                 dense_put(buf, index, regval)
         else:
-            _sparse_set(buf, index, regval, max_bytes, cursor)
+            _sparse_set(buf, index, regval, max_bytes)
+    if runs is not None:
+        buf = bytearray(runs.encode(buf))
     buf[_CARD_LAST] |= STALE_BIT
     return bytes(buf)
 

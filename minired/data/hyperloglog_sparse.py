@@ -96,29 +96,16 @@ _SPAN = bytes((op & 3) + 1 if op & 0x80 else 0 if op & 0x40 else (op & 0x3F) + 1
               for op in range(256))
 _XZERO_START = re.compile(rb"[\x40-\x7f]")
 _CHUNK = 128
-_UNKNOWN = -2
 
 
-class Cursor:
-    """Where the last update left off: an opcode boundary `p`, the first register it covers
-    and the opcode before it (-1: none), all still true after the update, so the next update
-    of a higher register scans from there (PFMERGE sets registers in increasing order)."""
-
-    __slots__ = ("p", "first", "prev")
-
-    def __init__(self) -> None:
-        self.p = 0  # 0: no known position
-        self.first = 0
-        self.prev = -1
-
-
-def _locate(buf, index: int, p: int, first: int, prev: int, before_prev: int,
-            first_prev: int) -> tuple[int, int, int, int, int, int]:
-    """Step 1 of hllSparseSet from the opcode at p (covering registers from `first`): the
-    opcode covering `index` as (p, first, span, prev, before_prev, first_prev), where prev is
-    the opcode before it, before_prev the one before that and first_prev the first register
-    prev covers; p is the end of buf when no opcode covers index."""
+def _locate(buf, index: int) -> tuple[int, int, int, int]:
+    """Step 1 of hllSparseSet: the opcode covering `index` as (p, first, span, prev), where
+    first is the first register it covers and prev the opcode before it (-1: none); p is the
+    end of buf when no opcode covers index."""
     end = len(buf)
+    p = HEADER_SIZE
+    first = 0
+    prev = -1
     while p < end:
         found = _XZERO_START.search(buf, p)
         q = found.start() if found else end
@@ -139,47 +126,34 @@ def _locate(buf, index: int, p: int, first: int, prev: int, before_prev: int,
                     first += sums[k - 1]
                 j = offset + k  # the opcode's position in this run
                 if j:
-                    before_prev = p + j - 2 if j >= 2 else prev
                     prev = p + j - 1
-                    first_prev = first - spans[j - 1]
-                return p + j, first, spans[j], prev, before_prev, first_prev
-            before_prev = q - 2 if q - p >= 2 else prev
+                return p + j, first, spans[j], prev
             prev = q - 1
-            first_prev = first + total - spans[-1]
             first += total
             p = q
         if q >= end:
             break
         span = (((buf[q] & 0x3F) << 8) | (buf[q + 1] if q + 1 < end else 0)) + 1
         if index < first + span:
-            return q, first, span, prev, before_prev, first_prev
-        before_prev, prev, first_prev = prev, q, first
+            return q, first, span, prev
+        prev = q
         first += span
         p = q + 2
-    return end, first, 0, prev, before_prev, first_prev
+    return end, first, 0, prev
 
 
-def set_register(buf: bytearray, index: int, count: int, max_bytes: int,
-                 cursor: Cursor | None = None) -> int:
+def set_register(buf: bytearray, index: int, count: int, max_bytes: int) -> int:
     """hllSparseSet on buf in place, up to the promotion to dense, which it asks of the
     caller (PROMOTE) when count does not fit a VAL or the string would outgrow max_bytes.
     Returns 1 if the register rose, 0 if not, INVALID if no opcode covers the register.
-    The caller marks the cached cardinality stale."""
+    The caller marks the cached cardinality stale. Works on any value that passed the header
+    checks; Runs does the same faster on well-formed ones."""
     if count > VAL_MAX_VALUE:
         return PROMOTE
     end = len(buf)
-    if cursor is not None and cursor.p and index >= cursor.first:
-        start = (cursor.p, cursor.first, cursor.prev, _UNKNOWN, _UNKNOWN)
-    else:
-        start = (HEADER_SIZE, 0, -1, -1, 0)
-    p, first, span, prev, before_prev, first_prev = _locate(buf, index, *start)
+    p, first, span, prev = _locate(buf, index)
     if p >= end:
         return INVALID
-    if cursor is not None:
-        if prev >= 0 and before_prev != _UNKNOWN and first_prev != _UNKNOWN:
-            cursor.p, cursor.first, cursor.prev = prev, first_prev, before_prev
-        else:
-            cursor.p = 0
 
     op = buf[p]
     if op & 0x80:  # VAL
@@ -241,3 +215,150 @@ def _merge_adjacent(buf: bytearray, prev: int, end: int) -> None:
                     end -= 1
                     continue
         p += 1
+
+
+class Runs:
+    """A well-formed sparse value's opcodes as two lists, for many updates in a row (PFADD of
+    many elements, PFMERGE into a sparse key): `codes` holds each opcode's first byte and
+    `starts` the first register each covers, plus REGISTERS at the end. Splitting or merging
+    opcodes never moves the registers that later ones cover, so finding an opcode is a bisect
+    of `starts` rather than a walk of the bytes, and each update a slice assignment. An XZERO's
+    second byte follows from its span, so a code of 0x40-0x7f stands for the whole opcode.
+    set() makes exactly the opcodes set_register makes, and encode() gives back the bytes."""
+
+    __slots__ = ("codes", "starts", "size")
+
+    def __init__(self, codes: list[int], starts: list[int], size: int) -> None:
+        self.codes = codes
+        self.starts = starts
+        self.size = size  # of the whole value in bytes, header included
+
+    @classmethod
+    def decode(cls, value) -> Runs | None:
+        """None unless the opcodes cover exactly the 16384 registers and the last is whole:
+        values that only pass the header checks keep set_register's byte-level reading."""
+        codes: list[int] = []
+        starts: list[int] = []
+        end = len(value)
+        p = HEADER_SIZE
+        first = 0
+        while p < end:
+            found = _XZERO_START.search(value, p)
+            q = found.start() if found else end
+            if q > p:
+                segment = value[p:q]
+                codes += segment
+                firsts = list(accumulate(segment.translate(_SPAN), initial=first))
+                first = firsts.pop()
+                starts += firsts
+            if q >= end:
+                break
+            if q + 1 >= end:
+                return None
+            codes.append(value[q])
+            starts.append(first)
+            first += (((value[q] & 0x3F) << 8) | value[q + 1]) + 1
+            p = q + 2
+        if first != REGISTERS:
+            return None
+        starts.append(REGISTERS)
+        return cls(codes, starts, end)
+
+    def encode(self, header) -> bytes:
+        """The value: `header` (its first 16 bytes) and the opcodes."""
+        body = bytes(self.codes)
+        out = bytearray(header[:HEADER_SIZE])
+        done = 0
+        starts = self.starts
+        for found in _XZERO_START.finditer(body):
+            i = found.start()
+            out += body[done:i]
+            out += xzero(starts[i + 1] - starts[i])
+            done = i + 1
+        out += body[done:]
+        return bytes(out)
+
+    def set(self, index: int, count: int, max_bytes: int) -> int:
+        """set_register's result (1, 0 or PROMOTE) and change, on these runs."""
+        if count > VAL_MAX_VALUE:
+            return PROMOTE
+        codes = self.codes
+        starts = self.starts
+        i = bisect_right(starts, index) - 1
+        op = codes[i]
+        first = starts[i]
+        span = starts[i + 1] - first
+        if op & 0x80:  # VAL
+            current = ((op >> 2) & 0x1F) + 1
+            if current >= count:
+                return 0
+            if span == 1:
+                codes[i] = _val(count, 1)
+                self._merge_adjacent(i - 1)
+                return 1
+        elif op < 0x40 and span == 1:  # ZERO of one register
+            codes[i] = _val(count, 1)
+            self._merge_adjacent(i - 1)
+            return 1
+
+        # Split the opcode into (run before) VAL (run after), as set_register does.
+        last = first + span - 1
+        new_codes = []
+        new_starts = []
+        if op & 0x80:
+            if index != first:
+                new_codes.append(_val(current, index - first))
+                new_starts.append(first)
+            new_codes.append(_val(count, 1))
+            new_starts.append(index)
+            if index != last:
+                new_codes.append(_val(current, last - index))
+                new_starts.append(index + 1)
+            delta = len(new_codes) - 1
+        else:
+            new_size = 1
+            if index != first:
+                new_size += _append_zero_run(new_codes, new_starts, first, index - first)
+            new_codes.append(_val(count, 1))
+            new_starts.append(index)
+            if index != last:
+                new_size += _append_zero_run(new_codes, new_starts, index + 1, last - index)
+            delta = new_size - (2 if op & 0x40 else 1)
+        if delta > 0 and self.size + delta > max_bytes:
+            return PROMOTE
+        codes[i:i + 1] = new_codes
+        starts[i:i + 1] = new_starts
+        self.size += delta
+        self._merge_adjacent(i - 1)
+        return 1
+
+    def _merge_adjacent(self, prev: int) -> None:
+        """_merge_adjacent's scan of five opcodes from prev, on the lists."""
+        codes = self.codes
+        starts = self.starts
+        i = prev if prev >= 0 else 0
+        scans = 5
+        while i < len(codes) and scans:
+            scans -= 1
+            op = codes[i]
+            if op & 0x80 and i + 1 < len(codes) and codes[i + 1] & 0x80:
+                following = codes[i + 1]
+                if (op >> 2) & 0x1F == (following >> 2) & 0x1F:
+                    length = (op & 3) + (following & 3) + 2
+                    if length <= VAL_MAX_LEN:
+                        codes[i] = (following & 0xFC) | (length - 1)
+                        del codes[i + 1]
+                        del starts[i + 1]
+                        self.size -= 1
+                        continue
+            i += 1
+
+
+def _append_zero_run(codes: list[int], starts: list[int], first: int, length: int) -> int:
+    """Appends a zero run's code (an XZERO stands for itself, see Runs); returns its size."""
+    starts.append(first)
+    if length > ZERO_MAX_LEN:
+        codes.append(xzero(length)[0])
+        return 2
+    codes.append(length - 1)
+    return 1
