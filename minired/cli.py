@@ -256,13 +256,13 @@ def _rewriter(server, path: str):
     """CONFIG REWRITE's writer for the file the server was started from."""
     from minired import config_file
 
-    def rewrite() -> None:
+    def rewrite(force_all: bool = False) -> None:
         users = server.access
         described = None if users is None else [
             f"user {name.decode(errors='surrogateescape')} "
             f"{user.describe().decode(errors='surrogateescape')}"
             for name, user in sorted(users.by_name.items())]
-        config_file.rewrite(path, server.config, described)
+        config_file.rewrite(path, server.config, described, force_all)
     return rewrite
 
 

@@ -302,7 +302,8 @@ class ConfigRewrite:
     current value, new ones appended after the signature, leftover lines of rewritten options
     blanked; comments, include, rename-command and unknown lines kept."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, force_all: bool = False) -> None:
+        self.force_all = force_all
         self.lines: list[str] = []
         self.option_lines: dict[str, list[int]] = {}
         self.processed: set[str] = set()
@@ -327,7 +328,7 @@ class ConfigRewrite:
         free = self.option_lines.get(name)
         if free:
             self.lines[free.pop(0)] = line
-        elif force:
+        elif force or self.force_all:
             if self.needs_signature:
                 self.lines.append(SIGNATURE)
                 self.needs_signature = False
@@ -387,15 +388,16 @@ class ConfigRewrite:
             self.line("user", line, True)
 
 
-def rewrite(path: str, config: Config, users: list[str] | None) -> None:
+def rewrite(path: str, config: Config, users: list[str] | None, force_all: bool = False) -> None:
     """CONFIG REWRITE into `path` (OSError as Redis's rewrite fails): written to a temporary
-    file in the same folder, synced, and renamed over the old one."""
+    file in the same folder, synced, and renamed over the old one. force_all (DEBUG
+    CONFIG-REWRITE-FORCE-ALL) writes every option that has a line, defaults included."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             text = handle.read()
     except FileNotFoundError:
         text = ""
-    state = ConfigRewrite(text)
+    state = ConfigRewrite(text, force_all)
     state.parameters(config)
     state.users(None if config.get("aclfile") else users)
     folder = os.path.dirname(path) or "."

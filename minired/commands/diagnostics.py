@@ -17,6 +17,7 @@ for an instance without events (neither draws Redis's graphs or analysis yet).
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -43,8 +44,9 @@ from minired.engine.debug_settings import (
     QUICKLIST_PACKED_THRESHOLD_MAX,
     REPLY_BUFFER_PEAK_RESET_MS,
 )
+from minired.engine.panic import die, server_panic
 from minired.engine.table import COMMANDS, command, container_command, help_reply
-from minired.features import eviction, rdb_file
+from minired.features import eviction, rdb_file, replication
 from minired.features.rdb import NO_COMPRESSION, Compact
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -531,39 +533,27 @@ def _debug_loadaof(c, argv):
 
 # --- the crashes: Redis's crash report's first lines in the log, then the signal Redis dies of ---
 
-def _crash(signum: int, *lines: str) -> None:
-    log.warning("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===")
-    for line in lines:
-        log.warning("%s", line)
-    log.warning("\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n")
-    logging.shutdown()  # every handler flushed: the process ends without unwinding
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
 @_debug_sub("segfault", 2, _ANY)
 def _debug_segfault(c, argv):
-    _crash(signal.SIGSEGV, f"Redis {REDIS_VERSION} crashed by signal: {int(signal.SIGSEGV)}, si_code: 2",
-           "Crashed running the instruction at: (unknown)", "Accessing address: (unknown)")
+    die(signal.SIGSEGV, f"Redis {REDIS_VERSION} crashed by signal: {int(signal.SIGSEGV)}, si_code: 2",
+        "Crashed running the instruction at: (unknown)", "Accessing address: (unknown)")
 
 
 @_debug_sub("panic", 2, _ANY)
 def _debug_panic(c, argv):
-    _crash(signal.SIGABRT, "------------------------------------------------",
-           "!!! Software Failure. Press left mouse button to continue",
-           f"Guru Meditation: DEBUG PANIC called at Unix time {int(time.time())} #debug.c")
+    server_panic(f"DEBUG PANIC called at Unix time {int(time.time())}", "debug.c")
 
 
 @_debug_sub("assert", 2, _ANY)
 def _debug_assert(c, argv):
-    _crash(signal.SIGABRT, "=== ASSERTION FAILED CLIENT CONTEXT ===", "=== ASSERTION FAILED ===",
-           "==> debug.c '1 == 2' is not true")
+    die(signal.SIGABRT, "=== ASSERTION FAILED CLIENT CONTEXT ===", "=== ASSERTION FAILED ===",
+        "==> debug.c '1 == 2' is not true")
 
 
 @_debug_sub("oom", 2, _ANY)
 def _debug_oom(c, argv):
     log.warning("Out Of Memory allocating %d bytes!", 2**64 - 1)
-    _crash(signal.SIGABRT)
+    die(signal.SIGABRT)
 
 
 def _restart(c, argv):
@@ -703,7 +693,10 @@ def _debug_aof_flush_sleep(c, argv):
 
 @_debug_sub("replicate", 3, _ANY)
 def _debug_replicate(c, argv):
-    return OK  # minired has no replicas to feed
+    state = replication.state(c.server)
+    if state is not None:
+        state.feed_as_is(argv[2:])
+    return OK
 
 
 @_debug_sub("structsize", 2)
@@ -727,8 +720,8 @@ def _debug_htstats_key(c, argv):
 
 @_debug_sub("change-repl-id", 2)
 def _debug_change_repl_id(c, argv):
-    # minired never replicates: its replication ID is its run ID, which this does not change.
     log.info("Changing replication IDs after receiving DEBUG change-repl-id")
+    replication.master(c.server).new_history()
     return OK
 
 
@@ -742,7 +735,14 @@ _debug_switch("set-disable-deny-scripts", "disable_deny_scripts")
 
 @_debug_sub("config-rewrite-force-all", 2)
 def _debug_config_rewrite_force_all(c, argv):
-    return OK  # minired has no CONFIG REWRITE yet: there is no file to write all options to
+    rewrite = c.server.hooks.rewrite_config
+    if rewrite is None:  # (Redis hands its rewrite a NULL path: fopen fails with EFAULT)
+        raise RedisError(errors.DEBUG_REWRITE_FAILED.format(os.strerror(errno.EFAULT)))
+    try:
+        rewrite(True)
+    except OSError as exc:
+        raise RedisError(errors.DEBUG_REWRITE_FAILED.format(exc.strerror)) from None
+    return OK
 
 
 @_debug_sub("client-eviction", 2)

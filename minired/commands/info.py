@@ -440,9 +440,10 @@ def _stats_section(server) -> list[str]:
         ("tracking_total_keys", len(tracking.table) if tracking is not None else 0),
         ("tracking_total_items", tracking.items if tracking is not None else 0),
         ("tracking_total_prefixes", len(tracking.prefixes) if tracking is not None else 0),
-        # Errors in replies from a master or the AOF: minired has no master and its AOF
-        # replay stops at the first bad record.
-        ("unexpected_error_replies", 0),
+        # Errors in replies to a master's commands (minired's AOF replay stops at the first
+        # bad record instead).
+        ("unexpected_error_replies",
+         replication.unexpected_error_replies if replication is not None else 0),
         ("total_error_replies", sum(stats.error_replies.values())),
         ("dump_payload_sanitizations", stats.dump_payload_sanitizations),
         ("total_reads_processed", stats.reads_processed),

@@ -315,8 +315,9 @@ def config_resetstat(c, argv):
     if server.hooks.client_eviction is not None:
         server.hooks.client_eviction.evicted = 0  # INFO evicted_clients
     replication = server.features.replication
-    if replication is not None:  # INFO sync_full, sync_partial_ok, sync_partial_err
+    if replication is not None:  # INFO sync_*, unexpected_error_replies
         replication.sync_full = replication.sync_partial_ok = replication.sync_partial_err = 0
+        replication.unexpected_error_replies = 0
     return OK
 
 

@@ -184,7 +184,7 @@ class Hooks:
         self.after_call: list[CommandHook] = []
         # CONFIG REWRITE: writes the config file the server was started from (set by the
         # command line front end when there is one; OSError when it cannot be written).
-        self.rewrite_config: Callable[[], None] | None = None
+        self.rewrite_config: Callable[[bool], None] | None = None
         # That file's absolute path, "" without one (INFO's config_file).
         self.config_file = ""
         # Client eviction (ClientEviction), once maxmemory-clients or CLIENT NO-EVICT is first

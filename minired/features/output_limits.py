@@ -11,7 +11,14 @@ before writing); one that leaves bytes queued is checked after it, once per batc
 once per pushed message, never per command. A client over its soft limit is looked at again once
 soft-seconds have passed, as Redis's clientsCron does, so traffic need not go on for it to close.
 Commands that would build a reply past the hard limit stop early (`reply_overflows`), as Redis's
-stop mid-run once their client is marked to close."""
+stop mid-run once their client is marked to close.
+
+A replica is of the replica class, and what its limits count is the stream: Redis sends a full
+resynchronization's RDB from the file, outside the output buffer, while minired writes the
+snapshot to the transport ahead of the stream. So a replica's count is the stream written since
+its snapshot, as far as it is still queued (never more than the transport holds); a dataset
+whose snapshot passes the hard limit still syncs, and a replica that falls behind on the
+stream is dropped as Redis drops it."""
 from __future__ import annotations
 
 import logging
@@ -19,6 +26,7 @@ import time
 from typing import TYPE_CHECKING
 
 from minired.engine.config import DEFAULTS, ConfigError, parse_memory
+from minired.features import replication
 
 if TYPE_CHECKING:
     from minired.engine.client import Client
@@ -91,7 +99,10 @@ class OutputBufferGuard:
         return self._limits
 
     def class_limit(self, client: "Client") -> OutputLimit:
-        """getClientType: a client subscribed to anything is of the pubsub class."""
+        """getClientType: a replica (flag S; a monitor's is O) is of the replica class, a client
+        subscribed to anything of the pubsub class."""
+        if client.flags == "S":
+            return self.limits()["slave"]
         subscribed = client.channels or client.patterns or client.shard_channels
         return self.limits()["pubsub" if subscribed else "normal"]
 
@@ -124,10 +135,21 @@ class OutputBufferGuard:
         if client is None or transport is None or client.closing:
             return False
         pending = transport.get_write_buffer_size() + size
+        if client.flags == "S":
+            pending = self._replica_pending(client, pending, size)
         if not self._over(protocol, self.class_limit(client), pending):
             return False
         self.disconnect(protocol)
         return True
+
+    def _replica_pending(self, client: "Client", pending: int, size: int) -> int:
+        """A replica's count: the stream written since its snapshot, as far as it is queued;
+        nothing for the snapshot itself (written before the replica is attached)."""
+        state = replication.state(self.server)
+        replica = state.replica_of(client) if state is not None else None
+        if replica is None:
+            return 0
+        return min(pending, replica.stream_bytes + size)
 
     def disconnect(self, protocol: "ClientProtocol") -> None:
         client = protocol.client

@@ -62,16 +62,18 @@ _GETACK = encode_command([b"REPLCONF", b"GETACK", b"*"])
 
 
 class Replica:
-    """One attached replica: the port it listens on (REPLCONF listening-port) and the offset it
-    last acknowledged."""
+    """One attached replica: the port it listens on (REPLCONF listening-port), the offset it
+    last acknowledged, and the bytes of the stream written to it since its snapshot (what of
+    its output the replica class's limits count: output_limits.py)."""
 
-    __slots__ = ("client", "listening_port", "ack_offset", "ack_time")
+    __slots__ = ("client", "listening_port", "ack_offset", "ack_time", "stream_bytes")
 
     def __init__(self, client: "Client", listening_port: int) -> None:
         self.client = client
         self.listening_port = listening_port
         self.ack_offset = 0
         self.ack_time = time.monotonic()
+        self.stream_bytes = 0
 
     @property
     def ip(self) -> str:
@@ -162,6 +164,8 @@ class Master:
         self.rdb_filters: dict[int, set[str]] = {}
         self.psync2: set[int] = set()  # client ids that sent REPLCONF capa psync2
         self.sync_full = self.sync_partial_ok = self.sync_partial_err = 0
+        # Errors in replies to the master's commands while a replica (replica_link.py).
+        self.unexpected_error_replies = 0
         self.good_replicas = 0
         self._cron_timer: Any = None
         self.waiting: list[Waiting] = []
@@ -242,8 +246,7 @@ class Master:
         self._feed_on()
         if self.backlog is None and not self.replicas:
             # A backlog from scratch starts a new history: a new ID, no previous one.
-            self.replid = new_replid()
-            self.replid2, self.second_replid_offset = NO_REPLID, -1
+            self.new_history()
             self.backlog = Backlog(self.server.config, self.offset)
             log.info("Replication backlog created, my new replication IDs are '%s' and '%s'",
                      self.replid, self.replid2)
@@ -253,12 +256,24 @@ class Master:
         head = (b"+FULLRESYNC %s %d\r\n" % (self.replid_now.encode(), self.offset_now)
                 if psync else b"")
         c.flags = "S"
-        c._send(head + b"$%d\r\n" % len(payload) + payload)
+        snapshot = head + b"$%d\r\n" % len(payload) + payload
+        if c.connection is not None:
+            # Written before the replica is attached, so that the replica class's limits,
+            # which count only the stream (output_limits.py), never count the snapshot.
+            c.connection.write_now(snapshot)
+        else:
+            c._send(snapshot)
         self._db = -1  # the new replica's stream starts with a SELECT
         self.sync_full += 1
         self._attach(c)
         log.info("Replica %s asks for synchronization; full resync at offset %d", c.addr,
                  self.offset_now)
+
+    def new_history(self) -> None:
+        """changeReplicationId and clearReplicationId2: a new ID, and no previous history a
+        replica could continue."""
+        self.replid = new_replid()
+        self.replid2, self.second_replid_offset = NO_REPLID, -1
 
     def _attach(self, c: "Client") -> None:
         self.psync2.discard(c.id)
@@ -313,8 +328,7 @@ class Master:
         if self.replicas or self.link is not None:
             return
         self.backlog = None
-        self.replid = new_replid()
-        self.replid2, self.second_replid_offset = NO_REPLID, -1
+        self.new_history()
         self._feed_off()
         log.info("Replication backlog freed after %d seconds without connected replicas.",
                  self.server.config.number("repl-backlog-ttl"))
@@ -362,6 +376,13 @@ class Master:
             self._db = db_index
         self._write(encode_command(argv))
 
+    def feed_as_is(self, argv: list) -> None:
+        """DEBUG REPLICATE: a command into the stream with no SELECT before it, whatever
+        database the stream is in (replicationFeedSlaves with dictid -1); the AOF does not
+        get it. Nothing while a replica or with neither replicas nor a backlog."""
+        if self.link is None and (self.replicas or self.backlog is not None):
+            self._write(encode_command(argv))
+
     def _write(self, data: bytes) -> None:
         self.offset += len(data)
         if self.backlog is not None:
@@ -390,6 +411,7 @@ class Master:
         self._pending.clear()
         for replica in self.replicas:
             replica.client._send(data)
+            replica.stream_bytes += len(data)
 
     def _arm_ping(self) -> None:
         if self._ping_timer is None and self.server.loop is not None:

@@ -669,3 +669,4 @@ MODULE_NOT_LOADED = "ERR Error unloading module: no such module with that name"
 # CONFIG REWRITE
 NO_CONFIG_FILE = "ERR The server is running without a config file"
 REWRITE_FAILED = "ERR Rewriting config file: {}"
+DEBUG_REWRITE_FAILED = "ERR CONFIG-REWRITE-FORCE-ALL failed: {}"

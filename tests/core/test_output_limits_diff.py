@@ -1,16 +1,20 @@
 """Client output buffer limits compared with real Redis, as unit/obuf-limits tests them: a reply
 that takes its client past the hard limit is never sent (the client is closed first), a command
 building a huge reply stops, a client over its soft limit is closed once soft-seconds pass even
-with no more traffic, and CLIENT LIST's omem shows what waits to be written."""
+with no more traffic, and CLIENT LIST's omem shows what waits to be written. A replica is held to
+the replica class's limits, which count the stream it falls behind on, never the RDB of its full
+resynchronization."""
 from __future__ import annotations
 
+import os
 import re
 import socket
 
 import pytest
 
 from tests.support.respclient import RawClient, encode_command, named_socket
-from tests.support.waiting import wait_until
+from tests.support.servers import MiniredProcess, RedisServer
+from tests.support.waiting import info_field, wait_until
 
 SERVERS = ("real_redis", "mini")
 
@@ -126,3 +130,69 @@ def test_omem_shows_unwritten_replies(port):
     assert _fill_until(admin, "reader", 20000) >= 20000
     sock.close()
     admin.close()
+
+
+@pytest.fixture(params=(RedisServer, MiniredProcess), ids=("real_redis", "mini"))
+def own_port(request):
+    """A server of the test's own: a replica attached leaves a backlog the shared ones keep."""
+    with request.param("--repl-diskless-sync", "no") as server:
+        yield server.port
+
+
+def _attach_replica(port: int) -> socket.socket:
+    replica = socket.create_connection(("127.0.0.1", port))
+    replica.sendall(encode_command(["REPLCONF", "listening-port", "1"]))
+    assert replica.recv(100) == b"+OK\r\n"
+    replica.sendall(encode_command(["PSYNC", "?", "-1"]))
+    return replica
+
+
+def test_a_replica_behind_on_the_stream_past_the_replica_hard_limit_is_dropped(own_port):
+    # getClientType puts a replica in the replica class; the normal class's limits (none by
+    # default) do not apply to it.
+    admin = RawClient(own_port)
+    assert admin.call("CONFIG", "SET", "client-output-buffer-limit",
+                      "normal 0 0 0 replica 1mb 0 0") == b"OK"
+    replica = _attach_replica(own_port)  # and never reads again
+    try:
+        wait_until(lambda: info_field(admin, "replication", "connected_slaves") == "1",
+                   "the replica attached")
+        for j in range(100):
+            admin.call("SET", f"k{j}", "v" * 100_000)
+        wait_until(lambda: info_field(admin, "replication", "connected_slaves") == "0",
+                   "the replica dropped for its output buffer")
+    finally:
+        replica.close()
+        admin.close()
+
+
+def test_a_snapshot_larger_than_the_replica_hard_limit_still_syncs(own_port):
+    # Redis sends the RDB outside the output buffer: only the stream counts, so a dataset of
+    # 4 MB (random bytes: LZF cannot shrink them) reaches a replica held to 1 MB.
+    admin = RawClient(own_port)
+    assert admin.call("CONFIG", "SET", "client-output-buffer-limit",
+                      "normal 0 0 0 replica 1mb 512kb 60") == b"OK"
+    for j in range(64):
+        admin.call("SET", f"big{j}", os.urandom(65_536))
+    replica = _attach_replica(own_port)
+    try:
+        replica.settimeout(30)
+        reader = replica.makefile("rb")
+        line = reader.readline()
+        while line == b"\n":  # Redis's keep-alive newlines while it saves
+            line = reader.readline()
+        assert line.startswith(b"+FULLRESYNC ")
+        line = reader.readline()
+        while line == b"\n":
+            line = reader.readline()
+        size = int(line[1:])
+        assert size > 4_000_000
+        assert len(reader.read(size)) == size
+        admin.call("SET", "after", "sync")
+        stream = b""
+        while b"after" not in stream:
+            stream += reader.read1(65_536)
+        assert info_field(admin, "replication", "connected_slaves") == "1"
+    finally:
+        replica.close()
+        admin.close()
