@@ -142,7 +142,7 @@ class Database:
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
                  "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
                  "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty",
-                 "on_expired", "keytrack")
+                 "on_expired", "keytrack", "own_expires")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -178,6 +178,9 @@ class Database:
         # maxmemory or OBJECT IDLETIME/FREQ needs it: told of every key looked up (touch),
         # stored (created), removed (gone), of a flush (flushed) and SWAPDB (moved).
         self.keytrack: Any = None
+        # While a replica: the keys its own clients (a writable replica's) gave a TTL, which
+        # it expires itself (Redis's slaveKeysWithExpire); the master's wait for its DEL.
+        self.own_expires: set | None = None
 
     # --- lookups -----------------------------------------------------------------------------
 
@@ -266,10 +269,17 @@ class Database:
 
         Every write looks the key up first, as Redis's lookupKeyWrite does: one whose time has
         passed is deleted then (with its "expired" event), so what is written is a new key and
-        inherits nothing from the dead one (KEEPTTL, INCR, APPEND ... keep only a live TTL)."""
+        inherits nothing from the dead one (KEEPTTL, INCR, APPEND ... keep only a live TTL),
+        even where lookups keep expired keys."""
         if self.expires or self.notifier is not None:
-            if self.get(key) is None and self.notifier is not None:
-                self.notifier.key_created(self, key)  # after "expired" if it had expired, as dbAdd
+            if self.get(key) is None:
+                if self.keep_expired and key in self.data:
+                    # Kept expired (a replica's, see keep_expired): a write deletes it first,
+                    # as lookupKeyWrite does on a writable replica.
+                    self._expire(key)
+                    self.expired_lazily += 1
+                if self.notifier is not None:
+                    self.notifier.key_created(self, key)  # after "expired", as dbAdd
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
@@ -350,6 +360,8 @@ class Database:
     def set_expiry(self, key: bytes, deadline_ms: int) -> None:
         """Expire key at the absolute time deadline_ms (the key must exist)."""
         self.expires[key] = deadline_ms
+        if self.own_expires is not None:
+            self.own_expires.add(key)
         heappush(self._expiry_heap, (deadline_ms, key))
         if len(self._expiry_heap) > 2 * len(self.expires) + 1024:
             self._expiry_heap = [(when, k) for k, when in self.expires.items()]
@@ -375,9 +387,11 @@ class Database:
     def active_expire(self, now_ms: int | None = None, limit: int = 10_000) -> int:
         """Delete up to `limit` keys whose deadline passed, so memory is freed for keys no
         client reads again. Returns how many were deleted."""
-        if self.keep_expired or self.clock.loading:
+        if self.clock.loading:
             return 0
         now = self.clock.ms() if now_ms is None else now_ms
+        if self.keep_expired:
+            return self._expire_own_keys(now) if self.own_expires else 0
         heap = self._expiry_heap
         expires = self.expires
         removed = 0
@@ -385,6 +399,23 @@ class Database:
         while heap and heap[0][0] < now and removed < limit:
             deadline, key = heappop(heap)
             if expires.get(key) == deadline:
+                self._expire(key)
+                removed += 1
+        return removed
+
+
+    def _expire_own_keys(self, now: int) -> int:
+        """A replica's expiry cycle (expireSlaveKeys): the keys its own clients gave a TTL,
+        forgotten once they have none."""
+        own = self.own_expires
+        expires = self.expires
+        removed = 0
+        for key in list(own):
+            deadline = expires.get(key)
+            if deadline is None:
+                own.discard(key)
+            elif now > deadline:
+                own.discard(key)
                 self._expire(key)
                 removed += 1
         return removed
@@ -444,6 +475,7 @@ class Keyspace:
         da.data, dbb.data = dbb.data, da.data
         da.expires, dbb.expires = dbb.expires, da.expires
         da._expiry_heap, dbb._expiry_heap = dbb._expiry_heap, da._expiry_heap
+        da.own_expires, dbb.own_expires = dbb.own_expires, da.own_expires
         da.keytrack, dbb.keytrack = dbb.keytrack, da.keytrack  # (it describes the data)
         for db in (da, dbb):
             if db.keytrack is not None:

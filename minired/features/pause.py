@@ -123,7 +123,7 @@ def pause(server: "Server", everything: bool, timeout_ms: int) -> None:
 def _start(server: "Server") -> ClientPause:
     current = ClientPause(server)
     server.pause = current
-    _keep_expired_keys(server, True)
+    keep_expired_keys(server)
     dispatch.use_extras()
     server.clock.listeners.append(current._on_clock_advanced)
     return current
@@ -152,7 +152,7 @@ def unpause(server: "Server") -> None:
     if current is None:
         return
     server.pause = None
-    _keep_expired_keys(server, False)
+    keep_expired_keys(server)
     if current.timer is not None:
         current.timer.cancel()
         current.timer = None
@@ -170,9 +170,12 @@ def unpause(server: "Server") -> None:
         client.connection.run_again(argv)
 
 
-def _keep_expired_keys(server: "Server", keep: bool) -> None:
-    """Redis keeps the dataset constant during any pause: keys whose time passes read as
-    missing but are neither deleted nor counted in expired_keys until it ends."""
+def keep_expired_keys(server: "Server") -> None:
+    """Keys whose time passed read as missing but are neither deleted nor counted in
+    expired_keys, by lookups or the expiry cycle, while a pause is in force (Redis keeps the
+    dataset constant) and while the server is a replica (expireIfNeeded leaves the deletion
+    to the master's DEL: the master may still write the key, replica_link.py)."""
+    keep = server.pause is not None or server.config.replicating
     for db in server.keyspace.dbs:
         db.keep_expired = keep
 

@@ -36,10 +36,12 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from minired.data.keyspace import Clock
 from minired.engine import dispatch
 from minired.engine.client import Client
+from minired.engine.panic import server_panic
 from minired.engine.table import lookup
-from minired.features import rdb_file, replication
+from minired.features import pause, rdb_file, replication
 from minired.features.aof_records import encode_command
 from minired.protocol.errors import PING_AUTH_ERRORS, RedisError
 from minired.protocol.resp import RequestParser
@@ -57,6 +59,29 @@ ACK_SECONDS = 1.0
 
 class HandshakeError(Exception):
     pass
+
+
+class _StreamClock(Clock):
+    """The clock the master's commands read on a replica: the server's time, but no key has
+    expired and no deadline given is already past (expireIfNeeded answers "alive" to the
+    master's client, checkAlreadyExpired "no" on a replica): the master decides when a key
+    goes, and sends the DEL. The other clients see the key missing meanwhile (keep_expired)."""
+
+    __slots__ = ("server_clock",)
+
+    def __init__(self, server_clock: Clock) -> None:
+        super().__init__()
+        self.server_clock = server_clock
+        self.loading = True  # (what passed() and already_passed() answer no for)
+
+    def ms(self) -> int:
+        return self.server_clock.ms()
+
+    def us(self) -> int:
+        return self.server_clock.us()
+
+    def command_instant(self) -> int:
+        return self.server_clock.command_instant()
 
 
 class Link:
@@ -91,6 +116,7 @@ class Link:
         self.held: list[tuple[list, bytes]] = []
         self.read_offset = 0
         self._applying = False
+        self._stream_clock = _StreamClock(server.clock)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -238,6 +264,8 @@ class Link:
         server.keyspace.flushall()
         loaded = rdb_file.load(payload, server.keyspace, server.clock.ms(), keep_expired=True,
                                deep=server.config.get("sanitize-dump-payload") == "yes")
+        for db in server.keyspace.dbs:
+            db.own_expires = set()  # (the master's TTLs, just loaded, are not this server's)
         persistence = server.features.persistence
         if loaded.functions and persistence is not None and persistence.functions is not None:
             persistence.functions.restore(rdb_file.functions_payload(loaded.functions), b"flush")
@@ -272,7 +300,8 @@ class Link:
 
     def apply_held(self, client: Client | None = None) -> None:
         """Apply the records read, in order, until a pause holds one (it is tried again at the
-        next read or acknowledgement tick)."""
+        next read or acknowledgement tick). The databases read the stream clock meanwhile, and
+        remember no TTL as their own: the master's keys expire when the master says."""
         if self._applying:
             return
         client = client or self.master_client
@@ -280,26 +309,56 @@ class Link:
         held = self.held
         pause = self.server.pause
         done = 0
-        for argv, record in held:
-            if pause is not None:
-                spec = lookup(argv)
-                if spec is not None and pause.holds(client, spec, argv):
-                    break
-            done += 1
-            state.proxy(record)  # (into the backlog, and on to this server's replicas)
-            if argv[0].lower() == b"replconf" and len(argv) > 1 and argv[1].lower() == b"getack":
-                self._applying = True
-                self._send_ack()  # the offset before the GETACK, as Redis answers it
-                self._applying = False
+        self._applying = True
+        dbs = self.server.keyspace.dbs
+        kept = [(db.clock, db.own_expires) for db in dbs]
+        for db in dbs:
+            db.clock = self._stream_clock
+            db.own_expires = None
+        try:
+            for argv, record in held:
+                if pause is not None:
+                    spec = lookup(argv)
+                    if spec is not None and pause.holds(client, spec, argv):
+                        break
+                done += 1
+                state.proxy(record)  # (into the backlog, and on to this server's replicas)
+                if (argv[0].lower() == b"replconf" and len(argv) > 1
+                        and argv[1].lower() == b"getack"):
+                    self._send_ack()  # the offset before the GETACK, as Redis answers it
+                    self.offset += len(record)
+                    continue
                 self.offset += len(record)
-                continue
-            self.offset += len(record)
-            self._applying = True
-            try:
-                dispatch.execute(client, argv)
-            finally:
-                self._applying = False
-        del held[:done]
+                reply = dispatch.execute(client, argv)
+                if isinstance(reply, (RedisError, list)):
+                    self._check_errors(client, reply)
+        finally:
+            self._applying = False
+            for db, (clock, own_expires) in zip(dbs, kept):
+                db.clock = clock
+                db.own_expires = own_expires
+            del held[:done]
+
+    def _check_errors(self, client: Client, reply: Any) -> None:
+        """afterErrorReply for the master's client: an error in the reply to a command of the
+        master's (a transaction's included) means this replica's data has diverged. Logged,
+        counted (unexpected_error_replies), and fatal as propagation-error-behavior says."""
+        errors_found = [reply] if isinstance(reply, RedisError) else [
+            item for item in reply if isinstance(item, RedisError)]
+        server = self.server
+        for error in errors_found:
+            spec = client.last_command
+            name = spec.full_name if spec is not None else "<unknown>"
+            message = error.message
+            text = message[4:] if message.startswith("ERR ") else message
+            log.warning("== CRITICAL == This replica is sending an error to its master: '%s' "
+                        "after processing the command '%s'", text[:4096], name)
+            replication.master(server).unexpected_error_replies += 1
+            config = server.config
+            if (config.get("replica-read-only") == "yes" and config.get(
+                    "propagation-error-behavior") in ("panic", "panic-on-replicas")):
+                server_panic(f"This replica panicked sending an error to its master after "
+                             f"processing the command '{name}'", "networking.c")
 
     def _send_ack(self) -> None:
         if self._ack_timer is not None:
@@ -361,6 +420,10 @@ def replicate(server: "Server", host: str, port: int, at_start: bool = False) ->
     state.link = link = Link(server, host, port, cached)
     server.config.set("replicaof", f"{host} {port}")  # (CONFIG GET and REWRITE show it)
     server.config.note_replicating(True)
+    pause.keep_expired_keys(server)
+    for db in server.keyspace.dbs:
+        if db.own_expires is None:
+            db.own_expires = set()
     dispatch.use_extras()  # (MASTERDOWN: see Config.stale_refused)
     link.start()
     log.info("Connecting to MASTER %s:%d", host, port)
@@ -390,4 +453,7 @@ def promote(server: "Server") -> None:
                  "replication ID is %s", state.replid2, state.second_replid_offset, state.replid)
     server.config.set("replicaof", "")
     server.config.note_replicating(False)
+    pause.keep_expired_keys(server)
+    for db in server.keyspace.dbs:
+        db.own_expires = None  # (the expiry cycle takes every key again)
     log.info("MASTER MODE enabled")
