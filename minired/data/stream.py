@@ -213,8 +213,9 @@ class Stream:
 
     def range(self, start: StreamID, end: StreamID, count: int = 0,
               reverse: bool = False) -> Iterator[tuple[StreamID, list[bytes]]]:
-        """Live entries with start <= ID <= end, ascending (or descending), at most `count`."""
-        if start > end or not self.length:
+        """Live entries with start <= ID <= end, ascending (or descending), at most `count`.
+        (The entries decide, not `length`: a loaded stream's length is what its file said.)"""
+        if start > end or not self.nodes:
             return
         nodes = self.nodes
         emitted = 0
@@ -291,7 +292,7 @@ class Stream:
         if not self.length:
             self.first_id = MIN_ID
         elif stream_id == self.first_id:
-            self.first_id = self.first_entry()[0]
+            self.first_id = self._first_live_id()
         return True
 
     def trim(self, maxlen: int | None = None, minid: StreamID | None = None,
@@ -333,8 +334,14 @@ class Stream:
         if not self.length:
             self.first_id = MIN_ID
         elif removed:
-            self.first_id = self.first_entry()[0]
+            self.first_id = self._first_live_id()
         return removed
+
+    def _first_live_id(self) -> StreamID:
+        """streamGetEdgeID for the first entry: the maximum ID when none is left, which only a
+        loaded stream whose length disagrees with its entries can be (Redis takes it)."""
+        entry = self.first_entry()
+        return entry[0] if entry is not None else MAX_ID
 
 
 def _master_id(node: StreamNode) -> StreamID:

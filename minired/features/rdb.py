@@ -239,10 +239,9 @@ class Reader:
         if pos < len(data) and buf[pos] < 0x40:  # one byte: most counts, inline
             self.pos = pos + 1
             return buf[pos]
+        # rdbLoadLen(rdb, NULL): a special encoding's byte reads as its low 6 bits.
         n, special = self.length()
-        if special is not None:
-            raise BadData("Unknown length encoding")
-        return n
+        return n if special is None else special
 
     def unchecked_count(self) -> int:
         """A count read as Redis's rdbLoadLen(rdb, NULL) where its caller checks no error (a
@@ -816,8 +815,8 @@ def _decode_node(master_id: tuple, blob: bytes, deep: bool = False) -> StreamNod
             if flags & _STREAM_DELETED:
                 node.deleted += 1
             else:
-                if ids and stream_id <= ids[-1]:
-                    raise BadData("Stream entries out of order")
+                # Taken in the listpack's order, as Redis takes them, even out of order: a
+                # stream's reads then walk them in that order as Redis's iterator does.
                 # (not node.append: it sizes each entry, and the listpack's size says it all)
                 ids.append(stream_id)
                 values.append(pairs)
@@ -857,8 +856,15 @@ def _check_node_layout(items: list) -> None:
         raise BadData("Stream listpack integrity check failed")
 
 
+def _node_key(node: StreamNode) -> tuple:
+    return node.master_id
+
+
 def _decode_stream(reader: Reader, version_2: bool) -> Stream:
     stream = Stream()
+    # Redis's rax orders the nodes by key whatever the file's order, refuses a key twice, and
+    # keeps a node whose entries are all deleted (minired drops it).
+    node_keys: set = set()
     for _ in range(reader.count()):
         key = reader.string()
         if len(key) != 16:
@@ -867,15 +873,16 @@ def _decode_stream(reader: Reader, version_2: bool) -> Stream:
             reader.sanitized += 1
         node = _decode_node(struct.unpack(">QQ", key), reader.string(), reader.deep)
         if node.ids or node.deleted:
-            if stream.nodes and node.master_id <= stream.nodes[-1].master_id:
-                raise BadData("Stream nodes out of order")
+            if node.master_id in node_keys:
+                raise BadData("Listpack re-added with existing key")
+            node_keys.add(node.master_id)
             if node.ids:
                 stream.nodes.append(node)
+    stream.nodes.sort(key=_node_key)
+    # The length is taken as the file says, as Redis takes it, even where it is not the
+    # number of entries (stream.py does not count on it to find them).
     stream.length = reader.unchecked_count()
     stream.last_id = (reader.unchecked_count(), reader.unchecked_count())
-    live = sum(len(node.ids) for node in stream.nodes)
-    if live != stream.length:
-        raise BadData("Stream length does not match its entries")
     if version_2:
         stream.first_id = (reader.unchecked_count(), reader.unchecked_count())
         stream.max_deleted_id = (reader.unchecked_count(), reader.unchecked_count())
@@ -884,6 +891,8 @@ def _decode_stream(reader: Reader, version_2: bool) -> Stream:
         first = stream.first_entry()
         stream.first_id = first[0] if first is not None else (0, 0)
         stream.entries_added = stream.length
+    if stream.length and not node_keys:
+        raise BadData("Stream length inconsistent with rax entries")
     for _ in range(reader.count()):
         name = reader.string()
         last_id = (reader.count(), reader.count())
