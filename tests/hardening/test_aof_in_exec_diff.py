@@ -36,11 +36,22 @@ def _scenario(port: int) -> list:
         client.close()
 
 
+def _redis_scenario(folder) -> list:
+    folder.mkdir()
+    with RedisServer("--dir", str(folder), "--logfile", str(folder / "redis.log")) as redis:
+        return _scenario(redis.port)
+
+
 def test_rewrites_asked_for_inside_exec_are_scheduled(tmp_path):
-    (tmp_path / "redis").mkdir()
     (tmp_path / "minired").mkdir()
-    with RedisServer("--dir", str(tmp_path / "redis")) as redis:
-        expected = _scenario(redis.port)
     with SubprocessServer("--dir", str(tmp_path / "minired")) as mini:
-        assert _scenario(mini.port) == expected
+        got = _scenario(mini.port)
+    expected = _redis_scenario(tmp_path / "redis")
+    if got != expected:
+        # Once, on a loaded machine, redis-server reported the second rewrite failed ('err'),
+        # which 25 runs under load did not repeat: its log says why, and a second redis-server
+        # shows whether the answer was Redis's or a failure of that run.
+        log = (tmp_path / "redis" / "redis.log").read_text()
+        expected = _redis_scenario(tmp_path / "redis-again")
+        assert got == expected, log
     assert expected[0][1] == b"Background append only file rewriting scheduled"
