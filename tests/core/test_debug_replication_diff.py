@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from tests.support.respclient import Err, RawClient, encode_command
+from tests.support.respclient import Err, RawClient, encode_command, read_full_resync
 from tests.support.servers import MiniredProcess, RedisServer
 from tests.support.waiting import info_field, wait_until
 
@@ -28,16 +28,7 @@ def _replica_after_its_snapshot(port: int):
     replica.sendall(encode_command(["REPLCONF", "listening-port", "1"]))
     assert replica.recv(100) == b"+OK\r\n"
     replica.sendall(encode_command(["PSYNC", "?", "-1"]))
-    reader = replica.makefile("rb")
-    line = reader.readline()
-    while line == b"\n":  # Redis's keep-alive newlines while it saves
-        line = reader.readline()
-    assert line.startswith(b"+FULLRESYNC ")
-    line = reader.readline()
-    while line == b"\n":
-        line = reader.readline()
-    reader.read(int(line[1:]))
-    return replica, reader
+    return replica, read_full_resync(replica)[0]
 
 
 def test_debug_replicate_feeds_the_stream_without_a_select(server):

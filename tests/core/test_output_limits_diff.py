@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from tests.support.respclient import RawClient, encode_command, named_socket
+from tests.support.respclient import RawClient, encode_command, named_socket, read_full_resync
 from tests.support.servers import MiniredProcess, RedisServer
 from tests.support.waiting import info_field, wait_until
 
@@ -176,18 +176,8 @@ def test_a_snapshot_larger_than_the_replica_hard_limit_still_syncs(own_port):
         admin.call("SET", f"big{j}", os.urandom(65_536))
     replica = _attach_replica(own_port)
     try:
-        replica.settimeout(30)
-        reader = replica.makefile("rb")
-        line = reader.readline()
-        while line == b"\n":  # Redis's keep-alive newlines while it saves
-            line = reader.readline()
-        assert line.startswith(b"+FULLRESYNC ")
-        line = reader.readline()
-        while line == b"\n":
-            line = reader.readline()
-        size = int(line[1:])
-        assert size > 4_000_000
-        assert len(reader.read(size)) == size
+        reader, rdb = read_full_resync(replica)
+        assert len(rdb) > 4_000_000
         admin.call("SET", "after", "sync")
         stream = b""
         while b"after" not in stream:

@@ -8,6 +8,7 @@ contents deeply) and may even crash on one: such a payload is not counted, and a
 started again. minired refuses some that Redis takes; it never takes one Redis refuses."""
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 import subprocess
@@ -146,41 +147,48 @@ SANITIZE_SOURCES = [lambda c, build=build: (build(c), c.dump("src"))[1] for buil
 ]
 
 
-def test_sanitized_restore_answers_as_redis():
-    """With sanitize-dump-payload yes on both, Redis checks payloads deeply (listpack, ziplist
-    and intset integrity, entry counts, order, duplicates): minired answers every damaged
-    payload as Redis does, taking what it takes with the same value."""
-    rng = random.Random(20261)
+@contextlib.contextmanager
+def _sanitizing_pair():
+    """A redis-server (restartable after a crash) and a minired, both sanitizing payloads."""
     real = Redis()
-    outcomes = {"refused": 0, "taken": 0}
-    mismatches = []
     try:
         with SubprocessServer() as server:
             mini = redis.Redis(port=server.port)
             for client in (real.client, mini):
                 client.config_set("sanitize-dump-payload", "yes")
-            for _ in range(1500):
-                real.client.delete("src")
-                payload = _damaged(rng, rng.choice(SANITIZE_SOURCES)(real.client))
-                try:
-                    expected = _restore(real.client, payload)
-                except redis.ConnectionError:  # (none expected while sanitizing)
-                    real.start()
-                    real.client.config_set("sanitize-dump-payload", "yes")
-                    mismatches.append(("redis crashed", payload))
-                    continue
-                actual = _restore(mini, payload)
-                if actual != expected:
-                    mismatches.append((expected, actual, payload))
-                    continue
-                if expected == "OK":
-                    if _value(real.client) != _value(mini):
-                        mismatches.append(("values differ", payload))
-                    outcomes["taken"] += 1
-                else:
-                    outcomes["refused"] += 1
+            yield real, mini
     finally:
         terminate(real.proc)
+
+
+def test_sanitized_restore_answers_as_redis():
+    """With sanitize-dump-payload yes on both, Redis checks payloads deeply (listpack, ziplist
+    and intset integrity, entry counts, order, duplicates): minired answers every damaged
+    payload as Redis does, taking what it takes with the same value."""
+    rng = random.Random(20261)
+    outcomes = {"refused": 0, "taken": 0}
+    mismatches = []
+    with _sanitizing_pair() as (real, mini):
+        for _ in range(1500):
+            real.client.delete("src")
+            payload = _damaged(rng, rng.choice(SANITIZE_SOURCES)(real.client))
+            try:
+                expected = _restore(real.client, payload)
+            except redis.ConnectionError:  # (none expected while sanitizing)
+                real.start()
+                real.client.config_set("sanitize-dump-payload", "yes")
+                mismatches.append(("redis crashed", payload))
+                continue
+            actual = _restore(mini, payload)
+            if actual != expected:
+                mismatches.append((expected, actual, payload))
+                continue
+            if expected == "OK":
+                if _value(real.client) != _value(mini):
+                    mismatches.append(("values differ", payload))
+                outcomes["taken"] += 1
+            else:
+                outcomes["refused"] += 1
     assert not mismatches, mismatches[:5]
     assert outcomes["refused"] > 100 and outcomes["taken"] > 10, outcomes
 
@@ -204,28 +212,21 @@ def test_every_byte_of_a_payload_changed_answers_as_redis():
     minired takes and refuses what Redis does, and takes it with the same value. Redis reads
     a special encoding as a count's low 6 bits, a stream's length as the file says, entries
     in the listpack's order, and an LZF string of plain length 0 as empty."""
-    real = Redis()
     mismatches = []
-    try:
-        with SubprocessServer() as server:
-            mini = redis.Redis(port=server.port)
-            for client in (real.client, mini):
-                client.config_set("sanitize-dump-payload", "yes")
-            for source in SANITIZE_SOURCES[10:11] + SANITIZE_SOURCES[14:15] + [
-                    lambda c: (c.set("src", "x" * 300), c.dump("src"))[1]]:
-                real.client.delete("src")
-                payload = source(real.client)
-                body, version = payload[:-10], payload[-10:-8]
-                for pos in range(len(body)):
-                    for byte in (0, 0x3F, 0x40, 0x7F, 0x80, 0xC0, 0xC1, 0xFF):
-                        changed = body[:pos] + bytes((byte,)) + body[pos + 1:] + version
-                        damaged = changed + struct.pack("<Q", crc64(changed))
-                        expected = _restore(real.client, damaged)
-                        if _restore(mini, damaged) != expected or (
-                                expected == "OK" and _value(real.client) != _value(mini)):
-                            mismatches.append((pos, byte, expected, damaged))
-    finally:
-        terminate(real.proc)
+    with _sanitizing_pair() as (real, mini):
+        for source in SANITIZE_SOURCES[10:11] + SANITIZE_SOURCES[14:15] + [
+                lambda c: (c.set("src", "x" * 300), c.dump("src"))[1]]:
+            real.client.delete("src")
+            payload = source(real.client)
+            body, version = payload[:-10], payload[-10:-8]
+            for pos in range(len(body)):
+                for byte in (0, 0x3F, 0x40, 0x7F, 0x80, 0xC0, 0xC1, 0xFF):
+                    changed = body[:pos] + bytes((byte,)) + body[pos + 1:] + version
+                    damaged = changed + struct.pack("<Q", crc64(changed))
+                    expected = _restore(real.client, damaged)
+                    if _restore(mini, damaged) != expected or (
+                            expected == "OK" and _value(real.client) != _value(mini)):
+                        mismatches.append((pos, byte, expected, damaged))
     assert not mismatches, mismatches[:5]
 
 

@@ -195,3 +195,18 @@ def named_socket(port: int, name: str) -> socket.socket:
     sock.sendall(encode_command(["CLIENT", "SETNAME", name]))
     assert sock.recv(100) == b"+OK\r\n"
     return sock
+
+
+def read_full_resync(sock: socket.socket):
+    """What a raw replica reads after `PSYNC ? -1`: the +FULLRESYNC line and the RDB, Redis's
+    keep-alive newlines before each skipped. Returns (a reader at the stream, the RDB)."""
+    sock.settimeout(30)
+    reader = sock.makefile("rb")
+    line = reader.readline()
+    while line == b"\n":
+        line = reader.readline()
+    assert line.startswith(b"+FULLRESYNC "), line
+    line = reader.readline()
+    while line == b"\n":
+        line = reader.readline()
+    return reader, reader.read(int(line[1:]))
