@@ -36,6 +36,7 @@ from minired.commands.info import (
 )
 from minired.commands.keys_object import encoding
 from minired.commands.server import persistence_of, protected_action_allowed
+from minired.data.packed import live
 from minired.engine import latency
 from minired.engine.args import parse_int
 from minired.engine.config_values import parse_memory
@@ -577,7 +578,7 @@ def _raw_value(c, key: bytes):
     value = c.db.data.get(key)
     if value is None:
         raise RedisError(errors.NO_SUCH_KEY)
-    return value
+    return live(value)
 
 
 def _looked_up_value(c, key: bytes):

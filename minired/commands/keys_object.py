@@ -15,6 +15,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable
 
+from minired.data import shared_integers
 from minired.data.keyspace import type_name
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream
@@ -28,7 +29,6 @@ from minired.protocol.resp import string2ll
 
 G = "generic"
 
-SHARED_INTEGERS = 10000        # OBJ_SHARED_INTEGERS: 0..9999 are shared objects in Redis
 SHARED_REFCOUNT = 2**31 - 1    # OBJ_SHARED_REFCOUNT
 EMBSTR_LIMIT = 44              # OBJ_ENCODING_EMBSTR_SIZE_LIMIT
 
@@ -154,7 +154,7 @@ def refcount(value: Any, config) -> int:
     (unless maxmemory is set, which makes every value its own for LRU/LFU)."""
     if type(value) is bytes and not (config.maxmemory and _lru_or_lfu(config)):
         number = string2ll(value)
-        if number is not None and 0 <= number < SHARED_INTEGERS:
+        if number is not None and 0 <= number < shared_integers.COUNT:
             return SHARED_REFCOUNT
     return 1
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from hashlib import sha1
 from typing import Any, Iterable
 
+from minired.data.packed import live
 from minired.data.quicklist import QuickList
 from minired.data.stream import MAX_ID, MIN_ID, Stream
 from minired.data.zset import ZSet
@@ -76,6 +77,7 @@ def _score_text(score: float) -> bytes:
 
 def value_digest(value: Any, has_expiry: bool, digest: int = ZERO) -> int:
     """xorObjectDigest: `digest` with the value's type, contents and TTL flag mixed in."""
+    value = live(value)
     kind = type(value)
     digest = _sha1((digest ^ _TYPE_SHA1[kind]).to_bytes(20, "big"))
     if kind is bytes:

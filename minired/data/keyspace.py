@@ -3,7 +3,8 @@
 No sockets and no RESP here: this layer is usable on its own (tests, embedding, persistence).
 Values are plain Python objects whose type is the Redis type:
   bytes -> string, QuickList -> list, dict -> hash, set -> set,
-  and the classes registered with `register_type` (sorted sets, streams).
+  and the classes registered with `register_type` (sorted sets, streams). A small collection
+  loaded from a snapshot is a `Packed` until `get` first meets it (minired/data/packed.py).
 Commands that change a value in place call `Database.signal_modified(key)` so that WATCH and
 blocked clients learn of it, as Redis's signalModifiedKey does.
 """
@@ -14,6 +15,7 @@ from collections import deque
 from heapq import heapify, heappop, heappush
 from typing import Any, Callable, Iterator
 
+from minired.data.packed import Packed
 from minired.data.quicklist import QuickList
 from minired.protocol.errors import WRONGTYPE, RedisError
 
@@ -196,6 +198,8 @@ class Database:
                 self._expire_lazily(key)
                 return None
         value = self.data.get(key)
+        if type(value) is Packed:  # (the first lookup of a small collection loaded packed)
+            value = self.data[key] = value.unpacked()
         if self.keytrack is not None and value is not None and touch:
             self.keytrack.touch(key)
         return value

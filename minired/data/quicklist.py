@@ -80,7 +80,12 @@ class QuickList:
         self.nodes: list = []
         self.right: list = []   # the last elements, in order
         self.length = 0
-        if items:
+        if type(items) is tuple and len(items) < NODE:
+            # (a small list made whole, as an unpacked snapshot value is: the tail buffer
+            # appends would have filled, in one copy)
+            self.right = list(items)
+            self.length = len(items)
+        elif items:
             self.extend(items)
 
     def __len__(self) -> int:

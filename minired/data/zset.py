@@ -7,12 +7,14 @@ spans so commands can slice, count or delete without building intermediate lists
 """
 from __future__ import annotations
 
+import marshal
 import math
 from typing import Iterable, Iterator
 
 from sortedcontainers import SortedList
 
 from minired.data.keyspace import register_type
+from minired.data.packed import dumps, register_packing, shared
 
 _INF = math.inf
 
@@ -285,4 +287,19 @@ class ZSet:
         return start, last + 1
 
 
+def _unpack(blob: bytes) -> ZSet:
+    scores = marshal.loads(blob)
+    return ZSet.from_scores(dict(zip(shared(scores), scores.values())))
+
+
+def _view(blob: bytes) -> ZSet:
+    """A ZSet to read only: its order a sorted list (one C sort), not a SortedList."""
+    zset = ZSet.__new__(ZSet)
+    zset.scores = scores = marshal.loads(blob)
+    zset.order = sorted(zip(scores.values(), scores))
+    return zset
+
+
 register_type(ZSet, "zset")
+# (a ZSet is its scores: the order is made again in one sort)
+register_packing(ZSet, lambda zset: dumps(zset.scores), _unpack, _view)

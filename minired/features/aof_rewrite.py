@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from minired.data.packed import live
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, format_id
 from minired.data.zset import ZSet
@@ -70,6 +71,7 @@ def _score(score: float) -> bytes:
 
 
 def _commands_of(key: bytes, value: object) -> Iterator[list]:
+    value = live(value)
     kind = type(value)
     if kind is bytes:
         yield [b"SET", key, value]

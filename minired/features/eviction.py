@@ -33,6 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from minired.data.keyspace import Database
+from minired.data.packed import live
 from minired.data.quicklist import QuickList
 from minired.features.notifications import EVICTED
 
@@ -72,6 +73,7 @@ def value_size(value: Any) -> int:
     members for a collection (as MEMORY USAGE samples)."""
     if type(value) is bytes:
         return _sds(len(value))
+    value = live(value)  # (the size Redis's encoding of it takes, whatever minired holds)
     count = len(value)
     if not count:
         return 64

@@ -14,7 +14,9 @@ import re
 import struct
 from typing import Any, Callable
 
+from minired.data import shared_integers
 from minired.data.keyspace import type_name
+from minired.data.packed import Packed
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, StreamNode
 from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, estimate_entries_read
@@ -392,17 +394,16 @@ def _listpack_of(elements: list[bytes]) -> bytes:
 _LP_INT_WIDTH = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}
 
 
-# Integers 0..9999 as text, shared by every value loaded (as Redis shares OBJ_SHARED_INTEGERS):
-# one bytes object each instead of one per element, and no formatting. Made on first use.
-_SHARED_INTEGERS = 10000
-_INT_TEXT: list[bytes] = []
+# (the shared texts' list, bound here once: compiled, a C variable of rdb.pxd)
+_SHARED_INTEGERS = shared_integers.COUNT
+_INT_TEXT: list[bytes] = shared_integers.TEXTS
 
 
 def _int_text(value: int) -> bytes:
-    """An integer element as the text Redis returns for it."""
+    """An integer element as the text Redis returns for it: no formatting, and 0..9999 shared."""
     if 0 <= value < _SHARED_INTEGERS:
         if not _INT_TEXT:
-            _INT_TEXT.extend([b"%d" % i for i in range(_SHARED_INTEGERS)])
+            shared_integers.fill()
         return _INT_TEXT[value]
     return b"%d" % value
 
@@ -1051,6 +1052,9 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     kind = type(value)
     if kind is bytes:
         return bytes((TYPE_STRING,)) + encode_string(value, compress_from)
+    if kind is Packed:  # (SAVE of a small collection nobody has looked up since the load)
+        value = value.view()
+        kind = type(value)
     if kind is QuickList:
         if compact is None:
             return _encode_elements(TYPE_LIST, value, compress_from)
@@ -1146,7 +1150,7 @@ def _hash_of(items: list[bytes]) -> dict:
 
 
 def _read_quicklist(reader: Reader, version_2: bool) -> QuickList:
-    items = QuickList()
+    items = []  # (made a QuickList whole at the end: most lists loaded are small)
     for _ in range(reader.count()):
         container = reader.count() if version_2 else _QUICKLIST_PACKED
         if container == _QUICKLIST_PLAIN:
@@ -1159,7 +1163,7 @@ def _read_quicklist(reader: Reader, version_2: bool) -> QuickList:
             items.extend(listpack_entries(blob) if version_2 else ziplist_entries(blob))
         else:
             raise BadData("Quicklist integrity check failed")
-    return items
+    return QuickList(tuple(items))
 
 
 def _set(reader: Reader) -> set:

@@ -1,0 +1,162 @@
+"""Small collections loaded from dump.rdb stay packed until a lookup meets them
+(minired/data/packed.py). Every way a value is read without a lookup (DEBUG DIGEST and
+DIGEST-VALUE, DEBUG OBJECT, SAVE, the AOF rewrite, the memory figure) must give what the
+unpacked value gives, and every command what Redis answers: checked against redis-server right
+after DEBUG RELOAD, before anything else touches the keys."""
+from __future__ import annotations
+
+import pytest
+
+from minired.data.packed import PACK_LIMIT, Packed, pack
+from minired.data.quicklist import QuickList
+from minired.data.zset import ZSet
+from tests.support.respclient import RawClient
+from tests.support.servers import debug_server_pair
+from tests.support.waiting import info_field, wait_until
+
+# key -> the command that makes it, in both servers: each type packed and, one element over
+# PACK_LIMIT, not packed.
+_SOURCES = {
+    b"h:small": ["HSET", "h:small", "b", "2", "a", "1", "\x00bin", "\r\n", "n", "-17"],
+    b"h:limit": ["HSET", "h:limit", *[x for i in range(PACK_LIMIT) for x in (f"f{i}", i)]],
+    b"h:over": ["HSET", "h:over", *[x for i in range(PACK_LIMIT + 1) for x in (f"f{i}", i)]],
+    b"h:long": ["HSET", "h:long", "f", "v" * 100],
+    b"s:ints": ["SADD", "s:ints", *range(-5, 20, 3)],
+    b"s:text": ["SADD", "s:text", *[f"member{i}" for i in range(12)]],
+    b"s:over": ["SADD", "s:over", *range(PACK_LIMIT + 1)],
+    b"z:small": ["ZADD", "z:small", "0", "zero", "-0", "negzero", "1.5", "b", "1.5", "a",
+                 "-inf", "low", "+inf", "high", "3", "c"],
+    b"z:limit": ["ZADD", "z:limit", *[x for i in range(PACK_LIMIT) for x in (i % 7, f"m{i}")]],
+    b"z:long": ["ZADD", "z:long", "1", "m" * 100],
+    b"l:small": ["RPUSH", "l:small", "1", "-2", "three", str(2**40), "", "x" * 70],
+    b"l:over": ["RPUSH", "l:over", *range(PACK_LIMIT + 1)],
+    b"str": ["SET", "str", "plain"],
+}
+_TTL_KEYS = (b"h:small", b"z:small", b"l:small")
+
+
+def _reads(key: bytes) -> list[list]:
+    """Commands whose replies show a key's whole value, type and encoding."""
+    kind = key[:1]
+    reads = [["TYPE", key], ["OBJECT", "ENCODING", key], ["PEXPIRETIME", key]]
+    if key not in (b"s:text", b"s:over"):  # (a hash table set's order is Redis's own)
+        reads.append(["DUMP", key])
+    if kind == b"h":
+        reads += [["HGETALL", key], ["HSCAN", key, "0", "COUNT", "1000"], ["HLEN", key]]
+    elif kind == b"s":
+        reads += [["SCARD", key], ["SISMEMBER", key, "2"]]
+    elif kind == b"z":
+        reads += [["ZRANGE", key, "0", "-1", "WITHSCORES"], ["ZSCAN", key, "0", "COUNT", "1000"],
+                  ["ZSCORE", key, "negzero"]]
+    elif kind == b"l":
+        reads += [["LRANGE", key, "0", "-1"], ["LLEN", key]]
+    return reads
+
+
+def _fill(client: RawClient) -> None:
+    for argv in _SOURCES.values():
+        client.call(*argv)
+    for key in _TTL_KEYS:
+        client.call("PEXPIREAT", key, 4_000_000_000_000)
+
+
+def _db0(mini):
+    return mini.server.keyspace[0]
+
+
+@pytest.fixture
+def loaded(tmp_path):
+    """redis-server and minired holding the same keys, both just after DEBUG RELOAD."""
+    with debug_server_pair(dir=str(tmp_path), save="") as (real, mini):
+        clients = RawClient(real.port), RawClient(mini.port)
+        for client in clients:
+            _fill(client)
+            assert client.call("DEBUG", "RELOAD") == b"OK"
+        yield real, mini, clients
+        for client in clients:
+            client.close()
+
+
+def test_reload_packs_only_small_collections(loaded):
+    _, mini, _ = loaded
+    data = mini.call(lambda: dict(_db0(mini).data))
+    packed = {key for key, value in data.items() if type(value) is Packed}
+    assert packed == {b"h:small", b"h:limit", b"h:long", b"s:ints", b"s:text", b"z:small",
+                      b"z:limit", b"z:long", b"l:small"}
+
+
+def test_what_reads_the_dictionary_directly_sees_the_unpacked_value(loaded, tmp_path):
+    _, mini, (redis_client, mini_client) = loaded
+    # (DEBUG DIGEST-VALUE and DEBUG OBJECT read the dictionary without a lookup)
+    assert mini_client.call("DEBUG", "DIGEST") == redis_client.call("DEBUG", "DIGEST")
+    for key in _SOURCES:
+        assert (mini_client.call("DEBUG", "DIGEST-VALUE", key)
+                == redis_client.call("DEBUG", "DIGEST-VALUE", key)), key
+        fields = mini_client.call("DEBUG", "OBJECT", key).split()
+        expected = redis_client.call("DEBUG", "OBJECT", key).split()
+        assert [f for f in fields if f.startswith(b"encoding:")] == \
+            [f for f in expected if f.startswith(b"encoding:")], key
+    memory = int(info_field(mini_client, "memory", "used_memory"))
+    # SAVE and the AOF rewrite write packed values: each written file, loaded, gives the digest
+    assert mini_client.call("SAVE") == b"OK"
+    assert mini.call(lambda: type(_db0(mini).data[b"h:small"])) is Packed  # (still packed)
+    assert mini_client.call("DEBUG", "RELOAD", "NOSAVE") == b"OK"
+    assert mini_client.call("DEBUG", "DIGEST") == redis_client.call("DEBUG", "DIGEST")
+    assert mini_client.call("CONFIG", "SET", "aof-use-rdb-preamble", "no") == b"OK"
+    assert mini_client.call("CONFIG", "SET", "appendonly", "yes") == b"OK"
+    wait_until(lambda: info_field(mini_client, "persistence", "aof_rewrite_in_progress") == "0"
+               and info_field(mini_client, "persistence", "aof_rewrite_scheduled") == "0",
+               "the AOF rewritten")
+    assert mini_client.call("DEBUG", "LOADAOF") == b"OK"
+    assert mini_client.call("DEBUG", "DIGEST") == redis_client.call("DEBUG", "DIGEST")
+    # the memory figure is the unpacked values' (a lookup changes what minired holds, not it)
+    assert mini_client.call("CONFIG", "SET", "appendonly", "no") == b"OK"
+    assert mini_client.call("DEBUG", "RELOAD") == b"OK"
+    assert int(info_field(mini_client, "memory", "used_memory")) == memory
+    for key in _SOURCES:
+        mini_client.call("EXISTS", key)
+    assert int(info_field(mini_client, "memory", "used_memory")) == memory
+
+
+def test_commands_on_packed_values_answer_as_redis(loaded):
+    _, mini, (redis_client, mini_client) = loaded
+    scan = ["SCAN", "0", "COUNT", "1000"]
+    for type_name in ("hash", "set", "zset", "list", "string"):
+        assert sorted(mini_client.call(*scan, "TYPE", type_name)[1]) == \
+            sorted(redis_client.call(*scan, "TYPE", type_name)[1])
+    for key in _SOURCES:
+        for argv in _reads(key):
+            assert mini_client.call(*argv) == redis_client.call(*argv), argv
+    assert sorted(mini_client.call("SMEMBERS", "s:text")) == \
+        sorted(redis_client.call("SMEMBERS", "s:text"))
+    assert mini_client.call("SMEMBERS", "s:ints") == redis_client.call("SMEMBERS", "s:ints")
+    assert not mini.call(lambda: [k for k, v in _db0(mini).data.items() if type(v) is Packed])
+
+
+def test_writes_and_moves_of_packed_values(loaded):
+    _, _, (redis_client, mini_client) = loaded
+    writes = [["HSET", "h:small", "c", "3"], ["SREM", "s:ints", "1"], ["ZINCRBY", "z:small", "2", "a"],
+              ["LPUSH", "l:small", "new"], ["RENAME", "h:limit", "h:renamed"],
+              ["COPY", "z:limit", "z:copy"], ["MOVE", "s:text", "3"], ["GETDEL", "h:long"],
+              ["DEL", "z:long"], ["SORT", "l:small", "ALPHA"]]
+    for argv in writes:
+        assert mini_client.call(*argv) == redis_client.call(*argv), argv
+    assert mini_client.call("DEBUG", "DIGEST") == redis_client.call("DEBUG", "DIGEST")
+
+
+def test_pack_round_trips_each_type():
+    zset = ZSet.from_scores({b"a": 1.5, b"b": -0.0, b"c": float("-inf")})
+    values = [{b"f": b"v", b"a": b""}, {b"1", b"x"}, QuickList([b"a", b"", b"c"]), zset]
+    for value in values:
+        packed = pack(value)
+        assert type(packed) is Packed and packed.kind is type(value)
+        unpacked = packed.unpacked()
+        assert type(unpacked) is type(value)
+        if type(value) is ZSet:
+            assert list(unpacked.order) == list(value.order)
+            assert unpacked.scores == value.scores
+        else:
+            assert list(unpacked) == list(value)
+    assert pack(b"string") == b"string"
+    big = {b"%d" % i: b"" for i in range(PACK_LIMIT + 1)}
+    assert pack(big) is big
