@@ -179,6 +179,28 @@ def _hidden(driver, css: str, timeout: float = 15) -> None:
                                          f"{css} never went away")
 
 
+def test_a_late_poll_of_the_page_left_does_not_draw_over_the_page_opened(browser, dashboard,
+                                                                         queue_name):
+    # The queue page's data still on its way when a job's page opens: it must not draw the queue
+    # page back over the job's (a soak run clicked a job's Retry as the queue page came back,
+    # and the click landed on something else).
+    server, client = dashboard
+    Queue(queue_name, client).add(job_id="j1")
+    browser.get(server.url + f"#/queue/{queue_name}")
+    _wait_text(browser, "#counts td[data-state=wait]", "1")
+    browser.execute_script("""
+        const realFetch = window.fetch;
+        window.fetch = (path, options) => String(path).startsWith("api/queue?")
+            ? new Promise((resolve) => setTimeout(resolve, 1000)).then(() => realFetch(path, options))
+            : realFetch(path, options);
+        window.lateRefresh = refresh();""")
+    browser.execute_script(f"location.hash = '#/queue/{queue_name}/job/j1'")
+    _wait_text(browser, "#job-state", "wait")
+    assert browser.execute_async_script(
+        "const done = arguments[arguments.length - 1]; window.lateRefresh.then(() => done(true));")
+    assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Job j1")
+
+
 def test_a_refresh_keeps_a_selected_traceback_selected(browser, dashboard, queue_name):
     server, client = dashboard
     queue = Queue(queue_name, client)

@@ -79,6 +79,17 @@ const enc = encodeURIComponent;
 const fmtTime = (ms) => (ms ? new Date(ms).toLocaleString() : "–");
 const pretty = (value) => (value === null || value === undefined ? "–" : JSON.stringify(value, null, 2));
 
+// A page's data for the route `asked` (the hash it was asked for): thrown away, with RouteLeft,
+// once another page has been opened meanwhile. A poll of the page just left would otherwise
+// draw over the page opened since, swapping its buttons under the user's pointer.
+class RouteLeft extends Error {}
+
+async function pageApi(asked, path) {
+  const body = await api(path);
+  if (location.hash !== asked) throw new RouteLeft();
+  return body;
+}
+
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
   const body = await response.json().catch(() => ({ error: response.statusText }));
@@ -531,15 +542,15 @@ function eventsList(name, events) {
       onclick: () => { eventsShown.count += EVENTS_STEP; refresh(); } }, "Show more") : "");
 }
 
-async function renderQueue(name) {
+async function renderQueue(name, asked) {
   const jobsPath = (state) => `api/jobs?queue=${enc(name)}&state=${state}&page=${list.page}&size=${list.size}` +
     `&order=${list.order}&name=${enc(list.name)}`;
   const guess = listFor(name, (lastOverview?.queues.find((x) => x.name === name) || { counts: {} }).counts);
-  let [q, history, page] = await Promise.all([api(`api/queue?name=${enc(name)}`),
-    api(`api/history?name=${enc(name)}`), api(jobsPath(guess))]);
+  let [q, history, page] = await Promise.all([pageApi(asked, `api/queue?name=${enc(name)}`),
+    pageApi(asked, `api/history?name=${enc(name)}`), pageApi(asked, jobsPath(guess))]);
   const state = listFor(name, q.counts);
-  if (state !== guess) page = await api(jobsPath(state));  // the overview's counts were older
-  if (page.page > page.pages && list.page > 1) { list.page = page.pages; return renderQueue(name); }
+  if (state !== guess) page = await pageApi(asked, jobsPath(state));  // the overview's counts were older
+  if (page.page > page.pages && list.page > 1) { list.page = page.pages; return renderQueue(name, asked); }
   const fetchedAt = Date.now();
   const on = `?queue=${enc(name)}`;
   const pause = el("button", { id: "pause-button",
@@ -594,9 +605,9 @@ function attemptsText(job) {
   return `run ${runs} time${runs === 1 ? "" : "s"}, ${job.attempts_made} failed (at most ${job.max_attempts} attempt${job.max_attempts === 1 ? "" : "s"})`;
 }
 
-async function renderJob(name, id) {
+async function renderJob(name, id, asked) {
   const on = `?queue=${enc(name)}`;
-  const job = await api(`api/job${on}&id=${enc(id)}`);
+  const job = await pageApi(asked, `api/job${on}&id=${enc(id)}`);
   const fact = (k, v, attrs = {}) => [el("dt", { text: k }), el("dd", attrs, v ?? "–")];
   const marker = (m) => (m ? `${m.key} = ${m.value ?? "(gone)"}${m.ttl_ms > 0 ? ` (expires in ${fmtDuration(m.ttl_ms)})` : ""}` : "–");
   const actions = [];
@@ -647,13 +658,15 @@ async function renderJob(name, id) {
 
 async function refresh() {
   const r = route();
+  const asked = location.hash;
   try {
-    if (r.page === "overview") renderOverview(lastOverview || await api("api/overview"));
-    else if (r.page === "queue") await renderQueue(r.queue);
-    else await renderJob(r.queue, r.job);
-    renderedRoute = location.hash;
+    if (r.page === "overview") renderOverview(lastOverview || await pageApi(asked, "api/overview"));
+    else if (r.page === "queue") await renderQueue(r.queue, asked);
+    else await renderJob(r.queue, r.job, asked);
+    renderedRoute = asked;
     markFresh();
   } catch (error) {
+    if (error instanceof RouteLeft) return;  // (the page now open draws itself)
     if (unreachable(error) && renderedRoute === location.hash) markStale(error.message);
     else { dropCharts(); show(el("p", { class: "error", id: "page-error", text: error.message })); }
   }
