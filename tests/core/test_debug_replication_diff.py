@@ -96,7 +96,11 @@ def test_an_error_in_reply_to_the_master_is_logged_counted_or_fatal(replica_kind
                 assert own.call("GET", "after") == b"1"
                 assert info_field(own, "stats", "unexpected_error_replies") == "1"
             else:
-                assert replica.proc.wait(30) == -6  # SIGABRT
+                # serverPanic ends in abort() (SIGABRT). redis-server's crash report can itself
+                # fault on a loaded machine (it then dies of SIGSEGV: once in five soak runs);
+                # minired's panic is always the abort.
+                died_of = replica.proc.wait(30)
+                assert died_of == -6 or (replica_kind is RedisServer and died_of == -11), died_of
         finally:
             admin.close()
             own.close()
