@@ -13,13 +13,12 @@ from minired.engine.args import parse_int
 from minired.engine.client import Client
 from minired.engine.table import COMMANDS, command, container_command
 from minired.features import migrate as migrate_io
-from minired.features.aof_records import encode_command
 from minired.features.cluster import SLOTS, ClusterNode, key_hash_slot, node_line, slot_ranges
 from minired.features.notifications import GENERIC, notify
 from minired.features.security import auth_required, users_of
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
-from minired.protocol.resp import OK, Status, Verbatim
+from minired.protocol.resp import OK, Status, Verbatim, encode_command
 
 G = "cluster"
 

@@ -1,6 +1,6 @@
 """The AOF's records: commands in RESP (and `#` annotation lines), written and replayed.
 
-encode_command writes one record; read_records parses a file's records, telling a tail cut
+resp.encode_command writes one record; read_records parses a file's records, telling a tail cut
 short (Truncated) from bytes that are no command (BadFormat); Loader replays them into a
 server through its command table, as Redis's loadSingleAppendOnlyFile does with its fake
 client. The replication stream (replication.py) is made of the same records.
@@ -22,15 +22,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("minired")
 
 LEGACY_OBJECT_COMMAND = b"minired-object"
-
-
-def encode_command(argv: list) -> bytes:
-    out = [b"*%d\r\n" % len(argv)]
-    for arg in argv:
-        if type(arg) is not bytes and not isinstance(arg, bytes):
-            arg = str(arg).encode()
-        out.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
-    return b"".join(out)
 
 
 def timestamp_annotation(seconds: int) -> bytes:

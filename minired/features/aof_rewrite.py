@@ -14,7 +14,8 @@ from minired.data.packed import live
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, format_id
 from minired.data.zset import ZSet
-from minired.features.aof_records import encode_command, timestamp_annotation
+from minired.features.aof_records import timestamp_annotation
+from minired.protocol.resp import encode_command
 
 if TYPE_CHECKING:
     from minired.data.keyspace import Keyspace

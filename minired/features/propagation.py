@@ -17,13 +17,9 @@ from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import COMMANDS
 from minired.features import aof_effects
-from minired.features.aof_records import (
-    AofOnly,
-    ReplicaOnly,
-    encode_command,
-    timestamp_annotation,
-)
+from minired.features.aof_records import AofOnly, ReplicaOnly, timestamp_annotation
 from minired.protocol.errors import RedisError
+from minired.protocol.resp import encode_command
 
 if TYPE_CHECKING:
     from minired.engine.server import Server
@@ -50,8 +46,9 @@ class Propagation:
         self.aof_transaction_key: Any = None  # see _transaction_of
         self.aof_expired: list[tuple[int, list]] = []  # DELs of expired keys, see _expired
         # The replication stream (features/replication.py), fed the same records as the AOF
-        # once a replica is attached: feed(db, argv), db None for a record that needs no SELECT.
-        self.replica_feed: Callable[[int | None, list], None] | None = None
+        # once a replica is attached: feed(db, record), the record encoded, db None for a record
+        # that needs no SELECT.
+        self.replica_feed: Callable[[int | None, bytes], None] | None = None
         self._blocked: dict[int, tuple[int, list]] = {}
 
     def propagate(self, c: Client, spec: "CommandSpec", argv: list, reply: Any) -> None:
@@ -162,7 +159,9 @@ class Propagation:
 
     def _append(self, db_index: int | None, argv: list) -> None:
         """One record, to the AOF and to the replicas alike (one source of truth for what is
-        propagated), each preceded by a SELECT where its database changes."""
+        propagated), each preceded by a SELECT where its database changes. Encoded once for
+        both."""
+        record = encode_command(argv)
         if self.aof_file is not None and type(argv) is not ReplicaOnly:
             buffer = self.aof_buffer
             if self.config.get("aof-timestamp-enabled") == "yes":
@@ -174,9 +173,9 @@ class Propagation:
             if db_index is not None and db_index != self.aof_db:
                 buffer.append(encode_command([b"SELECT", b"%d" % db_index]))
                 self.aof_db = db_index
-            buffer.append(encode_command(argv))
+            buffer.append(record)
         if self.replica_feed is not None and type(argv) is not AofOnly:
-            self.replica_feed(db_index, argv)
+            self.replica_feed(db_index, record)
 
     def _close_transaction(self) -> None:
         if self.aof_transaction_client is not None:

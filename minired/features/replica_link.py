@@ -42,9 +42,8 @@ from minired.engine.client import Client
 from minired.engine.panic import server_panic
 from minired.engine.table import lookup
 from minired.features import pause, rdb_file, replication
-from minired.features.aof_records import encode_command
 from minired.protocol.errors import PING_AUTH_ERRORS, RedisError
-from minired.protocol.resp import RequestParser
+from minired.protocol.resp import RequestParser, encode_command
 
 if TYPE_CHECKING:
     from minired.engine.server import Server

@@ -47,9 +47,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from minired.engine.blocking import Block
-from minired.features.aof_records import encode_command
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
+from minired.protocol.resp import encode_command
 
 if TYPE_CHECKING:
     from minired.engine.client import Client
@@ -367,14 +367,15 @@ class Master:
 
     # --- the stream --------------------------------------------------------------------------------
 
-    def feed(self, db_index: int | None, argv: list) -> None:
-        """Persistence._append: one record of the stream, sent once this pass of the loop ends."""
+    def feed(self, db_index: int | None, record: bytes) -> None:
+        """Persistence._append: one record of the stream (a command, encoded), sent once this
+        pass of the loop ends."""
         if self.link is not None:
             return  # (a replica's writes come from its master: see the module's docstring)
         if db_index is not None and db_index != self._db:
             self._write(encode_command([b"SELECT", b"%d" % db_index]))
             self._db = db_index
-        self._write(encode_command(argv))
+        self._write(record)
 
     def feed_as_is(self, argv: list) -> None:
         """DEBUG REPLICATE: a command into the stream with no SELECT before it, whatever

@@ -20,6 +20,8 @@ cpdef Py_ssize_t parse_canonical(bytes buf, list out, long long max_bulk,
                                  long long max_multibulk) except -1
 
 cpdef encode_into(value, proto, list out)
+@cython.locals(size=cython.Py_ssize_t)
+cpdef bytes encode_command(object argv)
 
 # Module dicts read per reply: typed, so their lookups are C calls, not method lookups.
 cdef dict _ENCODERS

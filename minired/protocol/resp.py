@@ -644,3 +644,18 @@ def encode(value, proto: int = 2) -> bytes:
     out: list[bytes] = []
     _ENCODERS.get(type(value), _encode_other)(value, proto, out)
     return b"".join(out)
+
+
+def encode_command(argv: list) -> bytes:
+    """A command as a client sends it, an array of bulk strings: the AOF's records, the
+    replication stream, requests to other servers. Arguments that are not bytes are sent as
+    their text (an int as its digits)."""
+    out = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        if type(arg) is not bytes:
+            arg = bytes(arg) if isinstance(arg, (bytes, bytearray, memoryview)) else str(arg).encode()
+        size = len(arg)
+        out.append(_BULK_HEADS[size] if size < _TABLED else b"$%d\r\n" % size)
+        out.append(arg)
+        out.append(b"\r\n")
+    return b"".join(out)

@@ -20,6 +20,7 @@ from minired.protocol.resp import (
     Status,
     Verbatim,
     encode,
+    encode_command,
     parse_canonical,
 )
 
@@ -188,6 +189,19 @@ def test_any_split_of_a_pipeline_parses_the_same(commands, data):
     assert parser.error is None
     assert seen == commands
     assert parser.buffered == 0
+
+
+@given(st.lists(st.binary(max_size=1100), min_size=1, max_size=6))  # (past the tabled heads)
+def test_encode_command_is_what_a_client_sends(argv):
+    assert encode_command(argv) == multibulk(*argv)
+    parser = RequestParser()
+    parser.feed(encode_command(argv))
+    assert parser.parse() == [argv]
+
+
+def test_encode_command_sends_other_arguments_as_their_text():
+    assert encode_command([b"SET", 5, "\u00e9", bytearray(b"v"), memoryview(b"w")]) == \
+        multibulk(b"SET", b"5", "\u00e9".encode(), b"v", b"w")
 
 
 def test_byte_by_byte_feeding():
