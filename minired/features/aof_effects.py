@@ -73,8 +73,9 @@ def _string_as_it_is(db: Any, key: bytes) -> Effects:
 
 
 def _set(db: Any, argv: list, reply: Any) -> Effects:
-    if any(arg.lower() in _TTL_OPTIONS for arg in argv[3:]):
-        return _string_as_it_is(db, argv[1])
+    for arg in argv[3:]:
+        if arg.lower() in _TTL_OPTIONS:
+            return _string_as_it_is(db, argv[1])
     return [argv]
 
 
