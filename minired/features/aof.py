@@ -79,6 +79,7 @@ class AppendOnlyFile:
         self.aof_buffer: list[bytes] = []
         self.aof_db = -1
         self.aof_timestamp = 0  # the last `#TS:` line's time (Redis's aof_cur_timestamp)
+        self.aof_timestamps = False  # aof-timestamp-enabled, read per record (see reconcile)
         self.aof_rewrite_scheduled = False
         self.enabling_in_exec = False  # CONFIG SET appendonly yes inside EXEC (turn_on_aof)
         self.aof_rewrite_base_name = ""  # the base the rewrite's child writes (its format)

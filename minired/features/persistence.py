@@ -63,8 +63,9 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
     # --- the periodic tick -----------------------------------------------------------------------
 
     def reconcile(self, at_start: bool = False) -> None:
-        """Follow CONFIG SET appendonly/appendfsync/save: install the hooks they need (and only
-        those: with both off, the write path pays one attribute check)."""
+        """Follow CONFIG SET appendonly/appendfsync/aof-timestamp-enabled/save: install the
+        hooks they need (and only those: with both off, the write path pays one attribute
+        check). CONFIG SET calls it after every change, and so does the tick."""
         server = self.server
         wants_aof = self.config.get("appendonly") == "yes"
         if wants_aof and self.aof_state == "off":
@@ -81,6 +82,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         elif not wants_aof and self.aof_state != "off":
             self.disable_aof()
         self.fsync_mode = self.config.get("appendfsync") or "everysec"
+        self.aof_timestamps = self.config.get("aof-timestamp-enabled") == "yes"
         if self.aof_manifest is not None and self.aof_manifest.history:
             self._collect_history()  # (aof-disable-auto-gc turned off)
         logging_on = self.aof_state != "off" or self.replica_feed is not None

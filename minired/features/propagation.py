@@ -38,6 +38,7 @@ class Propagation:
     aof_buffer: list[bytes]
     aof_db: int
     aof_timestamp: int
+    aof_timestamps: bool
 
     def _init_propagation(self) -> None:
         # The writes of the EXEC or script running now (or that just ended), as (db, argv).
@@ -164,7 +165,7 @@ class Propagation:
         record = encode_command(argv)
         if self.aof_file is not None and type(argv) is not ReplicaOnly:
             buffer = self.aof_buffer
-            if self.config.get("aof-timestamp-enabled") == "yes":
+            if self.aof_timestamps:
                 # a `#TS:` line whenever the second changed (feedAppendOnlyFile)
                 now = self.server.clock.ms() // 1000
                 if now > self.aof_timestamp:
