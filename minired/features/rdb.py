@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from minired.data import shared_integers
 from minired.data.keyspace import type_name
-from minired.data.packed import Packed
+from minired.data.packed import Packed, live
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, StreamNode
 from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, estimate_entries_read
@@ -1053,7 +1053,7 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     if kind is bytes:
         return bytes((TYPE_STRING,)) + encode_string(value, compress_from)
     if kind is Packed:  # (SAVE of a small collection nobody has looked up since the load)
-        value = value.view()
+        value = live(value)
         kind = type(value)
     if kind is QuickList:
         if compact is None:
