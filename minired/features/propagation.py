@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import COMMANDS
-from minired.features import aof_effects
+from minired.features.aof_effects import deletion_of_expired, effects
 from minired.features.aof_records import AofOnly, ReplicaOnly, timestamp_annotation
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import encode_command
@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from minired.engine.table import CommandSpec
 
 log = logging.getLogger("minired")
+
+# The records around the writes of one command or transaction, encoded once.
+_MULTI, _EXEC = [b"MULTI"], [b"EXEC"]
+_MULTI_RECORD, _EXEC_RECORD = encode_command(_MULTI), encode_command(_EXEC)
 
 
 class Propagation:
@@ -90,7 +94,7 @@ class Propagation:
                     return
                 only = AofOnly if run.propagate & 3 == 1 else ReplicaOnly
         try:
-            records = aof_effects.effects(c.server.keyspace[db_index], argv, reply, self.config)
+            records = effects(c.server.keyspace[db_index], argv, reply, self.config)
         except Exception:  # a bug here must not fail a write that happened: log it as sent
             log.exception("rewriting %r for the AOF failed", argv[:1])
             records = [argv]
@@ -126,7 +130,7 @@ class Propagation:
         with the writes of the command that found it expired, in one MULTI/EXEC when there are
         some (alsoPropagate), else on its own."""
         if self.aof_file is not None or self.replica_feed is not None:
-            self.aof_expired.append((db.index, [aof_effects.deletion_of_expired(self.config), key]))
+            self.aof_expired.append((db.index, [deletion_of_expired(self.config), key]))
 
     def _append_expired(self) -> None:
         """Deletions of expired keys that no write followed (a read found them, or the active
@@ -153,16 +157,17 @@ class Propagation:
         if len(records) == 1:
             self._append(*records[0])
             return
-        self._append(records[0][0], [b"MULTI"])
+        self._append(records[0][0], _MULTI, _MULTI_RECORD)
         for db_index, argv in records:
             self._append(db_index, argv)
-        self._append(None, [b"EXEC"])
+        self._append(None, _EXEC, _EXEC_RECORD)
 
-    def _append(self, db_index: int | None, argv: list) -> None:
+    def _append(self, db_index: int | None, argv: list, record: bytes | None = None) -> None:
         """One record, to the AOF and to the replicas alike (one source of truth for what is
         propagated), each preceded by a SELECT where its database changes. Encoded once for
-        both."""
-        record = encode_command(argv)
+        both (`record`, when the caller has it already)."""
+        if record is None:
+            record = encode_command(argv)
         if self.aof_file is not None and type(argv) is not ReplicaOnly:
             buffer = self.aof_buffer
             if self.aof_timestamps:
