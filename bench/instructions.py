@@ -83,6 +83,8 @@ from script_bench import Transport, multibulk
 from compare import SCRIPT
 protocol = ClientProtocol(prepare_server(Server()))
 protocol.connection_made(Transport())
+for setting in {settings!r}:
+    protocol.data_received(multibulk(b"CONFIG", b"SET", *setting))
 protocol.data_received(multibulk(b"RPUSH", b"src", *[b"0123456789abcdef"] * {most}))
 protocol.data_received(multibulk(b"SCRIPT", b"LOAD", SCRIPT.encode()))
 sha = hashlib.sha1(SCRIPT.encode()).hexdigest().encode()
@@ -122,10 +124,12 @@ def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 
     return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
 
 
-def per_evalsha(pipeline: int, requests: tuple[int, int] = (1600, 4800)) -> float:
+def per_evalsha(pipeline: int, requests: tuple[int, int] = (1600, 4800),
+                settings: tuple = ()) -> float:
     reads = (requests[0] // pipeline, requests[1] // pipeline)
     counts = [instructions([sys.executable, "-c", _EVALSHA_FEEDER.format(
-        root=TREE, here=os.path.join(TREE, "bench"), pipeline=pipeline, count=count, most=requests[1])])
+        root=TREE, here=os.path.join(TREE, "bench"), pipeline=pipeline, count=count,
+        most=requests[1], settings=[(n.encode(), v.encode()) for n, v in settings])])
         for count in reads]
     return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
 
@@ -156,7 +160,7 @@ def main() -> None:
     parser.add_argument("--no-queue", action="store_true", help="skip the queue row")
     parser.add_argument("--config", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="CONFIG SET before the requests "
-                        "(e.g. --config maxmemory 1gb), repeatable")
+                        "(e.g. --config maxmemory 1gb; EVALSHA's row too), repeatable")
     parser.add_argument("--prefill", type=int, default=0,
                         help="RPUSH this many 16-byte elements into mylist first (LRANGE rows)")
     parser.add_argument("--tree", default=TREE, help="the checkout to measure (default: this one)")
@@ -173,8 +177,8 @@ def main() -> None:
               f"| {per_request(command, 1, settings=settings, prefill=opts.prefill):,.0f} |",
               flush=True)
     if not opts.commands:
-        print(f"| EVALSHA (compare.py's script) | {per_evalsha(16):,.0f} | {per_evalsha(1):,.0f} |",
-              flush=True)
+        print(f"| EVALSHA (compare.py's script) | {per_evalsha(16, settings=settings):,.0f} "
+              f"| {per_evalsha(1, settings=settings):,.0f} |", flush=True)
     if not opts.commands and not opts.no_queue and not opts.evalsha:
         print(f"| queue job (add + fetch + complete, in-process) | {per_queue_job():,.0f} per job | - |")
 
