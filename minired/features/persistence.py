@@ -175,7 +175,12 @@ async def load_while_serving(server: "Server") -> None:
     persistence = server.features.persistence
     if persistence.config.get("appendonly") == "yes" or not os.path.exists(
             persistence.snapshot_path):
+        # Loading, as below, until it is over: a LoadError leaves it so, and what the loop
+        # serves while the process winds down is refused -LOADING (the replay itself goes
+        # through dispatch.call, which does not ask).
+        dispatch.set_loading(server, True)
         load_at_start(server)
+        dispatch.set_loading(server, False)
         return
     try:
         persistence.loading_total = os.path.getsize(persistence.snapshot_path)
