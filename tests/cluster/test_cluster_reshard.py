@@ -22,12 +22,8 @@ def cdiff(real_cluster, fresh_mini):
     with cluster_diff(real_cluster, fresh_mini) as pair:
         try:
             yield pair
-        finally:
-            for client in pair.real:  # the real cluster as it was, for the next tests
-                client.call("FLUSHALL")
-                client.call("CLUSTER", "SETSLOT", SLOT, "STABLE")
-            for client in pair.real:
-                client.call("CLUSTER", "SETSLOT", SLOT, "NODE", pair.real_ids[2])
+        finally:  # the real cluster as it was, for the next tests
+            pair.give_real_slot_back(SLOT)
 
 
 def check(cdiff: ClusterDiff, node: int, make) -> None:
