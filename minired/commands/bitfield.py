@@ -66,8 +66,11 @@ def bitop(c, argv):
     width = max(len(source) for source in sources)
     target = argv[2]
     if not width:
-        if db.delete(target) and db.notifier is not None:
-            notify(db, GENERIC, b"del", target)
+        if db.delete(target):
+            if db.notifier is not None:
+                notify(db, GENERIC, b"del", target)
+        else:
+            c.changes = 0
         return 0
     # Shorter strings count as padded with zero bytes on the right.
     numbers = [int.from_bytes(source.ljust(width, b"\0"), "big") for source in sources]

@@ -318,8 +318,11 @@ def _georadius(c, argv, source_index: int, variant: int, store_allowed: bool = F
 def _store(c, argv, key: bytes, points: list, conversion: float, store_dist: bool) -> int:
     db = c.db
     if not points:
-        if db.delete(key) and db.notifier is not None:
-            notify(db, GENERIC, b"del", key)
+        if db.delete(key):
+            if db.notifier is not None:
+                notify(db, GENERIC, b"del", key)
+        else:
+            c.changes = 0
         return 0
     if store_dist:
         entries = [(point.dist / conversion, point.member) for point in points]
@@ -329,6 +332,7 @@ def _store(c, argv, key: bytes, points: list, conversion: float, store_dist: boo
     if db.notifier is not None:
         searching = argv[0].lower() == b"geosearchstore"
         notify(db, ZSET, b"geosearchstore" if searching else b"georadiusstore", key)
+    c.changes = len(points)  # one per member stored
     return len(points)
 
 

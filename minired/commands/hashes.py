@@ -38,6 +38,8 @@ def _set_fields(c, argv) -> int:
     before = len(fields)
     for index in range(2, len(argv), 2):
         fields[argv[index]] = argv[index + 1]
+    if len(argv) > 4:
+        c.changes = (len(argv) - 2) // 2  # one per field set, new or not
     if created:
         db.set(key, fields)
     else:
@@ -67,6 +69,7 @@ def hsetnx(c, argv):
     if fields is None:
         db.set(key, {field: argv[3]})
     elif field in fields:
+        c.changes = 0
         return 0
     else:
         fields[field] = argv[3]
@@ -107,6 +110,7 @@ def hdel(c, argv):
     db = c.db
     fields = db.get_typed(key, dict)
     if fields is None:
+        c.changes = 0
         return 0
     deleted = 0
     for field in argv[2:]:
@@ -116,6 +120,7 @@ def hdel(c, argv):
                 break
     if deleted:
         after_removal(db, key, fields, HASH, b"hdel")
+    c.changes = deleted
     return deleted
 
 

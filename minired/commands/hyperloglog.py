@@ -49,6 +49,7 @@ def pfadd(c, argv):
             _store_quietly(c, key, corrupted.value)
         raise RedisError(errors.HLL_CORRUPTED) from None
     db = c.db
+    c.changes = updated + created  # one per register raised, and one for a new key
     if created:
         db.set(key, hll.with_stale_cache(value) if new_value is None else new_value)
     elif not updated:
@@ -92,8 +93,10 @@ def pfcount(c, argv):
             card = hll.count(value)
         except hll.CorruptedHLL:
             raise RedisError(errors.HLL_CORRUPTED) from None
-        # The cache lives in the value: writing it is a change that WATCH sees, as in Redis.
+        # The cache lives in the value: writing it is a change that WATCH sees, counted and
+        # propagated (the AOF and the replicas get this PFCOUNT), as in Redis.
         c.db.set(key, hll.with_cardinality(value, card), keep_ttl=True)
+        c.changes = 1
     return hll.as_signed(card)
 
 

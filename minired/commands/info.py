@@ -304,10 +304,8 @@ def _persistence_section(server) -> list[str]:
         ("current_fork_perc", "%.2f" % (child.fork_percent() if child else 0.0)),
         ("current_save_keys_processed", child.keys_processed if child else 0),
         ("current_save_keys_total", child.keys_total if child else 0),
-        # (persistence counts since its last snapshot; memory-only, every change since start)
-        ("rdb_changes_since_last_save", persistence.dirty
-         if persistence and server.propagate is not None
-         else sum(db.dirty for db in server.keyspace.dbs)),
+        ("rdb_changes_since_last_save", persistence.changes_since_save() if persistence
+         else server.keyspace.changes()),
         ("rdb_bgsave_in_progress", int(bool(persistence and persistence.saving_in_background()))),
         ("rdb_last_save_time", server.last_save),
         ("rdb_last_bgsave_status",

@@ -122,16 +122,21 @@ def _expire_generic(c, argv: list, relative: bool, unit_ms: int) -> int:
     db = c.db
     key = argv[1]
     if db.get(key) is None:
+        c.changes = 0
         return 0
     if flags:
         current = db.expiry(key)
         if flags & _EXPIRE_NX and current is not None:
+            c.changes = 0
             return 0
         if flags & _EXPIRE_XX and current is None:
+            c.changes = 0
             return 0
         if flags & _EXPIRE_GT and (current is None or when <= current):
+            c.changes = 0
             return 0
         if flags & _EXPIRE_LT and current is not None and when >= current:
+            c.changes = 0
             return 0
     set_deadline(db, key, when, db.clock.already_passed(when))
     return 1
@@ -209,6 +214,7 @@ def persist(c, argv):
     db = c.db
     key = argv[1]
     if db.get(key) is None or not db.persist(key):
+        c.changes = 0
         return 0
     db.signal_modified(key)
     if db.notifier is not None:
@@ -349,10 +355,12 @@ def _rename(c, source: bytes, target: bytes, only_if_new: bool):
     if value is None:
         raise RedisError(errors.NO_SUCH_KEY)
     if source == target:
+        c.changes = 0
         return 0 if only_if_new else OK
     deadline = db.expiry(source)
     target_exists = db.get(target) is not None
     if target_exists and only_if_new:
+        c.changes = 0
         return 0
     # The source is signalled first and then the target, as Redis does (in that order the
     # invalidation messages of client-side caching go out).
@@ -414,10 +422,12 @@ def copy_(c, argv):
         raise RedisError(errors.SAME_OBJECT)
     value = db.read(source)
     if value is None:
+        c.changes = 0
         return 0
     deadline = db.expiry(source)
     if target_db.get(target) is not None:
         if not replace:
+            c.changes = 0
             return 0
         target_db.delete(target)
     target_db.set(target, duplicate(value))
@@ -439,9 +449,11 @@ def move(c, argv):
     key = argv[1]
     value = db.get(key)
     if value is None:
+        c.changes = 0
         return 0
     deadline = db.expiry(key)
     if target_db.get(key) is not None:
+        c.changes = 0
         return 0
     target_db.set(key, value)
     if deadline is not None:

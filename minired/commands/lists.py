@@ -108,12 +108,14 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
     value = db.get(key)
     if value is None:
         if only_existing:
+            c.changes = 0
             return 0
         value = QuickList()
         if left:
             value.extendleft(argv[2:])
         else:
             value.extend(argv[2:])
+        c.changes = len(argv) - 2  # one per element pushed
         db.set(key, value)
         if db.notifier is not None:
             notify(db, LIST, b"lpush" if left else b"rpush", key)
@@ -125,10 +127,12 @@ def _push(c, argv, left: bool, only_existing: bool) -> int:
             value.appendleft(argv[2])
         else:
             value.append(argv[2])
-    elif left:
-        value.extendleft(argv[2:])
     else:
-        value.extend(argv[2:])
+        c.changes = len(argv) - 2  # one per element pushed
+        if left:
+            value.extendleft(argv[2:])
+        else:
+            value.extend(argv[2:])
     db.signal_modified(key)
     if db.notifier is not None:
         notify(db, LIST, b"lpush" if left else b"rpush", key)
@@ -170,6 +174,7 @@ def _pop(c, argv, left: bool):
         key = argv[1]
         value = db.get(key)
         if value is None:
+            c.changes = 0
             return None
         if type(value) is not QuickList:
             raise RedisError(WRONGTYPE)
@@ -180,10 +185,18 @@ def _pop(c, argv, left: bool):
     db = c.db
     value = _list(db, argv[1])
     if value is None:
+        c.changes = 0
         return NULL_ARRAY
     if count == 0:
+        c.changes = 0
         return []
-    return _pop_many(db, argv[1], value, left, count)
+    return _popped(c, _pop_many(db, argv[1], value, left, count))
+
+
+def _popped(c, items: list) -> list:
+    """Elements popped at once: one change each."""
+    c.changes = len(items)
+    return items
 
 
 @command("lpop", arity=-2, flags="write fast", keys=(1, 1, 1), group=G)
@@ -230,7 +243,8 @@ def lmpop(c, argv):
     for key in keys:
         value = _list(db, key)
         if value is not None:
-            return [key, _pop_many(db, key, value, left, count)]
+            return [key, _popped(c, _pop_many(db, key, value, left, count))]
+    c.changes = 0
     return NULL_ARRAY
 
 
@@ -355,10 +369,12 @@ def linsert(c, argv):
     db = c.db
     value = _list(db, argv[1])
     if value is None:
+        c.changes = 0
         return 0
     try:
         index = value.index(argv[3])
     except ValueError:
+        c.changes = 0
         return -1
     value.insert(index if where == b"before" else index + 1, argv[4])
     db.signal_modified(argv[1])
@@ -377,6 +393,7 @@ def lrem(c, argv):
     key = argv[1]
     value = _list(db, key)
     if value is None:
+        c.changes = 0
         return 0
     element = argv[3]
     limit = abs(count) or len(value)
@@ -396,6 +413,7 @@ def lrem(c, argv):
         db.signal_modified(key)
         if db.notifier is not None:
             _notify_change(db, b"lrem", key, value)
+    c.changes = removed
     return removed
 
 
@@ -408,13 +426,14 @@ def ltrim(c, argv):
     key = argv[1]
     value = _list(db, key)
     if value is None:
+        c.changes = 0
         return OK
-    bounds = index_range(start, end, len(value))
+    length = len(value)
+    bounds = index_range(start, end, length)
     if bounds is None:
         value.clear()
     else:
         start, end = bounds
-        length = len(value)
         if 2 * (end + 1 - start) < length:  # most of it goes: keep a copy of the rest
             kept = value.slice_list(start, end + 1)
             value.clear()
@@ -428,6 +447,7 @@ def ltrim(c, argv):
     db.signal_modified(key)  # Redis signals even when nothing was trimmed
     if db.notifier is not None:
         _notify_change(db, b"ltrim", key, value)
+    c.changes = length - len(value)  # one per element trimmed (none: not propagated)
     return OK
 
 
@@ -440,6 +460,7 @@ def lmove(c, argv):
     db = c.db
     source = _list(db, argv[1])
     if source is None:
+        c.changes = 0
         return None
     return _move(db, argv[1], source, argv[2], from_left, to_left)
 
@@ -451,6 +472,7 @@ def rpoplpush(c, argv):
     db = c.db
     source = _list(db, argv[1])
     if source is None:
+        c.changes = 0
         return None
     return _move(db, argv[1], source, argv[2], False, True)
 
@@ -468,8 +490,9 @@ def _blocking_pop(c, keys: list, left: bool, count: int | None, timeout_ms: int)
         if value is not None:
             if count is None:
                 return [key, _pop_one(db, key, value, left)]
-            return [key, _pop_many(db, key, value, left, count)]
+            return [key, _popped(c, _pop_many(db, key, value, left, count))]
     if not c.can_block:
+        c.changes = 0
         return NULL_ARRAY
 
     def serve(client, key):
@@ -478,7 +501,9 @@ def _blocking_pop(c, keys: list, left: bool, count: int | None, timeout_ms: int)
             return None
         if count is None:
             return [key, _pop_one(client.db, key, value, left)]
-        return [key, _pop_many(client.db, key, value, left, count)]
+        items = _pop_many(client.db, key, value, left, count)
+        client.db.dirty += len(items)  # (Redis counts BLMPOP's elements when served, not BLPOP's)
+        return [key, items]
 
     return Block(keys, timeout_ms, serve, NULL_ARRAY)
 
@@ -512,6 +537,7 @@ def _blocking_move(c, argv, from_left: bool, to_left: bool, timeout_ms: int):
     if source is not None:
         return _move(db, source_key, source, target_key, from_left, to_left)
     if not c.can_block:
+        c.changes = 0
         return None
 
     def serve(client, key):

@@ -19,7 +19,7 @@ from minired import REDIS_VERSION
 from minired.data.glob import glob_match, has_wildcard
 from minired.engine import dispatch, latency
 from minired.engine.args import int_text, parse_int
-from minired.engine.client import Client
+from minired.engine.client import PROPAGATED_UNCHANGED, Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import all_specs, command, container_command, help_reply
 from minired.features import client_eviction, eviction, notifications, shutdown_wait
@@ -34,25 +34,30 @@ log = logging.getLogger("minired")
 
 # --- keyspace-wide -------------------------------------------------------------------------------
 
-def _flush_mode(c, argv, dbs) -> None:
+def _flush_mode(c, argv, dbs) -> int:
     """SYNC or ASYNC (lazyfree-lazy-user-flush without either): an ASYNC flush frees every key
-    in the background, as INFO lazyfreed_objects counts (emptyDbAsync)."""
+    in the background, as INFO lazyfreed_objects counts (emptyDbAsync). Sets the changes the
+    flush counts, its keys (emptyData's count); a flush of nothing is propagated all the same
+    (forceCommandPropagation), and returns them."""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() not in (b"async", b"sync")):
         raise RedisError(errors.SYNTAX)
+    keys = sum(len(db.data) for db in dbs)
     if (argv[1].lower() == b"async" if len(argv) == 2
             else c.server.config.get("lazyfree-lazy-user-flush") == "yes"):
-        c.server.stats.lazyfreed_objects += sum(len(db.data) for db in dbs)
+        c.server.stats.lazyfreed_objects += keys
+    c.changes = keys or PROPAGATED_UNCHANGED
+    return keys
 
 
 @command("flushall", arity=-1, flags="write", group=G)
 def flushall(c, argv):
     """Remove all keys from all databases"""
-    _flush_mode(c, argv, c.server.keyspace.dbs)
+    keys = _flush_mode(c, argv, c.server.keyspace.dbs)
     _tell_trackers(c)
     c.server.keyspace.flushall()
     persistence = c.server.features.saver
     if persistence is not None:
-        persistence.flushed_all()  # with save points, an empty dump.rdb at once, as in Redis
+        persistence.flushed_all(keys)  # with save points, an empty dump.rdb at once, as in Redis
     return OK
 
 

@@ -57,6 +57,7 @@ def sadd(c, argv):
             db.signal_modified(key)
     if added and db.notifier is not None:
         notify(db, SET, b"sadd", key)
+    c.changes = added
     return added
 
 
@@ -66,6 +67,7 @@ def srem(c, argv):
     db = c.db
     members = db.get_typed(key, set)
     if members is None:
+        c.changes = 0
         return 0
     before = len(members)
     _shrinking(members, [m for m in argv[2:] if m in members], c.server.config)
@@ -73,6 +75,7 @@ def srem(c, argv):
     removed = before - len(members)
     if removed:
         after_removal(db, key, members, SET, b"srem")
+    c.changes = removed
     return removed
 
 
@@ -117,6 +120,7 @@ def spop(c, argv):
     members = db.get_typed(key, set)
     if count is None:
         if members is None:
+            c.changes = 0
             return None
         member = _random_member(members)
         _shrinking(members, (member,), c.server.config)
@@ -124,6 +128,7 @@ def spop(c, argv):
         after_removal(db, key, members, SET, b"spop")
         return member
     if members is None or count == 0:
+        c.changes = 0
         return set()
     if count >= len(members):
         members, popped = set(), in_reply_order(members, c.server.config)
@@ -132,6 +137,7 @@ def spop(c, argv):
         _shrinking(members, popped, c.server.config)
         members.difference_update(popped)
     after_removal(db, key, members, SET, b"spop")
+    c.changes = len(popped)
     return popped
 
 
@@ -165,12 +171,15 @@ def smove(c, argv):
     source = db.get(source_key)
     destination = db.get(destination_key)
     if source is None:
+        c.changes = 0
         return 0
     if type(source) is not set or (destination is not None and type(destination) is not set):
         raise RedisError(errors.WRONGTYPE)
     if source is destination:
+        c.changes = 0
         return int(member in source)
     if member not in source:
+        c.changes = 0
         return 0
     _shrinking(source, (member,), c.server.config)
     source.discard(member)
@@ -182,6 +191,7 @@ def smove(c, argv):
         db.signal_modified(destination_key)
     else:
         return 1
+    c.changes = 2  # removed from the source, and added to the destination
     if db.notifier is not None:
         notify(db, SET, b"sadd", destination_key)
     return 1
@@ -222,8 +232,11 @@ def _difference(sources: list[set | None]) -> set:
 def _store(c, destination: bytes, members: set, event: bytes) -> int:
     db = c.db
     if not members:
-        if db.delete(destination) and db.notifier is not None:
-            notify(db, GENERIC, b"del", destination)
+        if db.delete(destination):
+            if db.notifier is not None:
+                notify(db, GENERIC, b"del", destination)
+        else:
+            c.changes = 0
         return 0
     db.set(destination, members)
     if db.notifier is not None:

@@ -307,13 +307,18 @@ def _sort(c, argv: list, read_only: bool):
     else:
         results = chosen
     if options.store is None:
+        c.changes = 0  # (SORT is a write command only for its STORE)
         return results
     if results:
         db.set(options.store, QuickList(b"" if item is None else item for item in results))
         if db.notifier is not None:
             notify(db, LIST, b"sortstore", options.store)
-    elif db.delete(options.store) and db.notifier is not None:
-        notify(db, GENERIC, b"del", options.store)
+        c.changes = len(results)  # one per element stored
+    elif db.delete(options.store):
+        if db.notifier is not None:
+            notify(db, GENERIC, b"del", options.store)
+    else:
+        c.changes = 0
     return len(results)
 
 

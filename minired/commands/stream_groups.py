@@ -162,6 +162,7 @@ def xgroup_setid(c, argv):
 def xgroup_destroy(c, argv):
     stream, group = _xgroup_target(c, argv)
     if group is None:
+        c.changes = 0
         return 0
     del stream.groups[argv[3]]
     # Redis signals the key as ready (not as modified: WATCH holds) so that XREADGROUP clients
@@ -181,6 +182,7 @@ def xgroup_createconsumer(c, argv):
     created = group.create_consumer(argv[4], c.server.clock.ms())
     if created and c.db.notifier is not None:
         notify(c.db, STREAM, b"xgroup-createconsumer", argv[2])
+    c.changes = int(created)
     return int(created)
 
 
@@ -191,6 +193,7 @@ def xgroup_delconsumer(c, argv):
     pending = group.delete_consumer(argv[4])
     if existed and c.db.notifier is not None:
         notify(c.db, STREAM, b"xgroup-delconsumer", argv[2])
+    c.changes = int(existed)
     return pending
 
 
@@ -278,17 +281,23 @@ def xreadgroup(c, argv):
 
     now = c.server.clock.ms()
     results = []
+    created = 0
     for key, stream, group, after in targets:
         if after != MAX_ID:
+            created += consumer_name not in group.consumers
             consumer = _consumer(c.db, key, group, consumer_name, now)
             results.append((key, _read_history(stream, consumer, incr_id(after), count, now)))
         elif _has_new_entries(stream, group):
+            created += consumer_name not in group.consumers
             consumer = _consumer(c.db, key, group, consumer_name, now)
             results.append((key, _read_new(stream, group, consumer, count, noack, now)))
+    # Redis counts one change per stream served and one per consumer created.
+    c.changes = created + len(results)
     if results:
         return read_reply(c, results)
     if timeout < 0 or not c.can_block:
         return NULL_ARRAY
+    c.changes = -1  # (blocked: counted as Redis counts a blocked command, by dispatch)
 
     def serve_woken(client, key: bytes):
         stream = client.db.get(key)
@@ -318,10 +327,13 @@ def xack(c, argv):
     stream = c.db.read_typed(argv[1], Stream)
     group = stream.groups.get(argv[2]) if stream is not None else None
     if group is None:
+        c.changes = 0
         return 0
     # All IDs are checked first: an error must mean nothing was acknowledged.
     ids = [parse_strict_id(raw) for raw in argv[3:]]
-    return sum(1 for stream_id in ids if group.remove(stream_id))
+    acknowledged = sum(1 for stream_id in ids if group.remove(stream_id))
+    c.changes = acknowledged
+    return acknowledged
 
 
 @command("xpending", arity=-3, flags="readonly", keys=(1, 1, 1), group=G)
@@ -391,7 +403,7 @@ class _Claims:
     holds each claimed entry as the reply shows it (its ID alone with JUSTID)."""
 
     __slots__ = ("c", "key", "group", "consumer_name", "consumer", "now", "min_idle", "justid",
-                 "replies")
+                 "replies", "changes")
 
     def __init__(self, c, key: bytes, group: ConsumerGroup, consumer_name: bytes, now: int,
                  min_idle: int, justid: bool) -> None:
@@ -404,6 +416,9 @@ class _Claims:
         self.min_idle = min_idle
         self.justid = justid
         self.replies = []
+        # Redis's count: one per entry claimed or dropped from the PEL (deleted from the
+        # stream), and one for the consumer if it is created.
+        self.changes = 0
 
     def idle_enough(self, entry: PendingEntry) -> bool:
         return not self.min_idle or self.now - entry.delivery_time >= self.min_idle
@@ -413,7 +428,9 @@ class _Claims:
         """`entry` is now the consumer's, delivered at delivery_time; its delivery count is
         retry_count if given, else one more unless JUSTID (Redis's XCLAIM does not count those)."""
         if self.consumer is None:
+            self.changes += self.consumer_name not in self.group.consumers
             self.consumer = _consumer(self.c.db, self.key, self.group, self.consumer_name, self.now)
+        self.changes += 1
         self.group.claim(stream_id, entry, self.consumer)
         entry.delivery_time = delivery_time
         if retry_count >= 0:
@@ -479,6 +496,7 @@ def xclaim(c, argv):
             # Deleted from the stream: nothing to claim, and nothing left to acknowledge.
             if entry is not None:
                 group.remove(stream_id)
+                claims.changes += 1
             continue
         if entry is None:
             if not force:
@@ -487,6 +505,7 @@ def xclaim(c, argv):
         elif not claims.idle_enough(entry):
             continue
         claims.claim(stream_id, entry, fields, delivery_time, retry_count)
+    c.changes = claims.changes
     return claims.replies
 
 
@@ -530,6 +549,7 @@ def xautoclaim(c, argv):
         if fields is None:
             group.remove(stream_id)
             deleted.append(format_id(stream_id))
+            claims.changes += 1
             count -= 1
             continue
         entry = group.pending[stream_id]
@@ -537,6 +557,7 @@ def xautoclaim(c, argv):
             continue
         claims.claim(stream_id, entry, fields, now)
         count -= 1
+    c.changes = claims.changes
     return [format_id(cursor), claims.replies, deleted]
 
 

@@ -248,6 +248,7 @@ def xadd(c, argv):
     created = stream is None
     if created:
         if args.no_mkstream:
+            c.changes = 0
             return None
         stream = Stream()
     if stream.last_id == MAX_ID:
@@ -282,12 +283,14 @@ def xtrim(c, argv):
     args, _ = _parse_add_or_trim(c, argv, False)
     stream = get_stream(c, argv[1])
     if stream is None:
+        c.changes = 0
         return 0
     removed = args.apply(stream)
     if removed:
         c.db.signal_modified(argv[1])
         if c.db.notifier is not None:
             notify(c.db, STREAM, b"xtrim", argv[1])
+    c.changes = removed
     return removed
 
 
@@ -333,6 +336,7 @@ def xrevrange(c, argv):
 def xdel(c, argv):
     stream = get_stream(c, argv[1])
     if stream is None:
+        c.changes = 0
         return 0
     # Every ID is checked before any is deleted, so a bad one changes nothing.
     ids = [parse_strict_id(raw) for raw in argv[2:]]
@@ -341,6 +345,7 @@ def xdel(c, argv):
         c.db.signal_modified(argv[1])
         if c.db.notifier is not None:
             notify(c.db, STREAM, b"xdel", argv[1])
+    c.changes = deleted
     return deleted
 
 

@@ -98,6 +98,7 @@ def _set_generic(c, key: bytes, value: bytes, flags: int, deadline: int | None,
         old = None
         found = (flags & (_NX | _XX)) and db.get(key) is not None
     if (flags & _NX and found) or (flags & _XX and not found):
+        c.changes = 0
         return old if flags & _GET else abort_reply
     if deadline is None:
         db.set(key, value, keep_ttl=bool(flags & _KEEPTTL))
@@ -162,7 +163,9 @@ def getset(c, argv):
 def getdel(c, argv):
     db = c.db
     value = db.read_typed(argv[1], bytes)
-    if value is not None:
+    if value is None:
+        c.changes = 0
+    else:
         db.delete(argv[1])
         if db.notifier is not None:
             notify(db, GENERIC, b"del", argv[1])
@@ -176,6 +179,7 @@ def getex(c, argv):
     key = argv[1]
     value = db.read_typed(key, bytes)
     if value is None:
+        c.changes = 0
         return None
     if expire is not None:
         deadline = _deadline(c, expire, flags, "getex")
@@ -186,6 +190,8 @@ def getex(c, argv):
         db.signal_modified(key)
         if db.notifier is not None:
             notify(db, GENERIC, b"persist", key)
+    else:
+        c.changes = 0  # (a plain GET, or PERSIST of a key without a TTL)
     return value
 
 
@@ -208,10 +214,12 @@ def _pairs(argv: list) -> list[tuple[bytes, bytes]]:
 @command("mset", arity=-3, flags="write denyoom", keys=(1, -1, 2), group=G)
 def mset(c, argv):
     db = c.db
-    for key, value in _pairs(argv):
+    pairs = _pairs(argv)
+    for key, value in pairs:
         db.set(key, value)
         if db.notifier is not None:
             notify(db, STRING, b"set", key)
+    c.changes = len(pairs)
     return OK
 
 
@@ -220,11 +228,13 @@ def msetnx(c, argv):
     db = c.db
     pairs = _pairs(argv)
     if any(db.get(key) is not None for key, _ in pairs):
+        c.changes = 0
         return 0
     for key, value in pairs:
         db.set(key, value)
         if db.notifier is not None:
             notify(db, STRING, b"set", key)
+    c.changes = len(pairs)
     return 1
 
 
@@ -362,11 +372,13 @@ def setrange(c, argv):
     current = db.get_typed(key, bytes)
     if current is None:
         if not patch:
+            c.changes = 0
             return 0
         check_string_length(c, offset + len(patch))
         current = b""
     else:
         if not patch:
+            c.changes = 0
             return len(current)
         check_string_length(c, offset + len(patch))
     if len(current) < offset:

@@ -98,6 +98,7 @@ def _add_one(c, key: bytes, score: float, member: bytes) -> int:
     else:
         current = zset.scores.get(member)
         if current is not None and current == score:
+            c.changes = 0
             return 0
         zset.add(member, score)
         db.signal_modified(key)
@@ -145,6 +146,7 @@ def _zadd(c, argv, incr: bool):
     is_new_key = zset is None
     if is_new_key:
         if xx:
+            c.changes = 0
             return None if incr else 0
         zset = ZSet()
     added = updated = processed = 0
@@ -177,6 +179,7 @@ def _zadd(c, argv, incr: bool):
         db.signal_modified(key)
     if (added or updated) and db.notifier is not None:
         notify(db, ZSET, b"zincr" if incr else b"zadd", key)
+    c.changes = added + updated
     if incr:
         return score if processed else None
     return added + updated if ch else added
@@ -343,14 +346,18 @@ def _limited(zset: ZSet, start: int, stop: int, offset: int, limit: int, reverse
 
 
 def _store_range(c, destination: bytes, entries: list) -> int:
-    return store_result(c.db, destination, entries, b"zrangestore")
+    return store_result(c, destination, entries, b"zrangestore")
 
 
-def store_result(db, destination: bytes, entries: list, event: bytes) -> int:
+def store_result(c, destination: bytes, entries: list, event: bytes) -> int:
     """A computed sorted set into destination (deleted when the result is empty)."""
+    db = c.db
     if not entries:
-        if db.delete(destination) and db.notifier is not None:
-            notify(db, GENERIC, b"del", destination)
+        if db.delete(destination):
+            if db.notifier is not None:
+                notify(db, GENERIC, b"del", destination)
+        else:
+            c.changes = 0
         return 0
     db.set(destination, ZSet(entries))
     if db.notifier is not None:
@@ -402,6 +409,7 @@ def zrem(c, argv):
     db = c.db
     zset = db.get_typed(key, ZSet)
     if zset is None:
+        c.changes = 0
         return 0
     removed = 0
     for member in argv[2:]:
@@ -411,6 +419,7 @@ def zrem(c, argv):
                 break
     if removed:
         after_removal(db, key, zset, ZSET, b"zrem")
+    c.changes = removed
     return removed
 
 
@@ -425,6 +434,7 @@ def _zremrange(c, argv, by: str) -> int:
     db = c.db
     zset = db.get_typed(key, ZSet)
     if zset is None:
+        c.changes = 0
         return 0
     if by == _BY_RANK:
         first, stop = _rank_span(len(zset), start, end)
@@ -435,6 +445,7 @@ def _zremrange(c, argv, by: str) -> int:
     removed = zset.delete_span(first, stop)
     if removed:
         after_removal(db, key, zset, ZSET, _ZREMRANGE_EVENTS[by])
+    c.changes = removed
     return removed
 
 
@@ -472,8 +483,10 @@ def _zpop(c, argv, highest: bool):
     key = argv[1]
     zset = c.db.get_typed(key, ZSet)
     if zset is None or count == 0:
+        c.changes = 0
         return []
     popped = _pop(c, key, zset, 1 if count is None else count, highest)
+    c.changes = len(popped)
     if count is None:
         # A single pop is a flat [member, score] in both protocols; only COUNT nests in RESP3.
         (member, score), = popped
@@ -550,8 +563,16 @@ def zmpop(c, argv):
     keys, highest, count = _parse_mpop(argv, 1)
     found = _first_nonempty(c, keys)
     if found is None:
+        c.changes = 0
         return NULL_ARRAY
-    return _mpop_reply(c, found, highest, count)
+    return _counted_mpop(c, found, highest, count)
+
+
+def _counted_mpop(c, found, highest: bool, count: int):
+    """ZMPOP/BZMPOP served at once: one change per element popped."""
+    reply = _mpop_reply(c, found, highest, count)
+    c.changes = len(reply[1])
+    return reply
 
 
 # --- blocking pops ---------------------------------------------------------------------------------
@@ -571,9 +592,15 @@ def _bzpop(c, argv, highest: bool):
     if reply is not None:
         return reply
     if not c.can_block:
+        c.changes = 0
         return NULL_ARRAY
-    return Block(keys, timeout_ms, lambda client, key: pop_from(client, _ready_zset(client, key)),
-                 NULL_ARRAY)
+    def serve(client, key):
+        reply = pop_from(client, _ready_zset(client, key))
+        if reply is not None:
+            client.db.dirty += 1  # (a waiter served is counted as at once, unlike BLPOP's)
+        return reply
+
+    return Block(keys, timeout_ms, serve, NULL_ARRAY)
 
 
 @command("bzpopmin", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1), group=G)
@@ -592,12 +619,17 @@ def bzmpop(c, argv):
     keys, highest, count = _parse_mpop(argv, 2)
     found = _first_nonempty(c, keys)
     if found is not None:
-        return _mpop_reply(c, found, highest, count)
+        return _counted_mpop(c, found, highest, count)
     if not c.can_block:
+        c.changes = 0
         return NULL_ARRAY
 
     def serve(client, key):
         found = _ready_zset(client, key)
-        return None if found is None else _mpop_reply(client, found, highest, count)
+        if found is None:
+            return None
+        reply = _mpop_reply(client, found, highest, count)
+        client.db.dirty += len(reply[1])
+        return reply
 
     return Block(keys, timeout_ms, serve, NULL_ARRAY)

@@ -183,7 +183,7 @@ def _reply(c, scores: dict, withscores: bool):
 
 
 def _store(c, destination: bytes, scores: dict, event: bytes) -> int:
-    return store_result(c.db, destination, _ranked(scores), event)
+    return store_result(c, destination, _ranked(scores), event)
 
 
 @command("zunion", arity=-3, flags="readonly", group=G, key_finder=keys_after_numkeys(1))

@@ -221,15 +221,16 @@ def to_raw(value) -> bytes:
     return raw
 
 
-def add(value: bytes, elements, max_bytes: int) -> tuple[bytes | None, bool]:
-    """PFADD's work on a valid HLL value: (the new value, or None if unchanged; whether a
-    register rose). The stale bit is set when one did. Raises CorruptedHLL."""
+def add(value: bytes, elements, max_bytes: int) -> tuple[bytes | None, int]:
+    """PFADD's work on a valid HLL value: (the new value, or None if unchanged; how many
+    elements raised a register, as Redis counts them in server.dirty). The stale bit is set
+    when one did. Raises CorruptedHLL."""
     if value[4] == SPARSE and len(elements) > 1:
         runs = sparse.Runs.decode(value)
         if runs is not None:
             return _add_to_runs(value, runs, elements, max_bytes)
     buf: bytearray | None = None
-    updated = False
+    updated = 0
     for element in elements:
         index, count = pattern(element)
         current = value if buf is None else buf
@@ -239,13 +240,13 @@ def add(value: bytes, elements, max_bytes: int) -> tuple[bytes | None, bool]:
             if buf is None:
                 buf = bytearray(value)
             dense_put(buf, index, count)
-            updated = True
+            updated += 1
             continue
         if buf is None:
             buf = bytearray(value)
         try:
             if _sparse_set(buf, index, count, max_bytes):
-                updated = True
+                updated += 1
         except CorruptedHLL:
             # What Redis leaves: the updates made before, each of which marked the cache stale.
             if not updated:
@@ -253,35 +254,36 @@ def add(value: bytes, elements, max_bytes: int) -> tuple[bytes | None, bool]:
             buf[_CARD_LAST] |= STALE_BIT
             raise CorruptedHLL(bytes(buf)) from None
     if not updated:
-        return None, False
+        return None, 0
     buf[_CARD_LAST] |= STALE_BIT
-    return bytes(buf), True
+    return bytes(buf), updated
 
 
 def _add_to_runs(value: bytes, runs: sparse.Runs, elements, max_bytes: int
-                 ) -> tuple[bytes | None, bool]:
+                 ) -> tuple[bytes | None, int]:
     """add() for a well-formed sparse value: its registers are all readable, so no element
     can fail."""
     buf = bytearray(value[:HEADER_SIZE])  # the header, or the whole value once dense
-    updated = False
+    updated = 0
     for element in elements:
         index, count = pattern(element)
         if runs is None:
             if count > dense_get(buf, index):
                 dense_put(buf, index, count)
-                updated = True
+                updated += 1
             continue
         result = runs.set(index, count, max_bytes)
-        if result == sparse.PROMOTE:
+        if result == sparse.PROMOTE:  # (a register that rose past what sparse can hold)
             _promote(buf, sparse_to_dense(runs.encode(buf)), index, count)
             runs = None
-        updated = updated or bool(result)
+        if result:
+            updated += 1
     if not updated:
-        return None, False
+        return None, 0
     if runs is not None:
         buf = bytearray(runs.encode(buf))
     buf[_CARD_LAST] |= STALE_BIT
-    return bytes(buf), True
+    return bytes(buf), updated
 
 
 def histogram(raw: bytes) -> list[int]:

@@ -471,6 +471,11 @@ class Keyspace:
         for db in self.dbs:
             db.flush()
 
+    def changes(self) -> int:
+        """Redis's server.dirty: the changes write commands made since start, every database's
+        (dispatch.call counts them as the commands report them)."""
+        return sum(db.dirty for db in self.dbs)
+
     def swap(self, a: int, b: int) -> None:
         """SWAPDB: exchange contents; watchers and waiters stay with the database number."""
         da, dbb = self.dbs[a], self.dbs[b]

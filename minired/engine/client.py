@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 _ids = itertools.count(1)
 
 
+# Client.changes of a write that changed nothing yet is propagated, as Redis's
+# forceCommandPropagation (FLUSHDB of an empty database).
+PROPAGATED_UNCHANGED = -2
+
 class WatchRecord:
     """One WATCHed key of one client; `dirty` is set by Database.signal_modified."""
 
@@ -85,8 +89,9 @@ class Client:
         # CLIENT REPLY OFF/SKIP state, 0 when every reply leaves (see client_reply.py).
         self.reply_mode = 0
         # Set by a write command that counts its own changes, as Redis's commands add to
-        # server.dirty (0: it changed nothing, and is neither counted nor propagated); -1, the
-        # usual, counts a write command as one change. Read and reset by dispatch.call.
+        # server.dirty (0: it changed nothing, and is neither counted nor propagated;
+        # PROPAGATED_UNCHANGED: nothing counted, propagated all the same); -1, the usual, counts
+        # a write command as one change. Read and reset by dispatch.call.
         self.changes = -1
 
     # --- state ---------------------------------------------------------------------------------

@@ -398,13 +398,17 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         c.changes = -1  # (a command that failed after counting its changes)
         if not reply.counted:  # (a script's error that its own command already counted)
             c.server.stats.count_error(reply.message)
-    elif spec.write:
+    elif spec.write or c.changes > 0:
         # Redis's server.dirty (INFO rdb_changes_since_last_save): one per write, or what the
-        # command counted itself; a write that changed nothing is not propagated either.
+        # command counted itself (a read may write: PFCOUNT's cache); a write that changed
+        # nothing is not propagated either.
         changes = c.changes
         if changes < 0:
-            if type(reply) is not Block:
-                c.db.dirty += 1
+            if changes == -1:
+                if type(reply) is not Block:
+                    c.db.dirty += 1
+            else:  # PROPAGATED_UNCHANGED
+                c.changes = -1
         else:
             c.changes = -1
             c.db.dirty += changes

@@ -51,7 +51,7 @@ class AppendOnlyFile:
     server: "Server"
     config: Any
     directory: str
-    dirty: int
+    changes_at_save: int
     child: tuple[int, str, str] | None
     background_save_pending: bool
     background_started: float
@@ -240,7 +240,7 @@ class AppendOnlyFile:
             raise RedisError(errors.DEBUG_LOADAOF_FAILED) from None
         finally:
             server.propagate = propagate
-        self.dirty = 0
+        self.changes_at_save = server.keyspace.changes()  # (Redis: server.dirty = 0)
         log.warning("Append Only File loaded by DEBUG LOADAOF")
 
     # --- the AOF file -----------------------------------------------------------------------

@@ -90,14 +90,12 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         for db in server.keyspace.dbs:
             db.on_expired = self._expired if logging_on else None
         # Otherwise minired stays memory-only and commands/server.py says so.
-        # SAVE/BGSAVE are served, and writes counted for INFO's rdb_changes_since_last_save,
-        # once files were asked for: AOF, save points, or a --dir.
+        # SAVE/BGSAVE are served once files were asked for: AOF, save points, or a --dir.
         served = (self.aof_state != "off" or bool(self.config.get("save"))
                   or self.directory != ".")
         server.features.saver = self if served else None
-        counted = served or logging_on
-        server.propagate = self.propagate if counted else None
-        server.blocking.on_finish = self._served if counted else None
+        server.propagate = self.propagate if logging_on else None
+        server.blocking.on_finish = self._served if logging_on else None
 
     def turn_on_aof(self, in_exec: bool = False) -> bool:
         """CONFIG SET appendonly yes, at once, as Redis's startAppendOnly: False (the setting
@@ -142,7 +140,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
             self.disable_aof()
         # SHUTDOWN already saved (or was told NOSAVE); a signal saves when save points are set.
         by_command, self.server.features.shutdown_by_command = self.server.features.shutdown_by_command, False
-        if not by_command and self.config.get("save") and self.dirty:
+        if not by_command and self.config.get("save") and self.changes_since_save():
             try:
                 self.save()
             except RedisError:

@@ -37,7 +37,6 @@ class Propagation:
 
     server: "Server"
     config: Any
-    dirty: int
     aof_file: Any
     aof_buffer: list[bytes]
     aof_db: int
@@ -61,7 +60,6 @@ class Propagation:
         if type(reply) is Block:
             self._blocked[c.id] = (c.db_index, argv)  # logged once served, see _served
             return
-        self.dirty += 1
         if self.aof_file is not None or self.replica_feed is not None:
             self._log(c, c.db_index, argv, reply)
 
@@ -76,7 +74,6 @@ class Propagation:
         entry = self._blocked.pop(waiter.client.id, None)
         if (entry is not None and reply is not waiter.block.timeout_reply
                 and type(reply) is not RedisError):
-            self.dirty += 1
             if self.aof_file is not None or self.replica_feed is not None:
                 db_index, argv = entry
                 self._log(waiter.client, db_index, argv, reply)

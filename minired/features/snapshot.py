@@ -67,8 +67,10 @@ class Snapshots:
     _finish_aof_rewrite: Callable[[bool, str], None]
 
     def _init_snapshots(self) -> None:
-        self.dirty = 0  # writes since the last snapshot
-        self.dirty_at_fork = 0
+        # keyspace.changes() when the last snapshot was made (or the count restarted): what
+        # INFO rdb_changes_since_last_save and the save points read is the difference.
+        self.changes_at_save = 0
+        self.changes_at_fork = 0
         self.last_save_attempt = 0.0
         self.last_save_ok = True
         self.background_save_pending = False  # a BGSAVE child runs (or, without fork, is due)
@@ -289,10 +291,11 @@ class Snapshots:
             raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
         log.warning("DB reloaded by DEBUG RELOAD")
 
-    def flushed_all(self) -> None:
+    def flushed_all(self, changes: int) -> None:
         """FLUSHALL (flushAllDataAndResetRDB): a background save of the old data is stopped, and
         with save points set the empty dataset is saved at once, so a restart does not bring
-        the flushed keys back."""
+        the flushed keys back. `changes`: what FLUSHALL counts, which dispatch adds once it
+        returns."""
         if self.child is not None and self.child[1] == "rdb":
             self._kill_child()
         self.background_save_pending = False
@@ -301,14 +304,21 @@ class Snapshots:
                 self.save()
             except RedisError:
                 return  # logged by save(); FLUSHALL itself succeeded
-            # propagate() counts FLUSHALL next; Redis counts no change after this save.
-            self.dirty = -1
+            # Redis counts no change after this save, FLUSHALL's own included.
+            self.changes_at_save += changes
 
-    def _saved(self, dirty_before: int | None = None) -> None:
+    def changes_since_save(self) -> int:
+        """INFO rdb_changes_since_last_save (Redis's server.dirty since its last snapshot)."""
+        return self.server.keyspace.changes() - self.changes_at_save
+
+    def _saved(self, changes_at: int | None = None) -> None:
+        """A snapshot is on disk, holding the changes counted up to `changes_at` (a child's:
+        those before its fork) or all of them."""
         self.last_save_ok = True
         self.config.note_bgsave(True)  # writes refused for a failed BGSAVE are allowed again
         self.saves += 1
-        self.dirty = self.dirty - dirty_before if dirty_before is not None else 0
+        self.changes_at_save = (changes_at if changes_at is not None
+                                else self.server.keyspace.changes())
         self.server.last_save = int(time.time())
 
     def background_save(self, schedule: bool) -> str:
@@ -325,7 +335,7 @@ class Snapshots:
     def _start_background_save(self) -> None:
         self.last_save_attempt = time.monotonic()
         self.background_started = time.time()
-        self.dirty_at_fork = self.dirty
+        self.changes_at_fork = self.server.keyspace.changes()
         path = self.snapshot_path
         pid = self._fork(lambda on_key: write_atomically(path, self._image(on_key=on_key),
                                                          temp_name=f"temp-{os.getpid()}.rdb"),
@@ -355,14 +365,15 @@ class Snapshots:
         return self.background_save_pending or (self.child is not None and self.child[1] == "rdb")
 
     def _check_save_points(self) -> None:
-        if not self.dirty or self.child is not None or self.background_save_pending:
+        dirty = self.changes_since_save()
+        if not dirty or self.child is not None or self.background_save_pending:
             return
         # After a failed save, wait a few seconds before trying again, as Redis does.
         if not self.last_save_ok and time.monotonic() - self.last_save_attempt < SAVE_RETRY_SECONDS:
             return
         elapsed = time.time() - self.server.last_save
         for seconds, changes in parse_save_points(self.config.get("save") or ""):
-            if self.dirty >= changes and elapsed >= seconds:
+            if dirty >= changes and elapsed >= seconds:
                 log.info("%d changes in %d seconds. Saving...", changes, seconds)
                 self._start_background_save()
                 return
@@ -435,7 +446,7 @@ class Snapshots:
         if what == "rdb":
             self.last_background_save_seconds = seconds
             if ok:
-                self._saved(self.dirty_at_fork)
+                self._saved(self.changes_at_fork)
                 log.info("Background saving terminated with success")
             else:
                 self.last_save_ok = False

@@ -63,7 +63,7 @@ def test_pfadd_of_many_elements_makes_the_bytes_of_one_at_a_time(seed):
             expected = _one_by_one(start, elements, max_bytes)
             got, updated = hll.add(start, elements, max_bytes)
             assert got == expected
-            assert updated == (expected is not None)
+            assert bool(updated) == (expected is not None)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -26,6 +26,7 @@ def _canonical(reply, unordered: bool):
 
 class Differential:
     def __init__(self, redis_port: int, minired_port: int) -> None:
+        self.redis_port, self.minired_port = redis_port, minired_port
         self.redis = RawClient(redis_port)
         self.minired = RawClient(minired_port)
         self.log: list[tuple] = []
