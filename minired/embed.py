@@ -32,6 +32,11 @@ class EmbeddedServer:
         self.use_uvloop = use_uvloop
         self.config = Config(bind=host, port=port, time_control=time_control,
                              fault_injection=fault_injection, **config)
+        # Without a `dir`, a directory of its own for what SAVE, BGSAVE or DEBUG RELOAD write
+        # (made at start, removed at stop): a fresh server per test, as a redis-server in a
+        # fresh directory, rather than one that reads and writes the caller's working directory.
+        self._private_dir: str | None = None
+        self._wants_private_dir = "dir" not in config
         self.server: Any = None
         # cluster=N: N masters on this thread's loop (minired/features/cluster.py), `server` the first;
         # cluster_control allows MINIRED CLUSTER MIGRATE/FAILOVER/RECOVER.
@@ -61,6 +66,12 @@ class EmbeddedServer:
         return [f"redis://{host}:{port}" for host, port in self.nodes]
 
     def start(self, timeout: float = 10.0) -> "EmbeddedServer":
+        if self._wants_private_dir and self._private_dir is None:
+            import tempfile
+
+            self._private_dir = tempfile.mkdtemp(prefix="minired-")
+            self.config.set("dir", self._private_dir)
+            self.config.set("temporary-dir", "yes")
         self._thread = threading.Thread(target=self._run, name=f"minired-{self.port}", daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout):
@@ -156,6 +167,13 @@ class EmbeddedServer:
                 and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._shutdown)
             self._thread.join(timeout)
+        if self._private_dir is not None:
+            import shutil
+
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir = None
+            self.config.set("dir", ".")
+            self.config.set("temporary-dir", "no")
 
     def _shutdown(self) -> None:
         for server in self.servers:

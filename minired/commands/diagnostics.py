@@ -47,8 +47,7 @@ from minired.engine.debug_settings import (
 )
 from minired.engine.panic import die, server_panic
 from minired.engine.table import COMMANDS, command, container_command, help_reply
-from minired.features import eviction, rdb_file, replication
-from minired.features.rdb import NO_COMPRESSION, Compact
+from minired.features import eviction, replication
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Encoded, Status, Verbatim, encode_into
@@ -499,31 +498,8 @@ def _debug_reload(c, argv):
     if not options <= {b"merge", b"noflush", b"nosave"}:
         raise RedisError(errors.DEBUG_RELOAD_OPTIONS)
     save, flush = b"nosave" not in options, b"noflush" not in options
-    persistence = c.server.features.saver
-    if persistence is not None:
-        persistence.reload(save=save, flush=flush, merge=b"merge" in options)
-    else:
-        _reload_in_memory(c.server, save, flush)
+    persistence_of(c).reload(save=save, flush=flush, merge=b"merge" in options)
     return OK
-
-
-def _reload_in_memory(server, save: bool, flush: bool) -> None:
-    """DEBUG RELOAD of a memory-only minired: the dataset makes the same round trip through an
-    RDB image, kept in memory instead of dump.rdb (so NOSAVE has no file to load). Function
-    libraries are not part of it: Redis's reload does not empty them either."""
-    if not save:
-        log.warning("DEBUG RELOAD NOSAVE: minired keeps data in memory only, there is no RDB "
-                    "file to load")
-        raise RedisError(errors.DEBUG_RELOAD_FAILED)
-    config = server.config
-    keyspace = server.keyspace
-    image = b"".join(rdb_file.save_chunks(
-        keyspace, [], int(time.time()), 0, compress_from=NO_COMPRESSION,
-        compact=Compact.from_config(config.get)))
-    if flush:
-        keyspace.flushall()
-    rdb_file.load(image, keyspace, server.clock.ms())
-    log.warning("DB reloaded by DEBUG RELOAD")
 
 
 @_debug_sub("loadaof", 2, _ANY)

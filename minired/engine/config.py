@@ -130,6 +130,9 @@ PARAMS: dict[str, Param] = _params(
     Param("time-control", "no", boolean, "immutable", hidden=True),
     # minired's own: opt-in fault injection for tests (MINIRED FAULT).
     Param("fault-injection", "no", boolean, "immutable", hidden=True),
+    # minired's own: `dir` is a directory made for this server and removed when it stops (an
+    # EmbeddedServer's), where nothing is kept for a restart (a cluster node's layout).
+    Param("temporary-dir", "no", boolean, "immutable", hidden=True),
     # Only stored and echoed from here on.
     *_each(boolean, ("rdbcompression", "yes"), ("rdb-del-sync-files", "no"),
            ("stop-writes-on-bgsave-error", "yes"), ("dynamic-hz", "yes"),

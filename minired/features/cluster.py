@@ -763,7 +763,7 @@ def _layout_path(server: "Server") -> str | None:
     """Where a node keeps its layout: its cluster-config-file in its directory, when the node
     keeps files at all (the data and the layout must come back together)."""
     persistence = server.features.persistence
-    if persistence is None or server.features.saver is None:
+    if persistence is None or not persistence.keeps_files:
         return None
     return os.path.join(persistence.directory, server.config.get("cluster-config-file"))
 

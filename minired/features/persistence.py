@@ -43,6 +43,7 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         self._init_propagation()
         self._timer: asyncio.TimerHandle | None = None
         self.stopped = False
+        self.keeps_files = False  # (see reconcile)
 
     def load_on_start(self) -> None:
         """Load the AOF (appendonly yes) or dump.rdb, as Redis's loadDataFromDisk; LoadError if
@@ -89,11 +90,13 @@ class Persistence(Snapshots, AppendOnlyFile, Propagation):
         server.sync_before_reply = self.write_before_reply if logging_on else None
         for db in server.keyspace.dbs:
             db.on_expired = self._expired if logging_on else None
-        # Otherwise minired stays memory-only and commands/server.py says so.
-        # SAVE/BGSAVE are served once files were asked for: AOF, save points, or a --dir.
-        served = (self.aof_state != "off" or bool(self.config.get("save"))
-                  or self.directory != ".")
-        server.features.saver = self if served else None
+        # Files are kept on their own (save points, the AOF, a cluster node's layout) once they
+        # were asked for: AOF, save points, or a --dir of the user's. SAVE and BGSAVE write into
+        # `dir` in any case, as Redis's do.
+        self.keeps_files = (self.aof_state != "off" or bool(self.config.get("save"))
+                            or (self.directory != "."
+                                and self.config.get("temporary-dir") != "yes"))
+        server.features.saver = self
         server.propagate = self.propagate if logging_on else None
         server.blocking.on_finish = self._served if logging_on else None
 

@@ -13,6 +13,7 @@ from tests.support.respclient import Err
 _NOT_IN_BOTH = {
     "time-control": "minired's own (MINIRED ADVANCE clock control)",
     "fault-injection": "minired's own (MINIRED FAULT fault injection)",
+    "temporary-dir": "minired's own (an EmbeddedServer's directory of its own)",
 }
 
 # Defaults that depend on how each server of the suite was started, not on the parameter.

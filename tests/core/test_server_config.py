@@ -9,8 +9,8 @@ from tests.support.respclient import Err, Map, RawClient
 
 # Parameters whose value depends on how each server was started, not on defaults.
 _STARTUP_DEPENDENT = {"port", "bind", "dir", "time-control", "fault-injection", "save",
-                      "appendfilename", "enable-debug-command", "loglevel"}
-_REDIS_HAS_NOT = {"time-control", "fault-injection"}
+                      "appendfilename", "enable-debug-command", "loglevel", "temporary-dir"}
+_REDIS_HAS_NOT = {"time-control", "fault-injection", "temporary-dir"}
 
 
 @pytest.fixture

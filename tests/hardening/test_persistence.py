@@ -31,20 +31,28 @@ def _kill9(server: SubprocessServer) -> None:
 
 
 def test_persistence_is_off_by_default(tmp_path):
+    """No save points and no AOF: nothing on the write path, nothing written on its own; SAVE
+    writes dump.rdb into `dir`, an embedded server's own directory unless one is given."""
     with EmbeddedServer() as srv:
         client = RawClient(srv.port)
         client.call("SET", "k", "v")
         assert srv.server.propagate is None and srv.server.sync_before_reply is None
-        assert client.call("SAVE") == Err(
-            "ERR minired keeps data in memory only: no persistence is configured to save to")
+        directory = srv.server.features.persistence.directory
+        assert os.listdir(directory) == []
+        assert client.call("SAVE") == b"OK"
+        assert os.listdir(directory) == ["dump.rdb"]
+        assert b"rdb_changes_since_last_save:0" in client.call("INFO", "persistence")
         client.close()
-    with EmbeddedServer(dir=str(tmp_path)) as srv:  # a --dir: SAVE serves, nothing is automatic
+    assert not os.path.exists(directory)  # (removed at stop)
+    with EmbeddedServer(dir=str(tmp_path)) as srv:
         client = RawClient(srv.port)
         client.call("SET", "k", "v")
         assert srv.server.sync_before_reply is None
         assert b"rdb_changes_since_last_save:1" in client.call("INFO", "persistence")
+        assert os.listdir(tmp_path) == []
+        assert client.call("SAVE") == b"OK"
         client.close()
-    assert os.listdir(tmp_path) == []
+    assert os.listdir(tmp_path) == ["dump.rdb"]
 
 
 def test_aof_always_survives_kill9(tmp_path):
