@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Two projects' own test suites, unchanged, with minired as their redis-server executable:
-# python-redis-lock (its conftest starts `redis-server` from PATH) and pytest-redis (its tests
-# start the server given by --redis-exec). Needs the network (PyPI), so it is not part of the
-# test command; run it by hand after changing how minired starts, logs or stops.
+# Three projects' own test suites, unchanged, with minired as their redis-server executable:
+# python-redis-lock (its conftest starts `redis-server` from PATH), pytest-redis (its tests
+# start the server given by --redis-exec), and redis-py's (run against a started server, once
+# on minired and once on redis-server: it targets newer servers than 7.0, so minired must pass
+# exactly what Redis 7.0 passes). Needs the network (PyPI), so it is not part of the test
+# command; run it by hand after changing how minired starts, logs or stops, or what it answers.
 #
 #   ./scripts/third_party_suites.sh                          # minired from this checkout
 #   SERVER=/usr/bin/redis-server ./scripts/third_party_suites.sh   # the control run
 #   WORK=/tmp/tp ./scripts/third_party_suites.sh             # reuse downloads and the venv
+#   SUITES=redis-py ./scripts/third_party_suites.sh          # some of them only
 #
 # Versions: python-redis-lock 4.0.1; pytest-redis 4.0.0, the newest sdist that ships its tests
 # (the 5.x sdists hold only the package). The 4.0.0 sdist leaves out tests/conftest.py, so the
@@ -18,6 +21,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${WORK:-$(mktemp -d /tmp/minired-third-party.XXXXXX)}"
 SERVER="${SERVER:-minired}"
+SUITES=" ${SUITES:-pytest-redis python-redis-lock redis-py} "
 mkdir -p "$WORK/bin"
 cd "$WORK"
 
@@ -61,13 +65,76 @@ export PATH="$WORK/bin:$WORK/venv/bin:$PATH"
 
 # -p no:minired: an installed minired's own pytest plugin has no business in these suites
 status=0
-echo "== pytest-redis 4.0.0 with $SERVER"
-(cd pytest_redis-4.0.0 && python -m pytest tests -q -p no:cacheprovider -p no:minired \
-    -o addopts="" --redis-exec "$WORK/bin/redis-server") | tail -5 || status=1
-echo "== python-redis-lock 4.0.1 with $SERVER"
-(cd python_redis_lock-4.0.1 && PYTHONPATH=tests DJANGO_SETTINGS_MODULE=test_project.settings \
-    PYTHONUNBUFFERED=yes python -m pytest tests -q -p no:cacheprovider -p no:minired \
-    --ignore=src) \
-    | tail -5 || status=1
+if [[ "$SUITES" == *" pytest-redis "* ]]; then
+    echo "== pytest-redis 4.0.0 with $SERVER"
+    (cd pytest_redis-4.0.0 && python -m pytest tests -q -p no:cacheprovider -p no:minired \
+        -o addopts="" --redis-exec "$WORK/bin/redis-server") | tail -5 || status=1
+fi
+if [[ "$SUITES" == *" python-redis-lock "* ]]; then
+    echo "== python-redis-lock 4.0.1 with $SERVER"
+    (cd python_redis_lock-4.0.1 && PYTHONPATH=tests DJANGO_SETTINGS_MODULE=test_project.settings \
+        PYTHONUNBUFFERED=yes python -m pytest tests -q -p no:cacheprovider -p no:minired \
+        --ignore=src) \
+        | tail -5 || status=1
+fi
+
+if [[ "$SUITES" == *" redis-py "* ]]; then
+# redis-py's suite, from the sdist of the redis-py installed here (it ships its tests): the files
+# that need one server, without the cluster, sentinel, module and cloud ones (their extra
+# dependencies are left out). Each server gets a fresh directory and port.
+REDIS_PY=$(venv/bin/python -c "import redis; print(redis.__version__)")
+if [ ! -d "redis-$REDIS_PY" ]; then
+    pip download --no-binary :all: --no-deps "redis==$REDIS_PY" -d "$WORK"
+    tar xzf "redis-$REDIS_PY.tar.gz"
+    venv/bin/pip install -q pytest-asyncio pytest-timeout ujson pybreaker xxhash numpy
+fi
+redis_py_run() {  # redis_py_run NAME EXECUTABLE: the suite's JUnit report in $WORK/NAME.xml
+    local port dir pid
+    port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+    dir=$(mktemp -d "$WORK/$1-data.XXXXXX")
+    (cd "$dir" && exec "$2" --port "$port" --save "" --enable-debug-command yes >server.log 2>&1) &
+    pid=$!
+    until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+    (cd "redis-$REDIS_PY" && python -m pytest -q -p no:cacheprovider -p no:minired -o addopts="" \
+        --timeout 60 --tb=no --redis-url="redis://localhost:$port/9" --junitxml="$WORK/$1.xml" \
+        tests/test_commands.py tests/test_pipeline.py tests/test_pubsub.py \
+        tests/test_scripting.py tests/test_lock.py tests/test_connection.py \
+        tests/test_encoding.py tests/test_hash.py tests/test_monitor.py tests/test_function.py \
+        tests/test_keyspace_notifications.py tests/test_data_structure.py tests/test_client.py \
+        tests/test_connection_pool.py tests/test_retry.py tests/test_cache.py \
+        tests/test_asyncio/test_commands.py tests/test_asyncio/test_pipeline.py \
+        tests/test_asyncio/test_pubsub.py tests/test_asyncio/test_scripting.py \
+        tests/test_asyncio/test_lock.py tests/test_asyncio/test_connection.py \
+        tests/test_asyncio/test_encoding.py tests/test_asyncio/test_hash.py \
+        tests/test_asyncio/test_monitor.py tests/test_asyncio/test_function.py) \
+        | tail -1 || true
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+echo "== redis-py $REDIS_PY's suite with $SERVER, then with redis-server (the control)"
+redis_py_run subject "$WORK/bin/redis-server"
+redis_py_run control "$(command -v redis-server)"
+python3 - "$WORK/control.xml" "$WORK/subject.xml" <<'PY' || status=1
+import sys
+import xml.etree.ElementTree as ET
+
+def outcomes(path):
+    found = {}
+    for case in ET.parse(path).iter("testcase"):
+        failed = any(child.tag in ("failure", "error") for child in case)
+        skipped = any(child.tag == "skipped" for child in case)
+        found[f"{case.get('classname')}::{case.get('name')}"] = (
+            "failed" if failed else "skipped" if skipped else "passed")
+    return found
+
+control, subject = outcomes(sys.argv[1]), outcomes(sys.argv[2])
+worse = sorted(name for name, outcome in control.items()
+               if outcome == "passed" and subject.get(name) != "passed")
+print(f"redis-server passes {sum(o == 'passed' for o in control.values())}, the subject "
+      f"{sum(o == 'passed' for o in subject.values())}; passed on redis-server only: {len(worse)}")
+for name in worse:
+    print("  ", name)
+sys.exit(1 if worse else 0)
+PY
+fi
 echo "work folder: $WORK"
 exit $status
