@@ -183,12 +183,14 @@ def test_async_effect_guard_and_heartbeat(backend, queue):
     async def handler(job):
         await job.apply_once("pay", RedisOp("HINCRBY", ledger, job.id, 1))
         await job.apply_once("pay", RedisOp("HINCRBY", ledger, job.id, 1))
-        await asyncio.sleep(1.2)  # over two lock TTLs: the heartbeat must keep it
+        await asyncio.sleep(3.2)  # over two lock TTLs: the heartbeat must keep it
         return "paid"
 
     job_id = queue.add({"n": 1})
-    _run(backend, queue, handler, lambda w: _until(lambda: queue.counts()["completed"] == 1),
-         lock_ttl_ms=500, heartbeat_interval_s=0.05, sweep_interval_s=0.02)
+    # Thirty beats per TTL, as in test_worker's heartbeat test; and the scenario waits on the
+    # worker's own count, not on a blocking call that would hold the loop the beats run on.
+    _run(backend, queue, handler, lambda w: _until(lambda: w.stats.completed == 1),
+         lock_ttl_ms=1500, heartbeat_interval_s=0.05, sweep_interval_s=0.02)
     assert int(queue.client.hget(ledger, job_id)) == 1
     assert queue.get_job(job_id).attempts_started == 1
 

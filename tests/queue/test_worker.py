@@ -174,8 +174,9 @@ def test_unrecoverable_error_skips_the_remaining_attempts(queue, start_worker):
 def test_heartbeats_keep_a_job_longer_than_its_lock_ttl(queue, start_worker):
     job_id = queue.add({"n": 1})
     # The worker sweeps every 20 ms itself: any lapse of the lock would be reclaimed.
-    # Ten beats per TTL: only a stall of the whole process for 450 ms could lose the lock.
-    start_worker(lambda job: time.sleep(1.2) or "slow", lock_ttl_ms=500, heartbeat_interval_s=0.05,
+    # Thirty beats per TTL: only a stall of the whole process for 1.45 s could lose the lock
+    # (500 ms did happen, on a machine running two test suites and a compiler at once).
+    start_worker(lambda job: time.sleep(3.2) or "slow", lock_ttl_ms=1500, heartbeat_interval_s=0.05,
                  sweep_interval_s=0.02)
     wait_until(_completed(queue, 1))
     job = queue.get_job(job_id)
