@@ -8,7 +8,7 @@ from minired.engine import client_reply
 from minired.engine.args import parse_int
 from minired.engine.client import Client
 from minired.engine.client_info import client_info_line
-from minired.engine.table import command, container_command, lookup
+from minired.engine.table import command, container_command, lookup, stats_of
 from minired.features import client_eviction, pause, security, shutdown_wait
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -287,7 +287,7 @@ def client_unblock(c, argv):
     if with_error:
         # The error reply it made counts as this command's failure too: Redis's call() sees
         # the error count grow while CLIENT UNBLOCK runs.
-        lookup(argv).failed_calls += 1
+        stats_of(c.server, lookup(argv)).failed_calls += 1
     return 1
 
 

@@ -46,7 +46,7 @@ from minired.engine.debug_settings import (
     REPLY_BUFFER_PEAK_RESET_MS,
 )
 from minired.engine.panic import die, server_panic
-from minired.engine.table import COMMANDS, command, container_command, help_reply
+from minired.engine.table import COMMANDS, command, container_command, help_reply, stats_of
 from minired.features import eviction, replication
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -339,8 +339,7 @@ def latency_doctor(c, argv):
     return Verbatim(_DOCTOR_NO_SPIKES.encode())
 
 
-def _histogram_reply(spec) -> dict:
-    counts = latency.recorded(spec)
+def _histogram_reply(counts: list) -> dict:
     return {b"calls": sum(counts), b"histogram_usec": latency.cumulative_buckets(counts)}
 
 
@@ -367,8 +366,9 @@ def latency_histogram(c, argv):
             spec = _named_spec(name)
             if spec is not None:
                 chosen += [spec, *spec.subcommands.values()]
-    pairs = [(spec.full_name.encode(), _histogram_reply(spec))
-             for spec in chosen if any(latency.recorded(spec))]
+    recorded = [(spec, latency.recorded(stats_of(c.server, spec))) for spec in chosen]
+    pairs = [(spec.full_name.encode(), _histogram_reply(counts))
+             for spec, counts in recorded if any(counts)]
     # A map that may repeat a name (LATENCY HISTOGRAM get GET): encoded here, as no dict can.
     out = [(b"%%%d\r\n" if c.protocol == 3 else b"*%d\r\n")
            % (len(pairs) if c.protocol == 3 else 2 * len(pairs))]

@@ -23,7 +23,7 @@ import time
 from minired import REDIS_VERSION, __version__
 from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
-from minired.engine.table import all_specs, command
+from minired.engine.table import all_specs, command, stats_of
 from minired.features import migrate, replication, shutdown_wait
 from minired.protocol.resp import Verbatim
 
@@ -498,16 +498,18 @@ def _cpu_section(server) -> list[str]:
 def _commandstats_section(server) -> list[str]:
     lines = []
     for spec in all_specs():
-        if spec.calls or spec.rejected_calls or spec.failed_calls:
-            per_call = spec.nanoseconds / 1000 / spec.calls if spec.calls else 0.0
-            lines.append(f"cmdstat_{spec.full_name}:calls={spec.calls},usec={spec.usec},"
-                         f"usec_per_call={per_call:.2f},rejected_calls={spec.rejected_calls},"
-                         f"failed_calls={spec.failed_calls}")
+        stats = stats_of(server, spec)
+        if stats.calls or stats.rejected_calls or stats.failed_calls:
+            per_call = stats.nanoseconds / 1000 / stats.calls if stats.calls else 0.0
+            lines.append(f"cmdstat_{spec.full_name}:calls={stats.calls},usec={stats.usec},"
+                         f"usec_per_call={per_call:.2f},rejected_calls={stats.rejected_calls},"
+                         f"failed_calls={stats.failed_calls}")
     return lines
 
 
 def _latencystats_section(server) -> list[str]:
-    return info_lines(server.config, all_specs())
+    return info_lines(server.config, ((spec.full_name, stats_of(server, spec))
+                                      for spec in all_specs()))
 
 
 def _errorstats_section(server) -> list[str]:

@@ -21,7 +21,7 @@ from minired.engine import dispatch, latency
 from minired.engine.args import int_text, parse_int
 from minired.engine.client import PROPAGATED_UNCHANGED, Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
-from minired.engine.table import all_specs, command, container_command, help_reply
+from minired.engine.table import command, container_command, help_reply
 from minired.features import client_eviction, eviction, notifications, shutdown_wait
 from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
@@ -293,7 +293,7 @@ def config_set(c, argv):
             # though the class stays on.
             notifications.configure(c.server, argv[i + 1].decode(errors="replace"))
         elif name == "latency-tracking":
-            latency.set_tracking(all_specs(), config.get(name) == "yes")
+            latency.set_tracking(c.server, config.get(name) == "yes")
         elif name in _EVICTION_PARAMS:
             eviction.configure(c.server)
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
@@ -314,9 +314,9 @@ def config_resetstat(c, argv):
     server.stats.reset()
     for db in server.keyspace.dbs:  # INFO's keyspace_hits/misses and lazy expiries, per database
         db.keyspace_hits = db.keyspace_misses = db.expired_lazily = 0
-    for spec in all_specs():
-        spec.calls = spec.nanoseconds = spec.failed_calls = spec.rejected_calls = 0
-    latency.reset(all_specs())
+    for stats in server.command_stats:
+        stats.calls = stats.nanoseconds = stats.failed_calls = stats.rejected_calls = 0
+    latency.reset(server)
     if server.hooks.client_eviction is not None:
         server.hooks.client_eviction.evicted = 0  # INFO evicted_clients
     replication = server.features.replication

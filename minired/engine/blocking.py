@@ -14,6 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from minired.data.strtold import NotAFloat, overflows, round_to_grid, strtold
+from minired.engine.table import stats_of
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 
@@ -178,7 +179,7 @@ class BlockingManager:
             # counted in errorstats and its failed_calls as Redis's updateStatsOnUnblock does.
             spec = waiter.client.last_command
             if spec is not None:
-                spec.failed_calls += 1
+                stats_of(waiter.client.server, spec).failed_calls += 1
             waiter.client.server.stats.count_error(reply.message)
         logged = waiter.block.logged_call
         if logged is not None:

@@ -21,3 +21,4 @@ cdef class Client:
     # (slowlog-log-slower-than, min-replicas-to-write) are struct reads, not two attribute
     # lookups through the untyped `server`.
     cdef public Config config
+    cdef public list command_stats

@@ -41,7 +41,7 @@ class Client:
                  "last_interaction", "last_command", "multi", "multi_failed", "in_exec",
                  "in_script", "watched", "channels", "patterns", "shard_channels", "blocked",
                  "closing", "close_after_reply", "flags", "output_soft_limit_since", "connection",
-                 "user", "user_restricted", "reply_mode", "changes", "config")
+                 "user", "user_restricted", "reply_mode", "changes", "config", "command_stats")
 
     def __init__(self, server: "Server", addr: str = "", laddr: str = "", fd: int = -1,
                  send: Callable[[bytes], None] | None = None,
@@ -51,6 +51,9 @@ class Client:
         # The server's configuration (never replaced), kept here for the settings dispatch
         # checks per command (client.pxd types it).
         self.config = server.config
+        # Likewise the server's per-command counters (table.stats_of; the list is only ever
+        # extended in place), which dispatch.call adds to on every command.
+        self.command_stats: list = server.command_stats
         self.addr = addr
         self.laddr = laddr
         self.fd = fd

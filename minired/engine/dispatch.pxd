@@ -3,7 +3,7 @@
 # table.pxd).
 from minired.data.keyspace cimport Clock
 from minired.engine.client cimport Client
-from minired.engine.table cimport CommandSpec
+from minired.engine.table cimport CommandSpec, CommandStats
 cimport cython
 
 cpdef object execute(Client c, list argv)
@@ -11,7 +11,7 @@ cpdef object execute(Client c, list argv)
 cpdef object _execute(Client c, list argv)
 @cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong,
                histogram=list, extras=cython.bint, changes=cython.longlong,
-               threshold=cython.longlong, clock=Clock)
+               threshold=cython.longlong, clock=Clock, table=list, stats=CommandStats)
 cpdef object call(Client c, CommandSpec spec, list argv)
 # Run for every denyoom command and every command inside MULTI: a C call.
 @cython.locals(refused=cython.bint, queued=CommandSpec)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from minired.engine import latency
 from minired.engine.blocking import Block
 from minired.engine.shebang import declared_flags
-from minired.engine.table import COMMANDS, CommandSpec, lookup
+from minired.engine.table import COMMANDS, CommandSpec, lookup, stats_of
 from minired.protocol import errors, resp
 from minired.protocol.errors import RedisError
 
@@ -128,7 +128,7 @@ def _execute(c: "Client", argv: list) -> Any:
             c.last_command = None
             known = lookup(argv)  # a known command with the wrong arity counts as rejected
             if known is not None and not known.arity_ok(len(argv)):
-                known.rejected_calls += 1
+                stats_of(c.server, known).rejected_calls += 1
             if known is not None and _is_exec(known):
                 return _refuse_exec(c, resolved.message)
             if c.multi is not None:
@@ -235,7 +235,7 @@ def _routed(c: "Client", spec: CommandSpec, argv: list) -> RedisError | None:
     message = node.route(c, spec, argv)
     if message is None:
         return None
-    spec.rejected_calls += 1
+    stats_of(c.server, spec).rejected_calls += 1
     if c.multi is not None:
         if spec.name == "exec":
             c.multi = None
@@ -317,7 +317,7 @@ def _slow(c: "Client", spec: CommandSpec, argv: list, reply: Any, elapsed: int) 
 def _reject(c: "Client", spec: CommandSpec, message: str) -> RedisError:
     """A command refused before it runs, as Redis's rejectCommand: an error reply counted in
     INFO (errorstats, the command's rejected_calls), and a failed transaction if queuing."""
-    spec.rejected_calls += 1
+    stats_of(c.server, spec).rejected_calls += 1
     if _is_exec(spec):
         return _refuse_exec(c, message)
     if c.multi is not None:
@@ -381,9 +381,11 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         clock.leave()
     finish = _clock_ns()
     elapsed = finish - start
-    spec.nanoseconds += elapsed
-    spec.calls += 1
-    histogram = spec.latency_histogram  # LATENCY HISTOGRAM (minired/engine/latency.py); None: off
+    table = c.command_stats  # this server's counters (table.stats_of)
+    stats = table[spec.index] if spec.index < len(table) else stats_of(c.server, spec)
+    stats.nanoseconds += elapsed
+    stats.calls += 1
+    histogram = stats.latency_histogram  # LATENCY HISTOGRAM (minired/engine/latency.py); None: off
     if histogram is not None:
         histogram[_bit_length(elapsed) if _COMPILED else elapsed.bit_length()] += 1
     threshold = c.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
@@ -394,7 +396,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         latency.add_sample(c.server, "fast-command" if "fast" in spec.flags else "command",
                            elapsed)
     if type(reply) is RedisError:
-        spec.failed_calls += 1
+        stats.failed_calls += 1
         c.changes = -1  # (a command that failed after counting its changes)
         if not reply.counted:  # (a script's error that its own command already counted)
             c.server.stats.count_error(reply.message)

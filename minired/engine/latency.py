@@ -13,9 +13,9 @@ appear, the counts and the reply shapes are Redis's):
   the bucket that holds the rest of its octave;
 - a percentile is the top (p0: the bottom) of its octave rather than of its 1% sub-bucket.
 
-Histograms live on the command table's specs, as the INFO commandstats counters do, so they
-belong to the process. `latency-tracking no` sets each spec's histogram to None, which
-call() skips, and keeps the counts here: Redis still reports histograms recorded before
+Histograms live in each server's counters for each command (table.CommandStats), beside
+the INFO commandstats counters. `latency-tracking no` sets each histogram to None, which
+call() skips, and keeps the counts aside: Redis still reports histograms recorded before
 tracking stopped (`recorded`).
 """
 from __future__ import annotations
@@ -65,43 +65,34 @@ _BUCKET_USEC = [((1024 << k) + (8 << k) - 1) // 1000 for k in range(_LOG_BUCKETS
 _OVERFLOW_USEC = ((1 << 30) - 1) // 1000
 
 
-_tracking = True
-# While latency-tracking is off: each spec's counts, kept readable (id(spec) -> counts).
-_paused: dict[int, list] = {}
-
-
-def new_histogram() -> list | None:
-    return [0] * SLOTS if _tracking else None
-
-
-def recorded(spec) -> list:
-    """A command's counts, whether tracking is on (its histogram) or off (kept here)."""
-    histogram = spec.latency_histogram
-    return histogram if histogram is not None else _paused.get(id(spec), _EMPTY)
-
-
 _EMPTY = [0] * SLOTS
 
 
-def reset(specs: Iterable) -> None:
+def recorded(stats) -> list:
+    """A command's counts (its table.CommandStats), whether tracking is on or off."""
+    histogram = stats.latency_histogram
+    if histogram is None:
+        histogram = stats.kept_histogram
+    return histogram if histogram is not None else _EMPTY
+
+
+def reset(server) -> None:
     """CONFIG RESETSTAT: Redis frees every histogram."""
-    _paused.clear()
-    for spec in specs:
-        spec.latency_histogram = new_histogram()
+    tracking = server.config.get("latency-tracking") == "yes"
+    for stats in server.command_stats:
+        stats.latency_histogram = [0] * SLOTS if tracking else None
+        stats.kept_histogram = None
 
 
-def set_tracking(specs: Iterable, enabled: bool) -> None:
+def set_tracking(server, enabled: bool) -> None:
     """CONFIG SET latency-tracking: stop or resume recording, keeping what was recorded."""
-    global _tracking
-    if enabled == _tracking:
-        return
-    _tracking = enabled
-    for spec in specs:
-        if enabled:
-            spec.latency_histogram = _paused.pop(id(spec), None) or [0] * SLOTS
-        else:
-            _paused[id(spec)] = spec.latency_histogram
-            spec.latency_histogram = None
+    for stats in server.command_stats:
+        if enabled and stats.latency_histogram is None:
+            stats.latency_histogram = stats.kept_histogram or [0] * SLOTS
+            stats.kept_histogram = None
+        elif not enabled and stats.latency_histogram is not None:
+            stats.kept_histogram = stats.latency_histogram
+            stats.latency_histogram = None
 
 
 def _log_bucket(slot: int) -> int:
@@ -150,11 +141,12 @@ def percentiles_line(name: str, histogram: list, percentiles: list[str]) -> str:
     return f"latency_percentiles_usec_{name}:{values}"
 
 
-def info_lines(config, specs: Iterable) -> list[str]:
-    """INFO's Latencystats section, for every command with calls recorded."""
+def info_lines(config, commands: Iterable) -> list[str]:
+    """INFO's Latencystats section, for every command with calls recorded: `commands` gives
+    (name, its CommandStats)."""
     if config.get("latency-tracking") != "yes":
         return []  # Redis shows the title alone; histograms recorded before stay for LATENCY
     shown = config.get("latency-tracking-info-percentiles").split()
-    return [percentiles_line(spec.full_name, spec.latency_histogram, shown)
-            for spec in specs if spec.latency_histogram is not None
-            and any(spec.latency_histogram)]
+    return [percentiles_line(name, stats.latency_histogram, shown)
+            for name, stats in commands if stats.latency_histogram is not None
+            and any(stats.latency_histogram)]

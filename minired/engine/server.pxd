@@ -28,6 +28,7 @@ cdef class Server:
     cdef public object flush_scheduled, access, tracking, pause, cluster, faults
     cdef public object scan_snapshots, collection_scan_snapshots, debug, latency_events
     cdef public object shutdown_asap
+    cdef public list command_stats
     cdef public Stats stats
     cdef public Config config
 

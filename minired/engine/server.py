@@ -85,8 +85,8 @@ class Stats:
 class Server:
     """All state of one minired instance; the network listeners are attached by `start`."""
 
-    __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "run_id",
-                 "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
+    __slots__ = ("config", "keyspace", "clock", "blocking", "clients", "stats", "command_stats",
+                 "run_id", "loop", "listeners", "port", "host", "stopped", "_expire_task", "slowlog",
                  "hooks", "features", "last_save", "shutdown_requested", "active_expire_enabled",
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
                  "memory_admission", "outbox_queue", "flush_scheduled", "access", "tracking",
@@ -101,6 +101,9 @@ class Server:
         self.blocking = BlockingManager(self.keyspace)
         self.clients: dict[int, Client] = {}
         self.stats = Stats()
+        # Per command, this server's INFO commandstats counters and latency histogram, by the
+        # spec's number (table.stats_of).
+        self.command_stats: list = []
         self.run_id = os.urandom(20).hex()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.listeners: list[asyncio.AbstractServer] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from minired.engine.latency import new_histogram
+from minired.engine.latency import SLOTS
 from minired.protocol.resp import Status
 
 Handler = Callable[[Any, list], Any]
@@ -27,16 +27,26 @@ KNOWN_FLAGS = frozenset({
 })
 
 
+# How many specs were made: each spec's number is where every server keeps its counters for
+# it (CommandStats).
+_spec_count = 0
+
+
+def _number() -> int:
+    global _spec_count
+    _spec_count += 1
+    return _spec_count - 1
+
+
 class CommandSpec:
-    """One command (or subcommand) as the table declares it, plus its call counters.
+    """One command (or subcommand) as the table declares it.
 
     A plain class with __slots__ rather than a dataclass, so that the compiled build can make
     it an extension type (table.pxd) whose fields dispatch reads as struct members."""
 
     __slots__ = ("name", "handler", "arity", "flags", "first_key", "last_key", "step", "group",
-                 "key_finder", "parent", "subcommands", "summary", "calls", "nanoseconds",
-                 "failed_calls", "rejected_calls", "denyoom", "write", "min_args", "max_args",
-                 "latency_histogram")
+                 "key_finder", "parent", "subcommands", "summary", "index", "denyoom", "write",
+                 "min_args", "max_args")
 
     def __init__(self, name: str, handler: Handler | None, arity: int, flags: frozenset,
                  first_key: int = 0, last_key: int = 0, step: int = 0, group: str = "generic",
@@ -57,14 +67,7 @@ class CommandSpec:
         self.parent = parent
         self.subcommands: dict[bytes, CommandSpec] = {} if subcommands is None else subcommands
         self.summary = summary
-        # Filled by dispatch: calls and time spent, for INFO commandstats. Time is summed in
-        # nanoseconds: most commands take under a microsecond.
-        self.calls = 0
-        self.nanoseconds = 0
-        self.failed_calls = 0
-        self.rejected_calls = 0
-        # Calls by duration, for LATENCY HISTOGRAM and INFO latencystats (minired/engine/latency.py).
-        self.latency_histogram = new_histogram()
+        self.index = _number()  # (its counters: stats_of)
         self.denyoom = "denyoom" in flags
         self.write = "write" in flags
         # Argument-count bounds from the arity, so dispatch checks them with one comparison.
@@ -73,10 +76,6 @@ class CommandSpec:
 
     def __repr__(self) -> str:
         return f"CommandSpec({self.full_name!r}, arity={self.arity}, flags={sorted(self.flags)})"
-
-    @property
-    def usec(self) -> int:
-        return self.nanoseconds // 1000
 
     @property
     def full_name(self) -> str:
@@ -105,6 +104,39 @@ class CommandSpec:
 
 
 COMMANDS: dict[bytes, CommandSpec] = {}
+
+
+class CommandStats:
+    """One server's counters for one command: INFO commandstats and, while latency-tracking
+    is on, the latency histogram (minired/engine/latency.py). Each server has its own, as each
+    redis-server has: servers in one process (EmbeddedServers, a one-process cluster's nodes)
+    must not see or reset each other's."""
+
+    __slots__ = ("calls", "nanoseconds", "failed_calls", "rejected_calls", "latency_histogram",
+                 "kept_histogram")
+
+    def __init__(self, tracking: bool) -> None:
+        self.calls = 0
+        self.nanoseconds = 0  # time is summed in nanoseconds: most commands take under 1 us
+        self.failed_calls = 0
+        self.rejected_calls = 0
+        # Calls by duration (None while latency-tracking is off: dispatch skips it) and, while
+        # it is off, what was recorded before (Redis still reports it).
+        self.latency_histogram: list | None = [0] * SLOTS if tracking else None
+        self.kept_histogram: list | None = None
+
+    @property
+    def usec(self) -> int:
+        return self.nanoseconds // 1000
+
+
+def stats_of(server, spec: CommandSpec) -> CommandStats:
+    """`server`'s counters for `spec`, made on first use (for every spec made so far)."""
+    table = server.command_stats
+    if spec.index >= len(table):
+        tracking = server.config.get("latency-tracking") == "yes"
+        table.extend(CommandStats(tracking) for _ in range(len(table), _spec_count))
+    return table[spec.index]
 
 
 def _parse_flags(flags: str) -> frozenset:

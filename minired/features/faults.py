@@ -37,7 +37,7 @@ from minired.data.glob import matcher
 from minired.engine import client_reply, dispatch
 from minired.engine.args import parse_int
 from minired.engine.blocking import Block
-from minired.engine.table import COMMANDS
+from minired.engine.table import COMMANDS, stats_of
 from minired.features import disruption
 from minired.features.disruption import Disruption
 from minired.protocol import errors
@@ -486,7 +486,7 @@ class FaultInjector:
                 c.multi = None
                 c.multi_failed = False
                 c.unwatch_all()
-                spec.rejected_calls += 1
+                stats_of(c.server, spec).rejected_calls += 1
                 c.server.stats.count_error(rule.error)
                 return RedisError(rule.error)
             return dispatch._reject(c, spec, rule.error)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minired.engine.blocking import Block
 from minired.engine.client import Client
-from minired.engine.table import COMMANDS
+from minired.engine.table import COMMANDS, stats_of
 from minired.features.aof_effects import deletion_of_expired, effects
 from minired.features.aof_records import AofOnly, ReplicaOnly, timestamp_annotation
 from minired.protocol.errors import RedisError
@@ -146,7 +146,7 @@ class Propagation:
             if run is None or not run.caller.in_exec:
                 return c, run
             c = run.caller
-        return c, (COMMANDS[b"exec"].calls if c.in_exec else None)
+        return c, (stats_of(self.server, COMMANDS[b"exec"]).calls if c.in_exec else None)
 
     def _append_atomically(self, records: list) -> None:
         """(db, argv) records in a MULTI/EXEC block when there is more than one, as Redis wraps

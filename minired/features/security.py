@@ -23,6 +23,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from minired.engine.client_info import client_info_line
+from minired.engine.table import stats_of
 from minired.features import acl
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -286,7 +287,7 @@ def check_script_call(caller: "Client", script_client: "Client", spec,
     error = _check_nested(users_of(caller.server), caller, script_client, spec, argv, "lua",
                           _SCRIPT_MESSAGES)
     if error is not None:
-        spec.rejected_calls += 1  # counted as rejected too, as Redis's scriptCall does
+        stats_of(caller.server, spec).rejected_calls += 1  # as Redis's scriptCall counts it
     return error
 
 

@@ -17,7 +17,7 @@ from minired.engine.args import parse_int
 from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.shebang import declared_flags, parse_shebang
-from minired.engine.table import COMMANDS
+from minired.engine.table import COMMANDS, stats_of
 from minired.features import security
 from minired.protocol import errors, resp
 from minired.protocol.errors import RedisError
@@ -328,7 +328,7 @@ class ScriptEngine:
                 stats.count_error(message.decode("utf-8", "surrogateescape"))
         spec = COMMANDS.get(run.command[0].lower())
         if spec is not None:
-            spec.failed_calls += int(counted) + (fresh > 0)
+            stats_of(self.server, spec).failed_calls += int(counted) + (fresh > 0)
 
     # --- the redis.* bridge (called from Lua; must never raise) ---------------------------------
 
@@ -460,7 +460,7 @@ class ScriptEngine:
         """An error reply counted in INFO, and a rejected call of the command where there is
         one; the error text back."""
         if spec is not None:
-            spec.rejected_calls += 1
+            stats_of(self.server, spec).rejected_calls += 1
         self.server.stats.count_error(text.decode("utf-8", "replace"))
         if self.debug_session is not None:
             self.debug_session.refusal = text

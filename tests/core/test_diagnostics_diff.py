@@ -294,15 +294,40 @@ def test_buckets_and_percentiles_follow_hdr_histogram():
 
 
 def test_a_paused_histogram_keeps_its_counts():
-    from minired.engine.table import CommandSpec
+    from minired.engine.server import Server
+    from minired.engine.table import CommandSpec, stats_of
 
-    spec = CommandSpec("probe", None, 1, frozenset())
-    spec.latency_histogram[11] += 1
-    try:
-        latency.set_tracking([spec], False)
-        assert spec.latency_histogram is None  # what dispatch.call skips
-        assert sum(latency.recorded(spec)) == 1
-        latency.set_tracking([spec], True)
-        assert spec.latency_histogram[11] == 1
-    finally:
-        latency.set_tracking([spec], True)
+    server = Server()
+    stats = stats_of(server, CommandSpec("probe", None, 1, frozenset()))
+    stats.latency_histogram[11] += 1
+    latency.set_tracking(server, False)
+    assert stats.latency_histogram is None  # what dispatch.call skips
+    assert sum(latency.recorded(stats)) == 1
+    latency.set_tracking(server, True)
+    assert stats.latency_histogram[11] == 1
+
+
+def test_servers_of_one_process_keep_their_own_command_statistics():
+    """Two in-process servers (as an EmbeddedServer beside the pytest plugin's, or the nodes of
+    a one-process cluster) each count, reset and track only their own commands, as two
+    redis-servers do."""
+    with EmbeddedServer() as one, EmbeddedServer() as other:
+        a, b = RawClient(one.port), RawClient(other.port)
+        try:
+            for _ in range(3):
+                a.call("SET", "k", "v")
+            a.call("GET")  # (rejected: arity)
+            b.call("GET", "k")
+            stats_a = a.call("INFO", "commandstats").decode()
+            stats_b = b.call("INFO", "commandstats").decode()
+            assert "cmdstat_set:calls=3," in stats_a and "cmdstat_get:calls=0," in stats_a
+            assert "rejected_calls=1" in stats_a.split("cmdstat_get:")[1].split("\r\n")[0]
+            assert "cmdstat_set" not in stats_b and "cmdstat_get:calls=1," in stats_b
+            assert b.call("CONFIG", "SET", "latency-tracking", "no") == b"OK"
+            assert b.call("CONFIG", "RESETSTAT") == b"OK"
+            assert "cmdstat_set:calls=3," in a.call("INFO", "commandstats").decode()
+            assert b"latency_percentiles_usec_set" in a.call("INFO", "latencystats")
+            assert b.call("LATENCY", "HISTOGRAM", "set") == []  # (RESP2: an empty map)
+        finally:
+            a.close()
+            b.close()
