@@ -35,7 +35,7 @@ class EmbeddedServer:
         # Without a `dir`, a directory of its own for what SAVE, BGSAVE or DEBUG RELOAD write
         # (made at start, removed at stop): a fresh server per test, as a redis-server in a
         # fresh directory, rather than one that reads and writes the caller's working directory.
-        self._private_dir: str | None = None
+        self._private_dir: Any = None  # (a weakref.finalize that removes it)
         self._wants_private_dir = "dir" not in config
         self.server: Any = None
         # cluster=N: N masters on this thread's loop (minired/features/cluster.py), `server` the first;
@@ -67,10 +67,15 @@ class EmbeddedServer:
 
     def start(self, timeout: float = 10.0) -> "EmbeddedServer":
         if self._wants_private_dir and self._private_dir is None:
+            import shutil
             import tempfile
+            import weakref
 
-            self._private_dir = tempfile.mkdtemp(prefix="minired-")
-            self.config.set("dir", self._private_dir)
+            directory = tempfile.mkdtemp(prefix="minired-")
+            # Removed at stop, or else when the server is collected or the process exits (a
+            # test that never stops its server leaves nothing behind either).
+            self._private_dir = weakref.finalize(self, shutil.rmtree, directory, True)
+            self.config.set("dir", directory)
             self.config.set("temporary-dir", "yes")
         self._thread = threading.Thread(target=self._run, name=f"minired-{self.port}", daemon=True)
         self._thread.start()
@@ -168,9 +173,7 @@ class EmbeddedServer:
             self._loop.call_soon_threadsafe(self._shutdown)
             self._thread.join(timeout)
         if self._private_dir is not None:
-            import shutil
-
-            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir()
             self._private_dir = None
             self.config.set("dir", ".")
             self.config.set("temporary-dir", "no")
