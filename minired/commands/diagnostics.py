@@ -35,7 +35,7 @@ from minired.commands.info import (
     scripting_memory,
 )
 from minired.commands.keys_object import encoding
-from minired.commands.server import persistence_of, protected_action_allowed
+from minired.commands.server import persistence_of
 from minired.data.packed import live
 from minired.engine import latency
 from minired.engine.args import parse_int
@@ -416,11 +416,10 @@ def _debug_sub(name: str, low: int, high: int | None = None):
     return register
 
 
-@command("debug", arity=-2, flags="admin noscript loading stale", group=G)
+@command("debug", arity=-2, flags="admin noscript loading stale protected", group=G)
 def debug(c, argv):
     """A container for debugging commands"""
-    if not protected_action_allowed(c, "enable-debug-command"):
-        raise RedisError(errors.DEBUG_NOT_ALLOWED)
+    # (refused by dispatch unless enable-debug-command allows it)
     entry = _DEBUG.get(argv[1].lower())
     if entry is None or not entry[0] <= len(argv) <= entry[1]:
         raise errors.unknown_subcommand_or_arity(argv[1], "DEBUG")

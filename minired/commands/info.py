@@ -23,7 +23,7 @@ import time
 from minired import REDIS_VERSION, __version__
 from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
-from minired.engine.table import all_specs, command, stats_of
+from minired.engine.table import all_specs, calls_total, command, stats_of
 from minired.features import migrate, replication, shutdown_wait
 from minired.protocol.resp import Verbatim
 
@@ -397,7 +397,7 @@ def _stats_section(server) -> list[str]:
     replication = server.features.replication
     return _fields((
         ("total_connections_received", stats.connections_received),
-        ("total_commands_processed", stats.commands_processed),
+        ("total_commands_processed", calls_total(server)),
         ("instantaneous_ops_per_sec", ops),
         ("total_net_input_bytes", stats.net_input_bytes),
         ("total_net_output_bytes", stats.net_output_bytes),

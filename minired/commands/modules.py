@@ -3,7 +3,6 @@ features), and LOAD/LOADEX/UNLOAD answer as a Redis without modules does: refuse
 enable-module-command forbids them, else the load or unload fails."""
 from __future__ import annotations
 
-from minired.commands.server import protected_action_allowed
 from minired.engine.table import command, container_command, help_reply
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -11,11 +10,6 @@ from minired.protocol.errors import RedisError
 G = "server"
 
 container_command("module", G, summary="A container for module commands")
-
-
-def _allowed(c) -> None:
-    if not protected_action_allowed(c, "enable-module-command"):
-        raise RedisError(errors.MODULE_NOT_ALLOWED)
 
 
 @command("list", arity=2, flags="admin noscript", parent="module", group=G)
@@ -28,7 +22,6 @@ def module_list(c, argv):
          group=G)
 def module_load(c, argv):
     """Load a module"""
-    _allowed(c)
     raise RedisError(errors.MODULE_LOAD_FAILED)
 
 
@@ -36,7 +29,6 @@ def module_load(c, argv):
          parent="module", group=G)
 def module_loadex(c, argv):
     """Load a module with extended parameters"""
-    _allowed(c)
     # parseLoadexArguments: CONFIG name value pairs, then optionally ARGS and the rest.
     i = 3
     while i < len(argv):
@@ -54,7 +46,6 @@ def module_loadex(c, argv):
          group=G)
 def module_unload(c, argv):
     """Unload a module"""
-    _allowed(c)
     raise RedisError(errors.MODULE_NOT_LOADED)
 
 

@@ -228,7 +228,7 @@ def config_set(c, argv):
     # First every name (unknown, not settable, repeated), then every value, as Redis checks
     # them: the first failure is the one reported.
     seen: set[str] = set()
-    protected_allowed = protected_action_allowed(c, "enable-protected-configs")
+    protected_allowed = dispatch.protected_action_allowed(c, "enable-protected-configs")
     for raw_name in names:
         if not Config.known(raw_name):
             raise RedisError(errors.CONFIG_SET_UNKNOWN.format(raw_name))
@@ -355,26 +355,6 @@ def config_help(c, argv):
         "REWRITE",
         "    Rewrite the configuration file.",
     )
-
-
-# --- protected commands (DEBUG, MODULE) ----------------------------------------------------------
-
-def protected_action_allowed(c, option: str) -> bool:
-    """Whether enable-debug-command or enable-module-command (`option`) lets c run it."""
-    setting = c.server.config.get(option)
-    if setting == "yes":
-        return True
-    if setting != "local":
-        return False
-    host = c.addr.rsplit(":", 1)[0].strip("[]")
-    if not host:  # a Unix socket is local
-        return True
-    import ipaddress  # only a "local" setting needs it: kept off start-up
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # --- replication, fun ----------------------------------------------------------------------------

@@ -137,6 +137,10 @@ def _execute(c: "Client", argv: list) -> Any:
             return resolved
         spec = resolved
     c.last_command = spec  # (what CLIENT LIST shows: set before the checks, as in Redis)
+    if spec.protected:
+        refusal = _protected_refusal(c, spec)
+        if refusal is not None:
+            return _reject(c, spec, refusal)
     # Redis asks the default user's password at each command, so removing requirepass frees
     # clients that connected while it was set.
     if not c.authenticated and "no_auth" not in spec.flags and c.server.access.auth_required():
@@ -191,6 +195,37 @@ def _execute(c: "Client", argv: list) -> Any:
         if held is not None:
             return held
     return call(c, spec, argv)
+
+
+def _protected_refusal(c: "Client", spec: CommandSpec) -> str | None:
+    """DEBUG and MODULE's loading commands are refused unless enable-debug-command or
+    enable-module-command allows this client: before authentication, and counted as a
+    rejected call (a transaction that queued one fails), as processCommand refuses them."""
+    if spec.root_name == "debug":
+        return None if protected_action_allowed(c, "enable-debug-command") else \
+            errors.DEBUG_NOT_ALLOWED
+    return None if protected_action_allowed(c, "enable-module-command") else \
+        errors.MODULE_NOT_ALLOWED
+
+
+def protected_action_allowed(c: "Client", option: str) -> bool:
+    """Whether a protected option (enable-debug-command, enable-module-command,
+    enable-protected-configs) lets c do what it guards: `yes`, or `local` from a loopback
+    address or a Unix socket."""
+    setting = c.server.config.get(option)
+    if setting == "yes":
+        return True
+    if setting != "local":
+        return False
+    host = c.addr.rsplit(":", 1)[0].strip("[]")
+    if not host:  # a Unix socket is local
+        return True
+    import ipaddress  # only a "local" setting needs it: kept off start-up
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 # What a transaction may still send when memory is over maxmemory (processCommand).

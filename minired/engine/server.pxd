@@ -16,7 +16,7 @@ cdef long long _QB_IOBUF_LEN, _QB_BIG_ARG
 cdef class Stats:
     cdef public object started, started_monotonic, error_replies
     # Counted on every read and reply: C integers, so counting allocates nothing.
-    cdef public long long connections_received, commands_processed, rejected_connections
+    cdef public long long connections_received, rejected_connections
     cdef public long long expired_keys, evicted_keys, net_input_bytes, net_output_bytes
     cdef public long long reads_processed, writes_processed, dump_payload_sanitizations, lazyfreed_objects
 

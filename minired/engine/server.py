@@ -44,7 +44,7 @@ _QB_BIG_ARG = querybuf.BIG_ARG
 
 class Stats:
     __slots__ = ("started", "started_monotonic", "connections_received",
-                 "commands_processed", "rejected_connections", "expired_keys", "evicted_keys",
+                 "rejected_connections", "expired_keys", "evicted_keys",
                  "net_input_bytes", "net_output_bytes", "error_replies",
                  "reads_processed", "writes_processed", "dump_payload_sanitizations",
                  "lazyfreed_objects")
@@ -56,8 +56,8 @@ class Stats:
 
     def reset(self) -> None:
         """Zero the counters (CONFIG RESETSTAT); the start time stays."""
+        # (INFO total_commands_processed is the sum of the commands' calls: table.calls_total)
         self.connections_received = 0
-        self.commands_processed = 0
         self.rejected_connections = 0
         self.expired_keys = 0
         self.evicted_keys = 0  # keys deleted to stay under maxmemory
@@ -589,7 +589,6 @@ class ClientProtocol:
                 server.blocking.serve_ready_keys()
             if client.close_after_reply or client.closing:
                 break
-        server.stats.commands_processed += count
         if out:
             self._write(b"".join(out))
         if client.close_after_reply:

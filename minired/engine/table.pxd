@@ -4,6 +4,7 @@
 cdef class CommandSpec:
     cdef public object name, handler, arity, flags, first_key, last_key, step, group
     cdef public object key_finder, parent, subcommands, summary, denyoom, write, min_args, max_args
+    cdef public bint protected
     cdef public Py_ssize_t index
 
 cdef class CommandStats:

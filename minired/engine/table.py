@@ -46,7 +46,7 @@ class CommandSpec:
 
     __slots__ = ("name", "handler", "arity", "flags", "first_key", "last_key", "step", "group",
                  "key_finder", "parent", "subcommands", "summary", "index", "denyoom", "write",
-                 "min_args", "max_args")
+                 "protected", "min_args", "max_args")
 
     def __init__(self, name: str, handler: Handler | None, arity: int, flags: frozenset,
                  first_key: int = 0, last_key: int = 0, step: int = 0, group: str = "generic",
@@ -70,6 +70,7 @@ class CommandSpec:
         self.index = _number()  # (its counters: stats_of)
         self.denyoom = "denyoom" in flags
         self.write = "write" in flags
+        self.protected = "protected" in flags  # DEBUG, MODULE LOAD...: enable-*-command
         # Argument-count bounds from the arity, so dispatch checks them with one comparison.
         self.min_args = arity if arity >= 0 else -arity
         self.max_args = arity if arity >= 0 else 1 << 62
@@ -137,6 +138,19 @@ def stats_of(server, spec: CommandSpec) -> CommandStats:
         tracking = server.config.get("latency-tracking") == "yes"
         table.extend(CommandStats(tracking) for _ in range(len(table), _spec_count))
     return table[spec.index]
+
+
+def calls_total(server) -> int:
+    """INFO total_commands_processed: Redis counts each call() (server.stat_numcommands), so a
+    script's and an EXEC's commands count, and a command refused before it runs (unknown, wrong
+    arity, NOAUTH, queued by MULTI) does not; the commands' calls are exactly those."""
+    return sum(stats.calls for stats in server.command_stats)
+
+
+def uncounted_stats() -> list:
+    """A table of counters no INFO reads, for a client whose commands Redis leaves out of the
+    statistics: the AOF's replay (call() skips them while loading the AOF)."""
+    return [CommandStats(False) for _ in range(_spec_count)]
 
 
 def _parse_flags(flags: str) -> frozenset:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from minired.data.keyspace import Clock
 from minired.engine import dispatch
 from minired.engine.client import Client
+from minired.engine.table import uncounted_stats
 from minired.features.persist_files import LoadError
 from minired.protocol.errors import RedisError
 
@@ -143,6 +144,9 @@ class Loader:
         # Obeyed as a master's link is (mustObeyClient): a replica's read-only state, or a
         # refusal of writes, never stops the file's writes, scripts' included.
         self.client.flags = "M"
+        # Replayed commands are not calls INFO counts (commandstats, total_commands_processed),
+        # as in Redis, which leaves statistics alone while loading the AOF.
+        self.client.command_stats = uncounted_stats()
         self.commands = 0
         self.clock = Clock()
         self.clock.offset_ms = -self.clock.ms()

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from minired.engine.server import used_memory
+from minired.engine.table import calls_total
 
 if TYPE_CHECKING:
     from minired.engine.server import Server
@@ -61,7 +62,7 @@ class Metrics:
         self.startup_memory = used_memory()
         stats = server.stats
         now = _now_ms()
-        self.ops = Rate(now, stats.commands_processed)
+        self.ops = Rate(now, calls_total(server))
         self.input_bytes = Rate(now, stats.net_input_bytes)
         self.output_bytes = Rate(now, stats.net_output_bytes)
         self._timer: asyncio.TimerHandle | None = None
@@ -70,7 +71,7 @@ class Metrics:
     def sample(self) -> None:
         stats = self.server.stats
         now = _now_ms()
-        self.ops.track(now, stats.commands_processed)
+        self.ops.track(now, calls_total(self.server))
         self.input_bytes.track(now, stats.net_input_bytes)
         self.output_bytes.track(now, stats.net_output_bytes)
 

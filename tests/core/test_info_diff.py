@@ -6,6 +6,8 @@ Exceptions, by name: minired_version and python_version are minired's own (Serve
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -15,7 +17,14 @@ from minired.embed import EmbeddedServer
 from minired.features.metrics import SAMPLES, Rate
 from tests.support.differential import Differential
 from tests.support.respclient import RawClient
-from tests.support.servers import RedisServer, debug_server_pair
+from tests.support.servers import (
+    RedisServer,
+    debug_server_pair,
+    free_port,
+    redis_server_binary,
+    terminate,
+    wait_for_ping,
+)
 from tests.support.waiting import wait_until
 
 MINIRED_ONLY = {"minired_version", "python_version"}
@@ -49,6 +58,13 @@ def fields(client: RawClient, section: str = "everything") -> dict[str, str]:
 
 def both_fields(diff, section: str = "everything") -> tuple[dict, dict]:
     return fields(diff.redis, section), fields(diff.minired, section)
+
+
+def commandstats(client: RawClient) -> dict[str, list[str]]:
+    """INFO commandstats without the times: command -> calls, rejected_calls, failed_calls."""
+    stats = parse_info(client.call("INFO", "commandstats")).get("Commandstats", [])
+    return {name: [part for part in value.split(",") if not part.startswith("usec")]
+            for name, value in stats}
 
 
 def assert_same(diff, *names: str, section: str = "everything") -> None:
@@ -193,12 +209,101 @@ def test_commandstats_calls(diff):
                     ("GET", "nope")):
         diff.both(*command)
 
-    def calls(client):
-        stats = parse_info(client.call("INFO", "commandstats"))["Commandstats"]
-        return {name: [part for part in value.split(",") if not part.startswith("usec")]
-                for name, value in stats}
+    assert commandstats(diff.minired) == commandstats(diff.redis)
 
-    assert calls(diff.minired) == calls(diff.redis)
+
+# Redis counts each call() in total_commands_processed (and in each command's calls): a
+# script's and an EXEC's commands count; one refused before it runs (unknown, wrong arity,
+# DEBUG while enable-debug-command is no, NOAUTH, queued by MULTI) does not.
+LUA_SET_GET = "redis.call('SET', 'a', '1') return redis.call('GET', 'a')"
+CALL_COUNTING_SEQUENCES = {
+    "a read": [("GET", "k")],
+    "unknown": [("NOSUCH",)],
+    "wrong arity": [("GET",)],
+    "unknown subcommand": [("CONFIG", "NOSUCH")],
+    "subcommand arity": [("CONFIG", "GET")],
+    "a failed call": [("SET", "s", "x"), ("LPUSH", "s", "x"), ("SET", "k", "v", "XYZ")],
+    "a script's calls": [("EVAL", LUA_SET_GET, "0")],
+    "a script's calls, the last failing": [
+        ("EVAL", "redis.call('SET', 's', 'x') return redis.call('LPUSH', 's', 'y')", "0")],
+    "a script's pcall refused": [("EVAL", "return redis.pcall('NOSUCH')", "0"),
+                                 ("EVAL", "return redis.pcall('GET')", "0")],
+    "a script that does not compile": [("EVAL", "return (", "0"), ("EVALSHA", "a" * 40, "0")],
+    "a script's loop": [("EVAL", "for i = 1, 10 do redis.call('INCR', 'n') end", "0")],
+    "a function": [("FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', "
+                    "function(keys, args) return redis.call('PING') end)"), ("FCALL", "f", "0")],
+    "a transaction": [("MULTI",), ("SET", "k", "v"), ("GET", "k"), ("EXEC",)],
+    "a transaction with a script": [("MULTI",), ("EVAL", LUA_SET_GET, "0"), ("EXEC",)],
+    "a transaction refused": [("MULTI",), ("GET",), ("NOSUCH",), ("SET", "k", "1"), ("EXEC",)],
+    "a transaction discarded": [("MULTI",), ("SET", "k", "v"), ("DISCARD",)],
+    "a transaction nested": [("MULTI",), ("MULTI",), ("EXEC",)],
+    "a transaction aborted by WATCH": [("WATCH", "w"), ("SET", "w", "1"), ("MULTI",),
+                                       ("GET", "w"), ("EXEC",)],
+    "a blocking pop served at once": [("RPUSH", "l", "a"), ("BLPOP", "l", "0")],
+    "a blocking pop timing out": [("BLPOP", "none", "0.01")],
+    "protected commands": [("DEBUG", "SLEEP", "0"), ("MODULE", "LOAD", "x"), ("MODULE", "LIST")],
+    "protected commands queued": [("MULTI",), ("DEBUG", "HELP"), ("GET", "x"), ("EXEC",),
+                                  ("MULTI",), ("MODULE", "UNLOAD", "x"), ("EXEC",)],
+}
+
+
+@pytest.mark.parametrize("sequence", CALL_COUNTING_SEQUENCES.values(),
+                         ids=CALL_COUNTING_SEQUENCES.keys())
+def test_what_counts_as_a_call(diff, sequence):
+    diff.check("CONFIG", "RESETSTAT")
+    for command in sequence:
+        diff.check(*command)
+    assert_same(diff, "total_commands_processed", section="stats")
+    assert commandstats(diff.minired) == commandstats(diff.redis)
+
+
+def test_refused_before_authentication_for_a_protected_command(diff):
+    """DEBUG and MODULE LOAD are refused for what they are before NOAUTH, and not counted."""
+    diff.check("CONFIG", "SET", "requirepass", "secret")
+    try:
+        strangers = RawClient(diff.redis_port), RawClient(diff.minired_port)
+        try:
+            for command in (("DEBUG", "SLEEP", "0"), ("MODULE", "LOAD", "x"), ("GET", "k")):
+                theirs, ours = (client.call(*command) for client in strangers)
+                assert ours == theirs, command
+        finally:
+            for client in strangers:
+                client.close()
+        diff.check("AUTH", "secret")
+        assert commandstats(diff.minired) == commandstats(diff.redis)
+    finally:
+        diff.check("CONFIG", "SET", "requirepass", "")
+
+
+def test_an_aof_replay_counts_no_calls(tmp_path):
+    """Redis leaves statistics alone while it loads the AOF: after a restart, INFO counts only
+    what clients sent since (minired counted every replayed command as a call)."""
+    counted = []
+    for name, program in (("redis", [redis_server_binary()]),
+                          ("minired", [sys.executable, "-m", "minired"])):
+        port = free_port()
+        argv = [*program, "--port", str(port), "--dir", str(tmp_path / name), "--save", "",
+                "--appendonly", "yes", "--appendfsync", "always"]
+        (tmp_path / name).mkdir()
+        for run in range(2):
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_for_ping(port)
+                client = RawClient(port)
+                if run == 0:
+                    for command in (("SET", "a", "1"), ("EVAL", "redis.call('INCR', 'n')", "0"),
+                                    ("MULTI",), ("SET", "b", "2"), ("EXEC",)):
+                        client.call(*command)
+                else:
+                    assert client.call("MGET", "a", "n", "b") == [b"1", b"1", b"2"]
+                    # (without PING: the start-up wait's first ones may be refused, LOADING)
+                    calls = commandstats(client)
+                    del calls["cmdstat_ping"]
+                    counted.append((fields(client, "stats")["total_commands_processed"], calls))
+                client.close()
+            finally:
+                terminate(proc)
+    assert counted[1] == counted[0]
 
 
 def test_socket_reads_and_writes(diff):
