@@ -66,6 +66,10 @@ class Waiter:
         self.resume = resume
 
 
+# How a wait ends (Blocking.finish): what INFO commandstats and the slow log make of it.
+SERVED, TIMED_OUT, UNBLOCKED = 0, 1, 2
+
+
 # Redis reads a seconds timeout with strtold, multiplies by 1000 in long double and rounds
 # up to whole milliseconds. The rounding decides edge cases clients can see: "-0.001" is
 # -0.99999... ms in long double, which rounds up to 0 (block forever), while "-0.0011" is an
@@ -170,21 +174,27 @@ class BlockingManager:
         self.waiters.pop(waiter.client.id, None)
         waiter.client.blocked = None
 
-    def finish(self, waiter: Waiter, reply: Any) -> None:
-        """Answer a blocked client and let it run its next commands."""
+    def finish(self, waiter: Waiter, reply: Any, ending: int = SERVED) -> None:
+        """Answer a blocked client and let it run its next commands. `ending`: SERVED (its
+        keys, or the event it waited for), TIMED_OUT, or UNBLOCKED (CLIENT UNBLOCK)."""
         if self.on_finish is not None:
             self.on_finish(waiter, reply)
-        if type(reply) is RedisError:
+        client = waiter.client
+        if ending == UNBLOCKED or type(reply) is RedisError:
             # The blocked command fails only now (NOGROUP, UNBLOCKED, WRONGTYPE on serving):
-            # counted in errorstats and its failed_calls as Redis's updateStatsOnUnblock does.
-            spec = waiter.client.last_command
+            # its failed_calls, as Redis's updateStatsOnUnblock counts it. Redis 7.0's CLIENT
+            # UNBLOCK counts the command failed whatever the reply, TIMEOUT's included.
+            spec = client.last_command
             if spec is not None:
-                stats_of(waiter.client.server, spec).failed_calls += 1
-            waiter.client.server.stats.count_error(reply.message)
+                stats_of(client.server, spec).failed_calls += 1
+        if type(reply) is RedisError:
+            client.server.stats.count_error(reply.message)
         logged = waiter.block.logged_call
-        if logged is not None:
-            client = waiter.client
-            client.server.slowlog.push_if_slow(client, logged[0], logged[1], logged[2])
+        if logged is not None and ending != TIMED_OUT:
+            # A wait that times out is not logged (replyToBlockedClientTimedOut); one that
+            # CLIENT UNBLOCK ends is, with no arguments: Redis 7.0 logs it after freeing them.
+            argv = logged[1] if ending == SERVED else []
+            client.server.slowlog.push_if_slow(client, logged[0], argv, logged[2])
         self._detach(waiter)
         waiter.client.send(reply)
         waiter.resume()
@@ -201,7 +211,7 @@ class BlockingManager:
         if waiter is None:
             return False
         reply = RedisError(errors.UNBLOCKED) if with_error else waiter.block.timeout_reply
-        self.finish(waiter, reply)
+        self.finish(waiter, reply, UNBLOCKED)
         return True
 
     def serve_ready_keys(self) -> None:
@@ -253,11 +263,11 @@ class BlockingManager:
             # `timeout < now`), so at the earliest one millisecond after it.
             self._arm_timer(waiter, remaining + 1)
             return
-        self.finish(waiter, waiter.block.timeout_reply)
+        self.finish(waiter, waiter.block.timeout_reply, TIMED_OUT)
 
     def _on_clock_advanced(self) -> None:
         """MINIRED ADVANCE moved the clock: time out every wait whose deadline it passed."""
         now = self.keyspace.clock.ms()
         for waiter in list(self.waiters.values()):
             if waiter.deadline_ms is not None and waiter.deadline_ms < now:
-                self.finish(waiter, waiter.block.timeout_reply)
+                self.finish(waiter, waiter.block.timeout_reply, TIMED_OUT)

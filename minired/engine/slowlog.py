@@ -29,6 +29,8 @@ _SENSITIVE_CONFIG = frozenset((b"masterauth", b"masteruser", b"requirepass"))
 
 def redacted(argv: list) -> list:
     """argv as Redis's redactClientCommandArgument leaves it for the slow log and MONITOR."""
+    if not argv:  # (a command CLIENT UNBLOCK ended: Redis logs it with no arguments)
+        return argv
     name = argv[0].lower()
     argc = len(argv)
     if name == b"auth":

@@ -8,6 +8,7 @@ import pytest
 
 from tests.support.differential import Err
 from tests.support.respclient import RawClient
+from tests.support.waiting import wait_blocked
 
 
 @pytest.fixture
@@ -127,6 +128,45 @@ def test_blocked_command_is_logged_when_served(slow, real_redis, mini):
         slow.check("EXEC")
         assert waiters[0].read() == waiters[1].read() == [b"l", b"foo"]
         _check_log(slow, "-1")
+    finally:
+        for waiter in waiters:
+            waiter.close()
+
+
+def test_a_wait_that_times_out_is_not_logged(slow):
+    """Redis logs a blocked command when it is served, never when its wait times out
+    (replyToBlockedClientTimedOut): the log holds no BLPOP, XREAD or WAIT here."""
+    slow.check("BLPOP", "none", "0.01")
+    slow.check("XREAD", "BLOCK", "10", "STREAMS", "s", "$")
+    slow.check("WAIT", "1", "10")
+    _check_log(slow, "-1")
+
+
+@pytest.mark.parametrize("reason", ["TIMEOUT", "ERROR"])
+def test_client_unblock_is_logged_without_arguments(slow, real_redis, mini, reason):
+    """Redis 7.0's CLIENT UNBLOCK logs the command it ends after freeing its arguments (an
+    entry with none), and counts that command failed whatever the reason."""
+    waiters = [RawClient(real_redis.port), RawClient(mini.port)]
+    try:
+        ids = [waiter.call("CLIENT", "ID") for waiter in waiters]
+        slow.check("CONFIG", "RESETSTAT")
+        for waiter in waiters:
+            waiter.send("BZPOPMIN", "z", "0")
+        wait_blocked(slow.redis, slow.minired)
+        slow.check("SLOWLOG", "RESET")
+        for client, waiter_id in zip((slow.redis, slow.minired), ids):
+            assert client.call("CLIENT", "UNBLOCK", waiter_id, reason) == 1
+        assert waiters[0].read() == waiters[1].read()
+        logs = [_shape(entries) for entries in slow.both("SLOWLOG", "GET", "-1")]
+        for log in logs:  # (the two servers number their clients alike only by chance)
+            log[0][0][2] = b"<id>"
+        assert logs[1] == logs[0]
+        assert [args for args, _, _ in logs[0]] == [
+            [b"CLIENT", b"UNBLOCK", b"<id>", reason.encode()], [], [b"SLOWLOG", b"RESET"]]
+        stats = [[line.split(",usec=")[0] + "," + line.split(",", 3)[3]
+                  for line in client.call("INFO", "commandstats").decode().split("\r\n")
+                  if line.startswith("cmdstat_bzpopmin")] for client in (slow.redis, slow.minired)]
+        assert stats[1] == stats[0]
     finally:
         for waiter in waiters:
             waiter.close()
