@@ -37,7 +37,7 @@ class Block:
     """
 
     __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply", "retry_when_deleted",
-                 "logged_call")
+                 "logged_call", "latency_slot")
 
     def __init__(self, keys: list[bytes], timeout_ms: int,
                  retry: Callable[["Client", bytes], Any], timeout_reply: Any,
@@ -49,6 +49,9 @@ class Block:
         self.retry_when_deleted = retry_when_deleted
         # (spec, argv, nanoseconds) of the call that blocked, for the slow log (dispatch.call).
         self.logged_call: tuple | None = None
+        # The latency histogram's slot for the call that blocked (dispatch.call), counted
+        # once the wait is served or unblocked; -1: latency-tracking was off.
+        self.latency_slot = -1
 
 
 class Waiter:
@@ -189,6 +192,13 @@ class BlockingManager:
                 stats_of(client.server, spec).failed_calls += 1
         if type(reply) is RedisError:
             client.server.stats.count_error(reply.message)
+        slot = waiter.block.latency_slot
+        if slot >= 0 and ending != TIMED_OUT and client.last_command is not None:
+            # A command that blocked joins its latency histogram when it is answered, not
+            # when its wait times out (updateStatsOnUnblock runs for the first, not the second).
+            histogram = stats_of(client.server, client.last_command).latency_histogram
+            if histogram is not None:
+                histogram[slot] += 1
         logged = waiter.block.logged_call
         if logged is not None and ending != TIMED_OUT:
             # A wait that times out is not logged (replyToBlockedClientTimedOut); one that

@@ -14,6 +14,7 @@ from minired.commands.diagnostics import memory_doctor_report
 from minired.embed import EmbeddedServer
 from minired.engine import latency
 from tests.support.respclient import Double, Map, RawClient, Verbatim
+from tests.support.waiting import wait_blocked
 
 # The highest value (microseconds) of each bucket LATENCY HISTOGRAM can name: 1024 ns doubling,
 # as hdr_histogram reports them, and the 1 s clamp.
@@ -120,6 +121,35 @@ def test_latency_histogram_in_a_transaction(diff):
     diff.check("MULTI")
     diff.check("LATENCY", "HISTOGRAM", "set")
     diff.check("EXEC")
+
+
+def test_a_blocked_command_joins_its_histogram_when_answered(diff, real_redis, mini):
+    """A command that blocks is counted in LATENCY HISTOGRAM once its wait is served or
+    ended by CLIENT UNBLOCK (updateStatsOnUnblock), never when it times out."""
+    waiters = [RawClient(real_redis.port), RawClient(mini.port)]
+    try:
+        ids = [waiter.call("CLIENT", "ID") for waiter in waiters]
+        diff.check("CONFIG", "RESETSTAT")
+        for waiter in waiters:  # timed out: not counted
+            waiter.call("BLPOP", "none", "0.01")
+            waiter.call("XREAD", "BLOCK", "10", "STREAMS", "s", "$")
+        for waiter in waiters:  # served: counted
+            waiter.send("BLPOP", "l", "0")
+        wait_blocked(diff.redis, diff.minired)
+        diff.check("LPUSH", "l", "x")
+        assert waiters[0].read() == waiters[1].read()
+        for waiter in waiters:  # ended by CLIENT UNBLOCK: counted
+            waiter.send("BZPOPMIN", "z", "0")
+        wait_blocked(diff.redis, diff.minired)
+        for client, waiter_id in zip((diff.redis, diff.minired), ids):
+            assert client.call("CLIENT", "UNBLOCK", waiter_id) == 1
+        assert waiters[0].read() == waiters[1].read()
+        theirs, ours = diff.both("LATENCY", "HISTOGRAM", "blpop", "xread", "bzpopmin")
+        assert _histograms(ours, 2) == _histograms(theirs, 2) == [(b"blpop", 1),
+                                                                  (b"bzpopmin", 1)]
+    finally:
+        for waiter in waiters:
+            waiter.close()
 
 
 def test_resetstat_forgets_the_histograms(diff):
