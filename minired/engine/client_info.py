@@ -23,8 +23,15 @@ def _flags(c) -> str:
     if c.blocked is not None:
         flags += "b"
     flags += _tracking_flags(c)
+    if any(record.dirty for record in c.watched):  # a WATCHed key changed: EXEC will fail
+        flags += "d"
+    if c.close_after_reply:
+        flags += "c"
     if on_unix_socket(c):
         flags += "U"
+    eviction = c.server.hooks.client_eviction
+    if eviction is not None and eviction.exempt(c):
+        flags += "e"
     return flags or "N"
 
 

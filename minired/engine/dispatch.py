@@ -125,8 +125,11 @@ def _execute(c: "Client", argv: list) -> Any:
     if spec is None or spec.subcommands or not spec.min_args <= len(argv) <= spec.max_args:
         resolved = resolve(argv)
         if type(resolved) is RedisError:
-            c.last_command = None
             known = lookup(argv)  # a known command with the wrong arity counts as rejected
+            # CLIENT LIST's cmd: Redis's lookupCommand finds a command whatever its arity, and
+            # nothing for an unknown subcommand (`lookup` gives its container then).
+            c.last_command = None if known is None or known.subcommands and len(argv) > 1 \
+                else known
             if known is not None and not known.arity_ok(len(argv)):
                 stats_of(c.server, known).rejected_calls += 1
             if known is not None and _is_exec(known):

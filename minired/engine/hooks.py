@@ -144,6 +144,9 @@ class ClientEviction(Protocol):
         """Evict clients (largest first) while clients' memory is over maxmemory-clients: how
         many were (key eviction asks first, as Redis's processCommand does)."""
 
+    def exempt(self, c: "Client") -> bool:
+        """Whether c is never evicted (CLIENT NO-EVICT ON): CLIENT LIST's flag e."""
+
 
 class Features:
     """The features' own per-server state (Server.features), each under the name its feature

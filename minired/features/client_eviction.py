@@ -111,6 +111,9 @@ class ClientEviction:
             if loop is not None and not self.server.shutdown_requested:
                 self._cron = loop.call_later(_CRON_S, self._tick)
 
+    def exempt(self, c: "Client") -> bool:
+        return c.id in self.no_evict
+
     def forget(self, c: "Client") -> None:
         self.no_evict.discard(c.id)
 

@@ -70,3 +70,36 @@ def test_a_big_buffer_is_cut_to_the_recent_peak():
     # A 128-byte read, then the next visit cuts the buffer down to that peak.
     conn.qb_peak = max(conn.qb_peak, 128)
     assert querybuf.figures(conn, 100.2, 100.15) == (0, 128)
+
+
+def _flags_and_cmd(listing: bytes, name: bytes) -> tuple[str, str]:
+    line = next(line for line in bytes(listing).split(b"\n") if b" name=" + name + b" " in line)
+    found = re.search(rb" flags=(\S+) .* cmd=(\S+) ", line)
+    return found.group(1).decode(), found.group(2).decode()
+
+
+# Steps of a watched client (W: run by another client): after each, CLIENT LIST's flags and
+# cmd for it, as Redis shows them.
+FLAG_STEPS = [
+    ("GET",), ("NOSUCH",), ("CONFIG", "NOSUCH"), ("CONFIG", "GET"), ("CONFIG",),
+    ("CLIENT", "NO-EVICT", "on"), ("SUBSCRIBE", "ch"), ("GET", "x"), ("UNSUBSCRIBE",),
+    ("WATCH", "k"), ("W", "SET", "k", "1"), ("MULTI",), ("GET",), ("DISCARD",),
+    ("CLIENT", "NO-EVICT", "off"), ("WATCH", "a"), ("W", "FLUSHDB"), ("UNWATCH",),
+    ("WATCH", "b"), ("W", "SWAPDB", "0", "1"), ("PING",), ("W", "SWAPDB", "0", "1"),
+]
+
+
+def test_flags_and_command_shown(diff, connect):
+    """Flags d (a WATCHed key changed) and e (CLIENT NO-EVICT), and cmd after a refusal: the
+    command Redis looked up, whatever its arity; NULL for an unknown command or subcommand."""
+    watched = connect()
+    watched.check("CLIENT", "SETNAME", "w")
+    for step in FLAG_STEPS:
+        if step[0] == "W":
+            diff.check(*step[1:])
+        else:
+            watched.check(*step)
+        theirs, ours = diff.both("CLIENT", "LIST")
+        assert _flags_and_cmd(ours, b"w") == _flags_and_cmd(theirs, b"w"), step
+    watched.check("UNWATCH")
+    watched.check("CLIENT", "NO-EVICT", "off")
