@@ -234,6 +234,11 @@ CALL_COUNTING_SEQUENCES = {
                     "function(keys, args) return redis.call('PING') end)"), ("FCALL", "f", "0")],
     "a transaction": [("MULTI",), ("SET", "k", "v"), ("GET", "k"), ("EXEC",)],
     "a transaction with a script": [("MULTI",), ("EVAL", LUA_SET_GET, "0"), ("EXEC",)],
+    "a transaction with a failing command": [("MULTI",), ("SET", "s", "x"), ("LPUSH", "s", "x"),
+                                             ("EXEC",)],
+    "a transaction with a failing script": [
+        ("MULTI",), ("EVAL", "return redis.call('LPUSH', 's', 'y')", "0"), ("SET", "s", "x"),
+        ("EVAL", "return redis.call('LPUSH', 's', 'y')", "0"), ("EXEC",)],
     "a transaction refused": [("MULTI",), ("GET",), ("NOSUCH",), ("SET", "k", "1"), ("EXEC",)],
     "a transaction discarded": [("MULTI",), ("SET", "k", "v"), ("DISCARD",)],
     "a transaction nested": [("MULTI",), ("MULTI",), ("EXEC",)],

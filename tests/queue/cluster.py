@@ -23,6 +23,8 @@ class RedisClusterServers:
         self.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                                   "--cluster-node-timeout", str(node_timeout), port=port)
                       for port in sorted(ports)]
+        for node in self.nodes:  # (a port taken before its node binds it: another is picked)
+            node.fixed_port = False
         self.host = "127.0.0.1"
 
     @property

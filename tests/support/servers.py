@@ -42,11 +42,22 @@ def free_cluster_port(taken: frozenset[int] | set[int] = frozenset()) -> int:
             return port
 
 
+class PortTaken(RuntimeError):
+    """The server started on a port something else holds: it exited (it could not bind), or
+    another process answered there."""
+
+
 def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0,
-                  password: str | None = None) -> None:
+                  password: str | None = None,
+                  proc: subprocess.Popen | None = None) -> None:
     """Until the server answers PING. Without `password`, -NOAUTH counts as an answer; with
     it, the server must answer PONG once authenticated: a server still loading its data
-    answers -NOAUTH before -LOADING, so only the password tells loading from ready."""
+    answers -NOAUTH before -LOADING, so only the password tells loading from ready.
+
+    With `proc`, the answer must come from that process (INFO's process_id): a port picked by
+    free_port is free when picked, but another test's server (the other xdist worker's, which
+    picked the same port) or an outgoing connection may take it before this server binds it.
+    PortTaken then, so that the caller can start again on another port."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     auth = b""
@@ -54,6 +65,8 @@ def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0,
         secret = password.encode()
         auth = b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%b\r\n" % (len(secret), secret)
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise PortTaken(f"the server for port {port} exited ({proc.returncode}) at start")
         try:
             with socket.create_connection((host, port), timeout=1.0) as s:
                 s.sendall(auth + b"PING\r\n")
@@ -61,13 +74,32 @@ def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0,
                 if auth and reply.startswith(b"+OK\r\n"):
                     reply = reply[5:] or s.recv(64)
                     if reply.startswith(b"+PONG"):
+                        _check_pid(s, port, proc)
                         return
                 elif not auth and reply.startswith((b"+PONG", b"-NOAUTH")):
+                    if reply.startswith(b"+PONG"):
+                        _check_pid(s, port, proc)
                     return
         except OSError as exc:
             last = exc
         time.sleep(0.02)
     raise RuntimeError(f"server on port {port} did not answer PING within {timeout}s: {last!r}")
+
+
+def _check_pid(s: socket.socket, port: int, proc: subprocess.Popen | None) -> None:
+    if proc is None:
+        return
+    s.sendall(b"INFO server\r\n")
+    data = b""
+    found = None
+    while found is None:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        found = re.search(rb"process_id:(\d+)\r\n", data)
+    if found is None or int(found.group(1)) != proc.pid:
+        raise PortTaken(f"another process answers on port {port}")
 
 
 def terminate(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
@@ -113,9 +145,11 @@ class RedisServer:
     """A real redis-server on a free port, in a throwaway directory, persistence off."""
 
     def __init__(self, *extra_args: str, port: int | None = None) -> None:
-        cluster = any(a == "--cluster-enabled" and b == "yes"
-                      for a, b in zip(extra_args, extra_args[1:]))
-        self.port = port or (free_cluster_port() if cluster else free_port())
+        self.cluster = any(a == "--cluster-enabled" and b == "yes"
+                           for a, b in zip(extra_args, extra_args[1:]))
+        # A port of the caller's is kept; one picked here is picked again if taken at start.
+        self.fixed_port = port is not None
+        self.port = port or (free_cluster_port() if self.cluster else free_port())
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args)
         self.dir = tempfile.mkdtemp(prefix="redis-")
@@ -132,7 +166,14 @@ class RedisServer:
             "--daemonize", "no", "--loglevel", "warning", *self.extra_args,
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_ping(self.port)
+        try:
+            wait_for_ping(self.port, proc=self.proc)
+        except PortTaken:
+            terminate(self.proc)
+            if self.fixed_port:
+                raise
+            self.port = free_cluster_port() if self.cluster else free_port()
+            return self.start()
         return self
 
     def stop(self) -> None:
@@ -150,9 +191,11 @@ class MiniredProcess:
     """minired as a subprocess (python -m minired), on a free port."""
 
     def __init__(self, *extra_args: str, port: int | None = None) -> None:
-        cluster = any(a == "--cluster-enabled" and b == "yes"
-                      for a, b in zip(extra_args, extra_args[1:]))
-        self.port = port or (free_cluster_port() if cluster else free_port())
+        self.cluster = any(a == "--cluster-enabled" and b == "yes"
+                           for a, b in zip(extra_args, extra_args[1:]))
+        # A port of the caller's is kept; one picked here is picked again if taken at start.
+        self.fixed_port = port is not None
+        self.port = port or (free_cluster_port() if self.cluster else free_port())
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args)
         self.proc: subprocess.Popen | None = None
@@ -165,7 +208,14 @@ class MiniredProcess:
         args = [sys.executable, "-m", "minired", "--port", str(self.port), *self.extra_args]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        wait_for_ping(self.port)
+        try:
+            wait_for_ping(self.port, proc=self.proc)
+        except PortTaken:
+            terminate(self.proc)
+            if self.fixed_port:
+                raise
+            self.port = free_cluster_port() if self.cluster else free_port()
+            return self.start()
         return self
 
     def stop(self) -> None:
