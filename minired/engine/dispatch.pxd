@@ -11,7 +11,8 @@ cpdef object execute(Client c, list argv)
 cpdef object _execute(Client c, list argv)
 @cython.locals(start=cython.longlong, finish=cython.longlong, elapsed=cython.longlong,
                histogram=list, extras=cython.bint, changes=cython.longlong,
-               threshold=cython.longlong, clock=Clock, table=list, stats=CommandStats)
+               threshold=cython.longlong, clock=Clock, table=list, stats=CommandStats,
+               slot=cython.int)
 cpdef object call(Client c, CommandSpec spec, list argv)
 # Run for every denyoom command and every command inside MULTI: a C call.
 @cython.locals(refused=cython.bint, queued=CommandSpec)

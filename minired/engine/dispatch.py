@@ -425,10 +425,11 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     stats.calls += 1
     histogram = stats.latency_histogram  # LATENCY HISTOGRAM (minired/engine/latency.py); None: off
     if histogram is not None:
+        slot = _bit_length(elapsed) if _COMPILED else elapsed.bit_length()
         if type(reply) is Block:  # counted when the wait ends, if it is answered (blocking.py)
-            reply.latency_slot = _bit_length(elapsed) if _COMPILED else elapsed.bit_length()
+            reply.latency_slot = slot
         else:
-            histogram[_bit_length(elapsed) if _COMPILED else elapsed.bit_length()] += 1
+            histogram[slot] += 1
     threshold = c.config.slowlog_threshold_ns  # slowlog-log-slower-than; -1: off
     if threshold >= 0 and (threshold <= elapsed or type(reply) is Block):
         _slow(c, spec, argv, reply, elapsed)
