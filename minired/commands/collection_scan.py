@@ -2,10 +2,9 @@
 
 A collection Redis would hold in a compact encoding (listpack, intset: the one rule OBJECT
 ENCODING reports, keys_object.encoding) comes back whole with cursor 0, whatever COUNT says,
-as Redis answers. Others (hashtable, skiplist) are paged by COUNT, walked in the order of a
-64-bit hash of each member, the cursor being the hash to resume from, as SCAN walks the
-keyspace (keys.py): every member present for the whole iteration is returned, and the
-iteration always ends. Sorting by hash is done once per iteration and kept in a small
+as Redis answers. Others (hashtable, skiplist) are paged by COUNT (`page`, which SCAN's walk
+of the keyspace uses too, keys.py): every member present for the whole iteration is returned,
+and the iteration always ends. Sorting by hash is done once per iteration and kept in a small
 per-server cache, so each call costs O(COUNT + log n) rather than a sort.
 """
 from __future__ import annotations
@@ -37,6 +36,38 @@ class _Snapshot:
                 and all(map(collection.__contains__, self.members)))
 
 
+def table_bits(size: int) -> int:
+    """log2 of the hash table Redis holds `size` entries in: a power of two that holds them,
+    4 at least (_dictExpandIfNeeded)."""
+    return max(2, (size - 1).bit_length())
+
+
+def _reversed(value: int, bits: int) -> int:
+    return int(format(value, f"0{bits}b")[::-1], 2)
+
+
+def page(hashes: list[int], cursor: int, count: int, size: int) -> tuple[int, int, int]:
+    """One step of a cursor walk over entries sorted by their 64-bit hash: (start, end, next
+    cursor, 0 at the end) of the entries to return.
+
+    The walk is Redis's dictScan: a table of 2**bits buckets (table_bits of the entries held
+    now), the cursor a bucket number, buckets visited in the order of their bits reversed, each
+    returned whole. Here a bucket is the top `bits` bits of the hash, so the walk's order is the
+    hashes' own, and the cursor is the next bucket's bits reversed: as in Redis, its low bits
+    are the hash's top ones whatever the table's size, so a cursor made before the table grew or
+    shrank resumes where it should (a shrink may return some entries again, never miss one),
+    and it stays below the table's size (small, as Redis's: Lua numbers and JavaScript keep it
+    exact)."""
+    bits = table_bits(size)
+    shift = 64 - bits
+    start = bisect.bisect_left(hashes, _reversed(cursor & ((1 << bits) - 1), bits) << shift)
+    end = min(start + count, len(hashes))
+    # A bucket is never split across calls: the cursor could not tell its entries apart.
+    while 0 < end < len(hashes) and hashes[end] >> shift == hashes[end - 1] >> shift:
+        end += 1
+    return start, end, 0 if end >= len(hashes) else _reversed(hashes[end] >> shift, bits)
+
+
 def scan_members(c, key: bytes, value, collection: Collection[bytes], in_order: Iterable[bytes],
                  cursor: int, count: int, pattern: bytes | None) -> tuple[bytes, list[bytes]]:
     """One step of an iteration over `value`: (next cursor, members found), MATCH applied.
@@ -61,15 +92,9 @@ def scan_members(c, key: bytes, value, collection: Collection[bytes], in_order: 
         if len(cache) >= _CACHED_SNAPSHOTS:
             del cache[next(iter(cache))]
         cache[cache_key] = snapshot
-    hashes = snapshot.hashes
-    position = bisect.bisect_left(hashes, cursor)
-    end = min(position + count, len(hashes))
-    # Members sharing a hash are never split across calls: the cursor could not tell them apart.
-    while 0 < end < len(hashes) and hashes[end] == hashes[end - 1]:
-        end += 1
+    position, end, next_cursor = page(snapshot.hashes, cursor, count, len(collection))
     found = [member for member in snapshot.members[position:end]
              if member in collection and (match is None or match(member))]
-    if end >= len(hashes):
+    if not next_cursor:
         del cache[cache_key]
-        return b"0", found
-    return b"%d" % hashes[end], found
+    return b"%d" % next_cursor, found

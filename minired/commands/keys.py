@@ -2,12 +2,12 @@
 SCAN. OBJECT lives in keys_object.py, DUMP/RESTORE in keys_dump.py."""
 from __future__ import annotations
 
-import bisect
 import copy
 import random
 
 import cython
 
+from minired.commands.collection_scan import page
 from minired.commands.keys_object import LAZYFREE_THRESHOLD, free_effort
 from minired.data.glob import matcher
 from minired.data.keyspace import type_name
@@ -251,9 +251,10 @@ def randomkey(c, argv):
 class _ScanSnapshot:
     """The keys of one database ordered by a 64-bit hash, shared by all SCANs of that database.
 
-    The cursor is the hash to resume from, so it is stateless: a snapshot only saves re-sorting.
-    Keys present for the whole scan are in any snapshot taken since it started, and every call
-    moves past at least one hash value, so each such key is returned and the scan ends.
+    The cursor names where to resume in that order (collection_scan.page), so it is stateless:
+    a snapshot only saves re-sorting. Keys present for the whole scan are in any snapshot taken
+    since it started, and every call moves past at least one bucket, so each such key is
+    returned and the scan ends.
     """
 
     __slots__ = ("data_id", "hashes", "keys")
@@ -316,16 +317,10 @@ def scan(c, argv):
     if (snapshot is None or snapshot.data_id != id(db.data)
             or cursor == 0 and not snapshot.holds_exactly(db.data)):
         snapshot = snapshots[db.index] = _ScanSnapshot(db.data)
-    hashes, ordered_keys = snapshot.hashes, snapshot.keys
-    position = bisect.bisect_left(hashes, cursor)
-    end = min(position + count, len(hashes))
-    # Never split keys sharing a hash across two calls: the cursor could not tell them apart.
-    while 0 < end < len(hashes) and hashes[end] == hashes[end - 1]:
-        end += 1
-    next_cursor = 0 if end >= len(hashes) else hashes[end]
+    position, end, next_cursor = page(snapshot.hashes, cursor, count, len(db.data))
     match = matcher(pattern) if pattern is not None else None
     found = []
-    for key in ordered_keys[position:end]:
+    for key in snapshot.keys[position:end]:
         if match is not None and not match(key):
             continue
         value = db.get(key)

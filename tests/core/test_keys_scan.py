@@ -88,3 +88,68 @@ def test_scan_skips_expired_keys(mini_raw):
     mini_raw.call("MINIRED", "ADVANCE", "200")
     seen, _ = _full_scan(mini_raw)
     assert seen == [b"live"]
+
+
+def test_cursors_are_as_small_as_redis_s(diff):
+    """A cursor names a bucket of a table sized as Redis sizes its own (a power of two that
+    holds the keys): below 1024 for 1,000 keys, as in Redis; a 64-bit cursor turned into a Lua
+    number or a JavaScript one would lose its low digits."""
+    diff.check("MSET", *[x for i in range(1000) for x in (b"k%d" % i, b"v")])
+    for client in (diff.redis, diff.minired):
+        cursor, largest = b"0", 0
+        while True:
+            cursor, _ = client.call("SCAN", cursor)
+            largest = max(largest, int(cursor))
+            if cursor == b"0":
+                break
+        assert 0 < largest < 1024
+
+
+def test_a_script_scans_and_deletes_with_lua_numbers(diff):
+    """fakeredis's test_deleting_while_scan: the cursor goes through tonumber() each round."""
+    diff.check("MSET", *[x for i in range(100) for x in (b"key-%d" % i, b"v")])
+    script = """
+        local cursor, seen = 0, 0
+        repeat
+            local result = redis.call('SCAN', cursor)
+            for _, key in ipairs(result[2]) do redis.call('DEL', key); seen = seen + 1 end
+            cursor = tonumber(result[1])
+        until cursor == 0
+        return seen"""
+    diff.check("EVAL", script, "0")
+    diff.check("DBSIZE")
+
+
+@pytest.mark.parametrize("grow", [True, False])
+def test_a_scan_survives_the_table_growing_or_shrinking(mini_raw, grow):
+    """Keys present for the whole scan are returned although the table's size, and so the
+    cursor's meaning, changes between calls (Redis's reverse-binary cursor)."""
+    stable = [b"stable:%d" % i for i in range(100)]
+    others = [b"other:%d" % i for i in range(5000)]
+    mini_raw.call("MSET", *[x for key in stable for x in (key, b"v")])
+    if not grow:
+        mini_raw.call("MSET", *[x for key in others for x in (key, b"v")])
+
+    def resize(call_number):
+        if call_number == 3:
+            if grow:
+                mini_raw.call("MSET", *[x for key in others for x in (key, b"v")])
+            else:
+                mini_raw.call("DEL", *others)
+
+    seen, _ = _full_scan(mini_raw, "COUNT", "10", mutate=resize)
+    assert set(stable) <= set(seen)
+
+
+def test_hscan_survives_the_hash_growing(mini_raw):
+    mini_raw.call("HSET", "h", *[x for i in range(1000) for x in (b"f%d" % i, b"v")])
+    seen, cursor, calls = set(), b"0", 0
+    while True:
+        cursor, pairs = mini_raw.call("HSCAN", "h", cursor, "COUNT", "20")
+        seen.update(pairs[::2])
+        calls += 1
+        if calls == 5:
+            mini_raw.call("HSET", "h", *[x for i in range(20000) for x in (b"g%d" % i, b"v")])
+        if cursor == b"0":
+            break
+    assert {b"f%d" % i for i in range(1000)} <= seen
