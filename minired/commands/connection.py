@@ -200,7 +200,10 @@ def client_kill(c, argv):
         addr = argv[2].decode(errors="replace")
         for other in clients:
             if other.addr == addr:
-                other.kill()
+                if other is c:  # answered first, then closed (CLIENT_CLOSE_AFTER_REPLY)
+                    c.close_after_reply = True
+                else:
+                    other.kill()
                 return OK
         raise RedisError(errors.CLIENT_NO_SUCH_CLIENT)
     if len(argv) % 2 != 0:

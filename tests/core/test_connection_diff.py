@@ -1,4 +1,7 @@
 """Connection commands compared with real Redis."""
+import re
+
+from tests.support.respclient import RawClient
 
 
 def test_ping_echo_and_errors(diff):
@@ -32,3 +35,22 @@ def test_hello_3_reply_shape(diff):
     assert [k for k, _ in mini_reply] == [k for k, _ in redis_reply]
     assert dict(mini_reply)[b"proto"] == 3
     diff.check("PING")
+
+
+def test_client_kill_of_itself_answers_then_closes(real_redis, mini):
+    """CLIENT KILL addr:port (the old form) naming the client that sends it: +OK, then the
+    connection closes, the commands after it unanswered (as with CLIENT KILL ID of itself)."""
+    replies = []
+    for port in (real_redis.port, mini.port):
+        client = RawClient(port)
+        addr = re.search(rb"addr=(\S+)", client.call("CLIENT", "INFO")).group(1)
+        client.send_raw(b"CLIENT KILL " + addr + b"\r\nPING\r\n")
+        received = b""
+        while True:
+            chunk = client.sock.recv(4096)
+            if not chunk:
+                break
+            received += chunk
+        replies.append(received)
+        client.close()
+    assert replies[1] == replies[0] == b"+OK\r\n"
