@@ -206,7 +206,8 @@ NORMAL_UNITS = (
 # before (support/server.tcl; restart_server does not retry at all), on redis-server as on
 # minired. Collisions come mostly on lanes whose ports lie in the ephemeral range (32768 and
 # up: lane 5 and above), where any outgoing connection can take one. They are the long run,
-# `python3 scripts/redis_tcl.py --normal` (all 67 units, about 25 minutes).
+# `python3 scripts/redis_tcl.py --normal` (all 67 units; on 2026-12-06, on two lanes of an idle
+# machine, 6 minutes: 2,547 passed, 0 failed, none aborted; Redis 2,577, the rest documented).
 NORMAL_QUICK_UNITS = (
     "unit/scripting unit/type/list-3 unit/introspection unit/type/list "
     "unit/latency-monitor integration/shutdown unit/type/stream unit/expire unit/obuf-limits "
