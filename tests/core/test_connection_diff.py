@@ -45,12 +45,6 @@ def test_client_kill_of_itself_answers_then_closes(real_redis, mini):
         client = RawClient(port)
         addr = re.search(rb"addr=(\S+)", client.call("CLIENT", "INFO")).group(1)
         client.send_raw(b"CLIENT KILL " + addr + b"\r\nPING\r\n")
-        received = b""
-        while True:
-            chunk = client.sock.recv(4096)
-            if not chunk:
-                break
-            received += chunk
-        replies.append(received)
+        replies.append(client.read_until_closed())
         client.close()
     assert replies[1] == replies[0] == b"+OK\r\n"

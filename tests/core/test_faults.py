@@ -152,13 +152,7 @@ def test_partial_sends_part_of_the_reply_after_running(srv, protocol):
     raw.call("MINIRED", "FAULT", "ADD", "PARTIAL", "COMMAND", "get", "COUNT", "1")
     raw.send("GET", "big")
     raw.sock.settimeout(5)
-    received = b""
-    while True:
-        chunk = raw.sock.recv(4096)
-        if not chunk:
-            break
-        received += chunk
-    assert received == b"$3\r\nnew\r\n"[:4]
+    assert raw.read_until_closed() == b"$3\r\nnew\r\n"[:4]
 
 
 def test_hang_answers_nothing_and_the_client_times_out(srv):

@@ -110,6 +110,15 @@ class RawClient:
         self.sock.sendall(b"".join(encode_command(c) for c in commands))
         return [self.read() for _ in commands]
 
+    def read_until_closed(self) -> bytes:
+        """Every byte the server sends until it closes the connection, unparsed."""
+        received, self.buf = self.buf, b""
+        while True:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return received
+            received += chunk
+
     def _fill(self) -> None:
         chunk = self.sock.recv(65536)
         if not chunk:

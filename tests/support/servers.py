@@ -141,6 +141,23 @@ def redis_server_binary() -> str:
     return path
 
 
+def _launched(server, args: list, **popen):
+    """Start `server` (a RedisServer or MiniredProcess) as `args` and wait for its PONG. On a
+    port taken meanwhile (PortTaken), start it again on a new one, unless the caller chose
+    the port."""
+    server.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   **popen)
+    try:
+        wait_for_ping(server.port, proc=server.proc)
+    except PortTaken:
+        terminate(server.proc)
+        if server.fixed_port:
+            raise
+        server.port = free_cluster_port() if server.cluster else free_port()
+        return server.start()
+    return server
+
+
 class RedisServer:
     """A real redis-server on a free port, in a throwaway directory, persistence off."""
 
@@ -165,16 +182,7 @@ class RedisServer:
             "--save", "", "--appendonly", "no", "--dir", self.dir,
             "--daemonize", "no", "--loglevel", "warning", *self.extra_args,
         ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_for_ping(self.port, proc=self.proc)
-        except PortTaken:
-            terminate(self.proc)
-            if self.fixed_port:
-                raise
-            self.port = free_cluster_port() if self.cluster else free_port()
-            return self.start()
-        return self
+        return _launched(self, args)
 
     def stop(self) -> None:
         terminate(self.proc)
@@ -206,17 +214,7 @@ class MiniredProcess:
 
     def start(self) -> "MiniredProcess":
         args = [sys.executable, "-m", "minired", "--port", str(self.port), *self.extra_args]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        try:
-            wait_for_ping(self.port, proc=self.proc)
-        except PortTaken:
-            terminate(self.proc)
-            if self.fixed_port:
-                raise
-            self.port = free_cluster_port() if self.cluster else free_port()
-            return self.start()
-        return self
+        return _launched(self, args, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def stop(self) -> None:
         terminate(self.proc)
