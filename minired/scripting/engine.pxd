@@ -20,7 +20,7 @@ cdef class Run:
 
 cdef class ScriptEngine:
     cdef public object server, prng, _eval_sandbox, functions, busy, deferred
-    cdef public object eval_base_memory, gc_countdown, cluster
+    cdef public object gc_countdown, cluster
     cdef public dict debugging
     cdef public object debugger, debug_session
     cdef public dict scripts, _specs

@@ -146,7 +146,7 @@ class ScriptEngine:
     """Per-server scripting state: Lua runtimes, the EVAL cache, the running script."""
 
     __slots__ = ("server", "scripts", "current", "client", "prng", "_eval_sandbox",
-                 "_specs", "functions", "busy", "deferred", "eval_base_memory", "gc_countdown",
+                 "_specs", "functions", "busy", "deferred", "gc_countdown",
                  "cluster", "clock", "debugging", "debugger", "debug_session")
 
     def __init__(self, server: "Server") -> None:
@@ -166,9 +166,6 @@ class ScriptEngine:
         # every redis.call, so a field of the engine (startup.start_cluster sets it on an
         # engine made before the cluster formed).
         self.cluster = server.cluster
-        # The EVAL runtime's heap when new: its own Lua code (the sandbox, and cjson, cmsgpack,
-        # struct, bit written in Lua), which Redis has in C, outside the heap it reports.
-        self.eval_base_memory = 0
         self.gc_countdown = _GC_PERIOD
         self.clock = server.clock
         # SCRIPT DEBUG: the clients whose next EVAL runs in the debugger (client id -> YES or
@@ -181,19 +178,18 @@ class ScriptEngine:
     @property
     def eval_sandbox(self) -> Sandbox:
         if self._eval_sandbox is None:
-            sandbox = Sandbox("eval", self)
-            sandbox.lua.gccollect()
-            self.eval_base_memory = sandbox.lua.get_memory_used()
-            self._eval_sandbox = sandbox
+            self._eval_sandbox = Sandbox("eval", self)
         return self._eval_sandbox
 
     def eval_memory(self) -> int:
-        """INFO's used_memory_lua: the bytes the EVAL runtime's heap holds beyond its own code,
-        garbage not yet collected included, as Lua counts them (collectgarbage('count'))."""
+        """INFO's used_memory_lua: the bytes the EVAL runtime's heap holds beyond its own code
+        (the sandbox, and the cjson, cmsgpack, struct and bit written in Lua, which Redis has in
+        C, outside the heap it reports), garbage not yet collected included, as Lua counts them
+        (collectgarbage('count'))."""
         sandbox = self._eval_sandbox
         if sandbox is None:
             return 0
-        return max(0, sandbox.lua.get_memory_used() - self.eval_base_memory)
+        return max(0, sandbox.lua.get_memory_used() - sandbox.code_memory)
 
     # --- EVAL / EVALSHA --------------------------------------------------------------------------
 

@@ -91,7 +91,6 @@ class FunctionLibraries:
         # library names do not). Of two names one library spells differently, the first wins.
         self.functions: dict[bytes, Function] = {}
         self._sandbox: Sandbox | None = None
-        self._base_memory = 0  # the runtime's heap when new (see ScriptEngine.eval_memory)
         # While a library loads: where register_function records, and the load's deadline.
         self._loading: Library | None = None
         self._load_deadline = 0.0
@@ -99,17 +98,14 @@ class FunctionLibraries:
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            sandbox = Sandbox("function", self.engine)
-            sandbox.lua.gccollect()
-            self._base_memory = sandbox.lua.get_memory_used()
-            self._sandbox = sandbox
+            self._sandbox = Sandbox("function", self.engine)
         return self._sandbox
 
     def vm_memory(self) -> int:
         """INFO's used_memory_vm_functions: the libraries runtime's heap beyond its own code."""
         if self._sandbox is None:
             return 0
-        return max(0, self._sandbox.lua.get_memory_used() - self._base_memory)
+        return max(0, self._sandbox.lua.get_memory_used() - self._sandbox.code_memory)
 
     # --- loading ---------------------------------------------------------------------------------
 

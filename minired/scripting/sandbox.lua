@@ -12,7 +12,7 @@
 -- through or refuse proxies, and after every run any raw write that slipped into a proxy is
 -- wiped, so no script can change what the next one sees.
 
-local mode, redis_version, redis_version_num, install_libraries, py_call, py_acl_check, py_check,
+local mode, redis_version, redis_version_num, make_library, py_call, py_acl_check, py_check,
       py_sha1hex, py_log, py_setresp, py_set_repl, py_random, py_randomseed, py_register,
       py_pcall, py_encode, py_gather, py_call_gathered = ...
 
@@ -448,9 +448,33 @@ end
 
 local string_mt = getmetatable('')
 
--- cjson.null, once the libraries are installed: a light userdata in Redis, which has no
--- metatable (ours is a userdata whose metatable prints it as Redis's prints).
+-- cjson.null, once cjson is built: a light userdata in Redis, which has no metatable (ours is a
+-- userdata whose metatable prints it as Redis's prints).
 local cjson_null
+
+-- The table _G shows scripts (filled in below).
+local globals
+
+-- cjson, cmsgpack, bit and struct are written in Lua (lualibs/): ~130 KB of code, more than the
+-- rest of the heap, which every collection walks; most scripts never touch them. So each is
+-- built the first time a script reaches its global, and every one of them before a script reads
+-- the globals raw (rawget, next or pairs on _G), so what it sees is what Redis's shows.
+local unbuilt = {cjson = true, cmsgpack = true, bit = true, struct = true}
+local any_unbuilt = true
+
+local function build_library(name)
+  local lib = make_library(name)
+  unbuilt[name] = nil
+  any_unbuilt = next(unbuilt) ~= nil
+  if name == 'cjson' then cjson_null = lib.null end
+  local proxy = readonly(lib)
+  rawset(globals, name, proxy)
+  return proxy
+end
+
+local function build_libraries()
+  for name in next, unbuilt do build_library(name) end
+end
 
 -- The wrappers below stand where Redis has Lua's C functions, and raise those functions'
 -- argument errors as Lua reports them when a script calls the C function itself: named as
@@ -511,7 +535,10 @@ end
 local function sandbox_rawget(...)
   local t, k = ...
   local b = backing[t]
-  if b then return rawget(b, k) end
+  if b then
+    if b == globals and any_unbuilt then build_libraries() end
+    return rawget(b, k)
+  end
   if type(t) ~= 'table' or select('#', ...) < 2 then c_error(rawget, ...) end
   return rawget(t, k)
 end
@@ -519,7 +546,10 @@ end
 local function sandbox_next(...)
   local t, k = ...
   local b = backing[t]
-  if b then return next(b, k) end
+  if b then
+    if b == globals and any_unbuilt then build_libraries() end
+    return next(b, k)
+  end
   if type(t) ~= 'table' then c_error(next, ...) end
   return next(t, k)
 end
@@ -528,6 +558,7 @@ local function sandbox_pairs(...)
   local t = ...
   local b = backing[t]
   if b then
+    if b == globals and any_unbuilt then build_libraries() end
     return function(_, k) return next(b, k) end, t, nil
   end
   if type(t) ~= 'table' then c_error(pairs, ...) end
@@ -968,16 +999,13 @@ local function stop_running(...)
   return ...
 end
 
-local function missing_global(_, name)
+local function missing_global(t, name)
+  if t == globals and unbuilt[name] then return build_library(name) end
   if not running then return nil end
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
 end
 
-local libraries = {}
-install_libraries(libraries)
-cjson_null = libraries.cjson and libraries.cjson.null
-
-local globals = {
+globals = {
   _VERSION = _VERSION, assert = assert, collectgarbage = collectgarbage, error = error,
   gcinfo = gcinfo, getmetatable = sandbox_getmetatable, ipairs = sandbox_ipairs,
   load = sandbox_load, loadstring = sandbox_loadstring, next = sandbox_next,
@@ -988,7 +1016,6 @@ local globals = {
   string = readonly(string_lib), table = readonly(table_lib), math = readonly(math_lib),
   coroutine = readonly(coroutine_lib), redis = readonly(redis),
 }
-for name, lib in next, libraries do globals[name] = readonly(lib) end
 if mode == 'eval' then globals.__redis__err__handler = error_handler end
 
 local globals_mt = {__index = missing_global}

@@ -3,6 +3,6 @@
 # equal to Sandbox.__slots__.
 cdef class Sandbox:
     cdef public object mode, max_memory, lua, api, run_eval, run_function, _run_load
-    cdef public object table_from, native, _native, cap_guard, live_memory
+    cdef public object table_from, native, _native, cap_guard, live_memory, code_memory
 
     cpdef object run_cached(self, bytes sha, bytes null, object numkeys, list arguments)

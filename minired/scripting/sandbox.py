@@ -60,16 +60,16 @@ def _lua_callback(cap_guard: CapGuard, fn: Callable[..., Any], fallback: Any = N
     return cap_guard.guard(_never_raise(fn, fallback))
 
 
-def _install_lua_libraries(lua: Any, guard: CapGuard) -> Callable[[Any], None]:
-    try:
-        from minired.scripting.lualibs import install_libraries
-    except ImportError:  # the libraries module has not landed in this tree
-        return lambda target: None
+def _library_builder(sandbox: "Sandbox", guard: CapGuard) -> Any:
+    """sandbox.lua's build(name) (lualibs.library_builder), which makes each library the first
+    time a script reaches it; what its code holds counts as the runtime's own code
+    (Sandbox.code_memory), not as memory scripts use."""
+    from minired.scripting.lualibs import library_builder
 
-    def install(target: Any) -> None:
-        install_libraries(lua, target, guard)
+    def note(grown: float) -> None:
+        sandbox.code_memory += int(grown)
 
-    return install
+    return library_builder(sandbox.lua, guard, _lua_callback(guard, note))
 
 
 def _native_redis_call(lua: Any, bridge: Any, guard: CapGuard) -> tuple | None:
@@ -109,7 +109,8 @@ LUA_MAX_MEMORY = 2 << 30
 # The garbage a runtime may gather before the engine's periodic check has it collected (see
 # Sandbox.settle_garbage): Redis's unit/scripting wants INFO's used_memory_lua under 100 KB after
 # 10,000 small EVALs, and one check comes every 50 runs. Each collection walks the whole heap
-# (~235 KB, mostly minired's own Lua code), so its cost per run falls as the bound rises: at
+# (~115 KB, mostly minired's own Lua code; ~240 KB once scripts have reached cjson, cmsgpack,
+# bit and struct, built on first use), so its cost per run falls as the bound rises: at
 # 48 KB it was ~4,800 instructions of an EVALSHA (valgrind, compare.py's script), at 64 KB a
 # quarter less, with the garbage peaking near 80 KB over unit/scripting's 10,000 EVALs.
 GARBAGE_BOUND = 64 << 10
@@ -121,12 +122,14 @@ class Sandbox:
     `native=False` keeps redis.call on lupa's bridge even where luabridge is compiled."""
 
     __slots__ = ("mode", "max_memory", "lua", "api", "run_eval", "run_function",
-                 "_run_load", "table_from", "native", "_native", "cap_guard", "live_memory")
+                 "_run_load", "table_from", "native", "_native", "cap_guard", "live_memory",
+                 "code_memory")
 
     def __init__(self, mode: str, bridge: Any, native: bool = True) -> None:
         self.mode = mode
         self.max_memory = LUA_MAX_MEMORY
         self.live_memory = 0  # the heap after the last collection settle_garbage ran
+        self.code_memory = 0  # the heap its own Lua code holds (set once built, grows with libraries)
         lua = lupa.LuaRuntime(encoding=None, register_eval=False, register_builtins=False,
                               unpack_returned_tuples=True, attribute_filter=_refuse_attribute,
                               max_memory=self.max_memory)
@@ -142,14 +145,14 @@ class Sandbox:
         prelude = lua.compile(source, name=b"=minired.sandbox")
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
         self.cap_guard = cap_guard = CapGuard(lua, self.max_memory)
-        install = _install_lua_libraries(lua, cap_guard)
+        build_library = _library_builder(self, cap_guard)
         native_calls = _native_redis_call(lua, bridge, cap_guard) if native else None
         self.native = native_calls is not None
         py_call, py_pcall, set_entry, py_encode, self._native = (
             native_calls or (cap_guard.guard(bridge.call), None, None, None, None))
         self.api = prelude(
             mode.encode(), REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch,
-            _lua_callback(cap_guard, install),
+            build_library,
             py_call,  # guards itself (both kinds): it is the hot path
             _lua_callback(cap_guard, bridge.acl_check, (errors.SCRIPT_INTERNAL_ERROR.encode(), b"err")),
             _lua_callback(cap_guard, bridge.check),
@@ -172,6 +175,8 @@ class Sandbox:
         if set_entry is not None:
             set_entry(self.api[b"run_native"], self.api[b"cached"], self.api[b"hold"])
         # Nothing reachable by name is left over: the state's globals are now the proxy.
+        lua.gccollect()
+        self.code_memory = lua.get_memory_used()
 
     # --- compiling and running -----------------------------------------------------------------
 
@@ -229,8 +234,9 @@ class Sandbox:
         engine asks every 50 runs, where Redis steps its collector (LUA_GC_CYCLE_PERIOD).
 
         Redis's heap holds only what scripts made, so its step of 50 KB ends a whole cycle
-        cheaply. This heap also holds minired's own Lua code (~200 KB of sandbox and libraries
-        that Redis has in C), which every cycle walks: stepping as Redis does cost an EVALSHA
+        cheaply. This heap also holds minired's own Lua code (~85 KB of sandbox, and up to
+        ~130 KB of libraries once scripts reach them, all of which Redis has in C), which every
+        cycle walks: stepping as Redis does cost an EVALSHA
         ~7,600 instructions (valgrind, compare.py's script), a cycle every ~150 runs done in
         increments. One full collection per GARBAGE_BOUND of garbage keeps the same bound on
         what piles up (used_memory_lua) for a walk of the heap every ~130 such runs."""

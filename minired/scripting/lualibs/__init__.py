@@ -1,8 +1,10 @@
 """The Lua libraries Redis 7.0 gives scripts: cjson, cmsgpack, bit and struct.
 
 Each library is a Lua chunk (bit.lua, cjson.lua, cmsgpack.lua, struct.lua, with
-the helpers they share in support.lua), loaded by its Python module (lua_bit.py
-...), that builds a plain Lua table of plain Lua functions.  Where Lua 5.1 cannot do the work itself
+the helpers they share in support.lua) that builds a plain Lua table of plain Lua
+functions.  builder.lua builds it, in Lua, when asked (the sandbox asks the first
+time a script reaches the library), with the Python helpers its module (lua_bit.py
+...) provides.  Where Lua 5.1 cannot do the work itself
 (IEEE-754 bit patterns, 32-bit integer operations) the chunk receives small
 Python functions as arguments and keeps them as upvalues of its closures, so a
 script can call the library but can never reach a Python object: no Python
@@ -23,25 +25,51 @@ C function is never tail-called and Redis does print it.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from minired.scripting.lualibs import lua_bit, lua_cjson, lua_cmsgpack, lua_struct
-from minired.scripting.lualibs.support import support_table
+from minired.scripting.lualibs.support import PRIVATE_ENV_SOURCE, SUPPORT_SOURCE, lua_safe, lua_source
+
+_LIBRARIES = {b"cjson": lua_cjson, b"cmsgpack": lua_cmsgpack, b"bit": lua_bit, b"struct": lua_struct}
+LIBRARY_NAMES = tuple(_LIBRARIES)
+_BUILDER_SOURCE = lua_source("builder.lua").encode()
+
+
+def library_builder(lua: Any, guard: Any = None, note: Callable[[float], None] | None = None) -> Any:
+    """A Lua function build(name) that builds library ``name`` ("cjson", "cmsgpack", "bit" or
+    "struct") in ``lua`` and returns its table (builder.lua).
+
+    ``lua`` must be a ``lupa.lua51.LuaRuntime`` created with ``encoding=None`` whose standard
+    libraries are still reachable from its globals when this is called; ``build`` may be
+    called any time later, from Lua (the chunks capture what they use now, so scripts replacing
+    globals later cannot affect them). ``guard``: a memcap.CapGuard for the Python helpers and
+    ``note``, which (already guarded) hears the bytes each build adds to the heap.
+    """
+    sources = {name: module.SOURCE.encode() for name, module in _LIBRARIES.items()}
+    sources[b"support"], sources[b"private_env"] = SUPPORT_SOURCE.encode(), PRIVATE_ENV_SOURCE.encode()
+    table = lua.table_from
+
+    def given(module: Any) -> Any:
+        funcs = [guard.guard(f) if guard is not None else f for f in module.HELPERS]
+        helpers = table(funcs)
+        helpers[b"n"] = len(funcs)
+        return helpers
+
+    def source(name: bytes) -> bytes:
+        return sources[name]
+
+    if guard is not None:
+        source = guard.guard(lua_safe(source))
+    make = lua.compile(_BUILDER_SOURCE, name=b"=lualibs.builder")
+    return make(lua.globals(), source,
+                table({name: given(module) for name, module in _LIBRARIES.items()}), note)
 
 
 def install_libraries(lua: Any, target: Any, guard: Any = None) -> None:
-    """Set target.cjson, target.cmsgpack, target.bit and target.struct.
-
-    ``lua`` must be a ``lupa.lua51.LuaRuntime`` created with ``encoding=None``
-    whose standard libraries are still reachable from its globals (the chunks
-    capture what they use now, so scripts replacing globals later cannot
-    affect them).
-    """
-    support = support_table(lua)
-    target[b"cjson"] = lua_cjson.create(lua, support)
-    target[b"cmsgpack"] = lua_cmsgpack.create(lua, support, guard)
-    target[b"bit"] = lua_bit.create(lua, support, guard)
-    target[b"struct"] = lua_struct.create(lua, support, guard)
+    """Set target.cjson, target.cmsgpack, target.bit and target.struct (see library_builder)."""
+    build = library_builder(lua, guard)
+    for name in LIBRARY_NAMES:
+        target[name] = build(name)
 
 
-__all__ = ["install_libraries"]
+__all__ = ["LIBRARY_NAMES", "install_libraries", "library_builder"]

@@ -12,9 +12,8 @@ with LuaBitOp's own results for huge values.  Results are signed 32-bit.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
-from minired.scripting.lualibs.support import load_chunk, lua_safe, lua_source
+from minired.scripting.lualibs.support import lua_safe, lua_source
 
 _MAGIC = 6755399441055744.0  # 2^52 + 2^51
 _DOUBLE = struct.Struct("<d")
@@ -100,12 +99,9 @@ def _tohex(x: float, n: float | None) -> bytes:
     return "".join(reversed(out)).encode()
 
 
-_BIT_LUA = lua_source("bit.lua")
+SOURCE = lua_source("bit.lua")
 
 
-def create(lua: Any, support: Any, guard: Any = None) -> Any:
-    """Build the ``bit`` table for one Lua runtime."""
-    ops = (_tobit, _bnot, _band, _bor, _bxor, _lshift, _rshift, _arshift,
-           _rol, _ror, _bswap, _tohex)
-    return load_chunk(lua, _BIT_LUA, "lualibs.bit", support, *(lua_safe(op) for op in ops),
-                      guard=guard)
+# The Python helpers bit.lua receives, in its order: the arithmetic Lua 5.1 cannot do.
+HELPERS = tuple(lua_safe(op) for op in (
+    _tobit, _bnot, _band, _bor, _bxor, _lshift, _rshift, _arshift, _rol, _ror, _bswap, _tohex))

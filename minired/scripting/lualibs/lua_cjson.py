@@ -20,13 +20,10 @@ getmetatable hides (a light userdata has no metatable).
 """
 from __future__ import annotations
 
-from typing import Any
+from minired.scripting.lualibs.support import lua_source
 
-from minired.scripting.lualibs.support import load_chunk, lua_source
-
-_CJSON_LUA = lua_source("cjson.lua")
+SOURCE = lua_source("cjson.lua")
 
 
-def create(lua: Any, support: Any) -> Any:
-    """Build the ``cjson`` table for one Lua runtime."""
-    return load_chunk(lua, _CJSON_LUA, "lualibs.cjson", support)
+# The Python helpers cjson.lua receives, in its order (after the support table).
+HELPERS = ()

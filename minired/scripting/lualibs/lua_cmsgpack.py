@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any
 
-from minired.scripting.lualibs.support import load_chunk, lua_safe, lua_source
+from minired.scripting.lualibs.support import lua_safe, lua_source
 
 
 def _pack_float(n: float) -> bytes:
@@ -40,13 +39,8 @@ def _unpack_double(data: bytes) -> float:
     return struct.unpack(">d", data)[0]
 
 
-_CMSGPACK_LUA = lua_source("cmsgpack.lua")
+SOURCE = lua_source("cmsgpack.lua")
 
 
-def create(lua: Any, support: Any, guard: Any = None) -> Any:
-    """Build the ``cmsgpack`` table for one Lua runtime."""
-    return load_chunk(
-        lua, _CMSGPACK_LUA, "lualibs.cmsgpack", support,
-        lua_safe(_pack_float), lua_safe(_unpack_float), lua_safe(_unpack_double),
-        guard=guard,
-    )
+# The Python helpers cmsgpack.lua receives, in its order (after the support table).
+HELPERS = (lua_safe(_pack_float), lua_safe(_unpack_float), lua_safe(_unpack_double))
