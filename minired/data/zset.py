@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import marshal
 import math
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from sortedcontainers import SortedList
 
 from minired.data.keyspace import register_type
-from minired.data.packed import dumps, register_packing, shared
+from minired.data.packed import PACK_LIMIT, Packed, dumps, register_packing, shared
 
 _INF = math.inf
 
@@ -300,6 +300,13 @@ def _view(blob: bytes) -> ZSet:
     return zset
 
 
+def pack_scores(scores: dict[bytes, float]) -> Any:
+    """The sorted set of these scores (taken, not copied) as pack() makes it of a ZSet: a
+    Packed when small (a ZSet is its scores: the order is made again in one sort), else live."""
+    if len(scores) > PACK_LIMIT:
+        return ZSet.from_scores(scores)
+    return Packed(ZSet, dumps(scores))
+
+
 register_type(ZSet, "zset")
-# (a ZSet is its scores: the order is made again in one sort)
 register_packing(ZSet, lambda zset: dumps(zset.scores), _unpack, _view)

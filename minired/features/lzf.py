@@ -188,4 +188,6 @@ def decompress_span(data: bytes, start: int, end: int, expected: int) -> bytes:
         o += length
     if o != expected:
         raise LzfError
+    if _COMPILED:  # the C buffer's bytes straight into a new bytes object: no second call
+        return obuf[:expected]
     return bytes(out)

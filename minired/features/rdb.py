@@ -16,11 +16,11 @@ from typing import Any, Callable
 
 from minired.data import shared_integers
 from minired.data.keyspace import type_name
-from minired.data.packed import Packed, live
+from minired.data.packed import Packed, live, pack
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, StreamNode
 from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, estimate_entries_read
-from minired.data.zset import ZSet
+from minired.data.zset import ZSet, pack_scores
 from minired.features import lzf
 from minired.protocol.resp import string2ll
 
@@ -250,6 +250,8 @@ class Reader:
         stream's IDs and counters): a special encoding's low 6 bits, RDB_LENERR (2**64 - 1)
         for an unknown encoding. Only a read past the end fails."""
         first = self.byte()
+        if first < 0x40:  # a 6-bit length, in this byte: most of them
+            return first
         if first >> 6 == 3:
             return first & 0x3F
         if first >> 6 == 2 and first not in (0x80, 0x81):
@@ -927,8 +929,9 @@ def _decode_stream(reader: Reader, version_2: bool) -> Stream:
                     raise BadData("Consumer entry not found in group global PEL")
                 entry.consumer = consumer
                 consumer.pending[stream_id] = entry
-        if any(entry.consumer is None for entry in group.pending.values()):
-            raise BadData("Stream CG PEL entry without consumer")
+        for entry in group.pending.values():
+            if entry.consumer is None:
+                raise BadData("Stream CG PEL entry without consumer")
     return stream
 
 
@@ -1101,19 +1104,20 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     raise TypeError(type_name(value))
 
 
-def _zset(pairs: list[tuple[bytes, float]]) -> ZSet:
+def _zset(pairs: list[tuple[bytes, float]]) -> dict:
+    """A sorted set's scores by member, checked (decode_object makes the ZSet of them)."""
     scores = {member: score + 0.0 for member, score in pairs}  # -0.0 as ZSet.add stores it
     if len(scores) != len(pairs):
         raise BadData("Duplicate zset fields detected")
     for score in scores.values():
         if score != score:
             raise BadData("Zset with NAN score detected")
-    return ZSet.from_scores(scores)
+    return scores
 
 
-def _zset_listpack(blob: bytes) -> ZSet:
+def _zset_listpack(blob: bytes) -> dict:
     """A listpack of member, score, member, score...: integers read as numbers, not as text
-    that is then parsed (most scores are integers)."""
+    that is then parsed (most scores are integers). The scores by member, as _zset."""
     items = listpack_items(blob)
     count = len(items)
     if count % 2:
@@ -1128,7 +1132,7 @@ def _zset_listpack(blob: bytes) -> ZSet:
         scores[member] = float(score) if type(score) is int else _score(score) + 0.0
     if len(scores) != count // 2:
         raise BadData("Duplicate zset fields detected")
-    return ZSet.from_scores(scores)
+    return scores
 
 
 def _hash(pairs: list[tuple[bytes, bytes]]) -> dict:
@@ -1211,8 +1215,13 @@ _INTEGRITY_FAILURES = {
 }
 
 
-def decode_object(rdb_type: int, reader: Reader) -> Any:
-    """The value of the given RDB type at the reader (rdbLoadObject)."""
+# The types whose decoders give a sorted set's scores (decode_object makes the ZSet).
+_ZSET_TYPES = frozenset((TYPE_ZSET, TYPE_ZSET_2, TYPE_ZSET_ZIPLIST, TYPE_ZSET_LISTPACK))
+
+
+def decode_object(rdb_type: int, reader: Reader, packing: bool = False) -> Any:
+    """The value of the given RDB type at the reader (rdbLoadObject); with `packing`, a small
+    collection as a Packed (minired/data/packed.py), as a loaded file keeps it."""
     if rdb_type == TYPE_STRING:
         return reader.string()
     decoder = _DECODERS.get(rdb_type)
@@ -1237,7 +1246,11 @@ def decode_object(rdb_type: int, reader: Reader) -> Any:
         if rdb_type == TYPE_HASH_ZIPMAP:  # (zipmapValidateIntegrity refuses an empty one)
             raise BadData(_INTEGRITY_FAILURES[rdb_type])
         raise EmptyKey("Empty key")
-    return value
+    if rdb_type in _ZSET_TYPES:
+        # A small one packed is its scores: its order (a SortedList, ~20k instructions for
+        # ten members) is made when a command first looks it up, not for every one loaded.
+        return pack_scores(value) if packing else ZSet.from_scores(value)
+    return pack(value) if packing else value
 
 
 def decode_value(reader: Reader) -> Any:

@@ -14,7 +14,6 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from minired import REDIS_VERSION
-from minired.data.packed import pack
 from minired.features.rdb import (
     COMPRESS_IN_FILES,
     EOF_MESSAGE,
@@ -177,7 +176,7 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
                 value = reader.string()
             else:
                 try:
-                    value = pack(decode_object(kind, reader))
+                    value = decode_object(kind, reader, True)
                 except EmptyKey:
                     expires_at = -1
                     loaded.empty_keys.append(key)  # Redis skips it with a log line
