@@ -28,6 +28,7 @@ local floor, ceil, huge = math.floor, math.ceil, math.huge
 local byte, sub, find, lower, dump = string.byte, string.sub, string.find, string.lower, string.dump
 local format, gsub = string.format, string.gsub
 local insert, remove, sort, concat = table.insert, table.remove, table.sort, table.concat
+local foreach = table.foreach
 local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coroutine.status
 
 local READONLY = 'Attempt to modify a readonly table'
@@ -461,9 +462,25 @@ local globals
 -- the globals raw (rawget, next or pairs on _G), so what it sees is what Redis's shows.
 local unbuilt = {cjson = true, cmsgpack = true, bit = true, struct = true}
 local any_unbuilt = true
+local build_libraries
+
+-- A protected table is an empty proxy (see readonly): what reads it raw must read the table
+-- it shows, as Redis's C code reads a read-only table. The libraries walk the tables they are
+-- given with these (cjson.encode(redis), cmsgpack.pack(_G)); table.foreach below likewise.
+local function shown(t)
+  local b = backing[t]
+  if b == nil then return t end
+  if b == globals and any_unbuilt then build_libraries() end
+  return b
+end
+
+local library_access = {
+  next = function(t, k) return next(shown(t), k) end,
+  rawget = function(t, k) return rawget(shown(t), k) end,
+}
 
 local function build_library(name)
-  local lib = make_library(name)
+  local lib = make_library(name, library_access)
   unbuilt[name] = nil
   any_unbuilt = next(unbuilt) ~= nil
   if name == 'cjson' then cjson_null = lib.null end
@@ -472,7 +489,7 @@ local function build_library(name)
   return proxy
 end
 
-local function build_libraries()
+build_libraries = function()
   for name in next, unbuilt do build_library(name) end
 end
 
@@ -534,31 +551,22 @@ end
 
 local function sandbox_rawget(...)
   local t, k = ...
-  local b = backing[t]
-  if b then
-    if b == globals and any_unbuilt then build_libraries() end
-    return rawget(b, k)
-  end
+  if backing[t] then return rawget(shown(t), k) end
   if type(t) ~= 'table' or select('#', ...) < 2 then c_error(rawget, ...) end
   return rawget(t, k)
 end
 
 local function sandbox_next(...)
   local t, k = ...
-  local b = backing[t]
-  if b then
-    if b == globals and any_unbuilt then build_libraries() end
-    return next(b, k)
-  end
+  if backing[t] then return next(shown(t), k) end
   if type(t) ~= 'table' then c_error(next, ...) end
   return next(t, k)
 end
 
 local function sandbox_pairs(...)
   local t = ...
-  local b = backing[t]
-  if b then
-    if b == globals and any_unbuilt then build_libraries() end
+  if backing[t] then
+    local b = shown(t)
     return function(_, k) return next(b, k) end, t, nil
   end
   if type(t) ~= 'table' then c_error(pairs, ...) end
@@ -694,6 +702,13 @@ table_lib.sort = function(...)
   if ok then return end
   if problem == 'invalid order function for sorting' then call_site_error(problem, 1) end
   error(problem, 0)
+end
+
+-- table.foreach reads its table raw, as next does (a proxy shows its table).
+table_lib.foreach = function(...)
+  local t, f = ...
+  if type(t) ~= 'table' or type(f) ~= 'function' then c_error(foreach, ...) end
+  return (foreach(shown(t), f))
 end
 
 -- Redis's math.random: its own lrand48, so every platform gives the same sequence.

@@ -67,6 +67,16 @@ ENVIRONMENT = [
     "return {co(1), co(5)}",
     "return cjson.decode('[1,2,3]')[2]", "return string.format('%d', 2^53)",
     "table.insert(_G, 5) return 1", "return _G[1]",
+    # Redis's read-only tables are tables: C code reading them raw sees what they hold
+    # (minired's are proxies; table.foreach and the libraries must read through them).
+    "local n = 0 table.foreach(_G, function() n = n + 1 end) return n",
+    "local r = {} table.foreach(string, function(k) r[#r + 1] = k end) table.sort(r) return r",
+    "return table.foreach(math, function(k, v) if k == 'pi' then return v end end)",
+    "return table.foreach(nil, print)", "return table.foreach({}, 1)",
+    "local n = 0 table.foreachi(string, function() n = n + 1 end) return n",
+    "return cjson.encode(string)", "return cjson.encode({x = math})", "return cjson.encode(redis)",
+    "return cmsgpack.pack(bit)", "return #cmsgpack.pack(_G)", "return cmsgpack.pack(cjson.null)",
+    "return {table.maxn(_G), table.getn(string), #_G, #string}",
 ]
 
 COMMANDS_FROM_SCRIPTS = [

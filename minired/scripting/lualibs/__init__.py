@@ -36,8 +36,10 @@ _BUILDER_SOURCE = lua_source("builder.lua").encode()
 
 
 def library_builder(lua: Any, guard: Any = None, note: Callable[[float], None] | None = None) -> Any:
-    """A Lua function build(name) that builds library ``name`` ("cjson", "cmsgpack", "bit" or
-    "struct") in ``lua`` and returns its table (builder.lua).
+    """A Lua function build(name[, access]) that builds library ``name`` ("cjson", "cmsgpack",
+    "bit" or "struct") in ``lua`` and returns its table (builder.lua); ``access``, a Lua table,
+    replaces some of the standard functions the library's code uses (the sandbox's next and
+    rawget, which see through its read-only proxies).
 
     ``lua`` must be a ``lupa.lua51.LuaRuntime`` created with ``encoding=None`` whose standard
     libraries are still reachable from its globals when this is called; ``build`` may be

@@ -24,9 +24,15 @@ local private_env = compile('private_env')
 
 -- Every chunk runs in a private environment of copies of the standard functions it uses, so
 -- its closures never read the script-visible globals at call time (a script could replace them).
-local function run(name, ...)
+-- access: functions that stand in for some of them (the sandbox's next and rawget, which read
+-- a read-only table's proxy as the table it shows).
+local function run(name, access, ...)
   local chunk = compile(name)
-  setfenv(chunk, private_env(g))
+  local env = private_env(g)
+  if access then
+    for key, value in g.next, access do env[key] = value end
+  end
+  setfenv(chunk, env)
   return chunk(...)
 end
 
@@ -37,11 +43,11 @@ local support_arguments = {
 }
 local support
 
-return function(name)
+return function(name, access)
   local before = collectgarbage('count')
-  if support == nil then support = run('support', unpack(support_arguments, 1, 8)) end
+  if support == nil then support = run('support', nil, unpack(support_arguments, 1, 8)) end
   local given = helpers[name]
-  local lib = run(name, support, unpack(given, 1, given.n))
+  local lib = run(name, access, support, unpack(given, 1, given.n))
   if note then note(1024 * (collectgarbage('count') - before)) end
   return lib
 end
