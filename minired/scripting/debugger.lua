@@ -14,7 +14,9 @@ local redis, globals = internals.redis, internals.globals
 local original = {call = redis.call, pcall = redis.pcall, debug = redis.debug,
                   breakpoint = redis.breakpoint}
 local sethook, getinfo, getlocal = debug.sethook, debug.getinfo, debug.getlocal
-local type, tostring, select, pcall, error, next = type, tostring, select, pcall, error, next
+local type, tostring, select, pcall, error = type, tostring, select, pcall, error
+-- (the sandbox's next: a read-only table's proxy shows the table it stands for)
+local next = internals.next
 local floor, format, gsub, sub, byte, find = math.floor, string.format, string.gsub,
                                              string.sub, string.byte, string.find
 local lower, concat, loadstring = string.lower, table.concat, loadstring

@@ -1135,7 +1135,8 @@ if mode == 'eval' then
     local chunk, problem = loadstring(code, '=minired.debugger')
     if not chunk then error(problem) end
     setfenv(chunk, raw_env)
-    return chunk({redis = redis, globals = globals, arm_hook = arm_hook}, ...)
+    return chunk({redis = redis, globals = globals, arm_hook = arm_hook,
+                  next = library_access.next}, ...)
   end
 end
 -- For Python only (compile time): see sandbox.py's _without_tail_calls.

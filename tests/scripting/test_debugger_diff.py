@@ -6,6 +6,8 @@ fresh for this module.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.support.respclient import Err, RawClient
@@ -75,6 +77,26 @@ def test_eval_redis_and_maxlen(servers):
         ("r", "hgetall", "big"), ("r", "nosuch"), ("r", "get"), ("m",), ("m", "10"),
         ("r", "get", "big"), ("m", "0"), ("r", "get", "big"), ("r", "lrange", "l", "0", "-1"),
         ("r", "mget", "nokey", "big"), ("c",)])
+
+
+def _masked(replies: list) -> list:
+    """The replies with every function's address (function@0x...) made one placeholder."""
+    def mask(value):
+        if isinstance(value, list):
+            return [mask(item) for item in value]
+        return re.sub(rb"@0x[0-9a-f]+", b"@ADDR", value) if isinstance(value, bytes) else value
+    return mask(replies)
+
+
+def test_read_only_tables_show_what_they_hold(servers):
+    """redis.debug and print of _G's tables (minired's are proxies) list their fields as
+    Redis's do; functions show their addresses, which differ between the servers."""
+    script = "local b = bit\nredis.debug(bit, math.pi)\nreturn 1"
+    commands = [("s",), ("p", "b"), ("s",), ("c",)]
+    redis_port, mini_port = servers
+    expected = _masked(_session(redis_port, script, commands))
+    assert _masked(_session(mini_port, script, commands)) == expected
+    assert b'["band"]="function@ADDR"' in b" ".join(expected[3])
 
 
 def test_stepping_logs_each_call_and_error(servers):
