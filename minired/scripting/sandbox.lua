@@ -97,6 +97,51 @@ local function wipe_raw_writes()
   end
 end
 
+-- cjson.null, once cjson is built: a light userdata in Redis, which has no metatable (ours is a
+-- userdata whose metatable prints it as Redis's prints).
+local cjson_null
+
+-- The table _G shows scripts (filled in below).
+local globals
+
+-- cjson, cmsgpack, bit and struct are written in Lua (lualibs/): ~130 KB of code, more than the
+-- rest of the heap, which every collection walks; most scripts never touch them. So each is
+-- built the first time a script reaches its global, and every one of them before a script reads
+-- the globals raw (rawget, next or pairs on _G), so what it sees is what Redis's shows.
+local unbuilt = {cjson = true, cmsgpack = true, bit = true, struct = true}
+local any_unbuilt = true
+local build_libraries
+
+-- A protected table is an empty proxy (see readonly): what reads it raw must read the table
+-- it shows, as Redis's C code reads a read-only table: next, pairs and rawget as scripts see
+-- them, table.foreach, the libraries (cjson.encode(redis), cmsgpack.pack(_G): library_access),
+-- the reply encoder's maps and sets, and the debugger's printer.
+local function shown(t)
+  local b = backing[t]
+  if b == nil then return t end
+  if b == globals and any_unbuilt then build_libraries() end
+  return b
+end
+
+local library_access = {
+  next = function(t, k) return next(shown(t), k) end,
+  rawget = function(t, k) return rawget(shown(t), k) end,
+}
+
+local function build_library(name)
+  local lib = make_library(name, library_access)
+  unbuilt[name] = nil
+  any_unbuilt = next(unbuilt) ~= nil
+  if name == 'cjson' then cjson_null = lib.null end
+  local proxy = readonly(lib)
+  rawset(globals, name, proxy)
+  return proxy
+end
+
+build_libraries = function()
+  for name in next, unbuilt do build_library(name) end
+end
+
 -- Error reporting ---------------------------------------------------------------------------
 
 local function internal_source(source)
@@ -331,7 +376,7 @@ local function encode_table(t, slots)
   if type(v) == 'table' then
     n = n + 1
     local head, count = n, 0
-    for key, value in next, v do
+    for key, value in next, shown(v) do
       encode_value(key, slots + 4)
       encode_value(value, slots + 3)
       count = count + 1
@@ -343,7 +388,7 @@ local function encode_table(t, slots)
   if type(v) == 'table' then
     n = n + 1
     local head, count = n, 0
-    for member in next, v do
+    for member in next, shown(v) do
       encode_value(member, slots + 3)
       count = count + 1
     end
@@ -449,49 +494,6 @@ end
 
 local string_mt = getmetatable('')
 
--- cjson.null, once cjson is built: a light userdata in Redis, which has no metatable (ours is a
--- userdata whose metatable prints it as Redis's prints).
-local cjson_null
-
--- The table _G shows scripts (filled in below).
-local globals
-
--- cjson, cmsgpack, bit and struct are written in Lua (lualibs/): ~130 KB of code, more than the
--- rest of the heap, which every collection walks; most scripts never touch them. So each is
--- built the first time a script reaches its global, and every one of them before a script reads
--- the globals raw (rawget, next or pairs on _G), so what it sees is what Redis's shows.
-local unbuilt = {cjson = true, cmsgpack = true, bit = true, struct = true}
-local any_unbuilt = true
-local build_libraries
-
--- A protected table is an empty proxy (see readonly): what reads it raw must read the table
--- it shows, as Redis's C code reads a read-only table. The libraries walk the tables they are
--- given with these (cjson.encode(redis), cmsgpack.pack(_G)); table.foreach below likewise.
-local function shown(t)
-  local b = backing[t]
-  if b == nil then return t end
-  if b == globals and any_unbuilt then build_libraries() end
-  return b
-end
-
-local library_access = {
-  next = function(t, k) return next(shown(t), k) end,
-  rawget = function(t, k) return rawget(shown(t), k) end,
-}
-
-local function build_library(name)
-  local lib = make_library(name, library_access)
-  unbuilt[name] = nil
-  any_unbuilt = next(unbuilt) ~= nil
-  if name == 'cjson' then cjson_null = lib.null end
-  local proxy = readonly(lib)
-  rawset(globals, name, proxy)
-  return proxy
-end
-
-build_libraries = function()
-  for name in next, unbuilt do build_library(name) end
-end
 
 -- The wrappers below stand where Redis has Lua's C functions, and raise those functions'
 -- argument errors as Lua reports them when a script calls the C function itself: named as

@@ -77,6 +77,7 @@ ENVIRONMENT = [
     "return cjson.encode(string)", "return cjson.encode({x = math})", "return cjson.encode(redis)",
     "return cmsgpack.pack(bit)", "return #cmsgpack.pack(_G)", "return cmsgpack.pack(cjson.null)",
     "return {table.maxn(_G), table.getn(string), #_G, #string}",
+    "return {map = bit}", "return {set = bit}", "return {1, bit, 3}", "return bit",
 ]
 
 COMMANDS_FROM_SCRIPTS = [
@@ -106,6 +107,7 @@ def test_eval_resp2(diff, script):
     "redis.setresp(3) return redis.call('get', 'nokey')",
     "redis.setresp(3) return {redis.call('get', 'nokey') == nil}",
     "redis.setresp(3) return redis.call('hgetall', 'nohash')",
+    "return {map = bit}", "return {set = bit}", "return {map = {x = string}}",
 ]))
 def test_eval_resp3(diff, script):
     diff.hello(3)
