@@ -96,15 +96,12 @@ def _add_dependents(stale: dict[str, str], compiled: list[str], root: str) -> No
 
 def _stand_in_for_cython() -> None:
     """`import cython` in the modules with C types finds minired._cython when Cython is not
-    installed (see there): one fallback for all of them."""
+    installed (see there): one fallback for all of them, looked up only when one asks."""
     import sys
 
-    try:
-        import cython  # noqa: F401
-    except ImportError:
-        from minired import _cython
+    from minired._sources import CythonStandIn
 
-        sys.modules["cython"] = _cython
+    sys.meta_path.append(CythonStandIn())
 
 
 _prefer_edited_sources()

@@ -2,8 +2,8 @@
 
 The modules with C types in their `@cython.locals` say a plain `import cython`: the compiled
 build reads it (and the decorators) at compile time, and it must stay that plain for Cython to
-see it. Without Cython, minired/__init__.py registers this module under that name once, so the
-same line imports it, and the decorators are hints that change nothing. Only the names minired
+see it. Without Cython, the same line imports this file (minired._sources.CythonStandIn, last on
+sys.meta_path, finds it under that name), and the decorators are hints that change nothing. Only the names minired
 uses are here: code elsewhere that probes for Cython sees `compiled` false, as with Cython's own
 pure-Python module.
 """

@@ -77,6 +77,37 @@ def test_first_reply_needs_none_of_the_lazily_loaded_modules(first_pong_report):
     assert sorted(loaded_by_minired & LAZY_MODULES) == []
 
 
+def test_a_compiled_start_loads_no_cython_module(first_pong_report):
+    """Compiled modules say `import cython` only to the compiler: a compiled start must load
+    neither Cython's pure-Python module (~3 ms, ~0.5 MB) nor minired's stand-in for it."""
+    import minired.engine.dispatch as dispatch
+
+    if dispatch.__file__.endswith(".py"):
+        pytest.skip("this run is uncompiled: its modules with C types import `cython`")
+    assert {"cython", "Cython"} & set(first_pong_report["modules"]) == set()
+
+
+def test_without_cython_the_stand_in_answers_import_cython():
+    """Where Cython is not installed (a wheel's environment), the uncompiled modules' `import
+    cython` finds minired/_cython.py, last on sys.meta_path, with what the modules use."""
+    import importlib.util
+
+    from minired._sources import CythonStandIn
+
+    assert any(isinstance(finder, CythonStandIn) for finder in sys.meta_path)
+    assert CythonStandIn().find_spec("Cython") is None
+    spec = CythonStandIn().find_spec("cython")
+    stand_in = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stand_in)
+    assert stand_in.compiled is False
+
+    @stand_in.locals(n=stand_in.longlong)
+    def double(n):
+        return 2 * n
+
+    assert double(21) == 42
+
+
 def test_loading_sources_over_compiled_modules_needs_none_of_them(tmp_path, monkeypatch):
     # The uncompiled run of a compiled install (MINIRED_PURE_PYTHON=1, or a source edited since
     # the build) loads modules through minired._sources' finder, which the first-reply test
