@@ -79,6 +79,15 @@ def test_eval_redis_and_maxlen(servers):
         ("r", "mget", "nokey", "big"), ("c",)])
 
 
+def test_stepping_over_the_first_use_of_a_library():
+    """The first script to reach cjson or cmsgpack builds it (Lua code in minired, C in
+    Redis): stepping over that line must stop at the script's next line, not in the build."""
+    script = "local x = cjson.encode({1})\nlocal y = cmsgpack.pack(2)\nreturn x"
+    commands = [("s",), ("s",), ("s",), ("s",), ("c",)]
+    with RedisServer() as redis, MiniredProcess() as mini:  # (a runtime no script has used)
+        assert _session(mini.port, script, commands) == _session(redis.port, script, commands)
+
+
 def _masked(replies: list) -> list:
     """The replies with every function's address (function@0x...) made one placeholder."""
     def mask(value):
