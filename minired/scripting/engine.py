@@ -636,9 +636,11 @@ class ScriptEngine:
         return resp.OK
 
     def flush(self) -> None:
+        """SCRIPT FLUSH. As Redis's scriptingReset, the EVAL runtime goes with the scripts, and
+        with it whatever scripts changed in it (cjson's settings) and its garbage; the next
+        EVAL makes a new one."""
         self.scripts.clear()
-        if self._eval_sandbox is not None:
-            self._eval_sandbox.forget_scripts()
+        self._eval_sandbox = None
 
 
 _SMALL_COUNTS = {b"%d" % n: n for n in range(64)}

@@ -1126,7 +1126,6 @@ function api.take_pending()
 end
 
 function api.cache(sha, fn) cached[sha] = fn end
-function api.clear_cache() for sha in next, cached do cached[sha] = nil end end
 
 api.run_load = run_load
 

@@ -224,11 +224,6 @@ class Sandbox:
         if self._native is not None:
             self.api[b"cache"](sha, fn)
 
-    def forget_scripts(self) -> None:
-        if self._native is not None:
-            self.api[b"clear_cache"]()
-        self.live_memory = 0  # what stays live shrank: the next check measures it again
-
     def settle_garbage(self) -> None:
         """Collect the garbage once it has reached GARBAGE_BOUND since the last collection; the
         engine asks every 50 runs, where Redis steps its collector (LUA_GC_CYCLE_PERIOD).

@@ -127,6 +127,19 @@ def test_keys_and_args(diff):
     diff.check("EVAL", "return 1")
 
 
+def test_script_flush_makes_a_new_runtime(diff):
+    """SCRIPT FLUSH drops the Lua runtime with the scripts (Redis's scriptingReset): what a
+    script changed in it, such as cjson's settings, goes too."""
+    diff.check("EVAL", "cjson.encode_max_depth(1) cjson.decode_max_depth(1) return 1", 0)
+    diff.check("EVAL", "return {pcall(cjson.encode, {{1}})}", 0)
+    diff.check("EVAL", "return {pcall(cjson.decode, '[[1]]')}", 0)
+    diff.check("SCRIPT", "FLUSH")
+    diff.check("EVAL", "return cjson.encode({{1}})", 0)
+    diff.check("EVAL", "return cjson.decode('[[1]]')", 0)
+    diff.check("SCRIPT", "FLUSH", "ASYNC")
+    diff.check("EVAL", "return cjson.encode({{1}})", 0)
+
+
 def test_script_cache(diff):
     sha = diff.check("SCRIPT", "LOAD", "return ARGV[1]")
     diff.check("EVALSHA", sha, 0, "hi")
