@@ -80,11 +80,16 @@ def register_packing(kind: type, pack_value: Callable[[Any], bytes],
     _VIEWS[kind] = view or build
 
 
+def small(count: int) -> bool:
+    """Whether a collection of `count` elements is small enough to be held packed."""
+    return count <= PACK_LIMIT
+
+
 def pack(value: Any) -> Any:
     """The value as a Packed if it is a small collection of a type that packs, else itself."""
     kind = type(value)
     packer = _PACKERS.get(kind)
-    if packer is None or len(value) > PACK_LIMIT:
+    if packer is None or not small(len(value)):
         return value
     return Packed(kind, packer(value))
 

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator
 from sortedcontainers import SortedList
 
 from minired.data.keyspace import register_type
-from minired.data.packed import PACK_LIMIT, Packed, dumps, register_packing, shared
+from minired.data.packed import Packed, dumps, register_packing, shared, small
 
 _INF = math.inf
 
@@ -303,7 +303,7 @@ def _view(blob: bytes) -> ZSet:
 def pack_scores(scores: dict[bytes, float]) -> Any:
     """The sorted set of these scores (taken, not copied) as pack() makes it of a ZSet: a
     Packed when small (a ZSet is its scores: the order is made again in one sort), else live."""
-    if len(scores) > PACK_LIMIT:
+    if not small(len(scores)):
         return ZSet.from_scores(scores)
     return Packed(ZSet, dumps(scores))
 
