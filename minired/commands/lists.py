@@ -316,8 +316,12 @@ def lpos(c, argv):
     element = argv[2]
     from_tail = rank < 0
     # Matches to pass over before reporting. Redis negates RANK in a C long, so the most
-    # negative RANK stays negative and means the first match from the tail.
+    # negative RANK stays negative and means the first match from the tail; with COUNT, its
+    # stop test (matches - rank + 1 >= count) then overflows to a negative number and never
+    # holds: every match from the tail is reported, whatever the COUNT.
     skip = 0 if rank == _LONG_MIN else abs(rank) - 1
+    if rank == _LONG_MIN and count is not None:
+        count = 0
     length = len(value)
     scanned = value if maxlen == 0 or maxlen >= length else None
     if from_tail:
