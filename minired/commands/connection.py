@@ -5,7 +5,7 @@ import cython
 
 from minired import REDIS_VERSION
 from minired.engine import client_reply
-from minired.engine.args import parse_int
+from minired.engine.args import parse_c_int, parse_int
 from minired.engine.client import Client
 from minired.engine.client_info import client_info_line
 from minired.engine.table import command, container_command, lookup, stats_of
@@ -92,7 +92,7 @@ def hello(c, argv):
 
 @command("select", arity=2, flags="loading stale fast", group=G)
 def select(c, argv):
-    index = parse_int(argv[1])
+    index = parse_c_int(argv[1])
     if index != 0 and c.server.cluster is not None:
         raise RedisError(errors.SELECT_IN_CLUSTER)
     if not 0 <= index < len(c.server.keyspace):

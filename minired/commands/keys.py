@@ -12,7 +12,7 @@ from minired.commands.keys_object import LAZYFREE_THRESHOLD, free_effort
 from minired.data.glob import matcher
 from minired.data.keyspace import type_name
 from minired.data.quicklist import QuickList
-from minired.engine.args import parse_int
+from minired.engine.args import parse_c_int, parse_int
 from minired.engine.blocking import Block
 from minired.engine.client import Client
 from minired.engine.table import command
@@ -26,7 +26,6 @@ G = "generic"
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 @command("del", arity=-2, flags="write", keys=(1, -1, 1), group=G)
@@ -372,9 +371,7 @@ def _rename(c, source: bytes, target: bytes, only_if_new: bool):
 
 
 def _select_index(c, raw: bytes) -> int:
-    index = parse_int(raw)
-    if not INT32_MIN <= index <= INT32_MAX:
-        raise RedisError(errors.VALUE_NOT_BETWEEN.format(INT32_MIN, INT32_MAX))
+    index = parse_c_int(raw)
     if not 0 <= index < len(c.server.keyspace):
         raise RedisError(errors.DB_INDEX_OUT_OF_RANGE)
     return index
@@ -464,12 +461,8 @@ def move(c, argv):
 def swapdb(c, argv):
     if c.server.cluster is not None:
         raise RedisError(errors.SWAPDB_IN_CLUSTER)
-    first = parse_int(argv[1], errors.INVALID_FIRST_DB)
-    second = parse_int(argv[2], errors.INVALID_SECOND_DB)
-    if not INT32_MIN <= first <= INT32_MAX:
-        raise RedisError(errors.INVALID_FIRST_DB)
-    if not INT32_MIN <= second <= INT32_MAX:
-        raise RedisError(errors.INVALID_SECOND_DB)
+    first = parse_c_int(argv[1], errors.INVALID_FIRST_DB)
+    second = parse_c_int(argv[2], errors.INVALID_SECOND_DB)
     keyspace = c.server.keyspace
     if not (0 <= first < len(keyspace) and 0 <= second < len(keyspace)):
         raise RedisError(errors.DB_INDEX_OUT_OF_RANGE)

@@ -10,6 +10,7 @@ from minired.protocol.errors import RedisError
 from minired.protocol.resp import string2ll
 
 _INT64_MAX = 2**63 - 1
+_C_INT_MIN, _C_INT_MAX = -(2**31), 2**31 - 1
 
 
 def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
@@ -18,6 +19,16 @@ def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
     value = string2ll(raw)
     if value is None:
         raise RedisError(error)
+    return value
+
+
+def parse_c_int(raw: bytes, error: str | None = None) -> int:
+    """getIntFromObjectOrReply: an integer that fits a C int (a database index), or Redis's
+    error for a non-integer or one out of the int's range; `error`, where given, replaces both
+    (as Redis's msg argument does)."""
+    value = parse_int(raw, error or errors.NOT_INTEGER)
+    if not _C_INT_MIN <= value <= _C_INT_MAX:
+        raise RedisError(error or errors.VALUE_NOT_BETWEEN.format(_C_INT_MIN, _C_INT_MAX))
     return value
 
 

@@ -14,6 +14,13 @@ def test_ping_echo_and_errors(diff):
     diff.check("NOSUCHCOMMAND")
     diff.check("SELECT", "16")
     diff.check("SELECT", "x")
+    # past a C int: getIntFromObjectOrReply's own error, not "DB index is out of range"
+    for index in ("2147483648", "-2147483649", "9223372036854775807", "-9223372036854775808"):
+        diff.check("SELECT", index)
+        diff.check("MOVE", "nokey", index)
+        diff.check("COPY", "nokey", "other", "DB", index)
+        diff.check("SWAPDB", index, "0")
+        diff.check("SWAPDB", "0", index)
     diff.check("SELECT", "01")
     diff.check("SELECT", "3")
     diff.check("CLIENT", "FOO")
