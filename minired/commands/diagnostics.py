@@ -64,10 +64,13 @@ container_command("memory", G, summary="A container for memory diagnostics comma
 @command("usage", arity=-3, flags="readonly", keys=(2, 2, 1), parent="memory", group=G)
 def memory_usage(c, argv):
     """Estimate the memory usage of a key"""
-    if len(argv) == 5 and argv[3].lower() == b"samples":
-        parse_int(argv[4])
-    elif len(argv) != 3:
-        raise RedisError(errors.SYNTAX)
+    # (the estimate reads every element, so SAMPLES changes nothing but what Redis refuses:
+    # any number of SAMPLES options, each a non-negative integer)
+    for i in range(3, len(argv), 2):
+        if argv[i].lower() != b"samples" or i + 1 == len(argv):
+            raise RedisError(errors.SYNTAX)
+        if parse_int(argv[i + 1]) < 0:
+            raise RedisError(errors.SYNTAX)
     value = c.db.get(argv[2], False)  # (Redis finds it in the dict: no access, no expiry)
     if value is None:
         return None

@@ -131,6 +131,13 @@ def test_memory_slowlog_latency(diff):
     diff.check("MEMORY", "USAGE", "k", "SAMPLES")
     diff.check("MEMORY", "USAGE", "k", "SAMPLES", "x")
     diff.check("MEMORY", "USAGE", "k", "FOO", "1")
+    for samples in ("-1", "-9223372036854775808"):  # negative: a syntax error
+        diff.check("MEMORY", "USAGE", "k", "SAMPLES", samples)
+        diff.check("MEMORY", "USAGE", "nokey", "SAMPLES", samples)
+    diff.check("MEMORY", "USAGE", "k", "SAMPLES", "1", "SAMPLES", "-2")
+    diff.check("MEMORY", "USAGE", "k", "SAMPLES", "1", "FOO")
+    diff.check("MEMORY", "USAGE", "nokey", "SAMPLES", "1", "SAMPLES", "0")
+    assert type(diff.minired.call("MEMORY", "USAGE", "k", "SAMPLES", "1", "samples", "0")) is int
     diff.check("MEMORY", "PURGE")
     diff.check("MEMORY", "NOPE")
     ours = diff.minired.call("MEMORY", "USAGE", "k")
