@@ -35,6 +35,7 @@ cdef Py_ssize_t _SHARED_INTEGERS
 cdef list _INT_TEXT
 
 cpdef bytes _int_text(long long value)
+cpdef bint is_object_type(int kind)
 
 @cython.locals(entries=list, buf=cython.p_uchar, pos=Py_ssize_t, end=Py_ssize_t,
                first=cython.int, size=Py_ssize_t, n=Py_ssize_t, value=cython.int,

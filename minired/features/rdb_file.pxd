@@ -4,9 +4,10 @@
 # (rdb.pxd). Edit it together with _read.
 import cython
 
-from minired.features.rdb cimport Reader
+from minired.features.rdb cimport Reader, is_object_type
 
 @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t, size=Py_ssize_t,
-               kind=cython.int, keys=Py_ssize_t, expired=Py_ssize_t)
+               kind=cython.int, keys=Py_ssize_t, expired=Py_ssize_t, target=dict,
+               target_expires=dict)
 cpdef _read(Reader reader, loaded, list staged, list staged_expires, now_ms, keep_expired,
             databases)

@@ -17,7 +17,6 @@ from minired import REDIS_VERSION
 from minired.features.rdb import (
     COMPRESS_IN_FILES,
     EOF_MESSAGE,
-    OBJECT_TYPES,
     RDB_VERSION,
     TYPE_STRING,
     BadData,
@@ -29,6 +28,7 @@ from minired.features.rdb import (
     encode_length,
     encode_string,
     encode_value,
+    is_object_type,
     seal,
 )
 
@@ -169,7 +169,7 @@ def _read(reader: Reader, loaded: Loaded, staged: list, staged_expires: list, no
         kind = buf[pos]
         reader.pos = pos + 1
         if kind < OPCODE_FUNCTION2:  # a key: the loop's common case first
-            if kind not in OBJECT_TYPES:
+            if not is_object_type(kind):
                 raise BadData("Unknown RDB encoding type %d" % kind)
             key = reader.string()
             if kind == 0:
