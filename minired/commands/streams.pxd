@@ -4,7 +4,7 @@
 # the keyspace and the stream as C.
 from minired.engine.client cimport Client
 from minired.engine.args cimport parse_int
-from minired.data.stream cimport Stream
+from minired.data.stream cimport Stream, format_id
 from minired.data.keyspace cimport Database
 cimport cython
 

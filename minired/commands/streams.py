@@ -227,11 +227,11 @@ def _parse_add_or_trim(c, argv: list, xadd: bool) -> tuple[TrimArgs, int]:
 
 
 def _node_max_entries(c) -> int:
-    return c.server.config.number("stream-node-max-entries")
+    return c.config.number("stream-node-max-entries")
 
 
 def _node_max_bytes(c) -> int:
-    return c.server.config.number("stream-node-max-bytes")
+    return c.config.number("stream-node-max-bytes")
 
 
 @command("xadd", arity=-5, flags="write denyoom fast", keys=(1, 1, 1), group=G)

@@ -9,6 +9,8 @@ cpdef int _backlen_size(long long encoded)
 cpdef int _int_size(long long value)
 cpdef long long _str_size(object raw)
 cpdef object _as_signed(object value)
+@cython.locals(ms=cython.ulonglong, seq=cython.ulonglong)
+cpdef bytes format_id(object stream_id)
 
 cdef class StreamNode:
     cdef public object master_id, master_fields, last_id
