@@ -20,13 +20,15 @@ cpdef Py_ssize_t parse_canonical(bytes buf, list out, long long max_bulk,
                                  long long max_multibulk) except -1
 
 cpdef encode_into(value, proto, list out)
+@cython.locals(count=cython.Py_ssize_t, size=cython.Py_ssize_t)
+cpdef _encode_array(object v, object proto, list out)
 @cython.locals(size=cython.Py_ssize_t)
 cpdef bytes encode_command(object argv)
 
 # Module dicts read per reply: typed, so their lookups are C calls, not method lookups.
 cdef dict _ENCODERS
 cdef set _ONLY_BYTES
-cdef list _BULK_HEADS, _SMALL_INTEGERS
+cdef list _BULK_HEADS, _SMALL_INTEGERS, _ARRAY_HEADS
 cdef Py_ssize_t _TABLED
 
 @cython.locals(size=cython.Py_ssize_t, i=cython.Py_ssize_t, digit=cython.int,

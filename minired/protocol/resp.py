@@ -474,6 +474,7 @@ def format_double(value: float) -> bytes:
 _TABLED = 1024
 _BULK_HEADS = [b"$%d\r\n" % n for n in range(_TABLED)]
 _SMALL_INTEGERS = [b":%d\r\n" % n for n in range(_TABLED)]
+_ARRAY_HEADS = [b"*%d\r\n" % n for n in range(_TABLED)]
 
 
 def _encode_bulk(v, proto, out):
@@ -547,14 +548,30 @@ def _encode_big_number(v, proto, out):
 
 
 def _encode_array(v, proto, out):
-    out.append(b"*%d\r\n" % len(v))
-    if len(v) > 4 and type(v[0]) is bytes and set(map(type, v)) == _ONLY_BYTES:
+    count = len(v)
+    out.append(_ARRAY_HEADS[count] if count < _TABLED else b"*%d\r\n" % count)
+    if count > 4 and type(v[0]) is bytes and set(map(type, v)) == _ONLY_BYTES:
         # LRANGE, SMEMBERS, HGETALL ...: every element a plain bulk string (subclasses such as
         # Status are excluded by the exact type test), formatted in one pass.
         out.append(b"".join([b"$%d\r\n%b\r\n" % (len(item), item) for item in v]))
         return
     for item in v:
-        _ENCODERS.get(type(item), _encode_other)(item, proto, out)
+        kind = type(item)
+        # Strings, integers and arrays inline (a stream entry is [id, [field, value ...]], EXEC
+        # and SCAN reply arrays of arrays): the call through _ENCODERS cost more than the
+        # encoding of such an element (compiled, the recursion is a C call).
+        if kind is bytes:
+            size = len(item)
+            if size < _TABLED:
+                out.append(_BULK_HEADS[size] + item + b"\r\n")
+                continue
+        elif kind is list:
+            _encode_array(item, proto, out)
+            continue
+        elif kind is int and 0 <= item < _TABLED:
+            out.append(_SMALL_INTEGERS[item])
+            continue
+        _ENCODERS.get(kind, _encode_other)(item, proto, out)
 
 
 def _encode_push(v, proto, out):
