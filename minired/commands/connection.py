@@ -59,10 +59,8 @@ def auth(c, argv):
 def hello(c, argv):
     protocol = c.protocol
     if len(argv) >= 2:
-        try:
-            protocol = int(argv[1])
-        except ValueError:
-            raise RedisError(errors.HELLO_PROTOCOL_NOT_INTEGER) from None
+        # (string2ll, as getLongLongFromObjectOrReply: no space, sign or leading zero)
+        protocol = parse_int(argv[1], errors.HELLO_PROTOCOL_NOT_INTEGER)
         if protocol not in (2, 3):
             raise RedisError(errors.NOPROTO)
     i = 2

@@ -35,6 +35,9 @@ def test_ping_echo_and_errors(diff):
     diff.check("AUTH", "default", "")
     diff.check("HELLO", "4")
     diff.check("HELLO", "x")
+    # Python's int() takes these; Redis's string2ll does not (nor a number past int64)
+    for version in (" 3", "3 ", "+3", "03", "3_0", "9223372036854775808"):
+        diff.check("HELLO", version)
 
 
 def test_hello_3_reply_shape(diff):
