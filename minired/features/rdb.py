@@ -34,12 +34,12 @@ TYPE_HASH_ZIPMAP, TYPE_LIST_ZIPLIST, TYPE_SET_INTSET, TYPE_ZSET_ZIPLIST = 9, 10,
 TYPE_HASH_ZIPLIST, TYPE_LIST_QUICKLIST, TYPE_STREAM_LISTPACKS = 13, 14, 15
 TYPE_HASH_LISTPACK, TYPE_ZSET_LISTPACK, TYPE_LIST_QUICKLIST_2 = 16, 17, 18
 TYPE_STREAM_LISTPACKS_2 = 19
-# The value types a version-10 file may hold; anything else is not an object type.
 
 
 def is_object_type(kind: int) -> bool:
-    """A type byte that starts a key's value: RDB_TYPE_STRING (0) to RDB_TYPE_STREAM_LISTPACKS_2
-    (19), 8 unused. Compiled, a C test (the load loop asks it once per key)."""
+    """A type byte that starts a key's value, as a version-10 file may hold them:
+    RDB_TYPE_STRING (0) to RDB_TYPE_STREAM_LISTPACKS_2 (19), 8 unused. Compiled, a C test (the
+    load loop asks it once per key)."""
     return 0 <= kind < 20 and kind != 8
 
 

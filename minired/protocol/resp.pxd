@@ -20,8 +20,11 @@ cpdef Py_ssize_t parse_canonical(bytes buf, list out, long long max_bulk,
                                  long long max_multibulk) except -1
 
 cpdef encode_into(value, proto, list out)
-@cython.locals(count=cython.Py_ssize_t, size=cython.Py_ssize_t)
+@cython.locals(count=cython.Py_ssize_t)
 cpdef _encode_array(object v, object proto, list out)
+@cython.locals(size=cython.Py_ssize_t)
+cpdef _encode_bulk(object v, object proto, list out)
+cpdef _encode_int(object v, object proto, list out)
 @cython.locals(size=cython.Py_ssize_t)
 cpdef bytes encode_command(object argv)
 

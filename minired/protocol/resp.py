@@ -557,21 +557,17 @@ def _encode_array(v, proto, out):
         return
     for item in v:
         kind = type(item)
-        # Strings, integers and arrays inline (a stream entry is [id, [field, value ...]], EXEC
-        # and SCAN reply arrays of arrays): the call through _ENCODERS cost more than the
-        # encoding of such an element (compiled, the recursion is a C call).
+        # Strings, integers and arrays called directly (a stream entry is [id, [field, value
+        # ...]], EXEC and SCAN reply arrays of arrays): the lookup and Python call through
+        # _ENCODERS cost more than the encoding of such an element (compiled, C calls).
         if kind is bytes:
-            size = len(item)
-            if size < _TABLED:
-                out.append(_BULK_HEADS[size] + item + b"\r\n")
-                continue
+            _encode_bulk(item, proto, out)
         elif kind is list:
             _encode_array(item, proto, out)
-            continue
-        elif kind is int and 0 <= item < _TABLED:
-            out.append(_SMALL_INTEGERS[item])
-            continue
-        _ENCODERS.get(kind, _encode_other)(item, proto, out)
+        elif kind is int:
+            _encode_int(item, proto, out)
+        else:
+            _ENCODERS.get(kind, _encode_other)(item, proto, out)
 
 
 def _encode_push(v, proto, out):
