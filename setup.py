@@ -35,6 +35,7 @@ COMPILED = [
     "minired/scripting/engine.py", "minired/scripting/sandbox.py", "minired/scripting/commands.py",
     # dump.rdb loads and saves: LZF and the reader's byte loops in C (their .pxd files).
     "minired/features/lzf.py", "minired/features/rdb.py", "minired/features/rdb_file.py",
+    "minired/data/packed.py",
     # The write path's logging, per write once the AOF is on or a replica attached.
     "minired/features/propagation.py", "minired/features/aof_effects.py",
     "minired/features/aof_records.py",
