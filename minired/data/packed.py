@@ -3,8 +3,9 @@
 A production snapshot is mostly keys nobody reads for a while, and Redis holds each small
 hash, set, sorted set or list in one allocation (a listpack, an intset). Held as Python
 objects, one per element, the same values take 5-15 times the memory. So the RDB loader keeps
-each small collection as a `Packed`: its live value `marshal`ed (one C call each way; the
-format never leaves the process), and `Database.get` swaps the live value in the first time
+each small collection as a `Packed`: the file's own listpack or intset where it has one (the
+RDB loader registers how those unpack), else its live value `marshal`ed (one C call each way;
+the format never leaves the process), and `Database.get` swaps the live value in the first time
 any lookup meets the key. From then on the key is an ordinary value: nothing else sees a
 Packed but the code that walks a database's dictionary without a lookup (SAVE, the AOF
 rewrite, DEBUG DIGEST and DEBUG OBJECT, the memory estimate), and each of those reads it
@@ -44,7 +45,8 @@ def shared(texts) -> map:
 
 
 class Packed:
-    """A value of type `kind` (dict, set, QuickList, ZSet ...) as the bytes `blob`."""
+    """A value as the bytes `blob`, in the format `kind` names: a type (dict, set, QuickList,
+    ZSet ...) for the value marshaled, or a format registered with register_unpacking."""
 
     __slots__ = ("kind", "blob")
 
@@ -76,6 +78,13 @@ def register_packing(kind: type, pack_value: Callable[[Any], bytes],
     """Values of type `kind` pack as pack_value(value) and unpack as build(blob); view(blob),
     if given, is a cheaper read-only form for SAVE and the other walks (else build's)."""
     _PACKERS[kind] = pack_value
+    register_unpacking(kind, build, view)
+
+
+def register_unpacking(kind: type, build: Callable[[bytes], Any],
+                       view: Callable[[bytes], Any] | None = None) -> None:
+    """Packed values of `kind` that another module makes (a loader keeping its file's own
+    encoding, as the RDB loader keeps a listpack) unpack as build(blob), view as view(blob)."""
     _BUILDERS[kind] = build
     _VIEWS[kind] = view or build
 

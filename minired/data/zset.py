@@ -293,9 +293,14 @@ def _unpack(blob: bytes) -> ZSet:
 
 
 def _view(blob: bytes) -> ZSet:
-    """A ZSet to read only: its order a sorted list (one C sort), not a SortedList."""
+    return scores_view(marshal.loads(blob))
+
+
+def scores_view(scores: dict[bytes, float]) -> ZSet:
+    """A ZSet of these scores to read only: its order a sorted list (one C sort), not a
+    SortedList."""
     zset = ZSet.__new__(ZSet)
-    zset.scores = scores = marshal.loads(blob)
+    zset.scores = scores
     zset.order = sorted(zip(scores.values(), scores))
     return zset
 

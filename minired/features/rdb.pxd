@@ -39,8 +39,8 @@ cpdef bint is_object_type(int kind)
 
 @cython.locals(entries=list, buf=cython.p_uchar, pos=Py_ssize_t, end=Py_ssize_t,
                first=cython.int, size=Py_ssize_t, n=Py_ssize_t, value=cython.int,
-               width=Py_ssize_t)
-cpdef list listpack_items(bytes blob, bint text=*)
+               width=Py_ssize_t, made=bint)
+cpdef list listpack_items(bytes blob, bint text=*, bint keys_only=*)
 
 # The writers a save calls per element: C calls between them.
 cpdef object integer_value(raw)

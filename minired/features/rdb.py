@@ -16,11 +16,11 @@ from typing import Any, Callable
 
 from minired.data import shared_integers
 from minired.data.keyspace import type_name
-from minired.data.packed import Packed, live, pack
+from minired.data.packed import Packed, live, pack, register_unpacking, small
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream, StreamNode
 from minired.data.stream_groups import Consumer, ConsumerGroup, PendingEntry, estimate_entries_read
-from minired.data.zset import ZSet, pack_scores
+from minired.data.zset import ZSet, pack_scores, scores_view
 from minired.features import lzf
 from minired.protocol.resp import string2ll
 
@@ -421,45 +421,55 @@ def _int_text(value: int) -> bytes:
     return b"%d" % value
 
 
-def listpack_items(blob: bytes, text: bool = False) -> list:
+def listpack_items(blob: bytes, text: bool = False, keys_only: bool = False) -> list:
     """The elements of a listpack: bytes for strings, and for integers ints (or, with `text`,
-    their decimal text)."""
+    their decimal text). With `keys_only`, the listpack holds pairs (a hash's fields and
+    values): only the first of each is made, as text; the others are walked and checked the
+    same way, never made, and an odd count is refused."""
     if len(blob) < 7 or struct.unpack("<I", blob[:4])[0] != len(blob) or blob[-1] != 0xFF:
         raise BadData("Listpack integrity check failed")
     entries: list = []
     append = entries.append
     buf = blob  # compiled, a pointer into blob (rdb.pxd)
     pos, end = 6, len(blob) - 1
+    text = text or keys_only
+    made = True  # whether this entry is made (with keys_only, one in two)
     while pos < end:
         first = buf[pos]
         if first < 0x80:
-            append(_int_text(first) if text else first)
+            if made:
+                append(_int_text(first) if text else first)
             size = 1
         elif first < 0xC0:
             n = first & 0x3F
             if pos + 1 + n > end:  # (checked before the pointer is sliced, compiled)
                 raise BadData("Listpack integrity check failed")
-            append(buf[pos + 1:pos + 1 + n])
+            if made:
+                append(buf[pos + 1:pos + 1 + n])
             size = 1 + n
         elif first < 0xE0:
             value = ((first & 0x1F) << 8) | buf[pos + 1]
             value = value - 8192 if value >= 4096 else value
-            append(_int_text(value) if text else value)
+            if made:
+                append(_int_text(value) if text else value)
             size = 2
         elif first < 0xF0:
             n = ((first & 0x0F) << 8) | buf[pos + 1]
             if pos + 2 + n > end:
                 raise BadData("Listpack integrity check failed")
-            append(buf[pos + 2:pos + 2 + n])
+            if made:
+                append(buf[pos + 2:pos + 2 + n])
             size = 2 + n
         elif first == 0xF0:
             n = struct.unpack("<I", blob[pos + 1:pos + 5])[0]
-            append(blob[pos + 5:pos + 5 + n])
+            if made:
+                append(blob[pos + 5:pos + 5 + n])
             size = 5 + n
         elif first in _LP_INT_WIDTH:
             width = _LP_INT_WIDTH[first]
-            number = int.from_bytes(blob[pos + 1:pos + 1 + width], "little", signed=True)
-            append(_int_text(number) if text else number)
+            if made:
+                number = int.from_bytes(blob[pos + 1:pos + 1 + width], "little", signed=True)
+                append(_int_text(number) if text else number)
             size = 1 + width
         else:
             raise BadData("Listpack integrity check failed")
@@ -467,6 +477,10 @@ def listpack_items(blob: bytes, text: bool = False) -> list:
                        else 4 if size < 268435455 else 5)
         if pos > end:
             raise BadData("Listpack integrity check failed")
+        if keys_only:
+            made = not made
+    if not made:  # (keys_only: a field without its value)
+        raise BadData("Listpack integrity check failed")
     return entries
 
 
@@ -1219,6 +1233,103 @@ _DECODERS: dict[int, Callable[[Reader], Any]] = {
 }
 
 
+# A load that packs (packed.py) keeps a small listpack or intset as the file has it: checked
+# exactly as the decoders above check it, it is already one compact bytes object (smaller than
+# its value marshaled), and a key nobody looks up then costs neither its elements nor a marshal.
+# The formats, as Packed kinds:
+class HashListpack:
+    """A small hash held as its listpack (the fields and values in turn)."""
+
+
+class ZSetListpack:
+    """A small sorted set held as its listpack (the members and scores in turn)."""
+
+
+class SetIntset:
+    """A small set of integers held as its intset."""
+
+
+class ListListpack:
+    """A small list held as the one listpack node of its quicklist."""
+
+
+def _hash_listpack_packed(reader: Reader) -> Any:
+    """TYPE_HASH_LISTPACK as _hash_of checks it (the walk makes the fields only, to find
+    duplicates), kept as its listpack when small."""
+    blob = _read_packed(reader, check_listpack)
+    fields = listpack_items(blob, False, True)
+    count = len(fields)
+    if not small(count):
+        return _hash_of(listpack_entries(blob))
+    if len(set(fields)) != count:
+        raise BadData("Duplicate hash fields detected")
+    if not count:
+        raise EmptyKey("Empty key")
+    return Packed(HashListpack, blob)
+
+
+def _zset_listpack_packed(reader: Reader) -> Any:
+    """TYPE_ZSET_LISTPACK, read as _zset_listpack reads it, kept as its listpack when small."""
+    blob = _read_packed(reader, check_listpack)
+    scores = _zset_listpack(blob)
+    if not scores or not small(len(scores)):
+        return scores  # (decode_object refuses an empty one, makes a big one its ZSet)
+    return Packed(ZSetListpack, blob)
+
+
+def _intset_packed(reader: Reader) -> Any:
+    """TYPE_SET_INTSET, read as _intset reads it, kept as its intset when small."""
+    blob = _read_packed(reader, check_intset)
+    members = _intset(blob)
+    if not members or not small(len(members)):
+        return members
+    return Packed(SetIntset, blob)
+
+
+def _quicklist_packed(reader: Reader) -> Any:
+    """TYPE_LIST_QUICKLIST_2 as _read_quicklist reads it; a list of one listpack node, when
+    small, kept as that listpack."""
+    start = reader.pos
+    if reader.count() != 1 or reader.count() != _QUICKLIST_PACKED:
+        reader.pos = start
+        return _read_quicklist(reader, True)
+    blob = _read_packed(reader, check_listpack)
+    items = listpack_entries(blob)
+    if not items or not small(len(items)):
+        return QuickList(tuple(items))
+    return Packed(ListListpack, blob)
+
+
+_PACKED_DECODERS: dict[int, Callable[[Reader], Any]] = {
+    TYPE_HASH_LISTPACK: _hash_listpack_packed,
+    TYPE_ZSET_LISTPACK: _zset_listpack_packed,
+    TYPE_SET_INTSET: _intset_packed,
+    TYPE_LIST_QUICKLIST_2: _quicklist_packed,
+}
+
+
+def _zset_of_listpack(blob: bytes) -> ZSet:
+    return ZSet.from_scores(_zset_listpack(blob))
+
+
+def _zset_view_of_listpack(blob: bytes) -> ZSet:
+    return scores_view(_zset_listpack(blob))
+
+
+def _list_of_listpack(blob: bytes) -> QuickList:
+    return QuickList(tuple(listpack_entries(blob)))
+
+
+def _hash_of_listpack(blob: bytes) -> dict:
+    return _hash_of(listpack_entries(blob))
+
+
+register_unpacking(HashListpack, _hash_of_listpack)
+register_unpacking(ZSetListpack, _zset_of_listpack, _zset_view_of_listpack)
+register_unpacking(SetIntset, _intset)
+register_unpacking(ListListpack, _list_of_listpack)
+
+
 # rdbLoadObject's reason for a compact encoding it refuses whole (its checks of the encoding
 # and of duplicates are one validation there): the log line names the type.
 _INTEGRITY_FAILURES = {
@@ -1239,7 +1350,9 @@ def decode_object(rdb_type: int, reader: Reader, packing: bool = False) -> Any:
     collection as a Packed (minired/data/packed.py), as a loaded file keeps it."""
     if rdb_type == TYPE_STRING:
         return reader.string()
-    decoder = _DECODERS.get(rdb_type)
+    decoder = _PACKED_DECODERS.get(rdb_type) if packing else None
+    if decoder is None:
+        decoder = _DECODERS.get(rdb_type)
     if decoder is None:
         if rdb_type in (TYPE_MODULE, TYPE_MODULE_2):
             raise ModuleData("The RDB file contains module data I can't load: no matching module")
@@ -1257,6 +1370,8 @@ def decode_object(rdb_type: int, reader: Reader, packing: bool = False) -> Any:
         if failure is None or isinstance(exc, EmptyKey):
             raise
         raise BadData(failure) from None
+    if type(value) is Packed:
+        return value
     if type(value) is not Stream and not value:
         if rdb_type == TYPE_HASH_ZIPMAP:  # (zipmapValidateIntegrity refuses an empty one)
             raise BadData(_INTEGRITY_FAILURES[rdb_type])

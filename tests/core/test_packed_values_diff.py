@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from minired.data.packed import PACK_LIMIT, Packed, pack
+from minired.data.packed import PACK_LIMIT, Packed, live, pack
 from minired.data.quicklist import QuickList
 from minired.data.zset import ZSet
 from tests.support.respclient import RawClient
@@ -183,3 +183,73 @@ def test_pack_round_trips_each_type():
     assert pack(b"string") == b"string"
     big = {b"%d" % i: b"" for i in range(PACK_LIMIT + 1)}
     assert pack(big) is big
+
+
+def _decoded(rdb_type: int, payload: bytes, packing: bool):
+    """decode_object of the payload, or the error it raises (class, text)."""
+    from minired.features import rdb
+
+    try:
+        value = rdb.decode_object(rdb_type, rdb.Reader(payload), packing)
+    except rdb.BadData as exc:
+        return type(exc), str(exc)
+    return live(value) if packing else value
+
+
+def _same_value(a, b) -> bool:
+    if type(a) is ZSet:
+        return type(b) is ZSet and list(a.order) == list(b.order) and a.scores == b.scores
+    if type(a) is QuickList:
+        return type(b) is QuickList and list(a) == list(b)
+    return type(a) is type(b) and a == b
+
+
+def test_a_file_s_listpacks_and_intsets_load_packed_as_they_load_unpacked():
+    """A load keeps a small hash or sorted set listpack, an intset, or a list's only listpack
+    node, as the file's bytes: it must accept and refuse exactly what the unpacked load does,
+    with the same error, and unpack to the same value."""
+    from minired.features import rdb
+
+    lp = rdb.listpack
+    string = rdb.encode_string
+
+    def quicklist(*nodes):
+        return rdb.encode_length(len(nodes)) + b"".join(
+            rdb.encode_length(kind) + string(blob) for kind, blob in nodes)
+
+    truncated = lp([b"f", b"v"])[:-3] + b"\xff"
+    hashes = [lp([b"f", b"v", b"g", 7]), lp([b"5", b"x", 5, b"y"]),  # "5" twice: a duplicate
+              lp([b"a", b"1", b"a", b"2"]), lp([b"f", b"v", b"g"]), lp([]), truncated,
+              lp([x for i in range(PACK_LIMIT) for x in (b"f%d" % i, i)]),
+              lp([x for i in range(PACK_LIMIT + 1) for x in (b"f%d" % i, i)]),
+              lp([b"f" * 5000, b"v" * 70000, -(2**63), 2**62]), b"\x00" * 7]
+    zsets = [lp([b"a", 1, b"b", b"1.5", b"c", b"-inf"]), lp([b"a", 1, b"a", 2]),
+             lp([b"a", b"nan"]), lp([b"a", 1, b"b"]), lp([]), lp([b"x", b"12abc"]),
+             lp([x for i in range(PACK_LIMIT + 1) for x in (b"m%d" % i, i)])]
+    intsets = [b"\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00",
+               b"\x02\x00\x00\x00\x02\x00\x00\x00\x01\x00\x01\x00",  # (a duplicate, unsanitized)
+               b"\x02\x00\x00\x00\x00\x00\x00\x00", b"\x03\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00",
+               b"\x02\x00\x00\x00\x02\x00\x00\x00\x01\x00"]
+    lists = [quicklist((2, lp([b"a", 1, b"", -(2**63)]))), quicklist((2, lp([]))),
+             quicklist((1, b"plain")), quicklist((2, lp([b"a"])), (2, lp([b"b"]))),
+             quicklist((2, lp(list(range(PACK_LIMIT + 1))))), quicklist((2, truncated)),
+             quicklist((3, lp([b"a"]))), quicklist(), rdb.encode_length(1)]
+    cases = ([(rdb.TYPE_HASH_LISTPACK, string(blob)) for blob in hashes]
+             + [(rdb.TYPE_ZSET_LISTPACK, string(blob)) for blob in zsets]
+             + [(rdb.TYPE_SET_INTSET, string(blob)) for blob in intsets]
+             + [(rdb.TYPE_LIST_QUICKLIST_2, payload) for payload in lists])
+    packed_kinds = set()
+    for rdb_type, payload in cases:
+        unpacked = _decoded(rdb_type, payload, False)
+        packed = _decoded(rdb_type, payload, True)
+        assert _same_value(packed, unpacked), (rdb_type, payload[:40], packed, unpacked)
+        try:
+            value = rdb.decode_object(rdb_type, rdb.Reader(payload), True)
+        except rdb.BadData:
+            continue
+        if type(value) is Packed:
+            packed_kinds.add(value.kind)
+            assert _same_value(value.unpacked(), unpacked)
+    # (lists of other shapes are packed as before: their values marshaled)
+    assert packed_kinds == {rdb.HashListpack, rdb.ZSetListpack, rdb.SetIntset, rdb.ListListpack,
+                            QuickList}
