@@ -17,6 +17,9 @@ cdef class Reader:
     cpdef int byte(self) except -1
     @cython.locals(first=cython.int, kind=cython.int)
     cpdef tuple length(self)
+    @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t, i=Py_ssize_t,
+                   value=cython.ulonglong)
+    cpdef object big_endian(self, Py_ssize_t n)
     @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t)
     cpdef object count(self)
     @cython.locals(data=bytes, buf=cython.p_uchar, pos=Py_ssize_t, size=Py_ssize_t,

@@ -237,10 +237,23 @@ class Reader:
         if kind == 3:
             return 0, first & 0x3F
         if first == 0x80:
-            return struct.unpack(">I", self.take(4))[0], None
-        if first == 0x81:
-            return struct.unpack(">Q", self.take(8))[0], None
+            return self.big_endian(4), None
+        if first == 0x81:  # (a stream's IDs: every millisecond time since 2004 takes 8 bytes)
+            return self.big_endian(8), None
         raise BadData("Unknown length encoding %d in rdbLoadLen()" % first)
+
+    def big_endian(self, n: int) -> int:
+        """The next n (at most 8) bytes as a big-endian unsigned integer."""
+        data = self.data
+        buf = data  # compiled, a pointer into data (rdb.pxd)
+        pos = self.pos
+        if pos + n > len(data):
+            raise BadData(EOF_MESSAGE)
+        value = 0
+        for i in range(pos, pos + n):
+            value = (value << 8) | buf[i]
+        self.pos = pos + n
+        return value
 
     def count(self) -> int:
         data = self.data
