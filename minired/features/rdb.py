@@ -1056,6 +1056,11 @@ def quicklist_nodes(items, fill: int,
     return [node for node, _ in _quicklist_layout(items, fill, large_element)]
 
 
+def _quicklist_node_limit(fill: int) -> int | None:
+    """A node's most bytes for list-max-listpack-size `fill` (negative), None for a count."""
+    return _QUICKLIST_NODE_BYTES[min(-fill, 5) - 1] if fill < 0 else None
+
+
 def _quicklist_layout(items, fill: int,
                       large_element: int) -> list[tuple[list[bytes], list[bytes]]]:
     """quicklist_nodes, each node with its elements' listpack encodings (the sizes that decide
@@ -1064,7 +1069,7 @@ def _quicklist_layout(items, fill: int,
     node: list[bytes] | None = None
     encoded: list[bytes] = []
     node_bytes = 0
-    limit = (_QUICKLIST_NODE_BYTES[min(-fill, 5) - 1] if fill < 0 else None)
+    limit = _quicklist_node_limit(fill)
     for item in items:
         size = len(item)
         allowed = False
@@ -1090,6 +1095,41 @@ def _quicklist_layout(items, fill: int,
     return nodes
 
 
+def _written_as_loaded(packed: Packed, compress_from: int, compact: Compact | None) -> bytes | None:
+    """encode_value of a value still held as its file's listpack, where that is the encoding
+    encode_value chooses for the value (the same limits decide): the listpack as loaded, as
+    Redis writes a value it loaded and kept, without unpacking it (minired's own listpacks are
+    Redis's bytes). None where the live value must decide."""
+    if compact is None:
+        return None
+    kind = packed.kind
+    blob = packed.blob
+    if kind is HashListpack:
+        texts = listpack_items(blob, True)
+        if len(texts) // 2 > compact.hash_entries or max(map(len, texts)) > compact.hash_value:
+            return None
+        return bytes((TYPE_HASH_LISTPACK,)) + encode_string(blob, compress_from)
+    if kind is ZSetListpack:
+        members = listpack_items(blob, False, True)
+        if (not compact.zset_entries or len(members) > compact.zset_entries
+                or max(map(len, members)) > compact.zset_value):
+            return None
+        return bytes((TYPE_ZSET_LISTPACK,)) + encode_string(blob, compress_from)
+    if kind is ListListpack:
+        texts = listpack_items(blob, True)
+        fill = compact.list_fill
+        limit = _quicklist_node_limit(fill)
+        # One node, as _quicklist_layout lays the elements out: its test for the last element
+        # (the node then holds all but that one: less than the whole listpack) holds.
+        if ((fill >= 0 and len(texts) > fill) or len(blob) + max(map(len, texts))
+                + _QUICKLIST_SIZE_ESTIMATE_OVERHEAD > (_QUICKLIST_SAFETY_LIMIT if limit is None
+                                                      else limit)):
+            return None
+        return (bytes((TYPE_LIST_QUICKLIST_2,)) + encode_length(1)
+                + encode_length(_QUICKLIST_PACKED) + encode_string(blob, compress_from))
+    return None
+
+
 def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
                  compact: Compact | None = None) -> bytes:
     """The type byte and the RDB encoding of a value; TypeError for a type RDB cannot hold.
@@ -1098,6 +1138,9 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
     if kind is bytes:
         return bytes((TYPE_STRING,)) + encode_string(value, compress_from)
     if kind is Packed:  # (SAVE of a small collection nobody has looked up since the load)
+        written = _written_as_loaded(value, compress_from, compact)
+        if written is not None:
+            return written
         value = live(value)
         kind = type(value)
     if kind is QuickList:

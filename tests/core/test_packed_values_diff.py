@@ -253,3 +253,39 @@ def test_a_file_s_listpacks_and_intsets_load_packed_as_they_load_unpacked():
     # (lists of other shapes are packed as before: their values marshaled)
     assert packed_kinds == {rdb.HashListpack, rdb.ZSetListpack, rdb.SetIntset, rdb.ListListpack,
                             QuickList}
+
+
+def test_a_save_writes_a_loaded_listpack_as_the_live_value_would_be_written():
+    """SAVE writes a value still held as its file's listpack as it is, only where encode_value
+    would choose that encoding for the live value (the same limits, every one at its edge),
+    and then the bytes are the ones the live value gives (listpacks as Redis writes them: a
+    sorted set's in order; one that is not is written back as it came, as Redis does)."""
+    from minired.features import rdb
+
+    lp = rdb.listpack
+    string = rdb.encode_string
+    payloads = [
+        (rdb.TYPE_HASH_LISTPACK, string(lp([b"f", b"v" * 64, b"g", 123456789012, b"h", -5]))),
+        (rdb.TYPE_HASH_LISTPACK, string(lp([x for i in range(4) for x in (b"f%d" % i, i)]))),
+        (rdb.TYPE_ZSET_LISTPACK, string(lp([b"z", b"-inf", b"a", 1, b"m" * 64, b"1.5"]))),
+        (rdb.TYPE_LIST_QUICKLIST_2, rdb.encode_length(1) + rdb.encode_length(2)
+         + string(lp([b"x" * 1000, 1, -(2**40), b""] + [b"y" * 900] * 6))),
+        (rdb.TYPE_LIST_QUICKLIST_2, rdb.encode_length(1) + rdb.encode_length(2)
+         + string(lp(list(range(5))))),
+    ]
+    compacts = [rdb.Compact(), rdb.Compact(hash_entries=3, hash_value=63, zset_entries=0),
+                rdb.Compact(hash_entries=4, hash_value=12, zset_entries=3, zset_value=63),
+                rdb.Compact(list_fill=-1), rdb.Compact(list_fill=4), rdb.Compact(list_fill=5),
+                rdb.Compact(list_fill=11), rdb.Compact(list_fill=10)]
+    as_loaded = 0
+    for rdb_type, payload in payloads:
+        packed = rdb.decode_object(rdb_type, rdb.Reader(payload), True)
+        assert type(packed) is Packed
+        for compact in compacts:
+            for compress_from in (rdb.COMPRESS_AS_REDIS, 1 << 40):
+                written = rdb.encode_value(packed, compress_from, compact)
+                assert written == rdb.encode_value(packed.unpacked(), compress_from, compact), \
+                    (rdb_type, [getattr(compact, name) for name in rdb.Compact.__slots__])
+            as_loaded += rdb._written_as_loaded(packed, 0, compact) is not None
+        assert rdb.encode_value(packed) == rdb.encode_value(packed.unpacked())  # (DUMP: no compact)
+    assert as_loaded >= 12
