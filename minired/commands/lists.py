@@ -399,20 +399,8 @@ def lrem(c, argv):
     if value is None:
         c.changes = 0
         return 0
-    element = argv[3]
-    limit = abs(count) or len(value)
-    kept = []
-    removed = 0
-    for item in (reversed(value) if count < 0 else value):
-        if removed < limit and item == element:
-            removed += 1
-        else:
-            kept.append(item)
+    removed = value.remove_equal(argv[3], count)
     if removed:
-        if count < 0:
-            kept.reverse()
-        value.clear()
-        value.extend(kept)
         db.delete_if_empty(key, value)
         db.signal_modified(key)
         if db.notifier is not None:

@@ -67,6 +67,23 @@ def _node_items_reversed(node):
     return reversed(_unpack(node)) if type(node) is tuple else reversed(node)
 
 
+def _without(items: list, item: bytes, limit: int, from_tail: bool) -> tuple:
+    """The items (head to tail) less the first `limit` equal to item, met from the head or from
+    the tail; and how many went."""
+    if item not in items:
+        return items, 0
+    kept = []
+    removed = 0
+    for element in (reversed(items) if from_tail else items):
+        if removed < limit and element == item:
+            removed += 1
+        else:
+            kept.append(element)
+    if from_tail:
+        kept.reverse()
+    return kept, removed
+
+
 class QuickList:
     """A Redis list: bytes elements, O(1) pushes and pops at both ends, packed in between."""
 
@@ -177,6 +194,47 @@ class QuickList:
         self.nodes = []
         self.right = []
         self.length = 0
+
+    def remove_equal(self, item: bytes, count: int) -> int:
+        """LREM: remove the first `count` elements equal to item met from the head (count > 0)
+        or from the tail (count < 0), or all of them (0); how many went. As Redis's quicklist
+        walk, it stops at the last one to remove, and only the parts that hold one change; a
+        packed node whose bytes do not contain item's is not unpacked."""
+        limit = -count if count < 0 else count or self.length
+        from_tail = count < 0
+        nodes = range(len(self.nodes))  # (-1 is the head buffer, -2 the tail's)
+        parts = chain((-2,), reversed(nodes), (-1,)) if from_tail else chain((-1,), nodes, (-2,))
+        removed = 0
+        emptied = []
+        for part in parts:
+            if removed >= limit:
+                break
+            if part == -1:
+                items = self.left[::-1]  # (kept reversed)
+            elif part == -2:
+                items = self.right
+            else:
+                node = self.nodes[part]
+                if type(node) is tuple and item and item not in node[0]:
+                    continue
+                items = _unpack(node)
+            kept, taken = _without(items, item, limit - removed, from_tail)
+            if not taken:
+                continue
+            removed += taken
+            if part == -1:
+                kept.reverse()
+                self.left = kept
+            elif part == -2:
+                self.right = kept
+            elif kept:
+                self.nodes[part] = _pack(kept)
+            else:
+                emptied.append(part)
+        for part in sorted(emptied, reverse=True):
+            del self.nodes[part]
+        self.length -= removed
+        return removed
 
     # --- by index ----------------------------------------------------------------------------
 

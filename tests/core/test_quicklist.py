@@ -26,7 +26,7 @@ def test_against_deque(sizes, seed):
     rnd = random.Random(seed)
     q, d = QuickList(), deque()
     for _ in range(300):
-        op = rnd.randrange(11)
+        op = rnd.randrange(12)
         x = b"%d" % rnd.randrange(1000) * rnd.choice([1, 1, 1, 3000])
         if op == 0:
             q.append(x)
@@ -63,6 +63,18 @@ def test_against_deque(sizes, seed):
         elif op == 9 and d:
             y = rnd.choice(list(d))
             assert q.index(y) == d.index(y)
+        elif op == 11:  # LREM, the model its old way: every element walked, the list rebuilt
+            y = rnd.choice([*d, b"0", b""]) if d else b"0"
+            count = rnd.choice([0, 1, 2, -1, -2, 5, -5, -(2**63)])
+            limit = abs(count) or len(d)
+            kept, removed = [], 0
+            for element in (reversed(d) if count < 0 else d):
+                if removed < limit and element == y:
+                    removed += 1
+                else:
+                    kept.append(element)
+            d = deque(reversed(kept) if count < 0 else kept)
+            assert q.remove_equal(y, count) == removed
         elif op == 10:
             copy = q.copy()
             q.append(b"only in the original")
