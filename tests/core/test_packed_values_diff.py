@@ -33,6 +33,13 @@ _SOURCES = {
     b"l:small": ["RPUSH", "l:small", "1", "-2", "three", str(2**40), "", "x" * 70],
     b"l:over": ["RPUSH", "l:over", *range(PACK_LIMIT + 1)],
     b"str": ["SET", "str", "plain"],
+    # every integer width of a listpack and an intset, at its edges
+    b"h:wide": ["HSET", "h:wide", "127", "128", "-4096", "4095", "32767", "-32768",
+                str(2**23 - 1), str(-2**31), str(2**63 - 1), str(-2**63), "007", "1.0"],
+    b"s:wide": ["SADD", "s:wide", str(2**40), "-1", str(-2**63)],
+    b"l:wide": ["RPUSH", "l:wide", "127", "128", "-4096", "4095", str(2**31), str(-2**63),
+                str(2**64), "-0", "+1", " 1"],
+    b"z:wide": ["ZADD", "z:wide", str(2**53), "a", "1e-300", "b", "-1.5e10", "c", "4095", "d"],
 }
 _TTL_KEYS = (b"h:small", b"z:small", b"l:small")
 
@@ -84,7 +91,8 @@ def test_reload_packs_only_small_collections(loaded):
     data = mini.call(lambda: dict(_db0(mini).data))
     packed = {key for key, value in data.items() if type(value) is Packed}
     assert packed == {b"h:small", b"h:limit", b"h:long", b"s:ints", b"s:text", b"z:small",
-                      b"z:limit", b"z:long", b"l:small"}
+                      b"z:limit", b"z:long", b"l:small", b"h:wide", b"s:wide", b"l:wide",
+                      b"z:wide"}
 
 
 def test_what_reads_the_dictionary_directly_sees_the_unpacked_value(loaded, tmp_path):
@@ -289,3 +297,50 @@ def test_a_save_writes_a_loaded_listpack_as_the_live_value_would_be_written():
             as_loaded += rdb._written_as_loaded(packed, 0, compact) is not None
         assert rdb.encode_value(packed) == rdb.encode_value(packed.unpacked())  # (DUMP: no compact)
     assert as_loaded >= 12
+
+
+def test_redis_s_own_listpacks_are_written_back_as_redis_writes_them(tmp_path):
+    """Redis's dump.rdb loaded into minired (each small collection held as Redis's listpack or
+    intset), then SAVE: each packed key's bytes are the ones its live value gives, and Redis
+    loads minired's file to its own digest."""
+    from minired.features import rdb
+
+    with debug_server_pair(dir=str(tmp_path), save="") as (real, mini):
+        redis_client, mini_client = RawClient(real.port), RawClient(mini.port)
+        _fill(redis_client)
+        digest = redis_client.call("DEBUG", "DIGEST")
+        assert redis_client.call("SAVE") == b"OK"
+        real_file = os.path.join(*(redis_client.call("CONFIG", "GET", name)[1].decode()
+                                   for name in ("dir", "dbfilename")))
+        mini_file = os.path.join(str(tmp_path), "dump.rdb")
+        with open(real_file, "rb") as source, open(mini_file, "wb") as target:
+            target.write(source.read())
+        assert mini_client.call("DEBUG", "RELOAD", "NOSAVE") == b"OK"
+        assert mini_client.call("DEBUG", "DIGEST") == digest
+
+        def compare() -> list:
+            compact = rdb.Compact()
+            kinds = []
+            for key, value in _db0(mini).data.items():
+                if type(value) is Packed:
+                    kinds.append(value.kind.__name__)
+                    assert (rdb.encode_value(value, rdb.COMPRESS_AS_REDIS, compact)
+                            == rdb.encode_value(value.unpacked(), rdb.COMPRESS_AS_REDIS,
+                                                compact)), key
+            return sorted(kinds)
+
+        # (h:long and z:long are a hash table and a skiplist in Redis's file: packed marshaled)
+        assert mini.call(compare) == sorted(
+            ["HashListpack"] * 3 + ["dict"] + ["SetIntset"] * 2 + ["set"] + ["ZSetListpack"] * 3
+            + ["ZSet"] + ["ListListpack"] * 2)
+        assert mini_client.call("SAVE") == b"OK"
+        redis_client.call("FLUSHALL")
+        with open(mini_file, "rb") as source, open(real_file, "wb") as target:
+            target.write(source.read())
+        assert redis_client.call("DEBUG", "RELOAD", "NOSAVE") == b"OK"
+        assert redis_client.call("DEBUG", "DIGEST") == digest
+        for key in _SOURCES:
+            for argv in _reads(key):
+                assert mini_client.call(*argv) == redis_client.call(*argv), argv
+        redis_client.close()
+        mini_client.close()
