@@ -414,6 +414,10 @@ SCENARIOS = {
         ("XAUTOCLAIM", "x", "g1", "c5", "0", "0", "COUNT", "1"),
         ("XCLAIM", "x", "g1", "c6", "0", "3-1", "FORCE", "RETRYCOUNT", "9", "LASTID", "7-7"),
         ("XREADGROUP", "GROUP", "g2", "c8", "STREAMS", "x", "0")),
+    # A LASTID that moves the group on while nothing is claimed: a change Redis propagates
+    # (as XGROUP SETID), through an ID no stream holds and one that is not pending.
+    "xclaim-lastid": calls(("XCLAIM", "x", "g1", "c1", "0", "9-1", "LASTID", "8-8"),
+                            ("XCLAIM", "y", "g1", "c1", "0", "2-2", "JUSTID", "LASTID", "7-7")),
     "scripts-and-multi": [
         ("call", ("EVAL", "redis.call('SADD', KEYS[1], 'p', 'q', 'r', 's') "
                           "redis.call('SPOP', KEYS[1]) return redis.call('SET', KEYS[2], "
