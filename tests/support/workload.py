@@ -418,6 +418,10 @@ SCENARIOS = {
     # (as XGROUP SETID), through an ID no stream holds and one that is not pending.
     "xclaim-lastid": calls(("XCLAIM", "x", "g1", "c1", "0", "9-1", "LASTID", "8-8"),
                             ("XCLAIM", "y", "g1", "c1", "0", "2-2", "JUSTID", "LASTID", "7-7")),
+    # A stream named twice in one XREADGROUP is read twice, a `>` read first.
+    "xreadgroup-twice": calls(
+        ("XREADGROUP", "GROUP", "g1", "c1", "NOACK", "COUNT", "1", "STREAMS", "x", "x", ">", "0"),
+        ("XREADGROUP", "GROUP", "g1", "c2", "STREAMS", "y", "y", ">", "0")),
     "scripts-and-multi": [
         ("call", ("EVAL", "redis.call('SADD', KEYS[1], 'p', 'q', 'r', 's') "
                           "redis.call('SPOP', KEYS[1]) return redis.call('SET', KEYS[2], "
