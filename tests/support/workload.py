@@ -422,6 +422,10 @@ SCENARIOS = {
     "xreadgroup-twice": calls(
         ("XREADGROUP", "GROUP", "g1", "c1", "NOACK", "COUNT", "1", "STREAMS", "x", "x", ">", "0"),
         ("XREADGROUP", "GROUP", "g1", "c2", "STREAMS", "y", "y", ">", "0")),
+    # An approximate trim with a LIMIT: logged with `=` and the length it came to, the LIMIT
+    # kept, which a replica or an AOF replay ignores rather than refuses.
+    "trim-limit": calls(("XADD", "x", "MAXLEN", "~", "2", "LIMIT", "1", "*", "f", "v"),
+                        ("XTRIM", "y", "MINID", "~", "9-0", "LIMIT", "1")),
     "scripts-and-multi": [
         ("call", ("EVAL", "redis.call('SADD', KEYS[1], 'p', 'q', 'r', 's') "
                           "redis.call('SPOP', KEYS[1]) return redis.call('SET', KEYS[2], "
