@@ -426,6 +426,10 @@ SCENARIOS = {
     # kept, which a replica or an AOF replay ignores rather than refuses.
     "trim-limit": calls(("XADD", "x", "MAXLEN", "~", "2", "LIMIT", "1", "*", "f", "v"),
                         ("XTRIM", "y", "MINID", "~", "9-0", "LIMIT", "1")),
+    # SORT ... STORE is propagated as sent: ties keep the source's order, an intset's ascending.
+    "sort-intset": calls(("SADD", "a", "5", "3", "-1", "20", "7", "100", "0", "8"),
+                         ("SORT", "a", "BY", "nosuch_*", "ALPHA", "STORE", "b"),
+                         ("SORT", "a", "BY", "nosuch_*", "ALPHA", "LIMIT", "1", "5", "STORE", "c")),
     "scripts-and-multi": [
         ("call", ("EVAL", "redis.call('SADD', KEYS[1], 'p', 'q', 'r', 's') "
                           "redis.call('SPOP', KEYS[1]) return redis.call('SET', KEYS[2], "
