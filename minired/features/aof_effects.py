@@ -303,7 +303,11 @@ def _xreadgroup(db: Any, argv: list, reply: Any) -> Effects:
         if group is None:
             continue
         ids = list(dict.fromkeys(delivered.get(key, [])))
-        these = [] if noack else _claims(key, group_name, consumer_name, stream, group, ids)
+        # A history read counts its deliveries, NOACK or not; a `>` read with NOACK leaves
+        # nothing pending.
+        history = noack and any(start != b">" for start in key_starts)
+        these = _claims(key, group_name, consumer_name, stream, group, ids) \
+            if history or not noack else []
         if b">" in key_starts and ids:
             these.append([b"XGROUP", b"SETID", key, group_name, format_id(group.last_id),
                           b"ENTRIESREAD", b"%d" % (-1 if group.entries_read is None
