@@ -16,6 +16,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Callable
 
+from minired.commands.sets import in_reply_order
 from minired.data.csort import partial_sort
 from minired.data.quicklist import QuickList
 from minired.data.zset import ZSet
@@ -196,10 +197,16 @@ def _parse_options(argv: list, read_only: bool, cluster: bool,
     return options
 
 
-def _load(value, dont_sort: bool, desc: bool, start: int, end: int) -> tuple[list, int, int]:
+def _load(value, dont_sort: bool, desc: bool, start: int, end: int,
+          config) -> tuple[list, int, int]:
     """The elements to sort and the output range within them. Unsorted lists and sorted sets
-    keep their order (reversed for DESC) and only the output range is loaded."""
-    if not dont_sort or type(value) is set:
+    keep their order (reversed for DESC) and only the output range is loaded. A set Redis holds
+    as an intset comes in ascending order, as Redis iterates it: the order elements that
+    compare equal keep, and what a replica of a Redis master stores (SORT is propagated as
+    sent)."""
+    if type(value) is set:
+        return list(in_reply_order(value, config)), start, end
+    if not dont_sort:
         return list(value.scores if type(value) is ZSet else value), start, end
     if end < start:
         return [], 0, -1
@@ -297,7 +304,7 @@ def _sort(c, argv: list, read_only: bool):
     if start >= size:
         start, end = size - 1, size - 2
     end = min(end, size - 1)
-    elements, start, end = _load(value, options.dont_sort, options.desc, start, end)
+    elements, start, end = _load(value, options.dont_sort, options.desc, start, end, c.config)
     if not options.dont_sort:
         elements = _sorted(c, elements, options, start, end)
     chosen = elements[start:end + 1] if end >= start else []

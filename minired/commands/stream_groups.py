@@ -485,7 +485,8 @@ def xclaim(c, argv):
     # clients compute it from their own clocks.
     if not 0 <= delivery_time <= now:
         delivery_time = now
-    if last_id > group.last_id:
+    advanced = last_id > group.last_id
+    if advanced:
         group.last_id = last_id
 
     claims = _Claims(c, argv[1], group, argv[3], now, min_idle, justid)
@@ -505,7 +506,9 @@ def xclaim(c, argv):
         elif not claims.idle_enough(entry):
             continue
         claims.claim(stream_id, entry, fields, delivery_time, retry_count)
-    c.changes = claims.changes
+    # A LASTID that moved the group on, with nothing claimed or dropped, is a change of its own
+    # (Redis's propagate_last_id): the replicas and the AOF must get the new last ID.
+    c.changes = claims.changes or int(advanced)
     return claims.replies
 
 

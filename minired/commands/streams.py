@@ -217,7 +217,11 @@ def _parse_add_or_trim(c, argv: list, xadd: bool) -> tuple[TrimArgs, int]:
         raise RedisError(errors.STREAM_LIMIT_WITHOUT_STRATEGY)
     if not xadd and not args.trims:
         raise RedisError(errors.STREAM_XTRIM_WITHOUT_STRATEGY)
-    if limit_given:
+    if c.flags == "M":
+        # From the master or the AOF (mustObeyClient): the trim was rewritten to the exact one
+        # it came to, and a LIMIT left in it (`MAXLEN = 2 LIMIT 1`) is ignored, not refused.
+        args.limit = 0
+    elif limit_given:
         if not args.approx:
             raise RedisError(errors.STREAM_LIMIT_WITHOUT_APPROX)
     elif args.approx:

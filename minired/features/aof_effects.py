@@ -289,19 +289,26 @@ def _xreadgroup(db: Any, argv: list, reply: Any) -> Effects:
         noack = noack or option == b"noack"
         i += 2 if option in (b"count", b"block") else 1
     half = (len(argv) - i - 1) // 2
-    starts = dict(zip(argv[i + 1:i + 1 + half], argv[i + 1 + half:]))
+    # A key named twice (STREAMS s s > 0) is read twice: its records cover both reads.
+    starts: dict = {}
+    for key, start in zip(argv[i + 1:i + 1 + half], argv[i + 1 + half:]):
+        starts.setdefault(key, []).append(start)
     delivered = {}
     if type(reply) is list or isinstance(reply, dict):  # (RESP3: a map)
         for key, entries in (reply.items() if isinstance(reply, dict) else reply):
             delivered.setdefault(key, []).extend(entry[0] for entry in entries)
     records: Effects = []
-    for key, start in starts.items():
+    for key, key_starts in starts.items():
         stream, group = _group(db, key, group_name)
         if group is None:
             continue
-        ids = delivered.get(key, [])
-        these = [] if noack else _claims(key, group_name, consumer_name, stream, group, ids)
-        if start == b">" and ids:
+        ids = list(dict.fromkeys(delivered.get(key, [])))
+        # A history read counts its deliveries, NOACK or not; a `>` read with NOACK leaves
+        # nothing pending.
+        history = noack and any(start != b">" for start in key_starts)
+        these = _claims(key, group_name, consumer_name, stream, group, ids) \
+            if history or not noack else []
+        if b">" in key_starts and ids:
             these.append([b"XGROUP", b"SETID", key, group_name, format_id(group.last_id),
                           b"ENTRIESREAD", b"%d" % (-1 if group.entries_read is None
                                                    else group.entries_read)])

@@ -230,6 +230,19 @@ def test_ties(diff):
     diff.check("SORT", "st", "BY", "w_*")  # numeric ties fall back to the elements
 
 
+def test_an_intset_is_sorted_from_its_ascending_order(diff):
+    """Redis iterates an intset in ascending order: BY nosort shows it, and elements whose
+    weights tie keep it (so a replica of a Redis master, which gets SORT ... STORE as sent,
+    stores what its master stored)."""
+    diff.check("SADD", "s", "5", "3", "-1", "20", "7", "100", "0", "8")
+    diff.check("SORT", "s", "BY", "nosort")
+    diff.check("SORT", "s", "BY", "nosort", "LIMIT", "2", "3")
+    diff.check("SORT", "s", "BY", "nope_*", "ALPHA")
+    diff.check("SORT", "s", "BY", "nope_*", "ALPHA", "LIMIT", "1", "4")
+    diff.check("SORT", "s", "BY", "nope_*", "ALPHA", "STORE", "d")
+    diff.check("LRANGE", "d", "0", "-1")
+
+
 def test_scripts(diff):
     diff.check("SADD", "s", "b", "a", "c", "a b", "d", "e", "f", "10", "9")
     diff.check("RPUSH", "l", "b", "a", "c")

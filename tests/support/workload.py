@@ -414,6 +414,24 @@ SCENARIOS = {
         ("XAUTOCLAIM", "x", "g1", "c5", "0", "0", "COUNT", "1"),
         ("XCLAIM", "x", "g1", "c6", "0", "3-1", "FORCE", "RETRYCOUNT", "9", "LASTID", "7-7"),
         ("XREADGROUP", "GROUP", "g2", "c8", "STREAMS", "x", "0")),
+    # A LASTID that moves the group on while nothing is claimed: a change Redis propagates
+    # (as XGROUP SETID), through an ID no stream holds and one that is not pending.
+    "xclaim-lastid": calls(("XCLAIM", "x", "g1", "c1", "0", "9-1", "LASTID", "8-8"),
+                            ("XCLAIM", "y", "g1", "c1", "0", "2-2", "JUSTID", "LASTID", "7-7")),
+    # A stream named twice in one XREADGROUP is read twice, a `>` read first.
+    "xreadgroup-twice": calls(
+        ("XREADGROUP", "GROUP", "g1", "c1", "NOACK", "COUNT", "1", "STREAMS", "x", "x", ">", "0"),
+        ("XREADGROUP", "GROUP", "g1", "c2", "STREAMS", "y", "y", ">", "0"),
+        # A history read counts a delivery with NOACK too (logged beyond Redis 7.0, above).
+        ("XREADGROUP", "GROUP", "g1", "c2", "NOACK", "STREAMS", "y", "0")),
+    # An approximate trim with a LIMIT: logged with `=` and the length it came to, the LIMIT
+    # kept, which a replica or an AOF replay ignores rather than refuses.
+    "trim-limit": calls(("XADD", "x", "MAXLEN", "~", "2", "LIMIT", "1", "*", "f", "v"),
+                        ("XTRIM", "y", "MINID", "~", "9-0", "LIMIT", "1")),
+    # SORT ... STORE is propagated as sent: ties keep the source's order, an intset's ascending.
+    "sort-intset": calls(("SADD", "a", "5", "3", "-1", "20", "7", "100", "0", "8"),
+                         ("SORT", "a", "BY", "nosuch_*", "ALPHA", "STORE", "b"),
+                         ("SORT", "a", "BY", "nosuch_*", "ALPHA", "LIMIT", "1", "5", "STORE", "c")),
     "scripts-and-multi": [
         ("call", ("EVAL", "redis.call('SADD', KEYS[1], 'p', 'q', 'r', 's') "
                           "redis.call('SPOP', KEYS[1]) return redis.call('SET', KEYS[2], "
