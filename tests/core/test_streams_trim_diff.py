@@ -31,6 +31,23 @@ def test_integer_values_are_sized_as_listpack_integers(diff):
     diff.check("XINFO", "STREAM", "nums")
 
 
+def test_an_approximate_trim_without_limit_stops_at_10000_entries(diff):
+    """With stream-node-max-entries 0 (no count limit: nodes close on bytes), a `~` trim
+    with no LIMIT removes whole nodes up to 10,000 entries, as Redis bounds it."""
+    fill = "for i = 1, tonumber(ARGV[1]) do redis.call('XADD', KEYS[1], i .. '-0', 'f', 'v') end"
+    try:
+        for name, value in (("stream-node-max-entries", "0"), ("stream-node-max-bytes", "30000")):
+            diff.check("CONFIG", "SET", name, value)
+        diff.check("EVAL", fill, "1", "s", "24000")
+        diff.check("XINFO", "STREAM", "s")
+        diff.check("XTRIM", "s", "MAXLEN", "~", "10")
+        diff.check("XADD", "s", "MAXLEN", "~", "10", "*", "f", "v")
+        diff.check("XLEN", "s")
+    finally:
+        diff.check("CONFIG", "SET", "stream-node-max-entries", "100")
+        diff.check("CONFIG", "SET", "stream-node-max-bytes", "4096")
+
+
 def test_xtrim_strategies(diff):
     for i in range(1, 301):
         diff.check("XADD", "s", f"{i}-1", "f", "v")
