@@ -25,7 +25,7 @@ minired-replica, the Redis master against the control replica): a difference is 
 if Redis -> Redis never shows it on the same key ("also in Redis" otherwise: SORT's order for
 tied weights over a hash table is one). A "CRITICAL" line in a replica's log (a propagated
 command it refused), a Traceback or a new full sync is a finding too. Exit status 1 on any
-finding of minired's own. Ports 41000-41999 only (--port-base); servers run in temp dirs.
+finding of minired's own. Ports 41000-41999 (or the 1,000 from --port-base); servers run in temp dirs.
 """
 from __future__ import annotations
 
@@ -104,14 +104,15 @@ BLOCKING_TYPE = {"blpop": "list", "brpop": "list", "brpoplpush": "list", "blmove
 
 class Ports:
     def __init__(self, base: int) -> None:
-        self.cycle = itertools.cycle(range(base, 42000))
+        self.base = base
+        self.cycle = itertools.cycle(range(base, base + 1000))
 
     def next(self) -> int:
         for _ in range(1000):
             port = next(self.cycle)
             if _port_is_free(port):
                 return port
-        raise RuntimeError("no free port in 41000-41999")
+        raise RuntimeError(f"no free port in {self.base}-{self.base + 999}")
 
 
 PORTS: Ports
