@@ -227,7 +227,7 @@ def _parse_add_or_trim(c, argv: list, xadd: bool) -> tuple[TrimArgs, int]:
     elif args.approx:
         # Bounds the work of one approximate trim, as Redis does: at most 100 nodes, and
         # between 10,000 and 1,000,000 entries (stream-node-max-entries may be 0 or huge).
-        args.limit = min(max(100 * _node_max_entries(c), 0) or 10_000, 1_000_000)
+        args.limit = min(100 * _node_max_entries(c) or 10_000, 1_000_000)
     return args, i
 
 

@@ -305,9 +305,8 @@ def _xreadgroup(db: Any, argv: list, reply: Any) -> Effects:
         ids = list(dict.fromkeys(delivered.get(key, [])))
         # A history read counts its deliveries, NOACK or not; a `>` read with NOACK leaves
         # nothing pending.
-        history = noack and any(start != b">" for start in key_starts)
-        these = _claims(key, group_name, consumer_name, stream, group, ids) \
-            if history or not noack else []
+        counted = not noack or any(start != b">" for start in key_starts)
+        these = _claims(key, group_name, consumer_name, stream, group, ids) if counted else []
         if b">" in key_starts and ids:
             these.append([b"XGROUP", b"SETID", key, group_name, format_id(group.last_id),
                           b"ENTRIESREAD", b"%d" % (-1 if group.entries_read is None

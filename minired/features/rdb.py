@@ -1118,12 +1118,12 @@ def _written_as_loaded(packed: Packed, compress_from: int, compact: Compact | No
     if kind is ListListpack:
         texts = listpack_items(blob, True)
         fill = compact.list_fill
-        limit = _quicklist_node_limit(fill)
+        limit = _quicklist_node_limit(fill) or _QUICKLIST_SAFETY_LIMIT
         # One node, as _quicklist_layout lays the elements out: its test for the last element
         # (the node then holds all but that one: less than the whole listpack) holds.
-        if ((fill >= 0 and len(texts) > fill) or len(blob) + max(map(len, texts))
-                + _QUICKLIST_SIZE_ESTIMATE_OVERHEAD > (_QUICKLIST_SAFETY_LIMIT if limit is None
-                                                      else limit)):
+        longest = max(map(len, texts))
+        if (fill >= 0 and len(texts) > fill) or \
+                len(blob) + longest + _QUICKLIST_SIZE_ESTIMATE_OVERHEAD > limit:
             return None
         return (bytes((TYPE_LIST_QUICKLIST_2,)) + encode_length(1)
                 + encode_length(_QUICKLIST_PACKED) + encode_string(blob, compress_from))
