@@ -34,7 +34,9 @@ COMPILED = [
     "minired/commands/streams.py", "minired/commands/server.py", "minired/commands/connection.py",
     "minired/scripting/engine.py", "minired/scripting/sandbox.py", "minired/scripting/commands.py",
     # dump.rdb loads and saves: LZF and the reader's byte loops in C (their .pxd files).
-    "minired/features/lzf.py", "minired/features/rdb.py", "minired/features/rdb_file.py",
+    "minired/features/lzf.py", "minired/features/rdb_format.py",
+    "minired/features/rdb_containers.py", "minired/features/rdb_streams.py",
+    "minired/features/rdb.py", "minired/features/rdb_file.py",
     "minired/data/packed.py",
     # The write path's logging, per write once the AOF is on or a replica attached.
     "minired/features/propagation.py", "minired/features/aof_effects.py",

@@ -14,14 +14,9 @@ from typing import Any
 
 from minired.commands.keys_object import encoding, refcount
 from minired.data.zset import ZSet
-from minired.features.rdb import (
-    COMPRESS_AS_REDIS,
-    NO_COMPRESSION,
-    Compact,
-    encode_value,
-    listpack,
-    quicklist_nodes,
-)
+from minired.features.rdb import Compact, encode_value, quicklist_nodes
+from minired.features.rdb_containers import listpack
+from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import BigNumber, Encoded, OrderedSet, Push, Replies, Verbatim

@@ -13,17 +13,8 @@ from minired.engine.client import Client
 from minired.engine.table import command
 from minired.features import eviction
 from minired.features.notifications import GENERIC, notify
-from minired.features.rdb import (
-    COMPRESS_AS_REDIS,
-    NO_COMPRESSION,
-    BadData,
-    Compact,
-    Reader,
-    decode_value,
-    encode_value,
-    footer_ok,
-    seal,
-)
+from minired.features.rdb import Compact, decode_value, encode_value
+from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION, BadData, Reader, footer_ok, seal
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK

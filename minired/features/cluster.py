@@ -37,7 +37,8 @@ from minired.engine.table import COMMANDS
 from minired.features import pubsub
 from minired.features.notifications import GENERIC, notify
 from minired.features.persist_files import LoadError
-from minired.features.rdb import COMPRESS_AS_REDIS, Compact, Reader, decode_value, encode_value, seal
+from minired.features.rdb import Compact, decode_value, encode_value
+from minired.features.rdb_format import COMPRESS_AS_REDIS, Reader, seal
 from minired.protocol import errors
 from minired.protocol.resp import OK
 

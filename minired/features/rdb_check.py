@@ -15,16 +15,7 @@ from __future__ import annotations
 
 import struct
 
-from minired.features.rdb import (
-    EOF_MESSAGE,
-    OBJECT_TYPES,
-    RDB_VERSION,
-    BadData,
-    EmptyKey,
-    Reader,
-    crc64,
-    decode_object,
-)
+from minired.features.rdb import decode_object
 from minired.features.rdb_file import (
     MAGIC,
     OPCODE_AUX,
@@ -38,6 +29,15 @@ from minired.features.rdb_file import (
     OPCODE_MODULE_AUX,
     OPCODE_RESIZEDB,
     OPCODE_SELECTDB,
+)
+from minired.features.rdb_format import (
+    EOF_MESSAGE,
+    OBJECT_TYPES,
+    RDB_VERSION,
+    BadData,
+    EmptyKey,
+    Reader,
+    crc64,
 )
 
 DOING = ("start", "read-type", "read-expire", "read-key", "read-object-value", "check-sum",

@@ -14,20 +14,18 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from minired import REDIS_VERSION
-from minired.features.rdb import (
+from minired.features.rdb import Compact, decode_object, encode_value
+from minired.features.rdb_format import (
     COMPRESS_IN_FILES,
     EOF_MESSAGE,
     RDB_VERSION,
     TYPE_STRING,
     BadData,
-    Compact,
     EmptyKey,
     Reader,
     crc64,
-    decode_object,
     encode_length,
     encode_string,
-    encode_value,
     is_object_type,
     seal,
 )

@@ -28,9 +28,10 @@ from minired.features.aof_records import Loader
 from minired.features.child_info import AOF_COW_SIZE, RDB_COW_SIZE, ChildInfo, ChildReporter, KeyProgress
 from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.persist_files import LoadError, write_atomically
-from minired.features.rdb import COMPRESS_IN_FILES, NO_COMPRESSION, Compact
+from minired.features.rdb import Compact
 from minired.features.rdb_check import check_report
 from minired.features.rdb_file import RdbError
+from minired.features.rdb_format import COMPRESS_IN_FILES, NO_COMPRESSION
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 

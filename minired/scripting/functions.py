@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from minired.data.glob import glob_match
 from minired.engine.shebang import SCRIPT_FLAGS
-from minired.features.rdb import BadData, Reader, encode_length, footer_ok, seal
+from minired.features.rdb_format import BadData, Reader, encode_length, footer_ok, seal
 from minired.protocol import errors, resp
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import ProtocolError, split_inline

@@ -100,7 +100,7 @@ def test_restore_options_and_errors(diff):
 def test_restore_rejects_future_rdb_version_and_bad_bodies(diff, mini_raw):
     import struct
 
-    from minired.features.rdb import crc64
+    from minired.features.rdb_format import crc64
 
     def framed(body: bytes, version: int = 10) -> bytes:
         data = body + struct.pack("<H", version)

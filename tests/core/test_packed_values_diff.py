@@ -195,11 +195,11 @@ def test_pack_round_trips_each_type():
 
 def _decoded(rdb_type: int, payload: bytes, packing: bool):
     """decode_object of the payload, or the error it raises (class, text)."""
-    from minired.features import rdb
+    from minired.features import rdb, rdb_format
 
     try:
-        value = rdb.decode_object(rdb_type, rdb.Reader(payload), packing)
-    except rdb.BadData as exc:
+        value = rdb.decode_object(rdb_type, rdb_format.Reader(payload), packing)
+    except rdb_format.BadData as exc:
         return type(exc), str(exc)
     return live(value) if packing else value
 
@@ -216,14 +216,14 @@ def test_a_file_s_listpacks_and_intsets_load_packed_as_they_load_unpacked():
     """A load keeps a small hash or sorted set listpack, an intset, or a list's only listpack
     node, as the file's bytes: it must accept and refuse exactly what the unpacked load does,
     with the same error, and unpack to the same value."""
-    from minired.features import rdb
+    from minired.features import rdb, rdb_containers, rdb_format
 
-    lp = rdb.listpack
-    string = rdb.encode_string
+    lp = rdb_containers.listpack
+    string = rdb_format.encode_string
 
     def quicklist(*nodes):
-        return rdb.encode_length(len(nodes)) + b"".join(
-            rdb.encode_length(kind) + string(blob) for kind, blob in nodes)
+        return rdb_format.encode_length(len(nodes)) + b"".join(
+            rdb_format.encode_length(kind) + string(blob) for kind, blob in nodes)
 
     truncated = lp([b"f", b"v"])[:-3] + b"\xff"
     hashes = [lp([b"f", b"v", b"g", 7]), lp([b"5", b"x", 5, b"y"]),  # "5" twice: a duplicate
@@ -241,19 +241,19 @@ def test_a_file_s_listpacks_and_intsets_load_packed_as_they_load_unpacked():
     lists = [quicklist((2, lp([b"a", 1, b"", -(2**63)]))), quicklist((2, lp([]))),
              quicklist((1, b"plain")), quicklist((2, lp([b"a"])), (2, lp([b"b"]))),
              quicklist((2, lp(list(range(PACK_LIMIT + 1))))), quicklist((2, truncated)),
-             quicklist((3, lp([b"a"]))), quicklist(), rdb.encode_length(1)]
-    cases = ([(rdb.TYPE_HASH_LISTPACK, string(blob)) for blob in hashes]
-             + [(rdb.TYPE_ZSET_LISTPACK, string(blob)) for blob in zsets]
-             + [(rdb.TYPE_SET_INTSET, string(blob)) for blob in intsets]
-             + [(rdb.TYPE_LIST_QUICKLIST_2, payload) for payload in lists])
+             quicklist((3, lp([b"a"]))), quicklist(), rdb_format.encode_length(1)]
+    cases = ([(rdb_format.TYPE_HASH_LISTPACK, string(blob)) for blob in hashes]
+             + [(rdb_format.TYPE_ZSET_LISTPACK, string(blob)) for blob in zsets]
+             + [(rdb_format.TYPE_SET_INTSET, string(blob)) for blob in intsets]
+             + [(rdb_format.TYPE_LIST_QUICKLIST_2, payload) for payload in lists])
     packed_kinds = set()
     for rdb_type, payload in cases:
         unpacked = _decoded(rdb_type, payload, False)
         packed = _decoded(rdb_type, payload, True)
         assert _same_value(packed, unpacked), (rdb_type, payload[:40], packed, unpacked)
         try:
-            value = rdb.decode_object(rdb_type, rdb.Reader(payload), True)
-        except rdb.BadData:
+            value = rdb.decode_object(rdb_type, rdb_format.Reader(payload), True)
+        except rdb_format.BadData:
             continue
         if type(value) is Packed:
             packed_kinds.add(value.kind)
@@ -268,17 +268,17 @@ def test_a_save_writes_a_loaded_listpack_as_the_live_value_would_be_written():
     would choose that encoding for the live value (the same limits, every one at its edge),
     and then the bytes are the ones the live value gives (listpacks as Redis writes them: a
     sorted set's in order; one that is not is written back as it came, as Redis does)."""
-    from minired.features import rdb
+    from minired.features import rdb, rdb_containers, rdb_format
 
-    lp = rdb.listpack
-    string = rdb.encode_string
+    lp = rdb_containers.listpack
+    string = rdb_format.encode_string
     payloads = [
-        (rdb.TYPE_HASH_LISTPACK, string(lp([b"f", b"v" * 64, b"g", 123456789012, b"h", -5]))),
-        (rdb.TYPE_HASH_LISTPACK, string(lp([x for i in range(4) for x in (b"f%d" % i, i)]))),
-        (rdb.TYPE_ZSET_LISTPACK, string(lp([b"z", b"-inf", b"a", 1, b"m" * 64, b"1.5"]))),
-        (rdb.TYPE_LIST_QUICKLIST_2, rdb.encode_length(1) + rdb.encode_length(2)
+        (rdb_format.TYPE_HASH_LISTPACK, string(lp([b"f", b"v" * 64, b"g", 123456789012, b"h", -5]))),
+        (rdb_format.TYPE_HASH_LISTPACK, string(lp([x for i in range(4) for x in (b"f%d" % i, i)]))),
+        (rdb_format.TYPE_ZSET_LISTPACK, string(lp([b"z", b"-inf", b"a", 1, b"m" * 64, b"1.5"]))),
+        (rdb_format.TYPE_LIST_QUICKLIST_2, rdb_format.encode_length(1) + rdb_format.encode_length(2)
          + string(lp([b"x" * 1000, 1, -(2**40), b""] + [b"y" * 900] * 6))),
-        (rdb.TYPE_LIST_QUICKLIST_2, rdb.encode_length(1) + rdb.encode_length(2)
+        (rdb_format.TYPE_LIST_QUICKLIST_2, rdb_format.encode_length(1) + rdb_format.encode_length(2)
          + string(lp(list(range(5))))),
     ]
     compacts = [rdb.Compact(), rdb.Compact(hash_entries=3, hash_value=63, zset_entries=0),
@@ -287,10 +287,10 @@ def test_a_save_writes_a_loaded_listpack_as_the_live_value_would_be_written():
                 rdb.Compact(list_fill=11), rdb.Compact(list_fill=10)]
     as_loaded = 0
     for rdb_type, payload in payloads:
-        packed = rdb.decode_object(rdb_type, rdb.Reader(payload), True)
+        packed = rdb.decode_object(rdb_type, rdb_format.Reader(payload), True)
         assert type(packed) is Packed
         for compact in compacts:
-            for compress_from in (rdb.COMPRESS_AS_REDIS, 1 << 40):
+            for compress_from in (rdb_format.COMPRESS_AS_REDIS, 1 << 40):
                 written = rdb.encode_value(packed, compress_from, compact)
                 assert written == rdb.encode_value(packed.unpacked(), compress_from, compact), \
                     (rdb_type, [getattr(compact, name) for name in rdb.Compact.__slots__])
@@ -303,7 +303,7 @@ def test_redis_s_own_listpacks_are_written_back_as_redis_writes_them(tmp_path):
     """Redis's dump.rdb loaded into minired (each small collection held as Redis's listpack or
     intset), then SAVE: each packed key's bytes are the ones its live value gives, and Redis
     loads minired's file to its own digest."""
-    from minired.features import rdb
+    from minired.features import rdb, rdb_format
 
     with debug_server_pair(dir=str(tmp_path), save="") as (real, mini):
         redis_client, mini_client = RawClient(real.port), RawClient(mini.port)
@@ -324,8 +324,8 @@ def test_redis_s_own_listpacks_are_written_back_as_redis_writes_them(tmp_path):
             for key, value in _db0(mini).data.items():
                 if type(value) is Packed:
                     kinds.append(value.kind.__name__)
-                    assert (rdb.encode_value(value, rdb.COMPRESS_AS_REDIS, compact)
-                            == rdb.encode_value(value.unpacked(), rdb.COMPRESS_AS_REDIS,
+                    assert (rdb.encode_value(value, rdb_format.COMPRESS_AS_REDIS, compact)
+                            == rdb.encode_value(value.unpacked(), rdb_format.COMPRESS_AS_REDIS,
                                                 compact)), key
             return sorted(kinds)
 

@@ -438,8 +438,8 @@ def test_redis_aof_loads_into_minired(tmp_path):
 def test_the_fallback_crc64_is_redis_s():
     """Without anycrc, CRC64 is computed by a table loop: the same numbers (Redis's own test
     vector from crc64.c, and chunked updates)."""
-    from minired.features import rdb
+    from minired.features import rdb_format
 
-    assert rdb._crc64_python(b"123456789") == 0xE9C6D914C4B8D9CA == rdb.crc64(b"123456789")
+    assert rdb_format._crc64_python(b"123456789") == 0xE9C6D914C4B8D9CA == rdb_format.crc64(b"123456789")
     data = bytes(range(256)) * 40
-    assert rdb._crc64_python(data[1000:], rdb._crc64_python(data[:1000])) == rdb.crc64(data)
+    assert rdb_format._crc64_python(data[1000:], rdb_format._crc64_python(data[:1000])) == rdb_format.crc64(data)

@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from minired.embed import EmbeddedServer, SubprocessServer
-from minired.features.rdb import crc64
+from minired.features.rdb_format import crc64
 from minired.protocol import errors
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping

@@ -22,7 +22,7 @@ import time
 import pytest
 
 from minired.embed import SubprocessServer
-from minired.features.rdb import Reader
+from minired.features.rdb_format import Reader
 from tests.support.respclient import Err, RawClient, read_line
 from tests.support.servers import MiniredProcess, RedisServer, free_port
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until

@@ -16,7 +16,7 @@ import subprocess
 import redis
 
 from minired.embed import SubprocessServer
-from minired.features.rdb import NO_COMPRESSION, crc64, encode_string
+from minired.features.rdb_format import NO_COMPRESSION, crc64, encode_string
 from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
 
 BUILDERS = [
