@@ -103,7 +103,6 @@ class Compact:
                    int(get("set-max-intset-entries")), int(get("list-max-listpack-size")))
 
 
-_INT64_MIN = -(2**63)
 # quicklist.c: optimization_level, the node sizes of list-max-listpack-size -1 .. -5.
 _QUICKLIST_NODE_BYTES = (4096, 8192, 16384, 32768, 65536)
 _QUICKLIST_SAFETY_LIMIT = 8192
