@@ -124,10 +124,10 @@ end
 
 local EOF, BADFMT = {}, {}
 
--- Cursor: st.s, st.pos (1-based next byte), st.len.
-local function need(st, n)
-  if st.len - st.pos + 1 < n then error(EOF, 0) end
-end
+-- The input being decoded, its next byte's position (1-based) and its length: upvalues
+-- rather than a cursor table (each read is then one instruction, not a field lookup). Set by
+-- unpack_full for each call; decoding runs no other code that could decode meanwhile.
+local S, POS, LEN = '', 1, 0
 
 local function uint(s, pos, count)
   local n = 0
@@ -145,22 +145,22 @@ end
 
 local decode_value
 
-local function decode_array(st, len, slots)
+local function decode_array(len, slots)
   local t = {}
   if slots + 2 > MAXCSTACK then
     throw('stack overflow (in function mp_decode_to_lua_array)')
   end
   for i = 1, len do
-    t[i] = decode_value(st, slots + 2)
+    t[i] = decode_value(slots + 2)
   end
   return t
 end
 
-local function decode_map(st, len, slots)
+local function decode_map(len, slots)
   local t = {}
   for _ = 1, len do
-    local k = decode_value(st, slots + 1)
-    local v = decode_value(st, slots + 2)
+    local k = decode_value(slots + 1)
+    local v = decode_value(slots + 2)
     if k == nil then error({'table index is nil', raw = true}, 0) end
     if k ~= k then error({'table index is NaN', raw = true}, 0) end
     t[k] = v
@@ -168,69 +168,87 @@ local function decode_map(st, len, slots)
   return t
 end
 
-local function string_at(st, offset, len)
-  need(st, offset + len)
-  local s = sub(st.s, st.pos + offset, st.pos + offset + len - 1)
-  st.pos = st.pos + offset + len
-  return s
+-- The len bytes after a header of `offset` bytes at POS (EOF if the input ends first).
+local function string_at(offset, len)
+  local first = POS + offset
+  if LEN - POS + 1 < offset + len then error(EOF, 0) end
+  POS = first + len
+  return sub(S, first, first + len - 1)
 end
 
 -- slots: stack slots in use before this value is pushed (luaL_checkstack).
-function decode_value(st, slots)
-  need(st, 1)
+function decode_value(slots)
+  local p = POS
+  if p > LEN then error(EOF, 0) end
   if slots + 1 > MAXCSTACK then
     throw('stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)')
   end
-  local s, p = st.s, st.pos
+  local s = S
   local c = byte(s, p)
-  if c < 0x80 then st.pos = p + 1; return c end
-  if c >= 0xe0 then st.pos = p + 1; return c - 256 end
-  if c >= 0xa0 and c <= 0xbf then return string_at(st, 1, c - 0xa0) end
-  if c >= 0x90 and c <= 0x9f then st.pos = p + 1; return decode_array(st, c - 0x90, slots) end
-  if c >= 0x80 and c <= 0x8f then st.pos = p + 1; return decode_map(st, c - 0x80, slots) end
-  if c == 0xc0 then st.pos = p + 1; return nil end
-  if c == 0xc2 then st.pos = p + 1; return false end
-  if c == 0xc3 then st.pos = p + 1; return true end
-  if c == 0xcc then need(st, 2); st.pos = p + 2; return byte(s, p + 1) end
-  if c == 0xcd then need(st, 3); st.pos = p + 3; return uint(s, p + 1, 2) end
-  if c == 0xce then need(st, 5); st.pos = p + 5; return uint(s, p + 1, 4) end
-  if c == 0xcf or c == 0xd3 then need(st, 9); st.pos = p + 9; return int64(s, p + 1) end
+  if c < 0x80 then POS = p + 1; return c end
+  if c >= 0xe0 then POS = p + 1; return c - 256 end
+  if c >= 0xa0 and c <= 0xbf then  -- fixstr, the commonest: string_at(1, n) inline
+    local n = c - 0xa0
+    if LEN - p < n then error(EOF, 0) end
+    POS = p + 1 + n
+    return sub(s, p + 1, p + n)
+  end
+  if c >= 0x90 and c <= 0x9f then POS = p + 1; return decode_array(c - 0x90, slots) end
+  if c >= 0x80 and c <= 0x8f then POS = p + 1; return decode_map(c - 0x80, slots) end
+  if c == 0xc0 then POS = p + 1; return nil end
+  if c == 0xc2 then POS = p + 1; return false end
+  if c == 0xc3 then POS = p + 1; return true end
+  local left = LEN - p + 1  -- bytes from this one to the end
+  if c == 0xcc then if left < 2 then error(EOF, 0) end; POS = p + 2; return byte(s, p + 1) end
+  if c == 0xcd then if left < 3 then error(EOF, 0) end; POS = p + 3; return uint(s, p + 1, 2) end
+  if c == 0xce then if left < 5 then error(EOF, 0) end; POS = p + 5; return uint(s, p + 1, 4) end
+  if c == 0xcf or c == 0xd3 then
+    if left < 9 then error(EOF, 0) end
+    POS = p + 9
+    return int64(s, p + 1)
+  end
   if c == 0xd0 then
-    need(st, 2); st.pos = p + 2
+    if left < 2 then error(EOF, 0) end
+    POS = p + 2
     local n = byte(s, p + 1)
     return n >= 0x80 and n - 0x100 or n
   end
   if c == 0xd1 then
-    need(st, 3); st.pos = p + 3
+    if left < 3 then error(EOF, 0) end
+    POS = p + 3
     local n = uint(s, p + 1, 2)
     return n >= 0x8000 and n - 0x10000 or n
   end
   if c == 0xd2 then
-    need(st, 5); st.pos = p + 5
+    if left < 5 then error(EOF, 0) end
+    POS = p + 5
     local n = uint(s, p + 1, 4)
     return n >= 0x80000000 and n - TWO32 or n
   end
   if c == 0xca or c == 0xcb then
     local size = (c == 0xca) and 4 or 8
-    need(st, size + 1); st.pos = p + size + 1
+    if left < size + 1 then error(EOF, 0) end
+    POS = p + size + 1
     local f = (c == 0xca and unpack_float or unpack_double)(sub(s, p + 1, p + size))
     if f == nil then throw('cmsgpack: internal error') end
     return f
   end
-  if c == 0xd9 then need(st, 2); return string_at(st, 2, byte(s, p + 1)) end
-  if c == 0xda then need(st, 3); return string_at(st, 3, uint(s, p + 1, 2)) end
-  if c == 0xdb then need(st, 5); return string_at(st, 5, uint(s, p + 1, 4)) end
+  if c == 0xd9 then if left < 2 then error(EOF, 0) end; return string_at(2, byte(s, p + 1)) end
+  if c == 0xda then if left < 3 then error(EOF, 0) end; return string_at(3, uint(s, p + 1, 2)) end
+  if c == 0xdb then if left < 5 then error(EOF, 0) end; return string_at(5, uint(s, p + 1, 4)) end
   if c == 0xdc or c == 0xde then
-    need(st, 3); st.pos = p + 3
+    if left < 3 then error(EOF, 0) end
+    POS = p + 3
     local len = uint(s, p + 1, 2)
-    if c == 0xdc then return decode_array(st, len, slots) end
-    return decode_map(st, len, slots)
+    if c == 0xdc then return decode_array(len, slots) end
+    return decode_map(len, slots)
   end
   if c == 0xdd or c == 0xdf then
-    need(st, 5); st.pos = p + 5
+    if left < 5 then error(EOF, 0) end
+    POS = p + 5
     local len = uint(s, p + 1, 4)
-    if c == 0xdd then return decode_array(st, len, slots) end
-    return decode_map(st, len, slots)
+    if c == 0xdd then return decode_array(len, slots) end
+    return decode_map(len, slots)
   end
   error(BADFMT, 0)   -- bin, ext and the never-used 0xc1
 end
@@ -246,11 +264,12 @@ local function unpack_full(s, limit, offset, base_slots)
   end
   local decode_all = (limit == 0 and offset == 0)
   if decode_all then limit = INT_MAX end
-  local st = { s = s, pos = offset + 1, len = len }
+  S, POS, LEN = s, offset + 1, len
   local results, count = {}, 0
-  while st.pos <= len and count < limit do
-    local ok, value = pcall(decode_value, st, base_slots + count)
+  while POS <= len and count < limit do
+    local ok, value = pcall(decode_value, base_slots + count)
     if not ok then
+      S = ''  -- (not kept alive by the upvalue)
       if value == EOF then throw('Missing bytes in input.') end
       if value == BADFMT then throw('Bad data format in input.') end
       error(value, 0)
@@ -258,10 +277,12 @@ local function unpack_full(s, limit, offset, base_slots)
     count = count + 1
     results[count] = value
   end
+  local pos = POS
+  S = ''
   if not decode_all then
     -- The next offset (or -1 when all input was consumed) comes first.
     for i = count, 1, -1 do results[i + 1] = results[i] end
-    results[1] = (st.pos > len) and -1 or (st.pos - 1)
+    results[1] = (pos > len) and -1 or (pos - 1)
     count = count + 1
   end
   return count, results
