@@ -71,12 +71,10 @@ start_server() {  # name port: sets SERVER_PID; retried, as an ephemeral client 
     exit 1
 }
 
-declare -A PIDS
 for server in redis:$REDIS_PORT minired:$MINIRED_PORT; do
     name=${server%%:*}
     port=${server##*:}
     start_server "$name" "$port"
-    PIDS[$name]=$SERVER_PID
     started=$(date +%s)
     REDIS_PORT=$port VITEST_JSON_OUT="$LOGS/$name-results.json" \
         npx vitest run "${excludes[@]}" "$@" > "$LOGS/$name-run.log" 2>&1
