@@ -281,6 +281,9 @@ local function unpack_full(s, limit, offset, base_slots)
   S = ''
   if not decode_all then
     -- The next offset (or -1 when all input was consumed) comes first.
+    if base_slots + count + 1 > MAXCSTACK then
+      throw('stack overflow (in function mp_unpack_full)')
+    end
     for i = count, 1, -1 do results[i + 1] = results[i] end
     results[1] = (pos > len) and -1 or (pos - 1)
     count = count + 1
