@@ -4,6 +4,7 @@
 cdef extern from *:
     """
     #include <dlfcn.h>
+    #include <stddef.h>
     typedef struct lua_State lua_State;
     typedef int (*mr_lua_CFunction)(lua_State *);
     static int (*mr_gettop)(lua_State *);
@@ -33,6 +34,18 @@ cdef extern from *:
     static void (*mr_rawget)(lua_State *, int);
     static void (*mr_remove)(lua_State *, int);
     static void (*mr_insert)(lua_State *, int);
+    static void (*mr_settable)(lua_State *, int);
+    static const char *(*mr_checklstring)(lua_State *, int, size_t *);
+    static ptrdiff_t (*mr_checkinteger)(lua_State *, int);
+    static ptrdiff_t (*mr_optinteger)(lua_State *, int, ptrdiff_t);
+    static int (*mr_raise)(lua_State *, const char *, ...);
+    static int (*mr_next)(lua_State *, int);
+    static int (*mr_getmetatable)(lua_State *, int);
+    static int (*mr_rawequal)(lua_State *, int, int);
+    static void (*mr_replace)(lua_State *, int);
+    static void (*mr_getfield)(lua_State *, int, const char *);
+    static const char *(*mr_typename)(lua_State *, int);
+    static int (*mr_argerror)(lua_State *, int, const char *);
 
     /* NULL when every function was found in the module at `path` (already loaded), else
        the name of what is missing. */
@@ -68,6 +81,18 @@ cdef extern from *:
         MR_FIND(mr_rawget, "lua_rawget")
         MR_FIND(mr_remove, "lua_remove")
         MR_FIND(mr_insert, "lua_insert")
+        MR_FIND(mr_settable, "lua_settable")
+        MR_FIND(mr_checklstring, "luaL_checklstring")
+        MR_FIND(mr_checkinteger, "luaL_checkinteger")
+        MR_FIND(mr_optinteger, "luaL_optinteger")
+        MR_FIND(mr_raise, "luaL_error")
+        MR_FIND(mr_next, "lua_next")
+        MR_FIND(mr_getmetatable, "lua_getmetatable")
+        MR_FIND(mr_rawequal, "lua_rawequal")
+        MR_FIND(mr_replace, "lua_replace")
+        MR_FIND(mr_getfield, "lua_getfield")
+        MR_FIND(mr_typename, "lua_typename")
+        MR_FIND(mr_argerror, "luaL_argerror")
     #undef MR_FIND
         return NULL;
     }
@@ -103,6 +128,20 @@ cdef extern from *:
     void mr_rawget(lua_State *, int) nogil
     void mr_remove(lua_State *, int) nogil
     void mr_insert(lua_State *, int) nogil
+    void mr_settable(lua_State *, int) nogil
+    # luaL_checklstring, luaL_checkinteger, luaL_optinteger (a lua_Integer is a ptrdiff_t)
+    const char *mr_checklstring(lua_State *, int, size_t *) nogil
+    ptrdiff_t mr_checkinteger(lua_State *, int) nogil
+    ptrdiff_t mr_optinteger(lua_State *, int, ptrdiff_t) nogil
+    # luaL_error: the message after the position of the Lua line that called the C function
+    int mr_raise(lua_State *, const char *, ...) nogil
+    int mr_next(lua_State *, int) nogil
+    int mr_getmetatable(lua_State *, int) nogil
+    int mr_rawequal(lua_State *, int, int) nogil
+    void mr_replace(lua_State *, int) nogil
+    void mr_getfield(lua_State *, int, const char *) nogil
+    const char *mr_typename(lua_State *, int) nogil
+    int mr_argerror(lua_State *, int, const char *) nogil
     const char *mr_find_lua_api(const char *) nogil
 
 cdef enum:
@@ -111,6 +150,7 @@ cdef enum:
     LUA_TNUMBER = 3
     LUA_TSTRING = 4
     LUA_TTABLE = 5
+    LUA_TLIGHTUSERDATA = 2
     LUA_REGISTRYINDEX = -10000
     LUA_MULTRET = -1
     NO_REF = -2

@@ -126,6 +126,7 @@ end
 local library_access = {
   next = function(t, k) return next(shown(t), k) end,
   rawget = function(t, k) return rawget(shown(t), k) end,
+  shown = shown,  -- for the compiled build's C functions (lualibs/native.pyx)
 }
 
 local function build_library(name)

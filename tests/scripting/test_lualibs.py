@@ -194,6 +194,17 @@ def test_encode_argument_count_and_depth(real_redis, runtime):
         same(real_redis, runtime, code)
 
 
+@pytest.mark.parametrize("nest", [
+    "c[1] = {} c = c[1]", "c.a = {} c = c.a", "c.a = {1, {}} c = c.a[2]"])
+def test_encode_stack_limit(real_redis, runtime, nest):
+    """Past encode_max_depth, nesting ends where the C encoder's lua_checkstack fails: arrays
+    hold one stack slot per level, objects two."""
+    for depth in (3996, 3997, 3998, 3999, 7996, 7997, 7998):
+        same(real_redis, runtime,
+             f"cjson.encode_max_depth(100000) local t = {{}} local c = t "
+             f"for i = 1, {depth} do {nest} end return #cjson.encode(t)")
+
+
 @pytest.mark.parametrize("text", [
     '[1,2,3]', '{"a":1}', '"\\u00e9\\ud83d\\ude00\\/\\b"', '"\\u0000"', ' [ true , false , null ] ',
     '1e400', '-1e400', '0x10', '-0x1p3', '+1', '012', 'inf', '-Infinity', 'nan', '1.', '-.5',
@@ -403,8 +414,21 @@ def test_unpack_one_and_limit(real_redis, runtime):
 
 def test_unpack_too_many_values(real_redis, runtime):
     for count in (7998, 7999, 8000):
-        same(real_redis, runtime,
-             f"return select('#', cmsgpack.unpack(string.rep('\\1', {count})))")
+        for call in (f"cmsgpack.unpack(string.rep('\\1', {count}))",
+                     f"cmsgpack.unpack(string.rep('\\1', {count}), 1, 2)",
+                     f"cmsgpack.unpack_limit(string.rep('\\1', {count}), {count})",
+                     f"cmsgpack.unpack_limit(string.rep('\\1', {count}), {count + 1}, 2)"):
+            same(real_redis, runtime, f"return select('#', {call})")
+
+
+def test_unpack_nesting_limit(real_redis, runtime):
+    """Arrays nest two stack slots a level, maps one or two (key, then value)."""
+    for depth in (3998, 3999, 4000, 7998, 7999, 8000):
+        for prefix, last in (("\\145", "\\1"), ("\\129\\1", "\\2"),
+                             ("\\129\\161a", "\\2")):
+            same(real_redis, runtime,
+                 f"local ok, e = pcall(cmsgpack.unpack, string.rep('{prefix}', {depth}) .. "
+                 f"'{last}') return {{tostring(ok), type(e) == 'string' and e or type(e)}}")
 
 
 pack_values = st.recursive(

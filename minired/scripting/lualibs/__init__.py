@@ -14,10 +14,14 @@ Lua is a Lua string, number, boolean, nil or a table built in Lua.
 The behaviour, including error texts, follows Redis 7.0's C sources
 (deps/lua/src/lua_cjson.c, lua_cmsgpack.c, lua_bit.c, lua_struct.c).
 
+In the compiled build the functions scripts call most (cmsgpack.unpack, unpack_one and
+unpack_limit, cjson.encode: BullMQ's per-job calls) are C functions instead (native.pyx), the
+Lua ones step for step; both builds run the same differential tests against Redis.
+
 Call-site fidelity: the C libraries raise errors with luaL_error, which Redis
 prefixes with the position of the calling Lua line ("user_script:3: ...") and
 which names the function as the call site did ("bad argument #1 to 'tobit'").
-Our functions are Lua closures, so they raise with ``error(msg, 2)`` and read
+Our Lua functions are Lua closures, so they raise with ``error(msg, 2)`` and read
 the call-site name with ``debug.getinfo``.  One case cannot be reproduced: a
 Lua closure reached by a *tail call* (``return cjson.decode(bad)``) has lost
 its caller's frame, so such errors carry no "user_script:N:" prefix, whereas a
@@ -50,11 +54,15 @@ def library_builder(lua: Any, guard: Any = None, note: Callable[[float], None] |
     sources = {name: module.SOURCE.encode() for name, module in _LIBRARIES.items()}
     sources[b"support"], sources[b"private_env"] = SUPPORT_SOURCE.encode(), PRIVATE_ENV_SOURCE.encode()
     table = lua.table_from
+    natives = _native_functions(lua)
 
-    def given(module: Any) -> Any:
+    def given(name: bytes, module: Any) -> Any:
         funcs = [guard.guard(f) if guard is not None else f for f in module.HELPERS]
         helpers = table(funcs)
-        helpers[b"n"] = len(funcs)
+        # The last argument: the library's C functions, or nil.
+        helpers[b"n"] = len(funcs) + 1
+        if natives is not None and natives[name] is not None:
+            helpers[len(funcs) + 1] = natives[name]
         return helpers
 
     def source(name: bytes) -> bytes:
@@ -64,7 +72,17 @@ def library_builder(lua: Any, guard: Any = None, note: Callable[[float], None] |
         source = guard.guard(lua_safe(source))
     make = lua.compile(_BUILDER_SOURCE, name=b"=lualibs.builder")
     return make(lua.globals(), source,
-                table({name: given(module) for name, module in _LIBRARIES.items()}), note)
+                table({name: given(name, module) for name, module in _LIBRARIES.items()}), note)
+
+
+def _native_functions(lua: Any) -> Any:
+    """The compiled build's C functions for the libraries (lualibs/native.pyx), as a Lua table
+    {library name = {function name = C function}}, or None (the uncompiled build)."""
+    try:
+        from minired.scripting.lualibs.native import native_functions
+    except ImportError:
+        return None
+    return native_functions(lua)
 
 
 def install_libraries(lua: Any, target: Any, guard: Any = None) -> None:

@@ -7,7 +7,8 @@
 --
 -- source(name): the Lua text of library `name`, of 'support' (the helpers they share) or of
 -- 'private_env' (kept in Python until needed: the heap holds only what runs). helpers: name ->
--- {n = <count>, <the Python helpers the library receives>...}. note(bytes), if given, hears how
+-- {n = <count>, <the Python helpers the library receives>..., <the compiled build's C functions
+-- for it (lualibs/native.pyx), or nil>}. note(bytes), if given, hears how
 -- much each build grew the heap.
 local g, source, helpers, note = ...
 local loadstring, setfenv, unpack, error = g.loadstring, g.setfenv, g.unpack, g.error
@@ -24,8 +25,8 @@ local private_env = compile('private_env')
 
 -- Every chunk runs in a private environment of copies of the standard functions it uses, so
 -- its closures never read the script-visible globals at call time (a script could replace them).
--- access: functions that stand in for some of them (the sandbox's next and rawget, which read
--- a read-only table's proxy as the table it shows).
+-- access: functions that stand in for some of them (the sandbox's next, rawget and shown, which
+-- read a read-only table's proxy as the table it shows).
 local function run(name, access, ...)
   local chunk = compile(name)
   local env = private_env(g)

@@ -1,5 +1,5 @@
 -- cjson: Lua CJSON 2.1.0 as Redis 7.0 ships it (notes in lua_cjson.py).
-local support = ...
+local support, native = ...
 local argerror, typeerror, checkstring = support.argerror, support.typeerror, support.checkstring
 local truncate, wrap32 = support.truncate, support.wrap32
 local type, next, rawget, select, pcall, error, tonumber, tostring, newproxy, getmetatable =
@@ -8,6 +8,7 @@ local format, byte, char, sub, find, match, gsub, lower =
       string.format, string.byte, string.char, string.sub, string.find,
       string.match, string.gsub, string.lower
 local concat = table.concat
+local shown = shown  -- (from the sandbox's access functions, or nil: see native below)
 local floor, huge = math.floor, math.huge
 
 local MAXCSTACK = 8000           -- LUAI_MAXCSTACK: lua_checkstack's limit
@@ -437,6 +438,11 @@ function new()
     local ok, result = pcall(encode, cfg, (...))
     if not ok then raise(result) end
     return result
+  end
+  if native then
+    -- The compiled build's C encoder (lualibs/native.pyx), the same function step for step;
+    -- `shown`, where the sandbox gives it, reads a read-only proxy as the table it shows.
+    M.encode = native.encoder(cfg, null, shown)
   end
 
   function M.decode(...)

@@ -1,5 +1,5 @@
 -- cmsgpack: lua-cmsgpack 0.4.0 as Redis 7.0 ships it (notes in lua_cmsgpack.py).
-local support, pack_float, unpack_float, unpack_double = ...
+local support, pack_float, unpack_float, unpack_double, native = ...
 local argerror, checkstring, checkinteger, optinteger, wrap32 =
       support.argerror, support.checkstring, support.checkinteger, support.optinteger, support.wrap32
 local type, next, select, pcall, error, unpack = type, next, select, pcall, error, unpack
@@ -343,6 +343,11 @@ function M.unpack_limit(...)
   local ok, count, results = pcall(unpack_full, s, limit, offset, 1)
   if not ok then raise(count) end
   return spread(results, 1, count)
+end
+
+-- The compiled build's C decoders (lualibs/native.pyx), the same functions step for step.
+if native then
+  M.unpack, M.unpack_one, M.unpack_limit = native.unpack, native.unpack_one, native.unpack_limit
 end
 
 return M
