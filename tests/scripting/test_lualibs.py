@@ -199,10 +199,13 @@ def test_encode_argument_count_and_depth(real_redis, runtime):
 def test_encode_stack_limit(real_redis, runtime, nest):
     """Past encode_max_depth, nesting ends where the C encoder's lua_checkstack fails: arrays
     hold one stack slot per level, objects two."""
-    for depth in (3996, 3997, 3998, 3999, 7996, 7997, 7998):
-        same(real_redis, runtime,
-             f"cjson.encode_max_depth(100000) local t = {{}} local c = t "
-             f"for i = 1, {depth} do {nest} end return #cjson.encode(t)")
+    try:
+        for depth in (3996, 3997, 3998, 3999, 7996, 7997, 7998):
+            same(real_redis, runtime,
+                 f"cjson.encode_max_depth(100000) local t = {{}} local c = t "
+                 f"for i = 1, {depth} do {nest} end return #cjson.encode(t)")
+    finally:  # (the runtime and the server are shared: back to the default)
+        same(real_redis, runtime, "return cjson.encode_max_depth(1000)")
 
 
 @pytest.mark.parametrize("text", [
@@ -216,6 +219,20 @@ def test_encode_stack_limit(real_redis, runtime, nest):
 def test_decode_matches_redis(real_redis, runtime, text):
     lua_text = text.replace("\\0", "\0").encode()
     same(real_redis, runtime, f"return cjson.encode({{cjson.decode({lua_string(lua_text)})}})")
+
+
+@pytest.mark.parametrize("open_, close", [("[", "]"), ('{"a":', "}"), ('[{"a":', "}]")])
+def test_decode_stack_limit(real_redis, runtime, open_, close):
+    """Past decode_max_depth, nesting ends where the C parser's lua_checkstack fails: arrays
+    hold two stack slots a level, objects three."""
+    try:
+        for depth in (2666, 2667, 3998, 3999, 4000, 7998, 7999, 8000):
+            same(real_redis, runtime,
+                 f"cjson.decode_max_depth(100000) local ok, e = pcall(cjson.decode, "
+                 f"string.rep('{open_}', {depth}) .. '1' .. string.rep('{close}', {depth})) "
+                 f"return {{tostring(ok), type(e) == 'string' and e or type(e)}}")
+    finally:  # (the runtime and the server are shared: back to the default)
+        same(real_redis, runtime, "return cjson.decode_max_depth(1000)")
 
 
 def test_decode_values_and_errors(real_redis, runtime):

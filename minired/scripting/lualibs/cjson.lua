@@ -439,11 +439,6 @@ function new()
     if not ok then raise(result) end
     return result
   end
-  if native then
-    -- The compiled build's C encoder (lualibs/native.pyx), the same function step for step;
-    -- `shown`, where the sandbox gives it, reads a read-only proxy as the table it shows.
-    M.encode = native.encoder(cfg, null, shown)
-  end
 
   function M.decode(...)
     local nargs = select('#', ...)
@@ -452,6 +447,14 @@ function new()
     local ok, result = pcall(decode, cfg, text)
     if not ok then raise(result) end
     return result
+  end
+
+  if native then
+    -- The compiled build's C encoder and decoder (lualibs/native.pyx), the same functions
+    -- step for step; `shown`, where the sandbox gives it, reads a read-only proxy as the
+    -- table it shows.
+    M.encode = native.encoder(cfg, null, shown)
+    M.decode = native.decoder(cfg, null)
   end
 
   function M.encode_sparse_array(...)

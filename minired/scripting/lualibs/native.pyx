@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""cmsgpack's decoders and cjson's encoder as Lua C functions, for the compiled build.
+"""cmsgpack's decoders and cjson's encoder and decoder as Lua C functions, compiled build.
 
 The libraries are Lua code (cmsgpack.lua and its siblings), in both builds; in this one the
 functions scripts call most are replaced by C functions on the Lua stack (the way
@@ -17,7 +17,8 @@ itself, as Redis does; so a tail call (`return cmsgpack.unpack(bad)`) keeps the 
 from libc.math cimport floor, isinf, isnan
 from libc.stdio cimport snprintf
 from libc.stdint cimport int64_t, uint64_t, uint32_t, int32_t
-from libc.string cimport memcpy
+from libc.stdlib cimport strtod
+from libc.string cimport memcpy, strlen, strncmp
 
 import lupa.lua51
 
@@ -288,12 +289,30 @@ cdef struct Output:
     char *data
     size_t size
     size_t capacity
+    int anchor  # the upvalue that keeps a userdata buffer alive
     char inline_[INLINE_OUTPUT]
 
 
+cdef void _output_start(lua_State *L, Output *out, int anchor) noexcept nogil:
+    out.data = out.inline_
+    out.size = 0
+    out.capacity = INLINE_OUTPUT
+    out.anchor = anchor
+    if mr_type(L, anchor) != LUA_TNIL:  # left by a call that failed
+        mr_pushnil(L)
+        mr_replace(L, anchor)
+
+
+cdef void _output_end(lua_State *L, Output *out) noexcept nogil:
+    if out.data != out.inline_:
+        out.data = out.inline_
+        mr_pushnil(L)
+        mr_replace(L, out.anchor)  # (the userdata is garbage from here)
+
+
 cdef void _reserve(lua_State *L, Output *out, size_t more) noexcept nogil:
-    """Room for `more` bytes: past the inline buffer, a userdata kept in OUTPUT_UPVALUE, so an
-    error (a longjmp) leaves nothing to free."""
+    """Room for `more` bytes: past the inline buffer, a userdata kept in an upvalue
+    (out.anchor), so an error (a longjmp) leaves nothing to free."""
     cdef size_t capacity = out.capacity
     cdef char *bigger
     if out.size + more <= capacity:
@@ -302,7 +321,7 @@ cdef void _reserve(lua_State *L, Output *out, size_t more) noexcept nogil:
         capacity *= 2
     bigger = <char *>mr_newuserdata(L, capacity)
     memcpy(bigger, out.data, out.size)
-    mr_replace(L, OUTPUT_UPVALUE)
+    mr_replace(L, out.anchor)
     out.data = bigger
     out.capacity = capacity
 
@@ -492,9 +511,6 @@ cdef int _encode(lua_State *L) noexcept nogil:
     cdef int precision
     if mr_gettop(L) != 1:
         mr_argerror(L, 1, "expected 1 argument")
-    if mr_type(L, OUTPUT_UPVALUE) != LUA_TNIL:  # left by an encode that failed
-        mr_pushnil(L)
-        mr_replace(L, OUTPUT_UPVALUE)
     settings.sparse_convert = _setting(L, "encode_sparse_convert")
     settings.sparse_ratio = _setting(L, "encode_sparse_ratio")
     settings.sparse_safe = _setting(L, "encode_sparse_safe")
@@ -502,14 +518,10 @@ cdef int _encode(lua_State *L) noexcept nogil:
     settings.invalid_numbers = _setting(L, "encode_invalid_numbers")
     precision = _setting(L, "encode_number_precision")  # 1..14
     snprintf(settings.number_format, sizeof(settings.number_format), "%%.%dg", precision)
-    out.data = out.inline_
-    out.size = 0
-    out.capacity = INLINE_OUTPUT
+    _output_start(L, &out, OUTPUT_UPVALUE)
     _encode_value(L, &out, &settings, 0, 1)
     mr_pushlstring(L, out.data, out.size)
-    if out.data != out.inline_:
-        mr_pushnil(L)
-        mr_replace(L, OUTPUT_UPVALUE)  # (the userdata is garbage from here)
+    _output_end(L, &out)
     return 1
 
 
@@ -520,9 +532,393 @@ cdef int _encoder(lua_State *L) noexcept nogil:
     return 1
 
 
+# --- cjson.decode --------------------------------------------------------------------------
+
+cdef enum:
+    # The decoder's upvalues: the settings table, cjson.null and its output anchor.
+    DECODE_NULL_UPVALUE = -10004
+    DECODE_OUTPUT_UPVALUE = -10005
+
+cdef enum TokenType:
+    T_OBJ_BEGIN, T_OBJ_END, T_ARR_BEGIN, T_ARR_END, T_STRING, T_NUMBER, T_BOOLEAN, T_NULL,
+    T_COLON, T_COMMA, T_END, T_ERROR
+
+
+
+cdef const char *_token_name(TokenType type) noexcept nogil:
+    if type == T_OBJ_BEGIN:
+        return "T_OBJ_BEGIN"
+    if type == T_OBJ_END:
+        return "T_OBJ_END"
+    if type == T_ARR_BEGIN:
+        return "T_ARR_BEGIN"
+    if type == T_ARR_END:
+        return "T_ARR_END"
+    if type == T_STRING:
+        return "T_STRING"
+    if type == T_NUMBER:
+        return "T_NUMBER"
+    if type == T_BOOLEAN:
+        return "T_BOOLEAN"
+    if type == T_NULL:
+        return "T_NULL"
+    if type == T_COLON:
+        return "T_COLON"
+    if type == T_COMMA:
+        return "T_COMMA"
+    if type == T_END:
+        return "T_END"
+    return "T_ERROR"
+
+
+cdef struct Token:
+    TokenType type
+    size_t index  # 0-based, where the token starts (T_ERROR: where the scan stopped)
+    double number
+    bint boolean
+    const char *error
+
+cdef struct Parser:
+    const char *s  # NUL-terminated at `size` (a Lua string, cut at its first NUL)
+    size_t size
+    size_t pos  # 0-based
+    int depth
+    int max_depth
+    bint invalid_numbers  # decode_invalid_numbers
+    Output out
+
+
+cdef inline bint _is_digit(char c) noexcept nogil:
+    return b'0' <= c <= b'9'
+
+
+cdef inline int _lower(char c) noexcept nogil:
+    return c + 32 if b'A' <= c <= b'Z' else c
+
+
+cdef bint _word_at(const char *p, const char *word) noexcept nogil:
+    """Case-insensitively, does `word` start at p? (p is NUL-terminated)"""
+    cdef int i = 0
+    while word[i]:
+        if _lower(p[i]) != word[i]:
+            return False
+        i += 1
+    return True
+
+
+cdef bint _is_invalid_number(const char *p) noexcept nogil:
+    """json_is_invalid_number(): not strict JSON, though strtod may accept it."""
+    if p[0] == b'+':
+        return True
+    if p[0] == b'-':
+        p += 1
+    if p[0] == b'0':
+        return p[1] == b'x' or p[1] == b'X' or _is_digit(p[1])
+    if p[0] == 0 or <unsigned char>p[0] <= b'9':
+        return False
+    return _word_at(p, "inf") or _word_at(p, "nan")
+
+
+cdef int _hex4(const char *p) noexcept nogil:
+    """The four hex digits at p as a number, or -1."""
+    cdef int value = 0, i, digit
+    cdef char c
+    for i in range(4):
+        c = p[i]
+        if _is_digit(c):
+            digit = c - c'0'
+        elif b'a' <= _lower(c) <= b'f':
+            digit = _lower(c) - c'a' + 10
+        else:
+            return -1
+        value = value * 16 + digit
+    return value
+
+
+cdef void _put_utf8(lua_State *L, Output *out, int cp) noexcept nogil:
+    cdef char text[4]
+    cdef int size
+    if cp <= 0x7F:
+        text[0] = <char>cp
+        size = 1
+    elif cp <= 0x7FF:
+        text[0] = <char>(0xC0 | (cp >> 6))
+        text[1] = <char>(0x80 | (cp & 0x3F))
+        size = 2
+    elif cp <= 0xFFFF:
+        text[0] = <char>(0xE0 | (cp >> 12))
+        text[1] = <char>(0x80 | ((cp >> 6) & 0x3F))
+        text[2] = <char>(0x80 | (cp & 0x3F))
+        size = 3
+    else:
+        text[0] = <char>(0xF0 | (cp >> 18))
+        text[1] = <char>(0x80 | ((cp >> 12) & 0x3F))
+        text[2] = <char>(0x80 | ((cp >> 6) & 0x3F))
+        text[3] = <char>(0x80 | (cp & 0x3F))
+        size = 4
+    _put(L, out, text, size)
+
+
+cdef int _unicode_escape(lua_State *L, Parser *st, size_t at) noexcept nogil:
+    """json_append_unicode_escape() for the backslash at `at`: the escape's length, or 0."""
+    cdef const char *p = st.s + at
+    cdef int cp = _hex4(p + 2), low
+    cdef int size = 6
+    if cp < 0:
+        return 0
+    if 0xD800 <= cp <= 0xDFFF:
+        if cp >= 0xDC00:  # a low surrogate first
+            return 0
+        if p[6] != b'\\' or p[7] != b'u':
+            return 0
+        low = _hex4(p + 8)
+        if low < 0xDC00 or low > 0xDFFF:
+            return 0
+        cp = ((cp - 0xD800) << 10) + (low - 0xDC00) + 0x10000
+        size = 12
+    _put_utf8(L, &st.out, cp)
+    return size
+
+
+cdef void _string_token(lua_State *L, Parser *st, Token *token) noexcept nogil:
+    """A string token (pushed on the stack), or T_ERROR."""
+    cdef size_t start = st.pos, pos = st.pos + 1, run
+    cdef const char *s = st.s
+    cdef bint escaped = False
+    cdef char c, plain
+    cdef int size
+    token.index = start
+    while True:
+        run = pos
+        while pos < st.size and s[pos] != b'"' and s[pos] != b'\\':
+            pos += 1
+        if pos >= st.size:
+            token.type = T_ERROR
+            token.error = "unexpected end of string"
+            token.index = st.size
+            return
+        if s[pos] == b'"':
+            if not escaped:
+                mr_pushlstring(L, s + run, pos - run)
+            else:
+                _put(L, &st.out, s + run, pos - run)
+                mr_pushlstring(L, st.out.data, st.out.size)
+            st.pos = pos + 1
+            token.type = T_STRING
+            return
+        if not escaped:
+            escaped = True
+            st.out.size = 0
+        _put(L, &st.out, s + run, pos - run)
+        c = s[pos + 1]
+        if c == b'u':
+            size = _unicode_escape(L, st, pos)
+            if size == 0:
+                token.type = T_ERROR
+                token.error = "invalid unicode escape code"
+                token.index = pos
+                return
+            pos += size
+            continue
+        if c == b'"' or c == b'\\' or c == b'/':
+            plain = c
+        elif c == b'b':
+            plain = 8
+        elif c == b't':
+            plain = 9
+        elif c == b'n':
+            plain = 10
+        elif c == b'f':
+            plain = 12
+        elif c == b'r':
+            plain = 13
+        else:
+            token.type = T_ERROR
+            token.error = "invalid escape code"
+            token.index = pos
+            return
+        _put_char(L, &st.out, plain)
+        pos += 2
+
+
+cdef void _number_token(Parser *st, Token *token) noexcept nogil:
+    cdef char *end
+    cdef double value = strtod(st.s + st.pos, &end)
+    token.index = st.pos
+    if end == st.s + st.pos:
+        token.type = T_ERROR
+        token.error = "invalid number"
+        return
+    token.type = T_NUMBER
+    token.number = value
+    st.pos = end - st.s
+
+
+cdef void _next_token(lua_State *L, Parser *st, Token *token) noexcept nogil:
+    cdef const char *s = st.s
+    cdef size_t pos = st.pos
+    cdef char c
+    while pos < st.size and (s[pos] == b' ' or s[pos] == b'\t' or s[pos] == b'\n'
+                             or s[pos] == b'\r'):
+        pos += 1
+    st.pos = pos
+    token.index = pos
+    if pos >= st.size:
+        token.type = T_END
+        return
+    c = s[pos]
+    if c == b'{' or c == b'}' or c == b'[' or c == b']' or c == b',' or c == b':':
+        token.type = (T_OBJ_BEGIN if c == b'{' else T_OBJ_END if c == b'}' else
+                      T_ARR_BEGIN if c == b'[' else T_ARR_END if c == b']' else
+                      T_COMMA if c == b',' else T_COLON)
+        st.pos = pos + 1
+        return
+    if c == b'"':
+        _string_token(L, st, token)
+        return
+    if c == b'-' or _is_digit(c):
+        if not st.invalid_numbers and _is_invalid_number(s + pos):
+            token.type = T_ERROR
+            token.error = "invalid number"
+            return
+        _number_token(st, token)
+        return
+    if strncmp(s + pos, "true", 4) == 0:
+        token.type = T_BOOLEAN
+        token.boolean = True
+        st.pos = pos + 4
+    elif strncmp(s + pos, "false", 5) == 0:
+        token.type = T_BOOLEAN
+        token.boolean = False
+        st.pos = pos + 5
+    elif strncmp(s + pos, "null", 4) == 0:
+        token.type = T_NULL
+        st.pos = pos + 4
+    elif ((c == b'i' or c == b'I' or c == b'n' or c == b'N' or c == b'+')
+          and st.invalid_numbers and _is_invalid_number(s + pos)):
+        _number_token(st, token)
+    else:
+        token.type = T_ERROR
+        token.error = "invalid token"
+
+
+cdef void _parse_error(lua_State *L, const char *expected, Token *token) noexcept nogil:
+    mr_raise(L, "Expected %s but found %s at character %d", expected,
+             token.error if token.type == T_ERROR else _token_name(token.type),
+             <int>(token.index + 1))
+
+
+cdef void _descend(lua_State *L, Parser *st, int slots, int need) noexcept nogil:
+    """json_decode_descend(): the depth limit, and the C stack check for `need` slots (the
+    stack holds exactly `slots`: lua_checkstack refuses what the model does)."""
+    st.depth += 1
+    if st.depth > st.max_depth or slots + need > MAXCSTACK or not mr_checkstack(L, need):
+        mr_raise(L, "Found too many nested data structures (%d) at character %d",
+                 st.depth, <int>st.pos)
+
+
+cdef void _parse_object(lua_State *L, Parser *st, int slots) noexcept nogil:
+    cdef Token token
+    _descend(L, st, slots, 3)
+    mr_createtable(L, 0, 0)
+    _next_token(L, st, &token)
+    if token.type == T_OBJ_END:
+        st.depth -= 1
+        return
+    while True:
+        if token.type != T_STRING:
+            _parse_error(L, "object key string", &token)
+        _next_token(L, st, &token)
+        if token.type != T_COLON:
+            _parse_error(L, "colon", &token)
+        _next_token(L, st, &token)
+        _parse_value(L, st, slots + 2, &token)
+        mr_settable(L, -3)
+        _next_token(L, st, &token)
+        if token.type == T_OBJ_END:
+            st.depth -= 1
+            return
+        if token.type != T_COMMA:
+            _parse_error(L, "comma or object end", &token)
+        _next_token(L, st, &token)
+
+
+cdef void _parse_array(lua_State *L, Parser *st, int slots) noexcept nogil:
+    cdef Token token
+    cdef int i = 1
+    _descend(L, st, slots, 2)
+    mr_createtable(L, 0, 0)
+    _next_token(L, st, &token)
+    if token.type == T_ARR_END:
+        st.depth -= 1
+        return
+    while True:
+        _parse_value(L, st, slots + 1, &token)
+        mr_rawseti(L, -2, i)
+        _next_token(L, st, &token)
+        if token.type == T_ARR_END:
+            st.depth -= 1
+            return
+        if token.type != T_COMMA:
+            _parse_error(L, "comma or array end", &token)
+        _next_token(L, st, &token)
+        i += 1
+
+
+cdef void _parse_value(lua_State *L, Parser *st, int slots, Token *token) noexcept nogil:
+    """Push the value `token` starts (a string token is on the stack already)."""
+    if token.type == T_STRING:
+        return
+    if token.type == T_NUMBER:
+        mr_pushnumber(L, token.number)
+    elif token.type == T_BOOLEAN:
+        mr_pushboolean(L, token.boolean)
+    elif token.type == T_OBJ_BEGIN:
+        _parse_object(L, st, slots)
+    elif token.type == T_ARR_BEGIN:
+        _parse_array(L, st, slots)
+    elif token.type == T_NULL:
+        mr_pushvalue(L, DECODE_NULL_UPVALUE)
+    else:
+        _parse_error(L, "value", token)
+
+
+cdef int _decode(lua_State *L) noexcept nogil:
+    cdef Parser st
+    cdef Token token
+    cdef size_t size
+    cdef const char *text
+    if mr_gettop(L) != 1:
+        mr_argerror(L, 1, "expected 1 argument")
+    text = mr_checklstring(L, 1, &size)
+    if size >= 2 and (text[0] == 0 or text[1] == 0):
+        mr_raise(L, "JSON parser does not support UTF-16 or UTF-32")
+    st.s = text
+    st.size = strlen(text)  # the C parser sees a C string: the first NUL ends the document
+    st.pos = 0
+    st.depth = 0
+    st.max_depth = _setting(L, "decode_max_depth")
+    st.invalid_numbers = _setting(L, "decode_invalid_numbers") != 0
+    _output_start(L, &st.out, DECODE_OUTPUT_UPVALUE)
+    _next_token(L, &st, &token)
+    _parse_value(L, &st, 1, &token)
+    _next_token(L, &st, &token)
+    if token.type != T_END:
+        _parse_error(L, "the end", &token)
+    _output_end(L, &st.out)
+    return 1
+
+
+cdef int _decoder(lua_State *L) noexcept nogil:
+    """decoder(settings, null): cjson.decode for that settings table."""
+    mr_settop(L, 3)
+    mr_pushcclosure(L, _decode, 3)
+    return 1
+
+
 cdef public int luaopen_minired_lualibs(lua_State *L) noexcept nogil:
     """Called through package.loadlib: {cmsgpack = {unpack = ..., unpack_one = ...,
-    unpack_limit = ...}, cjson = {encoder = ...}}, the C functions each library takes in place
+    unpack_limit = ...}, cjson = {encoder = ..., decoder = ...}}, the C functions each library takes in place
     of its own."""
     mr_createtable(L, 0, 2)
     mr_createtable(L, 0, 3)
@@ -533,9 +929,11 @@ cdef public int luaopen_minired_lualibs(lua_State *L) noexcept nogil:
     mr_pushcclosure(L, _unpack_limit, 0)
     mr_setfield(L, -2, "unpack_limit")
     mr_setfield(L, -2, "cmsgpack")
-    mr_createtable(L, 0, 1)
+    mr_createtable(L, 0, 2)
     mr_pushcclosure(L, _encoder, 0)
     mr_setfield(L, -2, "encoder")
+    mr_pushcclosure(L, _decoder, 0)
+    mr_setfield(L, -2, "decoder")
     mr_setfield(L, -2, "cjson")
     return 1
 
