@@ -42,7 +42,9 @@ COMPILED = [
     "minired/features/propagation.py", "minired/features/aof_effects.py",
     "minired/features/aof_records.py",
     # Cython proper (it is C glue to lupa's Lua): compiled or absent, never loaded as source.
-    "minired/scripting/luabridge.pyx", "minired/scripting/lualibs/native.pyx",
+    "minired/scripting/luabridge.pyx",
+    # cjson's and cmsgpack's encoders and decoders in C (their Lua versions stay for the rest)
+    "minired/scripting/lualibs/native_json.pyx", "minired/scripting/lualibs/native_msgpack.pyx",
 ]
 RECORD = "_compiled.txt"
 # Every source's checksum as it was when Cython read it: the record must name what was compiled,

@@ -1,11 +1,12 @@
-"""Differential fuzzing of cmsgpack's decoders and cjson's encoder and decoder: generated inputs
+"""Differential fuzzing of cmsgpack's and cjson's encoders and decoders: generated inputs
 through EVAL on a real redis-server and on minired, replies and error texts compared.
 
     python bench/lualibs_fuzz.py [--seed N] [--count 3000] [--pure]
 
-The compiled build runs these functions in C (minired/scripting/lualibs/native.pyx), the
+The compiled build runs these functions in C (minired/scripting/lualibs/native_*.pyx), the
 uncompiled one in Lua (cmsgpack.lua, cjson.lua); both must answer as Redis does. Each round:
 
+- generated Lua values through cmsgpack.pack;
 - a generated Lua value, packed by Redis's own cmsgpack.pack, then cut short, a byte changed or
   several packed values joined (or a few random bytes), through cmsgpack.unpack, unpack_one and
   unpack_limit at generated offsets and limits;
@@ -165,6 +166,8 @@ def main() -> int:
             jobs = [(script, [blob, str(rng.randrange(-2, len(blob) + 3)),
                               str(rng.randrange(-1, 4))]) for script in UNPACK_SCRIPTS]
             jobs.append((f"{encode_settings(rng)} return {{pcall(cjson.encode, {lua_value(rng)})}}", []))
+            values = ", ".join(lua_value(rng) for _ in range(rng.randrange(1, 4)))
+            jobs.append((f"return {{pcall(cmsgpack.pack, {values})}}", []))
             strict = "cjson.decode_invalid_numbers(false) " if rng.random() < 0.3 else ""
             depth = f"cjson.decode_max_depth({rng.randrange(1, 5)}) " if rng.random() < 0.1 else ""
             jobs.append((strict + depth + DECODE_SCRIPT, [json_text(rng, real)]))

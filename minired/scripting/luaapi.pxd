@@ -46,6 +46,8 @@ cdef extern from *:
     static void (*mr_getfield)(lua_State *, int, const char *);
     static const char *(*mr_typename)(lua_State *, int);
     static int (*mr_argerror)(lua_State *, int, const char *);
+    static size_t (*mr_objlen)(lua_State *, int);
+    static void (*mr_gettable)(lua_State *, int);
 
     /* NULL when every function was found in the module at `path` (already loaded), else
        the name of what is missing. */
@@ -93,6 +95,8 @@ cdef extern from *:
         MR_FIND(mr_getfield, "lua_getfield")
         MR_FIND(mr_typename, "lua_typename")
         MR_FIND(mr_argerror, "luaL_argerror")
+        MR_FIND(mr_objlen, "lua_objlen")
+        MR_FIND(mr_gettable, "lua_gettable")
     #undef MR_FIND
         return NULL;
     }
@@ -142,6 +146,8 @@ cdef extern from *:
     void mr_getfield(lua_State *, int, const char *) nogil
     const char *mr_typename(lua_State *, int) nogil
     int mr_argerror(lua_State *, int, const char *) nogil
+    size_t mr_objlen(lua_State *, int) nogil
+    void mr_gettable(lua_State *, int) nogil
     const char *mr_find_lua_api(const char *) nogil
 
 cdef enum:

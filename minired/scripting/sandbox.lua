@@ -126,7 +126,7 @@ end
 local library_access = {
   next = function(t, k) return next(shown(t), k) end,
   rawget = function(t, k) return rawget(shown(t), k) end,
-  shown = shown,  -- for the compiled build's C functions (lualibs/native.pyx)
+  shown = shown,  -- for the compiled build's C functions (lualibs/native_*.pyx)
 }
 
 local function build_library(name)

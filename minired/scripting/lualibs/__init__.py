@@ -14,9 +14,10 @@ Lua is a Lua string, number, boolean, nil or a table built in Lua.
 The behaviour, including error texts, follows Redis 7.0's C sources
 (deps/lua/src/lua_cjson.c, lua_cmsgpack.c, lua_bit.c, lua_struct.c).
 
-In the compiled build the functions scripts call most (cmsgpack.unpack, unpack_one and
-unpack_limit, cjson.encode: BullMQ's per-job calls) are C functions instead (native.pyx), the
-Lua ones step for step; both builds run the same differential tests against Redis.
+In the compiled build cjson's and cmsgpack's encoders and decoders (cjson.encode and decode,
+cmsgpack.pack, unpack, unpack_one and unpack_limit: BullMQ's per-job calls) are C functions
+instead (native_json.pyx, native_msgpack.pyx), the Lua ones step for step; both builds run the same differential tests
+against Redis.
 
 Call-site fidelity: the C libraries raise errors with luaL_error, which Redis
 prefixes with the position of the calling Lua line ("user_script:3: ...") and
@@ -61,7 +62,7 @@ def library_builder(lua: Any, guard: Any = None, note: Callable[[float], None] |
         helpers = table(funcs)
         # The last argument: the library's C functions, or nil.
         helpers[b"n"] = len(funcs) + 1
-        if natives is not None and natives[name] is not None:
+        if name in natives:
             helpers[len(funcs) + 1] = natives[name]
         return helpers
 
@@ -75,14 +76,15 @@ def library_builder(lua: Any, guard: Any = None, note: Callable[[float], None] |
                 table({name: given(name, module) for name, module in _LIBRARIES.items()}), note)
 
 
-def _native_functions(lua: Any) -> Any:
-    """The compiled build's C functions for the libraries (lualibs/native.pyx), as a Lua table
-    {library name = {function name = C function}}, or None (the uncompiled build)."""
+def _native_functions(lua: Any) -> dict:
+    """The compiled build's C functions for the libraries (native_json.pyx, native_msgpack.pyx),
+    as {library name: Lua table of them}; empty in the uncompiled build."""
     try:
-        from minired.scripting.lualibs.native import native_functions
+        from minired.scripting.lualibs import native_json, native_msgpack
     except ImportError:
-        return None
-    return native_functions(lua)
+        return {}
+    found = {b"cjson": native_json.library(lua), b"cmsgpack": native_msgpack.library(lua)}
+    return {name: functions for name, functions in found.items() if functions is not None}
 
 
 def install_libraries(lua: Any, target: Any, guard: Any = None) -> None:

@@ -7,9 +7,9 @@
 --
 -- source(name): the Lua text of library `name`, of 'support' (the helpers they share) or of
 -- 'private_env' (kept in Python until needed: the heap holds only what runs). helpers: name ->
--- {n = <count>, <the Python helpers the library receives>..., <the compiled build's C functions
--- for it (lualibs/native.pyx), or nil>}. note(bytes), if given, hears how
--- much each build grew the heap.
+-- {n = <count>, <the Python helpers the library receives>..., <the compiled build's C
+-- functions for it (lualibs/native_json.pyx, native_msgpack.pyx), or nil>}. note(bytes), if
+-- given, hears how much each build grew the heap.
 local g, source, helpers, note = ...
 local loadstring, setfenv, unpack, error = g.loadstring, g.setfenv, g.unpack, g.error
 local collectgarbage = g.collectgarbage

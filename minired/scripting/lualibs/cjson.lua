@@ -450,7 +450,7 @@ function new()
   end
 
   if native then
-    -- The compiled build's C encoder and decoder (lualibs/native.pyx), the same functions
+    -- The compiled build's C encoder and decoder (lualibs/native_json.pyx), the same functions
     -- step for step; `shown`, where the sandbox gives it, reads a read-only proxy as the
     -- table it shows.
     M.encode = native.encoder(cfg, null, shown)

@@ -6,6 +6,7 @@ local type, next, select, pcall, error, unpack = type, next, select, pcall, erro
 local byte, char, sub, format = string.byte, string.char, string.sub, string.format
 local concat = table.concat
 local floor = math.floor
+local shown = shown  -- (from the sandbox's access functions, or nil: see native below)
 
 local MAX_NESTING = 16
 local MAXCSTACK = 8000
@@ -345,8 +346,10 @@ function M.unpack_limit(...)
   return spread(results, 1, count)
 end
 
--- The compiled build's C decoders (lualibs/native.pyx), the same functions step for step.
+-- The compiled build's C functions (lualibs/native_msgpack.pyx), the same functions step for
+-- step; `shown`, where the sandbox gives it, reads a read-only proxy as the table it shows.
 if native then
+  M.pack = native.packer(shown)
   M.unpack, M.unpack_one, M.unpack_limit = native.unpack, native.unpack_one, native.unpack_limit
 end
 

@@ -45,3 +45,18 @@ def lua_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
 # A chunk's private environment: shallow copies of just the standard functions the libraries
 # use (builder.lua runs every chunk in a fresh one).
 PRIVATE_ENV_SOURCE = lua_source("private_env.lua")
+
+
+def c_library(lua: Any, path: str, opener: bytes) -> Any:
+    """What the C function `opener` of the extension module at `path` returns when called in
+    the lupa runtime `lua` (through package.loadlib, which must still be reachable there), or
+    None where it cannot be loaded (the compiled build's native_json and native_msgpack)."""
+    from lupa import lua51
+
+    loadlib = lua.eval("package and package.loadlib")
+    if loadlib is None:
+        return None
+    function = loadlib(path.encode(), opener)
+    if lua51.lua_type(function) != "function":
+        return None
+    return function()

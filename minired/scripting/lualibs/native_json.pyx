@@ -1,266 +1,29 @@
 # cython: language_level=3
-"""cmsgpack's decoders and cjson's encoder and decoder as Lua C functions, compiled build.
+"""cjson's encoder and decoder as Lua C functions, for the compiled build.
 
-The libraries are Lua code (cmsgpack.lua and its siblings), in both builds; in this one the
-functions scripts call most are replaced by C functions on the Lua stack (the way
-luabridge.pyx serves redis.call). BullMQ unpacks a job's options with cmsgpack.unpack several
-times per job and encodes with cjson.encode once, where the Lua versions cost 6-8x what
-Redis's C does.
+cjson is Lua code (cjson.lua) in both builds; in this one its encode and decode are replaced
+by these C functions on the Lua stack (the way luabridge.pyx serves redis.call). BullMQ
+encodes a job's options with cjson.encode, where the Lua encoder costs ~8x what Redis's C
+does, and scripts commonly decode JSON they stored.
 
-Each function here is cmsgpack.lua's or cjson.lua's, step for step: the same checks in the
-same order, the same tables built by the same sequence of stores (so `next` walks them in the
-same order), the same stack-slot model for the stack overflow errors (LUAI_MAXCSTACK), the
-same error texts. Where cmsgpack.lua imitates the C API (luaL_checklstring, luaL_optinteger,
-luaL_error's "user_script:N:" prefix, a store's "table index is nil"), this calls the C API
-itself, as Redis does; so a tail call (`return cmsgpack.unpack(bad)`) keeps the prefix here.
+Each function here is cjson.lua's, step for step: the same checks in the same order, the same
+tables built by the same sequence of stores (so `next` walks them in the same order), the same
+stack-slot model for the nesting errors (LUAI_MAXCSTACK), the same token indexes and error
+texts, and the library's settings read from the table cjson.lua keeps them in. Arguments are
+checked, and errors raised, through luaL_checklstring, luaL_argerror and luaL_error, as Redis
+does.
 """
 from libc.math cimport floor, isinf, isnan
 from libc.stdio cimport snprintf
-from libc.stdint cimport int64_t, uint64_t, uint32_t, int32_t
+from libc.stdint cimport int64_t, uint32_t, int32_t
 from libc.stdlib cimport strtod
-from libc.string cimport memcpy, strlen, strncmp
+from libc.string cimport strlen, strncmp
 
 import lupa.lua51
 
 from minired.scripting.luaapi cimport *
-
-cdef enum:
-    MAXCSTACK = 8000  # LUAI_MAXCSTACK: what luaL_checkstack refuses beyond
-    INT_MAX = 2147483647
-
-cdef enum Failure:
-    DECODED = 0
-    MISSING_BYTES = 1
-    BAD_FORMAT = 2
-
-cdef struct Cursor:
-    const unsigned char *s
-    size_t pos  # the next byte's offset (0-based)
-    size_t len
-
-
-cdef inline uint64_t _big_endian(const unsigned char *p, int count) noexcept nogil:
-    cdef uint64_t n = 0
-    cdef int i
-    for i in range(count):
-        n = (n << 8) | p[i]
-    return n
-
-
-cdef inline bint _grow(lua_State *L) noexcept nogil:
-    """Room for the next push. The slot model has already refused what Redis refuses, and
-    never counts fewer slots than are in use, so this only grows the stack."""
-    if not mr_checkstack(L, 1):
-        mr_raise(L, "stack overflow (%s)", "cmsgpack")
-    return True
-
-
-cdef Failure _decode_array(lua_State *L, Cursor *c, size_t count, int slots) noexcept nogil:
-    cdef size_t i
-    cdef Failure failure
-    mr_createtable(L, 0, 0)
-    if slots + 2 > MAXCSTACK:
-        mr_raise(L, "stack overflow (%s)", "in function mp_decode_to_lua_array")
-    for i in range(1, count + 1):
-        failure = _decode_value(L, c, slots + 2)
-        if failure != DECODED:
-            return failure
-        mr_rawseti(L, -2, <int>i)
-    return DECODED
-
-
-cdef Failure _decode_map(lua_State *L, Cursor *c, size_t count, int slots) noexcept nogil:
-    cdef size_t i
-    cdef Failure failure
-    mr_createtable(L, 0, 0)
-    for i in range(count):
-        failure = _decode_value(L, c, slots + 1)
-        if failure != DECODED:
-            return failure
-        failure = _decode_value(L, c, slots + 2)
-        if failure != DECODED:
-            return failure
-        mr_settable(L, -3)  # raises "table index is nil" / "is NaN" as Lua's own store does
-    return DECODED
-
-
-cdef inline Failure _push_string(lua_State *L, Cursor *c, size_t header, size_t size) noexcept nogil:
-    if c.len - c.pos < header + size:
-        return MISSING_BYTES
-    mr_pushlstring(L, <const char *>(c.s + c.pos + header), size)
-    c.pos += header + size
-    return DECODED
-
-
-cdef Failure _decode_value(lua_State *L, Cursor *c, int slots) noexcept nogil:
-    """Push the value at the cursor; `slots`: the stack slots in use before it (the model
-    cmsgpack.lua's decode_value keeps)."""
-    cdef size_t left = c.len - c.pos
-    cdef const unsigned char *p = c.s + c.pos
-    cdef unsigned char b
-    cdef size_t size
-    cdef float single
-    cdef double double_
-    cdef uint64_t bits
-    if left == 0:
-        return MISSING_BYTES
-    if slots + 1 > MAXCSTACK:
-        mr_raise(L, "stack overflow (%s)",
-                 "too many return values at once; use unpack_one or unpack_limit instead.")
-    _grow(L)
-    b = p[0]
-    if b < 0x80:
-        mr_pushnumber(L, b)
-        c.pos += 1
-        return DECODED
-    if b >= 0xe0:
-        mr_pushnumber(L, <double>b - 256)
-        c.pos += 1
-        return DECODED
-    if 0xa0 <= b <= 0xbf:
-        return _push_string(L, c, 1, b - 0xa0)
-    if 0x90 <= b <= 0x9f:
-        c.pos += 1
-        return _decode_array(L, c, b - 0x90, slots)
-    if b <= 0x8f:
-        c.pos += 1
-        return _decode_map(L, c, b - 0x80, slots)
-    if b == 0xc0:
-        mr_pushnil(L)
-    elif b == 0xc2 or b == 0xc3:
-        mr_pushboolean(L, b == 0xc3)
-    elif b == 0xcc or b == 0xd0:
-        if left < 2:
-            return MISSING_BYTES
-        mr_pushnumber(L, p[1] if b == 0xcc else <double>(<signed char>p[1]))
-        c.pos += 2
-        return DECODED
-    elif b == 0xcd or b == 0xd1:
-        if left < 3:
-            return MISSING_BYTES
-        bits = _big_endian(p + 1, 2)
-        mr_pushnumber(L, <double>bits if b == 0xcd else <double>(<short>bits))
-        c.pos += 3
-        return DECODED
-    elif b == 0xce or b == 0xd2:
-        if left < 5:
-            return MISSING_BYTES
-        bits = _big_endian(p + 1, 4)
-        mr_pushnumber(L, <double>bits if b == 0xce else <double>(<int>bits))
-        c.pos += 5
-        return DECODED
-    elif b == 0xcf or b == 0xd3:  # uint64 too goes through a signed integer, as in C
-        if left < 9:
-            return MISSING_BYTES
-        mr_pushnumber(L, <double>(<int64_t>_big_endian(p + 1, 8)))
-        c.pos += 9
-        return DECODED
-    elif b == 0xca:
-        if left < 5:
-            return MISSING_BYTES
-        bits = _big_endian(p + 1, 4)
-        memcpy(&single, &bits, 4)  # (the low four bytes: little-endian)
-        mr_pushnumber(L, single)
-        c.pos += 5
-        return DECODED
-    elif b == 0xcb:
-        if left < 9:
-            return MISSING_BYTES
-        bits = _big_endian(p + 1, 8)
-        memcpy(&double_, &bits, 8)
-        mr_pushnumber(L, double_)
-        c.pos += 9
-        return DECODED
-    elif b == 0xd9:
-        if left < 2:
-            return MISSING_BYTES
-        return _push_string(L, c, 2, p[1])
-    elif b == 0xda:
-        if left < 3:
-            return MISSING_BYTES
-        return _push_string(L, c, 3, _big_endian(p + 1, 2))
-    elif b == 0xdb:
-        if left < 5:
-            return MISSING_BYTES
-        return _push_string(L, c, 5, _big_endian(p + 1, 4))
-    elif b == 0xdc or b == 0xde:
-        if left < 3:
-            return MISSING_BYTES
-        c.pos += 3
-        size = _big_endian(p + 1, 2)
-        return _decode_array(L, c, size, slots) if b == 0xdc else _decode_map(L, c, size, slots)
-    elif b == 0xdd or b == 0xdf:
-        if left < 5:
-            return MISSING_BYTES
-        c.pos += 5
-        size = _big_endian(p + 1, 4)
-        return _decode_array(L, c, size, slots) if b == 0xdd else _decode_map(L, c, size, slots)
-    else:
-        return BAD_FORMAT  # bin, ext and the never-used 0xc1
-    c.pos += 1
-    return DECODED
-
-
-cdef int _unpack_full(lua_State *L, const char *s, size_t size, ptrdiff_t limit,
-                      ptrdiff_t offset, int base_slots) noexcept nogil:
-    """cmsgpack.lua's unpack_full: push the values (after the next offset unless decoding
-    all) and return how many were pushed."""
-    cdef Cursor c
-    cdef int count = 0
-    cdef Failure failure
-    cdef bint decode_all
-    if offset < 0 or limit < 0:
-        mr_raise(L, "Invalid request to unpack with offset of %d and limit of %d.",
-                 <int>offset, <int>size)
-    elif <size_t>offset > size:
-        mr_raise(L, "Start offset %d greater than input length %d.", <int>offset, <int>size)
-    decode_all = limit == 0 and offset == 0
-    if decode_all:
-        limit = INT_MAX
-    c.s = <const unsigned char *>s
-    c.pos = <size_t>offset
-    c.len = size
-    while c.pos < size and count < limit:
-        failure = _decode_value(L, &c, base_slots + count)
-        if failure == MISSING_BYTES:
-            mr_raise(L, "Missing bytes in input.")
-        elif failure == BAD_FORMAT:
-            mr_raise(L, "Bad data format in input.")
-        count += 1
-    if decode_all:
-        return count
-    # The next offset (or -1 when all input was consumed) comes first.
-    if base_slots + count + 1 > MAXCSTACK:
-        mr_raise(L, "stack overflow (%s)", "in function mp_unpack_full")
-    _grow(L)
-    mr_pushnumber(L, -1 if c.pos >= size else <double>c.pos)
-    mr_insert(L, -(count + 1))
-    return count + 1
-
-
-cdef int _unpack(lua_State *L) noexcept nogil:
-    cdef int nargs = mr_gettop(L)
-    cdef size_t size
-    cdef const char *s = mr_checklstring(L, 1, &size)
-    # (Redis's mp_unpack leaves any extra arguments on the stack below the results)
-    return _unpack_full(L, s, size, 0, 0, nargs)
-
-
-cdef int _unpack_one(lua_State *L) noexcept nogil:
-    cdef ptrdiff_t offset = mr_optinteger(L, 2, 0)
-    cdef size_t size
-    cdef const char *s = mr_checklstring(L, 1, &size)
-    mr_settop(L, 1)
-    return _unpack_full(L, s, size, 1, offset, 1)
-
-
-cdef int _unpack_limit(lua_State *L) noexcept nogil:
-    cdef ptrdiff_t limit = mr_checkinteger(L, 2)
-    cdef ptrdiff_t offset = mr_optinteger(L, 3, 0)
-    cdef size_t size
-    cdef const char *s = mr_checklstring(L, 1, &size)
-    mr_settop(L, 1)
-    return _unpack_full(L, s, size, limit, offset, 1)
+from minired.scripting.lualibs.native_buffer cimport *
+from minired.scripting.lualibs.support import c_library
 
 
 # --- cjson.encode --------------------------------------------------------------------------
@@ -275,7 +38,6 @@ cdef enum:
     # and the output's userdata, once it outgrows the inline buffer (an upvalue rather than a
     # stack slot: the stack then holds exactly what cjson.lua's slot model counts)
     OUTPUT_UPVALUE = -10006
-    INLINE_OUTPUT = 1024
 
 cdef struct Settings:
     int sparse_convert
@@ -284,61 +46,6 @@ cdef struct Settings:
     int max_depth
     int invalid_numbers  # 0 off, 1 on, 2 null
     char number_format[8]
-
-cdef struct Output:
-    char *data
-    size_t size
-    size_t capacity
-    int anchor  # the upvalue that keeps a userdata buffer alive
-    char inline_[INLINE_OUTPUT]
-
-
-cdef void _output_start(lua_State *L, Output *out, int anchor) noexcept nogil:
-    out.data = out.inline_
-    out.size = 0
-    out.capacity = INLINE_OUTPUT
-    out.anchor = anchor
-    if mr_type(L, anchor) != LUA_TNIL:  # left by a call that failed
-        mr_pushnil(L)
-        mr_replace(L, anchor)
-
-
-cdef void _output_end(lua_State *L, Output *out) noexcept nogil:
-    if out.data != out.inline_:
-        out.data = out.inline_
-        mr_pushnil(L)
-        mr_replace(L, out.anchor)  # (the userdata is garbage from here)
-
-
-cdef void _reserve(lua_State *L, Output *out, size_t more) noexcept nogil:
-    """Room for `more` bytes: past the inline buffer, a userdata kept in an upvalue
-    (out.anchor), so an error (a longjmp) leaves nothing to free."""
-    cdef size_t capacity = out.capacity
-    cdef char *bigger
-    if out.size + more <= capacity:
-        return
-    while capacity < out.size + more:
-        capacity *= 2
-    bigger = <char *>mr_newuserdata(L, capacity)
-    memcpy(bigger, out.data, out.size)
-    mr_replace(L, out.anchor)
-    out.data = bigger
-    out.capacity = capacity
-
-
-cdef inline void _put(lua_State *L, Output *out, const char *data, size_t size) noexcept nogil:
-    if out.size + size > out.capacity:
-        _reserve(L, out, size)
-    memcpy(out.data + out.size, data, size)
-    out.size += size
-
-
-cdef inline void _put_char(lua_State *L, Output *out, char c) noexcept nogil:
-    if out.size + 1 > out.capacity:
-        _reserve(L, out, 1)
-    out.data[out.size] = c
-    out.size += 1
-
 
 cdef const char *_HEX = "0123456789abcdef"
 
@@ -916,43 +623,26 @@ cdef int _decoder(lua_State *L) noexcept nogil:
     return 1
 
 
-cdef public int luaopen_minired_lualibs(lua_State *L) noexcept nogil:
-    """Called through package.loadlib: {cmsgpack = {unpack = ..., unpack_one = ...,
-    unpack_limit = ...}, cjson = {encoder = ..., decoder = ...}}, the C functions each library takes in place
-    of its own."""
-    mr_createtable(L, 0, 2)
-    mr_createtable(L, 0, 3)
-    mr_pushcclosure(L, _unpack, 0)
-    mr_setfield(L, -2, "unpack")
-    mr_pushcclosure(L, _unpack_one, 0)
-    mr_setfield(L, -2, "unpack_one")
-    mr_pushcclosure(L, _unpack_limit, 0)
-    mr_setfield(L, -2, "unpack_limit")
-    mr_setfield(L, -2, "cmsgpack")
+cdef public int luaopen_minired_cjson(lua_State *L) noexcept nogil:
+    """Called through package.loadlib: {encoder = ..., decoder = ...}."""
     mr_createtable(L, 0, 2)
     mr_pushcclosure(L, _encoder, 0)
     mr_setfield(L, -2, "encoder")
     mr_pushcclosure(L, _decoder, 0)
     mr_setfield(L, -2, "decoder")
-    mr_setfield(L, -2, "cjson")
     return 1
 
 
 cdef bint _api_found = False
 
 
-def native_functions(lua):
-    """The Lua table luaopen_minired_lualibs returns, in the lupa runtime `lua` (whose
-    package.loadlib must still be reachable), or None where the C API cannot be reached."""
+def library(lua):
+    """The Lua table luaopen_minired_cjson returns (encoder and decoder, the C functions
+    cjson.lua takes in place of its own), made in the lupa runtime `lua`, or None where lupa's
+    C API cannot be reached."""
     global _api_found
     if not _api_found:
         if mr_find_lua_api(lupa.lua51.__file__.encode()) != NULL:
             return None
         _api_found = True
-    loadlib = lua.eval("package and package.loadlib")
-    if loadlib is None:
-        return None
-    opener = loadlib(__file__.encode(), b"luaopen_minired_lualibs")
-    if lupa.lua51.lua_type(opener) != "function":
-        return None
-    return opener()
+    return c_library(lua, __file__, b"luaopen_minired_cjson")
