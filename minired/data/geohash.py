@@ -329,7 +329,7 @@ class GeoPoint:
 
 def search(order, shape: Shape, limit: int = 0) -> list[GeoPoint]:
     """membersOfAllNeighbors over a sorted set's (score, member) entries in rank order (a
-    SortedList): the points inside the shape, in the order Redis finds them. With a limit
+    ZSet's order): the points inside the shape, in the order Redis finds them. With a limit
     (COUNT n ANY) the search stops once that many are found."""
     found: list[GeoPoint] = []
     cells = search_cells(shape)

@@ -1,14 +1,21 @@
-"""The sorted set value: a dict member -> score for lookups, and a SortedList of (score, member)
-for order, as Redis pairs a dict with a skiplist.
+"""The sorted set value: a dict member -> score for lookups, and a sorted sequence of
+(score, member) for order, as Redis pairs a dict with a skiplist.
 
 Both structures hold every element, so ZSCORE is one dict lookup, ZADD/ZREM/ZPOPMIN are
 O(log n), and rank or score ranges are a bisect. Ranges are returned as (start, stop) rank
 spans so commands can slice, count or delete without building intermediate lists.
+
+The order of a set of up to SMALL_ORDER_LIMIT elements is a SmallOrder, a plain list kept
+sorted with the C bisect functions; a bigger one is a SortedList. Below about a thousand
+elements a SortedList is one such list under layers of Python code (a job queue's sets: 2-3x
+the cost per ZADD or ZREMRANGEBYRANK), and above it, a list's inserts and deletes move too much.
 """
 from __future__ import annotations
 
 import marshal
 import math
+from bisect import bisect_left, bisect_right, insort
+from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from sortedcontainers import SortedList
@@ -83,12 +90,40 @@ class _MaxMember:
 _MAX_MEMBER = _MaxMember()
 
 
+# The most elements a SmallOrder holds (SortedList splits its own lists at twice its load
+# factor of 1000; up to here a list's memmove costs less than a SortedList's Python layers).
+SMALL_ORDER_LIMIT = 1024
+
+
+class SmallOrder(list):
+    """A small sorted set's order: a sorted list of (score, member) with the SortedList methods
+    its readers use (ZSet changes it with the bisect functions themselves)."""
+
+    __slots__ = ()
+
+    def bisect_left(self, probe: tuple) -> int:
+        return bisect_left(self, probe)
+
+    def bisect_right(self, probe: tuple) -> int:
+        return bisect_right(self, probe)
+
+    def islice(self, start: int | None = None, stop: int | None = None) -> Iterator[tuple]:
+        return islice(self, start, stop)
+
+
+def _order(entries: list) -> Any:
+    """The order for these (score, member) entries, already sorted (taken, not copied)."""
+    if len(entries) <= SMALL_ORDER_LIMIT:
+        return SmallOrder(entries)
+    return SortedList(entries)
+
+
 class ZSet:
     __slots__ = ("scores", "order")
 
     def __init__(self, items: Iterable[tuple[float, bytes]] = ()) -> None:
         self.scores: dict[bytes, float] = {}
-        self.order = SortedList()
+        self.order = SmallOrder()
         for score, member in items:
             self.add(member, score)
 
@@ -114,13 +149,13 @@ class ZSet:
         one sort: adding members one at a time would insort each (a load, a copy)."""
         zset = cls.__new__(cls)
         zset.scores = scores
-        zset.order = SortedList([(score, member) for member, score in scores.items()])
+        zset.order = _order(sorted([(score, member) for member, score in scores.items()]))
         return zset
 
     def copy(self) -> "ZSet":
         clone = ZSet.__new__(ZSet)
         clone.scores = dict(self.scores)
-        clone.order = SortedList(self.order)  # (already in order: timsort takes it in one pass)
+        clone.order = _order(list(self.order))
         return clone
 
     def __deepcopy__(self, memo: dict) -> "ZSet":
@@ -136,23 +171,38 @@ class ZSet:
         negative zero back as 0, so that is what ZSCORE shows for every set a client builds.
         """
         score += 0.0
-        old = self.scores.get(member)
+        scores = self.scores
+        order = self.order
+        old = scores.get(member)
         if old is not None:
             if old == score:
                 return False
-            self.order.remove((old, member))
-            self.order.add((score, member))
-            self.scores[member] = score
+            if type(order) is SmallOrder:
+                del order[bisect_left(order, (old, member))]
+                insort(order, (score, member))
+            else:
+                order.remove((old, member))
+                order.add((score, member))
+            scores[member] = score
             return False
-        self.scores[member] = score
-        self.order.add((score, member))
+        scores[member] = score
+        if type(order) is SmallOrder:
+            insort(order, (score, member))
+            if len(order) > SMALL_ORDER_LIMIT:
+                self.order = SortedList(order)
+        else:
+            order.add((score, member))
         return True
 
     def remove(self, member: bytes) -> bool:
         score = self.scores.pop(member, None)
         if score is None:
             return False
-        self.order.remove((score, member))
+        order = self.order
+        if type(order) is SmallOrder:
+            del order[bisect_left(order, (score, member))]
+        else:
+            order.remove((score, member))
         return True
 
     def delete_span(self, start: int, stop: int) -> int:
@@ -160,9 +210,11 @@ class ZSet:
         if start >= stop:
             return 0
         scores = self.scores
-        for _, member in self.order.islice(start, stop):
+        order = self.order
+        for _, member in (order[start:stop] if type(order) is SmallOrder
+                          else order.islice(start, stop)):
             del scores[member]
-        del self.order[start:stop]
+        del order[start:stop]
         return stop - start
 
     def pop(self, count: int, highest: bool) -> list[tuple[bytes, float]]:
@@ -202,8 +254,14 @@ class ZSet:
         if spec.is_empty():
             return 0, 0
         order = self.order
-        start = order.bisect_left(_after(spec.min) if spec.min_exclusive else (spec.min,))
-        stop = order.bisect_left((spec.max,) if spec.max_exclusive else _after(spec.max))
+        low = _after(spec.min) if spec.min_exclusive else (spec.min,)
+        high = (spec.max,) if spec.max_exclusive else _after(spec.max)
+        if type(order) is SmallOrder:
+            start = bisect_left(order, low)
+            stop = bisect_left(order, high)
+        else:
+            start = order.bisect_left(low)
+            stop = order.bisect_left(high)
         return start, max(start, stop)
 
     def lex_span(self, spec: LexRange, reverse: bool = False) -> tuple[int, int]:
@@ -301,7 +359,7 @@ def scores_view(scores: dict[bytes, float]) -> ZSet:
     SortedList."""
     zset = ZSet.__new__(ZSet)
     zset.scores = scores
-    zset.order = sorted(zip(scores.values(), scores))
+    zset.order = SmallOrder(sorted(zip(scores.values(), scores)))
     return zset
 
 

@@ -526,8 +526,8 @@ def decode_object(rdb_type: int, reader: Reader, packing: bool = False) -> Any:
             raise BadData(_INTEGRITY_FAILURES[rdb_type])
         raise EmptyKey("Empty key")
     if rdb_type in _ZSET_TYPES:
-        # A small one packed is its scores: its order (a SortedList, ~20k instructions for
-        # ten members) is made when a command first looks it up, not for every one loaded.
+        # A small one packed is its scores: its order (a sort of the members) is made when a
+        # command first looks it up, not for every one loaded.
         return pack_scores(value) if packing else ZSet.from_scores(value)
     return pack(value) if packing else value
 

@@ -574,3 +574,40 @@ def test_large_sets_beyond_the_listpack_limits(diff):
                     ("ZRANGE", "big", "0", "-1", "WITHSCORES"),
                     ("ZRANDMEMBER", "lex", "1000")]:
         diff.check(*command)
+
+
+def test_a_set_crossing_the_small_order_limit(diff):
+    """A set grows past SMALL_ORDER_LIMIT (its order turns from a list into a SortedList),
+    is updated, ranged and trimmed on both sides of the limit, and shrinks back below it."""
+    import random
+
+    from minired.data.zset import SMALL_ORDER_LIMIT
+
+    rng = random.Random(35)
+    size = SMALL_ORDER_LIMIT + 200
+    members = [f"m{i}" for i in range(size)]
+    for first in range(0, size, 100):
+        pairs = []
+        for member in members[first:first + 100]:
+            pairs += [str(rng.choice([rng.randint(0, 50), rng.random() * 100])), member]
+        diff.check("ZADD", "z", *pairs)
+        diff.check("ZCARD", "z")
+        diff.check("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    for _ in range(30):
+        diff.check("ZADD", "z", str(rng.randint(-5, 60)), rng.choice(members))
+        diff.check("ZINCRBY", "z", "1.5", rng.choice(members))
+        diff.check("ZRANK", "z", rng.choice(members))
+        diff.check("ZRANGEBYSCORE", "z", str(rng.randint(0, 50)), "+inf", "LIMIT", "3", "5")
+        diff.check("ZREVRANGE", "z", "0", "4", "WITHSCORES")
+        diff.check("ZCOUNT", "z", "(10", "20")
+    diff.check("ZREM", "z", *members[:150])
+    diff.check("ZREMRANGEBYSCORE", "z", "-inf", "(5")
+    diff.check("ZREMRANGEBYRANK", "z", "10", "400")
+    diff.check("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    diff.check("ZPOPMIN", "z", "20")
+    diff.check("ZPOPMAX", "z", "20")
+    diff.check("ZADD", "z", "7", "back", "-1", "front")
+    diff.check("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    diff.check("ZRANGESTORE", "copy", "z", "0", "-1")
+    diff.check("ZUNIONSTORE", "union", "2", "z", "copy")
+    diff.check("ZRANGE", "union", "0", "-1", "WITHSCORES")
