@@ -10,6 +10,7 @@ import math
 
 import cython
 
+from minired.data.keyspace import Database
 from minired.data.zset import LexRange, ScoreRange, ZSet
 from minired.engine.args import index_range, parse_float, parse_int, parse_non_negative, parse_range_double
 from minired.engine.blocking import Block, parse_timeout
@@ -404,6 +405,7 @@ def zrangestore(c, argv):
 # --- removal ------------------------------------------------------------------------------------
 
 @command("zrem", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
+@cython.locals(c=Client, argv=list, db=Database, zset=ZSet)
 def zrem(c, argv):
     key = argv[1]
     db = c.db
@@ -423,6 +425,7 @@ def zrem(c, argv):
     return removed
 
 
+@cython.locals(c=Client, argv=list, db=Database, zset=ZSet)
 def _zremrange(c, argv, by: str) -> int:
     if by == _BY_RANK:
         start, end = parse_int(argv[2]), parse_int(argv[3])

@@ -7,6 +7,8 @@ from minired.protocol.resp cimport string2ll
 
 cpdef object parse_int(object raw, object error=*)
 cpdef object parse_non_negative(object raw, object error=*)
+cpdef object parse_float(object raw, object error=*)
+cpdef object parse_range_double(object raw)
 
 @cython.locals(number=cython.longlong)
 cpdef bytes int_text(object value)

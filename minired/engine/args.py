@@ -42,6 +42,8 @@ def int_text(value: int) -> bytes:
 def parse_float(raw: bytes, error: str = errors.NOT_FLOAT) -> float:
     """A double as Redis's string2d reads it: strtod syntax (hex and 'inf' included) filling the
     whole string, no leading space, no NaN, and no overflow or underflow to zero."""
+    if raw.isdigit() and len(raw) < 300:
+        return float(raw)  # the common case, a plain integer (c_strtod's first test, inline)
     if not raw or raw[0] in _C_SPACE:
         raise RedisError(error)
     parsed = c_strtod(raw)
@@ -119,6 +121,8 @@ def c_strtod(raw: bytes) -> tuple[float, bool] | None:
 def parse_range_double(raw: bytes) -> float | None:
     """A sorted-set range bound after its optional '(' as zslParseRange reads it: plain strtod,
     so leading space is skipped, out-of-range values saturate, and "" is 0. None if invalid."""
+    if raw.isdigit() and len(raw) < 300:
+        return float(raw)  # (c_strtod's first test, inline)
     if not raw:
         return 0.0
     stripped = raw.lstrip(b" \t\n\v\f\r")
