@@ -11,5 +11,8 @@ cpdef object set_deadline(Database db, object key, object when, bint passed)
 @cython.locals(db=Database)
 cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
 
+@cython.locals(db=Database, count=cython.Py_ssize_t)
+cpdef object _count_existing(Client c, list argv, bint touch)
+
 cdef dict _EXPIRE_OPTIONS
 

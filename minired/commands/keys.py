@@ -74,8 +74,12 @@ def touch(c, argv):
 
 def _count_existing(c, argv: list, touch: bool) -> int:
     """EXISTS looks the keys up without touching them (LOOKUP_NOTOUCH), TOUCH to touch them."""
-    read = c.db.read
-    return sum(1 for key in argv[1:] if read(key, True, touch) is not None)
+    db = c.db
+    count = 0
+    for key in argv[1:]:
+        if db.read(key, True, touch) is not None:
+            count += 1
+    return count
 
 
 @command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group=G)

@@ -107,6 +107,21 @@ def _all_plain(items: Iterable) -> bool:
     return True
 
 
+def _nulls_as_false(items: list) -> list | None:
+    """The items with None (a null bulk) as False, what RESP2's conversion gives Lua; None if
+    any item is neither bytes, an int nor None."""
+    flat = []
+    for item in items:
+        kind = type(item)
+        if kind is bytes or kind is int:
+            flat.append(item)
+        elif item is None:
+            flat.append(False)
+        else:
+            return None
+    return flat
+
+
 def run_error(name: bytes, outcome: tuple) -> RedisError:
     """The error reply of a failed run: the message plus where it happened, on one line;
     counted already where the error table said so (outcome[4])."""
@@ -400,8 +415,13 @@ class ScriptEngine:
             kind = type(reply)
             if kind is bytes or kind is int:
                 return reply
-            if kind is list and len(reply) <= _UNPACKED_MAX and _all_plain(reply):
-                return reply
+            if kind is list and len(reply) <= _UNPACKED_MAX:
+                if _all_plain(reply):
+                    return reply
+                if script_client.protocol == 2:  # (HMGET, MGET: RESP2's nulls are false)
+                    flat = _nulls_as_false(reply)
+                    if flat is not None:
+                        return flat
             if kind is Status:
                 return _OK_REPLY if reply is OK else (reply, _OK)
             if kind is RedisError:  # (counted by dispatch.call)
