@@ -200,18 +200,26 @@ class QuickList:
         or from the tail (count < 0), or all of them (0); how many went. As Redis's quicklist
         walk, it stops at the last one to remove, and only the parts that hold one change; a
         packed node whose bytes do not contain item's is not unpacked."""
-        limit = -count if count < 0 else count or self.length
+        if count < 0:  # (-count may not fit an int64: LREM key -9223372036854775808 x)
+            limit = self.length if count < -self.length else -count
+        else:
+            limit = count or self.length
         from_tail = count < 0
-        nodes = range(len(self.nodes))  # (-1 is the head buffer, -2 the tail's)
-        parts = chain((-2,), reversed(nodes), (-1,)) if from_tail else chain((-1,), nodes, (-2,))
+        parts = [-1, *range(len(self.nodes)), -2]  # (-1 is the head buffer, -2 the tail's)
+        if from_tail:
+            parts.reverse()
         removed = 0
         emptied = []
         for part in parts:
             if removed >= limit:
                 break
             if part == -1:
+                if item not in self.left:
+                    continue
                 items = self.left[::-1]  # (kept reversed)
             elif part == -2:
+                if item not in self.right:
+                    continue
                 items = self.right
             else:
                 node = self.nodes[part]
@@ -231,8 +239,9 @@ class QuickList:
                 self.nodes[part] = _pack(kept)
             else:
                 emptied.append(part)
-        for part in sorted(emptied, reverse=True):
-            del self.nodes[part]
+        if emptied:
+            for part in sorted(emptied, reverse=True):
+                del self.nodes[part]
         self.length -= removed
         return removed
 
