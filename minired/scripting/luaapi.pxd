@@ -1,6 +1,7 @@
 # Lua's C API as the native bridge (luabridge.pyx) reaches it: lupa links Lua statically, so
-# each function is looked up in lupa's own extension module (mr_find_lua_api) and called
-# through a pointer, and both sides use the one Lua. The constants are Lua 5.1's (lua.h).
+# each function is looked up in lupa's own extension module (mr_find_lua_api, through
+# lua_api_ready) and called through a pointer, and both sides use the one Lua. The constants
+# are Lua 5.1's (lua.h).
 cdef extern from *:
     """
     #include <dlfcn.h>
@@ -100,6 +101,13 @@ cdef extern from *:
     #undef MR_FIND
         return NULL;
     }
+    /* Every module that cimports this file has its own copy of the pointers above, which it
+       fills once: 1 once found, -1 where they cannot be (then it never tries again). */
+    static int mr_lua_api_state = 0;
+    static int mr_lua_api_ready(const char *path) {
+        if (mr_lua_api_state == 0) mr_lua_api_state = mr_find_lua_api(path) == NULL ? 1 : -1;
+        return mr_lua_api_state == 1;
+    }
     """
     ctypedef struct lua_State
     ctypedef int (*lua_CFunction "mr_lua_CFunction")(lua_State *) noexcept nogil
@@ -148,7 +156,7 @@ cdef extern from *:
     int mr_argerror(lua_State *, int, const char *) nogil
     size_t mr_objlen(lua_State *, int) nogil
     void mr_gettable(lua_State *, int) nogil
-    const char *mr_find_lua_api(const char *) nogil
+    bint mr_lua_api_ready(const char *) nogil
 
 cdef enum:
     LUA_TNIL = 0
@@ -160,3 +168,10 @@ cdef enum:
     LUA_REGISTRYINDEX = -10000
     LUA_MULTRET = -1
     NO_REF = -2
+
+
+cdef inline bint lua_api_ready() except -1:
+    """Whether this module reaches lupa's Lua C API: its pointers filled from lupa's own
+    extension module, the first time it asks."""
+    import lupa.lua51
+    return mr_lua_api_ready(lupa.lua51.__file__.encode())

@@ -704,19 +704,14 @@ cdef public int luaopen_minired_bridge(lua_State *L) noexcept nogil:
     return 4
 
 
-cdef bint _api_found = False
-
-
 def native_call(lua, target, unbox):
     """(redis.call, redis.pcall, set_entry, encode, NativeCall) for the lupa runtime lua: Lua
     C functions calling target(args tuple), with unbox() for deferred replies, the native
     script entry and result encoder; None where the native bridge cannot work here (then
     lupa's is used)."""
-    global _pending, _api_found
-    if not _api_found:
-        if mr_find_lua_api(lupa.lua51.__file__.encode()) != NULL:
-            return None
-        _api_found = True
+    global _pending
+    if not lua_api_ready():
+        return None
     loadlib = lua.eval("package and package.loadlib")
     if loadlib is None:
         return None

@@ -19,8 +19,6 @@ from libc.stdint cimport int64_t, uint32_t, int32_t
 from libc.stdlib cimport strtod
 from libc.string cimport strlen, strncmp
 
-import lupa.lua51
-
 from minired.scripting.luaapi cimport *
 from minired.scripting.lualibs.native_buffer cimport *
 from minired.scripting.lualibs.support import c_library
@@ -633,16 +631,8 @@ cdef public int luaopen_minired_cjson(lua_State *L) noexcept nogil:
     return 1
 
 
-cdef bint _api_found = False
-
-
 def library(lua):
     """The Lua table luaopen_minired_cjson returns (encoder and decoder, the C functions
     cjson.lua takes in place of its own), made in the lupa runtime `lua`, or None where lupa's
     C API cannot be reached."""
-    global _api_found
-    if not _api_found:
-        if mr_find_lua_api(lupa.lua51.__file__.encode()) != NULL:
-            return None
-        _api_found = True
-    return c_library(lua, __file__, b"luaopen_minired_cjson")
+    return c_library(lua, __file__, b"luaopen_minired_cjson") if lua_api_ready() else None

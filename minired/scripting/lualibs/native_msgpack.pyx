@@ -17,8 +17,6 @@ from libc.math cimport floor
 from libc.stdint cimport int64_t, uint64_t, uint32_t
 from libc.string cimport memcpy
 
-import lupa.lua51
-
 from minired.scripting.luaapi cimport *
 from minired.scripting.lualibs.native_buffer cimport *
 from minired.scripting.lualibs.support import c_library
@@ -472,17 +470,8 @@ cdef public int luaopen_minired_cmsgpack(lua_State *L) noexcept nogil:
     return 1
 
 
-cdef bint _api_found = False
-
-
 def library(lua):
     """The Lua table luaopen_minired_cmsgpack returns (packer, unpack, unpack_one and
-    unpack_limit, the C functions
-    cmsgpack.lua takes in place of its own), made in the lupa runtime `lua`, or None where lupa's
-    C API cannot be reached."""
-    global _api_found
-    if not _api_found:
-        if mr_find_lua_api(lupa.lua51.__file__.encode()) != NULL:
-            return None
-        _api_found = True
-    return c_library(lua, __file__, b"luaopen_minired_cmsgpack")
+    unpack_limit, the C functions cmsgpack.lua takes in place of its own), made in the lupa
+    runtime `lua`, or None where lupa's C API cannot be reached."""
+    return c_library(lua, __file__, b"luaopen_minired_cmsgpack") if lua_api_ready() else None
