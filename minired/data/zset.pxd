@@ -7,6 +7,7 @@ cdef class ZSet:
     cdef public dict scores
     cdef public object order
 
+    @cython.locals(value=object)
     cpdef bint add(self, object member, double score)
     cpdef bint remove(self, object member)
     cpdef Py_ssize_t delete_span(self, Py_ssize_t start, Py_ssize_t stop)

@@ -171,6 +171,9 @@ class ZSet:
         negative zero back as 0, so that is what ZSCORE shows for every set a client builds.
         """
         score += 0.0
+        # One float object for the dict and the order (compiled, score is a C double, and each
+        # use of it would box a float of its own: 24 bytes a member more).
+        value = score
         scores = self.scores
         order = self.order
         old = scores.get(member)
@@ -179,19 +182,19 @@ class ZSet:
                 return False
             if type(order) is SmallOrder:
                 del order[bisect_left(order, (old, member))]
-                insort(order, (score, member))
+                insort(order, (value, member))
             else:
                 order.remove((old, member))
-                order.add((score, member))
-            scores[member] = score
+                order.add((value, member))
+            scores[member] = value
             return False
-        scores[member] = score
+        scores[member] = value
         if type(order) is SmallOrder:
-            insort(order, (score, member))
+            insort(order, (value, member))
             if len(order) > SMALL_ORDER_LIMIT:
                 self.order = SortedList(order)
         else:
-            order.add((score, member))
+            order.add((value, member))
         return True
 
     def remove(self, member: bytes) -> bool:
