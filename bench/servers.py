@@ -58,10 +58,17 @@ class BenchServer:
     def command(self) -> list[str]:
         raise NotImplementedError
 
+    def environment(self) -> dict | None:
+        """The server's environment (None: this process's)."""
+        return None
+
+    def workdir(self) -> str:
+        return ROOT
+
     def start(self) -> "BenchServer":
         began = time.perf_counter()
         self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     cwd=ROOT)
+                                     cwd=self.workdir(), env=self.environment())
         self.started_in = wait_ready(self.port) - began
         return self
 
@@ -111,6 +118,39 @@ class Minired(BenchServer):
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "minired", "--port", str(self.port), "--loglevel", "warning"]
+
+
+class Checkout(BenchServer):
+    """minired from a checkout given as TREE (a directory holding minired/, built in place:
+    the old build of an old-against-new run), or TREE:pure for its uncompiled build."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        tree, _, mode = target.partition(":")
+        self.tree = os.path.abspath(tree)
+        self.pure = mode == "pure"
+        self.name = self.tree + (":pure" if self.pure else "")
+        self.dir = tempfile.mkdtemp(prefix="bench-minired-")
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "minired", "--port", str(self.port), "--save", "",
+                "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"]
+
+    def workdir(self) -> str:
+        # Not this checkout: `python -m` puts the working directory first on the path, ahead
+        # of the tree's.
+        return self.dir
+
+    def environment(self) -> dict:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([self.tree, os.path.join(self.tree, "queue")])}
+        env.pop("MINIRED_PURE_PYTHON", None)
+        if self.pure:
+            env["MINIRED_PURE_PYTHON"] = "1"
+        return env
+
+    def stop(self) -> None:
+        super().stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Floor(BenchServer):

@@ -64,3 +64,10 @@ def test_wakeups_reads_the_client_sleeps_and_the_server_kernel_time():
         match = re.search(rf"^\| PING \| {name} \| (\d+) \| (\d+\.\d) \| (\d+\.\d\d) \| (\d+\.\d\d) \|$",
                           out, re.M)
         assert match and int(match.group(1)) > 0 and float(match.group(2)) > 0, out
+
+
+def test_script_commands_measures_every_command_on_both_servers():
+    out = _run("script_commands.py", "--calls", "5", "--rounds", "1")
+    rows = re.findall(r"^\| (.+?) \| (\d+\.\d\d) \| (\d+\.\d\d) \((\d+\.\d\d)x\) \|$", out, re.M)
+    assert len(rows) == 15, out
+    assert all(float(redis) > 0 and float(minired) > 0 for _, redis, minired, _ in rows), out
