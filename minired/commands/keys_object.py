@@ -5,8 +5,9 @@ value and the `*-max-*` configuration: strings int/embstr/raw by content and len
 always quicklist (7.0 has no listpack lists), hashes and sorted sets listpack while small,
 sets intset while all-integer and small. The same rule decides whether HSCAN/SSCAN/ZSCAN
 return a collection whole (collection_scan.py) and how ZSCAN prints scores. Redis never
-converts a big encoding back to a small one when elements are removed; minired reports the
-encoding of the current contents.
+converts a big encoding back to a small one when elements are removed: sets and sorted sets
+are marked as they shrink out of one (sets.py, zsets.py) and stay in it; a hash reports the
+encoding of its current contents.
 
 IDLETIME and FREQ read the key access tracking of minired/features/eviction.py.
 """
@@ -84,6 +85,8 @@ def encoding(value: Any, config) -> str:
                  and all(string2ll(member) is not None for member in value))
         return "intset" if small else "hashtable"
     if kind is ZSet:
+        if value.skiplist:
+            return "skiplist"
         limit = _config_int(config, "zset-max-listpack-value")
         small = (len(value) <= _config_int(config, "zset-max-listpack-entries")
                  and all(len(member) <= limit for _, member in value))

@@ -404,6 +404,25 @@ def zrangestore(c, argv):
 
 # --- removal ------------------------------------------------------------------------------------
 
+def _shrinking(c, zset: ZSet, leaving) -> None:
+    """Before the members `leaving` leave zset: a set Redis holds as a skiplist now (too long
+    for a listpack, or one of those members too long to be in one) is marked to stay one, as
+    Redis never converts a sorted set back (see ZSet.skiplist). `leaving` is read only when the
+    set's length does not decide."""
+    if zset.skiplist:
+        return
+    config = c.config
+    if len(zset) > config.number("zset-max-listpack-entries"):
+        zset.skiplist = True
+        return
+    limit = config.number("zset-max-listpack-value")
+    scores = zset.scores
+    for member in leaving:
+        if len(member) > limit and member in scores:
+            zset.skiplist = True
+            return
+
+
 @command("zrem", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)
 @cython.locals(c=Client, argv=list, db=Database, zset=ZSet)
 def zrem(c, argv):
@@ -413,6 +432,7 @@ def zrem(c, argv):
     if zset is None:
         c.changes = 0
         return 0
+    _shrinking(c, zset, argv[2:])
     removed = 0
     for member in argv[2:]:
         if zset.remove(member):
@@ -445,6 +465,8 @@ def _zremrange(c, argv, by: str) -> int:
         first, stop = zset.score_span(spec)
     else:
         first, stop = zset.lex_span(spec)
+    if first < stop:
+        _shrinking(c, zset, (member for _, member in zset.order.islice(first, stop)))
     removed = zset.delete_span(first, stop)
     if removed:
         after_removal(db, key, zset, ZSET, _ZREMRANGE_EVENTS[by])
@@ -474,6 +496,10 @@ def zremrangebylex(c, argv):
 # --- pops ---------------------------------------------------------------------------------------
 
 def _pop(c, key: bytes, zset: ZSet, count: int, highest: bool) -> list:
+    size = len(zset)
+    taken = min(count, size)
+    ends = zset.order.islice(size - taken, size) if highest else zset.order.islice(0, taken)
+    _shrinking(c, zset, (member for _, member in ends))
     popped = zset.pop(count, highest)
     after_removal(c.db, key, zset, ZSET, b"zpopmax" if highest else b"zpopmin")
     return popped

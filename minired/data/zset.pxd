@@ -6,6 +6,7 @@ cimport cython
 cdef class ZSet:
     cdef public dict scores
     cdef public object order
+    cdef public bint skiplist
 
     @cython.locals(value=object)
     cpdef bint add(self, object member, double score)

@@ -119,11 +119,15 @@ def _order(entries: list) -> Any:
 
 
 class ZSet:
-    __slots__ = ("scores", "order")
+    __slots__ = ("scores", "order", "skiplist")
 
     def __init__(self, items: Iterable[tuple[float, bytes]] = ()) -> None:
         self.scores: dict[bytes, float] = {}
         self.order = SmallOrder()
+        # Set once Redis would hold this set as a skiplist whatever it comes to hold: it never
+        # converts a sorted set back to a listpack (commands/zsets.py marks it as it shrinks;
+        # OBJECT ENCODING, the SCAN paging and DUMP's format read it).
+        self.skiplist = False
         for score, member in items:
             self.add(member, score)
 
@@ -150,12 +154,14 @@ class ZSet:
         zset = cls.__new__(cls)
         zset.scores = scores
         zset.order = _order(sorted([(score, member) for member, score in scores.items()]))
+        zset.skiplist = False
         return zset
 
     def copy(self) -> "ZSet":
         clone = ZSet.__new__(ZSet)
         clone.scores = dict(self.scores)
         clone.order = _order(list(self.order))
+        clone.skiplist = self.skiplist  # (zsetDup copies a skiplist as a skiplist)
         return clone
 
     def __deepcopy__(self, memo: dict) -> "ZSet":
@@ -363,6 +369,7 @@ def scores_view(scores: dict[bytes, float]) -> ZSet:
     zset = ZSet.__new__(ZSet)
     zset.scores = scores
     zset.order = SmallOrder(sorted(zip(scores.values(), scores)))
+    zset.skiplist = False
     return zset
 
 

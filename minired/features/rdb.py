@@ -263,7 +263,8 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
             out.append(encode_string(item, compress_from))
         return b"".join(out)
     if kind is ZSet:
-        if (compact is not None and compact.zset_entries and len(value) <= compact.zset_entries
+        if (compact is not None and compact.zset_entries and not value.skiplist
+                and len(value) <= compact.zset_entries
                 and all(len(member) <= compact.zset_value for member in value.scores)):
             items = []
             for score, member in value.order:
