@@ -21,6 +21,9 @@ from minired.protocol.resp import OrderedSet, string2ll
 
 G = "set"
 _LONG_MAX = 2**63 - 1
+# SPOP with a count moves the members that stay to a new set when fewer than 1/5 of the count
+# stay (t_set.c: "create new set" strategy).
+_SPOP_MOVE_STRATEGY_MUL = 5
 
 
 def in_reply_order(members: set, config) -> set | OrderedSet:
@@ -134,8 +137,14 @@ def spop(c, argv):
         members, popped = set(), in_reply_order(members, c.server.config)
     else:
         popped = set(random.sample(tuple(members), count))
-        _shrinking(members, popped, c.server.config)
-        members.difference_update(popped)
+        if (len(members) - count) * _SPOP_MOVE_STRATEGY_MUL > count:
+            _shrinking(members, popped, c.server.config)  # (they leave one by one)
+            members.difference_update(popped)
+        else:
+            # Most of the set leaves: Redis moves the members that stay to a new set, which is
+            # encoded afresh (an intset again if they fit one), and stores that at the key.
+            members = members - popped
+            db.set(key, members, True)
     after_removal(db, key, members, SET, b"spop")
     c.changes = len(popped)
     return popped

@@ -52,3 +52,35 @@ def test_a_set_that_left_the_intset_encoding_never_returns(real_redis, mini):
         replies.append([client.call(*command) for command in script])
         client.close()
     assert replies[1] == replies[0]
+
+
+def test_spop_of_most_of_a_set_leaves_a_new_set(real_redis, mini):
+    """SPOP with a count pops members one by one while at least a fifth of the count stays (a
+    hash table then stays one); past that, Redis moves the members that stay into a new set,
+    encoded afresh: an intset again when they fit one (OBJECT ENCODING, SSCAN, DUMP's format)."""
+    script = [("SADD", "few", *range(600)), ("SPOP", "few", "595"), ("OBJECT", "ENCODING", "few"),
+              ("SCARD", "few"), ("SSCAN", "few", "0", "COUNT", "1"), ("DUMP", "few"),
+              ("SADD", "many", *range(600)), ("SPOP", "many", "100"),
+              ("OBJECT", "ENCODING", "many"), ("SCARD", "many"),
+              ("SADD", "words", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "7"),
+              ("SPOP", "words", "11"), ("SCARD", "words"),
+              ("SET", "ttl", "x"), ("SADD", "timed", *range(600)), ("EXPIRE", "timed", "1000"),
+              ("SPOP", "timed", "599"), ("TTL", "timed"), ("OBJECT", "ENCODING", "timed")]
+    replies = []
+    for port in (real_redis.port, mini.port):
+        client = RawClient(port)
+        client.call("FLUSHALL")
+        replies.append([])
+        for command in script:
+            reply = client.call(*command)
+            # Which members go is random: what both must agree on is how many, SSCAN's cursor
+            # and batch size, and the DUMP payload's type byte (its format).
+            if command[0] == "SPOP":
+                reply = len(reply)
+            elif command[0] == "SSCAN":
+                reply = reply[0], len(reply[1])
+            elif command[0] == "DUMP":
+                reply = reply[0]
+            replies[-1].append(reply)
+        client.close()
+    assert replies[1] == replies[0]
