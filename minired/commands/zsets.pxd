@@ -15,6 +15,10 @@ cpdef object _add_one(Client c, object key, double score, object member)
 cpdef object _zrange(Client c, object argv, Py_ssize_t source_index, object by, object reverse,
                     object destination=*)
 
+@cython.locals(limit=Py_ssize_t, scores=dict)
+cdef object _shrinking(Client c, ZSet zset, object members=*, Py_ssize_t first=*,
+                       Py_ssize_t stop=*)
+
 cdef dict _ZADD_FLAGS
 cdef frozenset _SCORE_STARTS
 

@@ -404,11 +404,10 @@ def zrangestore(c, argv):
 
 # --- removal ------------------------------------------------------------------------------------
 
-def _shrinking(c, zset: ZSet, leaving) -> None:
-    """Before the members `leaving` leave zset: a set Redis holds as a skiplist now (too long
-    for a listpack, or one of those members too long to be in one) is marked to stay one, as
-    Redis never converts a sorted set back (see ZSet.skiplist). `leaving` is read only when the
-    set's length does not decide."""
+def _shrinking(c, zset: ZSet, members=None, first: int = 0, stop: int = 0) -> None:
+    """Before `members` (or, if None, those ranked first..stop-1) leave zset: a set Redis holds
+    as a skiplist now (too long for a listpack, or one of them too long to be in one) is marked
+    to stay one, as Redis never converts a sorted set back (see ZSet.skiplist)."""
     if zset.skiplist:
         return
     config = c.config
@@ -416,8 +415,10 @@ def _shrinking(c, zset: ZSet, leaving) -> None:
         zset.skiplist = True
         return
     limit = config.number("zset-max-listpack-value")
+    if members is None:
+        members = [member for _, member in zset.order[first:stop]]
     scores = zset.scores
-    for member in leaving:
+    for member in members:
         if len(member) > limit and member in scores:
             zset.skiplist = True
             return
@@ -466,7 +467,7 @@ def _zremrange(c, argv, by: str) -> int:
     else:
         first, stop = zset.lex_span(spec)
     if first < stop:
-        _shrinking(c, zset, (member for _, member in zset.order.islice(first, stop)))
+        _shrinking(c, zset, None, first, stop)
     removed = zset.delete_span(first, stop)
     if removed:
         after_removal(db, key, zset, ZSET, _ZREMRANGE_EVENTS[by])
@@ -498,8 +499,7 @@ def zremrangebylex(c, argv):
 def _pop(c, key: bytes, zset: ZSet, count: int, highest: bool) -> list:
     size = len(zset)
     taken = min(count, size)
-    ends = zset.order.islice(size - taken, size) if highest else zset.order.islice(0, taken)
-    _shrinking(c, zset, (member for _, member in ends))
+    _shrinking(c, zset, None, size - taken if highest else 0, size if highest else taken)
     popped = zset.pop(count, highest)
     after_removal(c.db, key, zset, ZSET, b"zpopmax" if highest else b"zpopmin")
     return popped
