@@ -420,6 +420,7 @@ def frozen_time(monkeypatch):
     monkeypatch.setattr(keyspace, "_now_ns", lambda: now["ns"])
     for module, name in ((keyspace, "_perf_ns"), (dispatch, "_clock_ns"), (blocking, "_perf_ns")):
         monkeypatch.setattr(module, name, lambda: 1_000_000_000)
+    monkeypatch.setattr(dispatch, "_C_CLOCK", False)  # (the compiled build's C reads)
 
     class Frozen:
         @staticmethod
