@@ -13,10 +13,10 @@ IDLETIME and FREQ read the key access tracking of minired/features/eviction.py.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable
 
 from minired.data import shared_integers
+from minired.data.encodings import hash_fits_listpack, set_fits_intset
 from minired.data.keyspace import type_name
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream
@@ -47,24 +47,6 @@ def _config_int(config, name: str) -> int:
     return int(config.get(name))
 
 
-# Sets Redis holds as a hash table although their members would now fit an intset: it never
-# converts a set back (sets.py marks one as it shrinks out of a hash table). By id, with a weak
-# reference that drops the entry with the set.
-_HASHTABLE_SETS: dict[int, weakref.ref] = {}
-
-
-def keep_hashtable(members: set) -> None:
-    """Record that this set stays a hash table whatever it holds from now on."""
-    key = id(members)
-    if key not in _HASHTABLE_SETS:
-        _HASHTABLE_SETS[key] = weakref.ref(members, lambda _, key=key: _HASHTABLE_SETS.pop(key, None))
-
-
-def _kept_hashtable(members: set) -> bool:
-    ref = _HASHTABLE_SETS.get(id(members))
-    return ref is not None and ref() is members
-
-
 def encoding(value: Any, config) -> str:
     kind = type(value)
     if kind is bytes:
@@ -74,22 +56,15 @@ def encoding(value: Any, config) -> str:
     if kind is QuickList:
         return "quicklist"
     if kind is dict:
-        limit = _config_int(config, "hash-max-listpack-value")
-        small = (len(value) <= _config_int(config, "hash-max-listpack-entries")
-                 and all(len(f) <= limit and len(v) <= limit for f, v in value.items()))
+        small = hash_fits_listpack(value, _config_int(config, "hash-max-listpack-entries"),
+                                   _config_int(config, "hash-max-listpack-value"))
         return "listpack" if small else "hashtable"
     if kind is set:
-        if _HASHTABLE_SETS and _kept_hashtable(value):
-            return "hashtable"
-        small = (len(value) <= _config_int(config, "set-max-intset-entries")
-                 and all(string2ll(member) is not None for member in value))
+        small = set_fits_intset(value, _config_int(config, "set-max-intset-entries"))
         return "intset" if small else "hashtable"
     if kind is ZSet:
-        if value.skiplist:
-            return "skiplist"
-        limit = _config_int(config, "zset-max-listpack-value")
-        small = (len(value) <= _config_int(config, "zset-max-listpack-entries")
-                 and all(len(member) <= limit for _, member in value))
+        small = value.fits_listpack(_config_int(config, "zset-max-listpack-entries"),
+                                    _config_int(config, "zset-max-listpack-value"))
         return "listpack" if small else "skiplist"
     describe = ENCODINGS.get(kind)
     if describe is not None:

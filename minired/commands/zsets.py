@@ -7,6 +7,7 @@ command gets the same error (e.g. scores are parsed before the key's type is che
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 
 import cython
 
@@ -404,24 +405,21 @@ def zrangestore(c, argv):
 
 # --- removal ------------------------------------------------------------------------------------
 
+_member_of = itemgetter(1)  # of a (score, member) entry
+
+
 def _shrinking(c, zset: ZSet, members=None, first: int = 0, stop: int = 0) -> None:
     """Before `members` (or, if None, those ranked first..stop-1) leave zset: a set Redis holds
     as a skiplist now (too long for a listpack, or one of them too long to be in one) is marked
     to stay one, as Redis never converts a sorted set back (see ZSet.skiplist)."""
     if zset.skiplist:
         return
+    if members is None:  # (lazy: a set too long for a listpack is known by its length)
+        members = map(_member_of, zset.order.islice(first, stop))
     config = c.config
-    if len(zset) > config.number("zset-max-listpack-entries"):
+    if not zset.fits_listpack(config.number("zset-max-listpack-entries"),
+                              config.number("zset-max-listpack-value"), members):
         zset.skiplist = True
-        return
-    limit = config.number("zset-max-listpack-value")
-    if members is None:
-        members = [member for _, member in zset.order[first:stop]]
-    scores = zset.scores
-    for member in members:
-        if len(member) > limit and member in scores:
-            zset.skiplist = True
-            return
 
 
 @command("zrem", arity=-3, flags="write fast", keys=(1, 1, 1), group=G)

@@ -14,3 +14,5 @@ cdef class ZSet:
     cpdef Py_ssize_t delete_span(self, Py_ssize_t start, Py_ssize_t stop)
     cpdef list entries(self, Py_ssize_t start, Py_ssize_t stop, bint reverse=*)
     cpdef tuple score_span(self, object spec)
+    @cython.locals(scores=dict)
+    cpdef bint fits_listpack(self, long long max_entries, long long max_value, object members=*)

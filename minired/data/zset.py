@@ -168,6 +168,19 @@ class ZSet:
         # Members and scores are immutable, so COPY needs no deeper copy than this.
         return self.copy()
 
+    def fits_listpack(self, max_entries: int, max_value: int, members=None) -> bool:
+        """Whether Redis holds this set as a listpack under zset-max-listpack-entries and
+        -value: not marked a skiplist, at most max_entries members, and none of `members` that
+        are in it (all of them, if None) longer than max_value bytes. The one statement of the
+        rule: OBJECT ENCODING, DUMP's format and the mark set as a set shrinks all ask here."""
+        scores = self.scores
+        if self.skiplist or len(scores) > max_entries:
+            return False
+        for member in scores if members is None else members:
+            if len(member) > max_value and member in scores:
+                return False
+        return True
+
     # --- changes -------------------------------------------------------------------------------
 
     def add(self, member: bytes, score: float) -> bool:

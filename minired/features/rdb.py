@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
+from minired.data.encodings import hash_fits_listpack, set_fits_intset
 from minired.data.keyspace import type_name
 from minired.data.packed import Packed, live, pack, register_unpacking, small
 from minired.data.quicklist import QuickList
@@ -123,14 +124,9 @@ def d2string(value: float) -> bytes:
     return b"%.17g" % value
 
 
-def _intset_blob(members) -> bytes | None:
-    numbers = []
-    for member in members:
-        number = integer_value(member)
-        if number is None:
-            return None
-        numbers.append(number)
-    numbers.sort()
+def _intset_blob(members) -> bytes:
+    """The intset of these members (all integers: set_fits_intset said so)."""
+    numbers = sorted([integer_value(member) for member in members])
     low, high = numbers[0], numbers[-1]
     if low >= -(1 << 15) and high < 1 << 15:
         width, code = 2, "h"
@@ -246,15 +242,12 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
             out.append(encode_string(listpack_of(encoded), compress_from))
         return b"".join(out)
     if kind is set:
-        if compact is not None and len(value) <= compact.intset_entries:
-            blob = _intset_blob(value)
-            if blob is not None:
-                return bytes((TYPE_SET_INTSET,)) + encode_string(blob, compress_from)
+        if compact is not None and set_fits_intset(value, compact.intset_entries):
+            return bytes((TYPE_SET_INTSET,)) + encode_string(_intset_blob(value), compress_from)
         return _encode_elements(TYPE_SET, value, compress_from)
     if kind is dict:
-        if (compact is not None and len(value) <= compact.hash_entries
-                and all(len(f) <= compact.hash_value and len(v) <= compact.hash_value
-                        for f, v in value.items())):
+        if compact is not None and hash_fits_listpack(value, compact.hash_entries,
+                                                      compact.hash_value):
             items = [item for pair in value.items() for item in pair]
             return bytes((TYPE_HASH_LISTPACK,)) + encode_string(listpack(items), compress_from)
         out = [bytes((TYPE_HASH,)), encode_length(len(value))]
@@ -263,9 +256,7 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
             out.append(encode_string(item, compress_from))
         return b"".join(out)
     if kind is ZSet:
-        if (compact is not None and compact.zset_entries and not value.skiplist
-                and len(value) <= compact.zset_entries
-                and all(len(member) <= compact.zset_value for member in value.scores)):
+        if compact is not None and value.fits_listpack(compact.zset_entries, compact.zset_value):
             items = []
             for score, member in value.order:
                 items.append(member)
