@@ -6,7 +6,10 @@ Each launch: spawn the server on a free port, connect as soon as the port accept
 time the PONG; then kill it. Launches take turns between the servers so that a slow spell of
 a shared machine does not land on one of them only; the median is reported. Each CHECKOUT (a
 directory holding `minired/`, default: this one) runs as `python -m minired` with PYTHONPATH
-set to it, so an old tree and a new one, compiled in place or not, compare in the same run.
+set to it, so an old tree and a new one, compiled in place or not, compare in the same run. A
+CHECKOUT that is a virtualenv (a `pyvenv.cfg` in it) runs that environment's own Python with
+minired as `pip install` put there: the start a user gets, without this machine's site hooks
+(an editable install's finder, a certifi hook) that every start of the system Python pays.
 Also reported, per checkout: the cumulative import time of `minired.__main__`'s start-up
 imports by `-X importtime` (steadier than wall time here), and the interpreter's own floor.
 """
@@ -65,7 +68,19 @@ def time_to_pong(command: list[str], port: int, env: dict | None = None) -> tupl
         process.wait()
 
 
+def is_virtualenv(checkout: str) -> bool:
+    return os.path.exists(os.path.join(checkout, "pyvenv.cfg"))
+
+
+def python_of(checkout: str) -> str:
+    return os.path.join(checkout, "bin", "python") if is_virtualenv(checkout) else PYTHON
+
+
 def checkout_env(checkout: str, pure: bool, no_site: bool = False) -> dict:
+    if is_virtualenv(checkout):  # (minired is installed there: no path to add)
+        env = {name: value for name, value in os.environ.items()
+               if name not in ("PYTHONPATH", "MINIRED_PURE_PYTHON")}
+        return dict(env, MINIRED_PURE_PYTHON="1") if pure else env
     # Without site (-S) the installed dependencies (uvloop, sortedcontainers) are found
     # through PYTHONPATH instead, with no .pth file run.
     path = [checkout, *site.getsitepackages()] if no_site else [checkout]
@@ -81,7 +96,8 @@ def minired_launch(checkout: str, pure: bool, flags: tuple[str, ...] = ()):
 
     def launch() -> float:
         port = free_port()
-        return time_to_pong([PYTHON, *flags, "-m", "minired", "--port", str(port)], port, env)
+        return time_to_pong([python_of(checkout), *flags, "-m", "minired", "--port", str(port)],
+                            port, env)
     return launch
 
 
@@ -96,7 +112,7 @@ def import_time_ms(checkout: str, pure: bool) -> float:
     site not): the sum of the top-level `minired*` lines, each of which includes its children."""
     code = ("import gc; gc.disable()\n"
             "import minired.cli, minired.startup, minired.engine.server\n")
-    result = subprocess.run([PYTHON, "-X", "importtime", "-c", code],
+    result = subprocess.run([python_of(checkout), "-X", "importtime", "-c", code],
                             env=checkout_env(checkout, pure), capture_output=True, text=True,
                             check=True, cwd=EMPTY_DIR)
     total = 0
@@ -109,9 +125,9 @@ def import_time_ms(checkout: str, pure: bool) -> float:
     return total / 1000
 
 
-def interpreter_ms(flags: list[str]) -> tuple[float, float]:
+def interpreter_ms(python: str, flags: list[str]) -> tuple[float, float]:
     began = time.perf_counter()
-    process = subprocess.Popen([PYTHON, *flags, "-c", "import os; os._exit(0)"], cwd=EMPTY_DIR)
+    process = subprocess.Popen([python, *flags, "-c", "import os; os._exit(0)"], cwd=EMPTY_DIR)
     _, _, usage = os.wait4(process.pid, 0)
     process.returncode = 0
     return time.perf_counter() - began, usage.ru_utime + usage.ru_stime
@@ -126,13 +142,19 @@ def main() -> None:
     parser.add_argument("--no-site", action="store_true", help="also launch minired with -S")
     args = parser.parse_args()
     for checkout in args.checkouts:
+        if is_virtualenv(checkout):
+            continue  # (pip compiled its bytecode at install time)
         # An installed package has its bytecode compiled at install time (pip does it); do the
         # same, since this environment may forbid writing .pyc files as modules import.
         subprocess.run([PYTHON, "-m", "compileall", "-q", os.path.join(checkout, "minired")],
                        check=True, stdout=subprocess.DEVNULL)
     measures = {"redis-server": redis_launch,
-                "python -c pass": lambda: interpreter_ms([]),
-                "python -S -c pass": lambda: interpreter_ms(["-S"])}
+                "python -c pass": lambda: interpreter_ms(PYTHON, []),
+                "python -S -c pass": lambda: interpreter_ms(PYTHON, ["-S"])}
+    for checkout in args.checkouts:
+        if is_virtualenv(checkout):
+            measures[f"{checkout}: python -c pass"] = (
+                lambda c=checkout: interpreter_ms(python_of(c), []))
     builds = {"compiled": [False], "pure": [True], "both": [False, True]}[args.builds]
     for checkout in args.checkouts:
         for pure in builds:
