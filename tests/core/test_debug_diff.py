@@ -23,7 +23,7 @@ import pytest
 from minired.embed import EmbeddedServer
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import debug_server_pair, free_port, terminate, wait_for_ping
+from tests.support.servers import debug_server_pair, start_on_free_port, terminate
 
 
 @pytest.fixture(scope="module")
@@ -400,14 +400,13 @@ _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])  # this checkout's minir
 def test_crashes_log_a_bug_report_and_die_of_the_signal(tmp_path, sub, signum, line):
     """As Redis: the crash report's opening in the log (what logging.tcl waits for), then the
     process ends by the signal (no reply)."""
-    port = free_port()
     with open(tmp_path / "log", "wb") as log_file:
-        proc = subprocess.Popen([sys.executable, "-m", "minired", "--port", str(port),
-                                 "--enable-debug-command", "yes"],
-                                stdout=log_file, stderr=subprocess.STDOUT, cwd=tmp_path,
-                                env={**os.environ, "PYTHONPATH": _SOURCE_ROOT})
+        proc, port = start_on_free_port(
+            lambda port: [sys.executable, "-m", "minired", "--port", str(port),
+                          "--enable-debug-command", "yes"],
+            stdout=log_file, stderr=subprocess.STDOUT, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": _SOURCE_ROOT})
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         client.send("DEBUG", sub)
         assert proc.wait(timeout=30) == -signum

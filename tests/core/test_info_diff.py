@@ -20,10 +20,9 @@ from tests.support.respclient import RawClient
 from tests.support.servers import (
     RedisServer,
     debug_server_pair,
-    free_port,
     redis_server_binary,
+    start_on_free_port,
     terminate,
-    wait_for_ping,
 )
 from tests.support.waiting import wait_until
 
@@ -286,14 +285,14 @@ def test_an_aof_replay_counts_no_calls(tmp_path):
     counted = []
     for name, program in (("redis", [redis_server_binary()]),
                           ("minired", [sys.executable, "-m", "minired"])):
-        port = free_port()
-        argv = [*program, "--port", str(port), "--dir", str(tmp_path / name), "--save", "",
-                "--appendonly", "yes", "--appendfsync", "always"]
-        (tmp_path / name).mkdir()
+        directory = tmp_path / name
+        directory.mkdir()
         for run in range(2):
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc, port = start_on_free_port(
+                lambda port: [*program, "--port", str(port), "--dir", str(directory), "--save", "",
+                              "--appendonly", "yes", "--appendfsync", "always"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                wait_for_ping(port)
                 client = RawClient(port)
                 if run == 0:
                     for command in (("SET", "a", "1"), ("EVAL", "redis.call('INCR', 'n')", "0"),

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import free_port, redis_server_binary, start_on_free_port, terminate
 
 KEYS = 2000
 # 2 ms after each of 2000 keys: a four-second load, far longer than the few commands sent.
@@ -27,11 +27,11 @@ SLOW_LOAD = ("--key-load-delay", "2000", "--loading-process-events-interval-byte
 def snapshot():
     """A dump.rdb of KEYS keys, written by redis-server."""
     directory = tempfile.mkdtemp(prefix="loading-")
-    port = free_port()
-    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                             "--dir", directory], stdout=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                      "--dir", directory],
+        stdout=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         for start in range(0, KEYS, 500):
             client.call("MSET", *[x for i in range(start, start + 500) for x in (f"k{i}", i)])

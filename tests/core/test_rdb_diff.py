@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from minired.embed import SubprocessServer
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import redis_server_binary, start_on_free_port, terminate
 
 LIBRARY = ("#!lua name=rdblib\n"
            "redis.register_function('rdbfunc', function(keys, args) return 1 end)")
@@ -21,13 +21,11 @@ DATABASES = (0, 5, 15)
 
 
 def start_redis(directory: str, *extra: str) -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", directory,
-         "--save", "", "--appendonly", "no", "--loglevel", "warning", *extra],
+    return start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
+                      "--dir", directory, "--save", "", "--appendonly", "no",
+                      "--loglevel", "warning", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_ping(port)
-    return proc, port
 
 
 def build(r: redis.Redis, now_ms: int) -> None:

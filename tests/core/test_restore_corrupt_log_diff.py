@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.support.respclient import RawClient
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import redis_server_binary, start_on_free_port, terminate
 
 # A hash ziplist with a valid header and an invalid entry length (the suite's corrupt-dump case).
 CORRUPT_HASH = (b"\x0D\x1B\x1B\x00\x00\x00\x16\x00\x00\x00\x04\x00\x00\x02\x61\x00\x04\x02\x62"
@@ -31,14 +31,13 @@ LINE = re.compile(r" - Internal error in RDB reading offset 0, function at rdb\.
 
 
 def _restore_and_log(command: list, directory, payload: bytes = CORRUPT_HASH) -> tuple:
-    port = free_port()
     logfile = directory / "server.log"
-    proc = subprocess.Popen([*command, "--port", str(port), "--save", "", "--loglevel", "verbose",
-                             "--logfile", str(logfile), "--enable-debug-command", "yes",
-                             "--sanitize-dump-payload", "no"], cwd=directory,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [*command, "--port", str(port), "--save", "", "--loglevel", "verbose",
+                      "--logfile", str(logfile), "--enable-debug-command", "yes",
+                      "--sanitize-dump-payload", "no"],
+        cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         client.call("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1")
         reply = client.call("RESTORE", "key", "0", payload)

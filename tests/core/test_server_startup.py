@@ -17,7 +17,7 @@ import pytest
 from minired import config_file
 from minired.startup import COMMANDS
 from tests.support.respclient import RawClient
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import free_port, redis_server_binary, start_on_free_port, terminate
 
 MINIRED = [sys.executable, "-m", "minired"]
 # `pid:role dd Mon yyyy hh:mm:ss.mmm <level> message`
@@ -177,15 +177,13 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
     (tmp_path / "data").mkdir()
     answers = []
     for command in ([redis_server_binary()], MINIRED):
-        port = free_port()
-        proc = subprocess.Popen([*command, str(tmp_path / "main.conf"), "--port", str(port),
-                                 "--save", "60 5", "--hz", "33", "--dir", "data",
-                                 "--logfile", "log"], cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # (the second server loads the dump.rdb the first saved as it stopped: only a PONG
+        # after AUTH says it has loaded)
+        proc, port = start_on_free_port(
+            lambda port: [*command, str(tmp_path / "main.conf"), "--port", str(port),
+                          "--save", "60 5", "--hz", "33", "--dir", "data", "--logfile", "log"],
+            password="pA w", cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            # (the second server loads the dump.rdb the first saved as it stopped: only a PONG
-            # after AUTH says it has loaded)
-            wait_for_ping(port, password="pA w")
             client = RawClient(port)
             client.call("AUTH", "pA w")
             answers.append([client.call("CONFIG", "GET", name) for name in names]
@@ -273,12 +271,10 @@ def test_logo_log_lines_pidfile_and_unix_socket_removal(tmp_path):
 
 
 def test_short_banner_without_the_logo_and_loglevel_filters(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([*MINIRED, "--port", str(port), "--loglevel", "warning"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            cwd=tmp_path)
+    proc, port = start_on_free_port(
+        lambda port: [*MINIRED, "--port", str(port), "--loglevel", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         client.call("CONFIG", "SET", "loglevel", "notice")
         client.send("SHUTDOWN", "NOSAVE")
@@ -329,11 +325,11 @@ def test_daemonize_detaches_and_writes_the_pid_file(tmp_path):
 
 
 def test_busy_port_is_reported_as_redis_does(tmp_path):
-    port = free_port()
-    holder = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                               "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL, cwd=tmp_path)
+    holder, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                      "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL, cwd=tmp_path)
     try:
-        wait_for_ping(port)
         real, mini = _both(["--port", str(port), "--bind", "127.0.0.1", "--save", ""], tmp_path)
     finally:
         terminate(holder)
@@ -365,12 +361,11 @@ def test_a_second_sigint_during_the_shutdown_save_removes_its_temp_file(tmp_path
     """Redis's unit/shutdown "Temp rdb will be deleted in signal handle": the shutdown save is
     slowed by rdb-key-save-delay (a save on the loop too), and a second SIGINT while it runs
     exits at once with the temporary file removed and no dump.rdb written."""
-    port = free_port()
-    proc = subprocess.Popen([*command, "--port", str(port), "--save", "900 1", "--dir",
-                             str(tmp_path), "--logfile", str(tmp_path / "log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    proc, port = start_on_free_port(
+        lambda port: [*command, "--port", str(port), "--save", "900 1", "--dir", str(tmp_path),
+                      "--logfile", str(tmp_path / "log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         for i in range(20):
             client.call("SET", i, i)
@@ -396,11 +391,10 @@ def _rewritten(command: list[str], folder, text: str, commands: list[list[str]])
     folder.mkdir()
     path = folder / "w.conf"
     path.write_text(text)
-    port = free_port()
-    proc = subprocess.Popen([*command, str(path), "--port", str(port), "--requirepass", "a b"],
-                            cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [*command, str(path), "--port", str(port), "--requirepass", "a b"],
+        password="a b", cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         client.call("AUTH", "a b")
         replies = [client.call(*args) for args in commands]
@@ -438,11 +432,9 @@ def test_config_rewrite_matches_redis(tmp_path):
 
 
 def test_config_rewrite_without_a_config_file(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([*MINIRED, "--port", str(port)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(lambda port: [*MINIRED, "--port", str(port)], cwd=tmp_path,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         reply = client.call("CONFIG", "REWRITE")
         assert str(reply) == str(type(reply)("ERR The server is running without a config file"))
@@ -454,11 +446,11 @@ def test_config_rewrite_without_a_config_file(tmp_path):
 # --- ACL users at start-up -------------------------------------------------------------------------
 
 def _acl_list_at_start(command: list[str], folder, args: list[str]) -> list:
-    port = free_port()
-    proc = subprocess.Popen([*command, *args, "--port", str(port)], cwd=folder,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # (the default user is off: only alice's PONG lets the start ask whose it is)
+    proc, port = start_on_free_port(lambda port: [*command, *args, "--port", str(port)],
+                                    user="alice", password="pw", cwd=folder,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         client.call("AUTH", "alice", "pw")
         listed = client.call("ACL", "LIST")
@@ -492,11 +484,11 @@ def test_acl_errors_at_start_match_redis(tmp_path, text):
 
 
 def test_loading_messages_match_redis(tmp_path):
-    port = free_port()
-    maker = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                              "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    maker, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                      "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         client.call("SET", "a", "1")
         client.call("SAVE")
@@ -505,14 +497,10 @@ def test_loading_messages_match_redis(tmp_path):
         terminate(maker)
     logs = []
     for command in ([redis_server_binary()], MINIRED):
-        port = free_port()
-        proc = subprocess.Popen([*command, "--port", str(port), "--save", "", "--dir",
-                                 str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                                stderr=subprocess.DEVNULL)
-        try:
-            wait_for_ping(port)
-        finally:
-            terminate(proc)
+        proc, _ = start_on_free_port(
+            lambda port: [*command, "--port", str(port), "--save", "", "--dir", str(tmp_path)],
+            stdout=subprocess.PIPE, text=True, stderr=subprocess.DEVNULL)
+        terminate(proc)
         messages = _log_messages(proc.stdout.read())
         logs.append([re.sub(r"[\d.]+ (seconds|Mb)", "N", m) for m in messages
                      if "RDB" in m or "DB loaded" in m])

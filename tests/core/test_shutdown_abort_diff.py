@@ -9,18 +9,17 @@ import subprocess
 import sys
 
 from tests.support.respclient import RawClient
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import redis_server_binary, start_on_free_port, terminate
 from tests.support.waiting import wait_until
 
 
 def _abort_session(command: list, directory) -> list:
-    port = free_port()
     logfile = directory / "server.log"
-    proc = subprocess.Popen([*command, "--port", str(port), "--save", "", "--dir", str(directory),
-                             "--enable-debug-command", "yes", "--logfile", str(logfile)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [*command, "--port", str(port), "--save", "", "--dir", str(directory),
+                      "--enable-debug-command", "yes", "--logfile", str(logfile)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         seen = [client.call("SHUTDOWN", "ABORT"), client.call("DEBUG", "PAUSE-CRON", "1")]
         os.kill(proc.pid, signal.SIGTERM)
@@ -48,13 +47,12 @@ def test_shutdown_abort_cancels_a_signal_shutdown_the_cron_has_not_started(tmp_p
 def _failed_save_session(command: list, directory) -> list:
     """SIGINT with save points set while dump.rdb cannot be written (a folder in its place):
     the shutdown is given up and the server goes on; SHUTDOWN NOSAVE then stops it."""
-    port = free_port()
     logfile = directory / "server.log"
-    proc = subprocess.Popen([*command, "--port", str(port), "--save", "3600 1", "--dir",
-                             str(directory), "--logfile", str(logfile)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [*command, "--port", str(port), "--save", "3600 1", "--dir", str(directory),
+                      "--logfile", str(logfile)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         client.call("SET", "k", "v")
         (directory / "dump.rdb").mkdir()  # (made after start: a folder there stops loading)

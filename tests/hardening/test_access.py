@@ -110,18 +110,10 @@ def _greeting(host: str, port: int) -> bytes:
 
 class _RedisOnAllAddresses(RedisServer):
     """A real Redis listening on 0.0.0.0 with no password and protected mode on (the suite's
-    RedisServer binds 127.0.0.1 only)."""
+    RedisServer binds 127.0.0.1 only): the last --bind wins, as in a configuration file."""
 
-    def start(self) -> "_RedisOnAllAddresses":
-        import subprocess
-
-        from tests.support.servers import redis_server_binary, wait_for_ping
-        self.proc = subprocess.Popen(
-            [redis_server_binary(), "--port", str(self.port), "--bind", "0.0.0.0", "--save", "",
-             "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_ping(self.port)
-        return self
+    def __init__(self) -> None:
+        super().__init__("--bind", "0.0.0.0")
 
 
 @needs_address

@@ -24,10 +24,9 @@ from minired.embed import SubprocessServer
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import (
     RedisServer,
-    free_port,
     redis_server_binary,
+    start_on_free_port,
     terminate,
-    wait_for_ping,
 )
 from tests.support.waiting import info_field, wait_until
 from tests.support.workload import (
@@ -61,13 +60,11 @@ def _replayed_by_redis(directory, copy) -> tuple:
                                                    "appendonly.aof.manifest")],
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and "is valid" in check.stdout, check.stdout + check.stderr
-    port = free_port()
-    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                             "--appendonly", "yes", "--dir", str(copy),
-                             "--appenddirname", "appendonlydir", "--logfile",
-                             str(copy / "redis.log")])
+    proc, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                      "--appendonly", "yes", "--dir", str(copy),
+                      "--appenddirname", "appendonlydir", "--logfile", str(copy / "redis.log")])
     try:
-        wait_for_ping(port)
         client = redis.Redis(port=port)
         deadline = time.monotonic() + 30
         while client.info("persistence")["loading"]:
@@ -185,12 +182,11 @@ def test_no_key_expires_while_the_aof_loads_as_in_redis(tmp_path):
         directory = tmp_path / name
         _aof_dir(directory, records)
         if name == "redis":
-            port = free_port()
-            proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                                     "--appendonly", "yes", "--dir", str(directory),
-                                     "--logfile", str(directory / "redis.log")])
+            proc, port = start_on_free_port(
+                lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                              "--appendonly", "yes", "--dir", str(directory),
+                              "--logfile", str(directory / "redis.log")])
             try:
-                wait_for_ping(port)
                 found[name] = dataset(redis.Redis(port=port))
             finally:
                 terminate(proc)
@@ -272,11 +268,10 @@ def test_records_are_the_ones_redis_writes(tmp_path):
         directory.mkdir()
         args = ("--appendonly", "yes", "--dir", str(directory), "--enable-debug-command", "yes")
         if name == "redis":
-            port = free_port()
-            proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "", *args],
-                                    stdout=subprocess.DEVNULL)
+            proc, port = start_on_free_port(
+                lambda port: [redis_server_binary(), "--port", str(port), "--save", "", *args],
+                stdout=subprocess.DEVNULL)
             try:
-                wait_for_ping(port)
                 client = redis.Redis(port=port)
                 for command in SAME_RECORDS:
                     client.execute_command(*command)
@@ -308,11 +303,11 @@ def test_set_repl_keeps_a_script_s_writes_out_of_the_aof(tmp_path):
         args = ("--appendonly", "yes", "--dir", str(directory))
         for restart in (False, True):
             if name == "redis":
-                port = free_port()
-                proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                                         *args], stdout=subprocess.DEVNULL)
+                proc, port = start_on_free_port(
+                    lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                                  *args],
+                    stdout=subprocess.DEVNULL)
                 try:
-                    wait_for_ping(port)
                     client = redis.Redis(port=port)
                     while client.info("persistence")["loading"]:
                         time.sleep(0.01)
@@ -341,11 +336,11 @@ def _folder(path) -> dict[str, bytes]:
 
 def _aof_files(command: list[str], directory, setup: list[tuple]) -> tuple[dict, dict]:
     """The AOF files (times left out) a server leaves after the setup, and after a rewrite."""
-    port = free_port()
-    proc = subprocess.Popen([*command, "--port", str(port), "--save", "", "--appendonly", "yes",
-                             "--dir", str(directory)], stdout=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [*command, "--port", str(port), "--save", "", "--appendonly", "yes",
+                      "--dir", str(directory)],
+        stdout=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = redis.Redis(port=port)
         for argv in setup:
             client.execute_command(*argv)

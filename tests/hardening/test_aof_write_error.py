@@ -20,7 +20,7 @@ import redis
 
 from minired.embed import EmbeddedServer
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import free_port, redis_server_binary, wait_for_ping
+from tests.support.servers import redis_server_binary, start_on_free_port
 from tests.support.waiting import wait_until
 
 
@@ -149,15 +149,12 @@ def _limit_file_size() -> None:
 
 
 def _start(name: str, directory, fsync: str) -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    options = ["--port", str(port), "--dir", str(directory), "--save", "",
-               "--appendonly", "yes", "--appendfsync", fsync]
-    argv = ([redis_server_binary(), *options] if name == "redis"
-            else [sys.executable, "-m", "minired", *options])
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, preexec_fn=_limit_file_size)
-    wait_for_ping(port)
-    return proc, port
+    program = [redis_server_binary()] if name == "redis" else [sys.executable, "-m", "minired"]
+    return start_on_free_port(
+        lambda port: [*program, "--port", str(port), "--dir", str(directory), "--save", "",
+                      "--appendonly", "yes", "--appendfsync", fsync],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=_limit_file_size)
 
 
 def _write_until_refused(port: int) -> list:

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from minired.features.child_info import KeyProgress, private_dirty
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import redis_server_binary, start_on_free_port, terminate
 from tests.support.waiting import wait_until
 
 KEYS = 2100
@@ -24,16 +24,12 @@ DELAY_US = 1500  # ~3 s of saving: reports after key 1 and key 1025, at least a 
 
 
 def _start(which: str, directory, log) -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    args = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory), "--save", "",
-            "--appendonly", "no", "--logfile", str(log), "--loglevel", "notice"]
-    if which == "redis":
-        command = [redis_server_binary(), *args]
-    else:
-        command = [sys.executable, "-m", "minired", *args]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_ping(port)
-    return proc, port
+    program = [redis_server_binary()] if which == "redis" else [sys.executable, "-m", "minired"]
+    return start_on_free_port(
+        lambda port: [*program, "--port", str(port), "--bind", "127.0.0.1", "--dir",
+                      str(directory), "--save", "", "--appendonly", "no", "--logfile", str(log),
+                      "--loglevel", "notice"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _persistence(client: redis.Redis) -> dict:

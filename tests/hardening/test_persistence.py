@@ -20,7 +20,13 @@ from minired.embed import EmbeddedServer, SubprocessServer
 from minired.features.rdb_format import crc64
 from minired.protocol import errors
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import (
+    free_port,
+    redis_server_binary,
+    start_on_free_port,
+    terminate,
+    wait_for_ping,
+)
 from tests.support.waiting import wait_blocked, wait_until
 
 
@@ -279,12 +285,11 @@ def test_an_aof_directory_that_cannot_be_made(tmp_path):
         replies["minired"] = (client.call("CONFIG", "SET", "appendonly", "yes"),
                               client.call("CONFIG", "GET", "appendonly"))
         client.close()
-    port = free_port()
-    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                             "--dir", str(tmp_path / "redis")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                      "--dir", str(tmp_path / "redis")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = RawClient(port)
         replies["redis"] = (client.call("CONFIG", "SET", "appendonly", "yes"),
                             client.call("CONFIG", "GET", "appendonly"))
@@ -329,13 +334,12 @@ def test_stop_writes_on_bgsave_error(tmp_path):
     """After a failed BGSAVE, with save points set and stop-writes-on-bgsave-error yes, writes
     and PING answer Redis's MISCONF error until a save succeeds (differential)."""
     replies = {}
-    port = free_port()
     (tmp_path / "redis").mkdir()
-    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "3600 1",
-                             "--dir", str(tmp_path / "redis")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--save", "3600 1",
+                      "--dir", str(tmp_path / "redis")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         replies["redis"] = _misconf_session(port, tmp_path / "redis")
     finally:
         terminate(proc)
@@ -352,12 +356,11 @@ def _redis_dump(tmp_path, build) -> bytes:
     """A dump.rdb written by redis-server after `build(client)`."""
     directory = tmp_path / "redis-made"
     directory.mkdir()
-    port = free_port()
-    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--dir", str(directory),
-                             "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--dir", str(directory),
+                      "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = redis.Redis(port=port)
         build(client)
         client.save()
@@ -437,8 +440,8 @@ def _start_up(argv: list) -> tuple[bool, str]:
     try:
         while proc.poll() is None:
             assert time.monotonic() < deadline, "neither started nor exited"
-            try:
-                wait_for_ping(port, timeout=0.2)
+            try:  # (PortTaken, a RuntimeError, if another process answers there)
+                wait_for_ping(port, timeout=0.2, proc=proc)
             except RuntimeError:
                 continue
             return True, ""
@@ -489,12 +492,11 @@ def test_a_truncated_aof_stops_start_up_unless_aof_load_truncated(tmp_path):
 def _aof_start_on(directory, command: list) -> tuple:
     """Start a server on `directory` (appendonly yes, aof-load-truncated yes), write once, stop
     it: (GET foo, the AOF directory's files, the manifest)."""
-    port = free_port()
-    proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory), "--save", "",
-                             "--appendonly", "yes", "--aof-load-truncated", "yes"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [*command, "--port", str(port), "--dir", str(directory), "--save", "",
+                      "--appendonly", "yes", "--aof-load-truncated", "yes"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = redis.Redis(port=port)
         value = client.get("foo")
         client.incr("foo")
@@ -730,12 +732,11 @@ def test_minired_aof_loads_into_redis_and_back(tmp_path):
     files = sorted(os.listdir(tmp_path / "appendonlydir"))
     assert files == ["appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof",
                      "appendonly.aof.manifest"], files
-    port = free_port()
-    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--dir", str(tmp_path),
-                             "--save", "", "--appendonly", "yes"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--dir", str(tmp_path),
+                      "--save", "", "--appendonly", "yes"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = redis.Redis(port=port)
         assert _aof_view(client) == expected
         client.set("written-by-redis", "3")
@@ -825,12 +826,11 @@ def test_empty_keys_in_a_file_are_skipped_and_logged_as_redis_does(tmp_path):
         directory = tmp_path / name
         directory.mkdir()
         shutil.copy(asset, directory / "dump.rdb")
-        port = free_port()
-        proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory),
-                                 "--save", "", "--logfile", str(directory / "log.txt")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc, port = start_on_free_port(
+            lambda port: [*command, "--port", str(port), "--dir", str(directory),
+                          "--save", "", "--logfile", str(directory / "log.txt")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            wait_for_ping(port)
             assert redis.Redis(port=port).dbsize() == 0
         finally:
             terminate(proc)
@@ -849,13 +849,12 @@ def test_turning_the_aof_off_kills_its_rewrite_child_as_redis_does(tmp_path):
                           ("minired", [sys.executable, "-m", "minired"])):
         directory = tmp_path / name
         directory.mkdir()
-        port = free_port()
-        proc = subprocess.Popen([*command, "--port", str(port), "--dir", str(directory),
-                                 "--save", "", "--appendonly", "yes",
-                                 "--logfile", str(directory / "log.txt")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc, port = start_on_free_port(
+            lambda port: [*command, "--port", str(port), "--dir", str(directory),
+                          "--save", "", "--appendonly", "yes",
+                          "--logfile", str(directory / "log.txt")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            wait_for_ping(port)
             client = redis.Redis(port=port)
             client.set("k", "v")
             client.config_set("rdb-key-save-delay", 10_000_000)

@@ -15,7 +15,7 @@ import time
 import pytest
 import redis
 
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import free_port, redis_server_binary, start_on_free_port, terminate
 
 ASSETS = os.path.join(os.path.dirname(__file__), "..", "redis_tcl", "vendor", "redis-tests-7.0.15",
                       "tests", "assets")
@@ -24,12 +24,11 @@ LOG_LINE = re.compile(r"^\d+:[MCS] \d\d \w{3} \d{4} [\d:.]+ ([#*.-]) (.*)$")
 
 def _redis_dump(directory) -> bytes:
     """A small dump.rdb written by redis-server: a string, one with a TTL, a list."""
-    port = free_port()
-    proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
-                             "--dir", str(directory), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_on_free_port(
+        lambda port: [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
+                      "--dir", str(directory), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_ping(port)
         client = redis.Redis(port=port)
         client.set("a", "1")
         client.set("b", "hello", px=100_000_000)

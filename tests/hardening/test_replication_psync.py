@@ -18,7 +18,7 @@ import pytest
 
 from minired.embed import SubprocessServer
 from tests.support.respclient import Err, RawClient, read_line
-from tests.support.servers import RedisServer, free_port, terminate, wait_for_ping
+from tests.support.servers import RedisServer, start_on_free_port, terminate
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import held_data
 
@@ -217,15 +217,21 @@ def test_replicaof_in_the_config_file_and_on_the_command_line(tmp_path):
     with RedisServer() as master:
         RawClient(master.port).call("SET", "mirrored", "v")
         config = tmp_path / "minired.conf"
-        port = free_port()
-        config.write_text(f"port {port}\nreplicaof 127.0.0.1 {master.port}\n")
-        # (the config file comes first, as redis-server takes it)
-        from_file = subprocess.Popen([sys.executable, "-m", "minired", str(config)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def from_config_file(port: int) -> list[str]:
+            config.write_text(f"port {port}\nreplicaof 127.0.0.1 {master.port}\n")
+            # (the config file comes first, as redis-server takes it)
+            return [sys.executable, "-m", "minired", str(config)]
+
+        from_file, port = start_on_free_port(from_config_file, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL)
         from_file.port = port
-        from_argv = SubprocessServer("--slaveof", "127.0.0.1", str(master.port)).start()
         try:
-            wait_for_ping(port)
+            from_argv = SubprocessServer("--slaveof", "127.0.0.1", str(master.port)).start()
+        except BaseException:
+            terminate(from_file)
+            raise
+        try:
             for replica in (from_file, from_argv):
                 wait_link_up(replica.port)
                 wait_caught_up(master.port, replica.port)

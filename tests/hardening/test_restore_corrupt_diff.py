@@ -17,7 +17,7 @@ import redis
 
 from minired.embed import SubprocessServer
 from minired.features.rdb_format import NO_COMPRESSION, crc64, encode_string
-from tests.support.servers import free_port, redis_server_binary, terminate, wait_for_ping
+from tests.support.servers import redis_server_binary, start_on_free_port, terminate
 
 BUILDERS = [
     lambda c: c.set("src", "hello world"),
@@ -44,10 +44,10 @@ class Redis:
     def start(self) -> None:
         if self.proc is not None:
             terminate(self.proc)
-        port = free_port()
-        self.proc = subprocess.Popen([redis_server_binary(), "--port", str(port), "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL)
-        wait_for_ping(port)
+        self.proc, port = start_on_free_port(
+            lambda port: [redis_server_binary(), "--port", str(port), "--save", "",
+                          "--appendonly", "no"],
+            stdout=subprocess.DEVNULL)
         self.client = redis.Redis(port=port)
 
 

@@ -19,10 +19,9 @@ from pathlib import Path
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import (
     RedisServer,
-    free_port,
     redis_server_binary,
+    start_on_free_port,
     terminate,
-    wait_for_ping,
 )
 from tests.support.waiting import info_field, wait_link_up, wait_until
 
@@ -35,16 +34,14 @@ class _Session:
     once it acknowledged everything, and one write the replica has not acknowledged."""
 
     def __init__(self, command: list, directory: Path, timeout: int) -> None:
-        self.port = free_port()
         self.logfile = directory / "master.log"
-        self.master = subprocess.Popen(
-            [*command, "--port", str(self.port), "--save", "", "--dir", str(directory),
-             "--logfile", str(self.logfile), "--shutdown-timeout", str(timeout),
-             "--repl-ping-replica-period", "3600"],
+        self.master, self.port = start_on_free_port(
+            lambda port: [*command, "--port", str(port), "--save", "", "--dir", str(directory),
+                          "--logfile", str(self.logfile), "--shutdown-timeout", str(timeout),
+                          "--repl-ping-replica-period", "3600"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.replica: RedisServer | None = None
         self.stopped = False
-        wait_for_ping(self.port)
         self.client = RawClient(self.port)
         self.replica = RedisServer("--replicaof", "127.0.0.1", str(self.port)).start()
         wait_link_up(self.replica.port)  # (attached first: the stream's SELECTs then agree)

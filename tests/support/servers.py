@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from typing import Callable
 
 
 def free_port() -> int:
@@ -49,10 +50,11 @@ class PortTaken(RuntimeError):
 
 def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0,
                   password: str | None = None,
-                  proc: subprocess.Popen | None = None) -> None:
+                  proc: subprocess.Popen | None = None, user: str | None = None) -> None:
     """Until the server answers PING. Without `password`, -NOAUTH counts as an answer; with
-    it, the server must answer PONG once authenticated: a server still loading its data
-    answers -NOAUTH before -LOADING, so only the password tells loading from ready.
+    it (and `user`'s name, for an ACL user's), the server must answer PONG once authenticated:
+    a server still loading its data answers -NOAUTH before -LOADING, so only the password
+    tells loading from ready; and only a PONG lets `proc`'s check below ask whose it is.
 
     With `proc`, the answer must come from that process (INFO's process_id): a port picked by
     free_port is free when picked, but another test's server (the other xdist worker's, which
@@ -62,8 +64,8 @@ def wait_for_ping(port: int, host: str = "127.0.0.1", timeout: float = 10.0,
     last: Exception | None = None
     auth = b""
     if password is not None:
-        secret = password.encode()
-        auth = b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%b\r\n" % (len(secret), secret)
+        words = [b"AUTH", *([user.encode()] if user is not None else []), password.encode()]
+        auth = b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%b\r\n" % (len(w), w) for w in words)
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise PortTaken(f"the server for port {port} exited ({proc.returncode}) at start")
@@ -100,6 +102,48 @@ def _check_pid(s: socket.socket, port: int, proc: subprocess.Popen | None) -> No
         found = re.search(rb"process_id:(\d+)\r\n", data)
     if found is None or int(found.group(1)) != proc.pid:
         raise PortTaken(f"another process answers on port {port}")
+
+
+START_ATTEMPTS = 5
+
+
+def start_on_free_port(argv: Callable[[int], list[str]], *, password: str | None = None,
+                       user: str | None = None, timeout: float = 10.0,
+                       **popen) -> tuple[subprocess.Popen, int]:
+    """Start a server as `argv(port)` (its arguments for a port free_port picks) and wait for
+    its PONG, from that process: (process, port). A server that wants a password needs it here
+    (and `user`), else its -NOAUTH ends the wait before the process can be asked its pid.
+
+    A test that starts its own server starts it so, never as Popen then wait_for_ping(port)
+    alone: should another process take the port before the server binds it (the other xdist
+    worker's server, which picked it too), the PONG comes from that process and the test goes
+    on against it, while its own server is still starting or has exited. A signal the test
+    sends its server then kills it before it has even opened its log (a FileNotFoundError on
+    the log file), or the replies are another server's.
+
+    On PortTaken the attempt is killed (SIGKILL: a signal handler it may have installed logs
+    nothing; a log file the next attempt shares keeps at most start-up lines and the bind
+    failure) and the server starts again on another port; after START_ATTEMPTS attempts,
+    PortTaken (a server that exits at start for another reason ends there too)."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        port = free_port()
+        proc = subprocess.Popen(argv(port), **popen)
+        try:
+            wait_for_ping(port, password=password, user=user, timeout=timeout, proc=proc)
+        except PortTaken:
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+            if attempt == START_ATTEMPTS:
+                raise
+            continue
+        except BaseException:
+            terminate(proc)
+            raise
+        return proc, port
+    raise AssertionError("unreachable")
 
 
 def terminate(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
