@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from minired.data import shared_integers
-from minired.data.encodings import hash_fits_listpack, set_fits_intset
+from minired.data.compact import hash_fits_listpack, set_fits_intset
 from minired.data.keyspace import type_name
 from minired.data.quicklist import QuickList
 from minired.data.stream import Stream

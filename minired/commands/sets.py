@@ -11,7 +11,7 @@ import random
 from minired.commands.collection_scan import scan_members
 from minired.commands.keys import parse_scan_cursor, parse_scan_options
 from minired.commands.keys_object import encoding
-from minired.data.encodings import keep_hashtable
+from minired.data.compact import keep_hashtable
 from minired.engine.args import parse_int, parse_non_negative
 from minired.engine.table import command, keys_after_numkeys
 from minired.features.notifications import GENERIC, SET, after_removal, notify

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
-from minired.data.encodings import hash_fits_listpack, set_fits_intset
+from minired.data.compact import hash_fits_listpack, set_fits_intset
 from minired.data.keyspace import type_name
 from minired.data.packed import Packed, live, pack, register_unpacking, small
 from minired.data.quicklist import QuickList
