@@ -83,3 +83,19 @@ def test_tests_wait_for_their_own_server_s_pong():
                     and not any(keyword.arg == "proc" for keyword in node.keywords)):
                 unchecked.append(f"{path.relative_to(root)}:{node.lineno}")
     assert unchecked == []
+
+
+def test_free_ports_are_never_handed_out_twice_across_processes():
+    """free_port's ports: below the kernel's ephemeral range (neither bind(0) nor an outgoing
+    connection can take one before the server binds it), and a port one process was given is
+    not given to another (the xdist workers pick at the same time)."""
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from tests.support.servers import "
+              "free_port; print(' '.join(str(free_port()) for _ in range(50)))")
+    root = str(Path(__file__).resolve().parents[2])
+    children = [subprocess.Popen([sys.executable, "-c", script, root], stdout=subprocess.PIPE,
+                                 text=True) for _ in range(3)]
+    ports = [int(port) for child in children for port in child.communicate()[0].split()]
+    ports += [free_port() for _ in range(50)]
+    assert len(ports) == len(set(ports)) == 200
+    low, _ = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    assert all(port < low for port in ports)

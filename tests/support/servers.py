@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import re
 import shutil
 import socket
@@ -13,11 +14,45 @@ import time
 from contextlib import contextmanager
 from typing import Callable
 
+# The ports free_port hands out: below the kernel's ephemeral range (ip_local_port_range,
+# 32768-60999 by default), which bind(0) and outgoing connections draw from, so neither can
+# take one between its pick and the server's bind; above Redis's Tcl suite's (21111 on). Each
+# is handed out once across every process of a run (both xdist workers, nested pytest runs, the
+# bench scripts), by a file created exclusively per port, and again only once that reservation
+# is old enough that the server it was for has bound it long ago (or gone).
+_PORTS = range(23000, 32000)
+_RESERVATIONS = os.path.join(tempfile.gettempdir(), f"minired-test-ports-{os.getuid()}")
+_RESERVATION_S = 15 * 60
+_pick = random.SystemRandom().randrange  # (not `random`: tests seed it, each worker alike)
+
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port no other process of the run has been given, and free now."""
+    os.makedirs(_RESERVATIONS, exist_ok=True)
+    for _ in range(2 * len(_PORTS)):
+        port = _pick(_PORTS.start, _PORTS.stop)
+        if _reserve(os.path.join(_RESERVATIONS, str(port))) and _port_is_free(port):
+            return port
+    raise RuntimeError(f"no free port left in {_PORTS} (reservations: {_RESERVATIONS})")
+
+
+def _reserve(path: str) -> bool:
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        pass
+    try:
+        if time.time() - os.stat(path).st_mtime < _RESERVATION_S:
+            return False
+        # Stale: one process only renames it away (the others find it gone), then creates it.
+        stale = f"{path}.{os.getpid()}"
+        os.rename(path, stale)
+        os.unlink(stale)
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except OSError:
+        return False
 
 
 CLUSTER_BUS_OFFSET = 10000  # Redis puts a node's cluster bus on port + 10000
@@ -33,9 +68,8 @@ def _port_is_free(port: int) -> bool:
 
 
 def free_cluster_port(taken: frozenset[int] | set[int] = frozenset()) -> int:
-    """A free port for a redis-server in cluster mode: its cluster bus (port + 10000) must be a
-    valid port and free too, or the server does not start (free_port's ephemeral ports reach
-    60999)."""
+    """A free port for a redis-server in cluster mode: its cluster bus (port + 10000) must be
+    free too, or the server does not start."""
     while True:
         port = free_port()
         bus = port + CLUSTER_BUS_OFFSET
