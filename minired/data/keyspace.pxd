@@ -6,6 +6,8 @@
 # Database (the command helpers' .pxd files) call them as C functions, not by attribute name.
 cimport cython
 
+from minired.data.monotonic cimport monotonic_ns
+
 cdef class Clock:
     cdef public object listeners
     # Read and written on every command (dispatch.call) and expiry check: C values, and the
@@ -18,8 +20,8 @@ cdef class Clock:
     cpdef long long ms(self)
     @cython.locals(now_ns=cython.longlong)
     cpdef long long us(self)
-    cpdef object enter(self, long long start_ns)
-    cpdef object leave(self)
+    cpdef long long enter(self) except? -1
+    cpdef long long leave(self) except? -1
     @cython.locals(now_ns=cython.longlong, elapsed_ns=cython.longlong)
     cpdef long long command_instant(self)
     cpdef long long expiry_now(self)

@@ -10,6 +10,7 @@ blocked clients learn of it, as Redis's signalModifiedKey does.
 """
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from heapq import heapify, heappop, heappush
@@ -23,6 +24,11 @@ from minired.protocol.errors import WRONGTYPE, RedisError
 # the wall clock (at most once per command, see Clock.command_instant).
 _now_ns = time.time_ns
 _perf_ns = time.perf_counter_ns
+# Whether the Clock reads _perf_ns's clock in C: monotonic_ns (monotonic.pxd, cimported by
+# keyspace.pxd, so the name exists only in the compiled build) is the clock_gettime
+# (CLOCK_MONOTONIC) that perf_counter_ns reads on Linux. A plain global, so that a test that
+# stops _perf_ns can switch the C reads off with it.
+_C_CLOCK = not __file__.endswith(".py") and sys.platform == "linux"
 
 TYPE_NAMES: dict[type, str] = {bytes: "string", QuickList: "list", dict: "hash", set: "set"}
 
@@ -89,21 +95,26 @@ class Clock:
 
     # --- the instant of the running command -----------------------------------------------
 
-    def enter(self, start_ns: int) -> None:
-        """A command starts (dispatch.call; `start_ns` its perf_counter_ns): the outermost one
-        fixes the instant expiry sees until it returns (call()'s updateCachedTime)."""
+    def enter(self) -> int:
+        """A command starts (dispatch.call): the outermost one fixes the instant expiry sees
+        until it returns (call()'s updateCachedTime). Returns the monotonic clock's reading in
+        ns, which leave() answers in kind: every reading of a command's time is made here."""
+        start_ns = monotonic_ns() if _C_CLOCK else _perf_ns()  # noqa: F821 (see _C_CLOCK)
         if self.depth == 0:
             self.command_start_ns = start_ns
             self.command_ms = -1
         self.depth += 1
+        return start_ns
 
-    def leave(self) -> None:
+    def leave(self) -> int:
+        """A command ends: the monotonic clock's reading in ns (its duration since enter())."""
         self.depth -= 1
+        return monotonic_ns() if _C_CLOCK else _perf_ns()  # noqa: F821
 
     def command_instant(self) -> int:
         """The instant the outermost running command started, in ms on this clock."""
         if self.command_ms < 0:
-            elapsed_ns = _perf_ns() - self.command_start_ns
+            elapsed_ns = (monotonic_ns() if _C_CLOCK else _perf_ns()) - self.command_start_ns  # noqa: F821
             now_ns = _now_ns()
             self.command_ms = (now_ns - elapsed_ns) // 1_000_000 + self.offset_ms
         return self.command_ms

@@ -9,7 +9,6 @@ retries the waiters of each key in the order they blocked, as Redis does.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -17,8 +16,6 @@ from minired.data.strtold import NotAFloat, overflows, round_to_grid, strtold
 from minired.engine.table import stats_of
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
-
-_perf_ns = time.perf_counter_ns
 
 if TYPE_CHECKING:
     from minired.data.keyspace import Database, Keyspace
@@ -240,7 +237,7 @@ class BlockingManager:
             # The waiters of one key are served at one instant, as if one command served
             # them all (handleClientsBlockedOnKeys raises server.fixed_time_expire): a key
             # BLMOVE looks up twice cannot expire in between.
-            clock.enter(_perf_ns())
+            clock.enter()
             try:
                 for waiter in list(queue):
                     if waiter.client.blocked is not waiter or waiter.client.closing:

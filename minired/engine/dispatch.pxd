@@ -3,7 +3,6 @@
 # table.pxd).
 from minired.data.keyspace cimport Clock
 from minired.engine.client cimport Client
-from minired.engine.monotonic cimport monotonic_ns
 from minired.engine.table cimport CommandSpec, CommandStats
 cimport cython
 

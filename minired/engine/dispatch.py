@@ -6,8 +6,6 @@ what EXEC and scripts use, so every path shares the same table and checks.
 from __future__ import annotations
 
 import logging
-import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 from minired.engine import latency
@@ -21,7 +19,6 @@ if TYPE_CHECKING:
     from minired.engine.client import Client
 
 log = logging.getLogger("minired")
-_clock_ns = time.perf_counter_ns
 
 # Known command names as clients spell them ("GET", "get"), so the usual lookup needs no
 # lowercased copy; bounded, since a client may send any mix of cases.
@@ -333,10 +330,6 @@ def _held(c: "Client", spec: CommandSpec, argv: list) -> Any:
 # Compiled (setup.py), _bit_length's loop runs in C; uncompiled, that loop is ~15 rounds of Python
 # bytecode per command, where int.bit_length is one C call.
 _COMPILED = not __file__.endswith(".py")
-# Whether call() reads the clock in C: monotonic_ns (monotonic.pxd, cimported by dispatch.pxd,
-# so the name exists only in the compiled build) reads the clock _clock_ns reads on Linux. A
-# plain global, so that a test that stops _clock_ns can switch the C reads off.
-_C_CLOCK = _COMPILED and sys.platform == "linux"
 
 
 def _bit_length(nanoseconds: int) -> int:
@@ -408,11 +401,10 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
     if extras:
         for hook in c.server.hooks.before_call:  # (MONITOR registers some)
             hook(c, spec, argv)
-    start = monotonic_ns() if _C_CLOCK else _clock_ns()  # noqa: F821 (see _C_CLOCK)
     # The outermost command fixes the instant expiry sees until it returns, nested commands
     # (EXEC's, a script's) included: Redis's call() with server.fixed_time_expire.
     clock = c.db.clock
-    clock.enter(start)
+    start = clock.enter()
     try:
         reply = spec.handler(c, argv)
     except RedisError as exc:
@@ -421,8 +413,7 @@ def call(c: "Client", spec: CommandSpec, argv: list) -> Any:
         log.exception("internal error running %r", argv[:1])
         reply = RedisError(errors.INTERNAL_ERROR.format(spec.full_name, type(exc).__name__, exc))
     finally:
-        clock.leave()
-    finish = monotonic_ns() if _C_CLOCK else _clock_ns()  # noqa: F821
+        finish = clock.leave()
     elapsed = finish - start
     table = c.command_stats  # this server's counters (table.stats_of)
     stats = table[spec.index] if spec.index < len(table) else stats_of(c.server, spec)

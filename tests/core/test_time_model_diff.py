@@ -410,17 +410,15 @@ def test_aof_replay_expires_nothing_until_loaded(tmp_path):
 @pytest.fixture
 def frozen_time(monkeypatch):
     """Stop minired's clocks at a whole millisecond: the wall clock the keyspace reads
-    (keyspace._now_ns), and the performance counter a command's instant is worked back from
-    (its start in dispatch, the reading in the keyspace), so no time passes within a command
-    either; `set(ms)` moves the wall clock."""
+    (keyspace._now_ns), and the monotonic clock a command's instant is worked back from (the
+    keyspace Clock's readings), so no time passes within a command either; `set(ms)` moves the
+    wall clock."""
     from minired.data import keyspace
-    from minired.engine import blocking, dispatch
 
     now = {"ns": (time.time_ns() // 1_000_000) * 1_000_000}
     monkeypatch.setattr(keyspace, "_now_ns", lambda: now["ns"])
-    for module, name in ((keyspace, "_perf_ns"), (dispatch, "_clock_ns"), (blocking, "_perf_ns")):
-        monkeypatch.setattr(module, name, lambda: 1_000_000_000)
-    monkeypatch.setattr(dispatch, "_C_CLOCK", False)  # (the compiled build's C reads)
+    monkeypatch.setattr(keyspace, "_perf_ns", lambda: 1_000_000_000)
+    monkeypatch.setattr(keyspace, "_C_CLOCK", False)  # (the compiled build's C reads)
 
     class Frozen:
         @staticmethod
