@@ -134,8 +134,7 @@ class KeyTrack:
         self.lfu = False
         self.log_factor = 10
         self.decay_time = 1
-        # When this began (seconds on the server clock): a key it has not seen since was last
-        # accessed before, so counts as accessed then (the most recent it can have been).
+        # A key never seen counts as accessed then (seconds on the server clock).
         self.epoch = epoch_s
         # key -> seconds of its last access (LRU), or minutes << 8 | counter (LFU).
         self.access: dict[bytes, int] = {}
@@ -285,11 +284,12 @@ class KeyTrack:
 class Eviction:
     """One server's memory figure (Server.memory) and eviction."""
 
-    __slots__ = ("server", "pool", "next_db", "samples_of", "evicting",
+    __slots__ = ("server", "epoch", "pool", "next_db", "samples_of", "evicting",
                  "_policy", "startup", "peak", "clients_value", "clients_taken", "dataset")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
+        self.epoch = server.clock.ms() // 1000
         # [score, db index, key], ascending: the best candidate last (EvictionPoolLRU).
         self.pool: list[list] = []
         self.next_db = 0  # the random policies' turn over databases
@@ -378,22 +378,16 @@ class Eviction:
             # The other field's meaning: what was recorded says nothing now (Redis would
             # read its bits as the other kind); keys count as seen now.
             track.access.clear()
-            track.epoch = self.server.clock.expiry_now() // 1000
+            track.epoch = self.server.clock.ms() // 1000
         track.lfu = lfu
         track.log_factor = int(config.get("lfu-log-factor") or 10)
         track.decay_time = int(config.get("lfu-decay-time") or 1)
 
     def track(self, db: Database) -> KeyTrack:
-        """db's KeyTrack, installed on first need. Its keys were all last accessed before
-        that (a key stored since would have been seen): they count as accessed at that instant,
-        not when the server started, which would make a key written just before the first
-        OBJECT IDLETIME as idle as the server is old (Redis: 0). The instant is read as
-        _accessed and idle_ms read it (the running command's), so the OBJECT IDLETIME that
-        installs it cannot find it later than its own now (idle_ms would wrap round)."""
+        """db's KeyTrack, installed on first need."""
         track = db.keytrack
         if track is None:
-            clock = self.server.clock
-            track = db.keytrack = KeyTrack(clock, db, self.dataset, clock.expiry_now() // 1000)
+            track = db.keytrack = KeyTrack(self.server.clock, db, self.dataset, self.epoch)
             self._tune(track, (self.server.config.get("maxmemory-policy") or "").endswith("-lfu"))
         return track
 

@@ -167,9 +167,6 @@ def test_lru_evicts_the_least_recently_used_first(mini, mini_raw):
         subscriber.call("PSUBSCRIBE", "__keyevent@*__:evicted")
         client.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
         client.call("CONFIG", "SET", "maxmemory-samples", "10")
-        # Access tracking starts (with maxmemory 0 nothing needed it yet; an earlier test on
-        # this shared server may or may not have started it): the writes below are seen.
-        client.call("TOUCH", "a")
         for key in ("a", "b", "c"):
             client.call("SET", key, "x")
         client.call("MINIRED", "ADVANCE", 5000)
@@ -187,27 +184,6 @@ def test_lru_evicts_the_least_recently_used_first(mini, mini_raw):
         client.call("CONFIG", "SET", "maxmemory-samples", "5")
         client.call("CONFIG", "SET", "notify-keyspace-events", "")
         subscriber.close()
-
-
-def test_a_key_written_before_tracking_began_counts_as_accessed_then():
-    """Access tracking starts in a database with its first OBJECT IDLETIME (or other need): a
-    key written just before reads as idle 0, as in Redis, not as idle as the server is old, and
-    ages from then. (A server of its own: on the shared one an earlier test may have started
-    tracking already, and the key would be seen when written.)"""
-    with EmbeddedServer(port=0, time_control=True) as server:
-        client = RawClient(server.port)
-        try:
-            client.call("MINIRED", "ADVANCE", 5000)  # the server has run for 5 s
-            client.call("SET", "k", "v")
-            assert client.call("OBJECT", "IDLETIME", "k") == 0
-            client.call("SELECT", "1")  # (each database starts its own tracking)
-            client.call("MINIRED", "ADVANCE", 5000)
-            client.call("SET", "k", "v")
-            assert client.call("OBJECT", "IDLETIME", "k") == 0
-            client.call("MINIRED", "ADVANCE", 3000)
-            assert client.call("OBJECT", "IDLETIME", "k") in (3, 4)  # (a second may tick)
-        finally:
-            client.close()
 
 
 def test_used_memory_follows_the_dataset():
