@@ -148,6 +148,9 @@ def test_minired_continues_from_a_redis_master_s_backlog_and_after_a_failover():
         client.call("SET", "b", "2")
         wait_until(lambda: info_field(client, "stats", "sync_partial_ok") == "1",
                    "minired continuing after the master dropped it")
+        # (the master counts the PSYNC before minired has read its +CONTINUE: until then
+        # minired has no master client to kill, as Redis would not)
+        wait_link_up(replica.port)
         assert mini.call("CLIENT", "KILL", "TYPE", "master") == 1
         client.call("SELECT", "1")
         client.call("SET", "c", "3")
