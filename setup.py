@@ -132,8 +132,20 @@ class OptionalBuildExt(build_ext):
             f.writelines(lines)
 
 
+def _pure_python_asked() -> bool:
+    """minired/_sources.py's reading of MINIRED_PURE_PYTHON, loaded alone (not the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_minired_sources", os.path.join(os.path.dirname(os.path.abspath(__file__)), "minired",
+                                         "_sources.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.pure_python_asked()
+
+
 def extensions() -> list:
-    if os.environ.get("MINIRED_PURE_PYTHON"):
+    if _pure_python_asked():
         return []
     try:
         from Cython.Build import cythonize

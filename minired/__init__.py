@@ -31,8 +31,10 @@ def _prefer_edited_sources() -> None:
     for name, _ in record:
         source = os.path.join(root, *name.split(".")) + ".py"
         sources[name] = source if os.path.exists(source) else source + "x"
+    from minired._sources import pure_python_asked
+
     stale = {}
-    if os.environ.get("MINIRED_PURE_PYTHON"):
+    if pure_python_asked():
         # The uncompiled build on demand, from the same install: CI runs the suite both ways.
         stale = {name: sources[name] for name, _ in record}
     elif any(_checksum(os.path.join(root, *path.split("/"))) not in (None, int(checksum))

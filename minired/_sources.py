@@ -6,6 +6,14 @@ import os
 import sys
 
 
+def pure_python_asked() -> bool:
+    """Whether MINIRED_PURE_PYTHON asks for the uncompiled build: set to anything but empty,
+    0, false, no or off (so that MINIRED_PURE_PYTHON=0 means what it says). One reading for
+    the package, setup.py (which loads this file alone) and the suite."""
+    return os.environ.get("MINIRED_PURE_PYTHON", "").strip().lower() not in ("", "0", "false",
+                                                                             "no", "off")
+
+
 class SourceOverStaleExtension:
     """Finds the modules in `stale` (name -> .py path) as source, ahead of the compiled files;
     a name mapped to None (a stale Cython module) is not found at all.
@@ -16,7 +24,7 @@ class SourceOverStaleExtension:
 
     def __init__(self, stale: dict[str, str]) -> None:
         self.stale = stale
-        if os.environ.get("MINIRED_PURE_PYTHON"):
+        if pure_python_asked():
             return  # asked for: nothing to warn about
         print(f"minired: {len(stale)} compiled module(s) older than their source, loaded from "
               f".py or, written in Cython, left out (reinstall to compile them again): "

@@ -14,6 +14,8 @@ import zipfile
 
 import pytest
 
+from minired._sources import pure_python_asked
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -53,7 +55,7 @@ def test_the_compiled_modules_are_the_ones_tested():
 
     names = _compiled_modules()
     assert "minired.engine.server" in names and "minired.scripting.engine" in names
-    pure = bool(os.environ.get("MINIRED_PURE_PYTHON"))  # the uncompiled build, asked for
+    pure = pure_python_asked()  # the uncompiled build, asked for
     for name in names:
         try:
             module = importlib.import_module(name)
@@ -63,10 +65,28 @@ def test_the_compiled_modules_are_the_ones_tested():
         assert module.__file__.endswith(".py") == pure, f"{name} was loaded from {module.__file__}"
 
 
+@pytest.mark.parametrize("value, pure", [("", False), ("0", False), ("false", False),
+                                         ("No", False), ("off", False), ("1", True),
+                                         ("yes", True), ("true", True)])
+def test_minired_pure_python_is_read_as_a_switch(monkeypatch, value, pure):
+    monkeypatch.setenv("MINIRED_PURE_PYTHON", value)
+    assert pure_python_asked() is pure
+
+
+def test_minired_pure_python_0_keeps_the_compiled_build():
+    """MINIRED_PURE_PYTHON=0 says "not uncompiled": the compiled modules load as when unset."""
+    _compiled_build_in_use()
+    probe = "import minired.engine.server as s; print(s.__file__)"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            cwd=ROOT, check=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "MINIRED_PURE_PYTHON": "0"})
+    assert not loaded.stdout.strip().endswith(".py"), loaded.stdout
+
+
 def _compiled_build_in_use() -> list[str]:
     """The compiled modules, for tests of how the compiled build loads; skipped on the
     uncompiled run (MINIRED_PURE_PYTHON), where nothing compiled is loaded at all."""
-    if os.environ.get("MINIRED_PURE_PYTHON"):
+    if pure_python_asked():
         pytest.skip("the uncompiled build's run: no compiled module is loaded")
     return _compiled_modules()
 

@@ -3,7 +3,6 @@ a real redis-server, a local 3-master Redis Cluster, and minired's own 3-master 
 (`minired --cluster 3`, embedded, with clock control)."""
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -11,13 +10,14 @@ from typing import Any
 
 import pytest
 
+from minired._sources import pure_python_asked
 from minired_queue.connection import connect, connect_async
 from minired_queue.queue import Queue
 from tests.queue.cluster import RedisClusterServers
 from tests.support.servers import RedisServer
 
 BACKENDS = ["minired", "redis", "cluster", "minired_cluster"]
-if os.environ.get("MINIRED_PURE_PYTHON"):
+if pure_python_asked():
     # The uncompiled build's run (scripts/test.sh runs the suite once per build): the real
     # Redis and Redis Cluster backends run no minired code, and the compiled run tested them.
     BACKENDS = ["minired", "minired_cluster"]
