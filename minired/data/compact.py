@@ -24,14 +24,28 @@ def keep_hashtable(members: set) -> None:
         _HASHTABLE_SETS[key] = weakref.ref(members, lambda _, key=key: _HASHTABLE_SETS.pop(key, None))
 
 
-def set_fits_intset(members: set, max_entries: int) -> bool:
-    """Whether Redis holds this set as an intset under set-max-intset-entries: not marked a
-    hash table, at most max_entries members, every one an integer as string2ll reads it."""
+def intset_numbers(members: set, max_entries: int) -> list[int] | None:
+    """The integers of this set if Redis holds it as an intset under set-max-intset-entries
+    (not marked a hash table, at most max_entries members, every one an integer as string2ll
+    reads it), else None: SAVE writes them without reading the members twice."""
     if _HASHTABLE_SETS:
         ref = _HASHTABLE_SETS.get(id(members))
         if ref is not None and ref() is members:
-            return False
-    return len(members) <= max_entries and all(string2ll(member) is not None for member in members)
+            return None
+    if len(members) > max_entries:
+        return None
+    numbers = []
+    for member in members:
+        number = string2ll(member)
+        if number is None:
+            return None
+        numbers.append(number)
+    return numbers
+
+
+def set_fits_intset(members: set, max_entries: int) -> bool:
+    """Whether Redis holds this set as an intset (intset_numbers' rule)."""
+    return intset_numbers(members, max_entries) is not None
 
 
 def hash_fits_listpack(fields: dict, max_entries: int, max_value: int) -> bool:

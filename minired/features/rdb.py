@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
-from minired.data.compact import hash_fits_listpack, set_fits_intset
+from minired.data.compact import hash_fits_listpack, intset_numbers
 from minired.data.keyspace import type_name
 from minired.data.packed import Packed, live, pack, register_unpacking, small
 from minired.data.quicklist import QuickList
@@ -65,7 +65,6 @@ from minired.features.rdb_format import (
     Reader,
     encode_length,
     encode_string,
-    integer_value,
 )
 from minired.features.rdb_streams import decode_stream, encode_stream
 
@@ -124,9 +123,9 @@ def d2string(value: float) -> bytes:
     return b"%.17g" % value
 
 
-def _intset_blob(members) -> bytes:
-    """The intset of these members (all integers: set_fits_intset said so)."""
-    numbers = sorted([integer_value(member) for member in members])
+def _intset_blob(numbers: list) -> bytes:
+    """The intset of these integers (a set's, intset_numbers gave them), sorted in place."""
+    numbers.sort()
     low, high = numbers[0], numbers[-1]
     if low >= -(1 << 15) and high < 1 << 15:
         width, code = 2, "h"
@@ -242,8 +241,9 @@ def encode_value(value: Any, compress_from: int = COMPRESS_AS_REDIS,
             out.append(encode_string(listpack_of(encoded), compress_from))
         return b"".join(out)
     if kind is set:
-        if compact is not None and set_fits_intset(value, compact.intset_entries):
-            return bytes((TYPE_SET_INTSET,)) + encode_string(_intset_blob(value), compress_from)
+        numbers = None if compact is None else intset_numbers(value, compact.intset_entries)
+        if numbers is not None:
+            return bytes((TYPE_SET_INTSET,)) + encode_string(_intset_blob(numbers), compress_from)
         return _encode_elements(TYPE_SET, value, compress_from)
     if kind is dict:
         if compact is not None and hash_fits_listpack(value, compact.hash_entries,
