@@ -45,12 +45,13 @@ class ClientPause:
     """A pause in force: whether it holds every command or the writes only, when it ends, and
     the commands it holds.
 
-    Two purposes may hold it, as Redis's pause purposes: CLIENT PAUSE (`everything` and
-    `end_ms`, 0 when none), and a shutdown waiting for the replicas (`for_shutdown`: the writes,
-    until it ends), each ended by itself: CLIENT UNPAUSE leaves the shutdown's pause, and the
-    shutdown's end leaves a CLIENT PAUSE in force."""
+    Several purposes may hold it, as Redis's pause purposes: CLIENT PAUSE (`everything` and
+    `end_ms`, 0 when none), and the server's own (`purposes`: a shutdown waiting for the
+    replicas, a FAILOVER waiting for its target; each holds the writes until it ends), each
+    ended by itself: CLIENT UNPAUSE leaves the server's own in force, and the end of one of
+    those leaves a CLIENT PAUSE, or the other, in force."""
 
-    __slots__ = ("server", "everything", "end_ms", "timer", "held", "for_shutdown")
+    __slots__ = ("server", "everything", "end_ms", "timer", "held", "purposes")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -58,7 +59,7 @@ class ClientPause:
         self.end_ms = 0
         self.timer: Any = None
         self.held: list[tuple[Client, list]] = []
-        self.for_shutdown = False
+        self.purposes: set[str] = set()
 
     def holds(self, c: "Client", spec: "CommandSpec", argv: list) -> bool:
         """Whether the command waits for the end of the pause. A monitor is a replica to Redis,
@@ -75,7 +76,7 @@ class ClientPause:
 
     def lift(self) -> None:
         """End every purpose of the pause (the server stops)."""
-        self.for_shutdown = False
+        self.purposes.clear()
         unpause(self.server)
 
     def _arm(self) -> None:
@@ -129,25 +130,31 @@ def _start(server: "Server") -> ClientPause:
     return current
 
 
-def pause_for_shutdown(server: "Server") -> None:
-    """A shutdown waiting for the replicas holds the writes until it ends (PAUSE_DURING_SHUTDOWN)."""
+# The server's own purposes (Redis's PAUSE_DURING_SHUTDOWN and PAUSE_DURING_FAILOVER): each
+# holds the writes until the server ends it.
+FOR_SHUTDOWN = "shutdown"
+FOR_FAILOVER = "failover"
+
+
+def pause_for(server: "Server", purpose: str) -> None:
+    """Hold the writes for one of the server's own purposes, until end_pause_for ends it."""
     current = server.pause if server.pause is not None else _start(server)
-    current.for_shutdown = True
+    current.purposes.add(purpose)
 
 
-def end_shutdown_pause(server: "Server") -> None:
-    """The shutdown's wait is over: a CLIENT PAUSE still in force goes on alone."""
+def end_pause_for(server: "Server", purpose: str) -> None:
+    """The purpose is over: a CLIENT PAUSE or another purpose still in force goes on alone."""
     current = server.pause
-    if current is None or not current.for_shutdown:
+    if current is None or purpose not in current.purposes:
         return
-    current.for_shutdown = False
-    if current.end_ms <= server.clock.ms():
+    current.purposes.discard(purpose)
+    if not current.purposes and current.end_ms <= server.clock.ms():
         unpause(server)
 
 
 def unpause(server: "Server") -> None:
     """CLIENT UNPAUSE, or the end of the pause: every held command runs again, in order (those
-    a shutdown's pause still holds are held again)."""
+    a purpose of the server's own still holds are held again)."""
     current = server.pause
     if current is None:
         return
@@ -160,8 +167,8 @@ def unpause(server: "Server") -> None:
         server.clock.listeners.remove(current._on_clock_advanced)
     except ValueError:
         pass
-    if current.for_shutdown:
-        pause_for_shutdown(server)
+    for purpose in current.purposes:
+        pause_for(server, purpose)
     blocking = server.blocking
     for client, argv in current.held:
         if not is_held(client) or client.closing:

@@ -98,7 +98,7 @@ def begin(server: "Server", finish_: Callable[[], bool], now: bool, force: bool)
     if server.pause is None:
         # (not during a pause: Redis keeps the stream still while clients are paused)
         state.ask_for_acks()
-    pause.pause_for_shutdown(server)
+    pause.pause_for(server, pause.FOR_SHUTDOWN)
     log.info("Waiting for replicas before shutting down.")
     wait._arm()
     return None
@@ -186,7 +186,7 @@ def cancel(server: "Server") -> None:
         waiter = client.blocked
         if waiter is not None and waiter.block is waiting and not client.closing:
             server.blocking.finish(waiter, RedisError(errors.SHUTDOWN_FAILED))
-    pause.end_shutdown_pause(server)
+    pause.end_pause_for(server, pause.FOR_SHUTDOWN)
 
 
 def abort(server: "Server") -> bool:
