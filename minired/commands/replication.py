@@ -63,6 +63,10 @@ def psync(c, argv):
     return Encoded(b"")
 
 
+# The longest address a replica may announce, plus one (Redis's NET_HOST_STR_LEN).
+_NET_HOST_STR_LEN = 256
+
+
 @command("replconf", arity=-1, flags="admin noscript loading stale allow_busy", group=G)
 def replconf(c, argv):
     """An internal command for configuring the replication stream"""
@@ -92,6 +96,10 @@ def replconf(c, argv):
                     raise RedisError(errors.REPLCONF_FILTER_UNSUPPORTED.format(
                         name.decode(errors="replace")))
             state.rdb_filters[c.id] = {name.lower().decode() for name in filters}
-        elif option not in (b"ip-address", b"rdb-only"):
+        elif option == b"ip-address":
+            if len(value) >= _NET_HOST_STR_LEN:
+                raise RedisError(errors.REPLCONF_IP_TOO_LONG.format(len(value)))
+            state.announced_ips[c.id] = value.decode(errors="replace")
+        elif option != b"rdb-only":
             raise RedisError(errors.REPLCONF_UNRECOGNIZED.format(argv[i].decode(errors="replace")))
     return OK

@@ -191,6 +191,9 @@ class Link:
             if reply.startswith(b"-"):
                 raise HandshakeError(f"Unable to AUTH to MASTER: {reply.decode(errors='replace')}")
         await ask(b"REPLCONF", b"listening-port", b"%d" % self.server.port)
+        announced = config.get("replica-announce-ip") or ""
+        if announced:
+            await ask(b"REPLCONF", b"ip-address", announced.encode())
         await ask(b"REPLCONF", b"capa", b"psync2")
         self.state = "sync"
         self.sync_started = time.monotonic()

@@ -62,22 +62,27 @@ _GETACK = encode_command([b"REPLCONF", b"GETACK", b"*"])
 
 
 class Replica:
-    """One attached replica: the port it listens on (REPLCONF listening-port), the offset it
-    last acknowledged, and the bytes of the stream written to it since its snapshot (what of
-    its output the replica class's limits count: output_limits.py)."""
+    """One attached replica: the port it listens on (REPLCONF listening-port), the address it
+    announced (REPLCONF ip-address, replica-announce-ip), the offset it last acknowledged, and
+    the bytes of the stream written to it since its snapshot (what of its output the replica
+    class's limits count: output_limits.py)."""
 
-    __slots__ = ("client", "listening_port", "ack_offset", "ack_time", "stream_bytes")
+    __slots__ = ("client", "listening_port", "announced_ip", "ack_offset", "ack_time",
+                 "stream_bytes")
 
-    def __init__(self, client: "Client", listening_port: int) -> None:
+    def __init__(self, client: "Client", listening_port: int, announced_ip: str = "") -> None:
         self.client = client
         self.listening_port = listening_port
+        self.announced_ip = announced_ip
         self.ack_offset = 0
         self.ack_time = time.monotonic()
         self.stream_bytes = 0
 
     @property
     def ip(self) -> str:
-        return self.client.addr.rpartition(":")[0]
+        """The address it announced, else its connection's (Redis's slave_addr, else the
+        peer's): what INFO, ROLE and FAILOVER TO name it by."""
+        return self.announced_ip or self.client.addr.rpartition(":")[0]
 
 
 NO_REPLID = "0" * 40
@@ -160,6 +165,7 @@ class Master:
         self._backlog_timer: Any = None
         self.replicas: list[Replica] = []
         self.listening_ports: dict[int, int] = {}  # client id -> REPLCONF listening-port
+        self.announced_ips: dict[int, str] = {}  # client id -> REPLCONF ip-address
         # client id -> what REPLCONF rdb-filter-only keeps of the RDB ("functions", or nothing)
         self.rdb_filters: dict[int, set[str]] = {}
         self.psync2: set[int] = set()  # client ids that sent REPLCONF capa psync2
@@ -277,7 +283,8 @@ class Master:
 
     def _attach(self, c: "Client") -> None:
         self.psync2.discard(c.id)
-        self.replicas.append(Replica(c, self.listening_ports.pop(c.id, 0)))
+        self.replicas.append(Replica(c, self.listening_ports.pop(c.id, 0),
+                                     self.announced_ips.pop(c.id, "")))
         self.server.hooks.add(self.server.hooks.disconnect, self.forget)
         if self._backlog_timer is not None:
             self._backlog_timer.cancel()
@@ -288,6 +295,7 @@ class Master:
 
     def forget(self, c: "Client") -> None:
         self.listening_ports.pop(c.id, None)
+        self.announced_ips.pop(c.id, None)
         self.rdb_filters.pop(c.id, None)
         self.psync2.discard(c.id)
         self.waiting = [w for w in self.waiting if w.client is not c]

@@ -658,6 +658,7 @@ READONLY_REPLICA = "READONLY You can't write against a read only replica."
 MASTERDOWN = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
 REPLICAOF_ALREADY = "OK Already connected to specified master"
 REPLICAOF_IN_CLUSTER = "ERR REPLICAOF not allowed in cluster mode."
+REPLCONF_IP_TOO_LONG = "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes"
 MODULE_NOT_ALLOWED = (
     "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "
