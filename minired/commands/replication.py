@@ -3,7 +3,10 @@ replica_link.py), or stop (NO ONE, which a master answers OK doing nothing). SYN
 REPLCONF: replicas attaching to this master (minired/features/replication.py)."""
 from __future__ import annotations
 
+import logging
+
 from minired.engine.args import parse_int
+from minired.engine.client_info import client_info_line
 from minired.engine.table import command
 from minired.features import replica_link, replication
 from minired.features.oom_score import set_role
@@ -12,13 +15,16 @@ from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK, Encoded, ProtocolError, Status, split_inline
 
 G = "server"
+log = logging.getLogger("minired.replication")
 
 
 def _replicaof(c, argv):
     if c.server.cluster is not None:
         raise RedisError(errors.REPLICAOF_IN_CLUSTER)
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
-        replica_link.promote(c.server)
+        if replica_link.promote(c.server):
+            log.info("MASTER MODE enabled (user request from '%s')",
+                     client_info_line(c, c, argv[0].lower().decode(errors="replace")))
         set_role(c.server.config, replica=False)
         return OK
     try:

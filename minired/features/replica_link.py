@@ -432,11 +432,12 @@ def replicate(server: "Server", host: str, port: int, at_start: bool = False) ->
     return True
 
 
-def promote(server: "Server") -> None:
-    """REPLICAOF NO ONE: stop replicating, keep the data, accept writes again."""
+def promote(server: "Server") -> bool:
+    """REPLICAOF NO ONE (replicationUnsetMaster): stop replicating, keep the data, accept
+    writes again. False for a master (nothing done); the caller logs why it was promoted."""
     state = server.features.replication
     if state is None or state.link is None:
-        return
+        return False
     link = state.link
     link.stop()
     state.link = None
@@ -458,4 +459,4 @@ def promote(server: "Server") -> None:
     pause.keep_expired_keys(server)
     for db in server.keyspace.dbs:
         db.own_expires = None  # (the expiry cycle takes every key again)
-    log.info("MASTER MODE enabled")
+    return True
