@@ -24,7 +24,7 @@ from minired import REDIS_VERSION, __version__
 from minired.engine.latency import info_lines
 from minired.engine.server import used_memory
 from minired.engine.table import all_specs, calls_total, command, stats_of
-from minired.features import migrate, replication, shutdown_wait
+from minired.features import failover, migrate, replication, shutdown_wait
 from minired.protocol.resp import Verbatim
 
 G = "server"
@@ -468,7 +468,7 @@ def _replication_section(server) -> list[str]:
     return _fields((
         ("role", "slave" if replicating else "master"),
         *replicas,
-        ("master_failover_state", "no-failover"),
+        ("master_failover_state", failover.state_name(server)),
         *(state.history_fields() if state is not None else (
             ("master_replid", server.run_id), ("master_replid2", "0" * 40),
             ("master_repl_offset", 0), ("second_repl_offset", -1), ("repl_backlog_active", 0),

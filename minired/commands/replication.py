@@ -8,7 +8,7 @@ import logging
 from minired.engine.args import parse_int
 from minired.engine.client_info import client_info_line
 from minired.engine.table import command
-from minired.features import replica_link, replication
+from minired.features import failover, replica_link, replication
 from minired.features.oom_score import set_role
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -21,6 +21,8 @@ log = logging.getLogger("minired.replication")
 def _replicaof(c, argv):
     if c.server.cluster is not None:
         raise RedisError(errors.REPLICAOF_IN_CLUSTER)
+    if failover.current(c.server) is not None:
+        raise RedisError(errors.REPLICAOF_WHILE_FAILING_OVER)
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         if replica_link.promote(c.server):
             log.info("MASTER MODE enabled (user request from '%s')",
@@ -65,8 +67,49 @@ def sync(c, argv):
 def psync(c, argv):
     """An internal command used in replication"""
     if c.flags != "S":  # (a second PSYNC on a replica's link is ignored, as in Redis)
+        if len(argv) > 3 and argv[3].lower() == b"failover":
+            failover.take_over(c, argv[1])  # (its master failing over to it)
         replication.master(c.server).psync(c, argv[1], parse_int(argv[2]))
     return Encoded(b"")
+
+
+@command("failover", arity=-1, flags="admin noscript stale", group=G)
+def failover_(c, argv):
+    """Start a coordinated failover between this server and one of its replicas."""
+    if c.server.cluster is not None:
+        raise RedisError(errors.FAILOVER_IN_CLUSTER)
+    if len(argv) == 2 and argv[1].lower() == b"abort":
+        failover.abort_by_user(c.server)
+        return OK
+    host, port, timeout_ms, force = _failover_arguments(argv)
+    failover.start(c.server, host, port, timeout_ms, force)
+    return OK
+
+
+def _failover_arguments(argv: list) -> tuple[str | None, int, int, bool]:
+    """FAILOVER [TO host port [FORCE]] [TIMEOUT ms], read as failoverCommand reads them: in any
+    order, each once (FORCE anywhere), numbers checked as they come, ABORT only alone."""
+    host: str | None = None
+    port = timeout_ms = 0
+    force = False
+    i, argc = 1, len(argv)
+    while i < argc:
+        option = argv[i].lower()
+        if option == b"timeout" and i + 1 < argc and timeout_ms == 0:
+            timeout_ms = parse_int(argv[i + 1])
+            if timeout_ms <= 0:
+                raise RedisError(errors.FAILOVER_TIMEOUT_NOT_POSITIVE)
+            i += 2
+        elif option == b"to" and i + 2 < argc and host is None:
+            port = parse_int(argv[i + 2])
+            host = argv[i + 1].decode(errors="replace")
+            i += 3
+        elif option == b"force" and not force:
+            force = True
+            i += 1
+        else:
+            raise RedisError(errors.SYNTAX)
+    return host, port, timeout_ms, force
 
 
 # The longest address a replica may announce, plus one (Redis's NET_HOST_STR_LEN).

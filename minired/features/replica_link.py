@@ -197,11 +197,30 @@ class Link:
         await ask(b"REPLCONF", b"capa", b"psync2")
         self.state = "sync"
         self.sync_started = time.monotonic()
-        if self.synced:
-            reply = await ask(b"PSYNC", self.master_replid.encode(), b"%d" % (self.offset + 1))
-        else:
-            reply = await ask(b"PSYNC", b"?", b"-1")
         state = replication.master(self.server)
+        # A master failing over to this link's master asks it to take over (failover.py).
+        failover = state.failover if state.failover is not None and \
+            state.failover.asks_takeover() else None
+        psync = ([b"PSYNC", self.master_replid.encode(), b"%d" % (self.offset + 1)]
+                 if self.synced else [b"PSYNC", b"?", b"-1"])
+        if failover is not None:
+            psync.append(b"FAILOVER")
+        try:
+            writer.write(encode_command(psync))
+            await writer.drain()
+        except OSError:
+            if failover is not None:
+                failover.psync_not_sent()
+            raise
+        try:
+            reply = await self._line(reader)
+        except (OSError, asyncio.IncompleteReadError):
+            if failover is not None:
+                failover.psync_answered(accepted=False)
+            raise
+        if failover is not None and not reply.startswith((b"+CONTINUE", b"+FULLRESYNC")):
+            failover.psync_answered(accepted=False)
+            return  # (the failover aborted: this server is a master again)
         if reply.startswith(b"+CONTINUE"):
             words = reply.split()
             replid = words[1].decode() if len(words) > 1 else self.master_replid
@@ -216,7 +235,11 @@ class Link:
             if state.backlog is None:
                 state.backlog = replication.Backlog(self.server.config, self.offset)
             log.info("Successful partial resynchronization with master.")
+            if failover is not None:
+                failover.psync_answered(accepted=True)
         elif reply.startswith(b"+FULLRESYNC"):
+            if failover is not None:
+                failover.psync_answered(accepted=True)  # (before the transfer, as Redis)
             _, replid, offset = reply.split()
             payload = await self._rdb(reader)
             loaded = self._load(payload)

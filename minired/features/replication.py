@@ -185,6 +185,8 @@ class Master:
         self.link: Any = None
         # A shutdown waiting for the replicas to catch up (shutdown_wait.ShutdownWait).
         self.shutdown_wait: Any = None
+        # A FAILOVER under way (failover.Failover), None while there is none.
+        self.failover: Any = None
         # The (ID, offset, stream database) a replica's dump.rdb held at start-up: the history
         # its link asks to continue (loadDataFromDisk's cached master).
         self.restored: tuple[str, int, int] | None = None
@@ -202,8 +204,11 @@ class Master:
         self._flush()
 
     def _check_link(self) -> None:
-        """syncCommand: a replica serves replicas of its own only while its master link is up
-        (what it would send them is its master's stream)."""
+        """syncCommand: no replica attaches while this server fails over (its history is about
+        to change hands), and a replica serves replicas of its own only while its master link
+        is up (what it would send them is its master's stream)."""
+        if self.failover is not None:
+            raise RedisError(errors.NOMASTERLINK_FAILING_OVER)
         if self.link is not None and self.link.state != "connected":
             raise RedisError(errors.NOMASTERLINK)
 
@@ -448,6 +453,8 @@ class Master:
             return
         replica.ack_offset = max(replica.ack_offset, offset)
         replica.ack_time = time.monotonic()
+        if self.failover is not None:
+            self.failover.schedule_check()  # (it may wait for this replica)
         if self.good_replicas < len(self.replicas):
             self.refresh_good()
         for waiting in list(self.waiting):

@@ -142,6 +142,8 @@ INTERNAL_ERROR = "ERR internal error in '{}': {}: {}"
 NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
 # SYNC/PSYNC to a replica whose link to its master is not up (syncCommand).
 NOMASTERLINK = "NOMASTERLINK Can't SYNC while not connected with my master"
+# SYNC/PSYNC to a master failing over to one of its replicas (syncCommand).
+NOMASTERLINK_FAILING_OVER = "NOMASTERLINK Can't SYNC while failing over"
 WAIT_ON_REPLICA = ("ERR WAIT cannot be used with replica instances. Please also note that since "
                    "Redis 4.0 if a replica is configured to be writable (which is not the "
                    "default) writes to replicas are just local and are not propagated.")
@@ -658,7 +660,20 @@ READONLY_REPLICA = "READONLY You can't write against a read only replica."
 MASTERDOWN = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
 REPLICAOF_ALREADY = "OK Already connected to specified master"
 REPLICAOF_IN_CLUSTER = "ERR REPLICAOF not allowed in cluster mode."
+REPLICAOF_WHILE_FAILING_OVER = "ERR REPLICAOF not allowed while failing over."
 REPLCONF_IP_TOO_LONG = "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes"
+# FAILOVER (failoverCommand), and the PSYNC ... FAILOVER its target receives (syncCommand).
+FAILOVER_IN_CLUSTER = "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead."
+FAILOVER_NOT_IN_PROGRESS = "ERR No failover in progress."
+FAILOVER_TIMEOUT_NOT_POSITIVE = "ERR FAILOVER timeout must be greater than 0"
+FAILOVER_ALREADY = "ERR FAILOVER already in progress."
+FAILOVER_ON_REPLICA = "ERR FAILOVER is not valid when server is a replica."
+FAILOVER_NO_REPLICAS = "ERR FAILOVER requires connected replicas."
+FAILOVER_FORCE_NEEDS_TARGET = (
+    "ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+FAILOVER_TARGET_NOT_REPLICA = "ERR FAILOVER target HOST and PORT is not a replica."
+PSYNC_FAILOVER_TO_MASTER = "ERR PSYNC FAILOVER can't be sent to a master."
+PSYNC_FAILOVER_REPLID = "ERR PSYNC FAILOVER replid must match my replid."
 MODULE_NOT_ALLOWED = (
     "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "
