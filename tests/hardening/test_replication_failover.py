@@ -132,6 +132,39 @@ def test_failover_argument_errors_are_redis_s():
     assert _argument_errors("minired") == _argument_errors("redis")
 
 
+def _announced_addresses(kind: str) -> list:
+    """Replicas that announce an address (replica-announce-ip): INFO and ROLE name them by it,
+    and FAILOVER TO finds them by it, not by their connection's."""
+    master = _start(kind)
+    replicas = [RedisServer("--replica-announce-ip", "10.1.2.3").start(),
+                SubprocessServer("--replica-announce-ip", "10.1.2.4").start()]
+    client = RawClient(master.port)
+    try:
+        for replica in replicas:
+            assert call_once(replica.port, "REPLICAOF", "127.0.0.1", str(master.port)) == b"OK"
+        ports = {replica.port for replica in replicas}
+        wait_until(lambda: _online_ports(client) == ports, "the replicas online")
+        text = client.call("INFO", "replication").decode()
+        shown = sorted(line.split("ip=")[1].split(",")[0] for line in text.splitlines()
+                       if line.startswith("slave"))
+        roles = sorted(entry[0] for entry in client.call("ROLE")[2])
+        redis_port, minired_port = (str(replica.port) for replica in replicas)
+        return [shown, roles,
+                client.call("FAILOVER", "TO", "127.0.0.1", redis_port),
+                client.call("FAILOVER", "TO", "127.0.0.1", minired_port)]
+    finally:
+        client.close()
+        for replica in replicas:
+            replica.stop()
+        master.stop()
+
+
+def test_replicas_are_named_by_the_address_they_announce():
+    seen = _announced_addresses("minired")
+    assert seen == _announced_addresses("redis")
+    assert seen[0] == ["10.1.2.3", "10.1.2.4"]
+
+
 def _abort_and_timeout(kind: str) -> list:
     """A failover waiting for a replica that never catches up: its state, what it refuses,
     the writes it holds (a CLIENT UNPAUSE does not release them), ABORT, and TIMEOUT without
