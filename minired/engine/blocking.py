@@ -67,7 +67,9 @@ class Waiter:
 
 
 # How a wait ends (Blocking.finish): what INFO commandstats and the slow log make of it.
-SERVED, TIMED_OUT, UNBLOCKED = 0, 1, 2
+# FORCED: the server ended it itself (disconnectAllBlockedClients), which Redis answers with
+# an error counted in errorstats only: neither the command's failed_calls nor the slow log.
+SERVED, TIMED_OUT, UNBLOCKED, FORCED = 0, 1, 2, 3
 
 
 # Redis reads a seconds timeout with strtold, multiplies by 1000 in long double and rounds
@@ -176,11 +178,11 @@ class BlockingManager:
 
     def finish(self, waiter: Waiter, reply: Any, ending: int = SERVED) -> None:
         """Answer a blocked client and let it run its next commands. `ending`: SERVED (its
-        keys, or the event it waited for), TIMED_OUT, or UNBLOCKED (CLIENT UNBLOCK)."""
+        keys, or the event it waited for), TIMED_OUT, UNBLOCKED (CLIENT UNBLOCK) or FORCED."""
         if self.on_finish is not None:
             self.on_finish(waiter, reply)
         client = waiter.client
-        if ending == UNBLOCKED or type(reply) is RedisError:
+        if ending == UNBLOCKED or (type(reply) is RedisError and ending != FORCED):
             # The blocked command fails only now (NOGROUP, UNBLOCKED, WRONGTYPE on serving):
             # its failed_calls, as Redis's updateStatsOnUnblock counts it. Redis 7.0's CLIENT
             # UNBLOCK counts the command failed whatever the reply, TIMEOUT's included.
@@ -190,14 +192,15 @@ class BlockingManager:
         if type(reply) is RedisError:
             client.server.stats.count_error(reply.message)
         slot = waiter.block.latency_slot
-        if slot >= 0 and ending != TIMED_OUT and client.last_command is not None:
+        if slot >= 0 and ending in (SERVED, UNBLOCKED) and client.last_command is not None:
             # A command that blocked joins its latency histogram when it is answered, not
-            # when its wait times out (updateStatsOnUnblock runs for the first, not the second).
+            # when its wait times out or the server ends it (updateStatsOnUnblock runs for the
+            # first, not the others).
             histogram = stats_of(client.server, client.last_command).latency_histogram
             if histogram is not None:
                 histogram[slot] += 1
         logged = waiter.block.logged_call
-        if logged is not None and ending != TIMED_OUT:
+        if logged is not None and ending in (SERVED, UNBLOCKED):
             # A wait that times out is not logged (replyToBlockedClientTimedOut); one that
             # CLIENT UNBLOCK ends is, with no arguments: Redis 7.0 logs it after freeing them.
             argv = logged[1] if ending == SERVED else []
@@ -220,6 +223,17 @@ class BlockingManager:
         reply = RedisError(errors.UNBLOCKED) if with_error else waiter.block.timeout_reply
         self.finish(waiter, reply, UNBLOCKED)
         return True
+
+    def unblock_all(self, reply: RedisError, spare: Callable[["Client"], bool]) -> list["Client"]:
+        """Answer every blocked client but those `spare` names `reply`, and return them
+        (disconnectAllBlockedClients, as a server becomes a replica; it spares the clients a
+        pause postponed, whose commands run from scratch when the pause ends)."""
+        clients = []
+        for waiter in list(self.waiters.values()):
+            if not spare(waiter.client):
+                clients.append(waiter.client)
+                self.finish(waiter, reply, FORCED)
+        return clients
 
     def serve_ready_keys(self) -> None:
         """Serve the waiters of every key written since the last call, oldest waiter first.

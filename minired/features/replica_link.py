@@ -42,6 +42,7 @@ from minired.engine.client import Client
 from minired.engine.panic import server_panic
 from minired.engine.table import lookup
 from minired.features import pause, rdb_file, replication
+from minired.protocol import errors
 from minired.protocol.errors import PING_AUTH_ERRORS, RedisError
 from minired.protocol.resp import RequestParser, encode_command
 
@@ -442,6 +443,11 @@ def replicate(server: "Server", host: str, port: int, at_start: bool = False) ->
     else:
         # A master becoming a replica offers its own history (replicationCacheMasterUsingMyself).
         cached = (state.replid, state.offset, 0)
+    # Clients blocked on this server (BLPOP, WAIT, ...) are told it changed roles, and closed
+    # once told (disconnectAllBlockedClients: CLIENT_CLOSE_AFTER_REPLY).
+    for client in server.blocking.unblock_all(RedisError(errors.UNBLOCKED_ROLE_CHANGED),
+                                              spare=pause.is_held):
+        client.close()
     state.link = link = Link(server, host, port, cached)
     server.config.set("replicaof", f"{host} {port}")  # (CONFIG GET and REWRITE show it)
     server.config.note_replicating(True)

@@ -113,6 +113,9 @@ LPOS_RANK_ZERO = (
 LPOS_COUNT_NEGATIVE = "ERR COUNT can't be negative"
 LPOS_MAXLEN_NEGATIVE = "ERR MAXLEN can't be negative"
 UNBLOCKED = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+# A blocked command when its server becomes a replica (disconnectAllBlockedClients).
+UNBLOCKED_ROLE_CHANGED = ("UNBLOCKED force unblock from blocking operation, instance state "
+                          "changed (master -> replica?)")
 UNBLOCK_REASON = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 
 UNKNOWN_COMMAND = "ERR unknown command '{}', with args beginning with: {}"

@@ -309,3 +309,39 @@ def test_failover_swaps_the_roles_and_keeps_the_data(master_kind, target_kind):
             connection.close()
         for server in (other, target, master):
             server.stop()
+
+
+def _role_change_seen_by_blocked_clients(kind: str) -> tuple:
+    """What a blocked BLPOP and a write held by CLIENT PAUSE see when their server becomes a
+    replica (REPLICAOF host port): the first is told and closed, the second runs afterwards."""
+    master, server = _start(kind), _start(kind)
+    admin, blocked, held = RawClient(server.port), RawClient(server.port), RawClient(server.port)
+    try:
+        blocked.send("BLPOP", "list", "0")
+        wait_blocked(admin)
+        assert admin.call("CLIENT", "PAUSE", "100000", "WRITE") == b"OK"
+        held.send("LPUSH", "other", "x")
+        wait_until(lambda: b"cmd=lpush" in admin.call("CLIENT", "LIST"),
+                   "the LPUSH held by the pause")
+        assert admin.call("REPLICAOF", "127.0.0.1", str(master.port)) == b"OK"
+        told = blocked.read_until_closed()
+        assert admin.call("CLIENT", "UNPAUSE") == b"OK"
+        after_pause = held.read()
+        errorstats = admin.call("INFO", "errorstats").decode().split()
+        blpop = [line for line in admin.call("INFO", "commandstats").decode().split()
+                 if line.startswith("cmdstat_blpop:")]
+        return (told, after_pause, sorted(line for line in errorstats if "UNBLOCKED" in line),
+                [field for line in blpop for field in line.split(":", 1)[1].split(",")
+                 if field.startswith(("calls", "failed_calls"))])
+    finally:
+        for client in (admin, blocked, held):
+            client.close()
+        server.stop()
+        master.stop()
+
+
+def test_blocked_clients_are_told_when_their_server_becomes_a_replica():
+    seen = _role_change_seen_by_blocked_clients("minired")
+    assert seen == _role_change_seen_by_blocked_clients("redis")
+    assert seen[0] == (b"-UNBLOCKED force unblock from blocking operation, instance state "
+                       b"changed (master -> replica?)\r\n")
