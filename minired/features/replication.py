@@ -440,10 +440,16 @@ class Master:
         if self.replicas:
             period = max(1, int(self.server.config.get("repl-ping-replica-period") or 10))
             self._cron_loops += 1
-            if (self._cron_loops % period == 0 and self.server.pause is None
-                    and self.link is None):  # (none while paused, as Redis)
+            if self._cron_loops % period == 0 and self.link is None and not self._pings_held():
                 self._write(_PING)
             self._arm_ping()
+
+    def _pings_held(self) -> bool:
+        """replicationCron sends no PING while the clients are paused for a failover that has a
+        deadline (failover_end_time): its target's offset must catch up with one that holds
+        still. Any other pause, CLIENT PAUSE's included, leaves the PINGs going."""
+        failover = self.failover
+        return failover is not None and failover.end_ms > 0 and self.server.pause is not None
 
     # --- acknowledgements and WAIT -----------------------------------------------------------------
 

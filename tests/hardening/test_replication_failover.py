@@ -11,6 +11,7 @@ old master continues from its new master without a full sync.
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
@@ -206,6 +207,49 @@ def _abort_and_timeout(kind: str) -> list:
         client.close()
         writer.close()
         master.stop()
+
+
+def _pings_during_pauses(kind: str) -> list:
+    """Whether the master's PINGs (every second here) move its offset while writes are held:
+    by CLIENT PAUSE (they do), by a failover with a TIMEOUT (they do not: the target is to
+    catch up with an offset that holds still), by one without (they do)."""
+    master = _start(kind, "--repl-ping-replica-period", "1")
+    client = RawClient(master.port)
+    replica = SilentReplica(master.port, 7777)
+
+    def offset() -> int:
+        return int(info_field(client, "replication", "master_repl_offset"))
+
+    def pinged(since: int) -> bool:
+        wait_until(lambda: offset() > since, "a PING during the pause")
+        return True
+
+    seen = []
+    try:
+        wait_until(lambda: 7777 in _online_ports(client), "the silent replica online")
+        seen.append(client.call("CLIENT", "PAUSE", "60000", "WRITE"))
+        seen.append(pinged(offset()))
+        seen.append(client.call("CLIENT", "UNPAUSE"))
+        client.call("SET", "k", "v")  # (the master's offset passes the replica's)
+        seen.append(client.call("FAILOVER", "TO", "127.0.0.1", "7777", "TIMEOUT", "60000"))
+        held = offset()
+        time.sleep(2.5)  # (two and more PING periods: none may come)
+        seen.append(offset() == held)
+        seen.append(client.call("FAILOVER", "ABORT"))
+        seen.append(client.call("FAILOVER", "TO", "127.0.0.1", "7777"))
+        seen.append(pinged(offset()))
+        seen.append(client.call("FAILOVER", "ABORT"))
+        return seen
+    finally:
+        replica.close()
+        client.close()
+        master.stop()
+
+
+def test_pings_go_on_during_a_pause_but_not_a_failover_with_a_timeout():
+    seen = _pings_during_pauses("minired")
+    assert seen == _pings_during_pauses("redis")
+    assert seen == [b"OK", True, b"OK", b"OK", True, b"OK", b"OK", True, b"OK"]
 
 
 def test_failover_abort_and_timeout_as_redis():
