@@ -6,7 +6,8 @@ data.
 A command whose effect depends on the clock or on chance is logged as what it did: relative
 TTLs become absolute ones (`SET ... PXAT`, `PEXPIREAT`, `RESTORE ... ABSTTL`) and a TTL already
 past becomes `DEL`; SPOP becomes SREM (or DEL once the set is gone), INCRBYFLOAT and
-HINCRBYFLOAT the SET/HSET of their result, GETDEL a DEL; a blocking command is logged as its non-blocking
+HINCRBYFLOAT the SET/HSET of their result, GETDEL a DEL, GETSET a SET and SET ... GET a SET
+without its GET; a blocking command is logged as its non-blocking
 form (BLPOP as LPOP of the key it popped, BLMOVE as LMOVE, BZMPOP as ZPOPMIN/ZPOPMAX with the
 count it popped ...); XADD `*` with the ID it generated and an approximate trim (`~`) as the
 exact trim it came to; XREADGROUP, XCLAIM and XAUTOCLAIM as one `XCLAIM ... TIME RETRYCOUNT
@@ -73,10 +74,17 @@ def _string_as_it_is(db: Any, key: bytes) -> Effects:
 
 
 def _set(db: Any, argv: list, reply: Any) -> Effects:
+    if len(argv) == 3:
+        return [argv]
     for arg in argv[3:]:
         if arg.lower() in _TTL_OPTIONS:
             return _string_as_it_is(db, argv[1])
-    return [argv]
+    # Without its GET, the rest as sent (setGenericCommand; GET comes at most once)
+    return [[arg for i, arg in enumerate(argv) if i < 3 or arg.lower() != b"get"]]
+
+
+def _getset(db: Any, argv: list, reply: Any) -> Effects:
+    return [[b"SET", argv[1], argv[2]]]  # (getsetCommand: rewriteClientCommandArgument)
 
 
 def _setex(db: Any, argv: list, reply: Any) -> Effects:  # SETEX/PSETEX key ttl value
@@ -356,7 +364,7 @@ _LAZYFREE_SETTING = {**dict.fromkeys((b"expire", b"pexpire", b"expireat", b"pexp
                      b"getdel": "lazyfree-lazy-user-del"}
 
 _REWRITES: dict[bytes, Callable[[Any, list, Any], Effects]] = {
-    b"set": _set, b"setex": _setex, b"psetex": _setex, b"getex": _getex,
+    b"set": _set, b"getset": _getset, b"setex": _setex, b"psetex": _setex, b"getex": _getex,
     b"expire": _expire, b"pexpire": _expire, b"expireat": _expire, b"pexpireat": _expire,
     b"restore": _restore, b"getdel": _getdel,
     b"spop": _spop, b"incrbyfloat": _incrbyfloat, b"hincrbyfloat": _hincrbyfloat,

@@ -242,6 +242,9 @@ SAME_RECORDS = [
     ("EVAL", "redis.call('set','e2','1') return 1", "0"),
     ("CONFIG", "SET", "lazyfree-lazy-expire", "yes"), ("SET", "u", "1", "PX", "1"),
     ("DEBUG", "SLEEP", "0.01"), ("GET", "u"), ("SET", "b", "1"), ("EXPIRE", "b", "-1"),
+    ("GETSET", "g", "1"), ("getset", "g", "2"), ("SET", "g", "3", "GET"),
+    ("set", "g", "4", "KEEPTTL", "get"), ("SET", "g", "5", "GET", "XX"),
+    ("SET", "g", "6", "NX", "GET"), ("SET", "g", "7", "GET", "EX", "100"),
 ]
 
 
