@@ -55,6 +55,15 @@ _PING_AUTH_ERRORS = tuple(code.encode() for code in PING_AUTH_ERRORS)
 
 RETRY_SECONDS = 1.0
 ACK_SECONDS = 1.0
+# What the link logs when it has read nothing from its master for repl-timeout seconds, by its
+# state (replicationCron): it then starts again, as after any other failure.
+_TIMEOUT_CONNECTING = "Timeout connecting to the MASTER..."
+_TIMEOUTS = {
+    "connecting": _TIMEOUT_CONNECTING, "handshake": _TIMEOUT_CONNECTING,
+    "sync": "Timeout receiving bulk data from MASTER... If the problem persists try to set the "
+            "'repl-timeout' parameter in redis.conf to a larger value.",
+    "connected": "MASTER timeout: no data nor PING received...",
+}
 
 
 class HandshakeError(Exception):
@@ -92,14 +101,15 @@ class Link:
         self.server = server
         self.host = host
         self.port = port
-        self.state = "connect"  # connect, connecting, sync, connected (ROLE's words)
+        # connect, connecting, handshake (until PSYNC's answer), sync (the snapshot's transfer),
+        # connected: ROLE's words
+        self.state = "connect"
         # slave_repl_offset: the stream bytes applied, and the ID of that stream: what PSYNC
         # asks to continue (`cached`: the history this server held before).
         self.synced = cached is not None
         self.master_replid, self.offset, stream_db = (
             cached if cached is not None else (server.run_id, -1, 0))
         self.last_io = time.monotonic()
-        self.sync_started = 0.0
         self.link_down_since = time.monotonic()
         self.master_client = Client(server, addr=f"{host}:{port}")
         self.master_client.flags = "M"
@@ -109,6 +119,7 @@ class Link:
         self._writer: asyncio.StreamWriter | None = None
         self._task: asyncio.Task | None = None
         self._ack_timer: Any = None
+        self._watch_timer: Any = None
         self.stopped = False
         # Records read from the master but not applied: a CLIENT PAUSE WRITE holds the master's
         # writes, and everything after the first held one waits in order (slave_read_repl_offset
@@ -122,17 +133,22 @@ class Link:
 
     def start(self) -> None:
         self._task = self.server.loop.create_task(self._run())
+        self._watch_timer = self.server.loop.call_later(1.0, self._watch)
 
     def stop(self) -> None:
         self.stopped = True
         if self._ack_timer is not None:
             self._ack_timer.cancel()
+        if self._watch_timer is not None:
+            self._watch_timer.cancel()
         if self._task is not None:
             self._task.cancel()
         if self._writer is not None:
             self._writer.close()
 
-    async def _run(self) -> None:
+    async def _run(self, delay: float = 0.0) -> None:
+        if delay:
+            await asyncio.sleep(delay)
         while not self.stopped:
             try:
                 await self._replicate()
@@ -145,6 +161,24 @@ class Link:
             self._link_down()
             if not self.stopped:
                 await asyncio.sleep(RETRY_SECONDS)
+
+    def _watch(self) -> None:
+        """replicationCron's timeouts, each second: a connection, handshake, snapshot transfer
+        or link that has read nothing from the master for repl-timeout seconds (a master that
+        hangs, or the network) is given up, logged, and the link starts again a second later,
+        asking to continue where it was."""
+        self._watch_timer = None
+        if self.stopped:
+            return
+        message = _TIMEOUTS.get(self.state)
+        timeout = int(self.server.config.get("repl-timeout"))
+        if message is not None and time.monotonic() - self.last_io > timeout:
+            log.warning(message)
+            if self._task is not None:
+                self._task.cancel()  # (a connect that hangs has no writer to close)
+            self._link_down()
+            self._task = self.server.loop.create_task(self._run(delay=RETRY_SECONDS))
+        self._watch_timer = self.server.loop.call_later(1.0, self._watch)
 
     def _drop(self) -> None:
         """Close the connection to the master: the link reconnects, and asks to continue."""
@@ -168,12 +202,14 @@ class Link:
 
     async def _replicate(self) -> None:
         self.state = "connecting"
+        self.last_io = time.monotonic()  # (repl_transfer_lastio: the timeout counts from here)
         # bind-source-addr: the local address the link leaves from (Redis's connection to its
         # master binds it when set).
         source = self.server.config.get("bind-source-addr")
         reader, writer = await asyncio.open_connection(
             self.host, self.port, local_addr=(source, 0) if source else None)
         self._writer = writer
+        self.state = "handshake"
         config = self.server.config
 
         async def ask(*argv: bytes) -> bytes:
@@ -196,8 +232,6 @@ class Link:
         if announced:
             await ask(b"REPLCONF", b"ip-address", announced.encode())
         await ask(b"REPLCONF", b"capa", b"psync2")
-        self.state = "sync"
-        self.sync_started = time.monotonic()
         state = replication.master(self.server)
         # A master failing over to this link's master asks it to take over (failover.py).
         failover = state.failover if state.failover is not None and \
@@ -241,6 +275,7 @@ class Link:
         elif reply.startswith(b"+FULLRESYNC"):
             if failover is not None:
                 failover.psync_answered(accepted=True)  # (before the transfer, as Redis)
+            self.state = "sync"
             _, replid, offset = reply.split()
             payload = await self._rdb(reader)
             loaded = self._load(payload)
@@ -278,7 +313,17 @@ class Link:
         header = await self._line(reader)
         if not header.startswith(b"$") or header.startswith(b"$EOF:"):
             raise HandshakeError(f"Bad protocol from MASTER, the first byte is not '$': {header!r}")
-        return await reader.readexactly(int(header[1:]))
+        size = int(header[1:])
+        chunks = []
+        while size > 0:
+            # Read in parts, each one proof of life for the transfer's timeout (_watch).
+            chunk = await reader.read(min(size, 1 << 20))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"".join(chunks), size)
+            self.last_io = time.monotonic()
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
 
     def _load(self, payload: bytes) -> "rdb_file.Loaded":
         """Replace the data by the master's (keys already expired kept: the master deletes them).

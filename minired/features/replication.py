@@ -68,12 +68,16 @@ class Replica:
     class's limits count: output_limits.py)."""
 
     __slots__ = ("client", "listening_port", "announced_ip", "ack_offset", "ack_time",
-                 "stream_bytes")
+                 "stream_bytes", "acknowledges")
 
-    def __init__(self, client: "Client", listening_port: int, announced_ip: str = "") -> None:
+    def __init__(self, client: "Client", listening_port: int, announced_ip: str = "",
+                 acknowledges: bool = True) -> None:
         self.client = client
         self.listening_port = listening_port
         self.announced_ip = announced_ip
+        # False for a replica that attached with SYNC (Redis's CLIENT_PRE_PSYNC): it never
+        # sends REPLCONF ACK, so its silence is no sign of a hang.
+        self.acknowledges = acknowledges
         self.ack_offset = 0
         self.ack_time = time.monotonic()
         self.stream_bytes = 0
@@ -83,6 +87,12 @@ class Replica:
         """The address it announced, else its connection's (Redis's slave_addr, else the
         peer's): what INFO, ROLE and FAILOVER TO name it by."""
         return self.announced_ip or self.client.addr.rpartition(":")[0]
+
+    @property
+    def name(self) -> str:
+        """How the log names it (replicationGetSlaveName)."""
+        port = self.listening_port
+        return f"{self.ip}:{port}" if port else f"{self.ip}:<unknown-replica-port>"
 
 
 NO_REPLID = "0" * 40
@@ -276,7 +286,7 @@ class Master:
             c._send(snapshot)
         self._db = -1  # the new replica's stream starts with a SELECT
         self.sync_full += 1
-        self._attach(c)
+        self._attach(c, acknowledges=psync)
         log.info("Replica %s asks for synchronization; full resync at offset %d", c.addr,
                  self.offset_now)
 
@@ -286,10 +296,10 @@ class Master:
         self.replid = new_replid()
         self.replid2, self.second_replid_offset = NO_REPLID, -1
 
-    def _attach(self, c: "Client") -> None:
+    def _attach(self, c: "Client", acknowledges: bool = True) -> None:
         self.psync2.discard(c.id)
         self.replicas.append(Replica(c, self.listening_ports.pop(c.id, 0),
-                                     self.announced_ips.pop(c.id, "")))
+                                     self.announced_ips.pop(c.id, ""), acknowledges))
         self.server.hooks.add(self.server.hooks.disconnect, self.forget)
         if self._backlog_timer is not None:
             self._backlog_timer.cancel()
@@ -442,7 +452,18 @@ class Master:
             self._cron_loops += 1
             if self._cron_loops % period == 0 and self.link is None and not self._pings_held():
                 self._write(_PING)
+            self._drop_timed_out()
             self._arm_ping()
+
+    def _drop_timed_out(self) -> None:
+        """replicationCron: a replica that has acknowledged nothing for repl-timeout seconds
+        (stopped, hung, or cut off) is disconnected, its output no longer kept for it."""
+        timeout = int(self.server.config.get("repl-timeout"))
+        now = time.monotonic()
+        for replica in list(self.replicas):
+            if replica.acknowledges and now - replica.ack_time > timeout:
+                log.warning("Disconnecting timedout replica (streaming sync): %s", replica.name)
+                replica.client.kill()
 
     def _pings_held(self) -> bool:
         """replicationCron sends no PING while the clients are paused for a failover that has a

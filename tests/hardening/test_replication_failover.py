@@ -16,6 +16,7 @@ import time
 import pytest
 
 from minired.embed import SubprocessServer
+from tests.support.fake_replica import SilentReplica
 from tests.support.respclient import Err, RawClient, call_once, read_line
 from tests.support.servers import RedisServer, free_port
 from tests.support.waiting import (
@@ -47,28 +48,6 @@ def _read_command(sock: socket.socket, buffer: bytearray) -> list[bytes]:
         argv.append(bytes(buffer[:size]))
         del buffer[:size + 2]
     return argv
-
-
-class SilentReplica:
-    """A replica of our own: it attaches with PSYNC, announcing `listening_port`, reads its
-    snapshot and never acknowledges anything, so a failover to it waits for as long as the
-    test wants."""
-
-    def __init__(self, master_port: int, listening_port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", master_port), timeout=30)
-        buffer = bytearray()
-        for command in (b"REPLCONF listening-port %d\r\n" % listening_port,
-                        b"REPLCONF capa psync2\r\n"):
-            self.sock.sendall(command)
-            assert read_line(self.sock, buffer) == b"+OK"
-        self.sock.sendall(b"PSYNC ? -1\r\n")
-        assert read_line(self.sock, buffer).startswith(b"+FULLRESYNC")
-        size = int(read_line(self.sock, buffer)[1:])
-        while len(buffer) < size:
-            buffer += self.sock.recv(65536)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _online_ports(client: RawClient) -> set[int]:
