@@ -165,8 +165,8 @@ class Link:
     def _watch(self) -> None:
         """replicationCron's timeouts, each second: a connection, handshake, snapshot transfer
         or link that has read nothing from the master for repl-timeout seconds (a master that
-        hangs, or the network) is given up, logged, and the link starts again a second later,
-        asking to continue where it was."""
+        hangs, or the network) is given up, logged, and the link starts again (a handshake at
+        once, a link a second later), asking to continue where it was."""
         self._watch_timer = None
         if self.stopped:
             return
@@ -176,8 +176,14 @@ class Link:
             log.warning(message)
             if self._task is not None:
                 self._task.cancel()  # (a connect that hangs has no writer to close)
+            if self.state == "connected":
+                delay = RETRY_SECONDS  # (the master client freed: the next cron reconnects)
+            else:
+                # cancelReplicationHandshake(reconnect=1): again at once
+                log.info("Reconnecting to MASTER %s:%d after failure", self.host, self.port)
+                delay = 0.0
             self._link_down()
-            self._task = self.server.loop.create_task(self._run(delay=RETRY_SECONDS))
+            self._task = self.server.loop.create_task(self._run(delay=delay))
         self._watch_timer = self.server.loop.call_later(1.0, self._watch)
 
     def _drop(self) -> None:
