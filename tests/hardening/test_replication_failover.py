@@ -18,7 +18,7 @@ import pytest
 from minired.embed import SubprocessServer
 from tests.support.fake_replica import SilentReplica
 from tests.support.respclient import Err, RawClient, call_once, read_line
-from tests.support.servers import RedisServer, free_port
+from tests.support.servers import RedisServer, free_port, start_server
 from tests.support.waiting import (
     blocked_clients,
     info_field,
@@ -28,10 +28,6 @@ from tests.support.waiting import (
     wait_until,
 )
 from tests.support.workload import held_data
-
-
-def _start(kind: str, *args: str):
-    return RedisServer(*args).start() if kind == "redis" else SubprocessServer(*args).start()
 
 
 def _read_command(sock: socket.socket, buffer: bytearray) -> list[bytes]:
@@ -70,8 +66,8 @@ def _wait_state(client: RawClient, state: str) -> None:
 def _argument_errors(kind: str) -> list:
     """FAILOVER's errors, without replicas, with one (on the master and on the replica), and
     the PSYNC ... FAILOVER a target refuses."""
-    master = _start(kind)
-    replica = _start(kind)
+    master = start_server(kind)
+    replica = start_server(kind)
     client, other = RawClient(master.port), RawClient(replica.port)
     seen = []
     try:
@@ -115,7 +111,7 @@ def test_failover_argument_errors_are_redis_s():
 def _announced_addresses(kind: str) -> list:
     """Replicas that announce an address (replica-announce-ip): INFO and ROLE name them by it,
     and FAILOVER TO finds them by it, not by their connection's."""
-    master = _start(kind)
+    master = start_server(kind)
     replicas = [RedisServer("--replica-announce-ip", "10.1.2.3").start(),
                 SubprocessServer("--replica-announce-ip", "10.1.2.4").start()]
     client = RawClient(master.port)
@@ -149,7 +145,7 @@ def _abort_and_timeout(kind: str) -> list:
     """A failover waiting for a replica that never catches up: its state, what it refuses,
     the writes it holds (a CLIENT UNPAUSE does not release them), ABORT, and TIMEOUT without
     FORCE giving up."""
-    master = _start(kind)
+    master = start_server(kind)
     client, writer = RawClient(master.port), RawClient(master.port)
     replica = SilentReplica(master.port, 7777)
     seen = []
@@ -192,7 +188,7 @@ def _pings_during_pauses(kind: str) -> list:
     """Whether the master's PINGs (every second here) move its offset while writes are held:
     by CLIENT PAUSE (they do), by a failover with a TIMEOUT (they do not: the target is to
     catch up with an offset that holds still), by one without (they do)."""
-    master = _start(kind, "--repl-ping-replica-period", "1")
+    master = start_server(kind, "--repl-ping-replica-period", "1")
     client = RawClient(master.port)
     replica = SilentReplica(master.port, 7777)
 
@@ -245,7 +241,7 @@ def _forced_to_a_refusing_target(kind: str) -> list:
     target.bind(("127.0.0.1", free_port()))
     target.listen(1)
     target_port = target.getsockname()[1]
-    master = _start(kind)
+    master = start_server(kind)
     client = RawClient(master.port)
     replica = SilentReplica(master.port, target_port)
     seen = []
@@ -296,8 +292,8 @@ def test_a_refused_psync_failover_aborts_as_redis():
 def test_failover_swaps_the_roles_and_keeps_the_data(master_kind, target_kind):
     """FAILOVER TO the target: the target is the master, the old master its replica having
     continued (no full sync), another replica following; writes go on, on the new master."""
-    master = _start(master_kind)
-    target = _start(target_kind)
+    master = start_server(master_kind)
+    target = start_server(target_kind)
     other = SubprocessServer().start()
     client, new, third = RawClient(master.port), RawClient(target.port), RawClient(other.port)
     try:
@@ -337,7 +333,7 @@ def test_failover_swaps_the_roles_and_keeps_the_data(master_kind, target_kind):
 def _role_change_seen_by_blocked_clients(kind: str) -> tuple:
     """What a blocked BLPOP and a write held by CLIENT PAUSE see when their server becomes a
     replica (REPLICAOF host port): the first is told and closed, the second runs afterwards."""
-    master, server = _start(kind), _start(kind)
+    master, server = start_server(kind), start_server(kind)
     admin, blocked, held = RawClient(server.port), RawClient(server.port), RawClient(server.port)
     try:
         blocked.send("BLPOP", "list", "0")

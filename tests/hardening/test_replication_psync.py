@@ -18,13 +18,9 @@ import pytest
 
 from minired.embed import SubprocessServer
 from tests.support.respclient import Err, RawClient, read_line
-from tests.support.servers import RedisServer, start_on_free_port, terminate
+from tests.support.servers import RedisServer, start_on_free_port, start_server, terminate
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import held_data
-
-
-def _start(kind: str, *args: str):
-    return RedisServer(*args).start() if kind == "redis" else SubprocessServer(*args).start()
 
 
 def _psync(port: int, replid: bytes, offset: int, psync2: bool = True) -> tuple:
@@ -57,7 +53,7 @@ def _stream(sock: socket.socket, buffer: bytearray, last: bytes) -> bytes:
 def _exchange(kind: str) -> list:
     """What a master answers the PSYNCs of a replica that went away and came back, with its
     replication ID shown as <id>."""
-    server = _start(kind, "--repl-backlog-size", "16kb", "--repl-ping-replica-period", "3600")
+    server = start_server(kind, "--repl-backlog-size", "16kb", "--repl-ping-replica-period", "3600")
     client = RawClient(server.port)
     seen = []
     try:
@@ -188,7 +184,7 @@ def test_minired_continues_from_a_redis_master_s_backlog_and_after_a_failover():
 def test_min_replicas_to_write_counts_the_replicas_acknowledging(kind):
     """Writes are refused with Redis's NOREPLICAS until a replica acknowledges, and again
     once it is gone; the replies are Redis's."""
-    master = _start(kind)
+    master = start_server(kind)
     client = RawClient(master.port)
     try:
         client.call("CONFIG", "SET", "min-replicas-to-write", "1")

@@ -8,21 +8,16 @@ import os
 import signal
 import time
 
-from minired.embed import SubprocessServer
 from tests.support.fake_replica import SilentReplica
 from tests.support.respclient import RawClient
-from tests.support.servers import RedisServer
+from tests.support.servers import RedisServer, start_server
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import held_data
 
 
-def _start(kind: str, *args: str):
-    return RedisServer(*args).start() if kind == "redis" else SubprocessServer(*args).start()
-
-
 def _replica_of_a_master_that_stops(kind: str, log) -> list:
     master = RedisServer().start()
-    replica = _start(kind, "--repl-timeout", "2", "--logfile", str(log))
+    replica = start_server(kind, "--repl-timeout", "2", "--logfile", str(log))
     client, link = RawClient(master.port), RawClient(replica.port)
     try:
         client.call("SET", "a", "1")
@@ -56,7 +51,7 @@ def test_a_replica_gives_up_a_master_that_stops_answering(tmp_path):
 
 
 def _master_of_silent_replicas(kind: str, log) -> list:
-    master = _start(kind, "--repl-timeout", "2", "--logfile", str(log))
+    master = start_server(kind, "--repl-timeout", "2", "--logfile", str(log))
     client = RawClient(master.port)
     silent = SilentReplica(master.port, 7777)
     old_style = SilentReplica(master.port, 7778, psync=False)
@@ -86,7 +81,7 @@ def _replica_of_a_master_that_never_answers(kind: str, log) -> list:
     """A master that accepts the connection but answers nothing (stopped): the replica is in
     its handshake (ROLE's word), not syncing, until repl-timeout gives the attempt up."""
     master = RedisServer().start()
-    replica = _start(kind, "--repl-timeout", "2", "--logfile", str(log))
+    replica = start_server(kind, "--repl-timeout", "2", "--logfile", str(log))
     client, link = RawClient(master.port), RawClient(replica.port)
     pid = int(info_field(client, "server", "process_id"))
     os.kill(pid, signal.SIGSTOP)

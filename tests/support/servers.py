@@ -273,6 +273,16 @@ class RedisServer:
         self.stop()
 
 
+def start_server(kind: str, *args: str):
+    """A redis-server ("redis") or a minired subprocess (anything else) started with args:
+    the two sides of a side-by-side test."""
+    if kind == "redis":
+        return RedisServer(*args).start()
+    from minired.embed import SubprocessServer
+
+    return SubprocessServer(*args).start()
+
+
 class MiniredProcess:
     """minired as a subprocess (python -m minired), on a free port."""
 
