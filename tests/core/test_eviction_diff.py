@@ -13,6 +13,7 @@ import pytest
 
 from minired.embed import EmbeddedServer
 from tests.support.respclient import Err, Push, RawClient
+from tests.support.waiting import wait_until
 
 
 def _info_field(client: RawClient, section: str, name: str) -> int:
@@ -197,6 +198,32 @@ def test_used_memory_follows_the_dataset():
         client = RawClient(server.port)
         try:
             _used_memory_follows(client)
+        finally:
+            client.close()
+
+
+def test_a_client_s_buffers_leave_the_figure_with_the_client(monkeypatch):
+    """Redis frees a client's buffers with the client (freeClient), so a write right after a
+    big client leaves is not refused or evicted for them. The figure reused between two
+    readings (CLIENTS_INTERVAL, an hour here once the buffer is counted) must not outlive a
+    client that left: under load, unit/maxmemory's fill after its clients closed evicted keys."""
+    from minired.features import eviction
+
+    with EmbeddedServer(port=0) as server:
+        client = RawClient(server.port)
+        loaded = RawClient(server.port)
+        try:
+            client.call("CONFIG", "SET", "maxmemory", "1gb")  # (the modelled figure)
+            before = _info_field(client, "memory", "used_memory")
+            # a command left incomplete: its 300 KB wait in the query buffer
+            loaded.sock.sendall(b"*2\r\n$3\r\nGET\r\n$400000\r\n" + b"x" * 300_000)
+            wait_until(lambda: _info_field(client, "memory", "used_memory") - before >= 300_000,
+                       "the query buffer counted")
+            monkeypatch.setattr(eviction, "CLIENTS_INTERVAL", 3600.0)
+            loaded.close()
+            wait_until(lambda: _info_field(client, "clients", "connected_clients") == 1,
+                       "the client left")
+            assert _info_field(client, "memory", "used_memory") - before < 10_000
         finally:
             client.close()
 
