@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
@@ -352,9 +351,9 @@ def test_subscriptions(diff, connect):
 # --- persistence, on servers of this test's own with save points --------------------------------
 
 @pytest.fixture(scope="module")
-def saving_pair():
+def saving_pair(tmp_path_factory):
     redis_server = RedisServer("--save", "3600 1000000").start()
-    minired_server = EmbeddedServer(dir=tempfile.mkdtemp(prefix="minired-info-"),
+    minired_server = EmbeddedServer(dir=str(tmp_path_factory.mktemp("minired-info")),
                                     save="3600 1000000").start()
     try:
         yield redis_server, minired_server

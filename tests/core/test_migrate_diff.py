@@ -28,9 +28,13 @@ def _start(kind: str):
     return _embedded()
 
 
-def _embedded() -> EmbeddedServer:
-    # (a directory of its own: no dump.rdb of the working directory's is loaded)
-    return EmbeddedServer(port=0, dir=tempfile.mkdtemp(prefix="minired-migrate-")).start()
+# Each embedded server gets a directory of its own (no dump.rdb of the working directory's is
+# loaded), inside one removed when the run ends.
+_DIRS = tempfile.TemporaryDirectory(prefix="minired-migrate-")
+
+
+def _embedded(**options) -> EmbeddedServer:
+    return EmbeddedServer(port=0, dir=tempfile.mkdtemp(dir=_DIRS.name), **options).start()
 
 
 # A deadline on a whole second plus 500 ms: the TTL MIGRATE sends is relative, so the target's
@@ -324,8 +328,7 @@ def test_a_cluster_node_migrates_with_restore_asking(kind):
 def test_an_idle_cached_connection_is_closed_after_10_seconds():
     """migrateCloseTimedoutSockets: kept while used within 10 s, closed once idle longer (the
     server's clock, moved by MINIRED ADVANCE, is what counts)."""
-    source = EmbeddedServer(port=0, time_control=True,
-                            dir=tempfile.mkdtemp(prefix="minired-migrate-")).start()
+    source = _embedded(time_control=True)
     target = RedisServer().start()
     src = RawClient(source.port)
     try:

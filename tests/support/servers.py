@@ -247,7 +247,7 @@ class RedisServer:
         self.port = port or (free_cluster_port() if self.cluster else free_port())
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args)
-        self.dir = tempfile.mkdtemp(prefix="redis-")
+        self.dir: str | None = None  # made by start(), removed by stop()
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -255,6 +255,8 @@ class RedisServer:
         return f"redis://{self.host}:{self.port}"
 
     def start(self) -> "RedisServer":
+        if self.dir is None:
+            self.dir = tempfile.mkdtemp(prefix="redis-")
         args = [
             redis_server_binary(), "--port", str(self.port), "--bind", self.host,
             "--save", "", "--appendonly", "no", "--dir", self.dir,
@@ -264,7 +266,9 @@ class RedisServer:
 
     def stop(self) -> None:
         terminate(self.proc)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
     def __enter__(self) -> "RedisServer":
         return self.start()
