@@ -284,7 +284,7 @@ class Server:
         if self.shutdown_requested:
             return
         self.shutdown_requested = True
-        for hook in self.hooks.shutdown:
+        for hook in list(self.hooks.shutdown):  # (a hook may remove itself as it runs)
             try:
                 hook()
             except Exception:

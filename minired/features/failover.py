@@ -13,7 +13,8 @@ with FORCE goes on with a target that did not catch up. FAILOVER ABORT ends it a
 
 The failover lives on the replication state (replication.Master.failover): a server that never
 had a replica never fails over, and pays nothing. It is checked where Redis checks it (beforeSleep
-and replicationCron): after the command, after each acknowledgement, and when the timeout falls.
+and replicationCron): after the command, after each acknowledgement, and when the timeout falls:
+on the server's clock, so MINIRED ADVANCE past it ends the wait as the time passing would.
 """
 from __future__ import annotations
 
@@ -98,14 +99,50 @@ class Failover:
             delay = max(self.end_ms - self.server.clock.ms(), 0) / 1000
             self.timer = loop.call_later(delay, self._on_timeout)
 
+    def _watch_deadline(self) -> None:
+        """A failover with a TIMEOUT: a timer for the time passing, and a listener for the
+        clock moved (MINIRED ADVANCE), which the timer, counting real seconds, knows nothing
+        of; the shutdown stops both (the failover itself dies with the server)."""
+        if not self.end_ms:
+            return
+        self._arm_timeout()
+        self.server.clock.listeners.append(self._on_clock_advanced)
+        self.server.hooks.shutdown.append(self._stop_watching)
+
+    def _stop_watching(self) -> None:
+        """The wait is over (the failover goes on, ended, or the server stops): no timer, and
+        nothing left on the clock's listeners or the shutdown hooks to keep this failover."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        server = self.server
+        for hooks, hook in ((server.clock.listeners, self._on_clock_advanced),
+                            (server.hooks.shutdown, self._stop_watching)):
+            try:
+                hooks.remove(hook)
+            except ValueError:
+                pass
+
+    def _past_deadline(self) -> bool:
+        """Whether the wait for the target is over (updateFailoverStatus's failover_end_time)."""
+        return 0 < self.end_ms <= self.server.clock.ms()
+
     def _on_timeout(self) -> None:
         self.timer = None
         if current(self.server) is not self or self.state != WAIT_FOR_SYNC:
             return
-        if self.end_ms > self.server.clock.ms():
+        if not self._past_deadline():
             self._arm_timeout()  # (the timer fired early: the server's clock decides)
             return
         self.check()
+
+    def _on_clock_advanced(self) -> None:
+        """MINIRED ADVANCE moved the clock: past the deadline, the wait ends at once, as a
+        CLIENT PAUSE's does (becoming the target's replica inside a command is what REPLICAOF
+        does too; only an acknowledgement waits for the end of the pass, its replica's client
+        being one that failing over may change)."""
+        if self._past_deadline():
+            self.check()
 
     def check(self) -> None:
         """updateFailoverStatus: past the timeout, fail over anyway (FORCE) or give up; else
@@ -113,7 +150,7 @@ class Failover:
         server = self.server
         if current(server) is not self or self.state != WAIT_FOR_SYNC:
             return
-        if self.end_ms and self.end_ms <= server.clock.ms():
+        if self._past_deadline():
             if self.force:
                 log.info("FAILOVER to %s:%d time out exceeded, failing over.", self.host, self.port)
                 self._fail_over()
@@ -136,9 +173,7 @@ class Failover:
         """failover-in-progress: this server becomes the target's replica (replicationSetMaster),
         its writes still paused until the target answers the PSYNC."""
         self.state = IN_PROGRESS
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        self._stop_watching()
         replica_link.replicate(self.server, self.host, self.port)
         set_role(self.server.config, replica=True)
 
@@ -187,7 +222,7 @@ def start(server: "Server", host: str | None, port: int, timeout_ms: int, force:
     end_ms = server.clock.ms() + timeout_ms if timeout_ms else 0
     failover = state.failover = Failover(server, host, port, end_ms, force)
     pause.pause_for(server, pause.FOR_FAILOVER)
-    failover._arm_timeout()
+    failover._watch_deadline()
     failover.schedule_check()
 
 
@@ -221,9 +256,7 @@ def clear(server: "Server") -> None:
     if failover is None:
         return
     state.failover = None
-    if failover.timer is not None:
-        failover.timer.cancel()
-        failover.timer = None
+    failover._stop_watching()
     pause.end_pause_for(server, pause.FOR_FAILOVER)
 
 
