@@ -125,7 +125,7 @@ class Failover:
 
     def _past_deadline(self) -> bool:
         """Whether the wait for the target is over (updateFailoverStatus's failover_end_time)."""
-        return 0 < self.end_ms <= self.server.clock.ms()
+        return self.end_ms != 0 and self.end_ms <= self.server.clock.ms()
 
     def _on_timeout(self) -> None:
         self.timer = None
@@ -200,6 +200,9 @@ def find_replica(state: replication.Master, host: str, port: int) -> replication
     return None
 
 
+_INT64 = 1 << 63
+
+
 def start(server: "Server", host: str | None, port: int, timeout_ms: int, force: bool) -> None:
     """FAILOVER [TO host port [FORCE]] [TIMEOUT ms], its arguments parsed: the checks in Redis's
     order, then the wait for the target, writes paused."""
@@ -219,7 +222,9 @@ def start(server: "Server", host: str | None, port: int, timeout_ms: int, force:
         log.info("FAILOVER requested to %s:%d.", host, port)
     else:
         log.info("FAILOVER requested to any replica.")
-    end_ms = server.clock.ms() + timeout_ms if timeout_ms else 0
+    # mstime() + timeout_ms in a long long: a TIMEOUT near 2^63 wraps to a deadline long gone,
+    # and Redis gives up at once; so does minired.
+    end_ms = (server.clock.ms() + timeout_ms + _INT64) % (2 * _INT64) - _INT64 if timeout_ms else 0
     failover = state.failover = Failover(server, host, port, end_ms, force)
     pause.pause_for(server, pause.FOR_FAILOVER)
     failover._watch_deadline()

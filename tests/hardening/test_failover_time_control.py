@@ -18,7 +18,7 @@ from minired.embed import EmbeddedServer
 from minired.features import failover
 from tests.support.fake_replica import SilentReplica
 from tests.support.respclient import RawClient
-from tests.support.servers import free_port
+from tests.support.servers import free_port, start_server
 from tests.support.waiting import blocked_clients, info_field, wait_blocked, wait_until
 
 from .test_replication_failover import _online_ports, _read_command
@@ -250,3 +250,25 @@ def test_shutdown_leaves_nothing_of_a_waiting_failover():
     server.clock.advance(SHORT_MS + PAST_MS)  # (nothing listens: the failover stays as it was)
     assert failover.state_name(server) == "waiting-for-sync"
 
+
+
+@pytest.mark.parametrize("kind", ["redis", "minired"])
+def test_a_timeout_that_overflows_the_deadline_gives_up_at_once(kind):
+    """Redis adds TIMEOUT to mstime() in a long long: near 2^63 the deadline wraps into the past
+    and the failover is aborted at once (within a cron tick). minired answers the same."""
+    server = start_server(kind)
+    client = RawClient(server.port)
+    replica = None
+    try:
+        replica = SilentReplica(server.port, 7777)
+        wait_until(lambda: 7777 in _online_ports(client), "the silent replica online")
+        client.call("SET", "k", "v")
+        assert client.call("FAILOVER", "TO", "127.0.0.1", "7777", "TIMEOUT",
+                           str((1 << 63) - 1)) == b"OK"
+        wait_until(lambda: _state(client) == "no-failover", "the failover given up")
+        assert client.call("SET", "k", "w") == b"OK"
+    finally:
+        if replica is not None:
+            replica.close()
+        client.close()
+        server.stop()
