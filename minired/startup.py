@@ -52,6 +52,8 @@ def prepare_server(server: Server, load: bool = True) -> Server:
         importlib.import_module(name).attach(server)
     if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
         importlib.import_module("minired.features.faults").attach(server)
+    if server.config.get("timeout") not in ("0", ""):  # (closing idle clients: the same)
+        importlib.import_module("minired.features.idle_clients").attach(server)
     if server.config.get("replicaof"):
         # replicaof in the config file or on the command line: a read-only replica from the
         # start, its data loaded as usual, connecting to its master once the data is loaded

@@ -300,6 +300,10 @@ def config_set(c, argv):
             c.server.tracking.limit_table(from_cron=True)
         elif name in ("maxmemory-clients", "maxmemory"):
             client_eviction.configure(c.server)
+        elif name == "timeout" and config.get(name) != "0":
+            from minired.features import idle_clients  # (first set: imported now)
+
+            idle_clients.configure(c.server)
         elif name == "client-output-buffer-limit" and c.server.output_buffer_guard is not None:
             c.server.output_buffer_guard.limits()  # (its threshold is read on every write)
     if persistence is not None:  # appendonly no, aof-disable-auto-gc no ...: at once, as in Redis
