@@ -438,6 +438,9 @@ class ClientProtocol:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+        keepalive = server.config.number("tcp-keepalive")
+        if keepalive and sock is not None:
+            _keep_alive(sock, keepalive)
         server.clients[client.id] = client
         for hook in server.hooks.connect:
             hook(client)
@@ -752,6 +755,24 @@ def bind_ip_literal(host: str, port: int) -> socket.socket | None:
         sock.setblocking(False)
         return sock
     return None
+
+
+def _keep_alive(sock: socket.socket, interval: int) -> None:
+    """tcp-keepalive on an accepted connection (createClient's anetKeepAlive): the kernel probes
+    a peer silent for `interval` seconds, then every interval/3, and drops the connection after
+    3 probes unanswered, so a client whose host vanished does not hold its connection (and
+    its blocked command, its memory) for ever. Read as each connection is accepted: CONFIG SET
+    applies to the next ones, as in Redis."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(interval // 3, 1))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+    except (OSError, AttributeError):
+        # As anetKeepAlive, whose failure Redis ignores: a unix socket keeps SO_KEEPALIVE
+        # alone, and an interval past the kernel's 32767 s leaves the kernel's default idle
+        # time (outside Linux there are no TCP_KEEP* options).
+        pass
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
