@@ -138,9 +138,23 @@ class PidFile:
                 pass
 
 
-def bind_tcp(bind: str, port: int) -> list[socket.socket]:
-    """Listening sockets on every address of `bind` (Redis's listenToPort), with Redis's
-    messages when one fails; StartupExit(1) then."""
+def _backlog_warning(backlog: int) -> None:
+    """checkTcpBacklogSettings: the kernel silently caps a listen backlog at somaxconn, so
+    Redis says when tcp-backlog asks for more."""
+    try:
+        with open("/proc/sys/net/core/somaxconn") as file:
+            somaxconn = int(file.readline().strip() or 0)
+    except (OSError, ValueError):
+        return
+    if 0 < somaxconn < backlog:
+        log.warning("WARNING: The TCP backlog setting of %d cannot be enforced because "
+                    "/proc/sys/net/core/somaxconn is set to the lower value of %d.",
+                    backlog, somaxconn)
+
+
+def bind_tcp(bind: str, port: int, backlog: int) -> list[socket.socket]:
+    """Listening sockets on every address of `bind` (Redis's listenToPort), queueing `backlog`
+    connections (tcp-backlog), with Redis's messages when one fails; StartupExit(1) then."""
     from minired.engine.server import listening_socket
 
     sockets = []
@@ -148,7 +162,7 @@ def bind_tcp(bind: str, port: int) -> list[socket.socket]:
         optional = address.startswith("-")
         host = {"*": "0.0.0.0", "::*": "::"}.get(address.lstrip("-"), address.lstrip("-"))
         try:
-            sockets.append(listening_socket(host, port))
+            sockets.append(listening_socket(host, port, backlog))
             if port == 0:  # the first address picked a free port: the others take the same one
                 port = sockets[0].getsockname()[1]
         except OSError as exc:
@@ -184,12 +198,15 @@ async def serve(loaded, own: dict, handler) -> None:
     unixsocket = config.get("unixsocket") or ""
     port = int(config.get("port"))
     # (port 0 with a unix socket: no TCP listener, as in Redis; without one: a free port)
-    sockets = bind_tcp(config.get("bind") or "127.0.0.1", port) if port or not unixsocket else []
+    backlog = config.number("tcp-backlog")
+    sockets = (bind_tcp(config.get("bind") or "127.0.0.1", port, backlog)
+               if port or not unixsocket else [])
     pidfile = PidFile(config.get("pidfile") or "/var/run/redis.pid")
     if config.get("pidfile") or config.get("daemonize") == "yes":
         pidfile.write()
     bound_port = sockets[0].getsockname()[1] if sockets else port
     show_art(handler, "standalone", bound_port)
+    _backlog_warning(backlog)
     log.warning("Server initialized")
     _memory_warnings()
     server = Server(config)

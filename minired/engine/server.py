@@ -171,10 +171,13 @@ class Server:
         self.stopped = asyncio.Event()
         for hook in self.hooks.start:
             hook()  # timers of the subsystems (persistence), on the loop the server runs on
+        # tcp-backlog: the queue of connections not accepted yet, unix socket's included (Redis
+        # listens on both with it); read here, as Redis reads it once (immutable).
+        backlog = self.config.number("tcp-backlog")
         if sockets:
             for sock in sockets:
                 self.listeners.append(await self.loop.create_server(
-                    lambda: ClientProtocol(self), sock=sock, backlog=511))
+                    lambda: ClientProtocol(self), sock=sock, backlog=backlog))
             self.host, self.port = host, sockets[0].getsockname()[1]
             self.config.set("port", self.port)
         elif port != -1 and host:
@@ -183,10 +186,10 @@ class Server:
                 sock = bind_ip_literal(h, port)
                 if sock is not None:
                     srv = await self.loop.create_server(lambda: ClientProtocol(self), sock=sock,
-                                                        backlog=511)
+                                                        backlog=backlog)
                 else:
                     srv = await self.loop.create_server(lambda: ClientProtocol(self), h, port,
-                                                        reuse_address=True, backlog=511)
+                                                        reuse_address=True, backlog=backlog)
                 self.listeners.append(srv)
                 if port == 0:
                     port = srv.sockets[0].getsockname()[1]
@@ -195,7 +198,8 @@ class Server:
         if unixsocket:
             if os.path.exists(unixsocket):
                 os.unlink(unixsocket)
-            srv = await self.loop.create_unix_server(lambda: ClientProtocol(self), unixsocket)
+            srv = await self.loop.create_unix_server(lambda: ClientProtocol(self), unixsocket,
+                                                     backlog=backlog)
             perm = int(self.config.get("unixsocketperm") or "0", 8)
             if perm:
                 os.chmod(unixsocket, perm)
@@ -213,9 +217,10 @@ class Server:
         for srv in tcp:
             srv.close()
             self.listeners.remove(srv)
-        sockets = _listening_sockets(bind, port) if port else []
+        backlog = self.config.number("tcp-backlog")
+        sockets = _listening_sockets(bind, port, backlog) if port else []
         if sockets is None:
-            sockets = (_listening_sockets(old_bind, old_port) or []) if old_port else []
+            sockets = (_listening_sockets(old_bind, old_port, backlog) or []) if old_port else []
             self._serve(sockets)
             return False
         self._serve(sockets)
@@ -226,7 +231,7 @@ class Server:
     def _serve(self, sockets: list) -> None:
         async def serve(sock: socket.socket) -> None:
             srv = await self.loop.create_server(lambda: ClientProtocol(self), sock=sock,
-                                                backlog=511)
+                                                backlog=self.config.number("tcp-backlog"))
             self.listeners.append(srv)
 
         for sock in sockets:
@@ -276,7 +281,8 @@ class Server:
     def restart(self) -> None:
         """After crash(): listen on the same address again and restart the crons (the data is
         as the crash left it)."""
-        self._serve(_listening_sockets(self.host, self.port) or [])
+        self._serve(_listening_sockets(self.host, self.port,
+                                       self.config.number("tcp-backlog")) or [])
         self._expire_task = self.loop.create_task(self._active_expire_loop())
 
     def request_shutdown(self) -> None:
@@ -775,18 +781,18 @@ def _keep_alive(sock: socket.socket, interval: int) -> None:
         pass
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
+def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     """A socket listening on host:port (OSError if it cannot be bound); connections queue
-    until the loop serves it."""
+    until the loop serves it, `backlog` of them at most (tcp-backlog)."""
     sock = bind_ip_literal(host, port)
     if sock is None:  # a host name
         sock = socket.create_server((host, port), reuse_port=False)
         sock.setblocking(False)
-    sock.listen(511)
+    sock.listen(backlog)
     return sock
 
 
-def _listening_sockets(bind: str, port: int) -> list | None:
+def _listening_sockets(bind: str, port: int, backlog: int) -> list | None:
     """Sockets listening on every address of a `bind` value (`*` any IPv4 address, `::*` any
     IPv6 one, a leading `-` for an address that may be missing), or None if one fails."""
     sockets: list[socket.socket] = []
@@ -794,7 +800,7 @@ def _listening_sockets(bind: str, port: int) -> list | None:
         optional = address.startswith("-")
         host = {"*": "0.0.0.0", "::*": "::"}.get(address.lstrip("-"), address.lstrip("-"))
         try:
-            sock = listening_socket(host, port)
+            sock = listening_socket(host, port, backlog)
         except OSError:
             if optional:
                 continue
