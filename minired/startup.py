@@ -50,6 +50,11 @@ def prepare_server(server: Server, load: bool = True) -> Server:
     to load_while_serving, once the server listens, as Redis's start-up order has it)."""
     for name in SUBSYSTEMS:
         importlib.import_module(name).attach(server)
+    # Expired and evicted values, for INFO lazyfreed_objects (the command modules are
+    # imported by load_commands only, in the command table's order).
+    freed = importlib.import_module("minired.commands.keys").lazy_freeing(server)
+    for db in server.keyspace.dbs:
+        db.on_freed = freed
     if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
         importlib.import_module("minired.features.faults").attach(server)
     if server.config.get("timeout") not in ("0", ""):  # (closing idle clients: the same)

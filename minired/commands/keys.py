@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import random
+from typing import Any, Callable
 
 import cython
 
@@ -11,6 +12,7 @@ from minired.commands.collection_scan import page
 from minired.commands.keys_object import LAZYFREE_THRESHOLD, free_effort
 from minired.data.glob import matcher
 from minired.data.keyspace import type_name
+from minired.data.packed import live
 from minired.data.quicklist import QuickList
 from minired.engine.args import parse_c_int, parse_int
 from minired.engine.blocking import Block
@@ -28,8 +30,25 @@ INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 
 
+def lazy_freeing(server) -> Callable[[Any, str], None]:
+    """Database.on_freed for `server`: a value the server deletes itself (expired, evicted)
+    goes to Redis's background thread, counted in INFO lazyfreed_objects, when its
+    lazyfree-lazy-<why> setting is yes and freeing it takes many allocations."""
+    values = server.config.values
+    stats = server.stats
+
+    def freed(value: Any, why: str) -> None:
+        if values[f"lazyfree-lazy-{why}"] == "yes" and \
+                free_effort(live(value), server) > LAZYFREE_THRESHOLD:
+            stats.lazyfreed_objects += 1
+
+    return freed
+
+
 @command("del", arity=-2, flags="write", keys=(1, -1, 1), group=G)
 def del_(c, argv):
+    if c.server.config.values["lazyfree-lazy-user-del"] == "yes":
+        return unlink(c, argv)  # (delCommand: delGenericCommand(c, lazyfree_lazy_user_del))
     db = c.db
     deleted = 0
     for key in argv[1:]:

@@ -31,7 +31,7 @@ cdef class Clock:
     cpdef object end_script(self)
 
 cdef class Database:
-    cdef public object index, avg_ttl_hint, tracking, notifier, on_expired, keytrack, own_expires
+    cdef public object index, avg_ttl_hint, tracking, notifier, on_expired, on_freed, keytrack, own_expires
     cdef public long long keyspace_hits, keyspace_misses, expired_lazily, dirty
     cdef public bint keep_expired
     cdef public dict data, expires, watchers, blocking_keys

@@ -157,7 +157,7 @@ class Database:
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
                  "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
                  "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty",
-                 "on_expired", "keytrack", "own_expires")
+                 "on_expired", "on_freed", "keytrack", "own_expires")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
         self.index = index
@@ -178,6 +178,10 @@ class Database:
         # Called with (db, key) as an expired key is deleted, lazily or by the active cycle:
         # the AOF logs it as a DEL, as Redis's propagateExpire.
         self.on_expired: Callable[["Database", bytes], None] | None = None
+        # Called with (value, why) as the server itself deletes a key's value, why being the
+        # lazyfree-lazy-<why> setting that decides whether Redis frees it in the background
+        # (INFO lazyfreed_objects counts that): "expire" here, "eviction" by key eviction.
+        self.on_freed: Callable[[Any, str], None] | None = None
         # INFO keyspace_hits/misses: counted by read() and read_typed() only (see there).
         self.keyspace_hits = 0
         self.keyspace_misses = 0
@@ -391,8 +395,10 @@ class Database:
         return self.expires.pop(key, None) is not None
 
     def _expire(self, key: bytes) -> None:
-        del self.data[key]
+        value = self.data.pop(key)
         del self.expires[key]
+        if self.on_freed is not None:
+            self.on_freed(value, "expire")
         if self.keytrack is not None:
             self.keytrack.gone(key)
         if self.on_expired is not None:

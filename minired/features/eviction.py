@@ -544,9 +544,11 @@ class Eviction:
             freed = track.sizes.get(key, 0)
         else:
             freed = key_size(key, db.data[key]) + (_EXPIRE_ENTRY if key in db.expires else 0)
-        del db.data[key]
+        value = db.data.pop(key)
         if db.expires:
             db.expires.pop(key, None)
+        if db.on_freed is not None:
+            db.on_freed(value, "eviction")
         track.gone(key)
         server = self.server
         server.stats.evicted_keys += 1

@@ -1,6 +1,7 @@
 """INFO lazyfreed_objects compared with real Redis: UNLINK frees a value in the background when
 freeing it takes more than 64 allocations (lazyfreeGetFreeEffort), FLUSHALL/FLUSHDB ASYNC every
-key (and a flush with neither word when lazyfree-lazy-user-flush is yes); CONFIG RESETSTAT
+key (and a flush with neither word when lazyfree-lazy-user-flush is yes), DEL, expiry and
+eviction as lazyfree-lazy-user-del, -expire and -eviction ask; CONFIG RESETSTAT
 zeroes the count."""
 from __future__ import annotations
 
@@ -62,3 +63,53 @@ def _scenario(port: int) -> list[int]:
 
 def test_lazyfreed_objects_as_redis(real_redis, mini):
     assert _scenario(mini.port) == _scenario(real_redis.port)
+
+
+def _lazy_settings_scenario(port: int) -> list[int]:
+    """DEL with lazyfree-lazy-user-del, a key's expiry with lazyfree-lazy-expire and key
+    eviction with lazyfree-lazy-eviction, each off then on: a value whose freeing takes many
+    allocations is then freed in the background (dbGenericDelete's async), as UNLINK's."""
+    client = RawClient(port)
+    client.call("FLUSHALL")
+    client.call("CONFIG", "RESETSTAT")
+    counts = []
+
+    def big(key: str) -> None:
+        client.call("SADD", key, *[f"m{i}" for i in range(100)])
+
+    try:
+        for setting in ("no", "yes"):
+            client.call("CONFIG", "SET", "lazyfree-lazy-user-del", setting)
+            big("big")
+            client.call("SET", "small", "v")
+            client.call("DEL", "big", "small", "missing")
+            counts.append(_lazyfreed(client))
+        for setting in ("no", "yes"):
+            client.call("CONFIG", "SET", "lazyfree-lazy-expire", setting)
+            big("expiring")
+            client.call("PEXPIRE", "expiring", 1)
+            wait_until(lambda: client.call("EXISTS", "expiring") == 0, "expired")
+            counts.append(_lazyfreed(client))
+        client.call("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+        for setting in ("no", "yes"):
+            client.call("CONFIG", "SET", "lazyfree-lazy-eviction", setting)
+            big("evicted")
+            client.call("SET", "small", "v")
+            client.call("CONFIG", "SET", "maxmemory", 1)
+            client.call("SET", "more", "v")  # (refused: everything evicted, still over)
+            client.call("CONFIG", "SET", "maxmemory", 0)
+            counts.append(_lazyfreed(client))
+            counts.append(client.call("DBSIZE"))
+    finally:
+        client.call("CONFIG", "SET", "maxmemory", 0)
+        client.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        for kind in ("user-del", "expire", "eviction"):
+            client.call("CONFIG", "SET", f"lazyfree-lazy-{kind}", "no")
+        client.close()
+    return counts
+
+
+def test_lazy_deletion_settings_as_redis(real_redis, mini):
+    expected = _lazy_settings_scenario(real_redis.port)
+    assert expected == [0, 1, 1, 2, 2, 0, 3, 0]
+    assert _lazy_settings_scenario(mini.port) == expected
