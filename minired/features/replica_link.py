@@ -233,7 +233,10 @@ class Link:
             reply = await ask(*argv)
             if reply.startswith(b"-"):
                 raise HandshakeError(f"Unable to AUTH to MASTER: {reply.decode(errors='replace')}")
-        await ask(b"REPLCONF", b"listening-port", b"%d" % self.server.port)
+        # The port the master lists this replica under (INFO, ROLE, what Sentinel connects
+        # to): replica-announce-port if set, as syncWithMaster sends it, else our own.
+        port = config.number("replica-announce-port") or self.server.port
+        await ask(b"REPLCONF", b"listening-port", b"%d" % port)
         announced = config.get("replica-announce-ip") or ""
         if announced:
             await ask(b"REPLCONF", b"ip-address", announced.encode())
@@ -468,7 +471,8 @@ class Link:
                    ("slave_priority", self.server.config.get("replica-priority")),
                    ("slave_read_only",
                     int(self.server.config.get("replica-read-only") == "yes")),
-                   ("replica_announced", 1)]
+                   ("replica_announced",
+                    int(self.server.config.get("replica-announced") == "yes"))]
         return fields
 
     def role(self) -> list:
