@@ -446,7 +446,7 @@ class ClientProtocol:
                 pass
         keepalive = server.config.number("tcp-keepalive")
         if keepalive and sock is not None:
-            _keep_alive(sock, keepalive)
+            keep_alive(sock, keepalive)
         server.clients[client.id] = client
         for hook in server.hooks.connect:
             hook(client)
@@ -763,8 +763,9 @@ def bind_ip_literal(host: str, port: int) -> socket.socket | None:
     return None
 
 
-def _keep_alive(sock: socket.socket, interval: int) -> None:
-    """tcp-keepalive on an accepted connection (createClient's anetKeepAlive): the kernel probes
+def keep_alive(sock: socket.socket, interval: int) -> None:
+    """tcp-keepalive on a client's connection (createClient's anetKeepAlive: accepted ones, and a
+    replica's link to its master once it is the master client): the kernel probes
     a peer silent for `interval` seconds, then every interval/3, and drops the connection after
     3 probes unanswered, so a client whose host vanished does not hold its connection (and
     its blocked command, its memory) for ever. Read as each connection is accepted: CONFIG SET

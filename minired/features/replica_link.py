@@ -40,6 +40,7 @@ from minired.data.keyspace import Clock
 from minired.engine import dispatch
 from minired.engine.client import Client
 from minired.engine.panic import server_panic
+from minired.engine.server import keep_alive
 from minired.engine.table import lookup
 from minired.features import pause, rdb_file, replication
 from minired.protocol import errors
@@ -302,6 +303,10 @@ class Link:
             raise HandshakeError(f"Unexpected reply to PSYNC from master: {reply!r}")
         self.state = "connected"
         self.master_client.closing = False
+        keepalive = self.server.config.number("tcp-keepalive")
+        sock = self._writer.get_extra_info("socket") if self._writer is not None else None
+        if keepalive and sock is not None:
+            keep_alive(sock, keepalive)  # (replicationCreateMasterClient's createClient)
         self.server.config.note_replicating(True, link_up=True)
         self.last_io = time.monotonic()
         log.info("MASTER <-> REPLICA sync: Finished with success")

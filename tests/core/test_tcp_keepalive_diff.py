@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.respclient import RawClient
 from tests.support.servers import start_server
+from tests.support.waiting import info_field, wait_until
 
 _SYS_PIDFD_OPEN, _SYS_PIDFD_GETFD = 434, 438  # (x86-64 and arm64 alike)
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -96,3 +97,26 @@ def test_accepted_connections_keep_alive_as_in_redis():
                      (0, kernel_idle, kernel_interval, kernel_count), (1, 30, 10, 3),
                      (1, kernel_idle, kernel_interval, kernel_count)]
     assert _scenario("minired") == redis
+
+
+@pytest.mark.parametrize("kind", ["redis", "minired"])
+def test_a_replica_s_link_to_its_master_keeps_alive(kind):
+    """The master client is a client (replicationCreateMasterClient calls createClient), so a
+    replica's link gets the same options once it is synced."""
+    master = start_server("redis")
+    replica = start_server(kind, "--tcp-keepalive", "9", "--replicaof", "127.0.0.1",
+                           str(master.port))
+    client = RawClient(replica.port)
+    try:
+        wait_until(lambda: info_field(client, "replication", "master_link_status") == "up",
+                   "the link up")
+        ends = _server_ends(replica.proc.pid)
+        try:
+            assert _keepalive(ends[master.port]) == (1, 9, 3, 3)
+        finally:
+            for sock in ends.values():
+                sock.close()
+    finally:
+        client.close()
+        replica.stop()
+        master.stop()
