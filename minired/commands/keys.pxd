@@ -14,5 +14,7 @@ cpdef object _ttl_generic(Client c, object key, bint in_ms, bint absolute)
 @cython.locals(db=Database, count=cython.Py_ssize_t)
 cpdef object _count_existing(Client c, list argv, bint touch)
 
+cpdef bint _lazy_user_del(Client c)
+
 cdef dict _EXPIRE_OPTIONS
 

@@ -45,10 +45,17 @@ def lazy_freeing(server) -> Callable[[Any, str], None]:
     return freed
 
 
+def _lazy_user_del(c) -> bool:
+    """lazyfree-lazy-user-del: DEL frees as UNLINK does (delCommand: delGenericCommand(c,
+    lazyfree_lazy_user_del)). A typed helper reading a derived C field: the value looked up
+    through the untyped handler's `c` cost a DEL ~800 instructions (a sixth of it)."""
+    return c.config.lazy_user_del
+
+
 @command("del", arity=-2, flags="write", keys=(1, -1, 1), group=G)
 def del_(c, argv):
-    if c.server.config.values["lazyfree-lazy-user-del"] == "yes":
-        return unlink(c, argv)  # (delCommand: delGenericCommand(c, lazyfree_lazy_user_del))
+    if _lazy_user_del(c):
+        return unlink(c, argv)
     db = c.db
     deleted = 0
     for key in argv[1:]:

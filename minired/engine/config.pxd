@@ -9,6 +9,7 @@ cdef class Config:
     cdef public long long slowlog_threshold_ns, latency_threshold_ns
     cdef public bint writes_need_replicas, bgsave_failed, writes_refused_on_disk, writes_refused
     cdef public bint replicating, writes_refused_on_replica, master_link_up, stale_refused
+    cdef public bint lazy_user_del
     cdef public long long good_replicas
     # (read per XADD and per socket read: a C call from modules that type the Config)
     cpdef object number(self, str name)

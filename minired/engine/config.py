@@ -243,7 +243,7 @@ class Config:
                  "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns", "latency_threshold_ns",
                  "writes_need_replicas", "bgsave_failed", "aof_write_error", "writes_refused_on_disk",
                  "writes_refused", "replicating", "writes_refused_on_replica", "master_link_up",
-                 "stale_refused", "good_replicas")
+                 "stale_refused", "good_replicas", "lazy_user_del")
 
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
@@ -326,6 +326,7 @@ class Config:
         self.maxmemory = self.number("maxmemory")
         self.busy_reply_threshold_ms = self.number("busy-reply-threshold")
         self.time_control = self.values["time-control"] == "yes"
+        self.lazy_user_del = self.values["lazyfree-lazy-user-del"] == "yes"  # (per DEL)
         # dispatch.call compares every command's duration with it; -1: the slow log is off.
         slower_than = int(self.values["slowlog-log-slower-than"])
         # (a C long long in compiled dispatch: capped)
