@@ -52,9 +52,7 @@ def prepare_server(server: Server, load: bool = True) -> Server:
         importlib.import_module(name).attach(server)
     # Expired and evicted values, for INFO lazyfreed_objects (the command modules are
     # imported by load_commands only, in the command table's order).
-    freed = importlib.import_module("minired.commands.keys").lazy_freeing(server)
-    for db in server.keyspace.dbs:
-        db.on_freed = freed
+    importlib.import_module("minired.commands.keys").watch_lazy_freeing(server)
     if server.config.get("fault-injection") == "yes":  # (off: the module is never imported)
         importlib.import_module("minired.features.faults").attach(server)
     if server.config.get("timeout") not in ("0", ""):  # (closing idle clients: the same)

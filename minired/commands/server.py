@@ -300,6 +300,11 @@ def config_set(c, argv):
             c.server.tracking.limit_table(from_cron=True)
         elif name in ("maxmemory-clients", "maxmemory"):
             client_eviction.configure(c.server)
+        elif name in ("lazyfree-lazy-expire", "lazyfree-lazy-eviction"):
+            # (imported here: the command modules load in the command table's order)
+            from minired.commands.keys import watch_lazy_freeing
+
+            watch_lazy_freeing(c.server)
         elif name == "timeout" and config.get(name) != "0":
             from minired.features import idle_clients  # (first set: imported now)
 
