@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from tests.support.respclient import Err, RawClient, encode_command, read_full_resync
-from tests.support.servers import MiniredProcess, RedisServer
+from tests.support.servers import NO_SYNC_DELAY, MiniredProcess, RedisServer
 from tests.support.waiting import info_field, wait_until
 
 _PING = encode_command(["PING"])
@@ -82,7 +82,7 @@ def test_an_error_in_reply_to_the_master_is_logged_counted_or_fatal(replica_kind
     # says so in the log ("== CRITICAL =="), counts it, and panics if propagation-error-behavior
     # asks (integration/replication-4's "Data divergence" tests).
     logfile = tmp_path / "replica.log"
-    with RedisServer("--enable-debug-command", "yes") as master, replica_kind(
+    with RedisServer("--enable-debug-command", "yes", *NO_SYNC_DELAY) as master, replica_kind(
             "--logfile", str(logfile), "--propagation-error-behavior", behavior,
             "--replicaof", "127.0.0.1", str(master.port)) as replica:
         admin, own = RawClient(master.port), RawClient(replica.port)

@@ -8,11 +8,11 @@ import pytest
 
 from minired.embed import SubprocessServer
 from tests.support.respclient import RawClient
-from tests.support.servers import RedisServer
+from tests.support.servers import NO_SYNC_DELAY, RedisServer
 from tests.support.waiting import info_field, wait_link_up, wait_until
 
 # A redis-server master sends its RDB at once (not after the default 5 s diskless delay).
-_REDIS_ARGS = ("--repl-diskless-sync-delay", "0")
+_REDIS_ARGS = NO_SYNC_DELAY
 
 
 def _start(kind: str, *args: str):

@@ -12,7 +12,7 @@ import socket
 import pytest
 
 from tests.support.respclient import RawClient
-from tests.support.servers import start_server
+from tests.support.servers import NO_SYNC_DELAY, start_server
 from tests.support.waiting import info_field, wait_until
 
 _SYS_PIDFD_OPEN, _SYS_PIDFD_GETFD = 434, 438  # (x86-64 and arm64 alike)
@@ -103,7 +103,7 @@ def test_accepted_connections_keep_alive_as_in_redis():
 def test_a_replica_s_link_to_its_master_keeps_alive(kind):
     """The master client is a client (replicationCreateMasterClient calls createClient), so a
     replica's link gets the same options once it is synced."""
-    master = start_server("redis", "--repl-diskless-sync-delay", "0")  # (no 5 s wait)
+    master = start_server("redis", *NO_SYNC_DELAY)
     replica = start_server(kind, "--tcp-keepalive", "9", "--replicaof", "127.0.0.1",
                            str(master.port))
     client = RawClient(replica.port)

@@ -15,7 +15,7 @@ import pytest
 from minired.embed import SubprocessServer
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import RedisServer
+from tests.support.servers import NO_SYNC_DELAY, RedisServer
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import (
     SCENARIOS,
@@ -30,7 +30,7 @@ from tests.support.workload import (
 @pytest.fixture(scope="module")
 def servers():
     """A redis-server master, minired replicating it, and a redis-server replicating it."""
-    master = RedisServer("--enable-debug-command", "yes").start()
+    master = RedisServer("--enable-debug-command", "yes", *NO_SYNC_DELAY).start()
     control = RedisServer("--replicaof", "127.0.0.1", str(master.port)).start()
     replica = SubprocessServer().start()
     client, control_client = RawClient(replica.port), RawClient(control.port)

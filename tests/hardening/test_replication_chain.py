@@ -24,7 +24,7 @@ import pytest
 from minired.embed import SubprocessServer
 from minired.features.rdb_format import Reader
 from tests.support.respclient import Err, RawClient, read_line
-from tests.support.servers import MiniredProcess, RedisServer, free_port
+from tests.support.servers import NO_SYNC_DELAY, MiniredProcess, RedisServer, free_port
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import (
     SCENARIOS,
@@ -35,7 +35,7 @@ from tests.support.workload import (
 )
 
 # A redis-server master sends its RDB at once (not after the default 5 s diskless delay).
-REDIS_ARGS = ("--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes")
+REDIS_ARGS = (*NO_SYNC_DELAY, "--enable-debug-command", "yes")
 MINIRED_ARGS = ("--enable-debug-command", "yes")
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from minired.embed import SubprocessServer
 from tests.support.respclient import Err, RawClient, read_line
-from tests.support.servers import RedisServer, start_on_free_port, start_server, terminate
+from tests.support.servers import NO_SYNC_DELAY, RedisServer, start_on_free_port, start_server, terminate
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import held_data
 
@@ -133,7 +133,7 @@ def test_a_redis_replica_continues_from_minired_s_backlog():
 
 
 def test_minired_continues_from_a_redis_master_s_backlog_and_after_a_failover():
-    master = RedisServer().start()
+    master = RedisServer(*NO_SYNC_DELAY).start()
     replica = SubprocessServer().start()
     client, mini = RawClient(master.port), RawClient(replica.port)
     try:
@@ -213,7 +213,7 @@ def test_min_replicas_to_write_counts_the_replicas_acknowledging(kind):
 # --- replicaof at start ------------------------------------------------------------------------
 
 def test_replicaof_in_the_config_file_and_on_the_command_line(tmp_path):
-    with RedisServer() as master:
+    with RedisServer(*NO_SYNC_DELAY) as master:
         RawClient(master.port).call("SET", "mirrored", "v")
         config = tmp_path / "minired.conf"
 

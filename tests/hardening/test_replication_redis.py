@@ -17,7 +17,7 @@ import redis
 from minired.embed import SubprocessServer
 from tests.support.differential import Differential
 from tests.support.respclient import Err, RawClient
-from tests.support.servers import RedisServer
+from tests.support.servers import NO_SYNC_DELAY, RedisServer
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up
 from tests.support.workload import (
     SCENARIOS,
@@ -160,7 +160,7 @@ def _stream_of(port: int) -> bytes:
 def fresh():
     """A redis-server and a minired of their own: a replica attaching leaves traces (offsets, a
     backlog) that the session's shared servers must not carry."""
-    with RedisServer() as real:
+    with RedisServer(*NO_SYNC_DELAY) as real:
         mini = SubprocessServer().start()
         try:
             yield real, mini

@@ -10,13 +10,13 @@ import time
 
 from tests.support.fake_replica import SilentReplica
 from tests.support.respclient import RawClient
-from tests.support.servers import RedisServer, start_server
+from tests.support.servers import NO_SYNC_DELAY, RedisServer, start_server
 from tests.support.waiting import info_field, wait_caught_up, wait_link_up, wait_until
 from tests.support.workload import held_data
 
 
 def _replica_of_a_master_that_stops(kind: str, log) -> list:
-    master = RedisServer().start()
+    master = RedisServer(*NO_SYNC_DELAY).start()
     replica = start_server(kind, "--repl-timeout", "2", "--logfile", str(log))
     client, link = RawClient(master.port), RawClient(replica.port)
     try:

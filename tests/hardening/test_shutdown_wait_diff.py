@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tests.support.respclient import Err, RawClient
 from tests.support.servers import (
+    NO_SYNC_DELAY,
     RedisServer,
     redis_server_binary,
     start_on_free_port,
@@ -38,7 +39,7 @@ class _Session:
         self.master, self.port = start_on_free_port(
             lambda port: [*command, "--port", str(port), "--save", "", "--dir", str(directory),
                           "--logfile", str(self.logfile), "--shutdown-timeout", str(timeout),
-                          "--repl-ping-replica-period", "3600"],
+                          "--repl-ping-replica-period", "3600", *NO_SYNC_DELAY],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.replica: RedisServer | None = None
         self.stopped = False

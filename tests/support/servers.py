@@ -236,6 +236,11 @@ def _launched(server, args: list, **popen):
     return server
 
 
+# For a redis-server that replicas attach to: it starts each full sync at once, as minired does,
+# instead of waiting repl-diskless-sync-delay (5 s by default) for more replicas to share it.
+NO_SYNC_DELAY = ("--repl-diskless-sync-delay", "0")
+
+
 class RedisServer:
     """A real redis-server on a free port, in a throwaway directory, persistence off."""
 
