@@ -21,7 +21,7 @@ from tests.support.respclient import RawClient
 from tests.support.servers import free_port, start_server
 from tests.support.waiting import blocked_clients, info_field, wait_blocked, wait_until
 
-from .test_replication_failover import _online_ports, _read_command
+from .test_replication_failover import _online_ports, _psync_to
 
 TIMEOUT_MS = 60_000
 SHORT_MS = 50_000  # (advanced first: 10 s short of the deadline)
@@ -66,19 +66,6 @@ def _waiting_on_silent_replica(srv: EmbeddedServer, port: int) -> tuple[RawClien
     wait_until(lambda: port in _online_ports(client), "the silent replica online")
     client.call("SET", "k", "v")  # (the master's offset passes the replica's)
     return client, replica
-
-
-def _psync_to(target: socket.socket) -> tuple[socket.socket, list[bytes]]:
-    """The target's side: accept the master's link, answer its handshake, and return the
-    connection with the PSYNC it sent."""
-    conn, _ = target.accept()
-    conn.settimeout(30)
-    buffer = bytearray()
-    while True:
-        argv = _read_command(conn, buffer)
-        if argv[0].upper() == b"PSYNC":
-            return conn, argv
-        conn.sendall(b"+PONG\r\n" if argv[0].upper() == b"PING" else b"+OK\r\n")
 
 
 def _logged(caplog, text: str) -> bool:

@@ -46,6 +46,20 @@ def _read_command(sock: socket.socket, buffer: bytearray) -> list[bytes]:
     return argv
 
 
+def _psync_to(target: socket.socket) -> tuple[socket.socket, list[bytes]]:
+    """The target's side of a failover: accept the master's link, answer its handshake, and
+    return the connection with the PSYNC it sent."""
+    target.settimeout(30)
+    conn, _ = target.accept()
+    conn.settimeout(30)
+    buffer = bytearray()
+    while True:
+        argv = _read_command(conn, buffer)
+        if argv[0].upper() == b"PSYNC":
+            return conn, argv
+        conn.sendall(b"+PONG\r\n" if argv[0].upper() == b"PING" else b"+OK\r\n")
+
+
 def _online_ports(client: RawClient) -> set[int]:
     """The listening ports of the replicas INFO shows online."""
     text = client.call("INFO", "replication").decode()
@@ -252,15 +266,7 @@ def _forced_to_a_refusing_target(kind: str) -> list:
         offset = int(info_field(client, "replication", "master_repl_offset"))
         seen.append(client.call("FAILOVER", "TO", "127.0.0.1", str(target_port), "TIMEOUT", "50",
                                 "FORCE"))
-        target.settimeout(30)
-        conn, _ = target.accept()
-        conn.settimeout(30)
-        buffer = bytearray()
-        while True:
-            argv = _read_command(conn, buffer)
-            if argv[0].upper() == b"PSYNC":
-                break
-            conn.sendall(b"+PONG\r\n" if argv[0].upper() == b"PING" else b"+OK\r\n")
+        conn, argv = _psync_to(target)
         seen.append(argv == [b"PSYNC", replid, b"%d" % (offset + 1), b"FAILOVER"])
         seen.append(_failover_state(client))
         seen.append(client.call("ROLE")[0])
