@@ -252,7 +252,7 @@ class RedisServer:
         self.port = port or (free_cluster_port() if self.cluster else free_port())
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args)
-        self.dir: str | None = None  # made by start(), removed by stop()
+        self.dir: str | None = None  # made by start() unless the caller gives one, removed by stop()
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -260,11 +260,15 @@ class RedisServer:
         return f"redis://{self.host}:{self.port}"
 
     def start(self) -> "RedisServer":
-        if self.dir is None:
+        # A caller's --dir (it comes later in the arguments, so it wins) is the caller's to
+        # remove: a directory made here would be left behind by a test that ends the server
+        # with SHUTDOWN instead of stop().
+        if self.dir is None and "--dir" not in self.extra_args:
             self.dir = tempfile.mkdtemp(prefix="redis-")
+        where = ("--dir", self.dir) if self.dir is not None else ()
         args = [
             redis_server_binary(), "--port", str(self.port), "--bind", self.host,
-            "--save", "", "--appendonly", "no", "--dir", self.dir,
+            "--save", "", "--appendonly", "no", *where,
             "--daemonize", "no", "--loglevel", "warning", *self.extra_args,
         ]
         return _launched(self, args)
