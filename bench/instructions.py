@@ -4,6 +4,7 @@ of a shared machine cannot move, so the one to compare changes by (needs valgrin
     python bench/instructions.py                  # the default loads, -P 1 and -P 16
     python bench/instructions.py "INCR counter"   # any command line(s)
     python bench/instructions.py --config maxmemory 1gb "GET k"   # after CONFIG SET(s)
+    python bench/instructions.py --evalsha --first-eval "return cjson.encode({1})"  # cjson built
 
 Requests are fed straight to a ClientProtocol in this process (no sockets, no client, so the
 kernel and uvloop are left out): each load runs twice under `valgrind --tool=callgrind` with
@@ -91,6 +92,8 @@ protocol.data_received(multibulk(b"CONFIG", b"SET", b"slowlog-log-slower-than", 
 for setting in {settings!r}:
     protocol.data_received(multibulk(b"CONFIG", b"SET", *setting))
 protocol.data_received(multibulk(b"RPUSH", b"src", *[b"0123456789abcdef"] * {most}))
+for script in {first!r}:  # --first-eval: e.g. a script using cjson, so that it is built
+    protocol.data_received(multibulk(b"EVAL", script, b"0"))
 protocol.data_received(multibulk(b"SCRIPT", b"LOAD", SCRIPT.encode()))
 sha = hashlib.sha1(SCRIPT.encode()).hexdigest().encode()
 calls = [multibulk(b"EVALSHA", sha, b"3", b"src", b"dst", b"lock:%012d" % n, b"token")
@@ -130,11 +133,14 @@ def per_request(command: str, pipeline: int, requests: tuple[int, int] = (1600, 
 
 
 def per_evalsha(pipeline: int, requests: tuple[int, int] = (1600, 4800),
-                settings: tuple = ()) -> float:
+                settings: tuple = (), first: tuple = ()) -> float:
+    """`first`: scripts EVALed once before the load (the libraries they reach are then built,
+    and their code is in the heap every collection walks)."""
     reads = (requests[0] // pipeline, requests[1] // pipeline)
     counts = [instructions([sys.executable, "-c", _EVALSHA_FEEDER.format(
         root=TREE, here=os.path.join(TREE, "bench"), pipeline=pipeline, count=count,
-        most=requests[1], settings=[(n.encode(), v.encode()) for n, v in settings])])
+        most=requests[1], settings=[(n.encode(), v.encode()) for n, v in settings],
+        first=[script.encode() for script in first])])
         for count in reads]
     return (counts[1] - counts[0]) / ((reads[1] - reads[0]) * pipeline)
 
@@ -170,6 +176,9 @@ def main() -> None:
                         help="RPUSH this many 16-byte elements into mylist first (LRANGE rows)")
     parser.add_argument("--tree", default=TREE, help="the checkout to measure (default: this one)")
     parser.add_argument("--evalsha", action="store_true", help="only the EVALSHA row")
+    parser.add_argument("--first-eval", action="append", default=[], metavar="SCRIPT",
+                        help="EVAL this script once before the EVALSHA row's load (e.g. one "
+                        "using cjson, which builds it), repeatable")
     opts = parser.parse_args()
     settings = tuple(opts.config)
     TREE = os.path.abspath(opts.tree)
@@ -182,8 +191,9 @@ def main() -> None:
               f"| {per_request(command, 1, settings=settings, prefill=opts.prefill):,.0f} |",
               flush=True)
     if not opts.commands:
-        print(f"| EVALSHA (compare.py's script) | {per_evalsha(16, settings=settings):,.0f} "
-              f"| {per_evalsha(1, settings=settings):,.0f} |", flush=True)
+        first = tuple(opts.first_eval)
+        print(f"| EVALSHA (compare.py's script) | {per_evalsha(16, settings=settings, first=first):,.0f} "
+              f"| {per_evalsha(1, settings=settings, first=first):,.0f} |", flush=True)
     if not opts.commands and not opts.no_queue and not opts.evalsha:
         print(f"| queue job (add + fetch + complete, in-process) | {per_queue_job():,.0f} per job | - |")
 
