@@ -6,11 +6,27 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 
+import pytest
+from redis.client import PubSub
 from rq import Queue, Retry, SimpleWorker, Worker
 from rq.job import JobStatus
 
 from tests.integration import jobs
 from tests.integration.support import signal_handlers_restored
+
+
+@pytest.fixture(autouse=True)
+def _pubsub_thread_that_stops_promptly(monkeypatch):
+    """RQ 3.0 runs its worker's pubsub thread with `sleep_time=60`, and redis-py 8.2's
+    `PubSubWorkerThread.stop()` waits for the thread, which, once unsubscribed, sleeps out
+    those 60 s: every worker's teardown took a minute, on Redis as on minired. A short poll
+    keeps the thread and what RQ does with it, without the minute."""
+    run_in_thread = PubSub.run_in_thread
+
+    def polling_briefly(self, sleep_time=0.0, *args, **kwargs):
+        return run_in_thread(self, min(sleep_time, 0.1), *args, **kwargs)
+
+    monkeypatch.setattr(PubSub, "run_in_thread", polling_briefly)
 
 
 def test_simple_worker_runs_results_failures_retries_and_dependencies(target, tmp_path):
