@@ -297,6 +297,11 @@ def _sort(c, argv: list, read_only: bool):
         options.dont_sort = False
         options.alpha = True
         options.by = None
+    if type(value) is ZSet:
+        # Redis converts a sorted set to a skiplist to sort it, SORT_RO and a failing SORT
+        # too, and never back (sortCommandGeneric's zsetConvert): OBJECT ENCODING, the ZSCAN
+        # paging and DUMP's format show it afterwards.
+        value.skiplist = True
     size = len(value)
     start = min(max(options.limit_start, 0), size)
     count = min(max(options.limit_count, -1), size)

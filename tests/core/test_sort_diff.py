@@ -203,6 +203,21 @@ def test_store_and_watch(diff):
         diff.check("EXEC")
 
 
+def test_a_sorted_set_is_a_skiplist_once_sorted(diff):
+    """SORT converts a listpack sorted set for good, SORT_RO and a SORT that fails too (the
+    ZSCAN paging changes with it, in cursors of its own: see docs/differences.md)."""
+    for command in (("SORT", "z", "ALPHA"), ("SORT_RO", "z", "BY", "nosort"),
+                    ("SORT", "z"), ("SORT", "z", "LIMIT", "5", "1")):
+        diff.check("ZADD", "z", "1", "a", "2", "b")
+        diff.check("OBJECT", "ENCODING", "z")
+        diff.check(*command)
+        diff.check("OBJECT", "ENCODING", "z")
+        diff.check("DUMP", "z")
+        diff.check("ZREM", "z", "a")
+        diff.check("OBJECT", "ENCODING", "z")
+        diff.check("DEL", "z")
+
+
 def test_ties(diff):
     """Equal weights: numeric sorts order the elements themselves, ALPHA keeps the list's order
     (a stable sort), and ALPHA with BY and a LIMIT follows pqsort's partitioning."""
