@@ -306,11 +306,10 @@ command("no-touch", arity=3, flags="admin noscript loading stale", parent="clien
 def client_no_evict(c, argv):
     _on_off(c, argv)
     eviction = client_eviction.of(c.server)
-    if argv[2].lower() == b"on":
-        eviction.no_evict.add(c.id)
-    else:
-        eviction.no_evict.discard(c.id)
-        eviction.check()  # (evictClients runs before the next command in Redis)
+    on = argv[2].lower() == b"on"
+    eviction.set_no_evict(c, on)
+    if not on:
+        eviction.check()  # (Redis evicts before it next sleeps, or runs a command)
     return OK
 
 

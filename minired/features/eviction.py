@@ -285,7 +285,8 @@ class Eviction:
     """One server's memory figure (Server.memory) and eviction."""
 
     __slots__ = ("server", "epoch", "pool", "next_db", "samples_of", "evicting",
-                 "_policy", "startup", "peak", "clients_value", "clients_taken", "dataset")
+                 "_policy", "startup", "peak", "clients_value", "clients_taken", "dataset",
+                 "clients_evicted")
 
     def __init__(self, server: "Server") -> None:
         self.server = server
@@ -301,6 +302,7 @@ class Eviction:
         self.peak = STARTUP_MEMORY  # INFO used_memory_peak: the largest figure reported
         self.clients_value = 0
         self.clients_taken = float("-inf")
+        self.clients_evicted = 0  # client eviction's count when clients_value was taken
         self.dataset = Dataset()
 
     # --- the memory figure -------------------------------------------------------------------
@@ -403,13 +405,15 @@ class Eviction:
         """The memory admission hook (hooks.MemoryAdmission): evict as the policy allows; True if still over maxmemory
         with nothing left to evict (EVICT_FAIL). (Under maxmemory, the usual case, it costs
         the figure and one comparison.)"""
+        clients = self.server.hooks.client_eviction
+        if clients is not None and clients.evicted != self.clients_evicted:
+            # evictClients came first (dispatch asks it before this, as processCommand does):
+            # the clients' buffers over maxmemory-clients went before any key may, and the
+            # clients' figure is taken again without them.
+            self.clients_evicted = clients.evicted
+            self.clients_taken = float("-inf")
         if self.used() <= self.server.config.maxmemory:
             return False
-        clients = self.server.hooks.client_eviction
-        if clients is not None and clients.check():
-            # evictClients comes first (processCommand): the clients' buffers over
-            # maxmemory-clients go before any key does, and the figure is taken again.
-            self.clients_taken = float("-inf")
         return self.perform() == _FAIL
 
     def perform(self) -> int:

@@ -121,9 +121,9 @@ class OutputBufferGuard:
         pending = protocol.transport.get_write_buffer_size() + size
         eviction = self.server.hooks.client_eviction
         if eviction is not None and pending:
-            # Replies wait: the clients' memory grew (checked after the limits, which Redis
+            # Replies wait: the client's memory grew (checked after the limits, which Redis
             # enforces first).
-            eviction.check()
+            eviction.after_write(protocol)
             return client.closing
         return False
 
