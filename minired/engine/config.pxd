@@ -10,6 +10,9 @@ cdef class Config:
     cdef public bint writes_need_replicas, bgsave_failed, writes_refused_on_disk, writes_refused
     cdef public bint replicating, writes_refused_on_replica, master_link_up, stale_refused
     cdef public bint lazy_user_del
+    # Whether dispatch runs its memory checks before a command (maxmemory or maxmemory-clients
+    # set): one C test per command while neither is.
+    cdef public bint memory_checks, clients_limited
     cdef public long long good_replicas
     # (read per XADD and per socket read: a C call from modules that type the Config)
     cpdef object number(self, str name)

@@ -243,7 +243,8 @@ class Config:
                  "busy_reply_threshold_ms", "time_control", "slowlog_threshold_ns", "latency_threshold_ns",
                  "writes_need_replicas", "bgsave_failed", "aof_write_error", "writes_refused_on_disk",
                  "writes_refused", "replicating", "writes_refused_on_replica", "master_link_up",
-                 "stale_refused", "good_replicas", "lazy_user_del")
+                 "stale_refused", "good_replicas", "lazy_user_del", "memory_checks",
+                 "clients_limited")
 
     def __init__(self, **overrides: object) -> None:
         """Defaults plus start-up values (keyword names may use '_' for '-'); a value the
@@ -324,6 +325,12 @@ class Config:
         self.client_query_buffer_limit = self.number("client-query-buffer-limit")
         self.maxclients = self.number("maxclients")
         self.maxmemory = self.number("maxmemory")
+        # maxmemory-clients set (a size, or a percentage even of no maxmemory): client eviction
+        # runs before every command, as Redis's processCommand calls evictClients whenever its
+        # buckets exist. One flag with maxmemory, so that dispatch tests a single C value per
+        # command when both are off (the default).
+        self.clients_limited = self.values["maxmemory-clients"] not in ("0", "0%")
+        self.memory_checks = bool(self.maxmemory) or self.clients_limited
         self.busy_reply_threshold_ms = self.number("busy-reply-threshold")
         self.time_control = self.values["time-control"] == "yes"
         self.lazy_user_del = self.values["lazyfree-lazy-user-del"] == "yes"  # (per DEL)

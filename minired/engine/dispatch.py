@@ -156,8 +156,8 @@ def _execute(c: "Client", argv: list) -> Any:
             return redirected
         if c.config.stale_refused and _denied_stale(c, spec, argv):
             return _reject(c, spec, errors.MASTERDOWN)
-    if c.config.maxmemory and _refused_for_memory(c, spec):
-        if c.closing:  # the admission evicted this very client (maxmemory-clients): the
+    if c.config.memory_checks and _refused_for_memory(c, spec):
+        if c.closing:  # client eviction took this very client (maxmemory-clients): the
             return None  # command is not run (processCommand returns, the client freed)
         return _reject(c, spec, errors.OOM)
     if c.flags == "O" and _touches_keyspace(spec):  # O: a monitor (MONITOR)
@@ -234,16 +234,26 @@ _MULTI_WITHOUT_MEMORY = frozenset({"exec", "discard", "quit", "reset"})
 
 
 def _refused_for_memory(c: "Client", spec: CommandSpec) -> bool:
-    """processCommand's maxmemory handling, asked only while maxmemory is set, before any
-    command is run or queued: the memory admission hook (hooks.MemoryAdmission) frees what
-    maxmemory-policy allows and says whether memory is still over maxmemory; if so, a command
-    flagged denyoom is refused, and so is an EXEC that queued one; inside MULTI every command
-    is, but EXEC, DISCARD, QUIT and RESET (queuing takes memory too). Not while a script is
-    busy: the server only serves allow-busy commands then, and evicting would mix its
-    propagation. True too when the hook evicted the client itself (client eviction comes
-    first): its command is not run."""
+    """processCommand's memory handling, asked only while maxmemory or maxmemory-clients is
+    set, before any command is run or queued. First evictClients: the client eviction hook
+    (hooks.ClientEviction) disconnects clients while all of them are over maxmemory-clients;
+    True if that took c itself, whose command is then not run. Then, with maxmemory set, the
+    memory admission hook (hooks.MemoryAdmission) frees what maxmemory-policy allows and says
+    whether memory is still over maxmemory; if so, a command flagged denyoom is refused, and
+    so is an EXEC that queued one; inside MULTI every command is, but EXEC, DISCARD, QUIT and
+    RESET (queuing takes memory too). Neither while a script is busy: the server only serves
+    allow-busy commands then, the script's caller must stay, and evicting would mix its
+    propagation."""
     if _busy and c.server in _busy:
         return False
+    if c.config.clients_limited:
+        eviction = c.server.hooks.client_eviction
+        if eviction is not None:
+            eviction.before_command(c)
+            if c.closing:
+                return True
+        if not c.config.maxmemory:
+            return False
     # (read as a slot, then called: `c.server.memory_admission()` would be a method lookup that
     # finds no method, ~400 instructions more in the uncompiled build)
     admission = c.server.memory_admission

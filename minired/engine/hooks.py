@@ -136,13 +136,26 @@ class ClientEviction(Protocol):
     """Client eviction (Hooks.client_eviction), once maxmemory-clients or CLIENT NO-EVICT is
     first set."""
 
+    # How many clients it evicted (INFO evicted_clients): key eviction takes the clients'
+    # memory figure again when it changed.
+    evicted: int
+
+    def before_command(self, c: "Client") -> None:
+        """Before each command of c while maxmemory-clients is set (dispatch, ahead of the
+        maxmemory admission, as processCommand's evictClients): evict clients while their
+        memory is over the limit; c itself may be, and its command is then not run."""
+
     def after_read(self, conn: "ClientProtocol") -> None:
         """A read left a large or incomplete command waiting: evict clients (this one may be)
         while clients' memory is over maxmemory-clients."""
 
+    def after_write(self, conn: "ClientProtocol") -> None:
+        """A write left replies queued (output buffer limits, once those are enforced): as
+        after_read."""
+
     def check(self) -> int:
         """Evict clients (largest first) while clients' memory is over maxmemory-clients: how
-        many were (key eviction asks first, as Redis's processCommand does)."""
+        many were."""
 
     def exempt(self, c: "Client") -> bool:
         """Whether c is never evicted (CLIENT NO-EVICT ON): CLIENT LIST's flag e."""
@@ -191,8 +204,9 @@ class Hooks:
         # That file's absolute path, "" without one (INFO's config_file).
         self.config_file = ""
         # Client eviction (ClientEviction), once maxmemory-clients or CLIENT NO-EVICT is first
-        # set: a connection calls its after_read(protocol) when a read leaves a large or
-        # incomplete command waiting.
+        # set: dispatch calls its before_command(client) before each command while
+        # maxmemory-clients is set (Config.clients_limited), a connection its
+        # after_read(protocol) when a read leaves a large or incomplete command waiting.
         self.client_eviction: ClientEviction | None = None
         # The script engine's answer about a script's declared flags (ScriptFlags), from the
         # first script; None before: no script or function exists yet but an EVAL's own body.
