@@ -726,7 +726,10 @@ def _debug_config_rewrite_force_all(c, argv):
 
 @_debug_sub("client-eviction", 2)
 def _debug_client_eviction(c, argv):
-    raise RedisError(errors.DEBUG_CLIENT_EVICTION_OFF)  # minired has no client eviction pools
+    eviction = c.server.hooks.client_eviction
+    if eviction is None or not c.server.config.clients_limited:  # (Redis frees its pools)
+        raise RedisError(errors.DEBUG_CLIENT_EVICTION_OFF)
+    return Verbatim(eviction.pools().encode())
 
 
 _debug_switch("pause-cron", "pause_cron")
