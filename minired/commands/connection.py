@@ -164,7 +164,7 @@ def client_setinfo(c, argv):
 
 @command("info", arity=2, flags="noscript loading stale", parent="client", group=G)
 def client_info(c, argv):
-    return Verbatim((client_info_line(c, c, "client|info") + "\n").encode())
+    return Verbatim((client_info_line(c, c, "client|info", argv) + "\n").encode())
 
 
 @command("list", arity=-2, flags="admin noscript loading stale", parent="client", group=G)
@@ -184,7 +184,7 @@ def client_list(c, argv):
             clients = [x for x in clients if _client_type(x) == _TYPE_ALIASES.get(kind, kind)]
         else:
             raise RedisError(errors.SYNTAX)
-    return Verbatim("".join(client_info_line(x, c, "client|list") + "\n"
+    return Verbatim("".join(client_info_line(x, c, "client|list", argv) + "\n"
                             for x in clients).encode())
 
 

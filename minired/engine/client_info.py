@@ -39,8 +39,10 @@ def _user_name(c) -> str:
     return "default" if c.user is None else c.user.name.decode(errors="replace")
 
 
-def client_info_line(c, current=None, running: str = "") -> str:
-    """One line of CLIENT LIST; `current`, the client asking, shows the command it is running."""
+def client_info_line(c, current=None, running: str = "", argv: list | None = None) -> str:
+    """One line of CLIENT LIST; `current`, the client asking, shows the command it is running
+    and, given its `argv`, the memory of its arguments (argv-mem, in tot-mem too: Redis frees
+    them after the command, so only the client asking has any)."""
     now = time.monotonic()
     multi = len(c.multi) if c.multi is not None else -1
     flags = _flags(c)
@@ -54,13 +56,14 @@ def client_info_line(c, current=None, running: str = "") -> str:
     rbs, rbp = (replybuf.figures(conn, int(now * 1000), c.server.debug) if conn is not None
                 else (replybuf.CHUNK_BYTES, 0))
     multi_mem = multi_memory(c)
+    argv_mem = sum(map(len, argv)) if argv is not None and c is current else 0
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={c.name.decode(errors='replace')} "
         f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={flags} "
         f"db={c.db_index} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} multi={multi} "
-        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={rbp} "
+        f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={rbp} "
         f"obl=0 oll=0 omem={output_bytes(conn) if conn is not None else 0} "
-        f"tot-mem={client_memory(c, multi_mem)} events=r cmd={cmd} user={_user_name(c)} redir={_tracking_redirect(c)} "
+        f"tot-mem={client_memory(c, multi_mem, len(argv) if argv_mem else 0, argv_mem)} events=r cmd={cmd} user={_user_name(c)} redir={_tracking_redirect(c)} "
         f"resp={c.protocol} "
         f"lib-name={c.lib_name.decode(errors='replace')} lib-ver={c.lib_ver.decode(errors='replace')}"
     )
@@ -95,12 +98,14 @@ def multi_memory(c) -> int:
     return memory
 
 
-def client_memory(c, multi_mem: int = -1) -> int:
+def client_memory(c, multi_mem: int = -1, argc: int = 0, argv_mem: int = 0) -> int:
     """tot-mem (getClientMemoryUsage): the client structure, its query and reply buffers as
     Redis would size them (querybuf.py, replybuf.py), the replies not written yet, multi-mem,
+    the arguments of the command running (argc of them, argv_mem bytes: CLIENT LIST's own),
     and what its subscriptions and tracking prefixes take; what client eviction counts."""
     conn = c.connection
     memory = CLIENT_STRUCT + (multi_memory(c) if multi_mem < 0 else multi_mem)
+    memory += argv_mem + argc * 8  # (the strings' lengths and the argv array's pointers)
     if conn is not None:
         memory += conn.qb_alloc + conn.rb_size + output_bytes(conn)
     memory += len(c.patterns) * _LIST_NODE

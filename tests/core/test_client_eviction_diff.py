@@ -120,3 +120,62 @@ def test_tot_mem_close_to_redis(real_redis, mini):
         admin.close()
     redis, minired = figures
     assert abs(minired - redis) < redis * 0.05, figures
+
+
+def test_no_evict_clients_count_toward_the_limit(port):
+    # Redis sums every normal and pub/sub client (stat_clients_type_memory); NO-EVICT only
+    # keeps a client out of the buckets eviction takes from.
+    admin = RawClient(port)
+    spared = named_socket(port, "spared")
+    spared.sendall(encode_command(["CLIENT", "NO-EVICT", "on"]))
+    assert spared.recv(100) == b"+OK\r\n"
+    socks = {"spared": spared, "other": named_socket(port, "other")}
+    sizes = {"spared": 600_000, "other": 300_000}
+    for name, size in sizes.items():
+        _fill_query_buffer(socks[name], size)
+        wait_until(lambda n=name: _field(admin, n, "qbuf") == sizes[n], f"{name}'s query buffer")
+    # Room for the evictable client and the admin, not for the spared one too.
+    limit = _field(admin, "other", "tot-mem") + 200_000
+    assert admin.call("CONFIG", "SET", "maxmemory-clients", limit) == b"OK"
+    wait_until(lambda: _field(admin, "other", "qbuf") is None, "the evictable client evicted")
+    assert _field(admin, "spared", "qbuf") == sizes["spared"]
+    assert info_field(admin, "stats", "evicted_clients") == "1"
+    _close(admin, {"spared": spared})
+    admin.close()
+
+
+def test_a_monitor_may_be_evicted(port):
+    # getClientType calls a monitor a normal client: counted, and evictable.
+    admin = RawClient(port)
+    sock = named_socket(port, "watcher")
+    sock.sendall(b"MONITOR\r\n")
+    assert sock.recv(100) == b"+OK\r\n"
+    _fill_query_buffer(sock, 300_000)
+    wait_until(lambda: _field(admin, "watcher", "qbuf") == 300_000, "the query buffer")
+    assert admin.call("CONFIG", "SET", "maxmemory-clients", "200kb") == b"OK"
+    wait_until(lambda: _field(admin, "watcher", "qbuf") is None, "the monitor evicted")
+    assert info_field(admin, "stats", "evicted_clients") == "1"
+    sock.close()
+    admin.close()
+
+
+def test_clients_of_one_size_class_go_in_the_order_they_came(port):
+    # Redis evicts from the largest bucket (sizes within a power of two) in the order its
+    # clients entered it, not the largest client first: here the smaller one, there first.
+    admin = RawClient(port)
+    sizes = {"first": 140_000, "second": 220_000}
+    socks = {}
+    for name, size in sizes.items():
+        socks[name] = named_socket(port, name)
+        _fill_query_buffer(socks[name], size)
+        wait_until(lambda n=name: _field(admin, n, "qbuf") == sizes[n], f"{name}'s query buffer")
+    memory = {name: _field(admin, name, "tot-mem") for name in sizes}
+    assert all(1 << 17 <= size < 1 << 18 for size in memory.values()), memory  # one bucket
+    # (the admin's own figure counts too: this much less than all leaves room for it)
+    limit = sum(memory.values()) - 50_000
+    assert admin.call("CONFIG", "SET", "maxmemory-clients", limit) == b"OK"
+    wait_until(lambda: _field(admin, "first", "qbuf") is None, "the first client evicted")
+    assert _field(admin, "second", "qbuf") == sizes["second"]
+    assert info_field(admin, "stats", "evicted_clients") == "1"
+    _close(admin, {"second": socks["second"]})
+    admin.close()
