@@ -126,6 +126,7 @@ def test_no_evict_clients_count_toward_the_limit(port):
     # Redis sums every normal and pub/sub client (stat_clients_type_memory); NO-EVICT only
     # keeps a client out of the buckets eviction takes from.
     admin = RawClient(port)
+    admin.call("CLIENT", "NO-EVICT", "on")
     spared = named_socket(port, "spared")
     spared.sendall(encode_command(["CLIENT", "NO-EVICT", "on"]))
     assert spared.recv(100) == b"+OK\r\n"
@@ -147,6 +148,7 @@ def test_no_evict_clients_count_toward_the_limit(port):
 def test_a_monitor_may_be_evicted(port):
     # getClientType calls a monitor a normal client: counted, and evictable.
     admin = RawClient(port)
+    admin.call("CLIENT", "NO-EVICT", "on")
     sock = named_socket(port, "watcher")
     sock.sendall(b"MONITOR\r\n")
     assert sock.recv(100) == b"+OK\r\n"
@@ -163,6 +165,7 @@ def test_clients_of_one_size_class_go_in_the_order_they_came(port):
     # Redis evicts from the largest bucket (sizes within a power of two) in the order its
     # clients entered it, not the largest client first: here the smaller one, there first.
     admin = RawClient(port)
+    admin.call("CLIENT", "NO-EVICT", "on")
     sizes = {"first": 140_000, "second": 220_000}
     socks = {}
     for name, size in sizes.items():
