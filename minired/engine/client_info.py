@@ -108,12 +108,17 @@ def client_memory(c, multi_mem: int = -1, argc: int = 0, argv_mem: int = 0) -> i
     memory += argv_mem + argc * 8  # (the strings' lengths and the argv array's pointers)
     if conn is not None:
         memory += conn.qb_alloc + conn.rb_size + output_bytes(conn)
-    memory += len(c.patterns) * _LIST_NODE
-    for channels in (c.channels, c.shard_channels):
-        memory += len(channels) * _DICT_ENTRY + _slots(len(channels)) * 8
-    state = _tracking_state(c)
-    if state is not None:
-        memory += len(state.prefixes) * 2 * _RAX_NODE
+    # (each part looked at only when there is one: client eviction measures a client per
+    # command)
+    if c.patterns:
+        memory += len(c.patterns) * _LIST_NODE
+    if c.channels or c.shard_channels:
+        for channels in (c.channels, c.shard_channels):
+            memory += len(channels) * _DICT_ENTRY + _slots(len(channels)) * 8
+    if c.server.tracking is not None:
+        state = _tracking_state(c)
+        if state is not None:
+            memory += len(state.prefixes) * 2 * _RAX_NODE
     return memory
 
 

@@ -69,6 +69,7 @@ class ClientEviction:
         # without a word, so their figures are taken again once per read.
         self.backlog: set["Client"] = set()
         self._reads_seen = -1
+        self._reads_measured = -1  # the read before_command last took figures on
         # The client whose command ran last: its figure is taken again at the next check, as
         # Redis updates a client's after each command it runs.
         self.last: "Client | None" = None
@@ -96,29 +97,35 @@ class ClientEviction:
             # (the guard drops it: forget() runs).
             if guard is not None and guard.limit_reached(conn, sum(map(len, conn.outbox))):
                 return
-        old = self.usage.pop(c, None)
-        if old is not None:
-            self.total -= old
+        usage = self.usage
         # Only normal and pub/sub clients count (getClientType): not a master's link (M) or a
         # replica (S); a monitor (O) does, as in Redis.
         if c.closing or c.flags == "S" or c.flags == "M":
+            old = usage.pop(c, None)
+            if old is not None:
+                self.total -= old
             self._unbucket(c)
             self.backlog.discard(c)
             return
         memory = client_info.client_memory(c)
-        self.usage[c] = memory
-        self.total += memory
-        if c.id in self.no_evict:  # (clientEvictionAllowed)
-            self._unbucket(c)
-        else:
-            index = bucket_of(memory)
-            if self.bucket.get(c) != index:
+        old = usage.get(c)
+        no_evict = c.id in self.no_evict  # (clientEvictionAllowed)
+        # (most commands change nothing: the buckets are left alone, unless NO-EVICT changed)
+        if old != memory or (c in self.bucket) == no_evict:
+            usage[c] = memory
+            self.total += memory - (old or 0)
+            if no_evict:
                 self._unbucket(c)
-                self.buckets[index][c] = None
-                self.bucket[c] = index
-        if conn is not None and (conn.outbox or client_info.output_bytes(conn)):
+            else:
+                index = bucket_of(memory)
+                if self.bucket.get(c) != index:
+                    self._unbucket(c)
+                    self.buckets[index][c] = None
+                    self.bucket[c] = index
+        buffered = conn._transport_buffered if conn is not None else None
+        if conn is not None and (conn.outbox or buffered is not None and buffered()):
             self.backlog.add(c)
-        else:
+        elif self.backlog:
             self.backlog.discard(c)
 
     def _unbucket(self, c: "Client") -> None:
@@ -147,12 +154,18 @@ class ClientEviction:
     # --- evictClients ----------------------------------------------------------------------
 
     def before_command(self, c: "Client") -> None:
-        """Before each of c's commands while maxmemory-clients is set (dispatch)."""
+        """Before each of c's commands while maxmemory-clients is set (dispatch). The figures
+        are taken again when another client ran the last command, on a new read, and while c
+        queues a transaction; between the commands of one read nothing else of a client's
+        changes much (its replies wait in the batch, its input was counted on reading)."""
         if not self._limit:
             return
-        self._refresh(c)
-        self.measure(c)
-        self.last = c
+        reads = self.server.stats.reads_processed
+        if c is not self.last or reads != self._reads_measured or c.multi is not None:
+            self._reads_measured = reads
+            self._refresh(c)
+            self.measure(c)
+            self.last = c
         if self.total >= self._limit:
             self._evict()
 

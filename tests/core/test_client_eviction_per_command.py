@@ -127,3 +127,15 @@ def test_debug_client_eviction_shows_the_buckets_as_redis_does():
     admin.data_received(command(b"DEBUG", b"CLIENT-EVICTION"))
     server.loop.end_round()
     assert b"".join(admin.transport.writes) == b"-ERR maxmemory-clients is disabled.\r\n"
+
+
+def test_no_evict_on_takes_a_client_out_of_the_buckets_whatever_its_figure():
+    server, admin = _server(b"200kb")
+    other = connect(server)
+    other.data_received(command(b"PING"))
+    other.data_received(command(b"CLIENT", b"NO-EVICT", b"on"))  # (its figure unchanged)
+    eviction = server.hooks.client_eviction
+    assert other.client in eviction.usage
+    assert all(other.client not in bucket for bucket in eviction.buckets)
+    other.data_received(command(b"CLIENT", b"NO-EVICT", b"off"))
+    assert any(other.client in bucket for bucket in eviction.buckets)
