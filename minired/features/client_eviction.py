@@ -15,7 +15,8 @@ a write, and from its cron), their running total, and the evictable clients in b
 (powers of two), evicting from the largest bucket, in the order clients entered it. minired
 keeps the same: each client's last figure, the total, the buckets. A figure is taken again
 when it can have changed: for the client about to run a command and the one whose command ran
-last (what a command queues, subscribes or answers), after a read that leaves a large or
+last (what a command queues, subscribes or answers), once per read and per command while a
+transaction is queued (before_command), after a read that leaves a large or
 incomplete command waiting (ClientProtocol.data_received), after a write that leaves replies
 queued (output_limits.py), for the clients measured with replies waiting once per read (their
 transport drains them between reads, unseen), for all every 100 ms, and when CONFIG SET
