@@ -355,12 +355,22 @@ def main() -> int:
     if shutil.which("tclsh") is None:
         print("redis-tcl: tclsh is missing (Debian: apt-get install tcl)", file=sys.stderr)
         return 2
+    prefix = "redis-tcl-normal-logs-" if args.normal else "redis-tcl-logs-"
+    logs = Path(args.logs or tempfile.mkdtemp(prefix=prefix))
+    status = run(args, logs)
+    if args.logs is None and status == 0:
+        # A folder of our own making goes with a run that passed (each run of the test
+        # command would otherwise leave two in /tmp); a failed run's stays, for its logs.
+        shutil.rmtree(logs, ignore_errors=True)
+        print(f"redis-tcl: {logs} removed (--logs DIR keeps the logs of a run that passes)")
+    return status
+
+
+def run(args: argparse.Namespace, logs: Path) -> int:
     if args.normal:
-        logs = Path(args.logs or tempfile.mkdtemp(prefix="redis-tcl-normal-logs-"))
         return main_normal(args.units or (NORMAL_QUICK_UNITS if args.quick else []), args.jobs,
                            logs)
     units = args.units or all_units()
-    logs = Path(args.logs or tempfile.mkdtemp(prefix="redis-tcl-logs-"))
     print(f"Redis's Tcl suite: {len(units)} units against `{args.server}` (logs: {logs})",
           flush=True)
     results = run_units(units, args.server, logs / "minired", args.jobs)
