@@ -120,6 +120,8 @@ class Client:
     # --- output --------------------------------------------------------------------------------
 
     def send(self, reply: Any) -> None:
+        """A reply that answers no read of this client's: a message, an invalidation, a
+        blocked command's late reply."""
         if self._send is None or self.closing:
             return
         if self.reply_mode:
@@ -130,7 +132,15 @@ class Client:
                 return  # CLIENT REPLY OFF/SKIP: a blocked command's late reply; pushes leave
         out: list[bytes] = []
         resp.encode_into(reply, self.protocol, out)
-        self._send(b"".join(out))
+        self.send_encoded(b"".join(out))
+
+    def send_encoded(self, data: bytes) -> None:
+        """send() of bytes already encoded (a MONITOR line). Being written to is an interaction,
+        as Redis's writeToClient sets lastinteraction: CLIENT LIST's idle and `timeout` count
+        from it. (A read of the client's sets it too, so the replies to its own commands need
+        not: they leave in the same pass of the loop.)"""
+        self._send(data)
+        self.last_interaction = time.monotonic()
 
     def close(self) -> None:
         if self._close is not None and not self.closing:

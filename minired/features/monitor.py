@@ -66,7 +66,7 @@ def feed(c: "Client", argv: list, own_line_after_reply: bool = True) -> None:
                 connection.echo = []
             connection.echo.append(line)
         else:
-            monitor._send(line)
+            monitor.send_encoded(line)
 
 
 def before(c: "Client", spec: "CommandSpec", argv: list) -> None:

@@ -5,6 +5,8 @@ for their silent clients to be closed (2 to 3 s of real silence), then the other
 long, are looked at."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.support.respclient import RawClient
@@ -75,3 +77,41 @@ def test_silent_clients_are_closed_but_not_subscribers_blocked_clients_or_monito
             client.close()
         for server in (at_start, set_later, turned_off):
             server.stop()
+
+
+def _idle_of(listing: bytes, name: str) -> int:
+    for line in listing.decode().splitlines():
+        fields = dict(field.split("=", 1) for field in line.split(" ") if "=" in field)
+        if fields["name"] == name:
+            return int(fields["idle"])
+    raise AssertionError(f"no client named {name} in {listing!r}")
+
+
+@pytest.mark.parametrize("kind", ["redis", "minired"])
+def test_a_client_written_to_is_not_idle(kind):
+    """Redis's writeToClient sets lastinteraction: a client that sends nothing but is sent
+    invalidations (tracking, BCAST) outlives `timeout`, and neither it nor a subscriber that
+    is sent messages reads as idle in CLIENT LIST, after 3.5 s of silence of their own."""
+    server = start_server(kind, "--timeout", "2")
+    tracked, subscriber, writer = (_connected(server.port) for _ in range(3))
+    try:
+        tracked.call("CLIENT", "SETNAME", "tracked")
+        assert tracked.call("HELLO", "3")
+        assert tracked.call("CLIENT", "TRACKING", "ON", "BCAST") == b"OK"
+        subscriber.call("CLIENT", "SETNAME", "subscriber")
+        subscriber.call("SUBSCRIBE", "news")
+        for _ in range(14):  # 3.5 s: past the timeout, and idle would read 3
+            writer.call("SET", "k", "v")
+            writer.call("PUBLISH", "news", "hi")
+            time.sleep(0.25)
+        listing = writer.call("CLIENT", "LIST")
+        assert not _closed(tracked)
+        assert b"invalidate" in tracked.seen
+        # (0 or 1: Redis counts in whole seconds of its cached clock, and the last message was
+        # written a moment before; 3 if the writes did not count)
+        assert _idle_of(listing, "subscriber") <= 1
+        assert _idle_of(listing, "tracked") <= 1
+    finally:
+        for client in (tracked, subscriber, writer):
+            client.close()
+        server.stop()
