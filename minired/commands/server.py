@@ -288,6 +288,8 @@ def config_set(c, argv):
                                                          errors.CONFIG_SET_OOM_VALUES_FAILED))
     for i in range(2, len(argv), 2):
         name = Config.canonical(argv[i].decode(errors="replace"))
+        if name in ("maxmemory-clients", "maxmemory"):  # (a percentage is of maxmemory)
+            client_eviction.configure(c.server)
         if name == "notify-keyspace-events":
             # From the value as given: the stored text shows no 'n' next to 'A', as in Redis,
             # though the class stays on.
@@ -298,8 +300,6 @@ def config_set(c, argv):
             eviction.configure(c.server)
         elif name == "tracking-table-max-keys" and c.server.tracking is not None:
             c.server.tracking.limit_table(from_cron=True)
-        elif name in ("maxmemory-clients", "maxmemory"):
-            client_eviction.configure(c.server)
         elif name in ("lazyfree-lazy-expire", "lazyfree-lazy-eviction"):
             # (imported here: the command modules load in the command table's order)
             from minired.commands.keys import watch_lazy_freeing

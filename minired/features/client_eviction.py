@@ -288,8 +288,7 @@ def of(server: "Server") -> ClientEviction:
 
 def configure(server: "Server") -> None:
     """CONFIG SET maxmemory-clients / maxmemory, and start-up."""
-    text = server.config.get("maxmemory-clients") or "0"
-    if server.hooks.client_eviction is None and text in ("0", "0%"):
+    if server.hooks.client_eviction is None and not server.config.clients_limited:
         return
     of(server).configured()
 

@@ -182,3 +182,22 @@ def test_clients_of_one_size_class_go_in_the_order_they_came(port):
     assert info_field(admin, "stats", "evicted_clients") == "1"
     _close(admin, {"second": socks["second"]})
     admin.close()
+
+
+def test_a_percentage_limit_follows_maxmemory_set_after_it(port):
+    """maxmemory-clients 10% means nothing until maxmemory is set; setting maxmemory afterwards
+    puts the limit in force (Redis takes the limit afresh each time it evicts)."""
+    admin = RawClient(port)
+    admin.call("CLIENT", "NO-EVICT", "on")
+    admin.call("CONFIG", "SET", "maxmemory-clients", "10%")
+    sock = named_socket(port, "big")
+    _fill_query_buffer(sock, 1_000_000)
+    wait_until(lambda: _field(admin, "big", "qbuf") == 1_000_000, "big's query buffer")
+    try:
+        assert admin.call("CONFIG", "SET", "maxmemory", "2mb") == b"OK"  # limit: 200 KiB
+        wait_until(lambda: _field(admin, "big", "qbuf") is None, "big evicted")
+        assert info_field(admin, "stats", "evicted_clients") == "1"
+    finally:
+        admin.call("CONFIG", "SET", "maxmemory", "0")
+        sock.close()
+        admin.close()
