@@ -39,6 +39,29 @@ def duration_ms(name: str, value: Any, low: int = 0) -> int:
     return integer(name, value, low, MAX_DURATION_MS)
 
 
+# The longest duration (s) an option in seconds may give, by the same bound.
+MAX_DURATION_S = MAX_DURATION_MS / 1000
+
+
+def seconds(name: str, value: Any, *, zero: bool = False, high: float = MAX_DURATION_S) -> float:
+    """A duration in seconds: an int or float (not a bool), above 0 (from 0 with ``zero``),
+    at most ``high``. NaN and infinities fail the range test, so a worker can never be set
+    to heartbeat in a tight loop or to block on a timeout the server refuses."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not (0 <= value <= high) or (value == 0 and not zero)):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{name} must be a number of seconds {bound} and at most {high:g}, "
+                         f"got {value!r}")
+    return value
+
+
+def boolean(name: str, value: Any) -> bool:
+    """``value`` if it is True or False (a setting given as "no" would read as true)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def optional_integer(name: str, value: Any, low: int = 0, high: int | None = None) -> int | None:
     return None if value is None else integer(name, value, low, high)
 

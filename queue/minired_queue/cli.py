@@ -156,7 +156,7 @@ def _worker_options(args: argparse.Namespace) -> WorkerOptions:
     return WorkerOptions(
         concurrency=args.concurrency, lock_ttl_ms=args.lock_ttl_ms,
         heartbeat_interval_s=args.heartbeat_ms / 1000 if args.heartbeat_ms else None,
-        sweep_interval_s=args.sweep_interval if args.sweep_interval > 0 else None,
+        sweep_interval_s=None if args.sweep_interval == 0 else args.sweep_interval,
         max_stalled=args.max_stalled, block_timeout_s=args.block_timeout, shutdown_grace_s=args.grace,
         burst=args.burst, fail_fast=args.fail_fast,
     )
@@ -173,7 +173,10 @@ def _stop_line(worker: Any) -> str:
 def cmd_worker(args: argparse.Namespace) -> int:
     handler = load_handler(args.handler)
     keys = QueueKeys(args.queue, args.prefix)
-    options = _worker_options(args)
+    try:
+        options = _worker_options(args)
+    except ValueError as exc:  # (--concurrency 0, --grace nan, ...)
+        return _usage_error(str(exc))
     try:
         return _run_worker(args, handler, keys, options)
     except UNREACHABLE as exc:  # only under --fail-fast: otherwise the worker waits for the server

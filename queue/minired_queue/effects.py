@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypeVar
 
-from .checks import integer
+from .checks import duration_ms
 from .keys import QueueKeys
 from .scripts import script
 from .steps import Invoke, Steps, drive, drive_async
@@ -46,7 +46,7 @@ class EffectGuard:
     def __init__(self, client: Any, keys: QueueKeys, ttl_ms: int = DEFAULT_EFFECT_TTL_MS) -> None:
         self.client = client
         self.keys = keys
-        self.ttl_ms = integer("effect marker ttl_ms", ttl_ms, 1)
+        self.ttl_ms = duration_ms("effect marker ttl_ms", ttl_ms, 1)
 
     def apply_once(self, job_id: str, effect: str, ops: Sequence[RedisOp], token: str = "-") -> bool:
         """Apply ``ops`` atomically unless this job's ``effect`` was applied before."""
@@ -67,7 +67,7 @@ class AsyncEffectGuard:
     def __init__(self, client: Any, keys: QueueKeys, ttl_ms: int = DEFAULT_EFFECT_TTL_MS) -> None:
         self.client = client
         self.keys = keys
-        self.ttl_ms = integer("effect marker ttl_ms", ttl_ms, 1)
+        self.ttl_ms = duration_ms("effect marker ttl_ms", ttl_ms, 1)
 
     async def apply_once(self, job_id: str, effect: str, ops: Sequence[RedisOp], token: str = "-") -> bool:
         return await apply_effect_once(self.keys.effect(job_id, effect), self.keys.effects(job_id), ops,

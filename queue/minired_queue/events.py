@@ -14,11 +14,12 @@ between the two reads.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, ClassVar, Iterator
 
-from .checks import from_json, integer
+from .checks import from_json, integer, seconds
 from .errors import JobFailed, JobRemoved
 from .job import text
 from .keys import QueueKeys
@@ -202,6 +203,13 @@ class _Subscription:
         self.block_ms = integer("block_ms", block_ms, 1)
         self.reader = EventReader(self.keys, last_id, progress, last_progress_id, count)
 
+    def _block_ms(self, timeout_s: float | None) -> int:
+        """How long a read blocks: the subscription's block_ms, or ``timeout_s`` (0: not at all,
+        which the reader rounds up to the 1 ms XREAD takes for "no longer")."""
+        if timeout_s is None:
+            return self.block_ms
+        return int(seconds("timeout_s", timeout_s, zero=True) * 1000)
+
     @property
     def last_id(self) -> str:
         """The id of the last event read from the events stream: resume from it."""
@@ -226,8 +234,7 @@ class QueueEvents(_Subscription):
         drive(self.reader.pin(), self.client)
 
     def read(self, timeout_s: float | None = None) -> list[QueueEvent]:
-        block_ms = self.block_ms if timeout_s is None else int(timeout_s * 1000)
-        return drive(self.reader.read(block_ms), self.client)
+        return drive(self.reader.read(self._block_ms(timeout_s)), self.client)
 
     def __iter__(self) -> Iterator[QueueEvent]:
         while True:
@@ -244,8 +251,7 @@ class AsyncQueueEvents(_Subscription):
         return self
 
     async def read(self, timeout_s: float | None = None) -> list[QueueEvent]:
-        block_ms = self.block_ms if timeout_s is None else int(timeout_s * 1000)
-        return await drive_async(self.reader.read(block_ms), self.client)
+        return await drive_async(self.reader.read(self._block_ms(timeout_s)), self.client)
 
     async def __aiter__(self) -> AsyncIterator[QueueEvent]:
         while True:
@@ -277,8 +283,7 @@ def wait_steps(keys: QueueKeys, job_id: str, timeout_s: float) -> Steps[Any]:
     """The job's return value once it completes; raises ``JobFailed`` (with its reason)
     once it fails for good, ``JobRemoved`` if it does not exist or is removed first, and
     ``TimeoutError`` after ``timeout_s`` seconds (client clock) without an outcome."""
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout_s!r}")
+    seconds("timeout", timeout_s, high=math.inf)  # (math.inf: wait as long as it takes)
     deadline = time.monotonic() + timeout_s
     position = yield from last_entry_id(keys.events)  # first: what happens after it is in the stream
     finished, result = yield from _read_state(keys, job_id)

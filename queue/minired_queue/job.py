@@ -86,7 +86,7 @@ class Backoff:
     def __post_init__(self) -> None:
         if self.kind not in ("fixed", "exponential"):
             raise ValueError(f"unknown backoff kind {self.kind!r}")
-        integer("backoff delay_ms", self.delay_ms)
+        duration_ms("backoff delay_ms", self.delay_ms)
 
 
 def check_priority(priority: int) -> None:
@@ -142,7 +142,8 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         check_priority(self.priority)
-        for name in ("ttl_ms", "timeout_ms", "debounce_ms", "throttle_ms"):
+        # (a delay past MAX_DURATION_MS was stored as "1e+20", which every reader took for 0)
+        for name in ("delay_ms", "dedup_ttl_ms", "ttl_ms", "timeout_ms", "debounce_ms", "throttle_ms"):
             duration_ms(name, getattr(self, name))
         if self.debounce_ms or self.throttle_ms:
             if not self.dedup_id:
@@ -155,8 +156,6 @@ class JobSpec:
             if self.debounce_ms and self.delay_ms:
                 raise ValueError("delay_ms cannot be given with debounce_ms: the job waits debounce_ms")
         check_attempts(self.attempts)
-        integer("delay_ms", self.delay_ms)
-        integer("dedup_ttl_ms", self.dedup_ttl_ms)
         check_backoff(self.backoff)
         if self.group is not None:
             group_name(self.group)

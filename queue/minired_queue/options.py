@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from .checks import integer, optional_integer
+from .checks import boolean, duration_ms, integer, optional_integer, seconds
 from .job import Job
 from .transitions import Fetch
 
@@ -50,12 +50,19 @@ class WorkerOptions:
 
     def __post_init__(self) -> None:
         integer("concurrency", self.concurrency, 1)
-        integer("lock_ttl_ms", self.lock_ttl_ms, 10)
+        duration_ms("lock_ttl_ms", self.lock_ttl_ms, 10)  # (the server refuses PX past 2**63)
         optional_integer("max_stalled", self.max_stalled)
         if self.heartbeat_interval_s is None:
             self.heartbeat_interval_s = self.lock_ttl_ms / 3000
+        seconds("heartbeat_interval_s", self.heartbeat_interval_s)
         if self.heartbeat_interval_s * 1000 >= self.lock_ttl_ms:
             raise ValueError("heartbeat_interval_s must be shorter than the lock TTL")
+        if self.sweep_interval_s is not None:
+            seconds("sweep_interval_s", self.sweep_interval_s)
+        seconds("block_timeout_s", self.block_timeout_s)
+        seconds("shutdown_grace_s", self.shutdown_grace_s, zero=True)
+        for name in ("remove_on_complete", "burst", "fail_fast"):
+            boolean(name, getattr(self, name))
 
 
 @dataclass

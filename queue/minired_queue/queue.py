@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable, Iterable, Sequence
 
 from . import admin
-from .checks import integer, optional_integer, stored_integer
+from .checks import MAX_DURATION_MS, integer, optional_integer, stored_integer
 from .connection import connect, connect_async, is_asyncio_client
 from .events import wait_steps
 from .flows import (
@@ -272,7 +272,8 @@ class QueueSteps:
             raise ValueError(f"unknown queue settings: {sorted(unknown)}")
         for name, value in settings.items():
             optional_integer(name, value, 1 if name in ("concurrency", "rate_max", "rate_duration_ms", "group_concurrency",
-                                                        "group_rate_max", "group_rate_duration_ms") else 0)
+                                                        "group_rate_max", "group_rate_duration_ms") else 0,
+                             MAX_DURATION_MS if name.endswith("_ms") else None)
         commands = [Command("hdel", self.keys.meta, SETTINGS[name]) if value is None
                     else Command("hset", self.keys.meta, SETTINGS[name], value) for name, value in settings.items()]
         for rate, duration in (("rate_max", "rate_duration_ms"), ("group_rate_max", "group_rate_duration_ms")):

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from .checks import integer, optional_integer, stored_integer
+from .checks import duration_ms, integer, stored_integer
 from .job import Backoff, StoredFields, check_attempts, check_backoff, check_priority, text
 from .keys import QueueKeys
 from .steps import Command, Pipeline, Steps
@@ -47,7 +47,8 @@ class Schedule:
     def __post_init__(self) -> None:
         if (self.every_ms is None) == (self.cron is None):
             raise ValueError("give exactly one of every_ms and cron")
-        optional_integer("every_ms", self.every_ms, 1)
+        if self.every_ms is not None:
+            duration_ms("every_ms", self.every_ms, 1)
         try:
             zone = ZoneInfo(self.tz)
         except (ZoneInfoNotFoundError, ValueError) as exc:

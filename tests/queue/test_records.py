@@ -17,13 +17,13 @@ from minired_queue.worker import Worker
 from .helpers import take
 
 BAD_ADDS = [
-    ({"delay_ms": 0.5}, "delay_ms must be an integer >= 0, got 0.5"),
+    ({"delay_ms": 0.5}, "delay_ms must be an integer from 0 to 4398046511104, got 0.5"),
     ({"attempts": 2.5}, "attempts must be an integer >= 1, got 2.5"),
-    ({"dedup_id": "d", "dedup_ttl_ms": 1.5}, "dedup_ttl_ms must be an integer >= 0, got 1.5"),
+    ({"dedup_id": "d", "dedup_ttl_ms": 1.5}, "dedup_ttl_ms must be an integer from 0 to 4398046511104, got 1.5"),
     ({"priority": 2.5}, "priority must be an integer from 0 to 2097151, got 2.5"),
     ({"priority": True}, "priority must be an integer from 0 to 2097151, got True"),
     ({"attempts": True}, "attempts must be an integer >= 1, got True"),
-    ({"delay_ms": "5"}, "delay_ms must be an integer >= 0, got '5'"),
+    ({"delay_ms": "5"}, "delay_ms must be an integer from 0 to 4398046511104, got '5'"),
     ({"backoff": 1000}, "backoff must be a Backoff"),
 ]
 
@@ -38,16 +38,16 @@ def test_add_refuses_what_is_not_an_integer_in_range_and_writes_nothing(queue, o
 
 def test_backoff_constructors_check_their_delay():
     for make in (Backoff.fixed, Backoff.exponential):
-        with pytest.raises(ValueError, match="backoff delay_ms must be an integer >= 0, got 1.5"):
+        with pytest.raises(ValueError, match="backoff delay_ms must be an integer from 0 to 4398046511104, got 1.5"):
             make(1.5)
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"every_ms": 1500.5}, "every_ms must be an integer >= 1, got 1500.5"),
+    ({"every_ms": 1500.5}, "every_ms must be an integer from 1 to 4398046511104, got 1500.5"),
     ({"every_ms": 1000, "limit": 1.5}, "limit must be an integer >= 0, got 1.5"),
     ({"every_ms": 1000, "attempts": 0}, "attempts must be an integer >= 1, got 0"),
     ({"every_ms": 1000, "priority": False}, "priority must be an integer"),
-    ({"every_ms": True}, "every_ms must be an integer >= 1, got True"),
+    ({"every_ms": True}, "every_ms must be an integer from 1 to 4398046511104, got True"),
 ])
 def test_add_repeatable_refuses_what_is_not_an_integer_in_range(queue, options, message):
     with pytest.raises(ValueError) as refused:
@@ -233,7 +233,7 @@ def test_the_other_numbers_the_library_writes_are_checked_too(client, queue):
                  lambda: AsyncEffectGuard(client, queue.keys, ttl_ms=0),
                  lambda: Queue(queue.name, client, events_cap=True),
                  lambda: Worker(queue.keys, client, lambda job: None, events_cap=10.5)):
-        with pytest.raises(ValueError, match="must be an integer >= 1"):
+        with pytest.raises(ValueError, match="must be an integer (>= 1|from 1 to 4398046511104)"):
             make()
     with pytest.raises(ValueError, match="keep must be an integer >= 0, got 0.5"):
         queue.clean("completed", keep=0.5)

@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from minired_queue.active import ActiveJob
 from minired_queue.cli import build_parser
 from minired_queue.effects import DEFAULT_EFFECT_TTL_MS
-from minired_queue.job import JobSpec
+from minired_queue.job import Backoff, JobSpec
 from minired_queue.options import WorkerOptions
 from minired_queue.queue import DEFAULT_MAX_STALLED
-from minired_queue.transitions import DEFAULT_EVENTS_CAP, DEFAULT_PROGRESS_CAP
+from minired_queue.transitions import DEFAULT_EVENTS_CAP, DEFAULT_PROGRESS_CAP, retry_or_fail
 from minired_queue.worker import Worker
 
 from .helpers import take, wait_until
@@ -133,3 +135,68 @@ def test_settings_are_checked(queue):
     assert queue.configure(rate_max=5) == {"max_stalled": 1, "rate_max": 5, "rate_duration_ms": 1000}
     queue.configure(rate_duration_ms=250)
     assert queue.configure(rate_max=7)["rate_duration_ms"] == 250  # a stored window is kept
+
+
+@pytest.mark.parametrize("options, message", [
+    # A heartbeat of 0, negative or NaN renewed locks in a tight loop (~30,000 commands a
+    # second against the server); a lock TTL past the server's PX range made every fetch's
+    # script fail, the worker retrying forever; NaN or negative timeouts were refused by
+    # the server on every blocking fetch.
+    ({"heartbeat_interval_s": 0}, "heartbeat_interval_s must be a number of seconds > 0"),
+    ({"heartbeat_interval_s": -1}, "heartbeat_interval_s must be"),
+    ({"heartbeat_interval_s": float("nan")}, "heartbeat_interval_s must be"),
+    ({"lock_ttl_ms": 10**20}, "lock_ttl_ms must be an integer from 10 to"),
+    ({"block_timeout_s": float("nan")}, "block_timeout_s must be"),
+    ({"block_timeout_s": -1}, "block_timeout_s must be"),
+    ({"block_timeout_s": float("inf")}, "block_timeout_s must be"),
+    ({"block_timeout_s": "5"}, "block_timeout_s must be"),
+    ({"sweep_interval_s": 0}, "sweep_interval_s must be"),
+    ({"sweep_interval_s": float("nan")}, "sweep_interval_s must be"),
+    ({"shutdown_grace_s": float("nan")}, "shutdown_grace_s must be a number of seconds >= 0"),
+    ({"shutdown_grace_s": True}, "shutdown_grace_s must be"),
+    ({"burst": "no"}, "burst must be True or False"),
+])
+def test_worker_options_out_of_range_are_refused_naming_the_option(options, message):
+    with pytest.raises(ValueError, match=message):
+        WorkerOptions(**options)
+
+
+def test_worker_options_at_their_bounds_are_taken():
+    options = WorkerOptions(lock_ttl_ms=10, heartbeat_interval_s=0.001, block_timeout_s=0.001,
+                            shutdown_grace_s=0, sweep_interval_s=None)
+    assert options.shutdown_grace_s == 0 and options.sweep_interval_s is None
+
+
+@pytest.mark.parametrize("flag", [["--heartbeat-ms", "-5"], ["--sweep-interval", "nan"],
+                                  ["--grace", "-1"], ["--concurrency", "0"]])
+def test_worker_command_refuses_odd_numbers_in_one_line(flag, capsys):
+    from minired_queue.cli import main
+
+    assert main(["--url", "redis://127.0.0.1:1", "worker", "q", "tests.queue.handlers:sleep_then_echo", *flag]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("minired-queue: error: ") and err.count("\n") == 1
+
+
+
+@pytest.mark.parametrize("spec", [dict(delay_ms=10**20), dict(dedup_id="d", dedup_ttl_ms=10**20)])
+def test_a_delay_past_the_longest_duration_is_refused_before_anything_is_written(spec):
+    """delay_ms=10**20 was stored as "1e+20" by the add script, and every reader took the
+    job's delay for 0; a dedup TTL past the server's PX range failed the add script."""
+    with pytest.raises(ValueError, match=r"_ms must be an integer from 0 to 4398046511104"):
+        JobSpec(**spec)
+    with pytest.raises(ValueError, match="backoff delay_ms must be an integer from 0 to"):
+        Backoff.exponential(10**20)
+
+
+def test_an_exponential_backoff_stops_growing_at_the_longest_duration(queue):
+    """The second retry of a 2**42 ms exponential backoff would wait 2**43 ms. Doubling on,
+    from 1e14 ms Lua writes the delay into the 'retrying' event as "1.4073748835533e+14",
+    which the event's delay_ms cannot read; past 2**53 the score is no longer exact."""
+    job_id = queue.add({"n": 1}, attempts=3, backoff=Backoff.exponential(2**42))
+    for attempt in (1, 2):
+        fetch = take(queue, f"t{attempt}")
+        assert fetch.job.id == job_id
+        assert retry_or_fail(queue.keys, fetch.job, f"t{attempt}", "boom").run(queue.client).status == "retry"
+        assert queue.promote(job_id)
+    retrying = [e for e in queue.events(count=50) if e["event"] == "retrying"]
+    assert [e["delay"] for e in retrying] == [str(2**42), str(2**42)]

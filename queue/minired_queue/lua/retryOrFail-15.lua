@@ -51,7 +51,9 @@ if ARGV[5] ~= '1' and made < maxAttempts then
   elseif backoffType == 'exponential' then
     delay = backoffDelay * math.pow(2, made - 1)
   end
-  delay = math.floor(delay)
+  -- (capped at the longest duration the library takes, 2^42 ms: a larger number would be
+  -- written into the 'retrying' event as "1e+21", which readers parse as an integer)
+  delay = math.min(math.floor(delay), 4398046511104)
   if delay > 0 then
     redis.call('ZADD', KEYS[3], now + delay, jobId)
   else
