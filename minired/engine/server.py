@@ -404,10 +404,12 @@ class ClientProtocol:
         # The reply buffer Redis would have, for CLIENT LIST (replybuf.py): its size, the
         # largest write (one compare per write) and the cron's last visit and peak reset.
         now_ms = int(_monotonic() * 1000)
-        self.rb_size = replybuf.CHUNK_BYTES
-        self.rb_peak = 0
+        self.rb_size = self.rb_peak = replybuf.CHUNK_BYTES  # createClient: peak = buffer size
         self.rb_tick = now_ms // 100
-        self.rb_reset_ms = now_ms
+        # Redis 7.0 stamps a new client's last peak reset in seconds (server.unixtime) and the
+        # cron compares it with milliseconds, so the first visit resets the peak: a new client
+        # shows rbp=16384, then 0, and its buffer shrinks at the second visit.
+        self.rb_reset_ms = 0
 
     # --- asyncio callbacks -------------------------------------------------------------------------
 

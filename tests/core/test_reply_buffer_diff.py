@@ -4,6 +4,7 @@ back to 16 KiB."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -54,3 +55,29 @@ def test_reply_buffer_shrinks_when_idle_and_grows_when_busy(port):
     client.close()
     admin.close()
 
+
+
+def _figures(reply: bytes) -> tuple[int, int]:
+    found = re.search(rb" rbs=(\d+) rbp=(\d+)", reply)
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_a_new_client_s_peak_is_its_full_buffer_until_the_cron_resets_it(port):
+    """createClient sets the peak to the buffer's size: rbp=16384 before any reply, kept
+    while peaks are never reset. With the default reset time (5 s) the first cron visit
+    resets it anyway (Redis 7.0 stamps a new client's reset in seconds and compares it in
+    milliseconds), so an idle client's buffer shrinks within a few visits, not after 5 s.
+    minired showed rbp=0 at once and shrank the buffer at the first visit."""
+    admin = RawClient(port)
+    assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "NEVER") == b"OK"
+    client = RawClient(port)
+    assert _figures(client.call("CLIENT", "INFO")) == (16384, 16384)
+    time.sleep(0.35)  # three visits or so: the peak fills the buffer, which keeps its size
+    assert _figures(client.call("CLIENT", "INFO")) == (16384, 16384)
+    client.close()
+    assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "RESET") == b"OK"
+    client = RawClient(port)
+    wait_until(lambda: _figures(client.call("CLIENT", "INFO"))[0] == 1024, "the buffer shrunk",
+               timeout=3)  # (well before the 5 s reset time)
+    client.close()
+    admin.close()
