@@ -212,14 +212,18 @@ class FunctionLibraries:
         for library in self.libraries.values():
             if pattern is not None and not glob_match(pattern, library.name, nocase=True):
                 continue
+            # (maps, as Redis writes them: RESP3 clients get maps, RESP2 ones flat arrays)
             functions = [
-                [b"name", f.name, b"description", f.description,
-                 b"flags", {resp.Status(flag.encode()) for flag in f.flags}]
+                {b"name": f.name, b"description": f.description,
+                 # (in the flag table's order, as Redis lists them: a Python set's order
+                 # changes with the process's string hash seed)
+                 b"flags": resp.OrderedSet(resp.Status(flag.encode()) for flag in SCRIPT_FLAGS
+                                           if flag in f.flags)}
                 for f in library.functions.values()
             ]
-            entry = [b"library_name", library.name, b"engine", b"LUA", b"functions", functions]
+            entry = {b"library_name": library.name, b"engine": b"LUA", b"functions": functions}
             if with_code:
-                entry += [b"library_code", library.code]
+                entry[b"library_code"] = library.code
             out.append(entry)
         return out
 

@@ -172,3 +172,17 @@ def test_one_library_may_spell_a_function_name_twice(diff):
     diff.check("FUNCTION", "STATS")      # both counted, though FCALL finds only one
     diff.check("FUNCTION", "LOAD", "#!lua name=d\nredis.register_function('x', function() "
                "return 7 end)")
+
+
+def test_list_writes_maps_and_flags_in_redis_s_order(diff):
+    """FUNCTION LIST's libraries and functions are maps (RESP3 `%`; minired wrote arrays),
+    and a function's flags come in the flag table's order whatever order the library gave
+    (minired wrote a Python set: an order that changed with the hash seed)."""
+    diff.check("FUNCTION", "LOAD",
+               "#!lua name=flagged\nredis.register_function{function_name='f', "
+               "callback=function() return 1 end, description='d', flags={'allow-cross-slot-keys', "
+               "'no-cluster', 'allow-stale', 'allow-oom', 'no-writes'}}")
+    diff.check("FUNCTION", "LIST")  # RESP2: the flags' order is compared
+    diff.hello(3)
+    diff.check("FUNCTION", "LIST", "WITHCODE")
+    diff.check("FUNCTION", "DELETE", "flagged")
