@@ -42,6 +42,7 @@ from minired.engine.config_values import (
     shutdown_flags,
     startup_output_buffer_limits,
     text,
+    working_directory,
 )
 from minired.protocol import errors
 
@@ -300,6 +301,8 @@ class Config:
             raise ConfigError(refusal)
         if param.name == "client-output-buffer-limit":
             return output_buffer_limits(value, self.values[param.name])
+        if param.name == "dir":
+            return working_directory(value, self.values[param.name])
         return param.normalize(value)
 
     def names(self) -> Iterator[str]:

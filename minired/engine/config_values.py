@@ -2,8 +2,11 @@
 ranges, units and error texts (config.py declares the parameters with them)."""
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Callable
 
@@ -259,6 +262,23 @@ def output_buffer_limits(value: str, current: str) -> str:
             raise ConfigError(_BAD_BUFFER_LIMIT)
         limits[cls] = [str(hard), str(soft), str(_c_int(_saturate(seconds)))]
     return " ".join(f"{cls} {' '.join(limits[cls])}" for cls in ("normal", "slave", "pubsub"))
+
+
+def working_directory(value: str, current: str) -> str:
+    """CONFIG SET dir as Redis's setConfigDirOption: chdir there (relative to the current
+    `dir`) and show what getcwd then answers, the absolute path with its symbolic links
+    resolved; a path chdir refuses is refused with its strerror. minired does not move the
+    process (an embedded server shares it): every file it writes is joined to `dir`."""
+    target = os.path.join(os.path.abspath(current), value) if value else ""
+    try:
+        mode = os.stat(target).st_mode
+        if not stat.S_ISDIR(mode):
+            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        if not os.access(target, os.X_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as exc:
+        raise ConfigError(exc.strerror or str(exc)) from None
+    return os.path.realpath(target)
 
 
 OUTPUT_BUFFER_DEFAULTS = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
