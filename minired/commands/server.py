@@ -206,16 +206,68 @@ def config_get(c, argv):
     return found
 
 
-# Redis's reasons when it cannot listen on what CONFIG SET asked for.
 # What the memory figure, access tracking and eviction depend on (eviction.configure).
 _EVICTION_PARAMS = frozenset(("maxmemory", "maxmemory-policy", "lfu-log-factor",
                               "lfu-decay-time"))
+# Redis's reasons when it cannot listen on what CONFIG SET asked for.
 _LISTEN_FAILURE = {"bind": "Failed to bind to specified addresses.",
                    "port": "Unable to listen on this port. Check server logs."}
 
 
 # The parameters CONFIG SET refuses while the data loads (Redis's DENY_LOADING_CONFIG).
 _DENY_LOADING = frozenset(("dir", "appendonly"))
+
+
+def _apply_listeners(c, before: dict, name: str) -> str:
+    """applyBind and updatePort: listen on the new addresses (the old ones bound again if
+    they cannot be)."""
+    server, config = c.server, c.server.config
+    bind, port = config.get("bind"), int(config.get("port"))
+    if server.listen_on(bind, port, before.get("bind", bind), int(before.get("port", port))):
+        return ""
+    return _LISTEN_FAILURE[name]
+
+
+def _apply_appendonly(c, before: dict, name: str) -> str:
+    """updateAppendonly: the AOF started (startAppendOnly) or stopped at once."""
+    persistence = c.server.features.persistence
+    if persistence is None or persistence.turn_on_aof(c.in_exec) or \
+            c.server.config.get("appendonly") != "yes":
+        return ""
+    return errors.CONFIG_SET_AOF_FAILED
+
+
+def _apply_oom_score(c, before: dict, name: str) -> str:
+    """updateOOMScoreAdj, for oom-score-adj and oom-score-adj-values alike."""
+    return "" if apply_oom_score(c.server.config) else errors.CONFIG_SET_OOM_FAILED
+
+
+# Redis's apply functions: what a new value needs done at once, and may fail at. One function
+# may serve several parameters (it runs once per CONFIG SET).
+_APPLY = {"bind": _apply_listeners, "port": _apply_listeners, "appendonly": _apply_appendonly,
+          "oom-score-adj": _apply_oom_score, "oom-score-adj-values": _apply_oom_score}
+
+
+def _apply(c, changed: list[str], before: dict) -> None:
+    """CONFIG SET's apply step, as Redis's configSetCommand: the apply function of each
+    parameter whose value changed, once, in the order the parameters came. The first failure
+    restores every value, runs the same functions again on them (the listeners bound again,
+    the AOF stopped...) and is the reply, naming the parameter that brought the function."""
+    config = c.server.config
+    steps: list[tuple] = []
+    for name in changed:
+        apply = _APPLY.get(Config.canonical(name))
+        if apply is not None and all(apply is not taken for taken, _ in steps):
+            steps.append((apply, name))
+    for apply, name in steps:
+        failure = apply(c, before, Config.canonical(name))
+        if failure:
+            after = {canonical: config.get(canonical) for canonical in before}
+            for canonical, value in before.items():
+                config.set(canonical, value)
+            for again, again_name in steps:
+                again(c, after, Config.canonical(again_name))
+            raise RedisError(errors.CONFIG_SET_FAILED.format(name.lower(), failure))
 
 
 @command("set", arity=-4, flags="admin noscript loading stale", parent="config", group=G)
@@ -256,36 +308,11 @@ def config_set(c, argv):
     if refused_on_apply is not None:
         raise refused_on_apply
     # All or nothing: nothing is stored until every pair has been checked.
-    before = {name: config.get(name) for name, _ in changes}
+    before = {Config.canonical(name): config.get(name) for name, _ in changes}
     for name, value in changes:
         config.set(name, value)
-    listening = [name for name, value in changes
-                 if Config.canonical(name) in ("bind", "port") and before[name] != value]
-    if listening and not c.server.listen_on(
-            config.get("bind"), int(config.get("port")),
-            before.get("bind", config.get("bind")), int(before.get("port", config.get("port")))):
-        for name, value in before.items():  # rolled back, as Redis undoes a failed apply
-            config.set(name, value)
-        failed = listening[0].lower()
-        raise RedisError(errors.CONFIG_SET_FAILED.format(failed, _LISTEN_FAILURE[failed]))
-    persistence = c.server.features.persistence
-    turned_on = any(Config.canonical(name) == "appendonly" and value == "no"
-                    for name, value in before.items()) and config.get("appendonly") == "yes"
-    if turned_on and persistence is not None and not persistence.turn_on_aof(c.in_exec):
-        for name, value in before.items():  # undone, as Redis restores a failed apply
-            config.set(name, value)
-        raise RedisError(errors.CONFIG_SET_FAILED.format("appendonly",
-                                                         errors.CONFIG_SET_AOF_FAILED))
-    oom = [name for name, _ in changes
-           if Config.canonical(name) in ("oom-score-adj", "oom-score-adj-values")]
-    if oom and not apply_oom_score(config):
-        for name, value in before.items():  # undone, as Redis restores a failed apply
-            config.set(name, value)
-        apply_oom_score(config)
-        failed = Config.canonical(oom[0])
-        raise RedisError(errors.CONFIG_SET_FAILED.format(failed, errors.CONFIG_SET_OOM_FAILED
-                                                         if failed == "oom-score-adj" else
-                                                         errors.CONFIG_SET_OOM_VALUES_FAILED))
+    _apply(c, [name for name, value in changes if before[Config.canonical(name)] != value],
+           before)
     for i in range(2, len(argv), 2):
         name = Config.canonical(argv[i].decode(errors="replace"))
         if name in ("maxmemory-clients", "maxmemory"):  # (a percentage is of maxmemory)
@@ -311,7 +338,8 @@ def config_set(c, argv):
             idle_clients.configure(c.server)
         elif name == "client-output-buffer-limit" and c.server.output_buffer_guard is not None:
             c.server.output_buffer_guard.limits()  # (its threshold is read on every write)
-    if persistence is not None:  # appendonly no, aof-disable-auto-gc no ...: at once, as in Redis
+    persistence = c.server.features.persistence
+    if persistence is not None:  # appendfsync, aof-disable-auto-gc no ...: at once, as in Redis
         persistence.reconcile()
     return OK
 

@@ -27,7 +27,7 @@ cdef class Server:
     cdef public object output_buffer_guard, memory, memory_admission, outbox_queue
     cdef public object flush_scheduled, access, tracking, pause, cluster, faults
     cdef public object scan_snapshots, collection_scan_snapshots, debug, latency_events
-    cdef public object shutdown_asap
+    cdef public object shutdown_asap, unserved
     cdef public list command_stats
     cdef public Stats stats
     cdef public Config config

@@ -91,7 +91,7 @@ class Server:
                  "propagate", "sync_before_reply", "output_buffer_guard", "memory",
                  "memory_admission", "outbox_queue", "flush_scheduled", "access", "tracking",
                  "pause", "cluster", "faults", "scan_snapshots", "collection_scan_snapshots",
-                 "debug", "latency_events", "shutdown_asap")
+                 "debug", "latency_events", "shutdown_asap", "unserved")
 
     def __init__(self, config: Config | None = None, clock: Any = None) -> None:
         self.config = config or Config()
@@ -107,6 +107,8 @@ class Server:
         self.run_id = os.urandom(20).hex()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.listeners: list[asyncio.AbstractServer] = []
+        # TCP sockets listen_on (or restart) bound, until their listener is made on the loop.
+        self.unserved: list[socket.socket] = []
         self.port = 0
         self.host = ""
         self.stopped: asyncio.Event | None = None  # created in start(), on the server's loop
@@ -217,6 +219,9 @@ class Server:
         for srv in tcp:
             srv.close()
             self.listeners.remove(srv)
+        for sock in self.unserved:  # (bound by a listen_on earlier in the same command)
+            sock.close()
+        self.unserved.clear()
         backlog = self.config.number("tcp-backlog")
         sockets = _listening_sockets(bind, port, backlog) if port else []
         if sockets is None:
@@ -230,10 +235,14 @@ class Server:
 
     def _serve(self, sockets: list) -> None:
         async def serve(sock: socket.socket) -> None:
+            if sock not in self.unserved:
+                return  # closed meanwhile: a CONFIG SET rolled back moved the listeners again
+            self.unserved.remove(sock)
             srv = await self.loop.create_server(lambda: ClientProtocol(self), sock=sock,
                                                 backlog=self.config.number("tcp-backlog"))
             self.listeners.append(srv)
 
+        self.unserved.extend(sockets)
         for sock in sockets:
             self.loop.create_task(serve(sock))
 

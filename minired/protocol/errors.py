@@ -385,9 +385,8 @@ LOADING = "LOADING Redis is loading the dataset in memory"
 CONFIG_SET_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
 CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
 CONFIG_SET_AOF_FAILED = "Unable to turn on AOF. Check server logs."
-# (updateOOMScoreAdj and setConfigOOMScoreAdjValuesOption, when /proc refuses the write)
+# (updateOOMScoreAdj, for oom-score-adj and oom-score-adj-values, when /proc refuses the write)
 CONFIG_SET_OOM_FAILED = "Failed to set current oom_score_adj. Check server logs."
-CONFIG_SET_OOM_VALUES_FAILED = "Failed to apply oom-score-adj-values configuration"
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "

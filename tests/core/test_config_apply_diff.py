@@ -1,9 +1,11 @@
 """What CONFIG SET does at once, compared with Redis 7.0: the parameters Redis applies as it
-sets them (dir's chdir). Fresh server processes: these change the process itself (its
-directory), so the suite's shared minired, in the test process, stays out."""
+sets them (dir's chdir, oom-score-adj's write to /proc) and the rollback of a whole CONFIG SET
+when one of them fails. Fresh server processes: these change the process itself (its
+directory, its OOM score), so the suite's shared minired, in the test process, stays out."""
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
@@ -54,6 +56,17 @@ def _compare(servers, commands: list[tuple]) -> list:
     return theirs
 
 
+def _answers(port: int) -> bool:
+    try:
+        client = RawClient(port)
+    except OSError:
+        return False
+    try:
+        return client.call("PING") == b"PONG"
+    finally:
+        client.close()
+
+
 def test_dir_moves_as_chdir_does(servers):
     replies = _compare(servers, [
         ("CONFIG", "SET", "dir", "sub"),  # relative to the current one
@@ -70,3 +83,35 @@ def test_dir_moves_as_chdir_does(servers):
     ])
     assert replies[1] == [b"dir", b"<home>/sub"]
     assert "No such file or directory" in repr(replies[4])
+
+
+def test_oom_score_failure_names_the_parameter_that_changed(servers):
+    """Both oom-score-adj parameters share one apply function: a failure names the first of
+    them whose value changed, with the one error text. (Lowering a process's score needs
+    CAP_SYS_RESOURCE: with it, both servers succeed alike.)"""
+    _compare(servers, [
+        ("CONFIG", "SET", "oom-score-adj-values", "-500 -500 -500"),  # off: stored only
+        ("CONFIG", "SET", "oom-score-adj-values", "-500 -500 -500", "oom-score-adj",
+         "absolute"),
+        ("CONFIG", "GET", "oom-score-adj"),
+        ("CONFIG", "SET", "oom-score-adj-values", "0 0 0", "oom-score-adj", "absolute"),
+        ("CONFIG", "SET", "oom-score-adj-values", "-600 -600 -600"),
+        ("CONFIG", "GET", "oom-score-adj-values"),
+        ("CONFIG", "SET", "oom-score-adj", "no"),
+    ])
+
+
+def test_port_rolled_back_while_listening_anew(servers):
+    """A busy port fails its own apply: the old listeners are made again (the new ones, bound
+    in the same command, are let go)."""
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        used = busy.getsockname()[1]
+        _compare(servers, [("CONFIG", "SET", "hz", "9", "port", used),
+                           ("CONFIG", "GET", "hz")])
+        for server, _ in servers:
+            assert _answers(server.port)
+    finally:
+        busy.close()
