@@ -180,6 +180,7 @@ def bind_tcp(bind: str, port: int, backlog: int) -> list[socket.socket]:
 
 async def serve(loaded, own: dict, handler) -> None:
     from minired.engine.server import Server, banner
+    from minired.features import open_files
     from minired.features.oom_score import apply_oom_score
     from minired.server_log import show_art
     from minired.startup import (
@@ -190,6 +191,7 @@ async def serve(loaded, own: dict, handler) -> None:
     )
 
     config = loaded.config
+    open_files.adjust_at_start(config)
     if own["cluster"]:
         await serve_cluster(config, config.get("bind").split()[0], own["cluster"],
                             own["cluster_control"], True, own["cluster_replicas"],

@@ -22,7 +22,13 @@ from minired.engine.args import int_text, parse_int
 from minired.engine.client import PROPAGATED_UNCHANGED, Client
 from minired.engine.config import Config, ConfigApplyError, ConfigError
 from minired.engine.table import command, container_command, help_reply
-from minired.features import client_eviction, eviction, notifications, shutdown_wait
+from minired.features import (
+    client_eviction,
+    eviction,
+    notifications,
+    open_files,
+    shutdown_wait,
+)
 from minired.features.oom_score import apply_oom_score
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
@@ -242,10 +248,19 @@ def _apply_oom_score(c, before: dict, name: str) -> str:
     return "" if apply_oom_score(c.server.config) else errors.CONFIG_SET_OOM_FAILED
 
 
+def _apply_maxclients(c, before: dict, name: str) -> str:
+    """updateMaxclients: the open files limit raised to what maxclients needs, if it can be."""
+    fitting = open_files.adjust_limit(c.server.config)
+    if fitting != c.server.config.maxclients:
+        return errors.CONFIG_SET_MAXCLIENTS.format(fitting)
+    return ""
+
+
 # Redis's apply functions: what a new value needs done at once, and may fail at. One function
 # may serve several parameters (it runs once per CONFIG SET).
 _APPLY = {"bind": _apply_listeners, "port": _apply_listeners, "appendonly": _apply_appendonly,
-          "oom-score-adj": _apply_oom_score, "oom-score-adj-values": _apply_oom_score}
+          "oom-score-adj": _apply_oom_score, "oom-score-adj-values": _apply_oom_score,
+          "maxclients": _apply_maxclients}
 
 
 def _apply(c, changed: list[str], before: dict) -> None:

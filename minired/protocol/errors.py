@@ -387,6 +387,9 @@ CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') -
 CONFIG_SET_AOF_FAILED = "Unable to turn on AOF. Check server logs."
 # (updateOOMScoreAdj, for oom-score-adj and oom-score-adj-values, when /proc refuses the write)
 CONFIG_SET_OOM_FAILED = "Failed to set current oom_score_adj. Check server logs."
+# (updateMaxclients: the open files limit could not be raised that far; the maxclients it allows)
+CONFIG_SET_MAXCLIENTS = ("The operating system is not able to handle the specified number of "
+                         "clients, try with {}")
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "

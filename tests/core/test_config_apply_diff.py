@@ -1,7 +1,8 @@
 """What CONFIG SET does at once, compared with Redis 7.0: the parameters Redis applies as it
-sets them (dir's chdir, oom-score-adj's write to /proc) and the rollback of a whole CONFIG SET
-when one of them fails. Fresh server processes: these change the process itself (its
-directory, its OOM score), so the suite's shared minired, in the test process, stays out."""
+sets them (dir's chdir, maxclients' open files limit, oom-score-adj's write to /proc) and the
+rollback of a whole CONFIG SET when one of them fails, earlier applies undone (a new port
+left again). Fresh server processes: these change the process itself (its directory, its
+limits, its OOM score), so the suite's shared minired, in the test process, stays out."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,11 @@ import socket
 import pytest
 
 from tests.support.respclient import RawClient
-from tests.support.servers import MiniredProcess, RedisServer
+from tests.support.servers import MiniredProcess, RedisServer, free_port
+
+# Over what the open files limit may be raised to anywhere (fs.nr_open is at most 2^30), and
+# small enough that Redis's walk down from it by 16 takes no time.
+_TOO_MANY_CLIENTS = 2_000_000
 
 
 def _layout(root) -> str:
@@ -83,6 +88,42 @@ def test_dir_moves_as_chdir_does(servers):
     ])
     assert replies[1] == [b"dir", b"<home>/sub"]
     assert "No such file or directory" in repr(replies[4])
+
+
+def test_maxclients_needs_the_open_files_limit(servers):
+    replies = _compare(servers, [
+        ("CONFIG", "SET", "maxclients", _TOO_MANY_CLIENTS),
+        ("CONFIG", "GET", "maxclients"),
+        ("CONFIG", "SET", "maxclients", "5000"),
+        ("CONFIG", "GET", "maxclients"),
+    ])
+    assert "The operating system is not able to handle" in str(replies[0])
+
+
+def test_maxclients_at_start_is_what_the_limit_allows(tmp_path):
+    args = ("--maxclients", str(_TOO_MANY_CLIENTS), "--save", "")
+    with RedisServer(*args) as redis, MiniredProcess(*args, "--dir", str(tmp_path)) as mini:
+        shown = [RawClient(s.port).call("CONFIG", "GET", "maxclients") for s in (redis, mini)]
+    assert shown[1] == shown[0]
+
+
+def test_a_failed_apply_undoes_the_new_port(servers):
+    """updatePort ran before updateMaxclients failed: Redis listens on the old port again."""
+    replies = []
+    for server, _ in servers:
+        new_port = free_port()
+        client = RawClient(server.port)
+        try:
+            replies.append(client.call("CONFIG", "SET", "port", new_port,
+                                       "maxclients", _TOO_MANY_CLIENTS))
+            replies.append(client.call("CONFIG", "GET", "port") == [b"port",
+                                                                   str(server.port).encode()])
+        finally:
+            client.close()
+        replies.append(_answers(server.port))
+        replies.append(_answers(new_port))
+    assert replies[4:] == replies[:4]
+    assert replies[1:4] == [True, True, False]
 
 
 def test_oom_score_failure_names_the_parameter_that_changed(servers):
