@@ -256,11 +256,21 @@ def _apply_maxclients(c, before: dict, name: str) -> str:
     return ""
 
 
+def _apply_good_replicas(c, before: dict, name: str) -> str:
+    """updateGoodSlaves: the replicas within min-replicas-max-lag counted again at once (the
+    next write is refused or allowed by the new setting, not after the next second's count)."""
+    replication = c.server.features.replication
+    if replication is not None:
+        replication.refresh_good()
+    return ""
+
+
 # Redis's apply functions: what a new value needs done at once, and may fail at. One function
 # may serve several parameters (it runs once per CONFIG SET).
 _APPLY = {"bind": _apply_listeners, "port": _apply_listeners, "appendonly": _apply_appendonly,
           "oom-score-adj": _apply_oom_score, "oom-score-adj-values": _apply_oom_score,
-          "maxclients": _apply_maxclients}
+          "maxclients": _apply_maxclients, "min-replicas-to-write": _apply_good_replicas,
+          "min-replicas-max-lag": _apply_good_replicas}
 
 
 def _apply(c, changed: list[str], before: dict) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 import pytest
 
 from tests.support.respclient import RawClient
 from tests.support.servers import MiniredProcess, RedisServer, free_port
+from tests.support.waiting import wait_until
 
 # Over what the open files limit may be raised to anywhere (fs.nr_open is at most 2^30), and
 # small enough that Redis's walk down from it by 16 takes no time.
@@ -156,3 +158,38 @@ def test_port_rolled_back_while_listening_anew(servers):
             assert _answers(server.port)
     finally:
         busy.close()
+
+
+def _writes_after_lowering_the_lag(master, replica) -> list:
+    """A replica stalled for 4 s (DEBUG SLEEP: no ACK meanwhile); 3 s in, the lag allowed is
+    lowered to 1 s: the very next write is refused, as Redis counts the good replicas again
+    when the setting changes (updateGoodSlaves), not at its next second's count."""
+    admin, stalled = RawClient(master.port), RawClient(replica.port)
+    try:
+        stalled.call("REPLICAOF", "127.0.0.1", master.port)
+        wait_until(lambda: b"master_link_status:up" in stalled.call("INFO", "replication"),
+                   "replica in sync")
+        wait_until(lambda: b"slave0:" in admin.call("INFO", "replication"), "replica listed")
+        time.sleep(1.5)  # (an ACK has come)
+        seen = [admin.call("CONFIG", "SET", "min-replicas-to-write", "1"),
+                admin.call("SET", "a", "1")]
+        stalled.send("DEBUG", "SLEEP", "4")
+        time.sleep(3.2)
+        seen += [admin.call("CONFIG", "SET", "min-replicas-max-lag", "1"),
+                 admin.call("SET", "b", "1")]
+        assert stalled.read() == b"OK"
+        return seen
+    finally:
+        admin.close()
+        stalled.close()
+
+
+def test_min_replicas_max_lag_applies_at_once(tmp_path):
+    with RedisServer("--save", "") as master, RedisServer(
+            "--save", "", "--enable-debug-command", "yes") as replica:
+        theirs = _writes_after_lowering_the_lag(master, replica)
+    with MiniredProcess("--save", "", "--dir", str(tmp_path)) as master, MiniredProcess(
+            "--save", "", "--enable-debug-command", "yes") as replica:
+        ours = _writes_after_lowering_the_lag(master, replica)
+    assert ours == theirs
+    assert "NOREPLICAS" in repr(theirs[-1])
