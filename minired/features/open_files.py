@@ -9,11 +9,6 @@ import errno
 import logging
 import os
 
-try:
-    import resource
-except ImportError:  # (not a Unix: no limit to adjust)
-    resource = None
-
 log = logging.getLogger("minired")
 
 RESERVED_FDS = 32  # CONFIG_MIN_RESERVED_FDS
@@ -24,9 +19,13 @@ def adjust_limit(config) -> int:
     """Raise the open files limit for `config`'s maxclients: the maxclients the limit now
     allows (maxclients itself when it was, or could be made, enough), logged as Redis does."""
     maxclients = config.maxclients
-    if resource is None:
-        return maxclients
     wanted = (maxclients + RESERVED_FDS) & 0xFFFFFFFF  # (rlim_t from an unsigned int sum)
+    try:
+        if os.sysconf("SC_OPEN_MAX") >= wanted:
+            return maxclients  # (the soft limit, read without loading `resource`: the usual case)
+        import resource
+    except (ValueError, OSError, ImportError):  # (not a Unix: no limit to adjust)
+        return maxclients
     try:
         old, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError) as exc:
@@ -57,6 +56,8 @@ def _highest_settable(wanted: int, old: int) -> tuple[int, str]:
     process, so the first accepted is the highest of the walk under one of those bounds:
     tried directly (Redis's walk down from a huge maxclients is millions of calls, and an
     accepted value lowers the hard limit for good, so nothing else may be tried first)."""
+    import resource
+
     failure = _try_limit(wanted)
     if failure is None:
         return wanted, ""
@@ -84,6 +85,8 @@ def _nr_open() -> int | None:
 
 def _try_limit(limit: int) -> str | None:
     """Set the soft and hard limits to `limit`: None if accepted, else the reason."""
+    import resource
+
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
     except ValueError:  # (CPython's word for EPERM and EINVAL)
