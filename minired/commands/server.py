@@ -265,12 +265,20 @@ def _apply_good_replicas(c, before: dict, name: str) -> str:
     return ""
 
 
+def _apply_backlog_ttl(c, before: dict, name: str) -> str:
+    """repl-backlog-ttl: the backlog's deadline moved (Redis's cron reads it every second)."""
+    replication = c.server.features.replication
+    if replication is not None:
+        replication.arm_backlog_ttl()
+    return ""
+
+
 # Redis's apply functions: what a new value needs done at once, and may fail at. One function
 # may serve several parameters (it runs once per CONFIG SET).
 _APPLY = {"bind": _apply_listeners, "port": _apply_listeners, "appendonly": _apply_appendonly,
           "oom-score-adj": _apply_oom_score, "oom-score-adj-values": _apply_oom_score,
           "maxclients": _apply_maxclients, "min-replicas-to-write": _apply_good_replicas,
-          "min-replicas-max-lag": _apply_good_replicas}
+          "min-replicas-max-lag": _apply_good_replicas, "repl-backlog-ttl": _apply_backlog_ttl}
 
 
 def _apply(c, changed: list[str], before: dict) -> None:

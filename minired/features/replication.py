@@ -173,6 +173,9 @@ class Master:
         self.offset = 0  # master_repl_offset: the bytes of the stream so far
         self.backlog: Backlog | None = None
         self._backlog_timer: Any = None
+        # Since when no replica is attached (repl_no_slaves_since): repl-backlog-ttl counts
+        # from it.
+        self.no_replicas_since = time.monotonic()
         self.replicas: list[Replica] = []
         self.listening_ports: dict[int, int] = {}  # client id -> REPLCONF listening-port
         self.announced_ips: dict[int, str] = {}  # client id -> REPLCONF ip-address
@@ -324,20 +327,19 @@ class Master:
             persistence = self.server.features.persistence
             persistence.flush_aof(fsync=False)
             self._flush()
-            ttl = self.server.config.number("repl-backlog-ttl")
+            self.no_replicas_since = time.monotonic()
             if self.backlog is None:
                 self._feed_off()
-            elif ttl > 0 and self.link is None and self.server.loop is not None:
-                self._backlog_timer = self.server.loop.call_later(ttl, self._free_backlog)
+            else:
+                self.arm_backlog_ttl()
 
     def restart_stream(self) -> None:
         """A replica promoted (REPLICAOF NO ONE): its own writes feed the backlog from now on,
         the first after a SELECT (replicationUnsetMaster resets slaveseldb)."""
         self._db = -1
         self._feed_on()
-        ttl = self.server.config.number("repl-backlog-ttl")
-        if not self.replicas and ttl > 0 and self.server.loop is not None:
-            self._backlog_timer = self.server.loop.call_later(ttl, self._free_backlog)
+        self.no_replicas_since = time.monotonic()  # (replicationUnsetMaster)
+        self.arm_backlog_ttl()
 
     def _feed_off(self) -> None:
         persistence = self.server.features.persistence
@@ -572,11 +574,17 @@ class Master:
         return link.master_client.db_index, link.master_replid, max(link.offset, 0)
 
     def arm_backlog_ttl(self) -> None:
-        """A backlog without replicas is freed after repl-backlog-ttl seconds."""
+        """A backlog without replicas is freed repl-backlog-ttl seconds after the last one
+        left; CONFIG SET repl-backlog-ttl moves the deadline (0: never), as replicationCron
+        compares the time without replicas with the setting every second."""
+        if self._backlog_timer is not None:
+            self._backlog_timer.cancel()
+            self._backlog_timer = None
         ttl = self.server.config.number("repl-backlog-ttl")
         if (not self.replicas and self.link is None and self.backlog is not None and ttl > 0
-                and self.server.loop is not None and self._backlog_timer is None):
-            self._backlog_timer = self.server.loop.call_later(ttl, self._free_backlog)
+                and self.server.loop is not None):
+            delay = max(0.0, self.no_replicas_since + ttl - time.monotonic())
+            self._backlog_timer = self.server.loop.call_later(delay, self._free_backlog)
 
     @property
     def replid_now(self) -> str:

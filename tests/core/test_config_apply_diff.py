@@ -193,3 +193,34 @@ def test_min_replicas_max_lag_applies_at_once(tmp_path):
         ours = _writes_after_lowering_the_lag(master, replica)
     assert ours == theirs
     assert "NOREPLICAS" in repr(theirs[-1])
+
+
+def _backlog_after_shortening_its_ttl(master, replica) -> list:
+    """The only replica leaves (the default repl-backlog-ttl, an hour, starts); then the ttl
+    is set to 1 s: Redis's cron frees the backlog a second or two later, the hour forgotten."""
+    admin, leaving = RawClient(master.port), RawClient(replica.port)
+    try:
+        leaving.call("REPLICAOF", "127.0.0.1", master.port)
+        wait_until(lambda: b"master_link_status:up" in leaving.call("INFO", "replication"),
+                   "replica in sync")
+        leaving.call("REPLICAOF", "NO", "ONE")
+        wait_until(lambda: b"connected_slaves:0" in admin.call("INFO", "replication"),
+                   "replica gone")
+        seen = [b"repl_backlog_active:1" in admin.call("INFO", "replication"),
+                admin.call("CONFIG", "SET", "repl-backlog-ttl", "1")]
+        seen.append(bool(wait_until(
+            lambda: b"repl_backlog_active:0" in admin.call("INFO", "replication"),
+            "backlog freed", timeout=5)))
+        return seen
+    finally:
+        admin.close()
+        leaving.close()
+
+
+def test_repl_backlog_ttl_applies_to_a_backlog_already_waiting(tmp_path):
+    with RedisServer("--save", "") as master, RedisServer("--save", "") as replica:
+        theirs = _backlog_after_shortening_its_ttl(master, replica)
+    with MiniredProcess("--save", "", "--dir", str(tmp_path)) as master, MiniredProcess(
+            "--save", "") as replica:
+        ours = _backlog_after_shortening_its_ttl(master, replica)
+    assert ours == theirs
