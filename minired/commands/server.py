@@ -237,8 +237,8 @@ def _apply_listeners(c, before: dict, name: str) -> str:
 def _apply_appendonly(c, before: dict, name: str) -> str:
     """updateAppendonly: the AOF started (startAppendOnly) or stopped at once."""
     persistence = c.server.features.persistence
-    if persistence is None or persistence.turn_on_aof(c.in_exec) or \
-            c.server.config.get("appendonly") != "yes":
+    wanted = c.server.config.get("appendonly") == "yes"  # (a failed start sets it back to no)
+    if persistence is None or persistence.turn_on_aof(c.in_exec) or not wanted:
         return ""
     return errors.CONFIG_SET_AOF_FAILED
 

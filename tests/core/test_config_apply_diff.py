@@ -21,10 +21,12 @@ _TOO_MANY_CLIENTS = 2_000_000
 
 
 def _layout(root) -> str:
-    """A server's own directory, with a subdirectory and a file in it."""
+    """A server's own directory, with a subdirectory and a file in it, and a file where the
+    AOF's directory would go (appendonly yes fails)."""
     os.makedirs(os.path.join(root, "sub"))
-    with open(os.path.join(root, "file"), "w"):
-        pass
+    for name in ("file", "appendonlydir"):
+        with open(os.path.join(root, name), "w"):
+            pass
     return str(root)
 
 
@@ -126,6 +128,22 @@ def test_a_failed_apply_undoes_the_new_port(servers):
         replies.append(_answers(new_port))
     assert replies[4:] == replies[:4]
     assert replies[1:4] == [True, True, False]
+
+
+def test_an_aof_that_cannot_start_undoes_the_new_port(servers):
+    """updatePort ran before updateAppendonly failed: both are undone."""
+    replies = []
+    for server, _ in servers:
+        new_port = free_port()
+        client = RawClient(server.port)
+        try:
+            replies += [client.call("CONFIG", "SET", "port", new_port, "appendonly", "yes"),
+                        client.call("CONFIG", "GET", "appendonly")]
+        finally:
+            client.close()
+        replies += [_answers(server.port), _answers(new_port)]
+    assert replies[4:] == replies[:4]
+    assert "Unable to turn on AOF" in repr(replies[0])
 
 
 def test_oom_score_failure_names_the_parameter_that_changed(servers):
