@@ -221,7 +221,7 @@ _LISTEN_FAILURE = {"bind": "Failed to bind to specified addresses.",
 
 
 # The parameters CONFIG SET refuses while the data loads (Redis's DENY_LOADING_CONFIG).
-_DENY_LOADING = frozenset(("dir", "appendonly"))
+_DENY_LOADING = frozenset(("dir", "appendonly", "repl-diskless-load"))
 
 
 def _apply_listeners(c, before: dict, name: str) -> str:

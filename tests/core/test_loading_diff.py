@@ -67,6 +67,8 @@ def _transcript(command: list[str], snapshot: str) -> list:
         out.append([line for line in info.splitlines() if line.startswith("loading:")])
         out.append(client.call("CONFIG", "SET", "loglevel", "notice"))
         out.append(client.call("CONFIG", "SET", "appendonly", "yes"))  # refused while loading
+        out.append(client.call("CONFIG", "SET", "repl-diskless-load", "swapdb"))  # (so is it)
+        out.append(client.call("CONFIG", "SET", "dir", "."))  # (protected: said first)
         out += [client.call("MULTI"), client.call("GET", "k1"), client.call("EXEC")]
         out += [client.call("MULTI"), client.call("CONFIG", "GET", "loglevel"),
                 client.call("EXEC")]
