@@ -12,7 +12,6 @@ printed on stdout, naming it (SubprocessServer and other `--port 0` users read i
 from __future__ import annotations
 
 import asyncio
-import errno
 import gc
 import logging
 import os
@@ -155,7 +154,7 @@ def _backlog_warning(backlog: int) -> None:
 def bind_tcp(bind: str, port: int, backlog: int) -> list[socket.socket]:
     """Listening sockets on every address of `bind` (Redis's listenToPort), queueing `backlog`
     connections (tcp-backlog), with Redis's messages when one fails; StartupExit(1) then."""
-    from minired.engine.server import listening_socket
+    from minired.engine.server import OPTIONAL_BIND_FAILURES, listening_socket
 
     sockets = []
     for address in bind.split():
@@ -166,7 +165,7 @@ def bind_tcp(bind: str, port: int, backlog: int) -> list[socket.socket]:
             if port == 0:  # the first address picked a free port: the others take the same one
                 port = sockets[0].getsockname()[1]
         except OSError as exc:
-            if optional and exc.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):  # skipped
+            if optional and exc.errno in OPTIONAL_BIND_FAILURES:  # skipped
                 continue
             shown = "*" if host in ("0.0.0.0", "::") else host
             log.warning("Warning: Could not create server TCP listening socket %s:%d: bind: %s",

@@ -23,6 +23,7 @@ from minired.engine.config_values import (
     ConfigError,
     Normalizer,
     Param,
+    bind_addresses,
     boolean,
     enum,
     hostname,
@@ -74,7 +75,7 @@ def _params(*params: Param) -> dict[str, Param]:
 # read through Config's attributes, number() and get() by the subsystems concerned.
 PARAMS: dict[str, Param] = _params(
     # The listeners are opened once at start-up; minired does not rebind on CONFIG SET.
-    Param("bind", "127.0.0.1", text),
+    Param("bind", "127.0.0.1", bind_addresses),
     Param("port", "6379", _PORT),
     Param("unixsocket", "", text, "immutable"),
     Param("unixsocketperm", "0", octal, "immutable"),

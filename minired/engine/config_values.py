@@ -48,6 +48,17 @@ def text(value: str) -> str:
     return value
 
 
+BIND_ADDRESSES_MAX = 16  # CONFIG_BINDADDR_MAX
+
+
+def bind_addresses(value: str) -> str:
+    """bind: its addresses, split on each space as CONFIG SET splits a multi-argument value
+    (two spaces make an empty address, which cannot be bound); "" is none at all."""
+    if len(_words(value)) > BIND_ADDRESSES_MAX:
+        raise ConfigError("Too many bind addresses specified.")
+    return value
+
+
 def master_address(value: str) -> str:
     """replicaof/slaveof <host> <port> (or NO ONE: "") as setConfigReplicaOfOption reads it;
     the port as strtol takes it, whole."""

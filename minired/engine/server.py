@@ -3,6 +3,7 @@ every complete command; all replies produced by one read are written together.""
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import socket
@@ -793,6 +794,11 @@ def keep_alive(sock: socket.socket, interval: int) -> None:
         pass
 
 
+# Why an address marked optional ("-") may be left out (listenToPort): it is not this host's,
+# or its family is not supported; any other failure (a name that does not resolve) fails.
+OPTIONAL_BIND_FAILURES = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL)
+
+
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     """A socket listening on host:port (OSError if it cannot be bound); connections queue
     until the loop serves it, `backlog` of them at most (tcp-backlog)."""
@@ -808,13 +814,15 @@ def _listening_sockets(bind: str, port: int, backlog: int) -> list | None:
     """Sockets listening on every address of a `bind` value (`*` any IPv4 address, `::*` any
     IPv6 one, a leading `-` for an address that may be missing), or None if one fails."""
     sockets: list[socket.socket] = []
-    for address in bind.split():
+    for address in bind.split(" ") if bind else ():  # (split as CONFIG SET splits it)
         optional = address.startswith("-")
         host = {"*": "0.0.0.0", "::*": "::"}.get(address.lstrip("-"), address.lstrip("-"))
         try:
+            if not host:  # (two spaces, or "-": Redis's getaddrinfo of "" fails; Python binds any)
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
             sock = listening_socket(host, port, backlog)
-        except OSError:
-            if optional:
+        except OSError as exc:
+            if optional and exc.errno in OPTIONAL_BIND_FAILURES:
                 continue
             for sock in sockets:
                 sock.close()

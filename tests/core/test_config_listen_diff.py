@@ -87,3 +87,16 @@ def test_same_values_and_a_new_port(pair):
         assert _ping(moved) == b"PONG"
         client.close()
         server.port = moved  # (so the fixture can stop it)
+
+
+def test_bind_addresses_as_config_set_splits_them(pair):
+    """At most 16 addresses; the value is split on each space (two spaces make an empty
+    address, which cannot be bound), and a '-' address is left out only when it is not this
+    host's (a name that does not resolve still fails)."""
+    many = " ".join(f"127.0.0.{i}" for i in range(1, 18))
+    for value in (many, "127.0.0.1  127.0.0.2", "127.0.0.1 -", "127.0.0.1 -nosuchhost.invalid",
+                  "127.0.0.1 -192.0.2.1", "127.0.0.1"):
+        _both(pair, "CONFIG", "SET", "bind", value)
+        _both(pair, "CONFIG", "GET", "bind")
+    for server in pair:
+        assert _ping(server.port) == b"PONG"
