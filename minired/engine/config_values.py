@@ -48,6 +48,18 @@ def text(value: str) -> str:
     return value
 
 
+def base_name(name: str, kind: str = "filename", empty: bool = True) -> Normalizer:
+    """A file or directory name of `dir` (isValidDBfilename, isValidAOFfilename,
+    isValidAOFdirname): no '/', and (for the AOF's) not empty."""
+    def normalize(value: str) -> str:
+        if not empty and not value:
+            raise ConfigError(f"{name} can't be empty")
+        if "/" in value:
+            raise ConfigError(f"{name} can't be a path, just a {kind}")
+        return value
+    return normalize
+
+
 BIND_ADDRESSES_MAX = 16  # CONFIG_BINDADDR_MAX
 
 

@@ -16,6 +16,7 @@ def test_protected_configs_follow_enable_protected_configs(setting, tmp_path):
         diff = Differential(redis.port, mini.port)
         try:
             diff.check("CONFIG", "SET", "dbfilename", "other.rdb")
+            diff.check("CONFIG", "SET", "dbfilename", "sub/other.rdb")  # (not a path)
             diff.check("CONFIG", "GET", "dbfilename")
             diff.check("CONFIG", "SET", "dbfilename", "x.rdb", "maxmemory", "1mb")
             diff.check("CONFIG", "GET", "maxmemory")

@@ -131,6 +131,11 @@ def test_argv_to_options_as_redis_main():
     "list-max-ziplist-entries 5\ncluster-enabled maybe\n",
     "dir /nonexistent-dir\n",
     "replicaof 127.0.0.1 0\nnosuch 1\n",  # (replicaof's two words accepted: line 2 refused)
+    "dbfilename a/dump.rdb\n",  # names of files in `dir`: no path, the AOF's not empty
+    "appendfilename a/x.aof\n",
+    'appendfilename ""\n',
+    "appenddirname a/b\n",
+    'appenddirname ""\n',
 ])
 def test_config_file_errors_match_redis(tmp_path, text):
     (tmp_path / "bad.conf").write_text(text)
