@@ -273,8 +273,9 @@ def _apply_backlog_ttl(c, before: dict, name: str) -> str:
     return ""
 
 
-# Redis's apply functions: what a new value needs done at once, and may fail at. One function
-# may serve several parameters (it runs once per CONFIG SET).
+# Redis's apply functions: what a new value needs done at once (the first four may fail). One
+# function may serve several parameters (it runs once per CONFIG SET). What only refreshes
+# minired's own copies of a value follows in config_set, once every apply has succeeded.
 _APPLY = {"bind": _apply_listeners, "port": _apply_listeners, "appendonly": _apply_appendonly,
           "oom-score-adj": _apply_oom_score, "oom-score-adj-values": _apply_oom_score,
           "maxclients": _apply_maxclients, "min-replicas-to-write": _apply_good_replicas,
