@@ -112,3 +112,32 @@ def connect(diff, real_redis, mini):
     finally:
         for pair in opened:
             pair.close()
+
+
+# What a server started in the checkout (a SubprocessServer or an EmbeddedServer without a
+# dir: their dir is ".", as redis-server's) writes there on SAVE, BGREWRITEAOF or a cluster
+# start. A test must give such a server a directory of its own: a file left behind would be
+# loaded by the next server started there, and would end up in the user's checkout.
+_LEFTOVERS = ("dump.rdb", "appendonlydir", "appendonly.aof", "nodes.conf")
+
+
+def _leftovers(root) -> set[str]:
+    return {name for name in _LEFTOVERS if os.path.lexists(os.path.join(root, name))}
+
+
+def pytest_sessionstart(session):
+    session.config._leftovers_before = _leftovers(session.config.rootpath)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):  # (xdist: the controller checks once)
+        return
+    left = _leftovers(session.config.rootpath) - session.config._leftovers_before
+    if left:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            f"tests left {', '.join(sorted(left))} in {session.config.rootpath}: a server "
+            "started without a directory of its own wrote there", red=True)
+        if session.exitstatus == 0:
+            session.exitstatus = 1

@@ -17,6 +17,7 @@ continue.
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
 
 import pytest
@@ -39,9 +40,23 @@ REDIS_ARGS = (*NO_SYNC_DELAY, "--enable-debug-command", "yes")
 MINIRED_ARGS = ("--enable-debug-command", "yes")
 
 
+_SCRATCH = None  # (set by the _scratch fixture)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _scratch(tmp_path_factory):
+    """Where minired servers started without a --dir keep their files (BGREWRITEAOF in the
+    workloads writes an AOF base): not the checkout, the servers' working directory."""
+    global _SCRATCH
+    _SCRATCH = tmp_path_factory.mktemp("chain")
+    yield
+
+
 def _start(kind: str, *args: str):
     if kind == "redis":
         return RedisServer(*REDIS_ARGS, *args).start()
+    if "--dir" not in args:
+        args = ("--dir", tempfile.mkdtemp(dir=_SCRATCH), *args)
     return SubprocessServer(*MINIRED_ARGS, *args).start()
 
 
