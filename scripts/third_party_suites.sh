@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Three projects' own test suites, unchanged, with minired as their redis-server executable:
+# Four projects' own test suites, with minired as their redis-server executable:
 # python-redis-lock (its conftest starts `redis-server` from PATH), pytest-redis (its tests
 # start the server given by --redis-exec), and redis-py's (run against a started server, once
 # on minired and once on redis-server: it targets newer servers than 7.0, so minired must pass
-# exactly what Redis 7.0 passes). Needs the network (PyPI), so it is not part of the test
+# exactly what Redis 7.0 passes). fakeredis 2.41.0's: its real-server tests (`-m real`) once on
+# each server, compared the same way; then its Hypothesis state machines, which compare a real
+# server with fakeredis command by command, with minired in fakeredis's place (the one change
+# made to its files: base.py's make_fake_client and a flush of that side; health checks off). Needs the network (PyPI), so it is not part of the test
 # command; run it by hand after changing how minired starts, logs or stops, or what it answers.
 #
 #   ./scripts/third_party_suites.sh                          # minired from this checkout
@@ -21,7 +24,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${WORK:-$(mktemp -d /tmp/minired-third-party.XXXXXX)}"
 SERVER="${SERVER:-minired}"
-SUITES=" ${SUITES:-pytest-redis python-redis-lock redis-py} "
+SUITES=" ${SUITES:-pytest-redis python-redis-lock redis-py fakeredis} "
 mkdir -p "$WORK/bin"
 cd "$WORK"
 
@@ -135,6 +138,91 @@ for name in worse:
     print("  ", name)
 sys.exit(1 if worse else 0)
 PY
+fi
+if [[ "$SUITES" == *" fakeredis "* ]]; then
+if [ ! -d fakeredis-2.41.0 ]; then
+    pip download --no-binary :all: --no-deps fakeredis==2.41.0 -d "$WORK"
+    tar xzf fakeredis-2.41.0.tar.gz
+    venv/bin/pip install -q valkey pytest-asyncio pytest-mock hypothesis lupa pytest-timeout
+    venv/bin/pip install -q --no-deps ./fakeredis-2.41.0
+    python3 - fakeredis-2.41.0/test/test_hypothesis <<'PY'
+import pathlib, sys
+folder = pathlib.Path(sys.argv[1])
+base = folder / "base.py"
+text = base.read_text()
+for old, new in [
+    ("""        cls = _FAKE_CLIENT_CLASSES.get(self.server_type, fakeredis.FakeStrictRedis)
+        server = fakeredis.FakeServer(server_type=self.server_type, version=self.version)
+        return cls(server=server, db=self.db)""",
+     """        import os
+        return redis.StrictRedis(self.host, port=int(os.environ["MINIRED_PORT"]), db=self.db)"""),
+    ("""        try:
+            self.real.execute_command("discard")
+        except redis.ResponseError:
+            pass
+        self.real.flushall()""",
+     """        for client in (self.real, self.fake):
+            try:
+                client.execute_command("discard")
+            except redis.ResponseError:
+                pass
+        self.real.flushall()
+        self.fake.flushall()""")]:
+    assert old in text, old
+    text = text.replace(old, new)
+base.write_text(text)
+conftest = folder / "conftest.py"
+text = conftest.read_text().replace("from hypothesis import settings", "from hypothesis import HealthCheck, settings")
+text = text.replace('"250")))', '"250")), suppress_health_check=list(HealthCheck), deadline=None)')
+conftest.write_text(text)
+PY
+fi
+for port in 6390 6391; do  # (fakeredis's tests name these ports)
+    if redis-cli -p "$port" ping >/dev/null 2>&1; then
+        echo "port $port is taken: fakeredis's tests need it free" >&2
+        exit 1
+    fi
+done
+fakeredis_real() {  # fakeredis_real NAME EXECUTABLE: its -m real tests against EXECUTABLE on 6390
+    local dir pid
+    dir=$(mktemp -d "$WORK/$1-fakeredis.XXXXXX")
+    (cd "$dir" && exec "$2" --port 6390 --save "" >server.log 2>&1) &
+    pid=$!
+    until redis-cli -p 6390 ping >/dev/null 2>&1; do sleep 0.1; done
+    (cd fakeredis-2.41.0 && python -m pytest -q -p no:cacheprovider -p no:minired -m real \
+        --timeout 60 --tb=no --junitxml="$WORK/fakeredis-$1.xml" test/test_mixins test/test_async \
+        test/test_keyspace_notifications.py) | tail -1 || true
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+echo "== fakeredis 2.41.0's real-server tests with $SERVER, then with redis-server (the control)"
+fakeredis_real subject "$WORK/bin/redis-server"
+fakeredis_real control "$(command -v redis-server)"
+python3 - "$WORK/fakeredis-control.xml" "$WORK/fakeredis-subject.xml" <<'PY' || status=1
+import sys
+import xml.etree.ElementTree as ET
+
+def passed(path):
+    return {f"{case.get('classname')}::{case.get('name')}" for case in ET.parse(path).iter("testcase")
+            if not any(child.tag in ("failure", "error", "skipped") for child in case)}
+
+control, subject = passed(sys.argv[1]), passed(sys.argv[2])
+print(f"redis-server passes {len(control)}, the subject {len(subject)}; "
+      f"passed on redis-server only: {len(control - subject)}")
+for name in sorted(control - subject):
+    print("  ", name)
+sys.exit(1 if control - subject else 0)
+PY
+echo "== fakeredis 2.41.0's Hypothesis machines: redis-server against $SERVER"
+dir=$(mktemp -d "$WORK/hypothesis.XXXXXX")
+(cd "$dir" && exec redis-server --port 6390 --save "" >redis.log 2>&1) &
+redis_pid=$!
+(cd "$dir" && exec "$WORK/bin/redis-server" --port 6391 --save "" >subject.log 2>&1) &
+subject_pid=$!
+until redis-cli -p 6390 ping >/dev/null 2>&1 && redis-cli -p 6391 ping >/dev/null 2>&1; do sleep 0.1; done
+(cd fakeredis-2.41.0 && MINIRED_PORT=6391 FAKEREDIS_HYPOTHESIS_EXAMPLES=150 python -m pytest -q \
+    -p no:cacheprovider -p no:minired --timeout 900 --tb=short test/test_hypothesis) | tail -30 \
+    || status=1
+kill "$redis_pid" "$subject_pid"; wait 2>/dev/null || true
 fi
 echo "work folder: $WORK"
 exit $status
