@@ -4,10 +4,18 @@ run in lockstep on a real redis-server and on minired, replies compared.
     python bench/grammar_fuzz.py [--seconds 120] [--seed N] [--commands zadd,zrange]
                                  [--skip xgroup|setid] [--sequence-length 12]
                                  [--markdown findings.md] [--resp3]
+                                 [--notifications KEA]
 
 For each distinct mismatch (command + a short signature of the difference) prints the shortest
 sequence found that reproduces it and both replies; then a summary. A run is reproducible from
-its printed seed. The generator and the comparison live in tests/support/grammar.py and
+its printed seed.
+
+--notifications FLAGS sets notify-keyspace-events on both servers (KEA, KEAnm, Em ...) and
+also compares, after each command, the exact (channel, message) list a `PSUBSCRIBE __key*__:*`
+subscriber of each server received (tests/support/notify_diff.py); the background expiry
+cycle is off on both then, so that expiry is lazy and lands on the same command.
+
+The generator and the comparison live in tests/support/grammar.py and
 tests/support/grammar_diff.py, shared with tests/core/test_grammar_diff.py.
 """
 from __future__ import annotations
@@ -32,6 +40,7 @@ from tests.support.grammar_diff import (
     run_sequence,
     shrink,
 )
+from tests.support.notify_diff import EventWatch
 from tests.support.respclient import RawClient
 from tests.support.servers import MiniredProcess, RedisServer
 
@@ -40,17 +49,33 @@ class Servers:
     """A real redis-server and a minired subprocess; minired is restarted when it dies."""
 
     protocol = 2  # --resp3 sets 3 for every pair of servers of the run
+    notifications = ""  # --notifications: notify-keyspace-events, and events compared
 
     def __init__(self) -> None:
-        self.redis = RedisServer().start()
-        self.minired = MiniredProcess().start()
+        # The event watch turns the expiry cycle off with DEBUG.
+        extra = ("--enable-debug-command", "yes") if self.notifications else ()
+        self.redis = RedisServer(*extra).start()
+        self.minired = MiniredProcess(*extra).start()
         self.pair = ServerPair(self.redis.port, self.minired.port, protocol=self.protocol)
+        self.watch = self._watch()
+
+    def _watch(self) -> EventWatch | None:
+        if not self.notifications:
+            return None
+        return EventWatch(self.redis.port, self.minired.port, self.notifications)
+
+    def _rewatch(self) -> None:
+        """New subscribers: the old ones may hold late messages, or a dead server's socket."""
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = self._watch()
 
     def restart_minired(self) -> None:
         self.minired.stop()
-        self.minired = MiniredProcess().start()
+        self.minired = MiniredProcess(*self.minired.extra_args).start()
         self.pair.close()
         self.pair = ServerPair(self.redis.port, self.minired.port, protocol=self.protocol)
+        self._rewatch()
 
     def recover(self) -> None:
         """After a timeout the connections may hold late replies: start them afresh, and
@@ -58,10 +83,13 @@ class Servers:
         try:
             self.pair.reconnect()
             self.pair.minired.call("PING")
+            self._rewatch()
         except (OSError, ConnectionError):
             self.restart_minired()
 
     def stop(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
         self.pair.close()
         self.minired.stop()
         self.redis.stop()
@@ -79,6 +107,9 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--markdown", default="", help="also write the findings to this file")
     parser.add_argument("--resp3", action="store_true",
                         help="compare RESP3 replies (HELLO 3 on every connection)")
+    parser.add_argument("--notifications", default="", metavar="FLAGS",
+                        help="set notify-keyspace-events to FLAGS (KEA, KEAnm ...) and compare "
+                             "each command's keyspace events too")
     return parser.parse_args()
 
 
@@ -105,7 +136,7 @@ def _fuzz(servers: Servers, grammars, names, inner_names, args,
         sequence = generate_sequence(rng, grammars, names, args.sequence_length, inner_names)
         sequences += 1
         try:
-            mismatch = run_sequence(servers.pair, sequence, grammars)
+            mismatch = run_sequence(servers.pair, sequence, grammars, servers.watch)
         except RedisFailure as exc:
             print(f"redis did not answer (generator problem): {exc}", flush=True)
             servers.recover()
@@ -125,7 +156,8 @@ def _fuzz(servers: Servers, grammars, names, inner_names, args,
             servers.recover()
             findings[mismatch.signature] = mismatch
         else:
-            findings[mismatch.signature] = shrink(servers.pair, mismatch, grammars)
+            findings[mismatch.signature] = shrink(servers.pair, mismatch, grammars,
+                                                  servers.watch)
         finding = findings[mismatch.signature]
         if not _reproduces_on_fresh_servers(finding, grammars):
             print("(does not reproduce on fresh servers: it depends on state that outlived "
@@ -141,7 +173,7 @@ def _reproduces_on_fresh_servers(finding: Mismatch, grammars) -> bool:
         return True
     fresh = Servers()
     try:
-        again = run_sequence(fresh.pair, finding.sequence, grammars)
+        again = run_sequence(fresh.pair, finding.sequence, grammars, fresh.watch)
     except (RedisFailure, OutOfStep):
         return False
     finally:
@@ -163,8 +195,11 @@ def _markdown(findings: dict[str, Mismatch], seed: int) -> str:
 def main() -> int:
     args = _parse_args()
     seed = args.seed if args.seed is not None else random.randrange(2**32)
-    print(f"seed {seed}" + (" (RESP3)" if args.resp3 else ""), flush=True)
+    print(f"seed {seed}" + (" (RESP3)" if args.resp3 else "")
+          + (f" (notify-keyspace-events {args.notifications})" if args.notifications else ""),
+          flush=True)
     Servers.protocol = 3 if args.resp3 else 2
+    Servers.notifications = args.notifications
     servers = Servers()
     try:
         grammars = load_grammars(RawClient(servers.redis.port))

@@ -1,9 +1,11 @@
 """Keyspace notifications (notify-keyspace-events) compared with real Redis: for each command,
 its reply and the exact sequence of messages a `PSUBSCRIBE __key*__:*` subscriber receives.
 
-After each command the command connection publishes on a sync channel the subscriber also
-listens to; everything the subscriber reads before that message is the command's events. The
-suite's servers are shared, so every test puts notify-keyspace-events back to "" at the end.
+After each command a third connection publishes on a sync channel the subscriber also listens
+to; everything the subscriber reads before that message is the command's events (EventLog, in
+tests/support/notify_diff.py, shared with the generated sequences of
+tests/core/test_notify_grammar_diff.py). The suite's servers are shared, so every test puts
+notify-keyspace-events back to "" at the end.
 """
 from __future__ import annotations
 
@@ -11,48 +13,9 @@ import time
 
 import pytest
 
+from tests.support.notify_diff import EventLog
 from tests.support.respclient import RawClient
 from tests.support.waiting import wait_blocked, wait_until
-
-SYNC = "notifications-sync"
-
-
-class EventLog:
-    """A command connection and a subscriber on one server, and a third connection that sends
-    the sync message (the command connection may be inside MULTI)."""
-
-    def __init__(self, port: int, flags: str) -> None:
-        self.command = RawClient(port, timeout=5)
-        self.subscriber = RawClient(port, timeout=5)
-        self.publisher = RawClient(port, timeout=5)
-        self.subscriber.call("PSUBSCRIBE", "__key*__:*")
-        self.subscriber.call("SUBSCRIBE", SYNC)
-        self.configure(flags)
-
-    def configure(self, flags: str) -> None:
-        assert self.publisher.call("CONFIG", "SET", "notify-keyspace-events", flags) == b"OK"
-
-    def run(self, *args) -> tuple:
-        reply = self.command.call(*args)
-        return reply, self.events()
-
-    def events(self) -> list[tuple[bytes, bytes]]:
-        """What the subscriber received since the last call."""
-        self.publisher.call("PUBLISH", SYNC, "x")
-        received = []
-        while True:
-            message = self.subscriber.read()
-            if message[0] == b"message":
-                return received
-            received.append((message[2], message[3]))
-
-    def close(self) -> None:
-        try:
-            self.configure("")
-        finally:
-            self.command.close()
-            self.subscriber.close()
-            self.publisher.close()
 
 
 @pytest.fixture
@@ -712,3 +675,4 @@ def test_key_misses(logs, flags):
     """Class m: "keymiss" on a read lookup that finds nothing (and only with m: A leaves it
     out), as lookupKeyRead sends it."""
     same_events(logs, KEY_MISS_COMMANDS, flags)
+

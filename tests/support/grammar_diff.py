@@ -249,14 +249,25 @@ class ServerPair:
 
 
 def run_sequence(pair: ServerPair, commands: list[list[str]],
-                 grammars: dict[str, CommandGrammar]) -> Mismatch | None:
-    """FLUSHALL both, run the commands in lockstep, return the first mismatch."""
+                 grammars: dict[str, CommandGrammar], watch=None) -> Mismatch | None:
+    """FLUSHALL both, run the commands in lockstep, return the first mismatch.
+
+    `watch` (a tests/support/notify_diff.EventWatch) also compares what else each command
+    did, once its replies agree: `watch.compare(name, sent)` answers a Mismatch or None, and
+    `watch.discard()` drops the effects of the harness's own commands (FLUSHALL, the probes
+    and clean-ups below), which are not under test."""
     pair.flush()
+    if watch is not None:
+        watch.discard()
     sent: list[list[str]] = []
     for argv in commands:
         name = command_name(argv, grammars)
-        if name in LEX_COMMANDS and not _lex_range_defined(pair, name, argv):
-            continue  # sent to neither server
+        if name in LEX_COMMANDS:
+            defined = _lex_range_defined(pair, name, argv)
+            if watch is not None:
+                watch.discard()  # the probe's ZRANGE (a key miss, if the key is missing)
+            if not defined:
+                continue  # sent to neither server
         sent.append(argv)
         try:
             expected, actual = pair.call_both(argv)
@@ -267,10 +278,16 @@ def run_sequence(pair: ServerPair, commands: list[list[str]],
         if comparable_expected != comparable_actual:
             return Mismatch(list(sent), name, expected, actual,
                             difference_signature(name, expected, actual))
+        if watch is not None:
+            mismatch = watch.compare(name, sent)
+            if mismatch is not None:
+                return mismatch
         if name in RANDOM_WRITES and len(argv) > 1:
             pair.call_both(["DEL", argv[1]])
         if name == "sort" and "BY" in argv and "STORE" in argv[:-1]:
             pair.call_both(["DEL", argv[argv.index("STORE") + 1]])  # stored in tie order
+        if watch is not None:
+            watch.discard()
     return None
 
 
@@ -290,7 +307,7 @@ def _lex_range_defined(pair: ServerPair, name: str, argv: list[str]) -> bool:
 
 
 def shrink(pair: ServerPair, mismatch: Mismatch,
-           grammars: dict[str, CommandGrammar]) -> Mismatch:
+           grammars: dict[str, CommandGrammar], watch=None) -> Mismatch:
     """Drop commands (setup ones too) while the same mismatch still shows."""
     best = mismatch
     changed = True
@@ -300,16 +317,16 @@ def shrink(pair: ServerPair, mismatch: Mismatch,
             if i >= len(best.sequence) - 1:
                 continue
             candidate = best.sequence[:i] + best.sequence[i + 1:]
-            result = _rerun(pair, candidate, grammars)
+            result = _rerun(pair, candidate, grammars, watch)
             if result is not None and result.signature == best.signature:
                 best = result
                 changed = True
     return best
 
 
-def _rerun(pair: ServerPair, commands, grammars) -> Mismatch | None:
+def _rerun(pair: ServerPair, commands, grammars, watch=None) -> Mismatch | None:
     try:
-        return run_sequence(pair, commands, grammars)
+        return run_sequence(pair, commands, grammars, watch)
     except RedisFailure:
         pair.reconnect()
         return None
