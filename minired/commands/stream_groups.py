@@ -51,7 +51,13 @@ def _text(raw: bytes) -> str:
 
 def _stream_and_group(c, key: bytes, group_name: bytes) -> tuple[Stream, ConsumerGroup]:
     """The stream and group XPENDING, XCLAIM and XAUTOCLAIM work on, or their NOGROUP error."""
-    stream = c.db.read_typed(key, Stream)
+    return _group_of(c.db.read(key), key, group_name)
+
+
+def _group_of(stream, key: bytes, group_name: bytes) -> tuple[Stream, ConsumerGroup]:
+    """_stream_and_group for a value already looked up: WRONGTYPE, or NOGROUP."""
+    if stream is not None and type(stream) is not Stream:
+        raise RedisError(errors.WRONGTYPE)
     group = stream.groups.get(group_name) if stream is not None else None
     if group is None:
         raise RedisError(errors.STREAM_NOGROUP.format(_text(key), _text(group_name)))
@@ -514,6 +520,9 @@ def xclaim(c, argv):
 
 @command("xautoclaim", arity=-6, flags="write fast", keys=(1, 1, 1), group=G)
 def xautoclaim(c, argv):
+    # Redis looks the key up before it parses anything (only its type is checked after): a
+    # missing key is a "keymiss", an expired one is deleted ("expired"), whatever the error.
+    value = c.db.read(argv[1])
     min_idle = max(parse_int(argv[4], errors.STREAM_XAUTOCLAIM_MIN_IDLE), 0)
     start = parse_range_start(argv[5])
     count = 100
@@ -532,7 +541,7 @@ def xautoclaim(c, argv):
             j += 1
         else:
             raise RedisError(errors.SYNTAX)
-    stream, group = _stream_and_group(c, argv[1], argv[2])
+    stream, group = _group_of(value, argv[1], argv[2])
     if count * 16 > _AUTOCLAIM_ALLOCATION_LIMIT:
         raise RedisError(errors.STREAM_XAUTOCLAIM_COUNT_TOO_HIGH)
 

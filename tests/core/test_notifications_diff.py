@@ -676,3 +676,24 @@ def test_key_misses(logs, flags):
     out), as lookupKeyRead sends it."""
     same_events(logs, KEY_MISS_COMMANDS, flags)
 
+
+XAUTOCLAIM_LOOKUP_FIRST = split("""
+XAUTOCLAIM nokey g1 c1 abc 0
+XAUTOCLAIM nokey g1 c1 0 abc
+XAUTOCLAIM nokey g1 c1 0 0 COUNT 0
+XAUTOCLAIM nokey g1 c1 0 0 JUSTID foo
+XAUTOCLAIM nokey g1 c1 0 0
+SET str v
+XAUTOCLAIM str g1 c1 abc 0
+XAUTOCLAIM str g1 c1 0 0
+XADD x 1-1 f v
+XAUTOCLAIM x nogroup c1 0 0 COUNT 0
+XAUTOCLAIM x nogroup c1 0 0
+""")
+
+
+@pytest.mark.parametrize("flags", ["KEAm", "Em"])
+def test_xautoclaim_looks_its_key_up_before_parsing(logs, flags):
+    """xautoclaimCommand calls lookupKeyRead before it parses its arguments (and checks the
+    type after them): a missing key is a "keymiss" even when an argument is wrong."""
+    same_events(logs, XAUTOCLAIM_LOOKUP_FIRST, flags)
