@@ -48,7 +48,7 @@ cdef class Database:
     cpdef bint delete(self, object key)
     cpdef object pop(self, object key)
     cpdef object delete_if_empty(self, object key, object value)
-    cpdef object signal_modified(self, object key, bint expired=*)
+    cpdef object signal_modified(self, object key, bint expired=*, bint ready=*)
     cpdef object set_expiry(self, object key, object deadline_ms)
     cpdef object expiry(self, object key)
     cpdef object _expire(self, object key)

@@ -33,10 +33,16 @@ _perf_ns = time.perf_counter_ns
 _C_CLOCK = not __file__.endswith(".py") and sys.platform == "linux"
 
 TYPE_NAMES: dict[type, str] = {bytes: "string", QuickList: "list", dict: "hash", set: "set"}
+# The types a client can block on (BLPOP, BZPOPMIN, XREAD ...): those Redis's
+# getBlockedTypeByType maps to a blocked type. Only their values make a key ready for its
+# blocked clients (Database.set).
+BLOCKING_TYPES: set = {QuickList}
 
 
-def register_type(cls: type, name: str) -> None:
+def register_type(cls: type, name: str, blocking: bool = False) -> None:
     TYPE_NAMES[cls] = name
+    if blocking:
+        BLOCKING_TYPES.add(cls)
 
 
 def type_name(value: Any) -> str:
@@ -301,13 +307,24 @@ class Database:
                     self.expired_lazily += 1
                 if self.notifier is not None:
                     self.notifier.key_created(self, key)  # after "expired", as dbAdd
+        ready = True
+        if self.blocking_keys and key in self.blocking_keys:
+            # Redis queues a key for its blocked clients when dbAdd adds a value of a type
+            # one can block on, or when a value of such a type is overwritten
+            # (signalDeletedKeyAsReady); setKey overwriting any other value does neither. So
+            # a client blocked on a key that now holds a string is not served when SORT STORE
+            # or ZUNIONSTORE replaces the string with a list or a sorted set (RENAME, COPY and
+            # RESTORE delete first: the new value is added), and a string written there is not
+            # looked up for them: SET k v PXAT <past> leaves k to expire on its next lookup.
+            old = self.data.get(key)
+            ready = type(value if old is None else old) in BLOCKING_TYPES
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.keytrack is not None:
             self.keytrack.created(key)
         if self.watchers or self.blocking_keys or self.tracking is not None:
-            self.signal_modified(key)  # (the common case is nobody to tell)
+            self.signal_modified(key, False, ready)  # (the common case is nobody to tell)
 
     def delete(self, key: bytes) -> bool:
         """Remove key; True if it held a live value."""
@@ -343,9 +360,10 @@ class Database:
             if self.keytrack is not None:
                 self.keytrack.gone(key)
 
-    def signal_modified(self, key: bytes, expired: bool = False) -> None:
+    def signal_modified(self, key: bytes, expired: bool = False, ready: bool = True) -> None:
         """Tell the watchers, blocked readers and tracking clients of key that it changed;
-        `expired`: deleted by expiry, which no client did (NOLOOP spares nobody)."""
+        `expired`: deleted by expiry, which no client did (NOLOOP spares nobody); not `ready`:
+        the change is none its blocked readers hear of (see set)."""
         watchers = self.watchers.get(key)
         if watchers:
             for record in watchers:
@@ -356,7 +374,7 @@ class Database:
                         record.expired_at_watch = False
                     continue
                 record.dirty = True
-        if key in self.blocking_keys:
+        if ready and key in self.blocking_keys:
             self.ready_keys.append((self, key))
         if self.tracking is not None:
             self.tracking.key_modified(key, True, expired)
@@ -509,9 +527,13 @@ class Keyspace:
             if db.keytrack is not None:
                 db.keytrack.moved(db)
         for db in (da, dbb):
-            # Keys that vanished count too: XREADGROUP readers then end with an error.
+            # Keys that vanished count too: XREADGROUP readers then end with an error. Keys
+            # holding a value of a type nobody blocks on are not ready (scanDatabaseForReadyKeys
+            # signals the type of the value it finds): they are not looked up, nor expired.
             for key in db.blocking_keys:
-                self.ready_keys.append((db, key))
+                value = db.data.get(key)
+                if value is None or type(value) in BLOCKING_TYPES:
+                    self.ready_keys.append((db, key))
 
     def active_expire(self, limit: int = 10_000) -> int:
         now = self.clock.ms()

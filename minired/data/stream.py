@@ -352,4 +352,4 @@ def _master_id(node: StreamNode) -> StreamID:
     return node.master_id
 
 
-register_type(Stream, "stream")
+register_type(Stream, "stream", blocking=True)

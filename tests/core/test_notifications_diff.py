@@ -697,3 +697,70 @@ def test_xautoclaim_looks_its_key_up_before_parsing(logs, flags):
     """xautoclaimCommand calls lookupKeyRead before it parses its arguments (and checks the
     type after them): a missing key is a "keymiss" even when an argument is wrong."""
     same_events(logs, XAUTOCLAIM_LOOKUP_FIRST, flags)
+
+
+def test_overwriting_a_string_where_clients_wait_serves_them_only_when_added(logs, connect):
+    """Redis queues a key for its blocked clients when dbAdd adds a list, sorted set or stream,
+    or when such a value is overwritten; setKey overwriting a string does neither. A client
+    blocked on a key that came to hold a string is not served when SORT STORE or ZUNIONSTORE
+    replaces the string (it times out), and is served when RENAME or COPY REPLACE puts the
+    list there (they delete the string first, then add)."""
+    redis, minired = logs("KEA")
+    for log in (redis, minired):
+        log.command.call("RPUSH", "src", "3", "1", "2")
+        log.command.call("ZADD", "zsrc", "1", "a")
+        log.events()
+    pair = connect()
+    steps = [
+        (("BLPOP", "l1", "0.3"), [("SET", "l1", "s"), ("SORT", "src", "STORE", "l1")]),
+        (("BZPOPMIN", "z1", "0.3"), [("SET", "z1", "s"), ("ZUNIONSTORE", "z1", "1", "zsrc")]),
+        (("BLPOP", "l2", "0"), [("SET", "l2", "s"), ("COPY", "src", "l2", "REPLACE")]),
+        (("BLPOP", "l3", "0"), [("SET", "l3", "s"), ("RENAME", "src", "l3")]),
+    ]
+    for blocking, writes in steps:
+        pair.redis.send(*blocking)
+        pair.minired.send(*blocking)
+        wait_blocked(redis.publisher, minired.publisher)
+        for write in writes:
+            assert minired.run(*write) == redis.run(*write), write
+        pair.read_both()  # the pop's reply, or nil when the wait timed out
+
+
+@pytest.fixture
+def debug_logs():
+    """EventLogs on a pair of servers of the test's own, the expiry cycle off on both: a key
+    whose time has passed then expires on its next lookup and nowhere else."""
+    from tests.support.servers import debug_server_pair
+
+    with debug_server_pair() as (real, mini):
+        pair = (EventLog(real.port, "KEA"), EventLog(mini.port, "KEA"))
+        try:
+            for log in pair:
+                assert log.publisher.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == b"OK"
+            yield pair
+        finally:
+            for log in pair:
+                log.close()
+
+
+def test_a_string_written_where_clients_wait_is_not_looked_up(debug_logs):
+    """A string written to a key clients wait on is no reason to look the key up for them
+    (only list, sorted set and stream values are, see the test above): SET k v PXAT <past>
+    leaves k to expire on its next lookup, with its "expired" event then. SWAPDB likewise
+    looks up only the keys that hold a value someone can block on."""
+    redis, minired = debug_logs
+    blocked = [RawClient(log.command.sock.getpeername()[1], timeout=5) for log in debug_logs]
+    try:
+        commands = [("SET", "k", "v", "PXAT", "1"), ("GET", "k"),
+                    ("SET", "k", "v", "PXAT", "1"), ("HSET", "k", "f", "v"), ("DEL", "k"),
+                    ("SELECT", "1"), ("SET", "k", "v", "PXAT", "1"), ("SWAPDB", "0", "1"),
+                    ("SELECT", "0"), ("EXISTS", "k"), ("RPUSH", "k", "x")]
+        for client in blocked:
+            client.send("BLPOP", "k", "0")
+        wait_blocked(redis.publisher, minired.publisher)
+        for command in commands:
+            assert minired.run(*command) == redis.run(*command), command
+        assert [client.read() for client in blocked] == [[b"k", b"x"]] * 2
+    finally:
+        for client in blocked:
+            client.close()
