@@ -17,8 +17,9 @@ most commands (SET, INCR, DEL, SADD, RENAME, scripts ...), after the reply for s
 HSET, ZADD, XADD, EXPIRE, LPOP) and in the middle of it for a few (ZPOPMIN). Client libraries
 route pushes apart from replies, so only the byte order differs. (In a pipelined batch the
 pushes also go ahead of the replies of the batch's earlier commands, which wait to be written
-together: placing them needs the dispatcher's help.) Not covered: key misses
-(class m, "keymiss"). Evictions (class e) are sent by minired/features/eviction.py.
+together: placing them needs the dispatcher's help.) Key misses (class m, "keymiss") are
+sent by the keyspace's read lookups (Database.read); evictions (class e) by
+minired/features/eviction.py.
 """
 from __future__ import annotations
 
