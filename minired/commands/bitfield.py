@@ -66,7 +66,7 @@ def bitop(c, argv):
     width = max(len(source) for source in sources)
     target = argv[2]
     if not width:
-        if db.delete(target):
+        if db.delete_without_lookup(target):
             if db.notifier is not None:
                 notify(db, GENERIC, b"del", target)
         else:

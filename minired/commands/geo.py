@@ -318,7 +318,7 @@ def _georadius(c, argv, source_index: int, variant: int, store_allowed: bool = F
 def _store(c, argv, key: bytes, points: list, conversion: float, store_dist: bool) -> int:
     db = c.db
     if not points:
-        if db.delete(key):
+        if db.delete_without_lookup(key):
             if db.notifier is not None:
                 notify(db, GENERIC, b"del", key)
         else:

@@ -115,7 +115,7 @@ def restore(c, argv):
         raise RedisError(errors.RESTORE_INVALID_TTL)
     value = load_payload(argv[3], not c.server.debug.skip_checksum_validation, _sanitizes(c),
                          c.server.stats)
-    deleted = replace and db.delete(key)
+    deleted = replace and db.delete_without_lookup(key)
     if ttl and not absolute_ttl:
         ttl += c.server.clock.ms()
     if ttl and db.clock.already_passed(ttl):  # (db.clock stands still while an AOF loads)

@@ -242,7 +242,7 @@ def _difference(sources: list[set | None]) -> set:
 def _store(c, destination: bytes, members: set, event: bytes) -> int:
     db = c.db
     if not members:
-        if db.delete(destination):
+        if db.delete_without_lookup(destination):
             if db.notifier is not None:
                 notify(db, GENERIC, b"del", destination)
         else:

@@ -326,7 +326,7 @@ def _sort(c, argv: list, read_only: bool):
         if db.notifier is not None:
             notify(db, LIST, b"sortstore", options.store)
         c.changes = len(results)  # one per element stored
-    elif db.delete(options.store):
+    elif db.delete_without_lookup(options.store):
         if db.notifier is not None:
             notify(db, GENERIC, b"del", options.store)
     else:

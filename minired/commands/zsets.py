@@ -355,7 +355,7 @@ def store_result(c, destination: bytes, entries: list, event: bytes) -> int:
     """A computed sorted set into destination (deleted when the result is empty)."""
     db = c.db
     if not entries:
-        if db.delete(destination):
+        if db.delete_without_lookup(destination):
             if db.notifier is not None:
                 notify(db, GENERIC, b"del", destination)
         else:

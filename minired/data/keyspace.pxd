@@ -46,6 +46,7 @@ cdef class Database:
     cpdef object read_typed(self, object key, object cls)
     cpdef object set(self, object key, object value, bint keep_ttl=*)
     cpdef bint delete(self, object key)
+    cpdef bint delete_without_lookup(self, object key)
     cpdef object pop(self, object key)
     cpdef object delete_if_empty(self, object key, object value)
     cpdef object signal_modified(self, object key, bint expired=*, bint ready=*)

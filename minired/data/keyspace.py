@@ -338,6 +338,22 @@ class Database:
         self.signal_modified(key)
         return True
 
+    def delete_without_lookup(self, key: bytes) -> bool:
+        """Remove key if the database holds it, expired or not: Redis's dbDelete, which the
+        commands that store an empty result (SINTERSTORE, ZUNIONSTORE, SORT STORE, BITOP,
+        GEOSEARCHSTORE ...) and RESTORE REPLACE call on their destination without looking it
+        up. True if it was there, even expired: an expired key then goes without an "expired"
+        event, and the command's own "del" is the one Redis sends."""
+        if key not in self.data:
+            return False
+        del self.data[key]
+        if self.expires:
+            self.expires.pop(key, None)
+        if self.keytrack is not None:
+            self.keytrack.gone(key)
+        self.signal_modified(key)
+        return True
+
     def pop(self, key: bytes) -> Any:
         """Remove key and return its live value (None if missing)."""
         value = self.get(key, False)

@@ -764,3 +764,47 @@ def test_a_string_written_where_clients_wait_is_not_looked_up(debug_logs):
     finally:
         for client in blocked:
             client.close()
+
+
+def _same_runs(pair, commands) -> None:
+    redis, minired = pair
+    for command in commands:
+        assert minired.run(*command) == redis.run(*command), command
+
+
+EXPIRED_DESTINATION = [("SET", "d", "v", "PXAT", "1"), ("SADD", "s", "a")]
+EMPTY_RESULTS_STORED = split("""
+SINTERSTORE d nokey
+SUNIONSTORE d nokey
+SDIFFSTORE d nokey s
+SINTERSTORE d s nokey
+ZUNIONSTORE d 1 nokey
+ZINTERSTORE d 2 s nokey
+ZDIFFSTORE d 1 nokey
+ZRANGESTORE d nokey 0 -1
+GEORADIUS nokey 0 0 1 km STORE d
+GEORADIUSBYMEMBER nokey m 1 km STOREDIST d
+GEOSEARCHSTORE d nokey FROMLONLAT 0 0 BYRADIUS 1 km
+SORT nokey STORE d
+BITOP AND d nokey
+BITOP NOT d nokey
+""")
+
+
+def test_an_empty_result_deletes_an_expired_destination_unlooked(debug_logs, real_redis):
+    """The commands that store a result delete their destination when it is empty with
+    dbDelete, which looks nothing up: an expired destination goes with the command's "del"
+    and no "expired" (as RESTORE REPLACE deletes the key it replaces)."""
+    for command in EMPTY_RESULTS_STORED:
+        _same_runs(debug_logs, EXPIRED_DESTINATION + [command])
+    source = RawClient(real_redis.port)
+    try:
+        source.call("SET", "a", "1")
+        payload = source.call("DUMP", "a")
+    finally:
+        source.close()
+    _same_runs(debug_logs, [("SET", "d", "v", "PXAT", "1"), ("RESTORE", "d", "0", payload,
+                                                              "REPLACE"),
+                            ("SET", "d", "v", "PXAT", "1"), ("RESTORE", "d", "0", payload,
+                                                              "REPLACE", "ABSTTL", "1")])
+
