@@ -808,3 +808,22 @@ def test_an_empty_result_deletes_an_expired_destination_unlooked(debug_logs, rea
                             ("SET", "d", "v", "PXAT", "1"), ("RESTORE", "d", "0", payload,
                                                               "REPLACE", "ABSTTL", "1")])
 
+
+def test_scan_type_looks_each_key_up(debug_logs):
+    """SCAN ... TYPE reads each key for its type (lookupKeyReadWithFlags): an expired one is
+    deleted and is a "keymiss", and as its type is then "none", TYPE none lists it."""
+    redis, minired = debug_logs
+    for log in debug_logs:
+        log.publisher.call("CONFIG", "SET", "notify-keyspace-events", "KEAm")
+    _same_runs(debug_logs, split("""
+        SET k v PXAT 1
+        SCAN 0 TYPE string
+        SET k v PXAT 1
+        SCAN 0 TYPE none
+        SET k v PXAT 1
+        SCAN 0 MATCH nomatch* TYPE none
+        SCAN 0 TYPE NONE
+        SET k2 v
+        SCAN 0 TYPE string
+        SCAN 0 TYPE none
+    """))
