@@ -253,7 +253,8 @@ def run_sequence(pair: ServerPair, commands: list[list[str]],
     """FLUSHALL both, run the commands in lockstep, return the first mismatch.
 
     `watch` (a tests/support/notify_diff.EventWatch) also compares what else each command
-    did, once its replies agree: `watch.compare(name, sent)` answers a Mismatch or None, and
+    did, once its replies agree: `watch.compare(name, sent, redis_reply, minired_reply)`
+    answers a Mismatch or None, and
     `watch.discard()` drops the effects of the harness's own commands (FLUSHALL, the probes
     and clean-ups below), which are not under test."""
     pair.flush()
@@ -279,7 +280,7 @@ def run_sequence(pair: ServerPair, commands: list[list[str]],
             return Mismatch(list(sent), name, expected, actual,
                             difference_signature(name, expected, actual))
         if watch is not None:
-            mismatch = watch.compare(name, sent)
+            mismatch = watch.compare(name, sent, expected, actual)
             if mismatch is not None:
                 return mismatch
         if name in RANDOM_WRITES and len(argv) > 1:
