@@ -13,7 +13,8 @@ its printed seed.
 --notifications FLAGS sets notify-keyspace-events on both servers (KEA, KEAnm, Em ...) and
 also compares, after each command, the exact (channel, message) list a `PSUBSCRIBE __key*__:*`
 subscriber of each server received (tests/support/notify_diff.py); the background expiry
-cycle is off on both then, so that expiry is lazy and lands on the same command.
+cycle is off on both then, so that expiry is lazy and lands on the same command, and every
+sequence starts with k1 expired (notify_diff.EXPIRED_SETUP).
 
 The generator and the comparison live in tests/support/grammar.py and
 tests/support/grammar_diff.py, shared with tests/core/test_grammar_diff.py.
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from tests.support.grammar import exclusion_reason, load_grammars
 from tests.support.grammar_diff import (
+    SETUP,
     Mismatch,
     OutOfStep,
     RedisFailure,
@@ -40,7 +42,7 @@ from tests.support.grammar_diff import (
     run_sequence,
     shrink,
 )
-from tests.support.notify_diff import EventWatch
+from tests.support.notify_diff import EventWatch, with_expired_keys
 from tests.support.respclient import RawClient
 from tests.support.servers import MiniredProcess, RedisServer
 
@@ -134,6 +136,8 @@ def _fuzz(servers: Servers, grammars, names, inner_names, args,
     previous: list[list[str]] = []
     while time.monotonic() < deadline:
         sequence = generate_sequence(rng, grammars, names, args.sequence_length, inner_names)
+        if servers.watch is not None:
+            sequence = with_expired_keys(sequence, len(SETUP))
         sequences += 1
         try:
             mismatch = run_sequence(servers.pair, sequence, grammars, servers.watch)

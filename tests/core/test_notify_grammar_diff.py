@@ -11,6 +11,7 @@ import pytest
 from tests.core.test_grammar_diff import KNOWN_MISMATCHES
 from tests.support.grammar import load_grammars
 from tests.support.grammar_diff import (
+    SETUP,
     ServerPair,
     comparable_commands,
     generate_sequence,
@@ -18,7 +19,7 @@ from tests.support.grammar_diff import (
     run_sequence,
     shrink,
 )
-from tests.support.notify_diff import EventWatch
+from tests.support.notify_diff import EventWatch, with_expired_keys
 from tests.support.respclient import RawClient
 from tests.support.servers import debug_server_pair
 
@@ -58,7 +59,9 @@ def test_generated_sequences_notify_as_in_redis(servers, grammars, seed, flags):
         inner_names = sorted(set(grammars) & implemented)
         rng = random.Random(seed)
         for _ in range(SEQUENCES_PER_SEED):
-            sequence = generate_sequence(rng, grammars, names, SEQUENCE_LENGTH, inner_names)
+            sequence = with_expired_keys(
+                generate_sequence(rng, grammars, names, SEQUENCE_LENGTH, inner_names),
+                len(SETUP))
             mismatch = run_sequence(pair, sequence, grammars, watch)
             if mismatch is not None:
                 pytest.fail(shrink(pair, mismatch, grammars, watch).describe(), pytrace=False)
