@@ -35,9 +35,11 @@ from tests.support.workload import (
 def master_and_replica(request, tmp_path_factory):
     """minired (with its AOF on, or memory only: the stream is the same either way) and a real
     redis-server replicating it."""
-    args = ["--enable-debug-command", "yes"]
+    # (a directory either way: the workloads' BGREWRITEAOF writes an AOF base even with the
+    # AOF off, which would otherwise land in the checkout)
+    args = ["--enable-debug-command", "yes", "--dir", str(tmp_path_factory.mktemp("minired"))]
     if request.param == "aof":
-        args += ["--dir", str(tmp_path_factory.mktemp("minired-aof")), "--appendonly", "yes"]
+        args += ["--appendonly", "yes"]
     master = SubprocessServer(*args).start()
     replica = RedisServer("--replicaof", "127.0.0.1", str(master.port)).start()
     try:
