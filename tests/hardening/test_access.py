@@ -9,6 +9,8 @@ import tempfile
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from minired.embed import EmbeddedServer
 from minired.protocol import errors
@@ -75,10 +77,13 @@ def test_clients_connected_before_a_password_change(protected_pair):
 
 def test_redis_py_with_password(protected_pair):
     _, port = protected_pair
+    # (no retries: redis-py 8 retries a refused AUTH with backoff, ~4 s a client on either
+    # server, which the test does not look at)
+    once = {"retry": Retry(NoBackoff(), 0)}
     with pytest.raises(redis.AuthenticationError):
-        redis.Redis(port=port).ping()
+        redis.Redis(port=port, **once).ping()
     with pytest.raises(redis.AuthenticationError):
-        redis.Redis(port=port, password="wrong").ping()
+        redis.Redis(port=port, password="wrong", **once).ping()
     client = redis.Redis(port=port, password="secret", protocol=3)
     assert client.ping() is True
     assert client.set("k", "v") and client.get("k") == b"v"
