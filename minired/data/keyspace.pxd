@@ -48,6 +48,9 @@ cdef class Database:
     cpdef bint delete(self, object key)
     cpdef bint delete_without_lookup(self, object key)
     cpdef object pop(self, object key)
+    # (final and inline: delete, pop and delete_without_lookup pay no method call for sharing it)
+    @cython.final
+    cdef inline int _remove(self, object key) except -1
     cpdef object delete_if_empty(self, object key, object value)
     cpdef object signal_modified(self, object key, bint expired=*, bint ready=*)
     cpdef object set_expiry(self, object key, object deadline_ms)

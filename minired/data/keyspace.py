@@ -330,12 +330,7 @@ class Database:
         """Remove key; True if it held a live value."""
         if self.get(key, False) is None:
             return False
-        del self.data[key]
-        if self.expires:
-            self.expires.pop(key, None)
-        if self.keytrack is not None:
-            self.keytrack.gone(key)
-        self.signal_modified(key)
+        self._remove(key)
         return True
 
     def delete_without_lookup(self, key: bytes) -> bool:
@@ -346,12 +341,7 @@ class Database:
         event, and the command's own "del" is the one Redis sends."""
         if key not in self.data:
             return False
-        del self.data[key]
-        if self.expires:
-            self.expires.pop(key, None)
-        if self.keytrack is not None:
-            self.keytrack.gone(key)
-        self.signal_modified(key)
+        self._remove(key)
         return True
 
     def pop(self, key: bytes) -> Any:
@@ -359,13 +349,18 @@ class Database:
         value = self.get(key, False)
         if value is None:
             return None
+        self._remove(key)
+        return value
+
+    def _remove(self, key: bytes) -> None:
+        """The removal a command makes (delete, delete_without_lookup, pop): the value and its
+        deadline go, the key tracker hears of it, then the key's watchers and blocked readers."""
         del self.data[key]
         if self.expires:
             self.expires.pop(key, None)
         if self.keytrack is not None:
             self.keytrack.gone(key)
         self.signal_modified(key)
-        return value
 
     def delete_if_empty(self, key: bytes, value: Any) -> None:
         """Containers never stay empty in Redis: drop the key once its last element is gone."""
