@@ -213,8 +213,6 @@ def config_get(c, argv):
 
 
 # What the memory figure, access tracking and eviction depend on (eviction.configure).
-_EVICTION_PARAMS = frozenset(("maxmemory", "maxmemory-policy", "lfu-log-factor",
-                              "lfu-decay-time"))
 # Redis's reasons when it cannot listen on what CONFIG SET asked for.
 _LISTEN_FAILURE = {"bind": "Failed to bind to specified addresses.",
                    "port": "Unable to listen on this port. Check server logs."}
@@ -275,11 +273,21 @@ def _apply_backlog_ttl(c, before: dict, name: str) -> str:
 
 # Redis's apply functions: what a new value needs done at once (the first four may fail). One
 # function may serve several parameters (it runs once per CONFIG SET). What only refreshes
-# minired's own copies of a value follows in config_set, once every apply has succeeded.
+# minired's own copies of a value is _REFRESH's, once every apply step has succeeded.
 _APPLY = {"bind": _apply_listeners, "port": _apply_listeners, "appendonly": _apply_appendonly,
           "oom-score-adj": _apply_oom_score, "oom-score-adj-values": _apply_oom_score,
           "maxclients": _apply_maxclients, "min-replicas-to-write": _apply_good_replicas,
           "min-replicas-max-lag": _apply_good_replicas, "repl-backlog-ttl": _apply_backlog_ttl}
+
+
+def _each_once(steps: list[tuple]) -> list[tuple]:
+    """(function, argument) pairs without None and without a function a pair before had:
+    what one CONFIG SET runs, in the order its parameters came."""
+    kept: list[tuple] = []
+    for function, argument in steps:
+        if function is not None and all(function is not taken for taken, _ in kept):
+            kept.append((function, argument))
+    return kept
 
 
 def _apply(c, changed: list[str], before: dict) -> None:
@@ -288,11 +296,7 @@ def _apply(c, changed: list[str], before: dict) -> None:
     restores every value, runs the same functions again on them (the listeners bound again,
     the AOF stopped...) and is the reply, naming the parameter that brought the function."""
     config = c.server.config
-    steps: list[tuple] = []
-    for name in changed:
-        apply = _APPLY.get(Config.canonical(name))
-        if apply is not None and all(apply is not taken for taken, _ in steps):
-            steps.append((apply, name))
+    steps = _each_once([(_APPLY.get(Config.canonical(name)), name) for name in changed])
     for apply, name in steps:
         failure = apply(c, before, Config.canonical(name))
         if failure:
@@ -302,6 +306,72 @@ def _apply(c, changed: list[str], before: dict) -> None:
             for again, again_name in steps:
                 again(c, after, Config.canonical(again_name))
             raise RedisError(errors.CONFIG_SET_FAILED.format(name.lower(), failure))
+
+
+def _refresh_client_eviction(c, given: str) -> None:
+    client_eviction.configure(c.server)  # (a percentage limit is of maxmemory)
+
+
+def _refresh_key_eviction(c, given: str) -> None:
+    eviction.configure(c.server)
+
+
+def _refresh_notifications(c, given: str) -> None:
+    # From the value as given: the stored text shows no 'n' next to 'A', as in Redis, though
+    # the class stays on.
+    notifications.configure(c.server, given)
+
+
+def _refresh_latency_tracking(c, given: str) -> None:
+    latency.set_tracking(c.server, c.server.config.get("latency-tracking") == "yes")
+
+
+def _refresh_tracking_table(c, given: str) -> None:
+    if c.server.tracking is not None:
+        c.server.tracking.limit_table(from_cron=True)
+
+
+def _refresh_lazy_freeing(c, given: str) -> None:
+    # (imported here: the command modules load in the command table's order)
+    from minired.commands.keys import watch_lazy_freeing
+
+    watch_lazy_freeing(c.server)
+
+
+def _refresh_idle_clients(c, given: str) -> None:
+    if c.server.config.get("timeout") != "0":
+        from minired.features import idle_clients  # (first set: imported now)
+
+        idle_clients.configure(c.server)
+
+
+def _refresh_output_limits(c, given: str) -> None:
+    if c.server.output_buffer_guard is not None:
+        c.server.output_buffer_guard.limits()  # (its threshold is read on every write)
+
+
+# What refreshes minired's own copies of a value once every apply step has succeeded: each
+# parameter's refreshes, each run once per CONFIG SET (from the value given for the first
+# parameter that brings it). A parameter may bring several: maxmemory is both evictions' limit.
+_REFRESH = {
+    "maxmemory": (_refresh_client_eviction, _refresh_key_eviction),
+    "maxmemory-clients": (_refresh_client_eviction,),
+    **{name: (_refresh_key_eviction,)
+       for name in ("maxmemory-policy", "lfu-log-factor", "lfu-decay-time")},
+    "notify-keyspace-events": (_refresh_notifications,),
+    "latency-tracking": (_refresh_latency_tracking,),
+    "tracking-table-max-keys": (_refresh_tracking_table,),
+    "lazyfree-lazy-expire": (_refresh_lazy_freeing,),
+    "lazyfree-lazy-eviction": (_refresh_lazy_freeing,),
+    "timeout": (_refresh_idle_clients,),
+    "client-output-buffer-limit": (_refresh_output_limits,),
+}
+
+
+def _refresh(c, given: list[tuple[str, str]]) -> None:
+    for refresh, value in _each_once([(refresh, value) for name, value in given
+                                      for refresh in _REFRESH.get(name, ())]):
+        refresh(c, value)
 
 
 @command("set", arity=-4, flags="admin noscript loading stale", parent="config", group=G)
@@ -347,31 +417,8 @@ def config_set(c, argv):
         config.set(name, value)
     _apply(c, [name for name, value in changes if before[Config.canonical(name)] != value],
            before)
-    for i in range(2, len(argv), 2):
-        name = Config.canonical(argv[i].decode(errors="replace"))
-        if name in ("maxmemory-clients", "maxmemory"):  # (a percentage is of maxmemory)
-            client_eviction.configure(c.server)
-        if name == "notify-keyspace-events":
-            # From the value as given: the stored text shows no 'n' next to 'A', as in Redis,
-            # though the class stays on.
-            notifications.configure(c.server, argv[i + 1].decode(errors="replace"))
-        elif name == "latency-tracking":
-            latency.set_tracking(c.server, config.get(name) == "yes")
-        elif name in _EVICTION_PARAMS:
-            eviction.configure(c.server)
-        elif name == "tracking-table-max-keys" and c.server.tracking is not None:
-            c.server.tracking.limit_table(from_cron=True)
-        elif name in ("lazyfree-lazy-expire", "lazyfree-lazy-eviction"):
-            # (imported here: the command modules load in the command table's order)
-            from minired.commands.keys import watch_lazy_freeing
-
-            watch_lazy_freeing(c.server)
-        elif name == "timeout" and config.get(name) != "0":
-            from minired.features import idle_clients  # (first set: imported now)
-
-            idle_clients.configure(c.server)
-        elif name == "client-output-buffer-limit" and c.server.output_buffer_guard is not None:
-            c.server.output_buffer_guard.limits()  # (its threshold is read on every write)
+    _refresh(c, [(Config.canonical(argv[i].decode(errors="replace")),
+                  argv[i + 1].decode(errors="replace")) for i in range(2, len(argv), 2)])
     persistence = c.server.features.persistence
     if persistence is not None:  # appendfsync, aof-disable-auto-gc no ...: at once, as in Redis
         persistence.reconcile()
