@@ -66,6 +66,35 @@ else
 fi
 export PATH="$WORK/bin:$WORK/venv/bin:$PATH"
 
+serve() {  # serve NAME EXECUTABLE PORT [ARG...]: a server in a fresh folder, its pid in $served
+    local dir exe=$2 port=$3
+    dir=$(mktemp -d "$WORK/$1.XXXXXX")
+    shift 3
+    (cd "$dir" && exec "$exe" --port "$port" --save "" "$@" >server.log 2>&1) &
+    served=$!
+    until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+}
+free_port() {
+    python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+}
+compare_junit() {  # compare_junit CONTROL.xml SUBJECT.xml: fails if a test passed on the control only
+    python3 - "$1" "$2" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+
+def passed(path):
+    return {f"{case.get('classname')}::{case.get('name')}" for case in ET.parse(path).iter("testcase")
+            if not any(child.tag in ("failure", "error", "skipped") for child in case)}
+
+control, subject = passed(sys.argv[1]), passed(sys.argv[2])
+print(f"redis-server passes {len(control)}, the subject {len(subject)}; "
+      f"passed on redis-server only: {len(control - subject)}")
+for name in sorted(control - subject):
+    print("  ", name)
+sys.exit(1 if control - subject else 0)
+PY
+}
+
 # -p no:minired: an installed minired's own pytest plugin has no business in these suites
 status=0
 if [[ "$SUITES" == *" pytest-redis "* ]]; then
@@ -92,12 +121,9 @@ if [ ! -d "redis-$REDIS_PY" ]; then
     venv/bin/pip install -q pytest-asyncio pytest-timeout ujson pybreaker xxhash numpy
 fi
 redis_py_run() {  # redis_py_run NAME EXECUTABLE: the suite's JUnit report in $WORK/NAME.xml
-    local port dir pid
-    port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
-    dir=$(mktemp -d "$WORK/$1-data.XXXXXX")
-    (cd "$dir" && exec "$2" --port "$port" --save "" --enable-debug-command yes >server.log 2>&1) &
-    pid=$!
-    until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+    local port
+    port=$(free_port)
+    serve "$1-data" "$2" "$port" --enable-debug-command yes
     (cd "redis-$REDIS_PY" && python -m pytest -q -p no:cacheprovider -p no:minired -o addopts="" \
         --timeout 60 --tb=no --redis-url="redis://localhost:$port/9" --junitxml="$WORK/$1.xml" \
         tests/test_commands.py tests/test_pipeline.py tests/test_pubsub.py \
@@ -111,33 +137,12 @@ redis_py_run() {  # redis_py_run NAME EXECUTABLE: the suite's JUnit report in $W
         tests/test_asyncio/test_encoding.py tests/test_asyncio/test_hash.py \
         tests/test_asyncio/test_monitor.py tests/test_asyncio/test_function.py) \
         | tail -1 || true
-    kill "$pid"; wait "$pid" 2>/dev/null || true
+    kill "$served"; wait "$served" 2>/dev/null || true
 }
 echo "== redis-py $REDIS_PY's suite with $SERVER, then with redis-server (the control)"
 redis_py_run subject "$WORK/bin/redis-server"
 redis_py_run control "$(command -v redis-server)"
-python3 - "$WORK/control.xml" "$WORK/subject.xml" <<'PY' || status=1
-import sys
-import xml.etree.ElementTree as ET
-
-def outcomes(path):
-    found = {}
-    for case in ET.parse(path).iter("testcase"):
-        failed = any(child.tag in ("failure", "error") for child in case)
-        skipped = any(child.tag == "skipped" for child in case)
-        found[f"{case.get('classname')}::{case.get('name')}"] = (
-            "failed" if failed else "skipped" if skipped else "passed")
-    return found
-
-control, subject = outcomes(sys.argv[1]), outcomes(sys.argv[2])
-worse = sorted(name for name, outcome in control.items()
-               if outcome == "passed" and subject.get(name) != "passed")
-print(f"redis-server passes {sum(o == 'passed' for o in control.values())}, the subject "
-      f"{sum(o == 'passed' for o in subject.values())}; passed on redis-server only: {len(worse)}")
-for name in worse:
-    print("  ", name)
-sys.exit(1 if worse else 0)
-PY
+compare_junit "$WORK/control.xml" "$WORK/subject.xml" || status=1
 fi
 if [[ "$SUITES" == *" fakeredis "* ]]; then
 if [ ! -d fakeredis-2.41.0 ]; then
@@ -184,41 +189,21 @@ for port in 6390 6391; do  # (fakeredis's tests name these ports)
     fi
 done
 fakeredis_real() {  # fakeredis_real NAME EXECUTABLE: its -m real tests against EXECUTABLE on 6390
-    local dir pid
-    dir=$(mktemp -d "$WORK/$1-fakeredis.XXXXXX")
-    (cd "$dir" && exec "$2" --port 6390 --save "" >server.log 2>&1) &
-    pid=$!
-    until redis-cli -p 6390 ping >/dev/null 2>&1; do sleep 0.1; done
+    serve "$1-fakeredis" "$2" 6390
     (cd fakeredis-2.41.0 && python -m pytest -q -p no:cacheprovider -p no:minired -m real \
         --timeout 60 --tb=no --junitxml="$WORK/fakeredis-$1.xml" test/test_mixins test/test_async \
         test/test_keyspace_notifications.py) | tail -1 || true
-    kill "$pid"; wait "$pid" 2>/dev/null || true
+    kill "$served"; wait "$served" 2>/dev/null || true
 }
 echo "== fakeredis 2.41.0's real-server tests with $SERVER, then with redis-server (the control)"
 fakeredis_real subject "$WORK/bin/redis-server"
 fakeredis_real control "$(command -v redis-server)"
-python3 - "$WORK/fakeredis-control.xml" "$WORK/fakeredis-subject.xml" <<'PY' || status=1
-import sys
-import xml.etree.ElementTree as ET
-
-def passed(path):
-    return {f"{case.get('classname')}::{case.get('name')}" for case in ET.parse(path).iter("testcase")
-            if not any(child.tag in ("failure", "error", "skipped") for child in case)}
-
-control, subject = passed(sys.argv[1]), passed(sys.argv[2])
-print(f"redis-server passes {len(control)}, the subject {len(subject)}; "
-      f"passed on redis-server only: {len(control - subject)}")
-for name in sorted(control - subject):
-    print("  ", name)
-sys.exit(1 if control - subject else 0)
-PY
+compare_junit "$WORK/fakeredis-control.xml" "$WORK/fakeredis-subject.xml" || status=1
 echo "== fakeredis 2.41.0's Hypothesis machines: redis-server against $SERVER"
-dir=$(mktemp -d "$WORK/hypothesis.XXXXXX")
-(cd "$dir" && exec redis-server --port 6390 --save "" >redis.log 2>&1) &
-redis_pid=$!
-(cd "$dir" && exec "$WORK/bin/redis-server" --port 6391 --save "" >subject.log 2>&1) &
-subject_pid=$!
-until redis-cli -p 6390 ping >/dev/null 2>&1 && redis-cli -p 6391 ping >/dev/null 2>&1; do sleep 0.1; done
+serve hypothesis-redis "$(command -v redis-server)" 6390
+redis_pid=$served
+serve hypothesis-subject "$WORK/bin/redis-server" 6391
+subject_pid=$served
 (cd fakeredis-2.41.0 && MINIRED_PORT=6391 FAKEREDIS_HYPOTHESIS_EXAMPLES=150 python -m pytest -q \
     -p no:cacheprovider -p no:minired --timeout 900 --tb=short test/test_hypothesis) | tail -30 \
     || status=1
