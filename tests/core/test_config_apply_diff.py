@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -179,7 +180,7 @@ def test_port_rolled_back_while_listening_anew(servers):
 
 
 def _writes_after_lowering_the_lag(master, replica) -> list:
-    """A replica stalled for 4 s (DEBUG SLEEP: no ACK meanwhile); 3 s in, the lag allowed is
+    """A replica stalled for 3 s (DEBUG SLEEP: no ACK meanwhile); 2.2 s in, the lag allowed is
     lowered to 1 s: the very next write is refused, as Redis counts the good replicas again
     when the setting changes (updateGoodSlaves), not at its next second's count."""
     admin, stalled = RawClient(master.port), RawClient(replica.port)
@@ -191,8 +192,8 @@ def _writes_after_lowering_the_lag(master, replica) -> list:
         time.sleep(1.5)  # (an ACK has come)
         seen = [admin.call("CONFIG", "SET", "min-replicas-to-write", "1"),
                 admin.call("SET", "a", "1")]
-        stalled.send("DEBUG", "SLEEP", "4")
-        time.sleep(3.2)
+        stalled.send("DEBUG", "SLEEP", "3")
+        time.sleep(2.2)
         seen += [admin.call("CONFIG", "SET", "min-replicas-max-lag", "1"),
                  admin.call("SET", "b", "1")]
         assert stalled.read() == b"OK"
@@ -202,13 +203,27 @@ def _writes_after_lowering_the_lag(master, replica) -> list:
         stalled.close()
 
 
+def _each_pair_at_once(tmp_path, sequence, debug: bool = False) -> tuple[list, list]:
+    """`sequence(master, replica)` on a Redis pair and on a minired pair at the same time (its
+    waits are seconds long): Redis's result, then minired's."""
+    extra = ("--enable-debug-command", "yes") if debug else ()
+
+    def on_redis():
+        with RedisServer("--save", "") as master, RedisServer("--save", "", *extra) as replica:
+            return sequence(master, replica)
+
+    def on_minired():
+        with MiniredProcess("--save", "", "--dir", str(tmp_path)) as master, MiniredProcess(
+                "--save", "", *extra) as replica:
+            return sequence(master, replica)
+
+    with ThreadPoolExecutor(2) as pool:
+        theirs, ours = pool.submit(on_redis), pool.submit(on_minired)
+        return theirs.result(), ours.result()
+
+
 def test_min_replicas_max_lag_applies_at_once(tmp_path):
-    with RedisServer("--save", "") as master, RedisServer(
-            "--save", "", "--enable-debug-command", "yes") as replica:
-        theirs = _writes_after_lowering_the_lag(master, replica)
-    with MiniredProcess("--save", "", "--dir", str(tmp_path)) as master, MiniredProcess(
-            "--save", "", "--enable-debug-command", "yes") as replica:
-        ours = _writes_after_lowering_the_lag(master, replica)
+    theirs, ours = _each_pair_at_once(tmp_path, _writes_after_lowering_the_lag, debug=True)
     assert ours == theirs
     assert "NOREPLICAS" in repr(theirs[-1])
 
@@ -236,9 +251,5 @@ def _backlog_after_shortening_its_ttl(master, replica) -> list:
 
 
 def test_repl_backlog_ttl_applies_to_a_backlog_already_waiting(tmp_path):
-    with RedisServer("--save", "") as master, RedisServer("--save", "") as replica:
-        theirs = _backlog_after_shortening_its_ttl(master, replica)
-    with MiniredProcess("--save", "", "--dir", str(tmp_path)) as master, MiniredProcess(
-            "--save", "") as replica:
-        ours = _backlog_after_shortening_its_ttl(master, replica)
+    theirs, ours = _each_pair_at_once(tmp_path, _backlog_after_shortening_its_ttl)
     assert ours == theirs
