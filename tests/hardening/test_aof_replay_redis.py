@@ -127,7 +127,7 @@ def test_each_rewrite_replays_in_redis_from_a_command_base_with_timestamps(
 
 
 @pytest.mark.skipif(not shutil.which("redis-check-aof"), reason="redis-tools not installed")
-@drawn_workloads(max_examples=40)
+@drawn_workloads(max_examples=20)
 def test_redis_replays_minired_aof_to_the_same_data(minired_aof, tmp_path, actions):
     server, directory = minired_aof
     _run_and_replay(server, directory, tmp_path / "copy", actions)

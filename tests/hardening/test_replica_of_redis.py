@@ -71,7 +71,7 @@ def test_each_scenario_reaches_minired(servers, name):
     _run_and_compare(*servers, SCENARIOS[name])
 
 
-@drawn_workloads(max_examples=25)
+@drawn_workloads(max_examples=15)
 def test_minired_holds_the_redis_master_s_data(servers, actions):
     _run_and_compare(*servers, actions)
 

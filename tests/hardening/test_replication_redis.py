@@ -67,7 +67,7 @@ def test_each_rewrite_reaches_a_redis_replica(master_and_replica, name):
     _run_and_compare(*master_and_replica, SCENARIOS[name])
 
 
-@drawn_workloads(max_examples=25)
+@drawn_workloads(max_examples=15)
 def test_a_redis_replica_holds_minired_s_data(master_and_replica, actions):
     _run_and_compare(*master_and_replica, actions)
 

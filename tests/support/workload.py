@@ -218,12 +218,13 @@ def run_workload(clients: dict, actions, port: int) -> None:
 
 
 def drawn_workloads(max_examples: int):
-    """Decorate a test taking `actions` (after its fixtures) with hypothesis drawing workloads:
-    derandomized, so that a run is repeatable, and without shrinking (a server per example)."""
+    """Decorate a test taking `actions` (after its fixtures) with hypothesis drawing workloads,
+    without shrinking (a server per example). Drawn as the profile says (tests/conftest.py):
+    the same examples in the test command, new ones each round of scripts/explore.sh, which is
+    where more of them are run: `max_examples` is a round's."""
     def decorate(test):
         drawn = given(st.lists(ACTION, min_size=20, max_size=40))(test)
-        return settings(derandomize=True, max_examples=max_examples, deadline=None,
-                        phases=[Phase.generate],
+        return settings(max_examples=max_examples, deadline=None, phases=[Phase.generate],
                         suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                HealthCheck.too_slow])(drawn)
     return decorate
