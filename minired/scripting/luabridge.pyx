@@ -47,6 +47,32 @@ from minired.protocol.errors import SCRIPT_INTERNAL_ERROR
 
 from minired.scripting.luaapi cimport *
 
+# Lua 5.1's Table (lobject.h) up to the fields _as_made reads, and lua_topointer (which gives
+# a table's address), looked up as luaapi.pxd looks up the rest of the API. _check_layout
+# makes sure the layout is this Lua's before anything relies on it.
+cdef extern from *:
+    """
+    typedef struct mr_Table {
+        void *next; unsigned char tt; unsigned char marked;
+        unsigned char flags; unsigned char lsizenode;
+        void *metatable; void *array; void *node; void *lastfree; void *gclist;
+        int sizearray;
+    } mr_Table;
+    static const void *(*mr_topointer)(lua_State *, int) = NULL;
+    static void mr_find_topointer(const char *path) {
+        void *module = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+        if (module != NULL) *(void **)(&mr_topointer) = dlsym(module, "lua_topointer");
+    }
+    """
+    ctypedef struct mr_Table:
+        unsigned char flags
+        void *metatable
+        void *array
+        const void *node
+        int sizearray
+    const void *(*mr_topointer)(lua_State *, int) nogil
+    void mr_find_topointer(const char *path) nogil
+
 cdef enum:
     # lua_upvalueindex(1) and (2) in Lua 5.1: LUA_GLOBALSINDEX - i
     HOLDER_UPVALUE = -10003
@@ -57,6 +83,9 @@ cdef enum:
     # two, and the longest text kept.
     KEPT_ARGUMENTS = 64
     KEPT_ARGUMENT_SIZE = 64
+    # KEYS and ARGV tables up to this many elements are reused from run to run
+    # (_arguments_table)
+    KEPT_TABLE = 32
 
 cdef enum ItemKind:
     ITEM_NIL, ITEM_STRING, ITEM_NUMBER, ITEM_BOOLEAN
@@ -102,6 +131,9 @@ cdef struct RunCall:
     int run_native, cached, hold  # registry references (see _set_entry)
     bint missing         # set when key names no cached script
     PyObject *outcome    # set on success: a new reference to the outcome tuple
+    # KEYS and ARGV of the last run, kept for the next (see _arguments_table): their registry
+    # references (NO_REF until made); NULL when this run builds tables of its own.
+    int *kept
 
 
 cdef class NativeCall:
@@ -123,12 +155,18 @@ cdef class NativeCall:
     cdef int run_native, cached, hold
     cdef const char *kept_text[KEPT_ARGUMENTS]
     cdef PyObject *kept_bytes[KEPT_ARGUMENTS]
+    # The KEYS and ARGV tables runs reuse (RunCall.kept), and how many runs are under way
+    # (more than one: a script run by a script, which gets tables of its own).
+    cdef int kept_tables[2]
+    cdef int running
 
     def __init__(self, target):
         self.target = target
         self.held = None
         self.state = NULL
         self.run_native = self.cached = self.hold = NO_REF
+        self.kept_tables[0] = self.kept_tables[1] = NO_REF
+        self.running = 0
 
     def __dealloc__(self):
         cdef int slot
@@ -159,8 +197,11 @@ cdef class NativeCall:
         run.run_native, run.cached, run.hold = self.run_native, self.cached, self.hold
         run.outcome = NULL
         run.missing = False
+        run.kept = self.kept_tables if self.running == 0 and _dummy_node != NULL else NULL
         top = mr_gettop(L)
+        self.running += 1
         status = mr_cpcall(L, _run_protected, &run)
+        self.running -= 1
         if status == 0 and run.outcome != NULL:
             outcome = <object>run.outcome
             Py_XDECREF(run.outcome)  # the reference _run_protected made, now held by outcome
@@ -415,6 +456,94 @@ cdef object _from_lua(lua_State *L, int index):
     raise TypeError("an outcome value that is not a string, number, boolean or nil")
 
 
+cdef inline void _fill_arguments(lua_State *L, RunCall *run, Py_ssize_t first,
+                                 Py_ssize_t last) noexcept:
+    """Set the table on top of the stack's [1..] to the run's arguments first..last-1."""
+    cdef Py_ssize_t index
+    cdef PyObject *argument
+    for index in range(first, last):
+        argument = PyList_GET_ITEM(<object>run.arguments, index)
+        mr_pushlstring(L, PyBytes_AS_STRING(<object>argument), PyBytes_GET_SIZE(<object>argument))
+        mr_rawseti(L, -2, <int>(index - first + 1))
+
+
+cdef void _arguments_table(lua_State *L, RunCall *run, int table, Py_ssize_t first,
+                           Py_ssize_t last) noexcept:
+    """Push KEYS (table 0) or ARGV (table 1) holding the run's arguments first..last-1.
+
+    Each run used to get two new tables, built at their size (lua_createtable(n, 0)): over
+    half of the garbage an EVALSHA of a small script leaves (~180 of ~310 bytes), which the
+    collections every GARBAGE_BOUND of it (sandbox.py's settle_garbage, each a walk of the
+    whole heap) pay for. So the last run's table is refilled instead, where no script can
+    tell it from a new one: no script keeps a reference past its run (the globals and the
+    libraries are read-only), and the table is reused only while it is still laid out as
+    lua_createtable(n, 0) makes one (_as_made: n array slots, no hash part, no metatable),
+    so that a script that changed it (a key added or removed, even put back) gets a new one
+    and `#` of a table with holes answers as on a new table. Not kept: tables of more than
+    KEPT_TABLE elements (a large one would stay in the heap every collection walks), those
+    of a script run from inside a script, and any where the layout cannot be read
+    (_check_layout)."""
+    cdef int n = <int>(last - first)
+    if run.kept == NULL or n > KEPT_TABLE:
+        mr_createtable(L, n, 0)
+        _fill_arguments(L, run, first, last)
+        return
+    if run.kept[table] != NO_REF:
+        mr_rawgeti(L, LUA_REGISTRYINDEX, run.kept[table])
+        if _as_made(<mr_Table *>mr_topointer(L, -1), n):
+            _fill_arguments(L, run, first, last)
+            return
+        mr_settop(L, -2)
+    # A new table, kept in the registry for the next run.
+    mr_createtable(L, n, 0)
+    _fill_arguments(L, run, first, last)
+    mr_pushvalue(L, -1)
+    if run.kept[table] == NO_REF:
+        run.kept[table] = mr_ref(L, LUA_REGISTRYINDEX)
+    else:
+        mr_rawseti(L, LUA_REGISTRYINDEX, run.kept[table])
+
+
+cdef inline bint _as_made(mr_Table *t, int n) noexcept nogil:
+    """Whether t is laid out as lua_createtable(n, 0) makes a table (its elements aside):
+    then after 1..n are set, nothing else of it differs from a new one's. (The metamethod
+    cache, for a table used as a metatable, is reset to a new table's: none of its keys
+    names a metamethod.)"""
+    if t.sizearray != n or t.node != _dummy_node or t.metatable != NULL:
+        return False
+    t.flags = 0xFF
+    return True
+
+
+# The hash part of every table that has none (Lua 5.1's dummynode), once _check_layout has
+# read it; NULL while reuse is off.
+cdef const void *_dummy_node = NULL
+
+
+cdef void _check_layout(lua_State *L) noexcept nogil:
+    """Read the node of an empty table, with checks that this Lua lays its tables out as
+    mr_Table says (lupa's Lua 5.1): else _dummy_node stays NULL and KEYS and ARGV are new
+    tables every run."""
+    global _dummy_node
+    cdef mr_Table *sized
+    cdef mr_Table *empty
+    cdef mr_Table *hashed
+    if _dummy_node != NULL or mr_topointer == NULL or not mr_checkstack(L, 4):
+        return
+    mr_createtable(L, 3, 0)
+    mr_createtable(L, 0, 0)
+    mr_createtable(L, 0, 1)
+    sized = <mr_Table *>mr_topointer(L, -3)
+    empty = <mr_Table *>mr_topointer(L, -2)
+    hashed = <mr_Table *>mr_topointer(L, -1)
+    if (sized.sizearray == 3 and empty.sizearray == 0 and hashed.sizearray == 0
+            and sized.node == empty.node and hashed.node != empty.node and sized.node != NULL
+            and sized.metatable == NULL and sized.flags == 0xFF and sized.array != NULL
+            and empty.array == NULL):
+        _dummy_node = empty.node
+    mr_settop(L, -4)
+
+
 cdef int _run_protected(lua_State *L) noexcept:
     """lua_cpcall's function, with the GIL held: push run_native, the cached script and the
     arguments, call it, and convert the outcome. A Lua error (out of memory) unwinds to
@@ -423,7 +552,6 @@ cdef int _run_protected(lua_State *L) noexcept:
     cdef Py_ssize_t count = PyList_GET_SIZE(<object>run.arguments)
     cdef Py_ssize_t index, keys, first, last
     cdef int table, kind
-    cdef PyObject *argument
     cdef int base, results, position
     if not mr_checkstack(L, 8):  # (each argument goes into its table as it is pushed)
         run.missing = True
@@ -438,17 +566,12 @@ cdef int _run_protected(lua_State *L) noexcept:
         run.missing = True
         return 0
     mr_pushlstring(L, PyBytes_AS_STRING(<object>run.null), PyBytes_GET_SIZE(<object>run.null))
-    # KEYS and ARGV as the two tables run_native takes: built here at their size, cheaper
-    # than from varargs in Lua.
+    # KEYS and ARGV as the two tables run_native takes.
     keys = <Py_ssize_t>run.numkeys
     for table in range(2):
         first = 0 if table == 0 else keys
         last = keys if table == 0 else count
-        mr_createtable(L, <int>(last - first), 0)
-        for index in range(first, last):
-            argument = PyList_GET_ITEM(<object>run.arguments, index)
-            mr_pushlstring(L, PyBytes_AS_STRING(<object>argument), PyBytes_GET_SIZE(<object>argument))
-            mr_rawseti(L, -2, <int>(index - first + 1))
+        _arguments_table(L, run, table, first, last)
     mr_call(L, 4, LUA_MULTRET)  # run_native(fn, null, KEYS, ARGV)
     results = mr_gettop(L) - base
     for position in range(base + 1, base + 1 + results):
@@ -638,6 +761,7 @@ cdef int _set_entry(lua_State *L) noexcept nogil:
     cdef Holder *holder = <Holder *>mr_touserdata(L, HOLDER_UPVALUE)
     cdef int run_native, cached, hold
     mr_settop(L, 3)
+    _check_layout(L)
     hold = mr_ref(L, LUA_REGISTRYINDEX)  # (each takes the value on top)
     cached = mr_ref(L, LUA_REGISTRYINDEX)
     run_native = mr_ref(L, LUA_REGISTRYINDEX)
@@ -712,6 +836,8 @@ def native_call(lua, target, unbox):
     global _pending
     if not lua_api_ready():
         return None
+    if mr_topointer == NULL:
+        mr_find_topointer(lupa.lua51.__file__.encode())
     loadlib = lua.eval("package and package.loadlib")
     if loadlib is None:
         return None
