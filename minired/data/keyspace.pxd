@@ -6,7 +6,7 @@
 # Database (the command helpers' .pxd files) call them as C functions, not by attribute name.
 cimport cython
 
-from minired.data.monotonic cimport monotonic_ns
+from minired.data.monotonic cimport monotonic_ns, realtime_ns
 
 cdef class Clock:
     cdef public object listeners

@@ -24,10 +24,11 @@ from minired.protocol.errors import WRONGTYPE, RedisError
 # the wall clock (at most once per command, see Clock.command_instant).
 _now_ns = time.time_ns
 _perf_ns = time.perf_counter_ns
-# Whether the Clock reads _perf_ns's clock in C: monotonic_ns (monotonic.pxd, cimported by
-# keyspace.pxd, so the name exists only in the compiled build) is the clock_gettime
-# (CLOCK_MONOTONIC) that perf_counter_ns reads on Linux. A plain global, so that a test that
-# stops _perf_ns can switch the C reads off with it. Clock reads it as one expression, written
+# Whether the Clock reads _perf_ns's and _now_ns's clocks in C: monotonic_ns and realtime_ns
+# (monotonic.pxd, cimported by keyspace.pxd, so the names exist only in the compiled build) are
+# the clock_gettime (CLOCK_MONOTONIC, CLOCK_REALTIME) that perf_counter_ns and time_ns read on
+# Linux. A plain global, so that a test that stops _perf_ns or _now_ns can switch the C reads
+# off with it. Clock reads it as one expression, written
 # out in enter, leave and command_instant: a helper function for it (cdef, even cdef inline)
 # counted ~235 more instructions per PING under valgrind (bench/README, 2026-12-07, midday).
 _C_CLOCK = not __file__.endswith(".py") and sys.platform == "linux"
@@ -84,11 +85,12 @@ class Clock:
         self.loading = False
 
     def ms(self) -> int:
-        now_ns = _now_ns()  # (a C integer in the compiled build: the arithmetic is C's)
+        # (a C integer in the compiled build: the arithmetic is C's)
+        now_ns = realtime_ns() if _C_CLOCK else _now_ns()  # noqa: F821 (see _C_CLOCK)
         return now_ns // 1_000_000 + self.offset_ms
 
     def us(self) -> int:
-        now_ns = _now_ns()
+        now_ns = realtime_ns() if _C_CLOCK else _now_ns()  # noqa: F821
         return now_ns // 1000 + self.offset_ms * 1000
 
     def advance(self, ms: int) -> int:
@@ -123,7 +125,7 @@ class Clock:
         """The instant the outermost running command started, in ms on this clock."""
         if self.command_ms < 0:
             elapsed_ns = (monotonic_ns() if _C_CLOCK else _perf_ns()) - self.command_start_ns  # noqa: F821
-            now_ns = _now_ns()
+            now_ns = realtime_ns() if _C_CLOCK else _now_ns()  # noqa: F821
             self.command_ms = (now_ns - elapsed_ns) // 1_000_000 + self.offset_ms
         return self.command_ms
 
