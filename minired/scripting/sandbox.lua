@@ -483,6 +483,8 @@ local function finish_reply(null, ok, result)
         return true, nil, 'err', error_line(v), rawget(result, 'ignore_error_stats_update') == true
       end
       v = rawget(result, 'ok')
+      -- (+OK, the status a write gives, as status_line writes it: without its two calls)
+      if v == 'OK' then return true, nil, 'ok', v end
       if type(v) == 'string' then return true, nil, 'ok', status_line(v) end
       return true, nil, 'raw', encode_reply(result, null)
     end
