@@ -8,6 +8,7 @@ from minired.engine.client cimport Client
 from minired.engine.args cimport parse_int
 from minired.scripting.sandbox cimport Sandbox
 from minired.engine.table cimport CommandSpec
+from minired.engine.server cimport Server
 cimport cython
 
 cdef class Script:
@@ -19,7 +20,9 @@ cdef class Run:
     cdef public object abort, command, sandbox, propagate, stale
 
 cdef class ScriptEngine:
-    cdef public object server, prng, _eval_sandbox, functions, busy, deferred
+    # (typed: redis.call reads the server's fault injector and configuration)
+    cdef public Server server
+    cdef public object prng, _eval_sandbox, functions, busy, deferred
     cdef public object gc_countdown, cluster
     cdef public dict debugging
     cdef public object debugger, debug_session

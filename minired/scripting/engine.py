@@ -48,6 +48,8 @@ _BIG_INT = 10**17  # format_number_argument prints integers inside this range wi
 # Arrays up to this long reach Lua as return values (Lua's stack takes them at once).
 _UNPACKED_MAX = 256
 _GC_PERIOD = 50  # runs between two looks at the Lua heap (Redis's LUA_GC_CYCLE_PERIOD)
+# A module global, read without the attribute lookup on `time` (once per run).
+_monotonic = time.monotonic
 
 
 class Script:
@@ -75,7 +77,7 @@ class Run:
         self.eval_mode = eval_mode
         self.read_only = read_only
         self.allow_oom = allow_oom
-        self.started = time.monotonic()
+        self.started = _monotonic()
         self.dirty = False
         self.timed_out = False
         # Set (to the error Lua raises) when the run must stop: SCRIPT KILL, SHUTDOWN NOSAVE.
@@ -392,7 +394,7 @@ class ScriptEngine:
                     if not run.dirty:
                         if self.server.config.writes_refused and run.caller.flags != "M":
                             return self._refused(spec, self.server.config.write_refusal().encode())
-                        if (not run.allow_oom and spec.denyoom
+                        if (not run.allow_oom and spec.denyoom and self.server.config.maxmemory
                                 and self.server.over_maxmemory()):
                             return self._refused(spec, lua_error_text(errors.OOM))
                     run.dirty = True
