@@ -6,6 +6,7 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 import minired.startup  # noqa: F401 - fills the command table, which many tests read
 from tests.support.differential import Differential
@@ -22,7 +23,9 @@ from tests.support.servers import RedisServer, redis_server_binary
 _UNHURRIED = dict(deadline=None, print_blob=True,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.register_profile("default", derandomize=True, database=None, **_UNHURRIED)
-settings.register_profile("explore", derandomize=False, max_examples=1000, **_UNHURRIED)
+# (explore's database named: a profile inherits from "default" as registered above, database None)
+settings.register_profile("explore", derandomize=False, max_examples=1000,
+                          database=DirectoryBasedExampleDatabase(".hypothesis/examples"), **_UNHURRIED)
 settings.load_profile(os.environ.get("MINIRED_HYPOTHESIS_PROFILE", "default"))
 
 
