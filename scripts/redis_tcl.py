@@ -47,7 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "redis_tcl" / "vendor" / "redis-tests-7.0.15"
 DIFFERENCES = ROOT / "tests" / "redis_tcl" / "differences.txt"
 SKIPFILE = Path(tempfile.gettempdir()) / f"minired-redis-tcl-skip-{os.getpid()}.txt"
-MINIRED = f"{sys.executable} -m minired --port {{PORT}}"
+# This checkout's minired (as normal mode's MINIRED_EXECUTABLE), whatever is installed: the
+# server starts in a scratch directory, where `-m minired` would find only an installed one.
+MINIRED = f"PYTHONPATH={ROOT} {sys.executable} -m minired --port {{PORT}}"
 REDIS = 'redis-server --port {PORT} --save "" --appendonly no'
 # Units that need a cluster, TLS or the server's own binary: none can run against minired.
 EXCLUDED = {"unit/tls", "unit/cluster", "unit/cluster-scripting", "unit/printver",
