@@ -4,7 +4,7 @@ run in lockstep on a real redis-server and on minired, replies compared.
     python bench/grammar_fuzz.py [--seconds 120] [--seed N] [--commands zadd,zrange]
                                  [--skip xgroup|setid] [--sequence-length 12]
                                  [--markdown findings.md] [--resp3]
-                                 [--notifications KEA]
+                                 [--notifications KEA] [--blocking]
 
 For each distinct mismatch (command + a short signature of the difference) prints the shortest
 sequence found that reproduces it and both replies; then a summary. A run is reproducible from
@@ -15,6 +15,14 @@ also compares, after each command, the exact (channel, message) list a `PSUBSCRI
 subscriber of each server received (tests/support/notify_diff.py); the background expiry
 cycle is off on both then, so that expiry is lazy and lands on the same command, and every
 sequence starts with k1 expired (notify_diff.EXPIRED_SETUP).
+
+--blocking fuzzes blocking commands instead (tests/support/blocking_diff.py): for each case a
+waiter on another connection (sometimes two) blocks in BLPOP, BLMOVE, BZMPOP, XREADGROUP BLOCK
+... on the case's keys, once INFO clients shows it blocked on both servers random writes run
+(pushes, XADD, RENAME, MULTI, SWAPDB, EVAL, CLIENT UNBLOCK ...), and the waiters' replies and
+the keys' final contents are compared. Waits are forever except in the cases about a timeout,
+whose writes start once it fired: no clock decides anything. --commands, --skip and
+--notifications do not apply; --sequence-length is the number of writes.
 
 The generator and the comparison live in tests/support/grammar.py and
 tests/support/grammar_diff.py, shared with tests/core/test_grammar_diff.py.
@@ -29,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from tests.support.blocking_diff import Runner, generate_case, shrink_case
 from tests.support.grammar import exclusion_reason, load_grammars
 from tests.support.grammar_diff import (
     SETUP,
@@ -112,6 +121,9 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--notifications", default="", metavar="FLAGS",
                         help="set notify-keyspace-events to FLAGS (KEA, KEAnm ...) and compare "
                              "each command's keyspace events too")
+    parser.add_argument("--blocking", action="store_true",
+                        help="fuzz blocking commands: a waiter blocks, random writes, its reply "
+                             "and the keys' final contents compared")
     return parser.parse_args()
 
 
@@ -170,6 +182,31 @@ def _fuzz(servers: Servers, grammars, names, inner_names, args,
     return findings, sequences
 
 
+def _fuzz_blocking(servers: Servers, args, rng) -> tuple[dict, int]:
+    findings: dict = {}
+    deadline = time.monotonic() + args.seconds
+    cases = 0
+    runner = Runner(servers.redis.port, servers.minired.port, servers.protocol)
+    try:
+        while time.monotonic() < deadline:
+            case = generate_case(rng, args.sequence_length)
+            cases += 1
+            mismatch = runner.run(case)
+            if mismatch is None or mismatch.signature in findings:
+                continue
+            if servers.minired.proc is not None and servers.minired.proc.poll() is not None:
+                findings[mismatch.signature] = mismatch  # minired died: nothing to shrink on
+                servers.restart_minired()
+                runner.close()
+                runner = Runner(servers.redis.port, servers.minired.port, servers.protocol)
+            else:
+                findings[mismatch.signature] = shrink_case(runner, mismatch)
+            print(findings[mismatch.signature].describe(), "\n", flush=True)
+    finally:
+        runner.close()
+    return findings, cases
+
+
 def _reproduces_on_fresh_servers(finding: Mismatch, grammars) -> bool:
     """Hidden server state (a stale errno, a config) can survive FLUSHALL and make a shrunk
     sequence look like a reproduction when it is not one."""
@@ -200,11 +237,27 @@ def main() -> int:
     args = _parse_args()
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     print(f"seed {seed}" + (" (RESP3)" if args.resp3 else "")
-          + (f" (notify-keyspace-events {args.notifications})" if args.notifications else ""),
+          + (f" (notify-keyspace-events {args.notifications})" if args.notifications else "")
+          + (" (blocking)" if args.blocking else ""),
           flush=True)
     Servers.protocol = 3 if args.resp3 else 2
     Servers.notifications = args.notifications
     servers = Servers()
+    if args.blocking:
+        try:
+            findings, cases = _fuzz_blocking(servers, args, random.Random(seed))
+        finally:
+            servers.stop()
+        print(f"seed {seed}: {cases} blocking cases of {args.sequence_length} writes, "
+              f"{len(findings)} distinct mismatches")
+        for signature in sorted(findings):
+            print(f"  {signature}")
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write("\n\n".join(["# grammar_fuzz --blocking findings (seed "
+                                       f"{seed})"] + [f"```\n{m.describe()}\n```"
+                                                      for m in findings.values()]))
+        return 0
     try:
         grammars = load_grammars(RawClient(servers.redis.port))
         implemented = minired_commands(servers.pair.minired)
