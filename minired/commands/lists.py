@@ -497,7 +497,7 @@ def _blocking_pop(c, keys: list, left: bool, count: int | None, timeout_ms: int)
         client.db.dirty += len(items)  # (Redis counts BLMPOP's elements when served, not BLPOP's)
         return [key, items]
 
-    return Block(keys, timeout_ms, serve, NULL_ARRAY)
+    return Block(keys, timeout_ms, serve, NULL_ARRAY, value_type=QuickList)
 
 
 @command("blpop", arity=-3, flags="write noscript blocking", keys=(1, -2, 1), group=G)
@@ -543,7 +543,7 @@ def _blocking_move(c, argv, from_left: bool, to_left: bool, timeout_ms: int):
 
     # Redis answers any timed-out list wait with a null array, BLMOVE's included (though
     # BLMOVE inside MULTI answers a null bulk, above).
-    return Block([source_key], timeout_ms, serve, NULL_ARRAY)
+    return Block([source_key], timeout_ms, serve, NULL_ARRAY, value_type=QuickList)
 
 
 @command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1), group=G)

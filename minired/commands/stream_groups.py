@@ -174,8 +174,7 @@ def xgroup_destroy(c, argv):
     # Redis signals the key as ready (not as modified: WATCH holds) so that XREADGROUP clients
     # blocked on this group are answered with NOGROUP.
     db = c.db
-    if argv[2] in db.blocking_keys:
-        db.ready_keys.append((db, argv[2]))
+    db.signal_ready(argv[2], Stream)
     if db.notifier is not None:
         notify(db, STREAM, b"xgroup-destroy", argv[2])
     return 1
@@ -323,7 +322,8 @@ def xreadgroup(c, argv):
                             served_at)
         return read_reply(client, [(key, entries)])
 
-    return Block(list(keys), timeout, serve_woken, NULL_ARRAY, retry_when_deleted=True)
+    return Block(list(keys), timeout, serve_woken, NULL_ARRAY, retry_when_deleted=True,
+                 value_type=Stream)
 
 
 # --- XACK / XPENDING -----------------------------------------------------------------------------

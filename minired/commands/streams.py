@@ -276,6 +276,7 @@ def xadd(c, argv):
         db.set(key, stream)
     else:
         db.signal_modified(key)
+        db.signal_ready(key, Stream)  # the one change in place that wakes readers
     if db.notifier is not None:
         notify(db, STREAM, b"xadd", key)
     if args.trims and args.apply(stream) and db.notifier is not None:
@@ -503,7 +504,7 @@ def xread(c, argv):
         return reply
     if timeout < 0 or not c.can_block:
         return NULL_ARRAY
-    return Block(list(keys), timeout, serve_woken, NULL_ARRAY)
+    return Block(list(keys), timeout, serve_woken, NULL_ARRAY, value_type=Stream)
 
 
 # --- XSETID ------------------------------------------------------------------------------------

@@ -627,7 +627,7 @@ def _bzpop(c, argv, highest: bool):
             client.db.dirty += 1  # (a waiter served is counted as at once, unlike BLPOP's)
         return reply
 
-    return Block(keys, timeout_ms, serve, NULL_ARRAY)
+    return Block(keys, timeout_ms, serve, NULL_ARRAY, value_type=ZSet)
 
 
 @command("bzpopmin", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1), group=G)
@@ -659,4 +659,4 @@ def bzmpop(c, argv):
         client.db.dirty += len(reply[1])
         return reply
 
-    return Block(keys, timeout_ms, serve, NULL_ARRAY)
+    return Block(keys, timeout_ms, serve, NULL_ARRAY, value_type=ZSet)

@@ -36,6 +36,7 @@ cdef class Database:
     cdef public bint keep_expired
     cdef public dict data, expires, watchers, blocking_keys
     cdef public list ready_keys, _expiry_heap
+    cdef public dict blocked_types
     cdef public Clock clock
 
     cpdef object get(self, object key, bint touch=*)
@@ -52,7 +53,8 @@ cdef class Database:
     @cython.final
     cdef inline int _remove(self, object key) except -1
     cpdef object delete_if_empty(self, object key, object value)
-    cpdef object signal_modified(self, object key, bint expired=*, bint ready=*)
+    cpdef object signal_modified(self, object key, bint expired=*)
+    cpdef object signal_ready(self, object key, object value_type)
     cpdef object set_expiry(self, object key, object deadline_ms)
     cpdef object expiry(self, object key)
     cpdef object _expire(self, object key)

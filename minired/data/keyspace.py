@@ -6,7 +6,8 @@ Values are plain Python objects whose type is the Redis type:
   and the classes registered with `register_type` (sorted sets, streams). A small collection
   loaded from a snapshot is a `Packed` until `get` first meets it (minired/data/packed.py).
 Commands that change a value in place call `Database.signal_modified(key)` so that WATCH and
-blocked clients learn of it, as Redis's signalModifiedKey does.
+tracking clients learn of it, as Redis's signalModifiedKey does. Blocked clients hear of fewer
+changes, those Redis's signalKeyAsReady is called for (`Database.signal_ready`).
 """
 from __future__ import annotations
 
@@ -34,16 +35,10 @@ _perf_ns = time.perf_counter_ns
 _C_CLOCK = not __file__.endswith(".py") and sys.platform == "linux"
 
 TYPE_NAMES: dict[type, str] = {bytes: "string", QuickList: "list", dict: "hash", set: "set"}
-# The types a client can block on (BLPOP, BZPOPMIN, XREAD ...): those Redis's
-# getBlockedTypeByType maps to a blocked type. Only their values make a key ready for its
-# blocked clients (Database.set).
-BLOCKING_TYPES: set = {QuickList}
 
 
-def register_type(cls: type, name: str, blocking: bool = False) -> None:
+def register_type(cls: type, name: str) -> None:
     TYPE_NAMES[cls] = name
-    if blocking:
-        BLOCKING_TYPES.add(cls)
 
 
 def type_name(value: Any) -> str:
@@ -163,11 +158,12 @@ class Database:
     """One numbered database: key -> value, key -> absolute expiry in ms."""
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
-                 "ready_keys", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
+                 "ready_keys", "blocked_types", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
                  "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty",
                  "on_expired", "on_freed", "keytrack", "own_expires")
 
-    def __init__(self, index: int, clock: Clock, ready_keys: list) -> None:
+    def __init__(self, index: int, clock: Clock, ready_keys: list,
+                 blocked_types: dict | None = None) -> None:
         self.index = index
         self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
@@ -177,6 +173,10 @@ class Database:
         # key -> deque of blocked waiters; pushes to these keys queue them in ready_keys.
         self.blocking_keys: dict[bytes, deque] = {}
         self.ready_keys = ready_keys
+        # Value type -> how many clients, on any key of any database, block for a value of it
+        # (list waiters QuickList, BZPOPMIN's ZSet, XREAD's Stream): Redis's
+        # blocked_clients_by_type, shared by the databases; see signal_ready.
+        self.blocked_types: dict[type, int] = {} if blocked_types is None else blocked_types
         # (deadline, key) pairs; may hold stale entries, checked against `expires` when popped.
         self._expiry_heap: list[tuple[int, bytes]] = []
         # The server's client-side caching table, once a client uses it.
@@ -309,24 +309,26 @@ class Database:
                     self.expired_lazily += 1
                 if self.notifier is not None:
                     self.notifier.key_created(self, key)  # after "expired", as dbAdd
-        ready = True
         if self.blocking_keys and key in self.blocking_keys:
-            # Redis queues a key for its blocked clients when dbAdd adds a value of a type
-            # one can block on, or when a value of such a type is overwritten
-            # (signalDeletedKeyAsReady); setKey overwriting any other value does neither. So
-            # a client blocked on a key that now holds a string is not served when SORT STORE
-            # or ZUNIONSTORE replaces the string with a list or a sorted set (RENAME, COPY and
+            # Redis queues a key for its blocked clients when dbAdd adds it, for the new
+            # value's type, and when dbOverwrite replaces a stream (XREADGROUP then ends with
+            # an error); overwriting any other value does not. So a client blocked on a key
+            # that holds a string, or a sorted set no one waits for, is not served when SORT
+            # STORE or ZUNIONSTORE replaces it with a list or a sorted set (RENAME, COPY and
             # RESTORE delete first: the new value is added), and a string written there is not
             # looked up for them: SET k v PXAT <past> leaves k to expire on its next lookup.
             old = self.data.get(key)
-            ready = type(value if old is None else old) in BLOCKING_TYPES
+            if old is None:
+                self.signal_ready(key, type(value))
+            elif TYPE_NAMES.get(type(old)) == "stream":
+                self.signal_ready(key, type(old))
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.keytrack is not None:
             self.keytrack.created(key)
         if self.watchers or self.blocking_keys or self.tracking is not None:
-            self.signal_modified(key, False, ready)  # (the common case is nobody to tell)
+            self.signal_modified(key)  # (the common case is nobody to tell)
 
     def delete(self, key: bytes) -> bool:
         """Remove key; True if it held a live value."""
@@ -373,10 +375,10 @@ class Database:
             if self.keytrack is not None:
                 self.keytrack.gone(key)
 
-    def signal_modified(self, key: bytes, expired: bool = False, ready: bool = True) -> None:
-        """Tell the watchers, blocked readers and tracking clients of key that it changed;
-        `expired`: deleted by expiry, which no client did (NOLOOP spares nobody); not `ready`:
-        the change is none its blocked readers hear of (see set)."""
+    def signal_modified(self, key: bytes, expired: bool = False) -> None:
+        """Tell the watchers and tracking clients of key that it changed, and its blocked
+        readers if it is gone; `expired`: deleted by expiry, which no client did (NOLOOP
+        spares nobody)."""
         watchers = self.watchers.get(key)
         if watchers:
             for record in watchers:
@@ -387,10 +389,22 @@ class Database:
                         record.expired_at_watch = False
                     continue
                 record.dirty = True
-        if ready and key in self.blocking_keys:
+        if key in self.blocking_keys and key not in self.data:
+            # Only a deleted stream wakes anyone (XREADGROUP ends with an error); a change in
+            # place does not (signalModifiedKey is not signalKeyAsReady): a waiter could only
+            # have been served if the value arrived by an overwrite that woke no one.
             self.ready_keys.append((self, key))
         if self.tracking is not None:
             self.tracking.key_modified(key, True, expired)
+
+    def signal_ready(self, key: bytes, value_type: type) -> None:
+        """Queue key for its blocked clients, as Redis's signalKeyAsReady: a value of
+        `value_type` was added there (or XADD appended, or a stream went). Only if some client
+        blocks on the key, and some client on any key blocks for that type: a key queued for
+        a sorted set no one waits for is not looked at again, even if by the time the waiters
+        are served an overwrite made it a list."""
+        if key in self.blocking_keys and self.blocked_types.get(value_type):
+            self.ready_keys.append((self, key))
 
     def flush(self) -> None:
         touch_watched_keys(self, None)
@@ -503,13 +517,17 @@ def touch_watched_keys(emptied: Database, replaced_with: Database | None) -> Non
 class Keyspace:
     """All databases and the clock they share."""
 
-    __slots__ = ("clock", "ready_keys", "dbs")
+    __slots__ = ("clock", "ready_keys", "blocked_types", "dbs")
 
     def __init__(self, databases: int = 16, clock: Clock | None = None) -> None:
         self.clock = clock or Clock()
         # (Database, key) pairs touched while clients were blocked on them; drained by the server.
         self.ready_keys: list[tuple[Database, bytes]] = []
-        self.dbs = [Database(i, self.clock, self.ready_keys) for i in range(databases)]
+        # Value type -> clients blocked for it (Database.blocked_types), kept by the blocking
+        # manager.
+        self.blocked_types: dict[type, int] = {}
+        self.dbs = [Database(i, self.clock, self.ready_keys, self.blocked_types)
+                    for i in range(databases)]
 
     def __getitem__(self, index: int) -> Database:
         return self.dbs[index]
@@ -541,12 +559,14 @@ class Keyspace:
                 db.keytrack.moved(db)
         for db in (da, dbb):
             # Keys that vanished count too: XREADGROUP readers then end with an error. Keys
-            # holding a value of a type nobody blocks on are not ready (scanDatabaseForReadyKeys
+            # holding a value of a type nobody blocks for are not ready (scanDatabaseForReadyKeys
             # signals the type of the value it finds): they are not looked up, nor expired.
             for key in db.blocking_keys:
                 value = db.data.get(key)
-                if value is None or type(value) in BLOCKING_TYPES:
+                if value is None:
                     self.ready_keys.append((db, key))
+                else:
+                    db.signal_ready(key, type(value))
 
     def active_expire(self, limit: int = 10_000) -> int:
         now = self.clock.ms()

@@ -352,4 +352,4 @@ def _master_id(node: StreamNode) -> StreamID:
     return node.master_id
 
 
-register_type(Stream, "stream", blocking=True)
+register_type(Stream, "stream")

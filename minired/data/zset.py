@@ -394,5 +394,5 @@ def pack_scores(scores: dict[bytes, float]) -> Any:
     return Packed(ZSet, dumps(scores))
 
 
-register_type(ZSet, "zset", blocking=True)
+register_type(ZSet, "zset")
 register_packing(ZSet, lambda zset: dumps(zset.scores), _unpack, _view)

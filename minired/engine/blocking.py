@@ -30,20 +30,23 @@ class Block:
     ready), or None to keep waiting (the key is empty again, or holds another type).
     `timeout_reply` is sent when `timeout_ms` (0 = forever) passes or on CLIENT UNBLOCK.
     With `retry_when_deleted`, `retry` is also called when the key was deleted (XREADGROUP
-    then ends with an error, as Redis unblocks it).
+    then ends with an error, as Redis unblocks it). `value_type` is the type of value the
+    wait is for (QuickList, ZSet, Stream: Redis's blocked type), which decides the writes that
+    make its keys ready (Database.signal_ready).
     """
 
     __slots__ = ("keys", "timeout_ms", "retry", "timeout_reply", "retry_when_deleted",
-                 "logged_call", "latency_slot")
+                 "value_type", "logged_call", "latency_slot")
 
     def __init__(self, keys: list[bytes], timeout_ms: int,
                  retry: Callable[["Client", bytes], Any], timeout_reply: Any,
-                 retry_when_deleted: bool = False) -> None:
+                 retry_when_deleted: bool = False, value_type: type | None = None) -> None:
         self.keys = keys
         self.timeout_ms = timeout_ms
         self.retry = retry
         self.timeout_reply = timeout_reply
         self.retry_when_deleted = retry_when_deleted
+        self.value_type = value_type
         # (spec, argv, nanoseconds) of the call that blocked, for the slow log (dispatch.call).
         self.logged_call: tuple | None = None
         # The latency histogram's slot for the call that blocked (dispatch.call), counted
@@ -151,6 +154,9 @@ class BlockingManager:
             db.blocking_keys.setdefault(key, deque()).append(waiter)
         client.blocked = waiter
         self.waiters[client.id] = waiter
+        if block.value_type is not None:
+            counts = self.keyspace.blocked_types
+            counts[block.value_type] = counts.get(block.value_type, 0) + 1
         if deadline is not None:
             self._arm_timer(waiter, block.timeout_ms)
 
@@ -173,7 +179,10 @@ class BlockingManager:
         if waiter.timer is not None:
             waiter.timer.cancel()
             waiter.timer = None
-        self.waiters.pop(waiter.client.id, None)
+        if self.waiters.pop(waiter.client.id, None) is not None:
+            value_type = waiter.block.value_type
+            if value_type is not None:
+                self.keyspace.blocked_types[value_type] -= 1
         waiter.client.blocked = None
 
     def finish(self, waiter: Waiter, reply: Any, ending: int = SERVED) -> None:

@@ -481,6 +481,7 @@ class Cluster:
         db.notifier = own.notifier
         db.tracking = server.tracking
         db.ready_keys = server.keyspace.ready_keys
+        db.blocked_types = server.keyspace.blocked_types
 
     def recover(self, node: ClusterNode) -> None:
         """MINIRED CLUSTER RECOVER: the node's process is back, with the data it had; a master

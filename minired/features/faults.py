@@ -581,7 +581,7 @@ def _deferred(block: Block, make: Any) -> Block:
         return None if reply is None else make(reply)
 
     return Block(block.keys, block.timeout_ms, retry, make(block.timeout_reply),
-                 block.retry_when_deleted)
+                 block.retry_when_deleted, block.value_type)
 
 
 def attach(server: "Server") -> None:

@@ -461,3 +461,77 @@ def test_a_blocked_command_that_ends_in_an_error_is_counted_once(diff, connect, 
         diff.check("RPUSH", "src", "job")
     assert isinstance(waiter.read_both(), Err)
     assert _error_counters(diff.minired) == _error_counters(diff.redis)
+
+
+def _unblock_and_read(diff, waiters: list[Differential]) -> list:
+    """How many wait still (the same on both), then their replies once CLIENT UNBLOCK ended
+    them: a waiter served earlier has its reply waiting already."""
+    still = blocked_clients(diff.redis)
+    assert blocked_clients(diff.minired) == still
+    for pair in waiters:
+        redis_id, minired_id = pair.ids
+        assert diff.redis.call("CLIENT", "UNBLOCK", redis_id) == \
+            diff.minired.call("CLIENT", "UNBLOCK", minired_id)
+    return [still] + [pair.read_both() for pair in waiters]
+
+
+def _waiter(connect) -> Differential:
+    pair = connect()
+    pair.ids = pair.redis.call("CLIENT", "ID"), pair.minired.call("CLIENT", "ID")
+    return pair
+
+
+# Found by bench/grammar_fuzz.py --blocking. Redis 7.0 queues a key for its waiters only when
+# dbAdd adds it, if some client anywhere blocks for the new value's type (signalKeyAsReady's
+# blocked_clients_by_type), and when XADD appends or a stream goes: an overwrite (setKey on an
+# existing key: SORT STORE, ZUNIONSTORE) or a change in place wakes no one.
+@pytest.mark.parametrize("writes", [
+    # The sorted set is queued for no one (nobody waits for a sorted set); SORT STORE then
+    # overwrites it with a list: not queued either.
+    [("ZADD", "c", 1, "w"), ("SORT", "c", "ALPHA", "STORE", "c")],
+    # The list arrives by an overwrite; the push onto it is a change in place.
+    [("SET", "c", "s"), ("RPUSH", "x", 1), ("SORT", "x", "STORE", "c"), ("LPUSH", "c", "y")],
+    # The same inside a transaction: the list is there when the waiters are served, unqueued.
+    [("MULTI",), ("ZADD", "c", 1, "w"), ("SORT", "c", "ALPHA", "STORE", "c"), ("EXEC",)],
+])
+def test_a_list_that_arrives_by_an_overwrite_wakes_no_one(diff, connect, writes):
+    waiter = _waiter(connect)
+    block(diff, waiter, "BRPOPLPUSH", "c", "b", 0)
+    for args in writes:
+        diff.check(*args)
+    assert _unblock_and_read(diff, [waiter]) == [1, NullArray]
+    diff.check("LRANGE", "c", 0, -1)
+
+
+def test_a_key_queued_for_a_type_someone_waits_for_serves_its_waiters(diff, connect):
+    """With a client blocked for a sorted set elsewhere, ZADD queues the key: the list SORT
+    STORE leaves there in the same transaction is served from."""
+    list_waiter, zset_waiter = _waiter(connect), _waiter(connect)
+    block(diff, list_waiter, "BLPOP", "c", 0)
+    block(diff, zset_waiter, "BZPOPMIN", "j", 0, already_blocked=1)
+    for args in [("MULTI",), ("ZADD", "c", 1, "w"), ("SORT", "c", "ALPHA", "STORE", "c"),
+                 ("EXEC",)]:
+        diff.check(*args)
+    assert _unblock_and_read(diff, [list_waiter, zset_waiter]) == [1, [b"c", b"w"], NullArray]
+
+
+def test_zunionstore_over_a_list_wakes_no_sorted_set_waiter(diff, connect):
+    waiter = _waiter(connect)
+    block(diff, waiter, "BZPOPMIN", "c", 0)
+    diff.check("ZADD", "z", 1, "m")
+    diff.check("RPUSH", "c", "x")  # queued for no one: nobody waits for a list
+    diff.check("ZUNIONSTORE", "c", 1, "z")
+    assert _unblock_and_read(diff, [waiter]) == [1, NullArray]
+
+
+@pytest.mark.parametrize("write", [("XSETID", "s", "8-0"), ("XTRIM", "s", "MAXLEN", 0),
+                                   ("XGROUP", "SETID", "s", "g", "0")])
+def test_stream_changes_other_than_xadd_wake_no_reader(diff, connect, write):
+    """XREAD after 1-0 on a stream whose last ID XSETID moves past it would be answered (with
+    no entries) if it were woken: Redis does not wake it."""
+    diff.check("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    reader = _waiter(connect)
+    block(diff, reader, "XREAD", "BLOCK", 0, "STREAMS", "s", "1-0")
+    diff.check(*write)
+    assert _unblock_and_read(diff, [reader]) == [1, NullArray]
+
