@@ -311,10 +311,11 @@ def xreadgroup(c, argv):
         group = stream.groups.get(group_name)
         if group is None:
             raise RedisError(errors.STREAM_BLOCKED_GROUP_GONE)
-        # Redis wakes readers only on XADD; other writes (XDEL, XSETID) must not answer them
-        # with nothing. (So an XADD whose entry is deleted again in the same transaction, which
-        # Redis answers with an empty list, leaves the reader waiting here.)
-        if not _has_new_entries(stream, group):
+        # Woken by an XADD (no other change to a stream wakes readers, Database.signal_ready),
+        # Redis serves the reader if the stream's last ID is past the group's, even when the
+        # entry is gone again (XADD ... MAXLEN 0, or XDEL in the same transaction): with an
+        # empty list of entries.
+        if stream.last_id <= group.last_id:
             return None
         served_at = client.server.clock.ms()
         consumer = _consumer(client.db, key, group, consumer_name, served_at)

@@ -535,3 +535,19 @@ def test_stream_changes_other_than_xadd_wake_no_reader(diff, connect, write):
     diff.check(*write)
     assert _unblock_and_read(diff, [reader]) == [1, NullArray]
 
+
+@pytest.mark.parametrize("writes", [
+    [("XADD", "s", "MAXLEN", 0, "1-1", "f", "v")],
+    [("MULTI",), ("XADD", "s", "1-1", "f", "v"), ("XDEL", "s", "1-1"), ("EXEC",)],
+])
+def test_an_xadd_trimmed_at_once_answers_xreadgroup_with_no_entries(diff, connect, writes):
+    """Found by bench/grammar_fuzz.py --blocking: Redis serves a woken XREADGROUP reader when
+    the stream's last ID is past its group's, whether the entry is still there or not."""
+    diff.check("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    reader = _waiter(connect)
+    block(diff, reader, "XREADGROUP", "GROUP", "g", "c", "BLOCK", 0, "STREAMS", "s", ">")
+    for args in writes:
+        diff.check(*args)
+    assert _unblock_and_read(diff, [reader]) == [0, [[b"s", []]]]
+    diff.check("XINFO", "GROUPS", "s")
+    diff.check("XPENDING", "s", "g")
