@@ -645,6 +645,11 @@ class ClientProtocol:
                 self._run_pending()
             if client.blocked is None and not client.closing and self.parser.buffered:
                 self.data_received(b"")  # input that arrived while the client was blocked
+            # Redis runs an unblocked client's next commands before it sleeps
+            # (processUnblockedClients) and writes their replies then: they leave before the
+            # loop reads other input, which may be a CLIENT KILL of this client (uvloop reads
+            # it before the callback that writes held-back replies comes round).
+            self.flush()
 
     def run_again(self, argv: list) -> None:
         """A command a feature held (answered with a Block that waits on no key, as CLIENT

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.differential import Differential
-from tests.support.respclient import Err, NullArray, RawClient, Verbatim
+from tests.support.respclient import Err, NullArray, RawClient, Verbatim, encode_command
 from tests.support.waiting import blocked_clients, wait_blocked
 
 
@@ -551,3 +551,23 @@ def test_an_xadd_trimmed_at_once_answers_xreadgroup_with_no_entries(diff, connec
     assert _unblock_and_read(diff, [reader]) == [0, [[b"s", []]]]
     diff.check("XINFO", "GROUPS", "s")
     diff.check("XPENDING", "s", "g")
+
+
+def test_commands_pipelined_behind_a_wait_answer_before_a_kill(diff, connect):
+    """Found by bench/grammar_fuzz.py --blocking: Redis runs an unblocked client's pipelined
+    commands, and writes their replies, before it reads more input (processUnblockedClients,
+    then the writes, in beforeSleep), so a CLIENT KILL sent once CLIENT UNBLOCK answered finds
+    them answered. minired (on uvloop) read the KILL first most times and lost the reply."""
+    for _ in range(10):
+        waiter = _waiter(connect)
+        both = (waiter.redis, waiter.minired)
+        for client in both:
+            client.send_raw(encode_command(["BZPOPMIN", "k", 0])
+                            + encode_command(["LRANGE", "k", 0, -1]))
+        wait_blocked(diff.redis, diff.minired)
+        for client, client_id in zip((diff.redis, diff.minired), waiter.ids):
+            assert client.call("CLIENT", "UNBLOCK", client_id) == 1
+            assert client.call("CLIENT", "KILL", "ID", client_id) == 1
+        assert waiter.read_both() is NullArray
+        assert waiter.read_both() == []
+        waiter.close()
