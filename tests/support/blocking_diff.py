@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from .grammar_diff import _without_idle_times
-from .respclient import Err, Map, RawClient
+from .respclient import Err, Map, RawClient, encode_command
 
 KEYS = ["a", "b", "c"]
 GROUPS = ["g1", "g2"]
@@ -134,8 +134,9 @@ class Generator:
         choice = rng.choice([
             "push", "push", "push", "zadd", "zadd", "xadd", "xadd", "xadd", "xgroup", "set",
             "del", "rename", "multi", "lmove", "pop", "sort", "swapdb", "expire", "flushdb",
-            "eval", "unblock", "select", "copy", "zstore", "xother", "move", "lother"])
-        if in_multi and choice in ("multi", "select", "unblock"):
+            "eval", "unblock", "select", "copy", "zstore", "xother", "move", "lother", "zother",
+            "nonblocking", "kill"])
+        if in_multi and choice in ("multi", "select", "unblock", "kill"):
             choice = "push"
         if choice == "push":
             command = rng.choice(["LPUSH", "RPUSH", "RPUSH", "LPUSHX", "RPUSHX"])
@@ -215,6 +216,22 @@ class Generator:
                                 ["XACK", k, rng.choice(GROUPS), f"{self.next_ms}-1"]])]
         if choice == "eval":
             return [self.script(k)]
+        if choice == "zother":
+            return [rng.choice([["ZINCRBY", k, "1", rng.choice(MEMBERS)],
+                                ["ZREMRANGEBYRANK", k, "0", "0"], ["ZREM", k, *self.members()],
+                                ["ZMPOP", "1", k, rng.choice(["MIN", "MAX"])],
+                                ["LMPOP", "2", k, self.key(), "LEFT", "COUNT", "2"]])]
+        if choice == "nonblocking":
+            # A blocking command in a transaction or a script answers at once.
+            argv = self.wait(FOREVER, one_key=True)
+            if rng.random() < 0.5 or in_multi:
+                return [["MULTI"], argv, ["EXEC"]] if not in_multi else [argv]
+            keys = [a for a in argv if a in KEYS]
+            body = "return redis.call(" + ", ".join(
+                f"KEYS[{keys.index(a) + 1}]" if a in keys else repr(a) for a in argv) + ")"
+            return [["EVAL", body, str(len(keys)), *keys]]
+        if choice == "kill":
+            return [["CLIENT", "KILL", "ID", f"$ID{rng.randrange(max(waiters, 1))}"]]
         # CLIENT UNBLOCK of a waiter, by its id on each server
         argv = ["CLIENT", "UNBLOCK", f"$ID{rng.randrange(max(waiters, 1))}"]
         return [argv + ([rng.choice(["TIMEOUT", "ERROR"])] if rng.random() < 0.7 else [])]
@@ -449,16 +466,22 @@ class Runner:
             if mismatch:
                 return mismatch
         blocked = 0
+        self.answered = []
         for db, argv in case.waits:
             outcomes = []
             for side in self.sides:
                 waiter = side.add_waiter(db)
-                waiter.send(*argv)
+                # An LRANGE pipelined behind the wait (in the same write, so that the server
+                # has read it before the wait ends): it runs once the wait ends, on the data
+                # then, before the server reads anything else.
+                follow = ["LRANGE", argv[1] if argv[1] in KEYS else "a", "0", "-1"]
+                waiter.send_raw(encode_command(argv) + encode_command(follow))
                 outcomes.append(side.wait_outcome(waiter, blocked))
             mismatch = self._both(f"{argv[0]} at once", case, outcomes)
             if mismatch:
                 return mismatch
             blocked += outcomes[0] == "blocked"
+            self.answered.append(outcomes[0] != "blocked")
         if case.timeout:
             for side in self.sides:
                 side.wait_unblocked(0)
@@ -483,20 +506,25 @@ class Runner:
             replies = []
             for side in self.sides:
                 waiter = side.waiters[n]
-                # A waiter that answered at once has nothing more; the others one reply.
-                replies.append(waiter.read() if _readable_soon(waiter) else "(nothing)")
+                # A waiter that answered at once has only its LRANGE's reply left.
+                replies.append(_rest(waiter, 1 if self.answered[n] else 2))
             mismatch = self._both(f"{argv[0]} reply", case, replies)
             if mismatch:
                 return mismatch
         return self._both("final state", case, [state(s.control) for s in self.sides])
 
 
-def _readable_soon(client: RawClient) -> bool:
-    """Whether a reply is there or on its way: CLIENT UNBLOCK answered it before replying."""
-    if _readable(client):
-        return True
-    ready, _, _ = select.select([client.sock], [], [], 0.05)
-    return bool(ready)
+def _rest(waiter: RawClient, count: int) -> list:
+    """The `count` replies a waiter has left (the wait's, unless it answered at once, and its
+    pipelined LRANGE's), ended by "(closed)" where CLIENT KILL closed the connection. CLIENT
+    UNBLOCK has ended the wait, so they are there or on their way."""
+    replies: list = []
+    try:
+        while len(replies) < count:
+            replies.append(waiter.read())
+    except (ConnectionError, OSError):
+        replies.append("(closed)")
+    return replies
 
 
 def shrink_case(runner: Runner, mismatch: BlockingMismatch) -> BlockingMismatch:
