@@ -80,6 +80,9 @@ class Generator:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.next_ms = 1  # stream IDs only grow: <ms>-<seq>
+        # The writes that can serve the waiters ("push", "zadd", "xadd"), drawn more often.
+        self.serving: list[str] = []
+        self.swaps = False  # SWAPDB among the writes (generate_case)
 
     def key(self) -> str:
         return self.rng.choice(KEYS)
@@ -136,8 +139,14 @@ class Generator:
             "del", "rename", "multi", "lmove", "pop", "sort", "swapdb", "expire", "flushdb",
             "eval", "unblock", "select", "copy", "zstore", "xother", "move", "lother", "zother",
             "nonblocking", "kill"])
+        if self.serving and rng.random() < 0.4:
+            choice = rng.choice(self.serving)
         if in_multi and choice in ("multi", "select", "unblock", "kill"):
             choice = "push"
+        if choice == "swapdb" and not self.swaps:
+            choice = "select"
+        if choice == "kill" and rng.random() < 0.7:
+            choice = "unblock"  # a killed waiter tells little more
         if choice == "push":
             command = rng.choice(["LPUSH", "RPUSH", "RPUSH", "LPUSHX", "RPUSHX"])
             return [[command, k, *self.members()]]
@@ -248,41 +257,51 @@ class Generator:
         ]
         return ["EVAL", self.rng.choice(bodies), "1", key, self.rng.choice(MEMBERS)]
 
-    def setup(self) -> list[list[str]]:
-        """A few keys to start from: mostly empty (a waiter has to block), sometimes a stream
-        with groups (for XREADGROUP), sometimes a key of another type."""
+    def setup(self, stream_keys: set[str]) -> list[list[str]]:
+        """A few keys to start from: mostly empty (a waiter has to block), a stream with groups
+        where XREAD or XREADGROUP waits (mostly), sometimes a key of another type."""
         out: list[list[str]] = []
+        rng = self.rng
         for key in KEYS:
-            roll = self.rng.random()
-            if roll < 0.35:
-                out.append(["XGROUP", "CREATE", key, self.rng.choice(GROUPS), "$", "MKSTREAM"])
-                if self.rng.random() < 0.4:
+            roll = rng.random()
+            stream_at = 0.8 if key in stream_keys else 0.1
+            if roll < stream_at and rng.random() < 0.75:
+                out.append(["XGROUP", "CREATE", key, rng.choice(GROUPS), "$", "MKSTREAM"])
+                if rng.random() < 0.4:
                     out.append(["XGROUP", "CREATE", key, "g2", "0"])
-            elif roll < 0.45:
+            elif roll < stream_at:
                 out.append(["XADD", key, self.stream_id(), "f", "v"])
                 out.append(["XGROUP", "CREATE", key, "g1", "$"])
-            elif roll < 0.5:
+            elif roll < stream_at + 0.05:
                 out.append(["SET", key, "string"])
-            elif roll < 0.55:
+            elif roll < stream_at + 0.1:
                 out.append(["RPUSH", key, *self.members()])
         return out
 
 
+# The writes that serve each kind of waiter.
+SERVED_BY = {"BLPOP": "push", "BRPOP": "push", "BLMOVE": "push", "BRPOPLPUSH": "push",
+             "BLMPOP": "push", "BZPOPMIN": "zadd", "BZPOPMAX": "zadd", "BZMPOP": "zadd",
+             "XREAD": "xadd", "XREADGROUP": "xadd"}
+
+
 def generate_case(rng: random.Random, length: int = 6) -> Case:
     generator = Generator(rng)
-    setup = generator.setup()
     timeout = rng.random() < 0.1
-    waiters = rng.choice([1, 1, 2])
-    writes: list[list[str]] = []
-    while len(writes) < length:
-        writes += generator.write(waiters)
     # SWAPDB makes every waited-on key it brings in ready in the order of Redis's dict of
     # blocked keys, which its per-process hash seed shuffles: with one waiter on one key
     # there is nothing to order.
-    swaps = any(argv[0] == "SWAPDB" for argv in writes)
+    generator.swaps = rng.random() < 0.3
     timeouts = SHORT if timeout else FOREVER
-    waits = [(rng.choice([0, 0, 0, 1]), generator.wait(timeouts, one_key=swaps))
-             for _ in range(1 if swaps else waiters)]
+    waits = [(rng.choice([0, 0, 0, 1]), generator.wait(timeouts, one_key=generator.swaps))
+             for _ in range(1 if generator.swaps else rng.choice([1, 1, 2]))]
+    generator.serving = [SERVED_BY[argv[0]] for _db, argv in waits]
+    stream_keys = {a for _db, argv in waits if argv[0].startswith("X") for a in argv
+                   if a in KEYS}
+    setup = generator.setup(stream_keys)
+    writes: list[list[str]] = []
+    while len(writes) < length:
+        writes += generator.write(len(waits))
     return Case(setup, waits, writes, timeout)
 
 
