@@ -626,6 +626,7 @@ def test_xinfo_stream_full(diff):
     ("XGROUP", "CREATECONSUMER", "s", "g", "c9"),
     ("XGROUP", "DELCONSUMER", "s", "g", "c"),
     ("XGROUP", "CREATE", "fresh", "g", "0", "MKSTREAM"),
+    ("XSETID", "s", "9-0"),  # found by bench/grammar_fuzz.py --blocking
 ], ids=lambda command: " ".join(command[:2]) + (" MKSTREAM" if "MKSTREAM" in command else ""))
 def test_watch_sees_only_a_created_key(diff, connect, command):
     fill(diff, "s", 2)
