@@ -158,9 +158,9 @@ class Database:
     """One numbered database: key -> value, key -> absolute expiry in ms."""
 
     __slots__ = ("index", "data", "expires", "clock", "watchers", "blocking_keys",
-                 "ready_keys", "blocked_types", "_expiry_heap", "avg_ttl_hint", "tracking", "notifier",
-                 "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired", "dirty",
-                 "on_expired", "on_freed", "keytrack", "own_expires")
+                 "ready_keys", "blocked_types", "_expiry_heap", "avg_ttl_hint", "tracking",
+                 "notifier", "keyspace_hits", "keyspace_misses", "expired_lazily", "keep_expired",
+                 "dirty", "on_expired", "on_freed", "keytrack", "own_expires")
 
     def __init__(self, index: int, clock: Clock, ready_keys: list,
                  blocked_types: dict | None = None) -> None:
@@ -390,9 +390,11 @@ class Database:
                     continue
                 record.dirty = True
         if key in self.blocking_keys and key not in self.data:
-            # Only a deleted stream wakes anyone (XREADGROUP ends with an error); a change in
-            # place does not (signalModifiedKey is not signalKeyAsReady): a waiter could only
-            # have been served if the value arrived by an overwrite that woke no one.
+            # A key that is gone is queued: only XREADGROUP readers are retried on it
+            # (Block.retry_when_deleted), and end with an error, as a deleted stream wakes them
+            # in Redis. A change in place queues nothing (signalModifiedKey is not
+            # signalKeyAsReady): a waiter could only be served from a value that arrived by an
+            # overwrite that woke no one, and Redis leaves it waiting.
             self.ready_keys.append((self, key))
         if self.tracking is not None:
             self.tracking.key_modified(key, True, expired)
