@@ -11,7 +11,7 @@ import pytest
 from tests.support.blocking_diff import Runner, generate_case, shrink_case
 
 SEEDS = range(3)
-CASES_PER_SEED = 20
+CASES_PER_SEED = 120
 WRITES = 8
 
 
