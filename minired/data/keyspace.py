@@ -525,8 +525,8 @@ class Keyspace:
         self.clock = clock or Clock()
         # (Database, key) pairs touched while clients were blocked on them; drained by the server.
         self.ready_keys: list[tuple[Database, bytes]] = []
-        # Value type -> clients blocked for it (Database.blocked_types), kept by the blocking
-        # manager.
+        # Value type -> clients blocked for it (Database.blocked_types), counted by the
+        # blocking manager.
         self.blocked_types: dict[type, int] = {}
         self.dbs = [Database(i, self.clock, self.ready_keys, self.blocked_types)
                     for i in range(databases)]

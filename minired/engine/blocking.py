@@ -155,7 +155,9 @@ class BlockingManager:
         client.blocked = waiter
         self.waiters[client.id] = waiter
         if block.value_type is not None:
-            counts = self.keyspace.blocked_types
+            # The database's count (the keyspace's, but for a cluster replica's, which is its
+            # master's): the one the writes to its keys read.
+            counts = db.blocked_types
             counts[block.value_type] = counts.get(block.value_type, 0) + 1
         if deadline is not None:
             self._arm_timer(waiter, block.timeout_ms)
@@ -182,7 +184,7 @@ class BlockingManager:
         if self.waiters.pop(waiter.client.id, None) is not None:
             value_type = waiter.block.value_type
             if value_type is not None:
-                self.keyspace.blocked_types[value_type] -= 1
+                waiter.db.blocked_types[value_type] -= 1
         waiter.client.blocked = None
 
     def finish(self, waiter: Waiter, reply: Any, ending: int = SERVED) -> None:
