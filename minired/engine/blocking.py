@@ -57,13 +57,16 @@ class Block:
 class Waiter:
     """One blocked client: its Block, the database it blocked in, and its deadline."""
 
-    __slots__ = ("client", "block", "db", "deadline_ms", "timer", "resume")
+    __slots__ = ("client", "block", "db", "counted_in", "deadline_ms", "timer", "resume")
 
     def __init__(self, client: "Client", block: Block, db: "Database", deadline_ms: int | None,
                  resume: Callable[[], None]) -> None:
         self.client = client
         self.block = block
         self.db = db
+        # The table of blocked types the waiter is counted in (Database.blocked_types, as it
+        # was when the client blocked: a cluster failover gives the database its new master's)
+        self.counted_in: dict | None = None
         self.deadline_ms = deadline_ms
         self.timer: asyncio.TimerHandle | None = None
         self.resume = resume
@@ -157,7 +160,7 @@ class BlockingManager:
         if block.value_type is not None:
             # The database's count (the keyspace's, but for a cluster replica's, which is its
             # master's): the one the writes to its keys read.
-            counts = db.blocked_types
+            counts = waiter.counted_in = db.blocked_types
             counts[block.value_type] = counts.get(block.value_type, 0) + 1
         if deadline is not None:
             self._arm_timer(waiter, block.timeout_ms)
@@ -182,9 +185,9 @@ class BlockingManager:
             waiter.timer.cancel()
             waiter.timer = None
         if self.waiters.pop(waiter.client.id, None) is not None:
-            value_type = waiter.block.value_type
-            if value_type is not None:
-                waiter.db.blocked_types[value_type] -= 1
+            counts = waiter.counted_in
+            if counts is not None:
+                counts[waiter.block.value_type] -= 1
         waiter.client.blocked = None
 
     def finish(self, waiter: Waiter, reply: Any, ending: int = SERVED) -> None:
