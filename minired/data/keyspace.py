@@ -551,6 +551,16 @@ class Keyspace:
         da, dbb = self.dbs[a], self.dbs[b]
         touch_watched_keys(da, dbb)
         touch_watched_keys(dbb, da)
+        # The streams that clients wait on in each, by key (scanDatabaseForDeletedStreams):
+        # those that are no stream after the swap end their XREADGROUP readers with an error.
+        streams: list[dict] = []
+        for db in (da, dbb):
+            waited: dict = {}
+            for key in db.blocking_keys:
+                value = db.data.get(key)
+                if TYPE_NAMES.get(type(value)) == "stream":
+                    waited[key] = type(value)
+            streams.append(waited)
         da.data, dbb.data = dbb.data, da.data
         da.expires, dbb.expires = dbb.expires, da.expires
         da._expiry_heap, dbb._expiry_heap = dbb._expiry_heap, da._expiry_heap
@@ -559,15 +569,17 @@ class Keyspace:
         for db in (da, dbb):
             if db.keytrack is not None:
                 db.keytrack.moved(db)
+        for db, waited_streams in zip((da, dbb), streams):
+            for key, stream_type in waited_streams.items():
+                if TYPE_NAMES.get(type(db.data.get(key))) != "stream":
+                    db.signal_ready(key, stream_type)
         for db in (da, dbb):
-            # Keys that vanished count too: XREADGROUP readers then end with an error. Keys
-            # holding a value of a type nobody blocks for are not ready (scanDatabaseForReadyKeys
-            # signals the type of the value it finds): they are not looked up, nor expired.
+            # Then every waited key that holds a value, for that value's type
+            # (scanDatabaseForReadyKeys): one of a type nobody blocks for is not queued, so not
+            # looked up, nor expired; one that vanished is queued only if it was a stream.
             for key in db.blocking_keys:
                 value = db.data.get(key)
-                if value is None:
-                    self.ready_keys.append((db, key))
-                else:
+                if value is not None:
                     db.signal_ready(key, type(value))
 
     def active_expire(self, limit: int = 10_000) -> int:

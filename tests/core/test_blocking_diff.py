@@ -571,3 +571,36 @@ def test_commands_pipelined_behind_a_wait_answer_before_a_kill(diff, connect):
         assert waiter.read_both() is NullArray
         assert waiter.read_both() == []
         waiter.close()
+
+
+@pytest.mark.parametrize("other", [("LPUSH", "s", "e1"), None])
+def test_swapdb_ends_xreadgroup_where_its_stream_is_no_stream_any_more(diff, connect, other):
+    """Redis's SWAPDB first signals, as a stream, every waited key that was a stream and is
+    none after the swap (scanDatabaseForDeletedStreams): an XREADGROUP reader ends with an
+    error, whether a list or nothing is there now. (Redis's unit/type/stream-cgroups.)"""
+    diff.check("SELECT", 2)
+    if other is not None:
+        diff.check(*other)
+    diff.check("SELECT", 1)
+    diff.check("XADD", "s", "666", "f", "v")
+    diff.check("XGROUP", "CREATE", "s", "g", "$")
+    reader = _waiter(connect)
+    reader.check("SELECT", 1)
+    block(diff, reader, "XREADGROUP", "GROUP", "g", "c", "BLOCK", 0, "STREAMS", "s", ">")
+    diff.check("SWAPDB", 1, 2)
+    reply = reader.read_both()
+    assert isinstance(reply, Err) and "no longer exists" in reply.message
+
+
+def test_swapdb_leaves_a_list_waiter_whose_key_vanished_waiting(diff, connect):
+    diff.check("SELECT", 1)
+    waiter = _waiter(connect)
+    waiter.check("SELECT", 1)
+    block(diff, waiter, "BLPOP", "l", 0)
+    diff.check("SELECT", 2)
+    diff.check("RPUSH", "l", "x")
+    diff.check("SWAPDB", 1, 2)   # the list arrives in db 1: the waiter is served
+    assert waiter.read_both() == [b"l", b"x"]
+    block(diff, waiter, "BLPOP", "l", 0)
+    diff.check("SWAPDB", 1, 2)   # db 1 empty again: nothing to serve
+    assert _unblock_and_read(diff, [waiter]) == [1, NullArray]
