@@ -41,6 +41,12 @@ def register_type(cls: type, name: str) -> None:
     TYPE_NAMES[cls] = name
 
 
+def _is_stream(value: Any) -> bool:
+    """Whether value is a stream (the type data/stream.py registers; not imported here): what
+    XREADGROUP readers are woken for when it goes (signalDeletedKeyAsReady)."""
+    return TYPE_NAMES.get(type(value)) == "stream"
+
+
 def type_name(value: Any) -> str:
     return TYPE_NAMES[type(value)]
 
@@ -320,7 +326,7 @@ class Database:
             old = self.data.get(key)
             if old is None:
                 self.signal_ready(key, type(value))
-            elif TYPE_NAMES.get(type(old)) == "stream":
+            elif _is_stream(old):
                 self.signal_ready(key, type(old))
         self.data[key] = value
         if not keep_ttl and self.expires:
@@ -558,7 +564,7 @@ class Keyspace:
             waited: dict = {}
             for key in db.blocking_keys:
                 value = db.data.get(key)
-                if TYPE_NAMES.get(type(value)) == "stream":
+                if _is_stream(value):
                     waited[key] = type(value)
             streams.append(waited)
         da.data, dbb.data = dbb.data, da.data
@@ -571,7 +577,7 @@ class Keyspace:
                 db.keytrack.moved(db)
         for db, waited_streams in zip((da, dbb), streams):
             for key, stream_type in waited_streams.items():
-                if TYPE_NAMES.get(type(db.data.get(key))) != "stream":
+                if not _is_stream(db.data.get(key)):
                     db.signal_ready(key, stream_type)
         for db in (da, dbb):
             # Then every waited key that holds a value, for that value's type
