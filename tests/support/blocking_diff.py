@@ -291,7 +291,28 @@ class Generator:
                 out.append(["SET", key, "string"])
             elif roll < stream_at + 0.1:
                 out.append(["RPUSH", key, *self.members()])
+        if self.swaps:
+            out += self.other_database()
         return out
+
+    def other_database(self) -> list[list[str]]:
+        """Keys in database 1 for SWAPDB to bring in: a waited stream replaced by a list, a
+        string or another stream (Redis signals a stream that is one no more, then each waited
+        key for its value's type), or a value the waiter can take at once."""
+        out: list[list[str]] = [["SELECT", "1"]]
+        for key in KEYS:
+            roll = self.rng.random()
+            if roll < 0.2:
+                out.append(["RPUSH", key, *self.members()])
+            elif roll < 0.35:
+                out.append(["ZADD", key, "1", self.rng.choice(MEMBERS)])
+            elif roll < 0.5:
+                out.append(["SET", key, "string"])
+            elif roll < 0.65:
+                out.append(["XADD", key, self.stream_id(), "f", "v"])
+                if self.rng.random() < 0.5:
+                    out.append(["XGROUP", "CREATE", key, self.rng.choice(GROUPS), "0"])
+        return out + [["SELECT", "0"]]
 
 
 # The writes that serve each kind of waiter.
@@ -317,6 +338,9 @@ def generate_case(rng: random.Random, length: int = 6) -> Case:
     writes: list[list[str]] = []
     while len(writes) < length:
         writes += generator.write(len(waits))
+    if generator.swaps and ["SWAPDB", "0", "1"] not in writes:
+        # (a case drawn to swap does: what database 1 holds is there for it)
+        writes.insert(rng.randint(0, len(writes)), ["SWAPDB", "0", "1"])
     return Case(setup, waits, writes, timeout)
 
 
@@ -492,12 +516,13 @@ class Runner:
             mismatch = self._both(argv[0], case, [s.writer.call(*argv) for s in self.sides])
             if mismatch:
                 return mismatch
-        blocked = 0
         self.answered = []
         for db, argv in case.waits:
             outcomes = []
             for side in self.sides:
                 waiter = side.add_waiter(db)
+                # (counted now: a waiter that answered at once may have served one that blocked)
+                blocked = _blocked_clients(side.control)
                 # An LRANGE pipelined behind the wait (in the same write, so that the server
                 # has read it before the wait ends): it runs once the wait ends, on the data
                 # then, before the server reads anything else.
@@ -512,7 +537,6 @@ class Runner:
             mismatch = self._both(f"{argv[0]} at once", case, outcomes)
             if mismatch:
                 return mismatch
-            blocked += outcomes[0] == "blocked"
             self.answered.append(outcomes[0] != "blocked")
         for argv in case.writes:
             name = argv[0].upper() if argv[0].upper() != "CLIENT" else "CLIENT UNBLOCK"
