@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from .grammar_diff import _without_idle_times
 from .respclient import Err, Map, RawClient, encode_command
+from .shrinking import drop_while_same
 
 KEYS = ["a", "b", "c"]
 GROUPS = ["g1", "g2"]
@@ -580,27 +581,28 @@ def _rest(waiter: RawClient, count: int) -> list:
 
 
 def shrink_case(runner: Runner, mismatch: BlockingMismatch) -> BlockingMismatch:
-    """Drop setup commands, writes and waiters while the same difference still shows."""
-    best = mismatch
-    changed = True
-    while changed:
-        changed = False
-        for part in ("writes", "setup", "waits"):
-            items = getattr(best.case, part)
-            for i in range(len(items) - 1, -1, -1):
-                items = getattr(best.case, part)
-                if i >= len(items) or (part == "waits" and len(items) == 1):
-                    continue
-                fields = {"setup": best.case.setup, "waits": best.case.waits,
-                          "writes": best.case.writes, part: items[:i] + items[i + 1:]}
-                candidate = Case(fields["setup"], fields["waits"], fields["writes"],
-                                 best.case.timeout)
-                if part == "waits":
-                    candidate.writes = [_renumber(argv, i) for argv in candidate.writes]
-                result = runner.run(candidate)
-                if result is not None and result.signature == best.signature:
-                    best, changed = result, True
-    return best
+    """Drop writes, setup commands and waiters while the same difference still shows. The
+    items are numbered waiters first, then setup, then writes, so that each pass tries the
+    writes first; the last waiter stays."""
+    def count(m: BlockingMismatch) -> int:
+        return len(m.case.waits) + len(m.case.setup) + len(m.case.writes)
+
+    def without(m: BlockingMismatch, i: int) -> Case | None:
+        case = m.case
+        waits, setup, writes = list(case.waits), list(case.setup), list(case.writes)
+        if i < len(waits):
+            if len(waits) == 1:
+                return None
+            del waits[i]
+            writes = [_renumber(argv, i) for argv in writes]
+        elif i < len(waits) + len(setup):
+            del setup[i - len(waits)]
+        else:
+            del writes[i - len(waits) - len(setup)]
+        return Case(setup, waits, writes, case.timeout)
+
+    return drop_while_same(mismatch, count, without, runner.run,
+                           lambda result: result.signature == mismatch.signature)
 
 
 def _renumber(argv: list[str], dropped: int) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .grammar import CommandGenerator, CommandGrammar, exclusion_reason
 from .respclient import Err, Map, NullArray, RawClient
+from .shrinking import drop_while_same
 
 SETUP: list[list[str]] = [
     ["SET", "str", "hello"],
@@ -309,20 +310,12 @@ def _lex_range_defined(pair: ServerPair, name: str, argv: list[str]) -> bool:
 
 def shrink(pair: ServerPair, mismatch: Mismatch,
            grammars: dict[str, CommandGrammar], watch=None) -> Mismatch:
-    """Drop commands (setup ones too) while the same mismatch still shows."""
-    best = mismatch
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(best.sequence) - 2, -1, -1):
-            if i >= len(best.sequence) - 1:
-                continue
-            candidate = best.sequence[:i] + best.sequence[i + 1:]
-            result = _rerun(pair, candidate, grammars, watch)
-            if result is not None and result.signature == best.signature:
-                best = result
-                changed = True
-    return best
+    """Drop commands (setup ones too, not the last) while the same mismatch still shows."""
+    return drop_while_same(
+        mismatch, lambda m: len(m.sequence) - 1,
+        lambda m, i: m.sequence[:i] + m.sequence[i + 1:],
+        lambda sequence: _rerun(pair, sequence, grammars, watch),
+        lambda result: result.signature == mismatch.signature)
 
 
 def _rerun(pair: ServerPair, commands, grammars, watch=None) -> Mismatch | None:

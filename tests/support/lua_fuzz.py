@@ -27,6 +27,8 @@ import random
 import socket
 from dataclasses import dataclass
 
+from .shrinking import drop_while_same
+
 # --- raw RESP ---------------------------------------------------------------------------------
 
 
@@ -517,20 +519,17 @@ class LuaFuzzPair:
 
     def shrink(self, mismatch: Mismatch) -> Mismatch:
         """Drop the script's statements (not its last line) while it still mismatches."""
-        best = mismatch
-        changed = True
-        while changed and not best.died:
-            changed = False
-            lines = best.script.split("\n")
-            for index in range(len(lines) - 2, -1, -1):
-                candidate = "\n".join(lines[:index] + lines[index + 1:])
-                self.reset()
-                found = self.run(candidate, best.protocol, best.function)
-                if found is not None and not found.died:
-                    best = found
-                    changed = True
-                    break
-        return best
+        if mismatch.died:
+            return mismatch
+
+        def rerun(script: str) -> Mismatch | None:
+            self.reset()
+            return self.run(script, mismatch.protocol, mismatch.function)
+
+        return drop_while_same(
+            mismatch, lambda m: m.script.count("\n"),
+            lambda m, i: "\n".join(m.script.split("\n")[:i] + m.script.split("\n")[i + 1:]),
+            rerun, lambda found: not found.died)
 
 
 def generate(rng: random.Random) -> tuple[str, int, bool]:
