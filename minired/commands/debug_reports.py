@@ -14,9 +14,6 @@ from typing import Any
 
 from minired.commands.keys_object import encoding, refcount
 from minired.data.zset import ZSet
-from minired.features.rdb import Compact, encode_value, quicklist_nodes
-from minired.features.rdb_containers import listpack
-from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import BigNumber, Encoded, OrderedSet, Push, Replies, Verbatim
@@ -138,6 +135,9 @@ _LRU_CLOCK_MAX = (1 << 24) - 1
 
 def _quicklist_details(items, config, packed_threshold: int) -> str:
     """The ql_* fields DEBUG OBJECT adds for a quicklist: its nodes as Redis would fill them."""
+    from minired.features.rdb import quicklist_nodes  # (the RDB codec: see _serialized_length)
+    from minired.features.rdb_containers import listpack
+
     fill = int(config.get("list-max-listpack-size"))
     nodes = quicklist_nodes(items, fill, packed_threshold)
     size = sum(len(node[0]) if len(node[0]) >= packed_threshold else len(listpack(node))
@@ -161,6 +161,16 @@ def _address(value: Any, db_index: int, key: bytes) -> int:
     return id(value)
 
 
+def _serialized_length(value: Any, config) -> int:
+    """DEBUG OBJECT's serializedlength: the value's RDB encoding, without its type byte. (The
+    RDB codec is imported here, when first needed, not with every start-up.)"""
+    from minired.features.rdb import Compact, encode_value
+    from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION
+
+    compress = COMPRESS_AS_REDIS if config.get("rdbcompression") == "yes" else NO_COMPRESSION
+    return len(encode_value(value, compress, Compact.from_config(config.get))) - 1
+
+
 def object_line(value: Any, db_index: int, key: bytes, config, now_ms: int,
                 packed_threshold: int, lru: int | None = None, idle_s: int = 0) -> bytes:
     """DEBUG OBJECT's status line; `lru` the key's LRU/LFU field when access is tracked (else
@@ -168,8 +178,7 @@ def object_line(value: Any, db_index: int, key: bytes, config, now_ms: int,
     if lru is None:
         lru = (now_ms // 1000) & _LRU_CLOCK_MAX
     kind = encoding(value, config)
-    compress = COMPRESS_AS_REDIS if config.get("rdbcompression") == "yes" else NO_COMPRESSION
-    serialized = len(encode_value(value, compress, Compact.from_config(config.get))) - 1
+    serialized = _serialized_length(value, config)
     line = (f"Value at:{_address(value, db_index, key):#x} refcount:{refcount(value, config)} "
             f"encoding:{kind} "
             f"serializedlength:{serialized} lru:{lru} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minired import LOG_VERBOSE
 from minired.engine.args import parse_int
@@ -13,25 +13,38 @@ from minired.engine.client import Client
 from minired.engine.table import command
 from minired.features import eviction
 from minired.features.notifications import GENERIC, notify
-from minired.features.rdb import Compact, decode_value, encode_value
-from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION, BadData, Reader, footer_ok, seal
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
+
+if TYPE_CHECKING:
+    from minired.features.rdb import Compact
+
+# The RDB codec (minired/features/rdb*.py) is imported by the functions below when first
+# called: DUMP and RESTORE are rare, and its modules are ~4 ms of every start-up.
 
 G = "generic"
 log = logging.getLogger("minired")
 
 
-def dump_payload(value: Any, compress_from: int = COMPRESS_AS_REDIS,
+def dump_payload(value: Any, compress_from: int | None = None,
                  compact: Compact | None = None) -> bytes:
-    return seal(encode_value(value, compress_from, compact))
+    """value's DUMP payload; compress_from: the shortest string LZF-compressed (default
+    Redis's DUMP rule, every string over 20 bytes)."""
+    from minired.features.rdb import encode_value
+    from minired.features.rdb_format import COMPRESS_AS_REDIS, seal
+
+    return seal(encode_value(value, COMPRESS_AS_REDIS if compress_from is None else compress_from,
+                             compact))
 
 
 def load_payload(payload: bytes, check_crc: bool = True, deep: bool = False,
                  stats: Any = None) -> Any:
     """The value in a DUMP payload (its compact encodings checked entry by entry with deep, and
     counted in stats); RedisError with Redis's text if it is not one."""
+    from minired.features.rdb import decode_value
+    from minired.features.rdb_format import BadData, Reader, footer_ok
+
     if not footer_ok(payload, check_crc=check_crc):
         raise RedisError(errors.DUMP_PAYLOAD_INVALID)
     # Like Redis, read from the whole payload: the footer is not fenced off from the body.
@@ -55,6 +68,9 @@ def load_payload(payload: bytes, check_crc: bool = True, deep: bool = False,
 def server_dump(server: Any, value: Any) -> bytes:
     """createDumpPayload: value's DUMP payload with the server's rdbcompression and compact
     encoding thresholds (DUMP, MIGRATE)."""
+    from minired.features.rdb import Compact
+    from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION
+
     config = server.config
     compress = config.get("rdbcompression") == "yes"
     return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION,

@@ -23,7 +23,6 @@ from minired.data.stream import Stream
 from minired.data.zset import ZSet
 from minired.engine.table import command, container_command, help_reply
 from minired.features import eviction
-from minired.features.rdb import quicklist_nodes
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import string2ll
@@ -101,6 +100,8 @@ def free_effort(value: Any, server) -> int:
         return 1  # (never more allocations than elements: under the threshold either way)
     config = server.config
     if kind is QuickList:
+        from minired.features.rdb import quicklist_nodes  # (the RDB codec: not at start-up)
+
         return len(quicklist_nodes(value, int(config.get("list-max-listpack-size")),
                                    server.debug.quicklist_packed_threshold))
     return 1 if is_compact(value, config) else len(value)

@@ -28,7 +28,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from minired.features import aof_rewrite, rdb_file
+from minired.features import aof_rewrite
 from minired.features.aof_manifest import Manifest
 from minired.features.aof_records import Loader
 from minired.features.persist_files import LoadError, fsync_directory, write_atomically, write_synced
@@ -163,7 +163,9 @@ class AppendOnlyFile:
                                 f"reading: {exc.strerror}") from None
             total += len(data)
             pos = 0
-            if rdb_file.is_rdb(data):
+            from minired.features.rdb_file import is_rdb  # (the RDB codec: not for every start)
+
+            if is_rdb(data):
                 log.info("Reading RDB base file on AOF loading...")
                 pos = self._load_rdb(data, name, keep_expired=True)
             used, truncated = loader.load(data, name, pos)

@@ -18,7 +18,6 @@ import struct
 import time
 
 from minired import LOG_VERBOSE
-from minired.features.rdb_file import debug_delay
 
 log = logging.getLogger("minired")
 
@@ -102,7 +101,9 @@ class KeyProgress:
         self.reported_at = 0.0
 
     def __call__(self) -> None:
-        if self.delay:
+        if self.delay:  # (rdb-key-save-delay: tests slowing a save)
+            from minired.features.rdb_file import debug_delay
+
             debug_delay(self.delay)
         keys = self.keys
         self.keys = keys + 1

@@ -37,8 +37,6 @@ from minired.engine.table import COMMANDS
 from minired.features import pubsub
 from minired.features.notifications import GENERIC, notify
 from minired.features.persist_files import LoadError
-from minired.features.rdb import Compact, decode_value, encode_value
-from minired.features.rdb_format import COMPRESS_AS_REDIS, Reader, seal
 from minired.protocol import errors
 from minired.protocol.resp import OK
 
@@ -544,6 +542,9 @@ class Cluster:
         value = src.get(key)
         if value is None:
             return False
+        from minired.features.rdb import Compact, decode_value, encode_value
+        from minired.features.rdb_format import COMPRESS_AS_REDIS, Reader, seal
+
         deadline = src.expiry(key)
         payload = None
         if copy or (target.server is not None and target.server.propagate is not None):

@@ -42,13 +42,14 @@ from minired.engine.client import Client
 from minired.engine.panic import server_panic
 from minired.engine.server import keep_alive
 from minired.engine.table import lookup
-from minired.features import pause, rdb_file, replication
+from minired.features import pause, replication
 from minired.protocol import errors
 from minired.protocol.errors import PING_AUTH_ERRORS, RedisError
 from minired.protocol.resp import RequestParser, encode_command
 
 if TYPE_CHECKING:
     from minired.engine.server import Server
+    from minired.features import rdb_file
 
 log = logging.getLogger("minired.replication")
 
@@ -296,7 +297,9 @@ class Link:
             # on in the database the RDB names (replicationCreateMasterClient).
             state.replid2, state.second_replid_offset = replication.NO_REPLID, -1
             state.backlog = replication.Backlog(self.server.config, self.offset)
-            repl = rdb_file.repl_info(loaded.aux)
+            from minired.features.rdb_file import repl_info
+
+            repl = repl_info(loaded.aux)
             self.master_client.select(repl[0] if repl is not None and
                                       repl[0] < len(self.server.keyspace.dbs) else 0)
         else:
@@ -342,6 +345,8 @@ class Link:
     def _load(self, payload: bytes) -> "rdb_file.Loaded":
         """Replace the data by the master's (keys already expired kept: the master deletes them).
         This server's replicas are disconnected, to sync again (replicationAttachToNewMaster)."""
+        from minired.features import rdb_file  # (the RDB codec: loaded with the first sync)
+
         server = self.server
         state = replication.master(server)
         state.disconnect_replicas()

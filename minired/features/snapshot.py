@@ -23,20 +23,17 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
-from minired.features import rdb_file, replication
+from minired.features import replication
 from minired.features.aof_records import Loader
 from minired.features.child_info import AOF_COW_SIZE, RDB_COW_SIZE, ChildInfo, ChildReporter, KeyProgress
 from minired.features.oom_score import BACKGROUND_CHILD, apply_oom_score
 from minired.features.persist_files import LoadError, write_atomically
-from minired.features.rdb import Compact
-from minired.features.rdb_check import check_report
-from minired.features.rdb_file import RdbError
-from minired.features.rdb_format import COMPRESS_IN_FILES, NO_COMPRESSION
 from minired.protocol import errors
 from minired.protocol.errors import RedisError
 
 if TYPE_CHECKING:
     from minired.engine.server import Server
+    from minired.features.rdb_file import RdbError
 
 log = logging.getLogger("minired")
 
@@ -135,6 +132,8 @@ class Snapshots:
         reported as Redis reports it, with redis-check-rdb's report on stdout (rdb_check.py).
         With restore_repl (dump.rdb at start-up, not an AOF's preamble) the replication ID and
         offset it holds are taken back (loadDataFromDisk)."""
+        from minired.features import rdb_file  # (the RDB codec: loaded with the first file)
+
         server = self.server
         if any(db.data for db in server.keyspace.dbs):
             raise LoadError("RDB image loaded into a non-empty keyspace")  # not reached at start
@@ -142,7 +141,7 @@ class Snapshots:
             loaded = rdb_file.load(data, server.keyspace, server.clock.ms(), keep_expired,
                                    self.sanitizes_loads(), self.config.number("key-load-delay"),
                                    list_expired=restore_repl)
-        except RdbError as exc:
+        except rdb_file.RdbError as exc:
             if checked_as is not None and exc.reason is not None:
                 self._report_damaged_snapshot(data, checked_as, exc)
             raise LoadError(*exc.warnings, f"{exc} ({name}). Terminating server after rdb file "
@@ -171,6 +170,9 @@ class Snapshots:
         logs them as it reads), the failure, then the checker's report on stdout; the server
         ends with "Terminating server after rdb file reading failure." only when the checker
         itself met a corruption (in check mode rdbReportError logs it and exits)."""
+        from minired.features import rdb_file
+        from minired.features.rdb_check import check_report
+
         assert exc.reason is not None
         _log_aux_fields(exc.aux)
         for line in exc.warnings:
@@ -203,6 +205,8 @@ class Snapshots:
         if self.functions is None:
             self.pending_functions.extend(codes)  # startup.py brings the engine up for them
             return
+        from minired.features import rdb_file
+
         try:
             self.functions.restore(rdb_file.functions_payload(codes), b"append")
         except RedisError as exc:
@@ -219,6 +223,8 @@ class Snapshots:
     # --- saving (the interface commands/server.py uses) -------------------------------------
 
     def _function_codes(self) -> list[bytes]:
+        from minired.features import rdb_file
+
         if self.functions is None:
             return self.pending_functions
         return rdb_file.functions_from_payload(self.functions.dump())
@@ -229,6 +235,10 @@ class Snapshots:
         functions, or both (SLAVE_REQ_RDB_EXCLUDE_DATA / _FUNCTIONS). on_key: after each key.
         Snapshots and the images sent to replicas hold the replication ID and offset when there
         is a stream to continue (rdbPopulateSaveInfo); an AOF's base does not."""
+        from minired.features import rdb_file
+        from minired.features.rdb import Compact
+        from minired.features.rdb_format import COMPRESS_IN_FILES, NO_COMPRESSION
+
         server = self.server
         state = server.features.replication
         repl = state.save_info() if state is not None and not aof_base else None
@@ -274,6 +284,8 @@ class Snapshots:
         """DEBUG RELOAD: save (unless NOSAVE), empty the keyspace and the function libraries
         (unless NOFLUSH), load the file back: the round trip through dump.rdb, on the loop. A
         library already there fails the load, unless MERGE lets the file's replace it."""
+        from minired.features import rdb_file
+
         if save:
             self.save()
         server = self.server
@@ -287,7 +299,7 @@ class Snapshots:
             if self.functions is not None and (loaded.functions or flush):
                 policy = b"flush" if flush else b"replace" if merge else b"append"
                 self.functions.restore(rdb_file.functions_payload(loaded.functions), policy)
-        except (OSError, RdbError, RedisError) as exc:
+        except (OSError, rdb_file.RdbError, RedisError) as exc:
             log.warning("DEBUG RELOAD: %s", exc)
             raise RedisError(errors.DEBUG_RELOAD_FAILED) from None
         log.warning("DB reloaded by DEBUG RELOAD")

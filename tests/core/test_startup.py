@@ -27,6 +27,9 @@ LAZY_MODULES = {
     "hmac", "hashlib", "shutil", "resource",
     "minired.commands.docs_data",  # COMMAND DOCS's ~200 kB of Redis's documentation
     "anycrc",  # CRC64 of DUMP payloads and RDB files
+    # The RDB codec (~4 ms): loaded with the first dump.rdb, SAVE, DUMP/RESTORE or full sync.
+    "minired.features.rdb", "minired.features.rdb_file", "minired.features.rdb_format",
+    "minired.features.rdb_containers", "minired.features.rdb_streams", "minired.features.lzf",
 }
 
 # Runs the CLI; once the server has answered a PING, prints the loaded modules and whether
