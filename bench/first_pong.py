@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import site
 import socket
 import statistics
@@ -165,9 +166,15 @@ def main() -> None:
             measures[f"importtime {label}"] = (
                 lambda c=checkout, p=pure: (import_time_ms(c, p) / 1000, 0.0))
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in measures}
+    # A new order every round: in a fixed one, each launch always followed the same other
+    # (an -X importtime run, say), and two builds read 18 ms apart that strict alternation
+    # finds 5 ms apart.
+    order = random.Random(0)
+    names = list(measures)
     for _ in range(args.runs):
-        for name, measure in measures.items():
-            times[name].append(measure())
+        order.shuffle(names)
+        for name in names:
+            times[name].append(measures[name]())
     print(f"{'':60s} {'wall median':>12s} {'wall min':>9s} {'CPU median':>11s}")
     for name, values in times.items():
         wall = [w * 1000 for w, _ in values]
