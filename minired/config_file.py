@@ -14,7 +14,7 @@ import sys
 
 from minired import REDIS_VERSION
 from minired.engine.config import PARAMS, Config, ConfigError
-from minired.engine.config_values import output_buffer_limits
+from minired.engine.config_values import output_buffer_limits, shown_directory
 from minired.protocol.resp import ProtocolError, split_inline
 
 log = logging.getLogger("minired")
@@ -361,7 +361,7 @@ class ConfigRewrite:
             elif name == "replicaof" or (name == "bind" and not changed):
                 self.processed.add(name)
             elif name == "dir":
-                self.line(name, f"dir {repr_arg(os.path.abspath(value))}", True)
+                self.line(name, f"dir {repr_arg(shown_directory(value))}", True)
             elif value == "" and param.normalize.__name__ == "text" and name not in _EMPTY_KEPT:
                 self.processed.add(name)
             else:

@@ -203,12 +203,12 @@ def config_get(c, argv):
             name = raw.decode(errors="replace")
             if Config.known(name):
                 # A literal name is echoed as asked (case and alias kept), as Redis does.
-                found.setdefault(raw, config.get(name).encode())
+                found.setdefault(raw, config.shown(name).encode())
             continue
         pattern = raw.split(b"\0", 1)[0]  # stringmatch: the C string, up to its first NUL
         for name in config.names():
             if glob_match(pattern, name.encode(), nocase=True):
-                found.setdefault(name.encode(), config.get(name).encode())
+                found.setdefault(name.encode(), config.shown(name).encode())
     return found
 
 

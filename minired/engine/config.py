@@ -41,6 +41,7 @@ from minired.engine.config_values import (
     percentiles,
     proc_title_template,
     save_points,
+    shown_directory,
     shutdown_flags,
     startup_output_buffer_limits,
     text,
@@ -284,6 +285,12 @@ class Config:
 
     def get(self, name: str) -> str | None:
         return self.values.get(self.canonical(name))
+
+    def shown(self, name: str) -> str | None:
+        """The value CONFIG GET answers: the stored one, `dir` as Redis's getcwd() shows it."""
+        name = self.canonical(name)
+        value = self.values.get(name)
+        return shown_directory(value) if name == "dir" and value is not None else value
 
     def set(self, name: str, value: object) -> None:
         """Store a value as given (start-up, the server itself); no validation."""

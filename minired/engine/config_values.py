@@ -304,6 +304,14 @@ def working_directory(value: str, current: str) -> str:
     return os.path.realpath(target)
 
 
+def shown_directory(value: str) -> str:
+    """`dir` as CONFIG GET and CONFIG REWRITE show it: Redis answers getcwd(), the absolute
+    path with its symbolic links resolved, even when no `dir` was given. minired does not move
+    the process (see working_directory), so a relative `dir`, the default ".", names where its
+    files go from the process's directory."""
+    return os.path.realpath(value)
+
+
 OUTPUT_BUFFER_DEFAULTS = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
 
 

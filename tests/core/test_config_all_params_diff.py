@@ -19,7 +19,7 @@ _NOT_IN_BOTH = {
 # Defaults that depend on how each server of the suite was started, not on the parameter.
 _STARTUP_DEPENDENT = {
     "port": "each server listens on its own free port",
-    "dir": "real Redis runs in a temporary directory, minired in '.'",
+    "dir": "each server runs in a directory of its own",
     "loglevel": "the suite starts real Redis with --loglevel warning",
     "maxclients": "Redis lowers it to what the host's open-file limit allows",
 }

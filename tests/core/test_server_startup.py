@@ -203,6 +203,29 @@ def test_values_match_redis_after_the_same_file_and_options(tmp_path):
     assert (tmp_path / "data" / "log").exists()  # (relative to dir, read before it)
 
 
+def test_dir_not_given_is_the_working_directory_as_redis_shows_it(tmp_path):
+    # Redis's CONFIG GET dir is getcwd(), given `dir` or not: the absolute path with its
+    # symbolic links resolved (the servers start in a directory reached through a link).
+    (tmp_path / "data").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    answers = []
+    for command in ([redis_server_binary()], MINIRED):
+        proc, port = start_on_free_port(
+            lambda port: [*command, "--port", str(port), "--save", ""],
+            cwd=tmp_path / "link", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            client = RawClient(port)
+            answers.append([client.call("CONFIG", "GET", "dir"),
+                            client.call("CONFIG", "GET", "dir*")])
+            client.call("CONFIG", "SET", "dir", ".")  # (relative to the directory it shows)
+            answers.append(client.call("CONFIG", "GET", "dir"))
+            client.close()
+        finally:
+            terminate(proc)
+    assert answers[:2] == answers[2:]
+    assert answers[0][0] == [b"dir", str((tmp_path / "data").resolve()).encode()]
+
+
 # --- -v, --help ----------------------------------------------------------------------------------
 
 def test_version_line_is_redis_servers_then_minireds(tmp_path):
