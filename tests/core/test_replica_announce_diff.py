@@ -29,8 +29,10 @@ def test_replica_announces_its_port_and_whether_to_list_it(kind):
     try:
         wait_link_up(replica.port)
         on_master, on_replica = RawClient(master.port), RawClient(replica.port)
-        wait_until(lambda: info_field(on_master, "replication", "connected_slaves") == "1",
-                   "the replica listed")
+        # (ROLE lists a replica once it is online, INFO as soon as it asks to sync: Redis's
+        # replica is online only after its first REPLCONF ACK, a moment after its link is up)
+        wait_until(lambda: b"state=online" in on_master.call("INFO", "replication"),
+                   "the replica online")
         listed = info_field(on_master, "replication", "slave0")
         assert "port=12345," in listed, listed
         assert on_master.call("ROLE")[2][0][1] == b"12345"
