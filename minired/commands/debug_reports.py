@@ -12,6 +12,7 @@ import struct
 import zlib
 from typing import Any
 
+from minired.commands.keys_dump import dump_encoding
 from minired.commands.keys_object import encoding, refcount
 from minired.data.zset import ZSet
 from minired.protocol import errors
@@ -135,7 +136,7 @@ _LRU_CLOCK_MAX = (1 << 24) - 1
 
 def _quicklist_details(items, config, packed_threshold: int) -> str:
     """The ql_* fields DEBUG OBJECT adds for a quicklist: its nodes as Redis would fill them."""
-    from minired.features.rdb import quicklist_nodes  # (the RDB codec: see _serialized_length)
+    from minired.features.rdb import quicklist_nodes  # (the RDB codec: not at start-up)
     from minired.features.rdb_containers import listpack
 
     fill = int(config.get("list-max-listpack-size"))
@@ -161,16 +162,6 @@ def _address(value: Any, db_index: int, key: bytes) -> int:
     return id(value)
 
 
-def _serialized_length(value: Any, config) -> int:
-    """DEBUG OBJECT's serializedlength: the value's RDB encoding, without its type byte. (The
-    RDB codec is imported here, when first needed, not with every start-up.)"""
-    from minired.features.rdb import Compact, encode_value
-    from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION
-
-    compress = COMPRESS_AS_REDIS if config.get("rdbcompression") == "yes" else NO_COMPRESSION
-    return len(encode_value(value, compress, Compact.from_config(config.get))) - 1
-
-
 def object_line(value: Any, db_index: int, key: bytes, config, now_ms: int,
                 packed_threshold: int, lru: int | None = None, idle_s: int = 0) -> bytes:
     """DEBUG OBJECT's status line; `lru` the key's LRU/LFU field when access is tracked (else
@@ -178,7 +169,7 @@ def object_line(value: Any, db_index: int, key: bytes, config, now_ms: int,
     if lru is None:
         lru = (now_ms // 1000) & _LRU_CLOCK_MAX
     kind = encoding(value, config)
-    serialized = _serialized_length(value, config)
+    serialized = len(dump_encoding(value, config)) - 1  # (without the type byte)
     line = (f"Value at:{_address(value, db_index, key):#x} refcount:{refcount(value, config)} "
             f"encoding:{kind} "
             f"serializedlength:{serialized} lru:{lru} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from minired import LOG_VERBOSE
 from minired.engine.args import parse_int
@@ -17,9 +17,6 @@ from minired.protocol import errors
 from minired.protocol.errors import RedisError
 from minired.protocol.resp import OK
 
-if TYPE_CHECKING:
-    from minired.features.rdb import Compact
-
 # The RDB codec (minired/features/rdb*.py) is imported by the functions below when first
 # called: DUMP and RESTORE are rare, and its modules are ~4 ms of every start-up.
 
@@ -27,15 +24,15 @@ G = "generic"
 log = logging.getLogger("minired")
 
 
-def dump_payload(value: Any, compress_from: int | None = None,
-                 compact: Compact | None = None) -> bytes:
-    """value's DUMP payload; compress_from: the shortest string LZF-compressed (default
-    Redis's DUMP rule, every string over 20 bytes)."""
-    from minired.features.rdb import encode_value
-    from minired.features.rdb_format import COMPRESS_AS_REDIS, seal
+def dump_encoding(value: Any, config) -> bytes:
+    """value's RDB encoding (type byte first) as DUMP writes it: strings over 20 bytes
+    LZF-compressed with rdbcompression yes, and the compact-encoding thresholds configured.
+    Also DEBUG OBJECT's serializedlength."""
+    from minired.features.rdb import Compact, encode_value
+    from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION
 
-    return seal(encode_value(value, COMPRESS_AS_REDIS if compress_from is None else compress_from,
-                             compact))
+    compress = COMPRESS_AS_REDIS if config.get("rdbcompression") == "yes" else NO_COMPRESSION
+    return encode_value(value, compress, Compact.from_config(config.get))
 
 
 def load_payload(payload: bytes, check_crc: bool = True, deep: bool = False,
@@ -67,14 +64,10 @@ def load_payload(payload: bytes, check_crc: bool = True, deep: bool = False,
 
 def server_dump(server: Any, value: Any) -> bytes:
     """createDumpPayload: value's DUMP payload with the server's rdbcompression and compact
-    encoding thresholds (DUMP, MIGRATE)."""
-    from minired.features.rdb import Compact
-    from minired.features.rdb_format import COMPRESS_AS_REDIS, NO_COMPRESSION
+    encoding thresholds (DUMP, MIGRATE): its encoding, the RDB version and a CRC64."""
+    from minired.features.rdb_format import seal
 
-    config = server.config
-    compress = config.get("rdbcompression") == "yes"
-    return dump_payload(value, COMPRESS_AS_REDIS if compress else NO_COMPRESSION,
-                        Compact.from_config(config.get))
+    return seal(dump_encoding(value, server.config))
 
 
 @command("dump", arity=2, flags="readonly", keys=(1, 1, 1), group=G)
