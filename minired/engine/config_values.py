@@ -308,8 +308,12 @@ def shown_directory(value: str) -> str:
     """`dir` as CONFIG GET and CONFIG REWRITE show it: Redis answers getcwd(), the absolute
     path with its symbolic links resolved, even when no `dir` was given. minired does not move
     the process (see working_directory), so a relative `dir`, the default ".", names where its
-    files go from the process's directory."""
-    return os.path.realpath(value)
+    files go from the process's directory. Where the working directory is gone (removed while
+    the server runs) getcwd() fails and Redis answers an empty string; so does minired."""
+    try:
+        return os.path.realpath(value)
+    except OSError:  # (a relative path is resolved against the working directory)
+        return ""
 
 
 OUTPUT_BUFFER_DEFAULTS = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"

@@ -226,6 +226,28 @@ def test_dir_not_given_is_the_working_directory_as_redis_shows_it(tmp_path):
     assert answers[0][0] == [b"dir", str((tmp_path / "data").resolve()).encode()]
 
 
+def test_dir_removed_while_serving_is_answered_as_redis_does(tmp_path):
+    # getcwd() fails once the working directory is removed: Redis answers "" (and CONFIG GET *
+    # still answers every other parameter).
+    answers = []
+    for n, command in enumerate(([redis_server_binary()], MINIRED)):
+        home = tmp_path / f"home{n}"
+        home.mkdir()
+        proc, port = start_on_free_port(
+            lambda port: [*command, "--port", str(port), "--save", ""],
+            cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            home.rmdir()
+            client = RawClient(port)
+            everything = client.call("CONFIG", "GET", "*")
+            answers.append([client.call("CONFIG", "GET", "dir"),
+                            everything[everything.index(b"dir") + 1]])
+            client.close()
+        finally:
+            terminate(proc)
+    assert answers == [[[b"dir", b""], b""]] * 2
+
+
 # --- -v, --help ----------------------------------------------------------------------------------
 
 def test_version_line_is_redis_servers_then_minireds(tmp_path):
